@@ -1,0 +1,384 @@
+//! The workflow DAG: jobs with nominal runtimes, immutable named files with sizes,
+//! and parent edges (the grid model of seed 000, section 4: "each job is
+//! characterised by a unique identifier and the list of files it needs").
+//!
+//! Ids are dense indices so that the manager and both engines can keep per-job and
+//! per-file state in plain vectors; names are kept for reports and for the pool.
+
+use std::collections::HashMap;
+
+/// Index of a job in [`Workflow::jobs`].
+pub type JobId = usize;
+/// Index of a file in [`Workflow::files`].
+pub type FileId = usize;
+
+/// One immutable, named file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct File {
+    /// Logical file name; may hold any character (the pool encodes it).
+    pub name: String,
+    /// Nominal size in bytes.
+    pub size: u64,
+}
+
+/// One workflow job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Unique job name.
+    pub name: String,
+    /// Nominal runtime in seconds on a site of speed 1.
+    pub runtime: f64,
+    /// Files the job reads; all must be on the execution site before it starts.
+    pub inputs: Vec<FileId>,
+    /// Files the job writes on its execution site.
+    pub outputs: Vec<FileId>,
+    /// Jobs that must end before this one is ready.
+    pub parents: Vec<JobId>,
+}
+
+/// Why a set of jobs and files is not a valid workflow.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DagError {
+    /// Two jobs share a name.
+    #[error("duplicate job name `{0}`")]
+    DuplicateJob(String),
+    /// Two files share a name.
+    #[error("duplicate file name `{0}`")]
+    DuplicateFile(String),
+    /// A parent reference names no job.
+    #[error("job `{job}` names a missing parent `{parent}`")]
+    MissingParent {
+        /// The child.
+        job: String,
+        /// The unknown parent name.
+        parent: String,
+    },
+    /// A file reference names no file.
+    #[error("job `{job}` names a missing file `{file}`")]
+    MissingFile {
+        /// The job.
+        job: String,
+        /// The unknown file name.
+        file: String,
+    },
+    /// The parent relation has a cycle through this job.
+    #[error("the workflow has a cycle through job `{0}`")]
+    Cycle(String),
+    /// Two jobs write the same file: replicas would not be immutable.
+    #[error("file `{file}` is written by both `{first}` and `{second}`")]
+    TwoWriters {
+        /// The file.
+        file: String,
+        /// First writer.
+        first: String,
+        /// Second writer.
+        second: String,
+    },
+    /// A job reads a file produced by a job that is not its ancestor.
+    #[error("job `{job}` reads `{file}`, written by `{writer}`, which is not among its ancestors")]
+    ReadBeforeWrite {
+        /// The reader.
+        job: String,
+        /// The file.
+        file: String,
+        /// The writer.
+        writer: String,
+    },
+    /// A runtime is negative or not finite.
+    #[error("job `{job}` has an invalid runtime {runtime}")]
+    BadRuntime {
+        /// The job.
+        job: String,
+        /// The value.
+        runtime: f64,
+    },
+}
+
+/// A validated workflow: acyclic, every reference resolved, one writer per file.
+#[derive(Debug, Clone, Default)]
+pub struct Workflow {
+    /// Jobs in a topological order (parents before children).
+    pub jobs: Vec<Job>,
+    /// All files, inputs and outputs.
+    pub files: Vec<File>,
+    /// For each file, the job that writes it (None: a workflow input).
+    pub producer: Vec<Option<JobId>>,
+    /// For each job, its children.
+    pub children: Vec<Vec<JobId>>,
+}
+
+/// A job as a builder or parser writes it: references by name.
+#[derive(Debug, Clone, Default)]
+pub struct JobSpec {
+    /// Unique name.
+    pub name: String,
+    /// Nominal runtime (s).
+    pub runtime: f64,
+    /// Input file names.
+    pub inputs: Vec<String>,
+    /// Output file names.
+    pub outputs: Vec<String>,
+    /// Parent job names.
+    pub parents: Vec<String>,
+}
+
+impl Workflow {
+    /// Builds and validates a workflow from named jobs and files. Jobs may come in
+    /// any order; the result is topologically sorted (stable for ties, so that the
+    /// same input always gives the same ids).
+    pub fn build(files: Vec<File>, specs: Vec<JobSpec>) -> Result<Workflow, DagError> {
+        let mut file_ids = HashMap::with_capacity(files.len());
+        for (i, f) in files.iter().enumerate() {
+            if file_ids.insert(f.name.clone(), i).is_some() {
+                return Err(DagError::DuplicateFile(f.name.clone()));
+            }
+        }
+        let mut job_ids = HashMap::with_capacity(specs.len());
+        for (i, j) in specs.iter().enumerate() {
+            if !(j.runtime.is_finite() && j.runtime >= 0.0) {
+                return Err(DagError::BadRuntime {
+                    job: j.name.clone(),
+                    runtime: j.runtime,
+                });
+            }
+            if job_ids.insert(j.name.as_str(), i).is_some() {
+                return Err(DagError::DuplicateJob(j.name.clone()));
+            }
+        }
+        let resolve_files = |job: &str, names: &[String]| -> Result<Vec<FileId>, DagError> {
+            names
+                .iter()
+                .map(|n| {
+                    file_ids
+                        .get(n)
+                        .copied()
+                        .ok_or_else(|| DagError::MissingFile {
+                            job: job.to_string(),
+                            file: n.clone(),
+                        })
+                })
+                .collect()
+        };
+        let mut parents = Vec::with_capacity(specs.len());
+        for j in &specs {
+            let mut ps = Vec::with_capacity(j.parents.len());
+            for p in &j.parents {
+                let id = *job_ids
+                    .get(p.as_str())
+                    .ok_or_else(|| DagError::MissingParent {
+                        job: j.name.clone(),
+                        parent: p.clone(),
+                    })?;
+                if !ps.contains(&id) {
+                    ps.push(id);
+                }
+            }
+            parents.push(ps);
+        }
+        let order = topo_order(&parents).map_err(|j| DagError::Cycle(specs[j].name.clone()))?;
+        let mut new_id = vec![0; specs.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old] = new;
+        }
+        let mut jobs = Vec::with_capacity(specs.len());
+        for &old in &order {
+            let s = &specs[old];
+            jobs.push(Job {
+                name: s.name.clone(),
+                runtime: s.runtime,
+                inputs: resolve_files(&s.name, &s.inputs)?,
+                outputs: resolve_files(&s.name, &s.outputs)?,
+                parents: parents[old].iter().map(|&p| new_id[p]).collect(),
+            });
+        }
+        let mut producer = vec![None; files.len()];
+        for (id, j) in jobs.iter().enumerate() {
+            for &f in &j.outputs {
+                if let Some(first) = producer[f] {
+                    let first: JobId = first;
+                    return Err(DagError::TwoWriters {
+                        file: files[f].name.clone(),
+                        first: jobs[first].name.clone(),
+                        second: j.name.clone(),
+                    });
+                }
+                producer[f] = Some(id);
+            }
+        }
+        let mut children = vec![Vec::new(); jobs.len()];
+        for (id, j) in jobs.iter().enumerate() {
+            for &p in &j.parents {
+                children[p].push(id);
+            }
+        }
+        let wf = Workflow {
+            jobs,
+            files,
+            producer,
+            children,
+        };
+        wf.check_reads()?;
+        Ok(wf)
+    }
+
+    /// A job may only read a derived file if its writer is an ancestor; otherwise
+    /// the manager could plan it before the file exists.
+    fn check_reads(&self) -> Result<(), DagError> {
+        let mut ancestors: Vec<Option<std::collections::HashSet<JobId>>> = vec![None; 0];
+        ancestors.resize_with(self.jobs.len(), || None);
+        for (id, job) in self.jobs.iter().enumerate() {
+            for &f in &job.inputs {
+                let Some(writer) = self.producer[f] else {
+                    continue;
+                };
+                if job.parents.contains(&writer) {
+                    continue;
+                }
+                // Rare path (reads from a grandparent): compute ancestors lazily.
+                let set = ancestors[id].get_or_insert_with(|| self.ancestors_of(id));
+                if !set.contains(&writer) {
+                    return Err(DagError::ReadBeforeWrite {
+                        job: job.name.clone(),
+                        file: self.files[f].name.clone(),
+                        writer: self.jobs[writer].name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ancestors_of(&self, job: JobId) -> std::collections::HashSet<JobId> {
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = self.jobs[job].parents.clone();
+        while let Some(j) = stack.pop() {
+            if seen.insert(j) {
+                stack.extend(&self.jobs[j].parents);
+            }
+        }
+        seen
+    }
+
+    /// Files no job writes: they must be placed on a site before the run.
+    pub fn inputs(&self) -> impl Iterator<Item = FileId> + '_ {
+        (0..self.files.len()).filter(|&f| self.producer[f].is_none())
+    }
+
+    /// Sum of the nominal sizes of a job's inputs.
+    pub fn input_bytes(&self, job: JobId) -> u64 {
+        self.jobs[job]
+            .inputs
+            .iter()
+            .map(|&f| self.files[f].size)
+            .sum()
+    }
+
+    /// Number of file references (sum over jobs of their inputs).
+    pub fn references(&self) -> usize {
+        self.jobs.iter().map(|j| j.inputs.len()).sum()
+    }
+}
+
+/// Kahn's algorithm, taking the smallest index first so that the order is stable.
+/// Returns a job on a cycle when there is one.
+fn topo_order(parents: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
+    let n = parents.len();
+    let mut indegree: Vec<usize> = parents.iter().map(Vec::len).collect();
+    let mut children = vec![Vec::new(); n];
+    for (c, ps) in parents.iter().enumerate() {
+        for &p in ps {
+            children[p].push(c);
+        }
+    }
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
+        .filter(|&i| indegree[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(std::cmp::Reverse(j)) = ready.pop() {
+        order.push(j);
+        for &c in &children[j] {
+            indegree[c] -= 1;
+            if indegree[c] == 0 {
+                ready.push(std::cmp::Reverse(c));
+            }
+        }
+    }
+    if order.len() == n {
+        Ok(order)
+    } else {
+        Err((0..n).find(|&i| indegree[i] > 0).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(name: &str) -> File {
+        File {
+            name: name.into(),
+            size: 10,
+        }
+    }
+    fn j(name: &str, inputs: &[&str], outputs: &[&str], parents: &[&str]) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            runtime: 1.0,
+            inputs: inputs.iter().map(|s| s.to_string()).collect(),
+            outputs: outputs.iter().map(|s| s.to_string()).collect(),
+            parents: parents.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn sorts_parents_first_and_links_children() {
+        let wf = Workflow::build(
+            vec![f("a"), f("b")],
+            vec![
+                j("child", &["b"], &[], &["root"]),
+                j("root", &["a"], &["b"], &[]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(wf.jobs[0].name, "root");
+        assert_eq!(wf.jobs[1].parents, vec![0]);
+        assert_eq!(wf.children[0], vec![1]);
+        assert_eq!(wf.producer, vec![None, Some(0)]);
+        assert_eq!(wf.inputs().collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn rejects_cycles_missing_parents_and_bad_reads() {
+        let cyc = Workflow::build(
+            vec![],
+            vec![j("a", &[], &[], &["b"]), j("b", &[], &[], &["a"])],
+        );
+        assert!(matches!(cyc, Err(DagError::Cycle(_))));
+        let missing = Workflow::build(vec![], vec![j("a", &[], &[], &["ghost"])]);
+        assert!(matches!(missing, Err(DagError::MissingParent { .. })));
+        let early = Workflow::build(
+            vec![f("x")],
+            vec![j("w", &[], &["x"], &[]), j("r", &["x"], &[], &[])],
+        );
+        assert!(matches!(early, Err(DagError::ReadBeforeWrite { .. })));
+        let two = Workflow::build(
+            vec![f("x")],
+            vec![j("w", &[], &["x"], &[]), j("v", &[], &["x"], &[])],
+        );
+        assert!(matches!(two, Err(DagError::TwoWriters { .. })));
+    }
+
+    #[test]
+    fn grandparent_reads_are_allowed() {
+        let wf = Workflow::build(
+            vec![f("x")],
+            vec![
+                j("a", &[], &["x"], &[]),
+                j("b", &[], &[], &["a"]),
+                j("c", &["x"], &[], &["b"]),
+            ],
+        );
+        assert!(wf.is_ok());
+    }
+}

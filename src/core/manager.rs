@@ -1,0 +1,1244 @@
+//! The workflow manager: DAGMan semantics with the prescript/postscript staging
+//! of seed 000 section 4, as a sans-IO state machine.
+//!
+//! A job is *ready* when its parents ended. Prescripts start at most one per
+//! `prescript_interval` and at most `maxpre` at once (DAGMan's MAXPRE). A
+//! prescript asks the [`SiteSelector`] for a site, pins the job's inputs there and
+//! stages every input the RLS does not list at that site, pulling each from the
+//! least busy holder (fewest transfers it is serving now; ties to the lower site
+//! id, so runs are reproducible). When every input is staged the job is
+//! submitted to the site's FIFO queue and the prescript ends. When the job ends,
+//! the postscript applies the replica policy — `caching` registers the staged
+//! copies in the RLS, `delete` removes them — and registers the outputs.
+//!
+//! Failures are never dropped: a failed transfer is retried from the same source
+//! up to `transfer_retries` times after `transfer_backoff`, then from another
+//! replica; a prescript that cannot stage (no replica left, no room) sends the
+//! job back to be planned again; a job that fails at its site is re-planned up to
+//! `max_retries` times, after which it fails and its descendants cannot run
+//! (DAGMan's rescue semantics).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::records::{Attempt, JobRecord, Outcome, Records, TransferRecord};
+use super::{
+    Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
+    Workflow, rls::Rls,
+};
+use crate::policy::{GridView, SiteSelector};
+
+/// What the postscript does with staged inputs (seed 000 §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaPolicy {
+    /// Staged copies are private to their job and deleted after it (Random).
+    Delete,
+    /// Staged copies stay and are registered for other jobs (RandomCaching).
+    Caching,
+}
+
+/// The manager's tunables, in nominal seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerSettings {
+    /// Most prescripts running at once; 0 means no limit.
+    pub maxpre: usize,
+    /// Least time between two prescript starts.
+    pub prescript_interval: f64,
+    /// Transfers one prescript runs at once.
+    pub prescript_streams: usize,
+    /// Times a job that failed at its site is planned again.
+    pub max_retries: u32,
+    /// Times a failed transfer is retried from the same source.
+    pub transfer_retries: u32,
+    /// Wait before a transfer retry.
+    pub transfer_backoff: f64,
+    /// Wait before planning again a job whose site had no room.
+    pub replan_backoff: f64,
+    /// Times a job may be planned again for want of room or a vanished input
+    /// (not its own fault) before it fails.
+    pub max_replans: u32,
+    /// What happens to staged inputs after the job.
+    pub replica_policy: ReplicaPolicy,
+}
+
+impl Default for ManagerSettings {
+    fn default() -> Self {
+        ManagerSettings {
+            maxpre: 20,
+            prescript_interval: 1.0,
+            prescript_streams: 1,
+            max_retries: 3,
+            transfer_retries: 3,
+            transfer_backoff: 2.0,
+            replan_backoff: 10.0,
+            max_replans: 100,
+            replica_policy: ReplicaPolicy::Caching,
+        }
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Some parent has not ended.
+    Waiting,
+    /// Waiting for a prescript slot (or a back-off).
+    Ready,
+    /// Its prescript is staging inputs.
+    Staging,
+    /// In a site's FIFO queue.
+    Queued,
+    /// Running on a site.
+    Running,
+    /// Ended and post-processed.
+    Done,
+    /// Failed for good.
+    Failed,
+    /// An ancestor failed for good; it will never run.
+    Blocked,
+}
+
+/// Counts of jobs per state, for progress and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StateCounts {
+    /// Parents pending.
+    pub waiting: usize,
+    /// Ready, not yet in a prescript.
+    pub ready: usize,
+    /// In a prescript.
+    pub staging: usize,
+    /// Queued at a site.
+    pub queued: usize,
+    /// Running.
+    pub running: usize,
+    /// Done.
+    pub done: usize,
+    /// Failed for good.
+    pub failed: usize,
+    /// Never to run.
+    pub blocked: usize,
+}
+
+#[derive(Debug)]
+struct StageTry {
+    file: FileId,
+    tries: u32,
+    source: Option<SiteId>,
+    excluded: Vec<SiteId>,
+}
+
+#[derive(Debug)]
+struct Staging {
+    site: SiteId,
+    pending: VecDeque<FileId>,
+    in_flight: usize,
+    staged: Vec<FileId>,
+    tries: Vec<StageTry>,
+}
+
+#[derive(Debug)]
+struct Flight {
+    job: JobId,
+    attempt: usize,
+    file: FileId,
+    from: SiteId,
+    record: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    RetryTransfer {
+        job: JobId,
+        attempt: usize,
+        file: FileId,
+    },
+    Replan {
+        job: JobId,
+    },
+}
+
+#[derive(Debug, PartialEq)]
+struct Due(Time, u64, Timer);
+impl Eq for Due {}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The workflow manager state machine. See the module docs.
+pub struct Manager {
+    wf: Arc<Workflow>,
+    sites: Vec<SiteInfo>,
+    settings: ManagerSettings,
+    selector: Box<dyn SiteSelector>,
+    rls: Rls,
+    now: Time,
+    state: Vec<JobState>,
+    missing_parents: Vec<usize>,
+    site_of: Vec<SiteId>,
+    failures: Vec<u32>,
+    replans: Vec<u32>,
+    avoid: HashMap<JobId, Vec<SiteId>>,
+    staging: HashMap<JobId, Staging>,
+    staged: HashMap<JobId, Vec<FileId>>,
+    ready: VecDeque<JobId>,
+    next_prescript: Time,
+    prescripts_running: usize,
+    flights: HashMap<TransferId, Flight>,
+    next_transfer: TransferId,
+    serving: Vec<usize>,
+    active: Vec<usize>,
+    timers: BinaryHeap<Reverse<Due>>,
+    timer_seq: u64,
+    counts: StateCounts,
+    records: Records,
+}
+
+impl Manager {
+    /// A manager for `workflow` on `sites`, with the initial replicas in
+    /// `placement` (file, site). Jobs without parents are ready at time 0; call
+    /// [`handle`](Self::handle) with [`Event::Tick`] to start.
+    pub fn new(
+        workflow: Arc<Workflow>,
+        sites: Vec<SiteInfo>,
+        placement: &[(FileId, SiteId)],
+        settings: ManagerSettings,
+        selector: Box<dyn SiteSelector>,
+    ) -> Self {
+        let n = workflow.jobs.len();
+        let mut rls = Rls::new(workflow.files.len());
+        for &(f, s) in placement {
+            rls.register(f, s);
+        }
+        let missing_parents: Vec<usize> = workflow.jobs.iter().map(|j| j.parents.len()).collect();
+        let mut state = vec![JobState::Waiting; n];
+        let mut records = Records {
+            jobs: vec![JobRecord::default(); n],
+            transfers: Vec::new(),
+            sites: vec![Default::default(); sites.len()],
+        };
+        let mut ready = VecDeque::new();
+        for j in 0..n {
+            if missing_parents[j] == 0 {
+                state[j] = JobState::Ready;
+                records.jobs[j].ready = Some(0.0);
+                ready.push_back(j);
+            }
+        }
+        let counts = StateCounts {
+            waiting: n - ready.len(),
+            ready: ready.len(),
+            ..Default::default()
+        };
+        let m = sites.len();
+        Manager {
+            wf: workflow,
+            sites,
+            settings,
+            selector,
+            rls,
+            now: 0.0,
+            state,
+            missing_parents,
+            site_of: vec![0; n],
+            failures: vec![0; n],
+            replans: vec![0; n],
+            avoid: HashMap::new(),
+            staging: HashMap::new(),
+            staged: HashMap::new(),
+            ready,
+            next_prescript: 0.0,
+            prescripts_running: 0,
+            flights: HashMap::new(),
+            next_transfer: 0,
+            serving: vec![0; m],
+            active: vec![0; m],
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            counts,
+            records,
+        }
+    }
+
+    /// Feeds one event at nominal time `now` and appends the resulting commands
+    /// to `out`. Time never goes backwards: an earlier `now` counts as the last.
+    pub fn handle(&mut self, now: Time, event: Event, out: &mut Vec<Command>) {
+        if now > self.now {
+            self.now = now;
+        }
+        match event {
+            Event::Tick => {}
+            Event::TransferDone { id, result } => self.on_transfer_done(id, result, out),
+            Event::JobStarted { job, site } => self.on_job_started(job, site),
+            Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
+            Event::FileEvicted { site, file } => {
+                self.rls.unregister(file, site);
+            }
+        }
+        self.pump(out);
+    }
+
+    /// When the manager next needs a [`Event::Tick`], if ever (nothing else
+    /// pending). Engines sleep until then or until another event comes.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        let timer = self.timers.peek().map(|Reverse(d)| d.0);
+        let prescript = (!self.ready.is_empty() && self.prescript_slot_free())
+            .then_some(self.next_prescript.max(self.now));
+        match (timer, prescript) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether no job can make progress any more (all done, failed or blocked).
+    pub fn is_finished(&self) -> bool {
+        let c = &self.counts;
+        c.done + c.failed + c.blocked == self.state.len()
+    }
+
+    /// Whether every job ended successfully.
+    pub fn succeeded(&self) -> bool {
+        self.counts.done == self.state.len()
+    }
+
+    /// Jobs per state.
+    pub fn counts(&self) -> StateCounts {
+        self.counts
+    }
+    /// A job's state.
+    pub fn job_state(&self, job: JobId) -> JobState {
+        self.state[job]
+    }
+    /// Prescripts running now.
+    pub fn prescripts_running(&self) -> usize {
+        self.prescripts_running
+    }
+    /// Transfers in flight now.
+    pub fn transfers_in_flight(&self) -> usize {
+        self.flights.len()
+    }
+    /// The replica catalogue.
+    pub fn rls(&self) -> &Rls {
+        &self.rls
+    }
+    /// The sites.
+    pub fn sites(&self) -> &[SiteInfo] {
+        &self.sites
+    }
+    /// The workflow.
+    pub fn workflow(&self) -> &Arc<Workflow> {
+        &self.wf
+    }
+    /// The settings.
+    pub fn settings(&self) -> &ManagerSettings {
+        &self.settings
+    }
+    /// The control records so far.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+    /// Takes the control records out at the end of a run.
+    pub fn into_records(self) -> Records {
+        self.records
+    }
+    /// Latest time seen.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    fn prescript_slot_free(&self) -> bool {
+        self.settings.maxpre == 0 || self.prescripts_running < self.settings.maxpre
+    }
+
+    fn set_state(&mut self, job: JobId, to: JobState) {
+        let from = std::mem::replace(&mut self.state[job], to);
+        *self.count_mut(from) -= 1;
+        *self.count_mut(to) += 1;
+    }
+
+    fn count_mut(&mut self, s: JobState) -> &mut usize {
+        let c = &mut self.counts;
+        match s {
+            JobState::Waiting => &mut c.waiting,
+            JobState::Ready => &mut c.ready,
+            JobState::Staging => &mut c.staging,
+            JobState::Queued => &mut c.queued,
+            JobState::Running => &mut c.running,
+            JobState::Done => &mut c.done,
+            JobState::Failed => &mut c.failed,
+            JobState::Blocked => &mut c.blocked,
+        }
+    }
+
+    fn schedule(&mut self, at: Time, timer: Timer) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse(Due(at, self.timer_seq, timer)));
+    }
+
+    /// Fires due timers, then starts the prescripts that MAXPRE and the interval
+    /// allow.
+    fn pump(&mut self, out: &mut Vec<Command>) {
+        while let Some(Reverse(due)) = self.timers.peek() {
+            if due.0 > self.now {
+                break;
+            }
+            let Some(Reverse(Due(_, _, timer))) = self.timers.pop() else {
+                break;
+            };
+            match timer {
+                Timer::RetryTransfer { job, attempt, file } => {
+                    if self.is_current(job, attempt)
+                        && let Some(st) = self.staging.get_mut(&job)
+                    {
+                        st.pending.push_front(file);
+                        self.launch(job, out);
+                    }
+                }
+                Timer::Replan { job } => {
+                    if self.state[job] == JobState::Ready {
+                        self.ready.push_back(job);
+                    }
+                }
+            }
+        }
+        while !self.ready.is_empty()
+            && self.prescript_slot_free()
+            && self.now >= self.next_prescript
+        {
+            let Some(job) = self.ready.pop_front() else {
+                break;
+            };
+            self.next_prescript = self.now + self.settings.prescript_interval;
+            self.start_prescript(job, out);
+        }
+    }
+
+    fn is_current(&self, job: JobId, attempt: usize) -> bool {
+        self.state[job] == JobState::Staging && self.records.jobs[job].attempts.len() == attempt + 1
+    }
+
+    fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let avoid = self.avoid.get(&job);
+        let need = self.wf.input_bytes(job);
+        let eligible: Vec<SiteId> = (0..self.sites.len())
+            .filter(|&s| {
+                let site = &self.sites[s];
+                site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
+            })
+            .collect();
+        if eligible.is_empty() {
+            self.fail_for_good(job);
+            return;
+        }
+        let view = GridView {
+            workflow: &self.wf,
+            sites: &self.sites,
+            rls: &self.rls,
+            active: &self.active,
+        };
+        let site = self.selector.select(job, &view, &eligible);
+        debug_assert!(
+            eligible.contains(&site),
+            "selector chose an ineligible site"
+        );
+        self.site_of[job] = site;
+        self.set_state(job, JobState::Staging);
+        self.prescripts_running += 1;
+        self.records.jobs[job].attempts.push(Attempt {
+            site,
+            prescript: self.now,
+            submitted: None,
+            started: None,
+            ended: None,
+            outcome: Outcome::Pending,
+            transfers: 0,
+        });
+        out.push(Command::Pin { job, site });
+        let mut pending = VecDeque::new();
+        for &f in &self.wf.jobs[job].inputs {
+            if self.rls.has(f, site) {
+                self.records.sites[site].cache_hits += 1;
+            } else if !pending.contains(&f) {
+                pending.push_back(f);
+            }
+        }
+        self.staging.insert(
+            job,
+            Staging {
+                site,
+                pending,
+                in_flight: 0,
+                staged: Vec::new(),
+                tries: Vec::new(),
+            },
+        );
+        self.launch(job, out);
+    }
+
+    /// Starts as many of the job's pending transfers as its prescript may run;
+    /// submits the job when nothing is left to stage.
+    fn launch(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let streams = self.settings.prescript_streams.max(1);
+        loop {
+            let Some(st) = self.staging.get_mut(&job) else {
+                return;
+            };
+            if st.pending.is_empty() && st.in_flight == 0 {
+                self.submit(job, out);
+                return;
+            }
+            if st.in_flight >= streams {
+                return;
+            }
+            let Some(file) = st.pending.pop_front() else {
+                return;
+            };
+            let to = st.site;
+            let (preferred, excluded): (Option<SiteId>, &[SiteId]) =
+                match st.tries.iter().find(|t| t.file == file) {
+                    Some(t) => (t.source, &t.excluded),
+                    None => (None, &[]),
+                };
+            let holders = self.rls.holders(file);
+            let source = preferred.filter(|s| holders.contains(s)).or_else(|| {
+                holders
+                    .iter()
+                    .copied()
+                    .filter(|&s| s != to && !excluded.contains(&s))
+                    .min_by_key(|&s| (self.serving[s], s))
+            });
+            let Some(from) = source else {
+                let name = &self.wf.files[file].name;
+                let reason = format!("no usable replica of `{name}`");
+                self.abort_staging(job, reason, Retry::Counted, out);
+                return;
+            };
+            st.in_flight += 1;
+            let id = self.next_transfer;
+            self.next_transfer += 1;
+            self.serving[from] += 1;
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            self.records.jobs[job].attempts[attempt].transfers += 1;
+            self.flights.insert(
+                id,
+                Flight {
+                    job,
+                    attempt,
+                    file,
+                    from,
+                    record: self.records.transfers.len(),
+                },
+            );
+            self.records.transfers.push(TransferRecord {
+                id,
+                job,
+                file,
+                from,
+                to,
+                start: self.now,
+                end: None,
+                bytes: 0,
+                failure: None,
+            });
+            out.push(Command::StartTransfer {
+                id,
+                job,
+                file,
+                from,
+                to,
+            });
+        }
+    }
+
+    fn submit(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let Some(st) = self.staging.remove(&job) else {
+            return;
+        };
+        let site = st.site;
+        self.staged.insert(job, st.staged);
+        self.prescripts_running -= 1;
+        self.set_state(job, JobState::Queued);
+        self.active[site] += 1;
+        self.records.sites[site].submitted += 1;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.submitted = Some(self.now);
+        }
+        out.push(Command::Submit { job, site });
+    }
+
+    fn on_transfer_done(
+        &mut self,
+        id: TransferId,
+        result: Result<u64, TransferFailure>,
+        out: &mut Vec<Command>,
+    ) {
+        let Some(fl) = self.flights.remove(&id) else {
+            return;
+        };
+        self.serving[fl.from] -= 1;
+        let rec = &mut self.records.transfers[fl.record];
+        rec.end = Some(self.now);
+        match &result {
+            Ok(bytes) => {
+                rec.bytes = *bytes;
+                let to = rec.to;
+                self.records.sites[to].transfers_in += 1;
+                self.records.sites[to].bytes_in += bytes;
+                self.records.sites[fl.from].transfers_out += 1;
+            }
+            Err(e) => rec.failure = Some(e.clone()),
+        }
+        if !self.is_current(fl.job, fl.attempt) {
+            return; // the attempt was aborted; its stragglers only count
+        }
+        let job = fl.job;
+        let Some(st) = self.staging.get_mut(&job) else {
+            return;
+        };
+        st.in_flight -= 1;
+        match result {
+            Ok(_) => {
+                st.staged.push(fl.file);
+                self.launch(job, out);
+            }
+            Err(TransferFailure::NoSpace { never }) => {
+                let site = st.site;
+                if never {
+                    self.avoid.entry(job).or_default().push(site);
+                    let reason = format!("`{}` can never fit", self.wf.files[fl.file].name);
+                    self.abort_staging(job, reason, Retry::Now, out);
+                } else {
+                    let reason = "no room at the site now".to_string();
+                    self.abort_staging(job, reason, Retry::Later, out);
+                }
+            }
+            Err(_) => {
+                let i = match st.tries.iter().position(|t| t.file == fl.file) {
+                    Some(i) => i,
+                    None => {
+                        st.tries.push(StageTry {
+                            file: fl.file,
+                            tries: 0,
+                            source: None,
+                            excluded: Vec::new(),
+                        });
+                        st.tries.len() - 1
+                    }
+                };
+                let t = &mut st.tries[i];
+                t.tries += 1;
+                if t.tries > self.settings.transfer_retries {
+                    t.excluded.push(fl.from);
+                    t.tries = 0;
+                    t.source = None;
+                } else {
+                    t.source = Some(fl.from);
+                }
+                let at = self.now + self.settings.transfer_backoff;
+                let timer = Timer::RetryTransfer {
+                    job,
+                    attempt: fl.attempt,
+                    file: fl.file,
+                };
+                self.schedule(at, timer);
+            }
+        }
+    }
+
+    /// Ends a prescript that cannot finish; the job goes back to be planned.
+    fn abort_staging(&mut self, job: JobId, reason: String, retry: Retry, out: &mut Vec<Command>) {
+        let Some(st) = self.staging.remove(&job) else {
+            return;
+        };
+        self.prescripts_running -= 1;
+        let delete = self.postscript_replicas(st.site, &st.staged);
+        out.push(Command::Release {
+            job,
+            site: st.site,
+            delete,
+        });
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::StagingFailed(reason);
+        }
+        self.set_state(job, JobState::Ready);
+        self.retry(job, retry);
+    }
+
+    /// Applies the replica policy to the copies a job staged at `site`: caching
+    /// registers them, delete returns them for removal (never a registered one).
+    fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
+        match self.settings.replica_policy {
+            ReplicaPolicy::Caching => {
+                for &f in staged {
+                    self.rls.register(f, site);
+                }
+                Vec::new()
+            }
+            ReplicaPolicy::Delete => staged
+                .iter()
+                .copied()
+                .filter(|&f| !self.rls.has(f, site))
+                .collect(),
+        }
+    }
+
+    fn retry(&mut self, job: JobId, retry: Retry) {
+        let (count, limit) = match retry {
+            Retry::Counted => {
+                self.failures[job] += 1;
+                (self.failures[job], self.settings.max_retries)
+            }
+            Retry::Now | Retry::Later => {
+                self.replans[job] += 1;
+                (self.replans[job], self.settings.max_replans)
+            }
+        };
+        if count > limit {
+            self.fail_for_good(job);
+            return;
+        }
+        match retry {
+            Retry::Now => self.ready.push_back(job),
+            Retry::Counted | Retry::Later => {
+                let at = self.now + self.settings.replan_backoff;
+                self.schedule(at, Timer::Replan { job });
+            }
+        }
+    }
+
+    fn fail_for_good(&mut self, job: JobId) {
+        self.set_state(job, JobState::Failed);
+        let mut stack: Vec<JobId> = self.wf.children[job].clone();
+        while let Some(c) = stack.pop() {
+            if self.state[c] == JobState::Waiting {
+                self.set_state(c, JobState::Blocked);
+                stack.extend(self.wf.children[c].iter().copied());
+            }
+        }
+    }
+
+    fn on_job_started(&mut self, job: JobId, site: SiteId) {
+        if self.state[job] != JobState::Queued || self.site_of[job] != site {
+            return;
+        }
+        self.set_state(job, JobState::Running);
+        self.records.sites[site].started += 1;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.started = Some(self.now);
+        }
+    }
+
+    fn on_job_ended(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        result: Result<(), JobFailure>,
+        out: &mut Vec<Command>,
+    ) {
+        let st = self.state[job];
+        if !matches!(st, JobState::Queued | JobState::Running) || self.site_of[job] != site {
+            return;
+        }
+        self.active[site] -= 1;
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        let attempt = self.records.jobs[job].attempts.last_mut();
+        match result {
+            Ok(()) => {
+                if let Some(a) = attempt {
+                    a.ended = Some(self.now);
+                    a.outcome = Outcome::Ended;
+                }
+                for &o in &self.wf.jobs[job].outputs {
+                    self.rls.register(o, site);
+                }
+                self.records.sites[site].ended += 1;
+                out.push(Command::Release { job, site, delete });
+                self.set_state(job, JobState::Done);
+                for i in 0..self.wf.children[job].len() {
+                    let c = self.wf.children[job][i];
+                    self.missing_parents[c] -= 1;
+                    if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
+                        self.set_state(c, JobState::Ready);
+                        self.records.jobs[c].ready = Some(self.now);
+                        self.ready.push_back(c);
+                    }
+                }
+            }
+            Err(failure) => {
+                if let Some(a) = attempt {
+                    a.ended = Some(self.now);
+                    a.outcome = Outcome::Failed(failure.clone());
+                }
+                self.records.sites[site].failed += 1;
+                out.push(Command::Release { job, site, delete });
+                self.set_state(job, JobState::Ready);
+                let retry = match failure {
+                    JobFailure::MissingInput(_) => Retry::Now,
+                    JobFailure::NoSpace { never: true } => {
+                        self.avoid.entry(job).or_default().push(site);
+                        Retry::Now
+                    }
+                    JobFailure::NoSpace { never: false } => Retry::Later,
+                    JobFailure::Failed(_) => Retry::Counted,
+                };
+                self.retry(job, retry);
+            }
+        }
+    }
+
+    /// Inputs that the job's last prescript transferred (not those it found).
+    fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
+        self.staged.remove(&job).unwrap_or_default()
+    }
+}
+
+/// How a job goes back to the prescript.
+#[derive(Debug, Clone, Copy)]
+enum Retry {
+    /// At once, not its fault (an input vanished, a site that can never fit).
+    Now,
+    /// After `replan_backoff`, not its fault (no room now).
+    Later,
+    /// After `replan_backoff`, counted against `max_retries`.
+    Counted,
+}
+
+#[cfg(test)]
+mod tests {
+    //! A scripted fake world (no actix, no clock): transfers take `transfer`
+    //! seconds, jobs their runtime, sites have FIFO queues and LRU pools.
+    use super::*;
+    use crate::core::storage::Pool;
+    use crate::core::{File, JobSpec};
+    use crate::policy::{eviction::Lru, site_selector};
+
+    struct World {
+        m: Manager,
+        pools: Vec<Pool>,
+        queues: Vec<VecDeque<JobId>>,
+        running: Vec<usize>,
+        events: BinaryHeap<Reverse<(u64, u64, usize)>>,
+        payloads: Vec<Option<Event>>,
+        now: Time,
+        transfer: f64,
+        corrupt_first: usize,
+        ended_ok: Vec<u32>,
+        pin_times: Vec<Time>,
+        max_prescripts: usize,
+        transfers: usize,
+    }
+
+    fn t(x: Time) -> u64 {
+        (x * 1000.0).round() as u64
+    }
+
+    impl World {
+        fn new(
+            wf: Workflow,
+            sites: Vec<SiteInfo>,
+            settings: ManagerSettings,
+            strategy: &str,
+        ) -> Self {
+            let wf = Arc::new(wf);
+            let mut pools: Vec<Pool> = sites
+                .iter()
+                .map(|s| Pool::new(s.disk, Box::new(Lru)))
+                .collect();
+            let placement: Vec<(FileId, SiteId)> = wf.inputs().map(|f| (f, 0)).collect();
+            for &(f, s) in &placement {
+                pools[s].place_origin(f, wf.files[f].size).unwrap();
+            }
+            let n = wf.jobs.len();
+            let m = sites.len();
+            let sel = site_selector(strategy, 7).unwrap();
+            World {
+                m: Manager::new(wf, sites, &placement, settings, sel),
+                pools,
+                queues: vec![VecDeque::new(); m],
+                running: vec![0; m],
+                events: BinaryHeap::new(),
+                payloads: Vec::new(),
+                now: 0.0,
+                transfer: 5.0,
+                corrupt_first: 0,
+                ended_ok: vec![0; n],
+                pin_times: Vec::new(),
+                max_prescripts: 0,
+                transfers: 0,
+            }
+        }
+
+        fn at(&mut self, when: Time, e: Event) {
+            self.payloads.push(Some(e));
+            let seq = self.payloads.len() as u64 - 1;
+            self.events.push(Reverse((t(when), seq, seq as usize)));
+        }
+
+        fn apply(&mut self, cmds: Vec<Command>) {
+            for c in cmds {
+                match c {
+                    Command::Pin { job, site } => {
+                        self.pin_times.push(self.now);
+                        let inputs = self.m.workflow().jobs[job].inputs.clone();
+                        self.pools[site].pin_job(job, &inputs);
+                    }
+                    Command::StartTransfer {
+                        id, file, to, job, ..
+                    } => {
+                        self.transfers += 1;
+                        let size = self.m.workflow().files[file].size;
+                        match self.pools[to].begin_write(file, size) {
+                            Ok(r) => {
+                                for f in r.evicted {
+                                    self.at(self.now, Event::FileEvicted { site: to, file: f });
+                                }
+                                let ok = self.corrupt_first == 0;
+                                let result = if ok {
+                                    self.pools[to].commit_write(file);
+                                    self.pools[to].pin_for(job, file);
+                                    Ok(size)
+                                } else {
+                                    self.corrupt_first -= 1;
+                                    self.pools[to].abort_write(file);
+                                    Err(TransferFailure::Corrupt("flipped".into()))
+                                };
+                                self.at(
+                                    self.now + self.transfer,
+                                    Event::TransferDone { id, result },
+                                );
+                            }
+                            Err(e) => {
+                                let wf = self.m.workflow().clone();
+                                let inputs =
+                                    wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size));
+                                let never = e.never || !self.pools[to].could_ever_hold(inputs);
+                                let result = Err(TransferFailure::NoSpace { never });
+                                self.at(self.now, Event::TransferDone { id, result });
+                            }
+                        }
+                    }
+                    Command::Submit { job, site } => {
+                        self.queues[site].push_back(job);
+                        self.start_jobs(site);
+                    }
+                    Command::Release { job, site, delete } => {
+                        self.pools[site].release_job(job, &delete);
+                    }
+                }
+            }
+        }
+
+        fn start_jobs(&mut self, site: SiteId) {
+            while self.running[site] < self.m.sites()[site].cpus {
+                let Some(job) = self.queues[site].pop_front() else {
+                    return;
+                };
+                let wf = self.m.workflow().clone();
+                let missing = wf.jobs[job]
+                    .inputs
+                    .iter()
+                    .find(|&&f| !self.pools[site].has(f));
+                if let Some(&f) = missing {
+                    let failure = JobFailure::MissingInput(wf.files[f].name.clone());
+                    self.at(
+                        self.now,
+                        Event::JobEnded {
+                            job,
+                            site,
+                            result: Err(failure),
+                        },
+                    );
+                    continue;
+                }
+                for &f in &wf.jobs[job].inputs {
+                    self.pools[site].touch(f);
+                }
+                self.running[site] += 1;
+                self.at(self.now, Event::JobStarted { job, site });
+                for &o in &wf.jobs[job].outputs {
+                    let r = self.pools[site].begin_write(o, wf.files[o].size).unwrap();
+                    for file in r.evicted {
+                        self.at(self.now, Event::FileEvicted { site, file });
+                    }
+                    self.pools[site].commit_write(o);
+                    self.pools[site].keep(o);
+                }
+                self.ended_ok[job] += 1;
+                // The end event frees the slot; the world starts the next job then.
+                let end = self.now + wf.jobs[job].runtime;
+                self.at(
+                    end,
+                    Event::JobEnded {
+                        job,
+                        site,
+                        result: Ok(()),
+                    },
+                );
+            }
+        }
+    }
+
+    impl World {
+        /// Runs to the end; a slot frees when its job's end event is delivered.
+        fn run_with_slots(&mut self) {
+            let mut out = Vec::new();
+            self.m.handle(0.0, Event::Tick, &mut out);
+            self.apply(out);
+            for _ in 0..1_000_000 {
+                let next_event = self
+                    .events
+                    .peek()
+                    .map(|Reverse((w, _, _))| *w as f64 / 1000.0);
+                let wake = self.m.next_wakeup();
+                let (when, ev) = match (next_event, wake) {
+                    (Some(e), Some(w)) if w < e => (w, Event::Tick),
+                    (Some(_), _) => {
+                        let Reverse((w, _, i)) = self.events.pop().unwrap();
+                        (w as f64 / 1000.0, self.payloads[i].take().unwrap())
+                    }
+                    (None, Some(w)) => (w, Event::Tick),
+                    (None, None) => break,
+                };
+                self.now = when;
+                let freed = match &ev {
+                    Event::JobEnded {
+                        site,
+                        result: Ok(()),
+                        ..
+                    } => Some(*site),
+                    _ => None,
+                };
+                let mut out = Vec::new();
+                self.m.handle(when, ev, &mut out);
+                self.max_prescripts = self.max_prescripts.max(self.m.prescripts_running());
+                self.apply(out);
+                if let Some(site) = freed {
+                    self.running[site] -= 1;
+                    self.start_jobs(site);
+                }
+            }
+        }
+    }
+
+    fn pipeline(width: usize, files_per_job: usize) -> Workflow {
+        let mut files = Vec::new();
+        let mut jobs = Vec::new();
+        for i in 0..width {
+            let mut inputs = Vec::new();
+            for k in 0..files_per_job {
+                let name = format!("in-{}-{k}", i % 7);
+                if !files.iter().any(|f: &File| f.name == name) {
+                    files.push(File {
+                        name: name.clone(),
+                        size: 100,
+                    });
+                }
+                inputs.push(name);
+            }
+            files.push(File {
+                name: format!("mid-{i}"),
+                size: 5,
+            });
+            files.push(File {
+                name: format!("out-{i}"),
+                size: 5,
+            });
+            jobs.push(JobSpec {
+                name: format!("a{i}"),
+                runtime: 60.0,
+                inputs,
+                outputs: vec![format!("mid-{i}")],
+                parents: vec![],
+            });
+            jobs.push(JobSpec {
+                name: format!("b{i}"),
+                runtime: 30.0,
+                inputs: vec![format!("mid-{i}")],
+                outputs: vec![format!("out-{i}")],
+                parents: vec![format!("a{i}")],
+            });
+        }
+        Workflow::build(files, jobs).unwrap()
+    }
+
+    fn sites(n: usize, cpus: usize, disk: u64) -> Vec<SiteInfo> {
+        let mut v = vec![SiteInfo {
+            name: "storage".into(),
+            cpus: 0,
+            disk: 1 << 40,
+            speed: 1.0,
+            overhead: 0.0,
+        }];
+        for i in 0..n {
+            v.push(SiteInfo {
+                name: format!("s{i}"),
+                cpus,
+                disk,
+                speed: 1.0,
+                overhead: 0.0,
+            });
+        }
+        v
+    }
+
+    #[test]
+    fn maxpre_and_interval_hold_and_every_job_ends_once() {
+        for strategy in ["random", "round-robin", "data-present"] {
+            let settings = ManagerSettings {
+                maxpre: 4,
+                prescript_interval: 1.0,
+                ..Default::default()
+            };
+            let mut w = World::new(pipeline(30, 3), sites(3, 2, 10_000), settings, strategy);
+            w.run_with_slots();
+            assert!(
+                w.m.is_finished() && w.m.succeeded(),
+                "{strategy}: {:?}",
+                w.m.counts()
+            );
+            assert!(w.max_prescripts <= 4, "{strategy}: MAXPRE exceeded");
+            assert!(w.max_prescripts == 4, "{strategy}: MAXPRE never reached");
+            for pair in w.pin_times.windows(2) {
+                assert!(
+                    pair[1] - pair[0] >= 1.0 - 1e-9,
+                    "{strategy}: interval broken"
+                );
+            }
+            assert!(
+                w.ended_ok.iter().all(|&n| n == 1),
+                "{strategy}: a job ran twice or never"
+            );
+        }
+    }
+
+    #[test]
+    fn delete_policy_transfers_every_missing_input_and_caching_reuses() {
+        let run = |policy| {
+            // One slot and prescripts further apart than a job runs: each job is
+            // planned after the previous postscript, as a second job would be.
+            let settings = ManagerSettings {
+                replica_policy: policy,
+                prescript_interval: 100.0,
+                ..Default::default()
+            };
+            let mut w = World::new(pipeline(14, 2), sites(1, 1, 10_000), settings, "random");
+            w.run_with_slots();
+            assert!(w.m.succeeded());
+            w.transfers
+        };
+        // 14 first-level jobs read 2 inputs each; the second level finds its input.
+        assert_eq!(run(ReplicaPolicy::Delete), 28);
+        // Only 7 distinct names × 2 files exist: caching moves each once.
+        assert_eq!(run(ReplicaPolicy::Caching), 14);
+    }
+
+    #[test]
+    fn failed_transfers_are_retried_and_nothing_is_lost() {
+        let settings = ManagerSettings::default();
+        let mut w = World::new(pipeline(5, 1), sites(2, 1, 10_000), settings, "round-robin");
+        w.corrupt_first = 5;
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        let failed =
+            w.m.records()
+                .transfers
+                .iter()
+                .filter(|r| r.failure.is_some())
+                .count();
+        assert_eq!(failed, 5);
+    }
+
+    #[test]
+    fn a_full_disk_evicts_and_the_run_still_completes() {
+        // Each execution site holds only 3 of the 7 distinct inputs at once.
+        let settings = ManagerSettings {
+            replica_policy: ReplicaPolicy::Caching,
+            ..Default::default()
+        };
+        let mut w = World::new(pipeline(20, 1), sites(2, 1, 450), settings, "random");
+        w.run_with_slots();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        let evictions: u64 = w.pools.iter().map(Pool::evictions).sum();
+        assert!(evictions > 0);
+        for (s, pool) in w.pools.iter().enumerate() {
+            for f in 0..w.m.workflow().files.len() {
+                if w.m.rls().has(f, s) {
+                    assert!(pool.has(f), "RLS lists a file site {s} no longer holds");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn inputs_that_never_fit_avoid_the_site() {
+        let mut s = sites(2, 1, 10_000);
+        s[1].disk = 250; // two 100-byte inputs never fit beside the 100-byte origin
+        let mut w = World::new(pipeline(4, 2), s, ManagerSettings::default(), "round-robin");
+        w.pools[1].place_origin(99, 100).unwrap();
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        for j in (0..8).filter(|j| w.m.workflow().jobs[*j].name.starts_with('a')) {
+            let last = w.m.records().jobs[j].attempts.last().unwrap();
+            assert_eq!(last.site, 2, "job {j} ended on the site it cannot fit");
+        }
+    }
+
+    #[test]
+    fn a_job_failing_everywhere_fails_for_good_and_blocks_its_children() {
+        let wf = pipeline(1, 1);
+        let mut w = World::new(
+            wf,
+            sites(1, 1, 10_000),
+            ManagerSettings::default(),
+            "random",
+        );
+        let mut out = Vec::new();
+        w.m.handle(0.0, Event::Tick, &mut out);
+        let mut now = 0.0;
+        for _ in 0..100 {
+            for c in std::mem::take(&mut out) {
+                match c {
+                    Command::StartTransfer { id, .. } => w.m.handle(
+                        now,
+                        Event::TransferDone {
+                            id,
+                            result: Ok(100),
+                        },
+                        &mut out,
+                    ),
+                    Command::Submit { job, site } => w.m.handle(
+                        now,
+                        Event::JobEnded {
+                            job,
+                            site,
+                            result: Err(JobFailure::Failed("exit 1".into())),
+                        },
+                        &mut out,
+                    ),
+                    _ => {}
+                }
+            }
+            now += 100.0;
+            w.m.handle(now, Event::Tick, &mut out);
+        }
+        assert!(w.m.is_finished() && !w.m.succeeded());
+        assert_eq!(w.m.job_state(0), JobState::Failed);
+        assert_eq!(w.m.job_state(1), JobState::Blocked);
+        assert_eq!(
+            w.m.records().jobs[0].attempts.len(),
+            4,
+            "1 try + max_retries 3"
+        );
+    }
+}

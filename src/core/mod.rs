@@ -1,0 +1,161 @@
+//! The sans-IO core: everything that decides, nothing that waits.
+//!
+//! The workflow manager of seed 000 section 4 (submit host, prescript, postscript,
+//! RLS, MAXPRE) is a deterministic state machine, [`Manager`]. An engine feeds it
+//! [`Event`]s stamped with the nominal time `now` and carries out the [`Command`]s it
+//! returns. The sim engine does so on a virtual clock, the live engine with actix
+//! actors and real HTTP transfers; both share this code, which is what makes a
+//! comparison of the two meaningful.
+//!
+//! ```text
+//!   engine ──Event(now)──► Manager ──Command──► engine
+//!                            │ ▲
+//!                 SiteSelector │ read-only GridView (sites, RLS, load)
+//! ```
+//!
+//! Site storage accounting ([`storage::Pool`]) is also here because both engines'
+//! sites must evict and pin by the same rules.
+
+pub mod dag;
+pub mod manager;
+pub mod records;
+pub mod rls;
+pub mod storage;
+
+pub use dag::{File, FileId, Job, JobId, JobSpec, Workflow};
+pub use manager::{Manager, ManagerSettings, ReplicaPolicy};
+pub use rls::Rls;
+
+/// Index of a site in the scenario's site list.
+pub type SiteId = usize;
+/// Identifier of one transfer attempt, unique within a run.
+pub type TransferId = u64;
+/// Nominal time in seconds since the run started.
+pub type Time = f64;
+
+/// What the core knows of a site: its static description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteInfo {
+    /// Unique site name.
+    pub name: String,
+    /// CPU slots; 0 means a pure storage site that runs no jobs.
+    pub cpus: usize,
+    /// Disk capacity in nominal bytes.
+    pub disk: u64,
+    /// CPU speed factor: a job runs `runtime / speed`.
+    pub speed: f64,
+    /// Grid submission overhead added to every job run here (nominal s).
+    pub overhead: f64,
+}
+
+/// Why a transfer failed; the manager decides what to do next from this.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum TransferFailure {
+    /// The bytes or their length did not match the source's sha256 / size.
+    Corrupt(String),
+    /// The connection failed, timed out or the source refused.
+    Connection(String),
+    /// The source no longer holds the file.
+    SourceMissing,
+    /// The destination cannot make room now; `never` when it never could.
+    NoSpace {
+        /// True when the file does not fit even in an empty pool.
+        never: bool,
+    },
+}
+
+/// Why a job attempt failed at its site.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum JobFailure {
+    /// An input was absent or did not verify when the job started.
+    MissingInput(String),
+    /// Outputs do not fit; `never` when they never could.
+    NoSpace {
+        /// True when the outputs can never fit on this site.
+        never: bool,
+    },
+    /// The job itself failed (a real command's non-zero exit, an I/O error).
+    Failed(String),
+}
+
+/// An input to the manager. Every event comes with the nominal time `now`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Time has passed; start what is due (prescripts, back-offs).
+    Tick,
+    /// A transfer ended; `Ok` carries the nominal bytes moved.
+    TransferDone {
+        /// The transfer's id from [`Command::StartTransfer`].
+        id: TransferId,
+        /// Bytes moved, or why it failed.
+        result: Result<u64, TransferFailure>,
+    },
+    /// A job left its site's FIFO queue and took a CPU slot.
+    JobStarted {
+        /// The job.
+        job: JobId,
+        /// Where it runs.
+        site: SiteId,
+    },
+    /// A job finished running (its outputs are written when `Ok`).
+    JobEnded {
+        /// The job.
+        job: JobId,
+        /// Where it ran.
+        site: SiteId,
+        /// Success, or why not.
+        result: Result<(), JobFailure>,
+    },
+    /// A site evicted a file to make room; the RLS must forget that replica.
+    FileEvicted {
+        /// The site.
+        site: SiteId,
+        /// The file.
+        file: FileId,
+    },
+}
+
+/// An order from the manager to the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// A prescript chose `site` for `job`: pin the job's inputs present there and
+    /// pin the ones that arrive for it, so staging cannot evict its own files.
+    Pin {
+        /// The job.
+        job: JobId,
+        /// The chosen site.
+        site: SiteId,
+    },
+    /// Third-party transfer: `to` pulls `file` from `from`.
+    StartTransfer {
+        /// Unique id, echoed in [`Event::TransferDone`].
+        id: TransferId,
+        /// The job being staged.
+        job: JobId,
+        /// The file.
+        file: FileId,
+        /// Source site (a replica in the RLS).
+        from: SiteId,
+        /// Destination site (the job's site).
+        to: SiteId,
+    },
+    /// Every input is staged: put the job in the site's FIFO queue.
+    Submit {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+    },
+    /// Postscript (or an aborted attempt): unpin the job's files at `site` and
+    /// delete `delete` once no other job pins them.
+    Release {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+        /// Staged copies to remove (replica policy `delete`).
+        delete: Vec<FileId>,
+    },
+}

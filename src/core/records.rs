@@ -1,0 +1,107 @@
+//! Control records: what happened to every job attempt and every transfer.
+//!
+//! Seed 002 keeps a control database that the postscript updates (submitted and
+//! ended per site) and that the Opportunistic selector reads; here the manager
+//! keeps the same records in memory, and the run record (`--json`) is built
+//! from them, in nominal seconds, identically for both engines.
+
+use serde::Serialize;
+
+use super::{JobFailure, JobId, SiteId, Time, TransferFailure, TransferId};
+
+/// How one attempt of a job ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Outcome {
+    /// Still going.
+    Pending,
+    /// Ran and its postscript registered the outputs.
+    Ended,
+    /// Staging failed (no replica, no room): the job went back to the prescript.
+    StagingFailed(String),
+    /// The site reported a failure.
+    Failed(JobFailure),
+}
+
+/// One pass of a job through prescript, queue and run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    /// Execution site chosen by the prescript.
+    pub site: SiteId,
+    /// Prescript start.
+    pub prescript: Time,
+    /// Entered the site's FIFO queue (prescript end).
+    pub submitted: Option<Time>,
+    /// Took a CPU slot.
+    pub started: Option<Time>,
+    /// Finished running (or failed).
+    pub ended: Option<Time>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Transfers that staged its inputs.
+    pub transfers: u32,
+}
+
+/// Per-job control record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct JobRecord {
+    /// Became ready (all parents ended).
+    pub ready: Option<Time>,
+    /// Every attempt, in order.
+    pub attempts: Vec<Attempt>,
+}
+
+/// One transfer attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransferRecord {
+    /// Its id.
+    pub id: TransferId,
+    /// The job it staged.
+    pub job: JobId,
+    /// The file.
+    pub file: usize,
+    /// Source site.
+    pub from: SiteId,
+    /// Destination site.
+    pub to: SiteId,
+    /// Start time.
+    pub start: Time,
+    /// End time.
+    pub end: Option<Time>,
+    /// Nominal bytes moved.
+    pub bytes: u64,
+    /// Failure, if it failed.
+    pub failure: Option<TransferFailure>,
+}
+
+/// Per-site counters (seed 002's control database columns).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SiteCounters {
+    /// Jobs submitted to the site's queue.
+    pub submitted: u64,
+    /// Jobs that started running there.
+    pub started: u64,
+    /// Jobs that ended successfully there.
+    pub ended: u64,
+    /// Jobs that failed there.
+    pub failed: u64,
+    /// Transfers into the site that succeeded.
+    pub transfers_in: u64,
+    /// Nominal bytes transferred into the site.
+    pub bytes_in: u64,
+    /// Transfers out of the site that succeeded.
+    pub transfers_out: u64,
+    /// Inputs found already on site at planning time (cache hits).
+    pub cache_hits: u64,
+}
+
+/// All control records of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Records {
+    /// Indexed by job id.
+    pub jobs: Vec<JobRecord>,
+    /// In start order.
+    pub transfers: Vec<TransferRecord>,
+    /// Indexed by site id.
+    pub sites: Vec<SiteCounters>,
+}

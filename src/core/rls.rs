@@ -1,0 +1,85 @@
+//! Replica Location Service: which sites hold a registered replica of each file
+//! (seed 000 section 4: "a replica location service keeps track of the location
+//! of file replicas spread over the Grid").
+//!
+//! Only registered replicas are listed: a copy staged under the `delete` replica
+//! policy is private to its job and never appears here.
+
+use super::{FileId, SiteId};
+
+/// File → holder sites. Holder lists are tiny (a few sites), so a vector per file
+/// beats a set in both memory and speed.
+#[derive(Debug, Clone, Default)]
+pub struct Rls {
+    holders: Vec<Vec<SiteId>>,
+    replicas: usize,
+}
+
+impl Rls {
+    /// An empty catalogue for `files` files.
+    pub fn new(files: usize) -> Self {
+        Rls {
+            holders: vec![Vec::new(); files],
+            replicas: 0,
+        }
+    }
+
+    /// Registers a replica; returns false if it was already listed.
+    pub fn register(&mut self, file: FileId, site: SiteId) -> bool {
+        let h = &mut self.holders[file];
+        if h.contains(&site) {
+            return false;
+        }
+        h.push(site);
+        self.replicas += 1;
+        true
+    }
+
+    /// Forgets a replica; returns false if it was not listed.
+    pub fn unregister(&mut self, file: FileId, site: SiteId) -> bool {
+        let h = &mut self.holders[file];
+        match h.iter().position(|&s| s == site) {
+            Some(i) => {
+                h.swap_remove(i);
+                self.replicas -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sites that hold `file`.
+    pub fn holders(&self, file: FileId) -> &[SiteId] {
+        &self.holders[file]
+    }
+
+    /// Whether `site` holds a registered replica of `file`.
+    pub fn has(&self, file: FileId, site: SiteId) -> bool {
+        self.holders[file].contains(&site)
+    }
+
+    /// Number of registered replicas over all files.
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_and_unregister_are_idempotent() {
+        let mut r = Rls::new(2);
+        assert!(r.register(0, 3));
+        assert!(!r.register(0, 3));
+        assert!(r.register(0, 1));
+        assert_eq!(r.replicas(), 2);
+        assert!(r.has(0, 1));
+        assert!(r.unregister(0, 3));
+        assert!(!r.unregister(0, 3));
+        assert_eq!(r.holders(0), &[1]);
+        assert!(r.holders(1).is_empty());
+        assert_eq!(r.replicas(), 1);
+    }
+}

@@ -1,0 +1,386 @@
+//! Byte accounting of one site's storage pool: capacity, pinning and eviction.
+//!
+//! Seed 000 gives every site a fixed disk and an LRU deletion policy; DESIGN.md
+//! adds the rules both engines must share: a write that does not fit evicts
+//! unpinned files by the eviction policy, files used by a queued or running job
+//! are pinned, files being written are pinned, origin copies are never evicted.
+//! The live site actor wraps this with a real directory; the sim site uses it as is.
+
+use std::collections::HashMap;
+
+use super::{FileId, JobId};
+use crate::policy::{Candidate, EvictionPolicy};
+
+#[derive(Debug, Clone)]
+struct Entry {
+    size: u64,
+    /// Whether the bytes are complete (false while the first write is going on).
+    present: bool,
+    /// Writes in flight for this file (a re-transfer may overwrite a present copy).
+    writing: u32,
+    /// Jobs pinning it.
+    pins: u32,
+    /// Origin copy or job output: never evicted nor deleted.
+    kept: bool,
+    /// Delete as soon as nothing pins it (replica policy `delete`).
+    doomed: bool,
+    inserted: u64,
+    last_access: u64,
+    accesses: u64,
+}
+
+/// Not enough room for a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSpace {
+    /// True when the bytes would not fit even if every evictable file went.
+    pub never: bool,
+}
+
+/// How a write reservation went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reserved {
+    /// Files removed to make room; the caller deletes them and tells the RLS.
+    pub evicted: Vec<FileId>,
+    /// The file was already complete here (the write replaces identical bytes).
+    pub was_present: bool,
+}
+
+/// One site's pool: which files it holds, how many bytes, who pins what.
+pub struct Pool {
+    capacity: u64,
+    used: u64,
+    kept_bytes: u64,
+    entries: HashMap<FileId, Entry>,
+    job_pins: HashMap<JobId, Vec<FileId>>,
+    clock: u64,
+    eviction: Box<dyn EvictionPolicy>,
+    evictions: u64,
+}
+
+impl Pool {
+    /// An empty pool of `capacity` bytes evicting with `eviction`.
+    pub fn new(capacity: u64, eviction: Box<dyn EvictionPolicy>) -> Self {
+        Pool {
+            capacity,
+            used: 0,
+            kept_bytes: 0,
+            entries: HashMap::new(),
+            job_pins: HashMap::new(),
+            clock: 0,
+            eviction,
+            evictions: 0,
+        }
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+    /// Bytes reserved or held.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+    /// Files evicted so far.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+    /// Whether a complete copy of `file` is here.
+    pub fn has(&self, file: FileId) -> bool {
+        self.entries.get(&file).is_some_and(|e| e.present)
+    }
+    /// Whether `file` is pinned (by a job or an ongoing write).
+    pub fn is_pinned(&self, file: FileId) -> bool {
+        self.entries
+            .get(&file)
+            .is_some_and(|e| e.pins > 0 || e.writing > 0)
+    }
+    /// Complete files held, in no particular order.
+    pub fn files(&self) -> impl Iterator<Item = FileId> + '_ {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.present)
+            .map(|(&f, _)| f)
+    }
+
+    /// Whether `bytes` more could ever fit here, i.e. once every evictable file
+    /// is gone.
+    pub fn could_ever_fit(&self, bytes: u64) -> bool {
+        bytes <= self.capacity.saturating_sub(self.kept_bytes)
+    }
+
+    /// Whether a job reading `inputs` (file, size) could ever have them all here
+    /// at once: the ones not kept here must fit beside the kept bytes.
+    pub fn could_ever_hold(&self, inputs: impl IntoIterator<Item = (FileId, u64)>) -> bool {
+        let need: u64 = inputs
+            .into_iter()
+            .filter(|(f, _)| !self.entries.get(f).is_some_and(|e| e.kept))
+            .map(|(_, size)| size)
+            .sum();
+        self.could_ever_fit(need)
+    }
+
+    /// Places an origin copy that is never evicted (initial placement).
+    pub fn place_origin(&mut self, file: FileId, size: u64) -> Result<(), NoSpace> {
+        let r = self.begin_write(file, size)?;
+        debug_assert!(r.evicted.is_empty() || !r.was_present);
+        self.commit_write(file);
+        self.keep(file);
+        Ok(())
+    }
+
+    /// Marks `file` as an origin copy (a job's output is the origin of its data).
+    pub fn keep(&mut self, file: FileId) {
+        if let Some(e) = self.entries.get_mut(&file)
+            && !e.kept
+        {
+            e.kept = true;
+            e.doomed = false;
+            self.kept_bytes += e.size;
+        }
+    }
+
+    /// Starts a job's staging here: pins its inputs that are present and
+    /// remembers the job so that files arriving for it are pinned too.
+    pub fn pin_job(&mut self, job: JobId, inputs: &[FileId]) {
+        let pins = self.job_pins.entry(job).or_default();
+        for &f in inputs {
+            if let Some(e) = self.entries.get_mut(&f)
+                && !pins.contains(&f)
+            {
+                e.pins += 1;
+                e.doomed = false;
+                pins.push(f);
+            }
+        }
+    }
+
+    /// Pins `file` for `job` if the job is being staged here (a transfer that
+    /// lands after the job was released is left unpinned: plain cache).
+    pub fn pin_for(&mut self, job: JobId, file: FileId) {
+        if let Some(pins) = self.job_pins.get_mut(&job)
+            && let Some(e) = self.entries.get_mut(&file)
+            && !pins.contains(&file)
+        {
+            e.pins += 1;
+            e.doomed = false;
+            pins.push(file);
+        }
+    }
+
+    /// Whether `job` is currently staged or queued here.
+    pub fn job_pinned(&self, job: JobId) -> bool {
+        self.job_pins.contains_key(&job)
+    }
+
+    /// Ends a job here: unpins its files, marks `delete` for removal, and returns
+    /// the files that went (nothing else pinned them).
+    pub fn release_job(&mut self, job: JobId, delete: &[FileId]) -> Vec<FileId> {
+        for f in self.job_pins.remove(&job).unwrap_or_default() {
+            if let Some(e) = self.entries.get_mut(&f) {
+                e.pins -= 1;
+            }
+        }
+        for f in delete {
+            if let Some(e) = self.entries.get_mut(f)
+                && !e.kept
+            {
+                e.doomed = true;
+            }
+        }
+        let gone: Vec<FileId> = delete
+            .iter()
+            .copied()
+            .filter(|f| {
+                self.entries
+                    .get(f)
+                    .is_some_and(|e| e.doomed && e.pins == 0 && e.writing == 0)
+            })
+            .collect();
+        for &f in &gone {
+            self.remove(f);
+        }
+        gone
+    }
+
+    /// Reserves room for writing `file` (`size` bytes), evicting unpinned files if
+    /// needed. The file is pinned by the write until [`commit_write`](Self::commit_write)
+    /// or [`abort_write`](Self::abort_write).
+    pub fn begin_write(&mut self, file: FileId, size: u64) -> Result<Reserved, NoSpace> {
+        if let Some(e) = self.entries.get_mut(&file) {
+            // Same immutable file: no new room needed, the write replaces it.
+            e.writing += 1;
+            return Ok(Reserved {
+                evicted: Vec::new(),
+                was_present: e.present,
+            });
+        }
+        if !self.could_ever_fit(size) {
+            return Err(NoSpace { never: true });
+        }
+        let mut evicted = Vec::new();
+        if self.used + size > self.capacity {
+            let mut candidates: Vec<Candidate> = self
+                .entries
+                .iter()
+                .filter(|(_, e)| e.present && !e.kept && e.pins == 0 && e.writing == 0)
+                .map(|(&file, e)| Candidate {
+                    file,
+                    size: e.size,
+                    inserted: e.inserted,
+                    last_access: e.last_access,
+                    accesses: e.accesses,
+                })
+                .collect();
+            let free_after: u64 = candidates.iter().map(|c| c.size).sum::<u64>()
+                + self.capacity.saturating_sub(self.used);
+            if free_after < size {
+                return Err(NoSpace { never: false });
+            }
+            self.eviction.order(&mut candidates);
+            for c in candidates {
+                if self.used + size <= self.capacity {
+                    break;
+                }
+                self.remove(c.file);
+                self.evictions += 1;
+                evicted.push(c.file);
+            }
+        }
+        self.clock += 1;
+        self.used += size;
+        self.entries.insert(
+            file,
+            Entry {
+                size,
+                present: false,
+                writing: 1,
+                pins: 0,
+                kept: false,
+                doomed: false,
+                inserted: self.clock,
+                last_access: self.clock,
+                accesses: 0,
+            },
+        );
+        Ok(Reserved {
+            evicted,
+            was_present: false,
+        })
+    }
+
+    /// The write completed and verified: the file is present.
+    pub fn commit_write(&mut self, file: FileId) {
+        self.clock += 1;
+        if let Some(e) = self.entries.get_mut(&file) {
+            e.writing = e.writing.saturating_sub(1);
+            e.present = true;
+            e.last_access = self.clock;
+        }
+    }
+
+    /// The write failed: give back its room unless an older copy is still here.
+    pub fn abort_write(&mut self, file: FileId) {
+        let Some(e) = self.entries.get_mut(&file) else {
+            return;
+        };
+        e.writing = e.writing.saturating_sub(1);
+        if !e.present && e.writing == 0 {
+            self.remove(file);
+        }
+    }
+
+    /// A job read `file`: recency and frequency for the eviction policy.
+    pub fn touch(&mut self, file: FileId) {
+        self.clock += 1;
+        if let Some(e) = self.entries.get_mut(&file) {
+            e.last_access = self.clock;
+            e.accesses += 1;
+        }
+    }
+
+    fn remove(&mut self, file: FileId) {
+        if let Some(e) = self.entries.remove(&file) {
+            self.used -= e.size;
+            if e.kept {
+                self.kept_bytes -= e.size;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::eviction::Lru;
+
+    fn pool(cap: u64) -> Pool {
+        Pool::new(cap, Box::new(Lru))
+    }
+
+    fn write(p: &mut Pool, f: FileId, size: u64) -> Vec<FileId> {
+        let r = p.begin_write(f, size).unwrap();
+        p.commit_write(f);
+        r.evicted
+    }
+
+    #[test]
+    fn evicts_least_recently_used_first() {
+        let mut p = pool(30);
+        write(&mut p, 1, 10);
+        write(&mut p, 2, 10);
+        write(&mut p, 3, 10);
+        p.touch(1);
+        assert_eq!(write(&mut p, 4, 15), vec![2, 3]);
+        assert!(p.has(1) && p.has(4) && !p.has(2));
+        assert_eq!(p.used(), 25);
+        assert_eq!(p.evictions(), 2);
+    }
+
+    #[test]
+    fn never_evicts_pinned_kept_or_writing_files() {
+        let mut p = pool(30);
+        p.place_origin(1, 10).unwrap();
+        write(&mut p, 2, 10);
+        p.pin_job(7, &[2]);
+        p.begin_write(3, 10).unwrap(); // in flight
+        assert_eq!(p.begin_write(4, 5), Err(NoSpace { never: false }));
+        assert_eq!(p.begin_write(4, 25), Err(NoSpace { never: true }));
+        p.release_job(7, &[]);
+        assert_eq!(p.begin_write(4, 5).unwrap().evicted, vec![2]);
+    }
+
+    #[test]
+    fn delete_waits_for_the_last_pin() {
+        let mut p = pool(100);
+        write(&mut p, 1, 10);
+        p.pin_job(1, &[1]);
+        p.pin_job(2, &[1]);
+        assert!(p.release_job(1, &[1]).is_empty());
+        assert!(p.has(1));
+        assert_eq!(p.release_job(2, &[1]), vec![1]);
+        assert!(!p.has(1));
+        assert_eq!(p.used(), 0);
+    }
+
+    #[test]
+    fn arriving_files_are_pinned_only_for_staged_jobs() {
+        let mut p = pool(20);
+        p.pin_job(5, &[]);
+        p.begin_write(1, 10).unwrap();
+        p.commit_write(1);
+        p.pin_for(5, 1);
+        p.pin_for(6, 1); // job 6 is not staged here
+        assert!(p.is_pinned(1));
+        p.release_job(5, &[]);
+        assert!(!p.is_pinned(1));
+    }
+
+    #[test]
+    fn aborted_write_gives_room_back() {
+        let mut p = pool(20);
+        p.begin_write(1, 10).unwrap();
+        p.abort_write(1);
+        assert_eq!(p.used(), 0);
+        assert!(!p.has(1));
+    }
+}
