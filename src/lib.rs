@@ -28,5 +28,11 @@
 //!   writes run records; [`metrics`] exports Prometheus series.
 #![warn(missing_docs)]
 
+pub mod bench;
+pub mod config;
 pub mod core;
+pub mod live;
+pub mod metrics;
 pub mod policy;
+pub mod report;
+pub mod workflow;

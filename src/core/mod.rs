@@ -22,7 +22,7 @@ pub mod records;
 pub mod rls;
 pub mod storage;
 
-pub use dag::{File, FileId, Job, JobId, JobSpec, Workflow};
+pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{Manager, ManagerSettings, ReplicaPolicy};
 pub use rls::Rls;
 

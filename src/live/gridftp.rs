@@ -1,0 +1,343 @@
+//! A site's "gridftp" endpoint: an actix-web server on loopback that serves the
+//! bytes of the site's own pool, rate limited like a grid site's file server.
+//!
+//! * `GET /files/{pool name}` streams the file with `Content-Length` and
+//!   `X-Sha256`; `HEAD` gives the same headers; `GET /health` answers `ok`.
+//! * Only canonical pool names ([`super::names`]) are served: traversal
+//!   (`../`, `%2e%2e%2f`, absolute paths) gets 400, a missing file 404.
+//! * Egress is shaped by governor token buckets counted in bytes and applied to
+//!   every chunk: one shared by all responses (the site's aggregate bandwidth)
+//!   and, optionally, one per response (the per-stream cap). The bucket holds at
+//!   most one chunk, and a chunk is about 1/100 s of the slowest rate, so a
+//!   transfer takes `size / rate` within a few milliseconds.
+//! * More than `max_connections` responses at once get 503 with `Retry-After`
+//!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
+//!   second); the transfer client waits and retries.
+
+use std::net::TcpListener;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use actix_web::body::SizedStream;
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, dev::Server, web};
+use bytes::Bytes;
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::io::AsyncReadExt;
+
+use super::names;
+use super::store::{FileMeta, Store};
+
+/// Shaping and limits of one file server, in real units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Aggregate egress, bytes per second (∞: unlimited).
+    pub bandwidth: f64,
+    /// Per-response cap, bytes per second (∞: none).
+    pub stream_cap: f64,
+    /// Responses served at once.
+    pub max_connections: usize,
+}
+
+/// Test hooks: deliberate faults in served responses.
+#[derive(Debug, Default)]
+pub struct Faults {
+    /// Responses still to corrupt (one byte flipped in the first chunk).
+    pub corrupt_responses: AtomicU32,
+}
+
+/// Everything a server's handlers share.
+pub struct Gridftp {
+    store: Store,
+    limits: Limits,
+    chunk: usize,
+    aggregate: Option<Arc<DefaultDirectRateLimiter>>,
+    active: Arc<AtomicUsize>,
+    faults: Arc<Faults>,
+    served: AtomicU32,
+}
+
+/// A byte-rate bucket holding at most `chunk` bytes; None when unlimited.
+fn limiter(rate: f64, chunk: usize) -> Option<DefaultDirectRateLimiter> {
+    if !rate.is_finite() || rate >= 1e9 {
+        return None;
+    }
+    let period = Duration::from_secs_f64(1.0 / rate.max(1e-3));
+    let quota = Quota::with_period(period)?.allow_burst(NonZeroU32::new(chunk as u32)?);
+    Some(RateLimiter::direct(quota))
+}
+
+impl Gridftp {
+    /// Handler state for `store` with `limits` and `faults`.
+    pub fn new(store: Store, limits: Limits, faults: Arc<Faults>) -> Self {
+        let slowest = limits.bandwidth.min(limits.stream_cap);
+        let chunk = if slowest.is_finite() && slowest < 1e9 {
+            ((slowest / 100.0) as usize).clamp(512, 256 * 1024)
+        } else {
+            1 << 20
+        };
+        Gridftp {
+            aggregate: limiter(limits.bandwidth, chunk).map(Arc::new),
+            store,
+            limits,
+            chunk,
+            active: Arc::default(),
+            faults,
+            served: AtomicU32::new(0),
+        }
+    }
+    /// Responses served (or being served) so far.
+    pub fn served(&self) -> u32 {
+        self.served.load(Ordering::Relaxed)
+    }
+}
+
+/// The route table, shared by [`serve`] and the unit tests.
+pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<Gridftp>) {
+    cfg.app_data(state)
+        .route(
+            "/health",
+            web::get().to(|| async { HttpResponse::Ok().body("ok") }),
+        )
+        .service(
+            web::resource("/files/{tail:.*}")
+                .route(web::get().to(get_file))
+                .route(web::head().to(head_file)),
+        )
+        .default_service(web::to(|| async { HttpResponse::NotFound().finish() }));
+}
+
+/// Starts a one-worker server on `listener` (bind `127.0.0.1:0` in tests). The
+/// returned [`Server`] must be spawned or awaited; stop it with its handle.
+pub fn serve(listener: TcpListener, state: Arc<Gridftp>) -> std::io::Result<Server> {
+    let data = web::Data::from(state);
+    Ok(
+        HttpServer::new(move || App::new().configure(|cfg| configure(cfg, data.clone())))
+            .workers(1)
+            .disable_signals()
+            .shutdown_timeout(1)
+            .listen(listener)?
+            .run(),
+    )
+}
+
+/// The pool name in the raw request path, if it is a canonical one. The raw
+/// path is used (not the router's decoded match) so that no decoding step can
+/// turn `%2e%2e%2f` into a traversal.
+fn pool_name(req: &HttpRequest) -> Option<String> {
+    let raw = req.uri().path().strip_prefix("/files/")?;
+    names::decode(raw)?;
+    Some(raw.to_string())
+}
+
+/// Why a request gets no file.
+enum Refusal {
+    /// Not a canonical pool name: 400.
+    BadName,
+    /// Not in this pool: 404.
+    Missing,
+}
+
+impl Refusal {
+    fn response(self) -> HttpResponse {
+        match self {
+            Refusal::BadName => HttpResponse::BadRequest()
+                .body("not a pool file name: expected /files/<encoded name>"),
+            Refusal::Missing => HttpResponse::NotFound().body("no such file in this pool"),
+        }
+    }
+}
+
+fn lookup(req: &HttpRequest, st: &Gridftp) -> Result<(String, FileMeta), Refusal> {
+    let enc = pool_name(req).ok_or(Refusal::BadName)?;
+    let meta = st.store.meta(&enc).ok_or(Refusal::Missing)?;
+    Ok((enc, meta))
+}
+
+async fn head_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
+    match lookup(&req, &st) {
+        Ok((_, meta)) => HttpResponse::Ok()
+            .insert_header(("X-Sha256", meta.sha256))
+            .insert_header(("X-Size", meta.size.to_string()))
+            .no_chunking(meta.size)
+            .finish(),
+        Err(refusal) => refusal.response(),
+    }
+}
+
+/// Gives back a connection slot when the response body is dropped (sent in
+/// full, or the client went away).
+struct Slot(Arc<AtomicUsize>);
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct Body {
+    file: tokio::fs::File,
+    remaining: u64,
+    chunk: usize,
+    aggregate: Option<Arc<DefaultDirectRateLimiter>>,
+    stream: Option<DefaultDirectRateLimiter>,
+    corrupt: bool,
+    _slot: Slot,
+}
+
+async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
+    let (enc, meta) = match lookup(&req, &st) {
+        Ok(found) => found,
+        Err(refusal) => return refusal.response(),
+    };
+    if st.active.fetch_add(1, Ordering::AcqRel) >= st.limits.max_connections {
+        st.active.fetch_sub(1, Ordering::AcqRel);
+        return HttpResponse::ServiceUnavailable()
+            .insert_header(("Retry-After", "1"))
+            .insert_header(("X-Retry-After-Ms", "5"))
+            .body("too many transfers at once");
+    }
+    let slot = Slot(st.active.clone());
+    // Opened before streaming: an eviction after this point unlinks the name
+    // but not these bytes.
+    let file = match tokio::fs::File::open(st.store.path(&enc)).await {
+        Ok(f) => f,
+        Err(_) => return Refusal::Missing.response(),
+    };
+    st.served.fetch_add(1, Ordering::Relaxed);
+    let corrupt = meta.size > 0
+        && st
+            .faults
+            .corrupt_responses
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+    let body = Body {
+        file,
+        remaining: meta.size,
+        chunk: st.chunk,
+        aggregate: st.aggregate.clone(),
+        stream: limiter(st.limits.stream_cap, st.chunk),
+        corrupt,
+        _slot: slot,
+    };
+    let stream = futures_util::stream::unfold(body, |mut b| async move {
+        if b.remaining == 0 {
+            return None;
+        }
+        let n = (b.chunk as u64).min(b.remaining) as usize;
+        let cells = NonZeroU32::new(n as u32)?;
+        if let Some(l) = &b.stream {
+            let _ = l.until_n_ready(cells).await;
+        }
+        if let Some(l) = &b.aggregate {
+            let _ = l.until_n_ready(cells).await;
+        }
+        let mut buf = vec![0u8; n];
+        if let Err(e) = b.file.read_exact(&mut buf).await {
+            b.remaining = 0;
+            return Some((Err(e), b));
+        }
+        if b.corrupt {
+            buf[n / 2] ^= 0xFF;
+            b.corrupt = false;
+        }
+        b.remaining -= n as u64;
+        Some((Ok::<_, std::io::Error>(Bytes::from(buf)), b))
+    });
+    HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .insert_header(("X-Sha256", meta.sha256))
+        .body(SizedStream::new(meta.size, stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::test;
+
+    fn state(max_connections: usize) -> (tempfile::TempDir, web::Data<Gridftp>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        super::super::store::write_generated(&store, "a.txt", 1, "a.txt", 5000).unwrap();
+        std::fs::write(dir.path().join("secret"), b"not listed").unwrap();
+        let limits = Limits {
+            bandwidth: f64::INFINITY,
+            stream_cap: f64::INFINITY,
+            max_connections,
+        };
+        (
+            dir,
+            web::Data::new(Gridftp::new(store, limits, Arc::default())),
+        )
+    }
+
+    #[actix_web::test]
+    async fn serves_listed_files_with_their_sha_and_refuses_the_rest() {
+        let (_dir, st) = state(4);
+        let app = test::init_service(App::new().configure(|c| configure(c, st.clone()))).await;
+        let resp = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/files/a.txt").to_request(),
+        )
+        .await;
+        assert_eq!(resp.status(), 200);
+        let sha = resp
+            .headers()
+            .get("X-Sha256")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let body = test::read_body(resp).await;
+        assert_eq!(body.len(), 5000);
+        assert_eq!(super::super::store::sha256_hex(&body), sha);
+        for (uri, code) in [
+            ("/files/secret", 404),
+            ("/files/..%2fsecret", 400),
+            ("/files/%2e%2e%2fsecret", 400),
+            ("/files/~2E~2E", 400),
+            ("/files/a~2Ftxt", 404),
+            ("/health", 200),
+        ] {
+            let resp =
+                test::call_service(&app, test::TestRequest::get().uri(uri).to_request()).await;
+            assert_eq!(resp.status().as_u16(), code, "{uri}");
+        }
+        let head = test::call_service(
+            &app,
+            test::TestRequest::default()
+                .method(actix_web::http::Method::HEAD)
+                .uri("/files/a.txt")
+                .to_request(),
+        )
+        .await;
+        assert_eq!(head.status(), 200);
+        assert_eq!(head.headers().get("X-Size").unwrap(), "5000");
+    }
+
+    #[actix_web::test]
+    async fn over_max_connections_is_503() {
+        let (_dir, st) = state(1);
+        let app = test::init_service(App::new().configure(|c| configure(c, st.clone()))).await;
+        let first = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/files/a.txt").to_request(),
+        )
+        .await;
+        assert_eq!(first.status(), 200);
+        let second = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/files/a.txt").to_request(),
+        )
+        .await;
+        assert_eq!(second.status(), 503);
+        assert!(second.headers().contains_key("Retry-After"));
+        drop(test::read_body(first).await);
+        let third = test::call_service(
+            &app,
+            test::TestRequest::get().uri("/files/a.txt").to_request(),
+        )
+        .await;
+        assert_eq!(third.status(), 200);
+    }
+}

@@ -1,0 +1,187 @@
+//! The workflow-manager actor: the submit host of seed 000 §4. It wraps the
+//! sans-IO [`Manager`], stamps every site event with the nominal time (wall
+//! time since the start × `time_scale`), carries out the commands by messaging
+//! the site actors, and wakes itself when the core asks for a tick.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::messages::{Fetch, Pin, Release, SiteEvent, Submit};
+use super::site::SiteActor;
+use crate::core::{Command, Event, Manager, Time};
+use crate::metrics::Metrics;
+use crate::report::Progress;
+
+/// Wall clock → nominal time.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveClock {
+    /// When the run started.
+    pub start: Instant,
+    /// Nominal seconds per real second.
+    pub time_scale: f64,
+}
+
+impl LiveClock {
+    /// Nominal seconds since the start.
+    pub fn now(&self) -> Time {
+        self.start.elapsed().as_secs_f64() * self.time_scale
+    }
+}
+
+/// Sent by the engine when the sites are attached: start planning.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Start {
+    /// The site actors, by site id.
+    pub sites: Vec<Addr<SiteActor>>,
+    /// Told once no job can make progress any more.
+    pub done: oneshot::Sender<()>,
+}
+
+/// Asks for the manager state machine at the end of the run.
+#[derive(Message)]
+#[rtype(result = "Option<Manager>")]
+pub struct TakeManager;
+
+/// The manager actor. See the module docs.
+pub struct ManagerActor {
+    core: Option<Manager>,
+    clock: LiveClock,
+    sites: Vec<Addr<SiteActor>>,
+    tick: Option<SpawnHandle>,
+    done: Option<oneshot::Sender<()>>,
+    metrics: Arc<Metrics>,
+    progress: Progress,
+    out: Vec<Command>,
+}
+
+impl ManagerActor {
+    /// A manager actor around `core`.
+    pub fn new(core: Manager, clock: LiveClock, metrics: Arc<Metrics>, progress: Progress) -> Self {
+        ManagerActor {
+            core: Some(core),
+            clock,
+            sites: Vec::new(),
+            tick: None,
+            done: None,
+            metrics,
+            progress,
+            out: Vec::new(),
+        }
+    }
+
+    fn step(&mut self, event: Event, ctx: &mut Context<Self>) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let now = self.clock.now();
+        core.handle(now, event, &mut self.out);
+        for c in self.out.drain(..) {
+            match c {
+                Command::Pin { job, site } => self.sites[site].do_send(Pin { job }),
+                Command::StartTransfer {
+                    id,
+                    job,
+                    file,
+                    from,
+                    to,
+                } => self.sites[to].do_send(Fetch {
+                    id,
+                    job,
+                    file,
+                    from,
+                }),
+                Command::Submit { job, site } => self.sites[site].do_send(Submit { job }),
+                Command::Release { job, site, delete } => {
+                    self.sites[site].do_send(Release { job, delete })
+                }
+            }
+        }
+        if let Some(h) = self.tick.take() {
+            ctx.cancel_future(h);
+        }
+        if core.is_finished() {
+            self.publish();
+            self.progress.finish();
+            if let Some(done) = self.done.take() {
+                let _ = done.send(());
+            }
+            return;
+        }
+        if let Some(at) = core.next_wakeup() {
+            let delay = ((at - now) / self.clock.time_scale).max(0.0);
+            self.tick = Some(ctx.run_later(Duration::from_secs_f64(delay), |act, ctx| {
+                act.tick = None;
+                act.step(Event::Tick, ctx);
+            }));
+        }
+    }
+
+    fn publish(&mut self) {
+        let Some(core) = self.core.as_ref() else {
+            return;
+        };
+        let c = core.counts();
+        let m = &self.metrics;
+        for (state, n) in [
+            ("waiting", c.waiting),
+            ("ready", c.ready),
+            ("staging", c.staging),
+            ("queued", c.queued),
+            ("running", c.running),
+            ("done", c.done),
+            ("failed", c.failed),
+            ("blocked", c.blocked),
+        ] {
+            m.jobs.with_label_values(&[state]).set(n as i64);
+        }
+        m.prescripts_running.set(core.prescripts_running() as i64);
+        m.transfers_in_flight.set(core.transfers_in_flight() as i64);
+        m.makespan.set(self.clock.now());
+        for (s, counters) in core.records().sites.iter().enumerate() {
+            let name = core.sites()[s].name.as_str();
+            m.cache_hits
+                .with_label_values(&[name])
+                .set(counters.cache_hits as i64);
+        }
+        let transfers = core.records().transfers.len();
+        self.progress.update(c, transfers, self.clock.now());
+    }
+}
+
+impl Actor for ManagerActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.run_interval(Duration::from_millis(100), |act, _| act.publish());
+    }
+}
+
+impl Handler<Start> for ManagerActor {
+    type Result = ();
+    fn handle(&mut self, m: Start, ctx: &mut Context<Self>) {
+        self.sites = m.sites;
+        self.done = Some(m.done);
+        self.step(Event::Tick, ctx);
+    }
+}
+
+impl Handler<SiteEvent> for ManagerActor {
+    type Result = ();
+    fn handle(&mut self, m: SiteEvent, ctx: &mut Context<Self>) {
+        self.step(m.0, ctx);
+    }
+}
+
+impl Handler<TakeManager> for ManagerActor {
+    type Result = MessageResult<TakeManager>;
+    fn handle(&mut self, _: TakeManager, ctx: &mut Context<Self>) -> Self::Result {
+        self.publish();
+        ctx.stop();
+        MessageResult(self.core.take())
+    }
+}

@@ -1,0 +1,78 @@
+//! Messages between the live engine's actors, one struct each.
+
+use actix::Message;
+
+use crate::core::{Event, FileId, JobId, SiteId, TransferId};
+
+/// Manager → site: a prescript chose this site for `job` (see
+/// [`crate::core::Command::Pin`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Pin {
+    /// The job.
+    pub job: JobId,
+}
+
+/// Manager → destination site: pull `file` from `from`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Fetch {
+    /// Transfer id.
+    pub id: TransferId,
+    /// Job being staged.
+    pub job: JobId,
+    /// The file.
+    pub file: FileId,
+    /// Source site.
+    pub from: SiteId,
+}
+
+/// Manager → site: enqueue `job` in the FIFO queue.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Submit {
+    /// The job.
+    pub job: JobId,
+}
+
+/// Manager → site: unpin `job`'s files and delete `delete` when unpinned.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Release {
+    /// The job.
+    pub job: JobId,
+    /// Staged copies to remove.
+    pub delete: Vec<FileId>,
+}
+
+/// Site → manager: something happened (the manager stamps the time).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SiteEvent(pub Event);
+
+/// Engine → site, at the end: verify every file on disk and report.
+#[derive(Message)]
+#[rtype(result = "SiteReport")]
+pub struct TakeInventory;
+
+/// A site's state at the end of a run.
+#[derive(Debug, Clone, Default)]
+pub struct SiteReport {
+    /// Files listed in the pool, each with the result of re-reading and
+    /// re-hashing it from disk.
+    pub files: Vec<(FileId, Result<(), String>)>,
+    /// Directory entries that are not listed files (should be none).
+    pub strays: Vec<String>,
+    /// Files evicted.
+    pub evictions: u64,
+    /// Nominal bytes held.
+    pub used: u64,
+    /// Nominal capacity.
+    pub capacity: u64,
+    /// Jobs that ran here (started).
+    pub jobs_run: u64,
+    /// 503 answers waited out by this site's pulls.
+    pub busy_waits: u64,
+    /// Real bytes pulled into this site.
+    pub real_bytes_in: u64,
+}

@@ -1,0 +1,314 @@
+//! The live engine: the scenario as actix actors on loopback, moving real bytes.
+//!
+//! ```text
+//!   ManagerActor (core::Manager, wall clock × time_scale)
+//!      │ Pin / Fetch / Submit / Release          ▲ SiteEvent
+//!      ▼                                         │
+//!   SiteActor × N ── pool: TempDir + core::storage::Pool, CPU slots, FIFO queue
+//!      │ reqwest GET (destination pulls)         
+//!      ▼
+//!   gridftp endpoint × N (actix-web on 127.0.0.1:0, governor-shaped egress)
+//! ```
+//!
+//! [`run`] sets everything up (pools, origin files, servers), runs the workflow
+//! to the end, checks every site's files from disk, and tears down.
+
+pub mod gridftp;
+pub mod manager;
+pub mod messages;
+pub mod names;
+pub mod site;
+pub mod store;
+pub mod transfer;
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+
+use crate::config::{Emulation, Scenario};
+use crate::core::records::Records;
+use crate::core::storage::Pool;
+use crate::core::{Manager, SiteId, Workflow, manager::StateCounts};
+use crate::metrics::Metrics;
+use crate::policy;
+use crate::report::Progress;
+use messages::{SiteReport, TakeInventory};
+
+/// What every site actor shares, read-only.
+pub struct Shared {
+    /// The workflow.
+    pub workflow: Arc<Workflow>,
+    /// Pool name of every file, by file id.
+    pub encoded: Vec<String>,
+    /// Site names, by site id.
+    pub site_names: Vec<String>,
+    /// Base URL of every site's gridftp endpoint, by site id.
+    pub urls: Vec<String>,
+    /// Emulation factors.
+    pub emulation: Emulation,
+    /// The run seed (file contents derive from it).
+    pub seed: u64,
+    /// The HTTP client of all transfers.
+    pub client: reqwest::Client,
+    /// Metrics of the run.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Options of a live run.
+#[derive(Default)]
+pub struct LiveOptions {
+    /// Serve `/metrics` here while running.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Keep `/metrics` up this long after the run.
+    pub linger: Duration,
+    /// Progress display.
+    pub progress: Progress,
+    /// Run id label for metrics.
+    pub run_id: String,
+}
+
+/// A finished live run.
+pub struct LiveRun {
+    /// Control records from the core.
+    pub records: Records,
+    /// Final job counts.
+    pub counts: StateCounts,
+    /// Whether every job ended successfully.
+    pub succeeded: bool,
+    /// Nominal makespan (time of the last event).
+    pub makespan: f64,
+    /// Real wall time of the workflow (setup excluded).
+    pub wall: Duration,
+    /// Real wall time of the setup (pools, origin files, servers).
+    pub setup: Duration,
+    /// Final RLS: holders of every file.
+    pub rls: Vec<Vec<SiteId>>,
+    /// Every site's end-of-run report.
+    pub sites: Vec<SiteReport>,
+}
+
+/// Why a live run could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Binding, temp dirs, file writes.
+    #[error("live engine I/O: {0}")]
+    Io(#[from] std::io::Error),
+    /// A policy name that slipped through validation.
+    #[error(transparent)]
+    Policy(#[from] policy::UnknownPolicy),
+    /// The origin cannot hold the inputs.
+    #[error("origin site `{0}` cannot hold the workflow's inputs")]
+    OriginFull(String),
+    /// An actor went away mid-run.
+    #[error("the live engine lost an actor: {0}")]
+    Mailbox(String),
+    /// The HTTP client could not be built.
+    #[error("HTTP client: {0}")]
+    Client(String),
+}
+
+/// Runs `scenario` live and returns when no job can make progress.
+pub fn run(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, EngineError> {
+    actix_rt::System::new().block_on(run_async(scenario, opts))
+}
+
+async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, EngineError> {
+    let setup_start = Instant::now();
+    let wf = scenario.workflow.clone();
+    let em = scenario.emulation;
+    let metrics = Arc::new(Metrics::new());
+    metrics
+        .run_info
+        .with_label_values(&[&opts.run_id, &scenario.name, &scenario.strategy, "live"])
+        .set(1.0);
+    metrics.jobs_total.set(wf.jobs.len() as i64);
+    metrics.maxpre.set(scenario.manager.maxpre as i64);
+    let metrics_server = match opts.metrics_addr {
+        Some(addr) => {
+            let server = crate::metrics::serve(TcpListener::bind(addr)?, metrics.clone())?;
+            let handle = server.handle();
+            actix_rt::spawn(server);
+            Some(handle)
+        }
+        None => None,
+    };
+
+    // Pools and the origin's files, before any clock starts.
+    let encoded: Vec<String> = wf.files.iter().map(|f| names::encode(&f.name)).collect();
+    let mut dirs = Vec::new();
+    let mut pools = Vec::new();
+    let mut stores = Vec::new();
+    for (i, s) in scenario.sites.iter().enumerate() {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gridbed-{}-", s.info.name))
+            .tempdir()?;
+        let store = store::Store::new(dir.path());
+        let eviction = policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
+        let mut pool = Pool::new(s.info.disk, eviction);
+        if i == scenario.origin {
+            for f in wf.inputs() {
+                pool.place_origin(f, wf.files[f].size)
+                    .map_err(|_| EngineError::OriginFull(s.info.name.clone()))?;
+            }
+        }
+        dirs.push(Arc::new(dir));
+        pools.push(pool);
+        stores.push(store);
+    }
+    write_origin_files(&stores[scenario.origin], &wf, &encoded, em, scenario.seed).await?;
+
+    // One gridftp endpoint per site.
+    let mut urls = Vec::new();
+    let mut servers = Vec::new();
+    for (s, store) in scenario.sites.iter().zip(&stores) {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        urls.push(format!("http://{}", listener.local_addr()?));
+        let limits = gridftp::Limits {
+            bandwidth: em.real_rate(s.bandwidth),
+            stream_cap: em.real_rate(s.stream_cap),
+            max_connections: s.max_connections,
+        };
+        let faults = Arc::new(gridftp::Faults::default());
+        faults
+            .corrupt_responses
+            .store(s.corrupt_responses, std::sync::atomic::Ordering::Relaxed);
+        let server = gridftp::serve(
+            listener,
+            Arc::new(gridftp::Gridftp::new(store.clone(), limits, faults)),
+        )?;
+        servers.push(server.handle());
+        actix_rt::spawn(server);
+    }
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|e| EngineError::Client(e.to_string()))?;
+    let shared = Arc::new(Shared {
+        workflow: wf.clone(),
+        encoded,
+        site_names: scenario.sites.iter().map(|s| s.info.name.clone()).collect(),
+        urls,
+        emulation: em,
+        seed: scenario.seed,
+        client,
+        metrics: metrics.clone(),
+    });
+
+    let selector = policy::site_selector(&scenario.strategy, scenario.seed)?;
+    let core = Manager::new(
+        wf.clone(),
+        scenario.site_infos(),
+        &scenario.placement(),
+        scenario.manager.clone(),
+        selector,
+    );
+    let setup = setup_start.elapsed();
+    let clock = manager::LiveClock {
+        start: Instant::now(),
+        time_scale: em.time_scale,
+    };
+    let manager_addr =
+        manager::ManagerActor::new(core, clock, metrics.clone(), opts.progress).start();
+    let mut sites = Vec::new();
+    for (i, ((pool, store), dir)) in pools.into_iter().zip(stores).zip(dirs).enumerate() {
+        let actor = site::SiteActor::new(
+            i,
+            scenario.sites[i].clone(),
+            shared.clone(),
+            pool,
+            store,
+            dir,
+            manager_addr.clone().recipient(),
+        );
+        sites.push(actor.start());
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    manager_addr.do_send(manager::Start {
+        sites: sites.clone(),
+        done: tx,
+    });
+    rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
+    let wall = clock.start.elapsed();
+    let core = manager_addr
+        .send(manager::TakeManager)
+        .await
+        .map_err(|e| EngineError::Mailbox(e.to_string()))?
+        .ok_or_else(|| EngineError::Mailbox("manager state taken twice".into()))?;
+
+    let mut reports = Vec::new();
+    for s in &sites {
+        reports.push(
+            s.send(TakeInventory)
+                .await
+                .map_err(|e| EngineError::Mailbox(e.to_string()))?,
+        );
+    }
+    for s in servers {
+        s.stop(false).await;
+    }
+    if let Some(h) = metrics_server {
+        if !opts.linger.is_zero() {
+            tokio::time::sleep(opts.linger).await;
+        }
+        h.stop(false).await;
+    }
+    let rls = (0..wf.files.len())
+        .map(|f| core.rls().holders(f).to_vec())
+        .collect();
+    Ok(LiveRun {
+        counts: core.counts(),
+        succeeded: core.succeeded(),
+        makespan: last_event(core.records()),
+        wall,
+        setup,
+        rls,
+        sites: reports,
+        records: core.into_records(),
+    })
+}
+
+/// Makespan: the last time any job attempt ended.
+pub fn last_event(records: &Records) -> f64 {
+    records
+        .jobs
+        .iter()
+        .flat_map(|j| j.attempts.iter().filter_map(|a| a.ended))
+        .fold(0.0, f64::max)
+}
+
+/// Writes every workflow input into the origin's pool, in parallel batches off
+/// the async thread.
+async fn write_origin_files(
+    store: &store::Store,
+    wf: &Arc<Workflow>,
+    encoded: &[String],
+    em: Emulation,
+    seed: u64,
+) -> std::io::Result<()> {
+    let inputs: Vec<usize> = wf.inputs().collect();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = inputs.len().div_ceil(workers).max(1);
+    let mut tasks = Vec::new();
+    for part in inputs.chunks(chunk) {
+        let part = part.to_vec();
+        let store = store.clone();
+        let wf = wf.clone();
+        let encoded: Vec<String> = part.iter().map(|&f| encoded[f].clone()).collect();
+        tasks.push(tokio::task::spawn_blocking(move || {
+            for (f, enc) in part.iter().zip(&encoded) {
+                let file = &wf.files[*f];
+                store::write_generated(&store, enc, seed, &file.name, em.real_bytes(file.size))?;
+            }
+            Ok::<_, std::io::Error>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(std::io::Error::other)??;
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! Third-party transfers: the destination site pulls a file from the source
+//! site's gridftp endpoint with reqwest.
+//!
+//! The body streams into a hidden `.part` file in the destination pool while
+//! its sha256 is computed; only when length and hash match the source's
+//! `Content-Length` and `X-Sha256` is it renamed into place (atomic on one file
+//! system), so a corrupt or truncated copy is never listed nor registered. A 503
+//! (the source is at `max_connections`) is waited out here, as the extra
+//! transfers of the model wait for a connection; every other failure goes back to
+//! the manager, which decides whether to retry or take another replica.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use super::store::{FileMeta, Store};
+use crate::core::TransferFailure;
+
+/// Longest a transfer waits in total for a connection slot at its source.
+const MAX_BUSY_WAIT: Duration = Duration::from_secs(120);
+/// Bytes gathered before one write to the part file.
+const WRITE_BATCH: usize = 4 << 20;
+
+/// A completed pull.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pulled {
+    /// The verified file.
+    pub meta: FileMeta,
+    /// 503 answers waited out before the transfer got a slot.
+    pub busy_waits: u32,
+}
+
+/// Pulls `/files/{enc}` from `source` (a base URL such as
+/// `http://127.0.0.1:4000`) into `dest` as transfer `id`, verifies it and lists
+/// it in `dest`'s catalogue.
+pub async fn pull(
+    client: &reqwest::Client,
+    source: &str,
+    dest: &Store,
+    enc: &str,
+    id: u64,
+) -> Result<Pulled, TransferFailure> {
+    let url = format!("{source}/files/{enc}");
+    let mut busy_waits = 0u32;
+    let mut waited = Duration::ZERO;
+    let resp = loop {
+        let resp = client
+            .get(&url)
+            .send()
+            .await
+            .map_err(|e| TransferFailure::Connection(e.to_string()))?;
+        match resp.status().as_u16() {
+            200 => break resp,
+            503 if waited < MAX_BUSY_WAIT => {
+                let hint = resp
+                    .headers()
+                    .get("X-Retry-After-Ms")
+                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                    .map(Duration::from_millis)
+                    .unwrap_or(Duration::from_secs(1));
+                busy_waits += 1;
+                waited += hint;
+                tokio::time::sleep(hint).await;
+            }
+            404 => return Err(TransferFailure::SourceMissing),
+            code => {
+                return Err(TransferFailure::Connection(format!(
+                    "HTTP {code} from {url}"
+                )));
+            }
+        }
+    };
+    let expected_sha = resp
+        .headers()
+        .get("X-Sha256")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .ok_or_else(|| TransferFailure::Connection("no X-Sha256 header".into()))?;
+    let expected_len = resp
+        .content_length()
+        .ok_or_else(|| TransferFailure::Connection("no Content-Length".into()))?;
+    let part = dest.part_path(enc, id);
+    let result = receive(resp, &part, expected_len, &expected_sha).await;
+    match result {
+        Ok(()) => {
+            tokio::fs::rename(&part, dest.path(enc))
+                .await
+                .map_err(|e| TransferFailure::Connection(format!("rename: {e}")))?;
+            let meta = FileMeta {
+                size: expected_len,
+                sha256: expected_sha,
+            };
+            dest.insert(enc, meta.clone());
+            Ok(Pulled { meta, busy_waits })
+        }
+        Err(e) => {
+            let _ = tokio::fs::remove_file(&part).await;
+            Err(e)
+        }
+    }
+}
+
+async fn receive(
+    resp: reqwest::Response,
+    part: &std::path::Path,
+    expected_len: u64,
+    expected_sha: &str,
+) -> Result<(), TransferFailure> {
+    let io = |e: std::io::Error| TransferFailure::Connection(format!("writing the part file: {e}"));
+    let mut file = tokio::fs::File::create(part).await.map_err(io)?;
+    let mut hasher = Sha256::new();
+    let mut received = 0u64;
+    let mut batch = Vec::with_capacity(WRITE_BATCH.min(expected_len as usize));
+    let mut body = resp.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| {
+            TransferFailure::Corrupt(format!(
+                "truncated after {received} of {expected_len} bytes: {e}"
+            ))
+        })?;
+        hasher.update(&chunk);
+        received += chunk.len() as u64;
+        batch.extend_from_slice(&chunk);
+        if batch.len() >= WRITE_BATCH {
+            file.write_all(&batch).await.map_err(io)?;
+            batch.clear();
+        }
+    }
+    file.write_all(&batch).await.map_err(io)?;
+    file.flush().await.map_err(io)?;
+    if received != expected_len {
+        return Err(TransferFailure::Corrupt(format!(
+            "received {received} of {expected_len} bytes"
+        )));
+    }
+    let sha = hex::encode(hasher.finalize());
+    if sha != expected_sha {
+        return Err(TransferFailure::Corrupt(format!(
+            "sha256 {sha}, expected {expected_sha}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Prometheus metrics of a live run, served on `--metrics-addr` at `/metrics`.
+//!
+//! Every name is prefixed `gridbed_` and documented in `docs/metrics.md`; the
+//! names are a stable interface for dashboards. Sizes are nominal bytes unless a
+//! name says `real`; durations of transfers are wall seconds (what the
+//! emulator really spent), makespan is nominal seconds.
+
+use prometheus::{
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry, TextEncoder,
+};
+
+/// All series of one run, in their own registry.
+pub struct Metrics {
+    registry: Registry,
+    /// Jobs per manager state.
+    pub jobs: IntGaugeVec,
+    /// Jobs queued / running per site.
+    pub site_jobs: IntGaugeVec,
+    /// CPU slots per site.
+    pub slots_total: IntGaugeVec,
+    /// Busy CPU slots per site.
+    pub slots_busy: IntGaugeVec,
+    /// Successful transfers by source and destination.
+    pub transfers: IntCounterVec,
+    /// Nominal bytes moved by source and destination.
+    pub transfer_bytes: IntCounterVec,
+    /// Real bytes moved by source and destination.
+    pub transfer_real_bytes: IntCounterVec,
+    /// Failed transfer attempts by source, destination and reason.
+    pub transfer_failures: IntCounterVec,
+    /// 503 answers waited out by source.
+    pub transfer_busy_waits: IntCounterVec,
+    /// Wall duration of successful transfers.
+    pub transfer_duration: HistogramVec,
+    /// Transfers in flight.
+    pub transfers_in_flight: IntGauge,
+    /// Nominal bytes used per site pool.
+    pub storage_used: IntGaugeVec,
+    /// Nominal capacity per site pool.
+    pub storage_capacity: IntGaugeVec,
+    /// Evictions per site.
+    pub evictions: IntCounterVec,
+    /// Inputs found on site at planning time, per site.
+    pub cache_hits: IntGaugeVec,
+    /// Prescripts running.
+    pub prescripts_running: IntGauge,
+    /// The MAXPRE limit (0 = none).
+    pub maxpre: IntGauge,
+    /// Nominal seconds since the run started.
+    pub makespan: Gauge,
+    /// Jobs in the workflow.
+    pub jobs_total: IntGauge,
+    /// Constant 1 with the run's labels, to join on in PromQL.
+    pub run_info: GaugeVec,
+}
+
+fn ok<T>(r: prometheus::Result<T>) -> T {
+    // Only fails on a malformed name or a duplicate registration: a bug here,
+    // never user input.
+    r.expect("metric definitions are static and unique")
+}
+
+impl Metrics {
+    /// Defines and registers every series.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let igv = |name: &str, help: &str, labels: &[&str]| {
+            let m = ok(IntGaugeVec::new(Opts::new(name, help), labels));
+            ok(registry.register(Box::new(m.clone())));
+            m
+        };
+        let icv = |name: &str, help: &str, labels: &[&str]| {
+            let m = ok(IntCounterVec::new(Opts::new(name, help), labels));
+            ok(registry.register(Box::new(m.clone())));
+            m
+        };
+        let ig = |name: &str, help: &str| {
+            let m = ok(IntGauge::new(name, help));
+            ok(registry.register(Box::new(m.clone())));
+            m
+        };
+        let pair = &["source", "destination"];
+        let transfer_duration = ok(HistogramVec::new(
+            HistogramOpts::new(
+                "gridbed_transfer_duration_seconds",
+                "Wall-clock duration of successful transfers",
+            )
+            .buckets(prometheus::exponential_buckets(0.001, 2.0, 16).unwrap_or_default()),
+            pair,
+        ));
+        ok(registry.register(Box::new(transfer_duration.clone())));
+        let makespan = ok(Gauge::new(
+            "gridbed_makespan_seconds",
+            "Nominal seconds since the run started (the makespan once it ends)",
+        ));
+        ok(registry.register(Box::new(makespan.clone())));
+        let run_info = ok(GaugeVec::new(
+            Opts::new(
+                "gridbed_run_info",
+                "Constant 1 labelled with the run's identity",
+            ),
+            &["run_id", "testbed", "strategy", "engine"],
+        ));
+        ok(registry.register(Box::new(run_info.clone())));
+        Metrics {
+            jobs: igv("gridbed_jobs", "Jobs per manager state", &["state"]),
+            site_jobs: igv(
+                "gridbed_site_jobs",
+                "Jobs queued or running per site",
+                &["site", "state"],
+            ),
+            slots_total: igv("gridbed_site_slots", "CPU slots per site", &["site"]),
+            slots_busy: igv(
+                "gridbed_site_slots_busy",
+                "Busy CPU slots per site",
+                &["site"],
+            ),
+            transfers: icv("gridbed_transfers_total", "Successful transfers", pair),
+            transfer_bytes: icv(
+                "gridbed_transfer_bytes_total",
+                "Nominal bytes transferred",
+                pair,
+            ),
+            transfer_real_bytes: icv(
+                "gridbed_transfer_real_bytes_total",
+                "Real bytes transferred over loopback",
+                pair,
+            ),
+            transfer_failures: icv(
+                "gridbed_transfer_failures_total",
+                "Failed transfer attempts (each is retried or re-sourced)",
+                &["source", "destination", "reason"],
+            ),
+            transfer_busy_waits: icv(
+                "gridbed_transfer_busy_waits_total",
+                "503 answers (source at max_connections) waited out and retried",
+                &["source"],
+            ),
+            transfer_duration,
+            transfers_in_flight: ig("gridbed_transfers_in_flight", "Transfers in flight"),
+            storage_used: igv(
+                "gridbed_storage_used_bytes",
+                "Nominal bytes held per site",
+                &["site"],
+            ),
+            storage_capacity: igv(
+                "gridbed_storage_capacity_bytes",
+                "Nominal capacity per site",
+                &["site"],
+            ),
+            evictions: icv(
+                "gridbed_evictions_total",
+                "Files evicted per site",
+                &["site"],
+            ),
+            cache_hits: igv(
+                "gridbed_cache_hits",
+                "Inputs already on site when a prescript planned a job there",
+                &["site"],
+            ),
+            prescripts_running: ig("gridbed_prescripts_running", "Prescripts running"),
+            maxpre: ig("gridbed_maxpre", "The MAXPRE limit (0 = unlimited)"),
+            makespan,
+            jobs_total: ig("gridbed_jobs_total", "Jobs in the workflow"),
+            run_info,
+            registry,
+        }
+    }
+
+    /// The text exposition of every series.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Serves `/metrics` of `metrics` on `listener` until the returned server is
+/// stopped.
+pub fn serve(
+    listener: std::net::TcpListener,
+    metrics: std::sync::Arc<Metrics>,
+) -> std::io::Result<actix_web::dev::Server> {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    let data = web::Data::from(metrics);
+    Ok(HttpServer::new(move || {
+        App::new().app_data(data.clone()).route(
+            "/metrics",
+            web::get().to(|m: web::Data<Metrics>| async move {
+                HttpResponse::Ok()
+                    .content_type("text/plain; version=0.0.4")
+                    .body(m.render())
+            }),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run())
+}

@@ -1,0 +1,8 @@
+//! What a run shows: the progress display while it runs, the run record
+//! (`--json`, schema in `docs/run-record.md`) and the summary table at the end.
+
+mod progress;
+pub mod record;
+
+pub use progress::Progress;
+pub use record::RunRecord;

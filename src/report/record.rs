@@ -1,0 +1,404 @@
+//! The run record: everything a run did, in nominal units, with per-job and
+//! per-transfer records. Written by `--json FILE`; the schema is in
+//! `docs/run-record.md`. Both engines write the same record from the core's
+//! control records, so records compare like with like.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::config::Scenario;
+use crate::config::units::human_bytes;
+use crate::core::TransferFailure;
+use crate::core::records::{Outcome, Records};
+use crate::live::LiveRun;
+
+/// Version of the run-record schema.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The run record.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    /// Schema version.
+    pub schema: u32,
+    /// gridbed version.
+    pub gridbed: String,
+    /// Run id (also on the metrics).
+    pub run_id: String,
+    /// `live` or `sim`.
+    pub engine: String,
+    /// Testbed name and file.
+    pub testbed: String,
+    /// Testbed path.
+    pub testbed_path: String,
+    /// Site selector.
+    pub strategy: String,
+    /// Replica policy.
+    pub replica_policy: String,
+    /// Eviction policy.
+    pub eviction: String,
+    /// Seed.
+    pub seed: u64,
+    /// Nominal seconds per real second.
+    pub time_scale: f64,
+    /// Nominal bytes per real byte.
+    pub byte_scale: f64,
+    /// Totals.
+    pub summary: Summary,
+    /// Per site, in scenario order.
+    pub sites: Vec<SiteSummary>,
+    /// Per job, in workflow order.
+    pub jobs: Vec<JobEntry>,
+    /// Every transfer attempt, in start order.
+    pub transfers: Vec<TransferEntry>,
+}
+
+/// Totals of a run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Whether every job ended.
+    pub succeeded: bool,
+    /// Nominal makespan (s).
+    pub makespan_s: f64,
+    /// Wall time of the workflow (s); 0 for sim.
+    pub wall_s: f64,
+    /// Wall time of setup (s).
+    pub setup_wall_s: f64,
+    /// Jobs in the workflow.
+    pub jobs: usize,
+    /// Jobs ended.
+    pub jobs_done: usize,
+    /// Jobs failed for good.
+    pub jobs_failed: usize,
+    /// Jobs that could not run (an ancestor failed).
+    pub jobs_blocked: usize,
+    /// Job attempts beyond the first (re-plans and retries).
+    pub replans: usize,
+    /// Successful transfers.
+    pub transfers: usize,
+    /// Failed transfer attempts (each was retried or re-sourced).
+    pub transfer_failures: usize,
+    /// Nominal bytes moved.
+    pub bytes: u64,
+    /// Real bytes moved over loopback.
+    pub real_bytes: u64,
+    /// Inputs already on site when planned.
+    pub cache_hits: u64,
+    /// Files evicted.
+    pub evictions: u64,
+    /// 503 answers waited out.
+    pub busy_waits: u64,
+    /// Mean nominal wait in site queues (submitted → started).
+    pub mean_queue_wait_s: f64,
+    /// Files on disk that failed verification at the end (should be 0).
+    pub corrupt_at_end: usize,
+}
+
+/// Per-site totals.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SiteSummary {
+    /// Site name.
+    pub name: String,
+    /// CPU slots.
+    pub cpus: usize,
+    /// Jobs ended here.
+    pub jobs_ended: u64,
+    /// Job attempts that failed here.
+    pub jobs_failed: u64,
+    /// Transfers into the site.
+    pub transfers_in: u64,
+    /// Nominal bytes into the site.
+    pub bytes_in: u64,
+    /// Transfers served by the site.
+    pub transfers_out: u64,
+    /// Inputs found here when planned.
+    pub cache_hits: u64,
+    /// Files evicted here.
+    pub evictions: u64,
+    /// Nominal bytes held at the end.
+    pub used_at_end: u64,
+    /// Nominal capacity.
+    pub capacity: u64,
+}
+
+/// One job.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobEntry {
+    /// Job name.
+    pub name: String,
+    /// When it became ready (nominal s).
+    pub ready: Option<f64>,
+    /// Its attempts.
+    pub attempts: Vec<AttemptEntry>,
+}
+
+/// One attempt of a job.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AttemptEntry {
+    /// Site name.
+    pub site: String,
+    /// Prescript start.
+    pub prescript: f64,
+    /// Entered the site queue.
+    pub submitted: Option<f64>,
+    /// Started running.
+    pub started: Option<f64>,
+    /// Ended.
+    pub ended: Option<f64>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Transfers its prescript started.
+    pub transfers: u32,
+}
+
+/// One transfer attempt.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TransferEntry {
+    /// Transfer id.
+    pub id: u64,
+    /// Job name.
+    pub job: String,
+    /// File name.
+    pub file: String,
+    /// Source site.
+    pub from: String,
+    /// Destination site.
+    pub to: String,
+    /// Start (nominal s).
+    pub start: f64,
+    /// End (nominal s).
+    pub end: Option<f64>,
+    /// Nominal bytes.
+    pub bytes: u64,
+    /// Why it failed.
+    pub failure: Option<TransferFailure>,
+}
+
+impl RunRecord {
+    /// Builds the record of a live run.
+    pub fn from_live(scenario: &Scenario, run: &LiveRun, run_id: &str) -> RunRecord {
+        let mut rec = Self::from_records(scenario, &run.records, "live", run_id, run.makespan);
+        rec.summary.succeeded = run.succeeded;
+        rec.summary.wall_s = run.wall.as_secs_f64();
+        rec.summary.setup_wall_s = run.setup.as_secs_f64();
+        rec.summary.evictions = run.sites.iter().map(|s| s.evictions).sum();
+        rec.summary.busy_waits = run.sites.iter().map(|s| s.busy_waits).sum();
+        rec.summary.real_bytes = run.sites.iter().map(|s| s.real_bytes_in).sum();
+        rec.summary.corrupt_at_end = run
+            .sites
+            .iter()
+            .flat_map(|s| s.files.iter())
+            .filter(|(_, ok)| ok.is_err())
+            .count();
+        for (entry, report) in rec.sites.iter_mut().zip(&run.sites) {
+            entry.evictions = report.evictions;
+            entry.used_at_end = report.used;
+        }
+        rec
+    }
+
+    /// Builds the engine-independent part of a record from control records.
+    pub fn from_records(
+        scenario: &Scenario,
+        records: &Records,
+        engine: &str,
+        run_id: &str,
+        makespan: f64,
+    ) -> RunRecord {
+        let wf = &scenario.workflow;
+        let site_name = |s: usize| scenario.sites[s].info.name.clone();
+        let jobs: Vec<JobEntry> = records
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, r)| JobEntry {
+                name: wf.jobs[j].name.clone(),
+                ready: r.ready,
+                attempts: r
+                    .attempts
+                    .iter()
+                    .map(|a| AttemptEntry {
+                        site: site_name(a.site),
+                        prescript: a.prescript,
+                        submitted: a.submitted,
+                        started: a.started,
+                        ended: a.ended,
+                        outcome: a.outcome.clone(),
+                        transfers: a.transfers,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let transfers: Vec<TransferEntry> = records
+            .transfers
+            .iter()
+            .map(|t| TransferEntry {
+                id: t.id,
+                job: wf.jobs[t.job].name.clone(),
+                file: wf.files[t.file].name.clone(),
+                from: site_name(t.from),
+                to: site_name(t.to),
+                start: t.start,
+                end: t.end,
+                bytes: t.bytes,
+                failure: t.failure.clone(),
+            })
+            .collect();
+        let waits: Vec<f64> = records
+            .jobs
+            .iter()
+            .flat_map(|j| j.attempts.iter())
+            .filter_map(|a| Some(a.started? - a.submitted?))
+            .collect();
+        let ok = |o: &Outcome| matches!(o, Outcome::Ended);
+        let done = jobs
+            .iter()
+            .filter(|j| j.attempts.last().is_some_and(|a| ok(&a.outcome)))
+            .count();
+        let summary = Summary {
+            succeeded: done == wf.jobs.len(),
+            makespan_s: makespan,
+            wall_s: 0.0,
+            setup_wall_s: 0.0,
+            jobs: wf.jobs.len(),
+            jobs_done: done,
+            jobs_failed: 0,
+            jobs_blocked: 0,
+            replans: records
+                .jobs
+                .iter()
+                .map(|j| j.attempts.len().saturating_sub(1))
+                .sum(),
+            transfers: transfers
+                .iter()
+                .filter(|t| t.failure.is_none() && t.end.is_some())
+                .count(),
+            transfer_failures: transfers.iter().filter(|t| t.failure.is_some()).count(),
+            bytes: records.transfers.iter().map(|t| t.bytes).sum(),
+            real_bytes: 0,
+            cache_hits: records.sites.iter().map(|s| s.cache_hits).sum(),
+            evictions: 0,
+            busy_waits: 0,
+            mean_queue_wait_s: if waits.is_empty() {
+                0.0
+            } else {
+                waits.iter().sum::<f64>() / waits.len() as f64
+            },
+            corrupt_at_end: 0,
+        };
+        let sites = scenario
+            .sites
+            .iter()
+            .zip(&records.sites)
+            .map(|(s, c)| SiteSummary {
+                name: s.info.name.clone(),
+                cpus: s.info.cpus,
+                jobs_ended: c.ended,
+                jobs_failed: c.failed,
+                transfers_in: c.transfers_in,
+                bytes_in: c.bytes_in,
+                transfers_out: c.transfers_out,
+                cache_hits: c.cache_hits,
+                evictions: 0,
+                used_at_end: 0,
+                capacity: s.info.disk,
+            })
+            .collect();
+        RunRecord {
+            schema: SCHEMA_VERSION,
+            gridbed: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: run_id.to_string(),
+            engine: engine.to_string(),
+            testbed: scenario.name.clone(),
+            testbed_path: scenario.path.display().to_string(),
+            strategy: scenario.strategy.clone(),
+            replica_policy: format!("{:?}", scenario.manager.replica_policy).to_lowercase(),
+            eviction: scenario.eviction.clone(),
+            seed: scenario.seed,
+            time_scale: scenario.emulation.time_scale,
+            byte_scale: scenario.emulation.byte_scale,
+            summary,
+            sites,
+            jobs,
+            transfers,
+        }
+    }
+
+    /// Sets the final job counts (failed and blocked need the manager's view).
+    pub fn set_counts(&mut self, failed: usize, blocked: usize) {
+        self.summary.jobs_failed = failed;
+        self.summary.jobs_blocked = blocked;
+    }
+
+    /// The end-of-run summary table.
+    pub fn table(&self) -> String {
+        let s = &self.summary;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "gridbed {} run of `{}` — strategy {}, replica policy {}, seed {}",
+            self.engine, self.testbed, self.strategy, self.replica_policy, self.seed
+        );
+        let wall = if s.wall_s > 0.0 {
+            format!(
+                " (wall {:.2} s at time_scale {})",
+                s.wall_s, self.time_scale
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  makespan      {:>12.1} s nominal{wall}",
+            s.makespan_s
+        );
+        let _ = writeln!(
+            out,
+            "  jobs          {:>12} ended of {} ({} failed, {} blocked, {} re-plans)",
+            s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked, s.replans
+        );
+        let _ = writeln!(
+            out,
+            "  transfers     {:>12} ({} nominal, {} real; {} failed attempts retried, {} busy waits)",
+            s.transfers,
+            human_bytes(s.bytes as f64),
+            human_bytes(s.real_bytes as f64),
+            s.transfer_failures,
+            s.busy_waits
+        );
+        let _ = writeln!(
+            out,
+            "  cache hits    {:>12}    evictions {}    mean queue wait {:.1} s",
+            s.cache_hits, s.evictions, s.mean_queue_wait_s
+        );
+        let _ = writeln!(
+            out,
+            "\n  {:<14} {:>5} {:>8} {:>7} {:>10} {:>12} {:>9} {:>9} {:>10}",
+            "site",
+            "cpus",
+            "jobs",
+            "failed",
+            "transf in",
+            "bytes in",
+            "served",
+            "evicted",
+            "cache hit"
+        );
+        for site in &self.sites {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>5} {:>8} {:>7} {:>10} {:>12} {:>9} {:>9} {:>10}",
+                site.name,
+                site.cpus,
+                site.jobs_ended,
+                site.jobs_failed,
+                site.transfers_in,
+                human_bytes(site.bytes_in as f64),
+                site.transfers_out,
+                site.evictions,
+                site.cache_hits
+            );
+        }
+        out
+    }
+}

@@ -1,0 +1,70 @@
+//! Seeded, deterministic workflow generators, picked by `generator = "…"` in a
+//! testbed's `[workflow]` table.
+
+mod pipeline;
+mod spatial;
+
+pub use pipeline::Pipeline;
+pub use spatial::Spatial;
+
+use crate::core::{DagError, Workflow};
+
+/// A generator with its parameters, as a testbed writes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkflowSpec {
+    /// Seed 002's batch pipeline.
+    Pipeline(Pipeline),
+    /// A small SDSS-like sky of seed 000.
+    Spatial(Spatial),
+}
+
+/// Generator names, for error messages.
+pub const GENERATORS: &[&str] = &["pipeline", "spatial"];
+
+/// A value or a list of values.
+fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany<T> {
+        One(T),
+        Many(Vec<T>),
+    }
+    match <OneOrMany<T> as serde::Deserialize>::deserialize(d) {
+        Ok(OneOrMany::One(v)) => Ok(vec![v]),
+        Ok(OneOrMany::Many(v)) => Ok(v),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected a value or a list of values",
+        )),
+    }
+}
+
+impl WorkflowSpec {
+    /// Builds the workflow; `seed` drives any jitter.
+    pub fn generate(&self, seed: u64) -> Result<Workflow, DagError> {
+        match self {
+            WorkflowSpec::Pipeline(p) => p.generate(seed),
+            WorkflowSpec::Spatial(s) => s.generate(seed),
+        }
+    }
+
+    /// Checks the parameters; the error names the field.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        match self {
+            WorkflowSpec::Pipeline(p) => p.validate(),
+            WorkflowSpec::Spatial(s) => s.validate(),
+        }
+    }
+}
+
+/// Draws a runtime around `base` with uniform relative jitter in ±`jitter`.
+fn jittered(base: f64, jitter: f64, rng: &mut rand_chacha::ChaCha8Rng) -> f64 {
+    use rand::Rng;
+    if jitter <= 0.0 {
+        return base;
+    }
+    base * (1.0 + rng.random_range(-jitter..=jitter))
+}

@@ -1,0 +1,7 @@
+//! Workflows: the generators of the papers' workflows (and, in later issues,
+//! parsers of the formats users bring). Everything here produces a validated
+//! [`crate::core::Workflow`].
+
+pub mod generators;
+
+pub use generators::WorkflowSpec;
