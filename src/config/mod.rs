@@ -17,12 +17,12 @@ use toml::Spanned;
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::workflow::WorkflowSpec;
-use crate::workflow::generators::{GENERATORS, Pipeline, Spatial};
+use crate::workflow::generators::{GENERATORS, Inline, Pipeline, Spatial};
 use units::{Rate, Size};
 
 /// A mistake in a scenario file.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}:{line}:{column}: {field}: {message}", file.display())]
+#[error("{}: {field}: {message}", location(file, *line, *column))]
 pub struct ConfigError {
     /// The file.
     pub file: PathBuf,
@@ -34,6 +34,14 @@ pub struct ConfigError {
     pub field: String,
     /// What was wrong and what was expected.
     pub message: String,
+}
+
+fn location(file: &Path, line: usize, column: usize) -> String {
+    if line == 0 {
+        file.display().to_string()
+    } else {
+        format!("{}:{line}:{column}", file.display())
+    }
 }
 
 /// Emulation factors (DESIGN.md "Emulated time and bytes").
@@ -496,11 +504,22 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         )
     })?;
     let workflow = spec.generate(seed).map_err(|e| {
-        src.error(
-            Some(tb.workflow.span()),
-            Some("workflow".into()),
-            e.to_string(),
-        )
+        let located = match spec {
+            WorkflowSpec::Inline(inline) => inline.locate(&e),
+            _ => None,
+        };
+        match located {
+            Some((i, span)) => src.error(
+                Some(span),
+                Some(format!("workflow.job[{i}]")),
+                e.to_string(),
+            ),
+            None => src.error(
+                Some(tb.workflow.span()),
+                Some("workflow".into()),
+                e.to_string(),
+            ),
+        }
     })?;
     let origin_name = &sites[origin].info.name;
     let input_bytes: u64 = workflow.inputs().map(|f| workflow.files[f].size).sum();
@@ -579,6 +598,10 @@ fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError>
         "spatial" => Ok(with(
             src.parse::<TestbedFile<Spatial>>()?,
             WorkflowSpec::Spatial,
+        )),
+        "inline" => Ok(with(
+            src.parse::<TestbedFile<Inline>>()?,
+            WorkflowSpec::Inline,
         )),
         other => {
             let msg = format!(

@@ -22,7 +22,7 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::records::{Attempt, JobRecord, Outcome, Records, TransferRecord};
+use super::records::{Attempt, EvictionRecord, JobRecord, Outcome, Records, TransferRecord};
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     Workflow, rls::Rls,
@@ -225,6 +225,7 @@ impl Manager {
             jobs: vec![JobRecord::default(); n],
             transfers: Vec::new(),
             sites: vec![Default::default(); sites.len()],
+            evictions: Vec::new(),
         };
         let mut ready = VecDeque::new();
         for j in 0..n {
@@ -282,6 +283,11 @@ impl Manager {
             Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
             Event::FileEvicted { site, file } => {
                 self.rls.unregister(file, site);
+                self.records.evictions.push(EvictionRecord {
+                    time: self.now,
+                    site,
+                    file,
+                });
             }
         }
         self.pump(out);

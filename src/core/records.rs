@@ -95,6 +95,17 @@ pub struct SiteCounters {
     pub cache_hits: u64,
 }
 
+/// A replica a site evicted to make room.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvictionRecord {
+    /// When the manager learnt of it.
+    pub time: Time,
+    /// The site.
+    pub site: SiteId,
+    /// The file.
+    pub file: usize,
+}
+
 /// All control records of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Records {
@@ -104,4 +115,6 @@ pub struct Records {
     pub transfers: Vec<TransferRecord>,
     /// Indexed by site id.
     pub sites: Vec<SiteCounters>,
+    /// Evictions, in the order the manager learnt of them.
+    pub evictions: Vec<EvictionRecord>,
 }

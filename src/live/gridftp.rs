@@ -52,10 +52,19 @@ pub struct Gridftp {
     store: Store,
     limits: Limits,
     chunk: usize,
-    aggregate: Option<Arc<DefaultDirectRateLimiter>>,
+    aggregate: Option<Arc<Shared>>,
     active: Arc<AtomicUsize>,
     faults: Arc<Faults>,
     served: AtomicU32,
+}
+
+/// The site's aggregate bucket. Responses take their turn through a FIFO lock
+/// (tokio's mutex is fair), so concurrent streams get equal shares of the
+/// bandwidth, as the simulator's fair-share model assumes; governor alone lets
+/// whichever waiter wakes first win.
+struct Shared {
+    turn: tokio::sync::Mutex<()>,
+    bucket: DefaultDirectRateLimiter,
 }
 
 /// A byte-rate bucket holding at most `chunk` bytes; None when unlimited.
@@ -78,7 +87,12 @@ impl Gridftp {
             1 << 20
         };
         Gridftp {
-            aggregate: limiter(limits.bandwidth, chunk).map(Arc::new),
+            aggregate: limiter(limits.bandwidth, chunk).map(|bucket| {
+                Arc::new(Shared {
+                    turn: tokio::sync::Mutex::new(()),
+                    bucket,
+                })
+            }),
             store,
             limits,
             chunk,
@@ -179,7 +193,7 @@ struct Body {
     file: tokio::fs::File,
     remaining: u64,
     chunk: usize,
-    aggregate: Option<Arc<DefaultDirectRateLimiter>>,
+    aggregate: Option<Arc<Shared>>,
     stream: Option<DefaultDirectRateLimiter>,
     corrupt: bool,
     _slot: Slot,
@@ -229,8 +243,9 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         if let Some(l) = &b.stream {
             let _ = l.until_n_ready(cells).await;
         }
-        if let Some(l) = &b.aggregate {
-            let _ = l.until_n_ready(cells).await;
+        if let Some(shared) = &b.aggregate {
+            let _turn = shared.turn.lock().await;
+            let _ = shared.bucket.until_n_ready(cells).await;
         }
         let mut buf = vec![0u8; n];
         if let Err(e) = b.file.read_exact(&mut buf).await {

@@ -55,12 +55,24 @@ pub struct SiteEvent(pub Event);
 #[rtype(result = "SiteReport")]
 pub struct TakeInventory;
 
+/// One file as found on disk at the end of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileCheck {
+    /// The file.
+    pub file: FileId,
+    /// Real bytes on disk.
+    pub size: u64,
+    /// sha256 of the bytes on disk.
+    pub sha256: String,
+    /// Whether size and hash match what the pool recorded when it was written.
+    pub intact: bool,
+}
+
 /// A site's state at the end of a run.
 #[derive(Debug, Clone, Default)]
 pub struct SiteReport {
-    /// Files listed in the pool, each with the result of re-reading and
-    /// re-hashing it from disk.
-    pub files: Vec<(FileId, Result<(), String>)>,
+    /// Files held in the pool, each re-read and re-hashed from disk.
+    pub files: Vec<FileCheck>,
     /// Directory entries that are not listed files (should be none).
     pub strays: Vec<String>,
     /// Files evicted.

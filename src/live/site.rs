@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tempfile::TempDir;
 
-use super::messages::{Fetch, Pin, Release, SiteEvent, SiteReport, Submit, TakeInventory};
+use super::messages::{
+    Fetch, FileCheck, Pin, Release, SiteEvent, SiteReport, Submit, TakeInventory,
+};
 use super::store::{self, Store};
 use super::{Shared, transfer};
 use crate::config::SiteConfig;
@@ -348,12 +350,26 @@ impl SiteActor {
     }
 
     fn inventory(&self) -> SiteReport {
-        let mut files: Vec<(FileId, Result<(), String>)> = self
+        let mut files: Vec<FileCheck> = self
             .pool
             .files()
-            .map(|f| (f, store::verify(&self.store, &self.shared.encoded[f])))
+            .map(|file| {
+                let enc = &self.shared.encoded[file];
+                let bytes = std::fs::read(self.store.path(enc)).unwrap_or_default();
+                let sha256 = store::sha256_hex(&bytes);
+                let intact = self
+                    .store
+                    .meta(enc)
+                    .is_some_and(|m| m.size == bytes.len() as u64 && m.sha256 == sha256);
+                FileCheck {
+                    file,
+                    size: bytes.len() as u64,
+                    sha256,
+                    intact,
+                }
+            })
             .collect();
-        files.sort_by_key(|(f, _)| *f);
+        files.sort_by_key(|c| c.file);
         let strays = std::fs::read_dir(self.store.dir())
             .map(|rd| {
                 rd.filter_map(Result::ok)

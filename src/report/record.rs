@@ -188,7 +188,7 @@ impl RunRecord {
             .sites
             .iter()
             .flat_map(|s| s.files.iter())
-            .filter(|(_, ok)| ok.is_err())
+            .filter(|c| !c.intact)
             .count();
         for (entry, report) in rec.sites.iter_mut().zip(&run.sites) {
             entry.evictions = report.evictions;

@@ -1,9 +1,11 @@
 //! Seeded, deterministic workflow generators, picked by `generator = "…"` in a
 //! testbed's `[workflow]` table.
 
+mod inline;
 mod pipeline;
 mod spatial;
 
+pub use inline::{Inline, InlineFile, InlineJob};
 pub use pipeline::Pipeline;
 pub use spatial::Spatial;
 
@@ -16,10 +18,12 @@ pub enum WorkflowSpec {
     Pipeline(Pipeline),
     /// A small SDSS-like sky of seed 000.
     Spatial(Spatial),
+    /// Jobs and files written out in the testbed.
+    Inline(Inline),
 }
 
 /// Generator names, for error messages.
-pub const GENERATORS: &[&str] = &["pipeline", "spatial"];
+pub const GENERATORS: &[&str] = &["pipeline", "spatial", "inline"];
 
 /// A value or a list of values.
 fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -48,6 +52,7 @@ impl WorkflowSpec {
         match self {
             WorkflowSpec::Pipeline(p) => p.generate(seed),
             WorkflowSpec::Spatial(s) => s.generate(seed),
+            WorkflowSpec::Inline(i) => i.generate(),
         }
     }
 
@@ -56,6 +61,7 @@ impl WorkflowSpec {
         match self {
             WorkflowSpec::Pipeline(p) => p.validate(),
             WorkflowSpec::Spatial(s) => s.validate(),
+            WorkflowSpec::Inline(i) => i.validate(),
         }
     }
 }

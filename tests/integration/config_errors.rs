@@ -1,0 +1,210 @@
+//! Each kind of bad input gives its message (file, line, field) and exit code 2,
+//! checked through the binary.
+
+use std::process::Command;
+
+use crate::common::{catalog, write_testbed};
+
+const BASE: &str = r#"strategy = "random"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 100
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[workflow]
+generator = "inline"
+[[workflow.file]]
+name = "a"
+size = "1 MB"
+[[workflow.job]]
+name = "x"
+runtime = 10
+inputs = ["a"]
+[[workflow.job]]
+name = "y"
+parents = ["x"]
+"#;
+
+/// Runs `gridbed check` on BASE with `from` replaced by `to`; returns stderr.
+fn check(from: &str, to: &str) -> String {
+    assert!(BASE.contains(from), "{from}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_testbed(dir.path(), "bad.toml", &BASE.replacen(from, to, 1));
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("check")
+        .arg(&path)
+        .arg("--sites")
+        .arg(catalog())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn expect(stderr: &str, parts: &[&str]) {
+    for p in parts {
+        assert!(stderr.contains(p), "expected `{p}` in: {stderr}");
+    }
+}
+
+#[test]
+fn the_base_testbed_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_testbed(dir.path(), "ok.toml", BASE);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["check"])
+        .arg(&path)
+        .arg("--sites")
+        .arg(catalog())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn unknown_field() {
+    let e = check(
+        "strategy = \"random\"\n",
+        "strategy = \"random\"\ncolour = \"blue\"\n",
+    );
+    expect(&e, &["bad.toml:2:1", "colour", "unknown field"]);
+}
+
+#[test]
+fn wrong_type() {
+    let e = check("time_scale = 100", "time_scale = \"fast\"");
+    expect(
+        &e,
+        &["bad.toml:4:14", "emulation.time_scale", "expected f64"],
+    );
+}
+
+#[test]
+fn zero_cpus_on_an_execution_site() {
+    let e = check("name = \"grid3-01\"\n", "name = \"grid3-01\"\ncpus = 0\n");
+    expect(
+        &e,
+        &[
+            "bad.toml:10:8",
+            "site[1].cpus",
+            "zero CPUs",
+            "storage = true",
+        ],
+    );
+}
+
+#[test]
+fn negative_size() {
+    let e = check("size = \"1 MB\"", "size = -5");
+    expect(
+        &e,
+        &["bad.toml:14:8", "workflow.file[0].size", "non-negative"],
+    );
+}
+
+#[test]
+fn time_scale_not_positive() {
+    let e = check("time_scale = 100", "time_scale = 0");
+    expect(&e, &["bad.toml:4:14", "emulation.time_scale", "> 0"]);
+    let e = check("time_scale = 100", "time_scale = -3.5");
+    expect(&e, &["bad.toml:4:14", "> 0"]);
+}
+
+#[test]
+fn unknown_site() {
+    let e = check("name = \"grid3-01\"", "name = \"grid3-99\"");
+    expect(
+        &e,
+        &[
+            "bad.toml:9:8",
+            "site[1].name",
+            "unknown site `grid3-99`",
+            "new = true",
+        ],
+    );
+}
+
+#[test]
+fn duplicate_site() {
+    let e = check("name = \"grid3-01\"", "name = \"submit-host\"");
+    expect(&e, &["bad.toml:9:8", "duplicate site `submit-host`"]);
+}
+
+#[test]
+fn unknown_strategy_lists_the_valid_names() {
+    let e = check("strategy = \"random\"", "strategy = \"fastest\"");
+    expect(
+        &e,
+        &[
+            "bad.toml:1:12",
+            "strategy",
+            "random, round-robin, data-present",
+        ],
+    );
+}
+
+#[test]
+fn workflow_cycle() {
+    let e = check("name = \"x\"\n", "name = \"x\"\nparents = [\"y\"]\n");
+    expect(&e, &["bad.toml:15:1", "workflow.job[0]", "cycle"]);
+}
+
+#[test]
+fn workflow_missing_parent() {
+    let e = check("parents = [\"x\"]", "parents = [\"ghost\"]");
+    expect(
+        &e,
+        &["bad.toml:19:1", "workflow.job[1]", "missing parent `ghost`"],
+    );
+}
+
+#[test]
+fn unknown_strategy_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_testbed(dir.path(), "ok.toml", BASE);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("run")
+        .arg(&path)
+        .args(["--strategy", "nope", "--sites"])
+        .arg(catalog())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    expect(&e, &["--strategy", "unknown strategy `nope`"]);
+}
+
+#[test]
+fn garbage_and_missing_files_do_not_panic() {
+    for body in [
+        "\u{0}\u{1}garbage [[[",
+        "strategy = ",
+        "",
+        "[workflow]\ngenerator = 3",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_testbed(dir.path(), "junk.toml", body);
+        let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{body:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("junk.toml") && !e.contains("panicked"), "{e}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["check", "/nonexistent/testbed.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,229 @@
+//! The gridftp endpoint and the transfer client over real loopback sockets:
+//! rate limiting, traversal refusal, max_connections with the client's retry.
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gridbed::live::gridftp::{self, Faults, Gridftp, Limits};
+use gridbed::live::store::{self, Store};
+use gridbed::live::transfer;
+
+const INF: f64 = f64::INFINITY;
+
+struct Site {
+    _dir: tempfile::TempDir,
+    store: Store,
+}
+
+fn site() -> Site {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(dir.path());
+    Site { _dir: dir, store }
+}
+
+/// Starts a server over `store`; returns its base URL and a stop handle.
+fn start(store: &Store, limits: Limits) -> (String, actix_web::dev::ServerHandle) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let state = Arc::new(Gridftp::new(
+        store.clone(),
+        limits,
+        Arc::new(Faults::default()),
+    ));
+    let server = gridftp::serve(listener, state).unwrap();
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    (url, handle)
+}
+
+fn limits(bandwidth: f64, stream_cap: f64, max_connections: usize) -> Limits {
+    Limits {
+        bandwidth,
+        stream_cap,
+        max_connections,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
+async fn timed_pull(c: &reqwest::Client, url: &str, dst: &Store, name: &str, id: u64) -> Duration {
+    let t = Instant::now();
+    transfer::pull(c, url, dst, name, id).await.unwrap();
+    t.elapsed()
+}
+
+fn within(d: Duration, secs: f64, tolerance: f64) -> bool {
+    (d.as_secs_f64() - secs).abs() <= secs * tolerance
+}
+
+#[actix_rt::test]
+async fn ten_mb_from_a_5_mb_per_s_site_takes_2_s() {
+    let (src, dst) = (site(), site());
+    store::write_generated(&src.store, "big", 1, "big", 10_000_000).unwrap();
+    let (url, h) = start(&src.store, limits(5e6, INF, 8));
+    let took = timed_pull(&client(), &url, &dst.store, "big", 1).await;
+    assert!(within(took, 2.0, 0.10), "took {took:?}");
+    store::verify(&dst.store, "big").unwrap();
+    h.stop(false).await;
+}
+
+#[actix_rt::test]
+async fn two_streams_share_the_aggregate_rate() {
+    let (src, dst) = (site(), site());
+    for n in ["a", "b"] {
+        store::write_generated(&src.store, n, 1, n, 5_000_000).unwrap();
+    }
+    let (url, h) = start(&src.store, limits(5e6, INF, 8));
+    let c = client();
+    let t = Instant::now();
+    let (ta, tb) = tokio::join!(
+        timed_pull(&c, &url, &dst.store, "a", 1),
+        timed_pull(&c, &url, &dst.store, "b", 2)
+    );
+    // 10 MB through 5 MB/s: 2 s in all, and each stream took most of it.
+    assert!(within(t.elapsed(), 2.0, 0.10), "together {:?}", t.elapsed());
+    assert!(
+        ta.as_secs_f64() > 1.7 && tb.as_secs_f64() > 1.7,
+        "unfair share: {ta:?} {tb:?}"
+    );
+    h.stop(false).await;
+}
+
+#[actix_rt::test]
+async fn a_per_stream_cap_holds_for_each_stream() {
+    let (src, dst) = (site(), site());
+    for n in ["a", "b"] {
+        store::write_generated(&src.store, n, 1, n, 2_500_000).unwrap();
+    }
+    let (url, h) = start(&src.store, limits(INF, 2.5e6, 8));
+    let c = client();
+    let (ta, tb) = tokio::join!(
+        timed_pull(&c, &url, &dst.store, "a", 1),
+        timed_pull(&c, &url, &dst.store, "b", 2)
+    );
+    // Each stream is capped at 2.5 MB/s, independently of the other.
+    assert!(
+        within(ta, 1.0, 0.10) && within(tb, 1.0, 0.10),
+        "{ta:?} {tb:?}"
+    );
+    h.stop(false).await;
+}
+
+/// Sends a raw request line (no client-side normalisation) and returns the
+/// status code and body.
+fn raw_get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let resp = String::from_utf8_lossy(&raw).into_owned();
+    let code = resp
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, resp)
+}
+
+#[actix_rt::test]
+async fn traversal_is_refused_and_nothing_outside_the_pool_is_served() {
+    let root = tempfile::tempdir().unwrap();
+    let pool = root.path().join("pool");
+    std::fs::create_dir(&pool).unwrap();
+    std::fs::write(root.path().join("outside"), "TOP-SECRET").unwrap();
+    std::fs::write(pool.join("unlisted"), "NOT-LISTED").unwrap();
+    let store = Store::new(&pool);
+    store::write_generated(&store, "ok", 1, "ok", 100).unwrap();
+    let (url, h) = start(&store, limits(INF, INF, 8));
+    let addr = url.trim_start_matches("http://").to_string();
+    let responses = tokio::task::spawn_blocking(move || {
+        let bad = [
+            "/files/../outside",
+            "/files/%2e%2e%2foutside",
+            "/files/%2E%2E/outside",
+            "/files/..%2Foutside",
+            "/files/%252e%252e%252foutside",
+            "/files//etc/passwd",
+            "/files/%2Fetc%2Fpasswd",
+            "/files/~2E~2E~2Foutside",
+            "/files/..",
+            "/files/.",
+        ];
+        let mut out: Vec<(String, u16, String)> = bad
+            .iter()
+            .map(|p| {
+                let (c, b) = raw_get(&addr, p);
+                (p.to_string(), c, b)
+            })
+            .collect();
+        for p in [
+            "/files/unlisted",
+            "/files/~2E.~2Foutside",
+            "/files/ok",
+            "/health",
+        ] {
+            let (c, b) = raw_get(&addr, p);
+            out.push((p.to_string(), c, b));
+        }
+        out
+    })
+    .await
+    .unwrap();
+    for (path, code, body) in &responses {
+        assert!(
+            !body.contains("TOP-SECRET") && !body.contains("NOT-LISTED"),
+            "{path} leaked"
+        );
+        let expected = match path.as_str() {
+            "/files/unlisted" | "/files/~2E.~2Foutside" => 404,
+            "/files/ok" | "/health" => 200,
+            _ => 400,
+        };
+        assert_eq!(*code, expected, "{path}: {body}");
+    }
+    h.stop(false).await;
+}
+
+#[actix_rt::test]
+async fn over_max_connections_gets_503_and_the_client_retry_succeeds() {
+    let (src, dst) = (site(), site());
+    for n in ["a", "b", "c"] {
+        store::write_generated(&src.store, n, 1, n, 200_000).unwrap();
+    }
+    let (url, h) = start(&src.store, limits(INF, 1e6, 1));
+    let c = client();
+    let (a, b, cc) = tokio::join!(
+        transfer::pull(&c, &url, &dst.store, "a", 1),
+        transfer::pull(&c, &url, &dst.store, "b", 2),
+        transfer::pull(&c, &url, &dst.store, "c", 3)
+    );
+    let (a, b, cc) = (a.unwrap(), b.unwrap(), cc.unwrap());
+    assert!(
+        a.busy_waits + b.busy_waits + cc.busy_waits >= 2,
+        "someone had to wait"
+    );
+    for n in ["a", "b", "c"] {
+        store::verify(&dst.store, n).unwrap();
+    }
+    // And the server really answers 503 with Retry-After while busy.
+    let slow = tokio::spawn({
+        let c = c.clone();
+        let url = url.clone();
+        let dst = dst.store.clone();
+        async move { transfer::pull(&c, &url, &dst, "a", 9).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let resp = c.get(format!("{url}/files/b")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    assert!(resp.headers().contains_key("retry-after"));
+    slow.await.unwrap().unwrap();
+    h.stop(false).await;
+}

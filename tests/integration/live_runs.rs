@@ -1,0 +1,248 @@
+//! Whole live runs: sites as actors on loopback, real transfers, real files.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use gridbed::config::Scenario;
+use gridbed::core::TransferFailure;
+use gridbed::core::records::Outcome;
+use gridbed::live::{self, LiveOptions, LiveRun, store};
+
+use crate::common;
+
+fn run(s: &Scenario) -> LiveRun {
+    live::run(s, LiveOptions::default()).expect("live run")
+}
+
+/// Every job ended exactly once (one `Ended` attempt, and it is the last).
+fn assert_each_job_ended_once(s: &Scenario, r: &LiveRun) {
+    assert!(r.succeeded, "{:?}", r.counts);
+    for (j, rec) in r.records.jobs.iter().enumerate() {
+        let ended = rec
+            .attempts
+            .iter()
+            .filter(|a| a.outcome == Outcome::Ended)
+            .count();
+        assert_eq!(
+            ended, 1,
+            "job {} ended {ended} times",
+            s.workflow.jobs[j].name
+        );
+        assert_eq!(
+            rec.attempts.last().map(|a| &a.outcome),
+            Some(&Outcome::Ended)
+        );
+    }
+}
+
+/// The RLS is the truth: a site holds a file on disk iff the RLS lists it
+/// there, and every file on disk has the bytes the run seed defines.
+fn assert_rls_matches_disk(s: &Scenario, r: &LiveRun) {
+    for (site, report) in r.sites.iter().enumerate() {
+        assert!(
+            report.strays.is_empty(),
+            "site {site} has strays {:?}",
+            report.strays
+        );
+        let held: HashSet<usize> = report.files.iter().map(|c| c.file).collect();
+        for f in 0..s.workflow.files.len() {
+            let listed = r.rls[f].contains(&site);
+            assert_eq!(
+                held.contains(&f),
+                listed,
+                "site {} file {}: on disk {}, in RLS {listed}",
+                s.sites[site].info.name,
+                s.workflow.files[f].name,
+                held.contains(&f)
+            );
+        }
+        for c in &report.files {
+            let file = &s.workflow.files[c.file];
+            let len = s.emulation.real_bytes(file.size);
+            assert!(c.intact, "{} not intact", file.name);
+            assert_eq!(c.size, len, "{} has the wrong size", file.name);
+            let expected = store::sha256_hex(&store::content(s.seed, &file.name, len));
+            assert_eq!(c.sha256, expected, "{} has the wrong bytes", file.name);
+        }
+    }
+}
+
+#[test]
+fn a_quickstart_sized_run_completes_with_every_output_where_the_rls_says() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/quickstart.toml");
+    let mut s = common::load(&path);
+    s.emulation.time_scale = 1000.0; // same scenario, ten times faster than the README's
+    let r = run(&s);
+    assert_each_job_ended_once(&s, &r);
+    assert_rls_matches_disk(&s, &r);
+    // Every output is registered somewhere (and so, by the check above, on disk).
+    for (f, file) in s.workflow.files.iter().enumerate() {
+        if s.workflow.producer[f].is_some() {
+            assert!(!r.rls[f].is_empty(), "output {} is nowhere", file.name);
+        }
+    }
+    assert!(r.records.transfers.iter().all(|t| t.failure.is_none()));
+}
+
+const TWO_READERS: &str = r#"
+strategy = "round-robin"
+replica_policy = "POLICY"
+origin = "submit-host"
+seed = 3
+[emulation]
+time_scale = 1000
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 1
+[workflow]
+generator = "inline"
+[[workflow.file]]
+name = "shared input"
+size = "5 MB"
+[[workflow.file]]
+name = "private/input"
+size = "5 MB"
+[[workflow.job]]
+name = "first"
+runtime = 30
+inputs = ["shared input"]
+[[workflow.job]]
+name = "second"
+runtime = 30
+inputs = ["shared input", "private/input"]
+parents = ["first"]
+"#;
+
+#[test]
+fn transfers_equal_missing_inputs_with_delete_and_caching_reuses() {
+    for (policy, expected) in [("delete", 3), ("caching", 2)] {
+        let (_dir, s) = common::scenario(&TWO_READERS.replace("POLICY", policy));
+        let r = run(&s);
+        assert_each_job_ended_once(&s, &r);
+        let ok: Vec<_> = r
+            .records
+            .transfers
+            .iter()
+            .filter(|t| t.failure.is_none())
+            .collect();
+        assert_eq!(ok.len(), expected, "{policy}");
+        // Transfers are exactly the inputs that were not on site when planned.
+        let planned_missing: u32 = r
+            .records
+            .jobs
+            .iter()
+            .flat_map(|j| &j.attempts)
+            .map(|a| a.transfers)
+            .sum();
+        assert_eq!(planned_missing as usize, expected, "{policy}");
+        let second = &r.records.jobs[1].attempts[0];
+        match policy {
+            "caching" => assert_eq!(second.transfers, 1, "the shared input was reused"),
+            _ => assert_eq!(
+                second.transfers, 2,
+                "delete: the staged copy went with the first job"
+            ),
+        }
+        assert_rls_matches_disk(&s, &r);
+    }
+}
+
+/// One execution site whose disk holds two of the three 1 MB inputs; a chain of
+/// jobs makes the eviction order deterministic:
+/// a | b | c (evicts a) | a+b (b is pinned: evicts c, not the older b) | c (evicts a).
+const EVICTION: &str = r#"
+strategy = "random"
+replica_policy = "caching"
+origin = "submit-host"
+[emulation]
+time_scale = 1000
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 1
+disk = "2 MB"
+[workflow]
+generator = "inline"
+[[workflow.file]]
+name = "a"
+size = "1 MB"
+[[workflow.file]]
+name = "b"
+size = "1 MB"
+[[workflow.file]]
+name = "c"
+size = "1 MB"
+[[workflow.job]]
+name = "j1"
+runtime = 10
+inputs = ["a"]
+[[workflow.job]]
+name = "j2"
+runtime = 10
+inputs = ["b"]
+parents = ["j1"]
+[[workflow.job]]
+name = "j3"
+runtime = 10
+inputs = ["c"]
+parents = ["j2"]
+[[workflow.job]]
+name = "j4"
+runtime = 10
+inputs = ["a", "b"]
+parents = ["j3"]
+[[workflow.job]]
+name = "j5"
+runtime = 10
+inputs = ["c"]
+parents = ["j4"]
+"#;
+
+#[test]
+fn a_small_disk_evicts_in_lru_order_never_a_pinned_file_and_the_run_completes() {
+    let (_dir, s) = common::scenario(EVICTION);
+    let input_bytes: u64 = s.workflow.inputs().map(|f| s.workflow.files[f].size).sum();
+    assert!(s.sites[1].info.disk < input_bytes);
+    let r = run(&s);
+    assert_each_job_ended_once(&s, &r);
+    let evicted: Vec<&str> = r
+        .records
+        .evictions
+        .iter()
+        .map(|e| s.workflow.files[e.file].name.as_str())
+        .collect();
+    assert_eq!(evicted, ["a", "c", "a"]);
+    assert_eq!(r.sites[1].evictions, 3);
+    assert_rls_matches_disk(&s, &r);
+}
+
+#[test]
+fn a_corrupted_response_is_detected_retried_and_never_registered() {
+    let body = TWO_READERS.replace("POLICY", "caching").replace(
+        "name = \"submit-host\"\n",
+        "name = \"submit-host\"\ncorrupt_responses = 1\n",
+    );
+    let (_dir, s) = common::scenario(&body);
+    assert_eq!(s.sites[0].corrupt_responses, 1);
+    let r = run(&s);
+    assert_each_job_ended_once(&s, &r);
+    let corrupt: Vec<_> = r
+        .records
+        .transfers
+        .iter()
+        .filter(|t| matches!(t.failure, Some(TransferFailure::Corrupt(_))))
+        .collect();
+    assert_eq!(corrupt.len(), 1, "exactly the flipped response failed");
+    let retried = r
+        .records
+        .transfers
+        .iter()
+        .any(|t| t.failure.is_none() && t.file == corrupt[0].file && t.to == corrupt[0].to);
+    assert!(retried, "the corrupt transfer was retried");
+    assert_rls_matches_disk(&s, &r);
+}
