@@ -139,13 +139,13 @@ struct Staging {
     tries: Vec<StageTry>,
 }
 
+/// A transfer in flight; its id is also its index in the transfer records.
 #[derive(Debug)]
 struct Flight {
     job: JobId,
     attempt: usize,
     file: FileId,
     from: SiteId,
-    record: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,12 +188,16 @@ pub struct Manager {
     failures: Vec<u32>,
     replans: Vec<u32>,
     avoid: HashMap<JobId, Vec<SiteId>>,
-    staging: HashMap<JobId, Staging>,
-    staged: HashMap<JobId, Vec<FileId>>,
+    /// Per job: its prescript's staging state while it stages.
+    staging: Vec<Option<Staging>>,
+    /// Per job: inputs its last prescript transferred, for the postscript.
+    staged: Vec<Vec<FileId>>,
     ready: VecDeque<JobId>,
     next_prescript: Time,
     prescripts_running: usize,
-    flights: HashMap<TransferId, Flight>,
+    /// Indexed by transfer id (ids are dense); None once it ended.
+    flights: Vec<Option<Flight>>,
+    in_flight: usize,
     next_transfer: TransferId,
     serving: Vec<usize>,
     active: Vec<usize>,
@@ -201,6 +205,10 @@ pub struct Manager {
     timer_seq: u64,
     counts: StateCounts,
     records: Records,
+    /// Per job: nominal bytes of its inputs.
+    input_bytes: Vec<u64>,
+    /// Reused buffer of eligible sites.
+    eligible: Vec<SiteId>,
 }
 
 impl Manager {
@@ -241,6 +249,7 @@ impl Manager {
             ..Default::default()
         };
         let m = sites.len();
+        let input_bytes = (0..n).map(|j| workflow.input_bytes(j)).collect();
         Manager {
             wf: workflow,
             sites,
@@ -254,12 +263,13 @@ impl Manager {
             failures: vec![0; n],
             replans: vec![0; n],
             avoid: HashMap::new(),
-            staging: HashMap::new(),
-            staged: HashMap::new(),
+            staging: (0..n).map(|_| None).collect(),
+            staged: vec![Vec::new(); n],
             ready,
             next_prescript: 0.0,
             prescripts_running: 0,
-            flights: HashMap::new(),
+            flights: Vec::new(),
+            in_flight: 0,
             next_transfer: 0,
             serving: vec![0; m],
             active: vec![0; m],
@@ -267,6 +277,8 @@ impl Manager {
             timer_seq: 0,
             counts,
             records,
+            input_bytes,
+            eligible: Vec::new(),
         }
     }
 
@@ -330,7 +342,7 @@ impl Manager {
     }
     /// Transfers in flight now.
     pub fn transfers_in_flight(&self) -> usize {
-        self.flights.len()
+        self.in_flight
     }
     /// The replica catalogue.
     pub fn rls(&self) -> &Rls {
@@ -403,7 +415,7 @@ impl Manager {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {
                     if self.is_current(job, attempt)
-                        && let Some(st) = self.staging.get_mut(&job)
+                        && let Some(st) = self.staging[job].as_mut()
                     {
                         st.pending.push_front(file);
                         self.launch(job, out);
@@ -434,14 +446,15 @@ impl Manager {
 
     fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
         let avoid = self.avoid.get(&job);
-        let need = self.wf.input_bytes(job);
-        let eligible: Vec<SiteId> = (0..self.sites.len())
-            .filter(|&s| {
-                let site = &self.sites[s];
-                site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
-            })
-            .collect();
+        let need = self.input_bytes[job];
+        let mut eligible = std::mem::take(&mut self.eligible);
+        eligible.clear();
+        eligible.extend((0..self.sites.len()).filter(|&s| {
+            let site = &self.sites[s];
+            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
+        }));
         if eligible.is_empty() {
+            self.eligible = eligible;
             self.fail_for_good(job);
             return;
         }
@@ -477,16 +490,13 @@ impl Manager {
                 pending.push_back(f);
             }
         }
-        self.staging.insert(
-            job,
-            Staging {
-                site,
-                pending,
-                in_flight: 0,
-                staged: Vec::new(),
-                tries: Vec::new(),
-            },
-        );
+        self.staging[job] = Some(Staging {
+            site,
+            pending,
+            in_flight: 0,
+            staged: Vec::new(),
+            tries: Vec::new(),
+        });
         self.launch(job, out);
     }
 
@@ -495,7 +505,7 @@ impl Manager {
     fn launch(&mut self, job: JobId, out: &mut Vec<Command>) {
         let streams = self.settings.prescript_streams.max(1);
         loop {
-            let Some(st) = self.staging.get_mut(&job) else {
+            let Some(st) = self.staging[job].as_mut() else {
                 return;
             };
             if st.pending.is_empty() && st.in_flight == 0 {
@@ -534,16 +544,14 @@ impl Manager {
             self.serving[from] += 1;
             let attempt = self.records.jobs[job].attempts.len() - 1;
             self.records.jobs[job].attempts[attempt].transfers += 1;
-            self.flights.insert(
-                id,
-                Flight {
-                    job,
-                    attempt,
-                    file,
-                    from,
-                    record: self.records.transfers.len(),
-                },
-            );
+            debug_assert_eq!(id as usize, self.flights.len());
+            self.flights.push(Some(Flight {
+                job,
+                attempt,
+                file,
+                from,
+            }));
+            self.in_flight += 1;
             self.records.transfers.push(TransferRecord {
                 id,
                 job,
@@ -566,11 +574,11 @@ impl Manager {
     }
 
     fn submit(&mut self, job: JobId, out: &mut Vec<Command>) {
-        let Some(st) = self.staging.remove(&job) else {
+        let Some(st) = self.staging[job].take() else {
             return;
         };
         let site = st.site;
-        self.staged.insert(job, st.staged);
+        self.staged[job] = st.staged;
         self.prescripts_running -= 1;
         self.set_state(job, JobState::Queued);
         self.active[site] += 1;
@@ -587,11 +595,12 @@ impl Manager {
         result: Result<u64, TransferFailure>,
         out: &mut Vec<Command>,
     ) {
-        let Some(fl) = self.flights.remove(&id) else {
+        let Some(fl) = self.flights.get_mut(id as usize).and_then(Option::take) else {
             return;
         };
+        self.in_flight -= 1;
         self.serving[fl.from] -= 1;
-        let rec = &mut self.records.transfers[fl.record];
+        let rec = &mut self.records.transfers[id as usize];
         rec.end = Some(self.now);
         match &result {
             Ok(bytes) => {
@@ -607,7 +616,7 @@ impl Manager {
             return; // the attempt was aborted; its stragglers only count
         }
         let job = fl.job;
-        let Some(st) = self.staging.get_mut(&job) else {
+        let Some(st) = self.staging[job].as_mut() else {
             return;
         };
         st.in_flight -= 1;
@@ -662,7 +671,7 @@ impl Manager {
 
     /// Ends a prescript that cannot finish; the job goes back to be planned.
     fn abort_staging(&mut self, job: JobId, reason: String, retry: Retry, out: &mut Vec<Command>) {
-        let Some(st) = self.staging.remove(&job) else {
+        let Some(st) = self.staging[job].take() else {
             return;
         };
         self.prescripts_running -= 1;
@@ -805,7 +814,7 @@ impl Manager {
 
     /// Inputs that the job's last prescript transferred (not those it found).
     fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
-        self.staged.remove(&job).unwrap_or_default()
+        std::mem::take(&mut self.staged[job])
     }
 }
 

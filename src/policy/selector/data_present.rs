@@ -13,6 +13,7 @@ use crate::policy::{GridView, SiteSelector};
 pub struct DataPresent {
     rng: ChaCha8Rng,
     bytes: Vec<u64>,
+    tied: Vec<SiteId>,
 }
 
 impl DataPresent {
@@ -21,6 +22,7 @@ impl DataPresent {
         DataPresent {
             rng,
             bytes: Vec::new(),
+            tied: Vec::new(),
         }
     }
 }
@@ -35,12 +37,11 @@ impl SiteSelector for DataPresent {
             }
         }
         let best = eligible.iter().map(|&s| self.bytes[s]).max().unwrap_or(0);
-        let tied: Vec<SiteId> = eligible
-            .iter()
-            .copied()
-            .filter(|&s| self.bytes[s] == best)
-            .collect();
-        tied[self.rng.random_range(0..tied.len())]
+        self.tied.clear();
+        let bytes = &self.bytes;
+        self.tied
+            .extend(eligible.iter().copied().filter(|&s| bytes[s] == best));
+        self.tied[self.rng.random_range(0..self.tied.len())]
     }
 }
 
