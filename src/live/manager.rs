@@ -113,10 +113,12 @@ impl ManagerActor {
         }
         if let Some(at) = core.next_wakeup() {
             let delay = ((at - now) / self.clock.time_scale).max(0.0);
-            self.tick = Some(ctx.run_later(Duration::from_secs_f64(delay), |act, ctx| {
-                act.tick = None;
-                act.step(Event::Tick, ctx);
-            }));
+            self.tick = Some(
+                ctx.run_later(super::site::real_duration(delay), |act, ctx| {
+                    act.tick = None;
+                    act.step(Event::Tick, ctx);
+                }),
+            );
         }
     }
 

@@ -24,6 +24,12 @@ use crate::config::SiteConfig;
 use crate::core::storage::Pool;
 use crate::core::{Event, FileId, JobFailure, JobId, SiteId, TransferFailure};
 
+/// Real seconds as a duration; absurd values (a runtime of 1e300 s) saturate
+/// instead of panicking.
+pub fn real_duration(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::from_secs(u32::MAX as u64))
+}
+
 /// One site. See the module docs.
 pub struct SiteActor {
     id: SiteId,
@@ -355,16 +361,15 @@ impl SiteActor {
             .files()
             .map(|file| {
                 let enc = &self.shared.encoded[file];
-                let bytes = std::fs::read(self.store.path(enc)).unwrap_or_default();
-                let sha256 = store::sha256_hex(&bytes);
-                let intact = self
-                    .store
-                    .meta(enc)
-                    .is_some_and(|m| m.size == bytes.len() as u64 && m.sha256 == sha256);
+                let found = store::hash_file(&self.store.path(enc)).unwrap_or(store::FileMeta {
+                    size: 0,
+                    sha256: String::new(),
+                });
+                let intact = self.store.meta(enc).as_ref() == Some(&found);
                 FileCheck {
                     file,
-                    size: bytes.len() as u64,
-                    sha256,
+                    size: found.size,
+                    sha256: found.sha256,
                     intact,
                 }
             })

@@ -80,17 +80,21 @@ impl Store {
     }
 }
 
-/// The bytes of a generated file (workflow input or mock-job output): derived
-/// from the run seed and the file name only, so any site can recompute and check
-/// them.
-pub fn content(seed: u64, name: &str, len: u64) -> Vec<u8> {
+/// Seeded generator of a generated file's bytes: derived from the run seed and
+/// the file name only, so any site can recompute and check them.
+fn content_rng(seed: u64, name: &str) -> ChaCha8Rng {
     let mut h = Sha256::new();
     h.update(seed.to_le_bytes());
     h.update(name.as_bytes());
-    let key: [u8; 32] = h.finalize().into();
-    let mut rng = ChaCha8Rng::from_seed(key);
+    ChaCha8Rng::from_seed(h.finalize().into())
+}
+
+/// The bytes of a generated file (workflow input or mock-job output), whole.
+/// For tests and checks; writing goes through [`write_generated`], which
+/// streams.
+pub fn content(seed: u64, name: &str, len: u64) -> Vec<u8> {
     let mut buf = vec![0u8; len as usize];
-    rng.fill_bytes(&mut buf);
+    content_rng(seed, name).fill_bytes(&mut buf);
     buf
 }
 
@@ -99,8 +103,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Bytes generated and hashed per step, so files of any size stream.
+const STEP: usize = 1 << 20;
+
 /// Writes a generated file into `store` and lists it. Blocking: call it from a
-/// blocking context for large files.
+/// blocking context.
 pub fn write_generated(
     store: &Store,
     enc: &str,
@@ -108,30 +115,64 @@ pub fn write_generated(
     name: &str,
     len: u64,
 ) -> std::io::Result<FileMeta> {
-    let bytes = content(seed, name, len);
-    let meta = FileMeta {
-        size: len,
-        sha256: sha256_hex(&bytes),
-    };
+    use std::io::Write;
+    let mut rng = content_rng(seed, name);
+    let mut hasher = Sha256::new();
     // Written under a temporary name and renamed, so a crash never leaves a
     // short file under a listed name.
     let tmp = store.part_path(enc, u64::MAX);
-    std::fs::write(&tmp, &bytes)?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    let mut buf = vec![0u8; STEP.min(len as usize)];
+    let mut left = len;
+    while left > 0 {
+        let n = (left as usize).min(STEP);
+        rng.fill_bytes(&mut buf[..n]);
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n])?;
+        left -= n as u64;
+    }
+    out.into_inner().map_err(|e| e.into_error())?;
     std::fs::rename(&tmp, store.path(enc))?;
+    let meta = FileMeta {
+        size: len,
+        sha256: hex::encode(hasher.finalize()),
+    };
     store.insert(enc, meta.clone());
     Ok(meta)
 }
 
-/// Reads a listed file and checks its size and sha256 against the catalogue.
+/// Size and sha256 of a file on disk, read in steps.
+pub fn hash_file(path: &Path) -> std::io::Result<FileMeta> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; STEP];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok(FileMeta {
+        size,
+        sha256: hex::encode(hasher.finalize()),
+    })
+}
+
+/// Re-reads a listed file and checks its size and sha256 against the
+/// catalogue.
 pub fn verify(store: &Store, enc: &str) -> Result<(), String> {
     let meta = store
         .meta(enc)
         .ok_or_else(|| "not in the pool".to_string())?;
-    let bytes = std::fs::read(store.path(enc)).map_err(|e| format!("unreadable: {e}"))?;
-    if bytes.len() as u64 != meta.size {
-        return Err(format!("{} bytes, expected {}", bytes.len(), meta.size));
+    let found = hash_file(&store.path(enc)).map_err(|e| format!("unreadable: {e}"))?;
+    if found.size != meta.size {
+        return Err(format!("{} bytes, expected {}", found.size, meta.size));
     }
-    if sha256_hex(&bytes) != meta.sha256 {
+    if found.sha256 != meta.sha256 {
         return Err("sha256 mismatch".into());
     }
     Ok(())
@@ -147,6 +188,12 @@ mod tests {
         let store = Store::new(dir.path());
         let meta = write_generated(&store, "a", 7, "a", 1000).unwrap();
         assert_eq!(meta.sha256, sha256_hex(&content(7, "a", 1000)));
+        let big = write_generated(&store, "b", 7, "b", 3 * STEP as u64 + 5).unwrap();
+        assert_eq!(
+            big.sha256,
+            sha256_hex(&content(7, "b", 3 * STEP as u64 + 5))
+        );
+        assert_eq!(hash_file(&store.path("b")).unwrap(), big);
         assert_ne!(content(7, "a", 16), content(8, "a", 16));
         verify(&store, "a").unwrap();
         let mut bytes = std::fs::read(store.path("a")).unwrap();
@@ -154,6 +201,7 @@ mod tests {
         std::fs::write(store.path("a"), bytes).unwrap();
         assert_eq!(verify(&store, "a"), Err("sha256 mismatch".into()));
         store.remove("a");
+        store.remove("b");
         assert!(store.is_empty() && !store.path("a").exists());
     }
 }

@@ -98,11 +98,11 @@ impl Spatial {
                     let mut inputs = Vec::new();
                     let (r0, r1) = (
                         r.saturating_sub(self.ra_radius),
-                        (r + self.ra_radius).min(self.ra - 1),
+                        r.saturating_add(self.ra_radius).min(self.ra - 1),
                     );
                     let (d0, d1) = (
                         d.saturating_sub(self.dec_radius),
-                        (d + self.dec_radius).min(self.dec - 1),
+                        d.saturating_add(self.dec_radius).min(self.dec - 1),
                     );
                     for dd in d0..=d1 {
                         for rr in r0..=r1 {
