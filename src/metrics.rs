@@ -29,6 +29,8 @@ pub struct Metrics {
     pub transfer_real_bytes: IntCounterVec,
     /// Failed transfer attempts by source, destination and reason.
     pub transfer_failures: IntCounterVec,
+    /// Transfers started again after a failure, by source and destination.
+    pub transfer_retries: IntCounterVec,
     /// 503 answers waited out by source.
     pub transfer_busy_waits: IntCounterVec,
     /// Wall duration of successful transfers.
@@ -131,6 +133,11 @@ impl Metrics {
                 "gridbed_transfer_failures_total",
                 "Failed transfer attempts (each is retried or re-sourced)",
                 &["source", "destination", "reason"],
+            ),
+            transfer_retries: icv(
+                "gridbed_transfer_retries_total",
+                "Transfers started again after a failed one (same source, or another replica)",
+                pair,
             ),
             transfer_busy_waits: icv(
                 "gridbed_transfer_busy_waits_total",

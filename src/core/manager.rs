@@ -519,11 +519,12 @@ impl Manager {
                 return;
             };
             let to = st.site;
-            let (preferred, excluded): (Option<SiteId>, &[SiteId]) =
-                match st.tries.iter().find(|t| t.file == file) {
-                    Some(t) => (t.source, &t.excluded),
-                    None => (None, &[]),
-                };
+            let earlier = st.tries.iter().find(|t| t.file == file);
+            let retry = earlier.is_some();
+            let (preferred, excluded): (Option<SiteId>, &[SiteId]) = match earlier {
+                Some(t) => (t.source, &t.excluded),
+                None => (None, &[]),
+            };
             let holders = self.rls.holders(file);
             let source = preferred.filter(|s| holders.contains(s)).or_else(|| {
                 holders
@@ -562,6 +563,7 @@ impl Manager {
                 end: None,
                 bytes: 0,
                 failure: None,
+                retry,
             });
             out.push(Command::StartTransfer {
                 id,
@@ -848,6 +850,7 @@ mod tests {
         now: Time,
         transfer: f64,
         corrupt_first: usize,
+        fail_from: Option<SiteId>,
         ended_ok: Vec<u32>,
         pin_times: Vec<Time>,
         max_prescripts: usize,
@@ -865,12 +868,26 @@ mod tests {
             settings: ManagerSettings,
             strategy: &str,
         ) -> Self {
+            Self::with_origins(wf, sites, settings, strategy, &[0])
+        }
+
+        /// A world whose inputs start on every site of `origins`.
+        fn with_origins(
+            wf: Workflow,
+            sites: Vec<SiteInfo>,
+            settings: ManagerSettings,
+            strategy: &str,
+            origins: &[SiteId],
+        ) -> Self {
             let wf = Arc::new(wf);
             let mut pools: Vec<Pool> = sites
                 .iter()
                 .map(|s| Pool::new(s.disk, Box::new(Lru)))
                 .collect();
-            let placement: Vec<(FileId, SiteId)> = wf.inputs().map(|f| (f, 0)).collect();
+            let placement: Vec<(FileId, SiteId)> = wf
+                .inputs()
+                .flat_map(|f| origins.iter().map(move |&s| (f, s)))
+                .collect();
             for &(f, s) in &placement {
                 pools[s].place_origin(f, wf.files[f].size).unwrap();
             }
@@ -887,6 +904,7 @@ mod tests {
                 now: 0.0,
                 transfer: 5.0,
                 corrupt_first: 0,
+                fail_from: None,
                 ended_ok: vec![0; n],
                 pin_times: Vec::new(),
                 max_prescripts: 0,
@@ -907,6 +925,10 @@ mod tests {
                         self.pin_times.push(self.now);
                         let inputs = self.m.workflow().jobs[job].inputs.clone();
                         self.pools[site].pin_job(job, &inputs);
+                    }
+                    Command::StartTransfer { id, from, .. } if self.fail_from == Some(from) => {
+                        let result = Err(TransferFailure::Connection("refused".into()));
+                        self.at(self.now + 1.0, Event::TransferDone { id, result });
                     }
                     Command::StartTransfer {
                         id, file, to, job, ..
@@ -1172,6 +1194,30 @@ mod tests {
                 .filter(|r| r.failure.is_some())
                 .count();
         assert_eq!(failed, 5);
+    }
+
+    #[test]
+    fn a_source_that_keeps_failing_is_replaced_by_another_replica() {
+        let mut s = sites(1, 1, 10_000);
+        let mut mirror = s[0].clone();
+        mirror.name = "mirror".into();
+        s.push(mirror);
+        let settings = ManagerSettings::default();
+        let mut w = World::with_origins(pipeline(3, 1), s, settings, "random", &[0, 2]);
+        w.fail_from = Some(0); // the least busy holder (ties go to the lower id)
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        let t = &w.m.records().transfers;
+        let failed: Vec<_> = t.iter().filter(|r| r.failure.is_some()).collect();
+        assert!(failed.iter().all(|r| r.from == 0));
+        assert!(
+            t.iter()
+                .filter(|r| r.failure.is_none())
+                .all(|r| r.from == 2),
+            "{t:?}"
+        );
+        // Each of the 3 distinct inputs: 1 try + transfer_retries on source 0.
+        assert_eq!(failed.len(), 3 * 4);
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub struct TransferRecord {
     pub bytes: u64,
     /// Failure, if it failed.
     pub failure: Option<TransferFailure>,
+    /// Whether it retries an earlier failed transfer of the same input for the
+    /// same prescript (same source, or another replica).
+    pub retry: bool,
 }
 
 /// Per-site counters (seed 002's control database columns).

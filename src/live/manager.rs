@@ -88,12 +88,21 @@ impl ManagerActor {
                     file,
                     from,
                     to,
-                } => self.sites[to].do_send(Fetch {
-                    id,
-                    job,
-                    file,
-                    from,
-                }),
+                } => {
+                    if core.records().transfers[id as usize].retry {
+                        let names = core.sites();
+                        self.metrics
+                            .transfer_retries
+                            .with_label_values(&[&names[from].name, &names[to].name])
+                            .inc();
+                    }
+                    self.sites[to].do_send(Fetch {
+                        id,
+                        job,
+                        file,
+                        from,
+                    })
+                }
                 Command::Submit { job, site } => self.sites[site].do_send(Submit { job }),
                 Command::Release { job, site, delete } => {
                     self.sites[site].do_send(Release { job, delete })

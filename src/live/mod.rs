@@ -87,6 +87,8 @@ pub struct LiveRun {
     pub rls: Vec<Vec<SiteId>>,
     /// Every site's end-of-run report.
     pub sites: Vec<SiteReport>,
+    /// The final `/metrics` text of the run.
+    pub metrics: String,
 }
 
 /// Why a live run could not run.
@@ -268,6 +270,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         setup,
         rls,
         sites: reports,
+        metrics: metrics.render(),
         records: core.into_records(),
     })
 }

@@ -78,6 +78,8 @@ pub struct Summary {
     pub transfers: usize,
     /// Failed transfer attempts (each was retried or re-sourced).
     pub transfer_failures: usize,
+    /// Transfers that retried a failed one.
+    pub transfer_retries: usize,
     /// Nominal bytes moved.
     pub bytes: u64,
     /// Real bytes moved over loopback.
@@ -172,6 +174,8 @@ pub struct TransferEntry {
     pub bytes: u64,
     /// Why it failed.
     pub failure: Option<TransferFailure>,
+    /// Whether it retried a failed transfer of the same input.
+    pub retry: bool,
 }
 
 impl RunRecord {
@@ -242,6 +246,7 @@ impl RunRecord {
                 end: t.end,
                 bytes: t.bytes,
                 failure: t.failure.clone(),
+                retry: t.retry,
             })
             .collect();
         let waits: Vec<f64> = records
@@ -274,6 +279,7 @@ impl RunRecord {
                 .filter(|t| t.failure.is_none() && t.end.is_some())
                 .count(),
             transfer_failures: transfers.iter().filter(|t| t.failure.is_some()).count(),
+            transfer_retries: transfers.iter().filter(|t| t.retry).count(),
             bytes: records.transfers.iter().map(|t| t.bytes).sum(),
             real_bytes: 0,
             cache_hits: records.sites.iter().map(|s| s.cache_hits).sum(),
@@ -359,11 +365,12 @@ impl RunRecord {
         );
         let _ = writeln!(
             out,
-            "  transfers     {:>12} ({} nominal, {} real; {} failed attempts retried, {} busy waits)",
+            "  transfers     {:>12} ({} nominal, {} real; {} failed, {} retries, {} busy waits)",
             s.transfers,
             human_bytes(s.bytes as f64),
             human_bytes(s.real_bytes as f64),
             s.transfer_failures,
+            s.transfer_retries,
             s.busy_waits
         );
         let _ = writeln!(

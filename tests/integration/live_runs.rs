@@ -238,11 +238,49 @@ fn a_corrupted_response_is_detected_retried_and_never_registered() {
         .filter(|t| matches!(t.failure, Some(TransferFailure::Corrupt(_))))
         .collect();
     assert_eq!(corrupt.len(), 1, "exactly the flipped response failed");
-    let retried = r
-        .records
-        .transfers
-        .iter()
-        .any(|t| t.failure.is_none() && t.file == corrupt[0].file && t.to == corrupt[0].to);
+    let retried = r.records.transfers.iter().any(|t| {
+        t.failure.is_none() && t.retry && t.file == corrupt[0].file && t.to == corrupt[0].to
+    });
     assert!(retried, "the corrupt transfer was retried");
     assert_rls_matches_disk(&s, &r);
+}
+
+#[test]
+fn every_exported_metric_is_documented_and_every_documented_one_exists() {
+    let body = TWO_READERS.replace("POLICY", "caching").replace(
+        "name = \"submit-host\"\n",
+        "name = \"submit-host\"\ncorrupt_responses = 1\n",
+    );
+    let (_dir, s) = common::scenario(&body);
+    let r = run(&s);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = std::fs::read_to_string(root.join("docs/metrics.md")).unwrap();
+    let source = std::fs::read_to_string(root.join("src/metrics.rs")).unwrap();
+    let documented: HashSet<String> = docs
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `gridbed_"))
+        .filter_map(|l| l.split('`').next())
+        .map(|n| format!("gridbed_{n}"))
+        .collect();
+    assert!(documented.len() >= 20, "{documented:?}");
+    let exported: HashSet<String> = r
+        .metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    assert!(exported.len() >= 15, "{exported:?}");
+    for name in &exported {
+        assert!(
+            documented.contains(name),
+            "{name} is exported but not in docs/metrics.md"
+        );
+    }
+    for name in &documented {
+        assert!(
+            source.contains(&format!("\"{name}\"")),
+            "{name} is documented but not defined"
+        );
+    }
 }
