@@ -11,6 +11,9 @@
 //! the postscript applies the replica policy — `caching` registers the staged
 //! copies in the RLS, `delete` removes them — and registers the outputs.
 //!
+//! Outputs are registered where their job wrote them and stay there: they
+//! are the origin copy of derived data, which DESIGN.md says is never evicted.
+//!
 //! Failures are never dropped: a failed transfer is retried from the same source
 //! up to `transfer_retries` times after `transfer_backoff`, then from another
 //! replica; a prescript that cannot stage (no replica left, no room) sends the

@@ -144,7 +144,10 @@ impl Pool {
     pub fn pin_job(&mut self, job: JobId, inputs: &[FileId]) {
         let pins = self.job_pins.entry(job).or_default();
         for &f in inputs {
+            // Only complete files: one still being written may yet be aborted,
+            // and arrives pinned through `pin_for` if this job staged it.
             if let Some(e) = self.entries.get_mut(&f)
+                && e.present
                 && !pins.contains(&f)
             {
                 e.pins += 1;
@@ -177,7 +180,7 @@ impl Pool {
     pub fn release_job(&mut self, job: JobId, delete: &[FileId]) -> Vec<FileId> {
         for f in self.job_pins.remove(&job).unwrap_or_default() {
             if let Some(e) = self.entries.get_mut(&f) {
-                e.pins -= 1;
+                e.pins = e.pins.saturating_sub(1);
             }
         }
         for f in delete {
@@ -373,6 +376,18 @@ mod tests {
         assert!(p.is_pinned(1));
         p.release_job(5, &[]);
         assert!(!p.is_pinned(1));
+    }
+
+    #[test]
+    fn a_write_in_flight_is_not_pinned_by_a_job_and_an_abort_leaves_no_stale_pin() {
+        let mut p = pool(20);
+        p.begin_write(1, 10).unwrap();
+        p.pin_job(9, &[1]);
+        p.abort_write(1);
+        write(&mut p, 1, 10);
+        p.release_job(9, &[]);
+        assert!(!p.is_pinned(1));
+        assert_eq!(write(&mut p, 2, 15), vec![1]);
     }
 
     #[test]
