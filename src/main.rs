@@ -72,6 +72,15 @@ struct CheckArgs {
     scenario: ScenarioArgs,
 }
 
+/// Prints a line to stdout; a closed pipe (`gridbed … | head`) is not an error
+/// worth a panic, so write errors are ignored.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn load(args: &ScenarioArgs) -> Result<Scenario, ExitCode> {
     let overrides = Overrides {
         strategy: args.strategy.clone(),
@@ -110,8 +119,8 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
     let s = load(&args.scenario)?;
     let wf = &s.workflow;
     let input_bytes: u64 = wf.inputs().map(|f| wf.files[f].size).sum();
-    println!("{}: ok", s.path.display());
-    println!(
+    say!("{}: ok", s.path.display());
+    say!(
         "  workflow  {} jobs, {} files ({} inputs, {}), {} file references",
         wf.jobs.len(),
         wf.files.len(),
@@ -119,13 +128,13 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         human_bytes(input_bytes as f64),
         wf.references()
     );
-    println!(
+    say!(
         "  sites     {} ({} CPUs), origin {}",
         s.sites.len(),
         s.sites.iter().map(|x| x.info.cpus).sum::<usize>(),
         s.sites[s.origin].info.name
     );
-    println!(
+    say!(
         "  manager   strategy {}, replica policy {:?}, eviction {}, MAXPRE {}, prescript interval {} s",
         s.strategy,
         s.manager.replica_policy,
@@ -133,9 +142,10 @@ fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {
         s.manager.maxpre,
         s.manager.prescript_interval
     );
-    println!(
+    say!(
         "  emulation time_scale {}, byte_scale {}",
-        s.emulation.time_scale, s.emulation.byte_scale
+        s.emulation.time_scale,
+        s.emulation.byte_scale
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -175,7 +185,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
     })?;
     let mut record = RunRecord::from_live(&scenario, &result, &run_id);
     record.set_counts(result.counts.failed, result.counts.blocked);
-    print!("{}", record.table());
+    say!("{}", record.table().trim_end());
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&record).map_err(|e| {
             eprintln!("error: run record: {e}");
@@ -185,7 +195,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
             eprintln!("error: writing {}: {e}", path.display());
             ExitCode::from(1)
         })?;
-        println!("\nrun record written to {}", path.display());
+        say!("\nrun record written to {}", path.display());
     }
     if record.summary.succeeded && record.summary.corrupt_at_end == 0 {
         Ok(ExitCode::SUCCESS)

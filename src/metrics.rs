@@ -208,6 +208,7 @@ pub fn serve(
         )
     })
     .workers(1)
+    .tcp_nodelay(true)
     .disable_signals()
     .shutdown_timeout(1)
     .listen(listener)?

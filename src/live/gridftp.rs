@@ -68,13 +68,17 @@ struct Shared {
 }
 
 /// A byte-rate bucket holding at most `chunk` bytes; None when unlimited.
+/// It starts empty: a full bucket would let a file smaller than a chunk
+/// through at once, and emulated files are often that small.
 fn limiter(rate: f64, chunk: usize) -> Option<DefaultDirectRateLimiter> {
     if !rate.is_finite() || rate >= 1e9 {
         return None;
     }
     let period = Duration::from_secs_f64(1.0 / rate.max(1e-3));
-    let quota = Quota::with_period(period)?.allow_burst(NonZeroU32::new(chunk as u32)?);
-    Some(RateLimiter::direct(quota))
+    let burst = NonZeroU32::new(chunk as u32)?;
+    let bucket = RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst));
+    let _ = bucket.check_n(burst);
+    Some(bucket)
 }
 
 impl Gridftp {
@@ -129,6 +133,9 @@ pub fn serve(listener: TcpListener, state: Arc<Gridftp>) -> std::io::Result<Serv
     Ok(
         HttpServer::new(move || App::new().configure(|cfg| configure(cfg, data.clone())))
             .workers(1)
+            // Small responses back to back on a kept-alive connection would
+            // otherwise wait out the peer's delayed ACK (Nagle): 40 ms each.
+            .tcp_nodelay(true)
             .disable_signals()
             .shutdown_timeout(1)
             .listen(listener)?
