@@ -6,7 +6,7 @@
 //! are pinned, files being written are pinned, origin copies are never evicted.
 //! The live site actor wraps this with a real directory; the sim site uses it as is.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{FileId, JobId};
 use crate::policy::{Candidate, EvictionPolicy};
@@ -27,6 +27,14 @@ struct Entry {
     inserted: u64,
     last_access: u64,
     accesses: u64,
+    /// Its eviction key while it is in the evictable index.
+    key: Option<u64>,
+}
+
+impl Entry {
+    fn evictable(&self) -> bool {
+        self.present && !self.kept && self.pins == 0 && self.writing == 0
+    }
 }
 
 /// Not enough room for a write.
@@ -46,11 +54,18 @@ pub struct Reserved {
 }
 
 /// One site's pool: which files it holds, how many bytes, who pins what.
+///
+/// Evictable files (complete, unpinned, not kept, not being written) sit in an
+/// index ordered by the eviction policy's key, kept up to date as entries
+/// change, so making room costs O(log n) per evicted file even in pools of
+/// tens of thousands of files.
 pub struct Pool {
     capacity: u64,
     used: u64,
     kept_bytes: u64,
+    evictable_bytes: u64,
     entries: HashMap<FileId, Entry>,
+    evictable: BTreeSet<(u64, FileId)>,
     job_pins: HashMap<JobId, Vec<FileId>>,
     clock: u64,
     eviction: Box<dyn EvictionPolicy>,
@@ -64,7 +79,9 @@ impl Pool {
             capacity,
             used: 0,
             kept_bytes: 0,
+            evictable_bytes: 0,
             entries: HashMap::new(),
+            evictable: BTreeSet::new(),
             job_pins: HashMap::new(),
             clock: 0,
             eviction,
@@ -119,10 +136,37 @@ impl Pool {
         self.could_ever_fit(need)
     }
 
+    /// Changes one entry and keeps the evictable index and byte sums true.
+    fn update(&mut self, file: FileId, change: impl FnOnce(&mut Entry)) {
+        let Some(e) = self.entries.get_mut(&file) else {
+            return;
+        };
+        let was_kept = e.kept;
+        if let Some(key) = e.key.take() {
+            self.evictable.remove(&(key, file));
+            self.evictable_bytes -= e.size;
+        }
+        change(e);
+        if e.kept && !was_kept {
+            self.kept_bytes += e.size;
+        }
+        if e.evictable() {
+            let key = self.eviction.key(&Candidate {
+                file,
+                size: e.size,
+                inserted: e.inserted,
+                last_access: e.last_access,
+                accesses: e.accesses,
+            });
+            e.key = Some(key);
+            self.evictable.insert((key, file));
+            self.evictable_bytes += e.size;
+        }
+    }
+
     /// Places an origin copy that is never evicted (initial placement).
     pub fn place_origin(&mut self, file: FileId, size: u64) -> Result<(), NoSpace> {
-        let r = self.begin_write(file, size)?;
-        debug_assert!(r.evicted.is_empty() || !r.was_present);
+        self.begin_write(file, size)?;
         self.commit_write(file);
         self.keep(file);
         Ok(())
@@ -130,43 +174,45 @@ impl Pool {
 
     /// Marks `file` as an origin copy (a job's output is the origin of its data).
     pub fn keep(&mut self, file: FileId) {
-        if let Some(e) = self.entries.get_mut(&file)
-            && !e.kept
-        {
+        self.update(file, |e| {
             e.kept = true;
             e.doomed = false;
-            self.kept_bytes += e.size;
-        }
+        });
     }
 
     /// Starts a job's staging here: pins its inputs that are present and
     /// remembers the job so that files arriving for it are pinned too.
     pub fn pin_job(&mut self, job: JobId, inputs: &[FileId]) {
-        let pins = self.job_pins.entry(job).or_default();
+        let mut pins = self.job_pins.remove(&job).unwrap_or_default();
         for &f in inputs {
             // Only complete files: one still being written may yet be aborted,
             // and arrives pinned through `pin_for` if this job staged it.
-            if let Some(e) = self.entries.get_mut(&f)
-                && e.present
-                && !pins.contains(&f)
-            {
-                e.pins += 1;
-                e.doomed = false;
+            if self.has(f) && !pins.contains(&f) {
+                self.update(f, |e| {
+                    e.pins += 1;
+                    e.doomed = false;
+                });
                 pins.push(f);
             }
         }
+        self.job_pins.insert(job, pins);
     }
 
     /// Pins `file` for `job` if the job is being staged here (a transfer that
     /// lands after the job was released is left unpinned: plain cache).
     pub fn pin_for(&mut self, job: JobId, file: FileId) {
-        if let Some(pins) = self.job_pins.get_mut(&job)
-            && let Some(e) = self.entries.get_mut(&file)
-            && !pins.contains(&file)
-        {
-            e.pins += 1;
-            e.doomed = false;
-            pins.push(file);
+        let fresh = self
+            .job_pins
+            .get(&job)
+            .is_some_and(|pins| !pins.contains(&file));
+        if fresh && self.entries.contains_key(&file) {
+            self.update(file, |e| {
+                e.pins += 1;
+                e.doomed = false;
+            });
+            if let Some(pins) = self.job_pins.get_mut(&job) {
+                pins.push(file);
+            }
         }
     }
 
@@ -179,28 +225,21 @@ impl Pool {
     /// the files that went (nothing else pinned them).
     pub fn release_job(&mut self, job: JobId, delete: &[FileId]) -> Vec<FileId> {
         for f in self.job_pins.remove(&job).unwrap_or_default() {
-            if let Some(e) = self.entries.get_mut(&f) {
-                e.pins = e.pins.saturating_sub(1);
-            }
+            self.update(f, |e| e.pins = e.pins.saturating_sub(1));
         }
-        for f in delete {
-            if let Some(e) = self.entries.get_mut(f)
-                && !e.kept
-            {
-                e.doomed = true;
+        let mut gone = Vec::new();
+        for &f in delete {
+            let Some(e) = self.entries.get_mut(&f) else {
+                continue;
+            };
+            if e.kept {
+                continue;
             }
-        }
-        let gone: Vec<FileId> = delete
-            .iter()
-            .copied()
-            .filter(|f| {
-                self.entries
-                    .get(f)
-                    .is_some_and(|e| e.doomed && e.pins == 0 && e.writing == 0)
-            })
-            .collect();
-        for &f in &gone {
-            self.remove(f);
+            e.doomed = true;
+            if e.pins == 0 && e.writing == 0 {
+                self.remove(f);
+                gone.push(f);
+            }
         }
         gone
     }
@@ -209,45 +248,30 @@ impl Pool {
     /// needed. The file is pinned by the write until [`commit_write`](Self::commit_write)
     /// or [`abort_write`](Self::abort_write).
     pub fn begin_write(&mut self, file: FileId, size: u64) -> Result<Reserved, NoSpace> {
-        if let Some(e) = self.entries.get_mut(&file) {
+        if let Some(e) = self.entries.get(&file) {
             // Same immutable file: no new room needed, the write replaces it.
-            e.writing += 1;
+            let was_present = e.present;
+            self.update(file, |e| e.writing += 1);
             return Ok(Reserved {
                 evicted: Vec::new(),
-                was_present: e.present,
+                was_present,
             });
         }
         if !self.could_ever_fit(size) {
             return Err(NoSpace { never: true });
         }
+        let free = self.capacity.saturating_sub(self.used);
+        if free + self.evictable_bytes < size {
+            return Err(NoSpace { never: false });
+        }
         let mut evicted = Vec::new();
-        if self.used + size > self.capacity {
-            let mut candidates: Vec<Candidate> = self
-                .entries
-                .iter()
-                .filter(|(_, e)| e.present && !e.kept && e.pins == 0 && e.writing == 0)
-                .map(|(&file, e)| Candidate {
-                    file,
-                    size: e.size,
-                    inserted: e.inserted,
-                    last_access: e.last_access,
-                    accesses: e.accesses,
-                })
-                .collect();
-            let free_after: u64 = candidates.iter().map(|c| c.size).sum::<u64>()
-                + self.capacity.saturating_sub(self.used);
-            if free_after < size {
-                return Err(NoSpace { never: false });
-            }
-            self.eviction.order(&mut candidates);
-            for c in candidates {
-                if self.used + size <= self.capacity {
-                    break;
-                }
-                self.remove(c.file);
-                self.evictions += 1;
-                evicted.push(c.file);
-            }
+        while self.used + size > self.capacity {
+            let Some(&(_, victim)) = self.evictable.first() else {
+                break;
+            };
+            self.remove(victim);
+            self.evictions += 1;
+            evicted.push(victim);
         }
         self.clock += 1;
         self.used += size;
@@ -263,6 +287,7 @@ impl Pool {
                 inserted: self.clock,
                 last_access: self.clock,
                 accesses: 0,
+                key: None,
             },
         );
         Ok(Reserved {
@@ -274,20 +299,22 @@ impl Pool {
     /// The write completed and verified: the file is present.
     pub fn commit_write(&mut self, file: FileId) {
         self.clock += 1;
-        if let Some(e) = self.entries.get_mut(&file) {
+        let now = self.clock;
+        self.update(file, |e| {
             e.writing = e.writing.saturating_sub(1);
             e.present = true;
-            e.last_access = self.clock;
-        }
+            e.last_access = now;
+        });
     }
 
     /// The write failed: give back its room unless an older copy is still here.
     pub fn abort_write(&mut self, file: FileId) {
-        let Some(e) = self.entries.get_mut(&file) else {
-            return;
-        };
-        e.writing = e.writing.saturating_sub(1);
-        if !e.present && e.writing == 0 {
+        self.update(file, |e| e.writing = e.writing.saturating_sub(1));
+        if self
+            .entries
+            .get(&file)
+            .is_some_and(|e| !e.present && e.writing == 0)
+        {
             self.remove(file);
         }
     }
@@ -295,10 +322,11 @@ impl Pool {
     /// A job read `file`: recency and frequency for the eviction policy.
     pub fn touch(&mut self, file: FileId) {
         self.clock += 1;
-        if let Some(e) = self.entries.get_mut(&file) {
-            e.last_access = self.clock;
+        let now = self.clock;
+        self.update(file, |e| {
+            e.last_access = now;
             e.accesses += 1;
-        }
+        });
     }
 
     fn remove(&mut self, file: FileId) {
@@ -306,6 +334,10 @@ impl Pool {
             self.used -= e.size;
             if e.kept {
                 self.kept_bytes -= e.size;
+            }
+            if let Some(key) = e.key {
+                self.evictable.remove(&(key, file));
+                self.evictable_bytes -= e.size;
             }
         }
     }
@@ -388,6 +420,54 @@ mod tests {
         p.release_job(9, &[]);
         assert!(!p.is_pinned(1));
         assert_eq!(write(&mut p, 2, 15), vec![1]);
+    }
+
+    /// Recomputes the derived sums and the index from the entries.
+    fn check(p: &Pool) {
+        let used: u64 = p.entries.values().map(|e| e.size).sum();
+        let kept: u64 = p.entries.values().filter(|e| e.kept).map(|e| e.size).sum();
+        let idx: BTreeSet<(u64, FileId)> = p
+            .entries
+            .iter()
+            .filter(|(_, e)| e.evictable())
+            .map(|(&f, e)| (e.key.unwrap(), f))
+            .collect();
+        let ev: u64 = idx.iter().map(|(_, f)| p.entries[f].size).sum();
+        assert_eq!((p.used, p.kept_bytes, p.evictable_bytes), (used, kept, ev));
+        assert_eq!(p.evictable, idx);
+        assert!(p.used <= p.capacity);
+    }
+
+    #[test]
+    fn random_operations_keep_the_index_and_sums_true() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let mut p = pool(100);
+        for _ in 0..20_000 {
+            let f = rng.random_range(0..30);
+            let job = rng.random_range(0..5);
+            match rng.random_range(0..8) {
+                0 => {
+                    if p.begin_write(f, rng.random_range(1..30)).is_ok() {
+                        if rng.random_bool(0.8) {
+                            p.commit_write(f);
+                        } else {
+                            p.abort_write(f);
+                        }
+                    }
+                }
+                1 => p.pin_job(job, &[f, (f + 1) % 30]),
+                2 => p.pin_for(job, f),
+                3 => drop(p.release_job(job, &[f])),
+                4 => p.touch(f),
+                5 => p.keep(f),
+                6 => drop(p.release_job(job, &[])),
+                _ => {
+                    let _ = p.begin_write(f, 5);
+                }
+            }
+            check(&p);
+        }
     }
 
     #[test]

@@ -48,10 +48,13 @@ pub struct Candidate {
     pub accesses: u64,
 }
 
-/// Orders unpinned files for eviction, first to go first.
+/// Ranks unpinned files for eviction: the smallest key goes first. A pool asks
+/// again whenever a file's state changes (written, read), so the key may use
+/// recency, age, frequency or a draw from the policy's generator; ties go to
+/// the lower file id.
 pub trait EvictionPolicy: Send {
-    /// Sorts `candidates` into eviction order.
-    fn order(&mut self, candidates: &mut Vec<Candidate>);
+    /// The eviction key of `candidate` as it is now.
+    fn key(&mut self, candidate: &Candidate) -> u64;
 }
 
 /// A named constructor of a policy of kind `T`, fed a seeded generator.

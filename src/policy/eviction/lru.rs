@@ -7,8 +7,8 @@ use crate::policy::{Candidate, EvictionPolicy};
 pub struct Lru;
 
 impl EvictionPolicy for Lru {
-    fn order(&mut self, candidates: &mut Vec<Candidate>) {
-        // The pool clock is unique per access, so the order is total.
-        candidates.sort_unstable_by_key(|c| c.last_access);
+    fn key(&mut self, candidate: &Candidate) -> u64 {
+        // The pool clock ticks on every access, so keys are unique.
+        candidate.last_access
     }
 }
