@@ -205,6 +205,7 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
         bandwidth: f64::INFINITY,
         stream_cap: f64::INFINITY,
         max_connections: 1024,
+        latency: 0.0,
         corrupt_responses: 0,
     }
 }
@@ -283,6 +284,7 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
             max_connections: 64,
+            latency: Duration::ZERO,
         };
         let state = Arc::new(gridftp::Gridftp::new(src.clone(), limits, Arc::default()));
         let server = gridftp::serve(listener, state).map_err(|e| e.to_string())?;

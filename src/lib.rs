@@ -9,7 +9,7 @@
 //!                              │
 //!                ┌─────────────┴─────────────┐
 //!                ▼                           ▼
-//!         sim engine (later)          live engine (actix actors,
+//!         sim engine (virtual clock)   live engine (actix actors,
 //!                │                    actix-web "gridftp", reqwest)
 //!                └──────► core ◄─────────────┘
 //!   Manager state machine (DAGMan semantics), RLS, control records,
@@ -20,6 +20,8 @@
 //!   nominal time and returns commands. It never sleeps, spawns or does I/O.
 //! * [`policy`] holds the site selectors and eviction policies, one file each,
 //!   picked by name.
+//! * [`sim`] is the discrete-event engine: a virtual clock, the same core and
+//!   policies, and the live engine's transfer, queue and storage models.
 //! * [`live`] is the live engine: each site is an actix actor owning a
 //!   capacity-limited temp-dir pool, CPU slots and a FIFO queue, plus a
 //!   rate-limited HTTP file server on loopback.
@@ -35,4 +37,5 @@ pub mod live;
 pub mod metrics;
 pub mod policy;
 pub mod report;
+pub mod sim;
 pub mod workflow;

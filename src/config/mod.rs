@@ -84,6 +84,8 @@ pub struct SiteConfig {
     pub stream_cap: f64,
     /// Transfers served at once; more get 503.
     pub max_connections: usize,
+    /// Per-transfer latency of its file server before the first byte (nominal s).
+    pub latency: f64,
     /// Fault hook for tests: this many served responses get one byte flipped.
     pub corrupt_responses: u32,
 }
@@ -179,6 +181,7 @@ struct SiteFile {
     bandwidth: Option<Rate>,
     stream_cap: Option<Rate>,
     max_connections: Option<Spanned<usize>>,
+    latency: Option<Seconds>,
     speed: Option<Positive>,
     overhead: Option<Seconds>,
     corrupt_responses: Option<u32>,
@@ -190,6 +193,7 @@ struct SiteDefaults {
     bandwidth: Option<Rate>,
     stream_cap: Option<Rate>,
     max_connections: Option<usize>,
+    latency: Option<Seconds>,
     speed: Option<Positive>,
     overhead: Option<Seconds>,
 }
@@ -673,6 +677,7 @@ fn merge(
             .map(|m| *m.get_ref())
             .or(d.max_connections)
             .unwrap_or(64),
+        latency: pick!(latency).or(d.latency).map_or(0.0, |l| l.0),
         corrupt_responses: s.corrupt_responses.unwrap_or(0),
     })
 }

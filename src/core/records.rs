@@ -121,3 +121,13 @@ pub struct Records {
     /// Evictions, in the order the manager learnt of them.
     pub evictions: Vec<EvictionRecord>,
 }
+
+impl Records {
+    /// Makespan: the last time any job attempt ended (0 before any did).
+    pub fn makespan(&self) -> Time {
+        self.jobs
+            .iter()
+            .flat_map(|j| j.attempts.iter().filter_map(|a| a.ended))
+            .fold(0.0, f64::max)
+    }
+}

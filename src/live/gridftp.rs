@@ -38,6 +38,9 @@ pub struct Limits {
     pub stream_cap: f64,
     /// Responses served at once.
     pub max_connections: usize,
+    /// Wait before the first byte of every response (the emulated per-transfer
+    /// latency; the connection slot is held meanwhile).
+    pub latency: Duration,
 }
 
 /// Test hooks: deliberate faults in served responses.
@@ -226,6 +229,9 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         Err(_) => return Refusal::Missing.response(),
     };
     st.served.fetch_add(1, Ordering::Relaxed);
+    if !st.limits.latency.is_zero() {
+        tokio::time::sleep(st.limits.latency).await;
+    }
     let corrupt = meta.size > 0
         && st
             .faults
@@ -286,6 +292,7 @@ mod tests {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
             max_connections,
+            latency: Duration::ZERO,
         };
         (
             dir,

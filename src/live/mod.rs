@@ -171,6 +171,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
             bandwidth: em.real_rate(s.bandwidth),
             stream_cap: em.real_rate(s.stream_cap),
             max_connections: s.max_connections,
+            latency: crate::live::site::real_duration(em.real_secs(s.latency)),
         };
         let faults = Arc::new(gridftp::Faults::default());
         faults
@@ -265,7 +266,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     Ok(LiveRun {
         counts: core.counts(),
         succeeded: core.succeeded(),
-        makespan: last_event(core.records()),
+        makespan: core.records().makespan(),
         wall,
         setup,
         rls,
@@ -273,15 +274,6 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         metrics: metrics.render(),
         records: core.into_records(),
     })
-}
-
-/// Makespan: the last time any job attempt ended.
-pub fn last_event(records: &Records) -> f64 {
-    records
-        .jobs
-        .iter()
-        .flat_map(|j| j.attempts.iter().filter_map(|a| a.ended))
-        .fold(0.0, f64::max)
 }
 
 /// Writes every workflow input into the origin's pool, in parallel batches off

@@ -12,6 +12,7 @@ use crate::config::units::human_bytes;
 use crate::core::TransferFailure;
 use crate::core::records::{Outcome, Records};
 use crate::live::LiveRun;
+use crate::sim::SimRun;
 
 /// Version of the run-record schema.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -183,6 +184,7 @@ impl RunRecord {
     pub fn from_live(scenario: &Scenario, run: &LiveRun, run_id: &str) -> RunRecord {
         let mut rec = Self::from_records(scenario, &run.records, "live", run_id, run.makespan);
         rec.summary.succeeded = run.succeeded;
+        rec.set_counts(run.counts.failed, run.counts.blocked);
         rec.summary.wall_s = run.wall.as_secs_f64();
         rec.summary.setup_wall_s = run.setup.as_secs_f64();
         rec.summary.evictions = run.sites.iter().map(|s| s.evictions).sum();
@@ -197,6 +199,19 @@ impl RunRecord {
         for (entry, report) in rec.sites.iter_mut().zip(&run.sites) {
             entry.evictions = report.evictions;
             entry.used_at_end = report.used;
+        }
+        rec
+    }
+
+    /// Builds the record of a simulated run.
+    pub fn from_sim(scenario: &Scenario, run: &SimRun, run_id: &str) -> RunRecord {
+        let mut rec = Self::from_records(scenario, &run.records, "sim", run_id, run.makespan);
+        rec.summary.succeeded = run.succeeded;
+        rec.summary.evictions = run.evictions.iter().sum();
+        rec.set_counts(run.counts.failed, run.counts.blocked);
+        for ((entry, ev), used) in rec.sites.iter_mut().zip(&run.evictions).zip(&run.used) {
+            entry.evictions = *ev;
+            entry.used_at_end = *used;
         }
         rec
     }

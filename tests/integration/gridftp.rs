@@ -42,6 +42,7 @@ fn limits(bandwidth: f64, stream_cap: f64, max_connections: usize) -> Limits {
         bandwidth,
         stream_cap,
         max_connections,
+        latency: Duration::ZERO,
     }
 }
 

@@ -1,0 +1,547 @@
+//! The sim engine: the same scenario on a virtual clock, driving the same
+//! [`Manager`] and policies as the live engine (seed 000 §4's discrete-event
+//! simulator, with the live engine's models).
+//!
+//! Events are ordered by (time, sequence); nothing here draws random numbers of
+//! its own (the selectors and eviction policies are seeded from the scenario),
+//! so a seed gives a byte-identical run record. The models mirror the live
+//! engine's, in nominal units:
+//!
+//! * **Transfers**: a transfer first waits for one of the source's
+//!   `max_connections` (FIFO, as 503-and-retry does live), holds it for the
+//!   source's `latency`, then streams. All streams leaving a site share its
+//!   `bandwidth` fairly and each is capped at `stream_cap`: every active stream
+//!   runs at `min(cap, bandwidth / n)`. Since all streams of a source run at the
+//!   same rate, the source keeps one "virtual bytes served per stream" clock and
+//!   a heap of finish marks, so each start or end costs O(log n).
+//! * **Storage**: each site has a [`Pool`] with the scenario's eviction policy,
+//!   pinning exactly as the live site does.
+//! * **Jobs**: FIFO queue, `cpus` slots, `runtime / speed + overhead`; inputs
+//!   are checked at start, outputs written (and kept) at the end.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::Scenario;
+use crate::core::records::Records;
+use crate::core::storage::Pool;
+use crate::core::{
+    Command, Event, FileId, JobFailure, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
+    Workflow, manager::StateCounts,
+};
+use crate::policy::{self, UnknownPolicy};
+
+/// A finished simulated run.
+pub struct SimRun {
+    /// Control records from the core.
+    pub records: Records,
+    /// Final job counts.
+    pub counts: StateCounts,
+    /// Whether every job ended successfully.
+    pub succeeded: bool,
+    /// Nominal makespan (last job end).
+    pub makespan: f64,
+    /// Final RLS: holders of every file.
+    pub rls: Vec<Vec<SiteId>>,
+    /// Per site: evictions.
+    pub evictions: Vec<u64>,
+    /// Per site: bytes held at the end.
+    pub used: Vec<u64>,
+    /// Per site: most bytes held after any event.
+    pub peak_used: Vec<u64>,
+    /// Transfers the engine completed (successfully).
+    pub transfers: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Wall time of the simulation.
+    pub wall: Duration,
+}
+
+/// Runs `scenario` on the virtual clock.
+pub fn run(scenario: &Scenario) -> Result<SimRun, UnknownPolicy> {
+    let started = Instant::now();
+    let mut sim = Sim::new(scenario)?;
+    sim.run();
+    Ok(sim.finish(started.elapsed()))
+}
+
+/// What happens at an instant.
+#[derive(Debug)]
+enum Ev {
+    /// Hand an event to the manager.
+    Deliver(Event),
+    /// The manager asked to be woken.
+    Wake,
+    /// A transfer's latency is over: its bytes start to flow.
+    Stream(TransferId),
+    /// The earliest stream of a source may have finished (stale if `generation`
+    /// moved on).
+    SourceNext { site: SiteId, generation: u64 },
+    /// A job's runtime is over.
+    JobDone { site: SiteId, job: JobId },
+}
+
+struct Due {
+    at: Time,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Due {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.at.total_cmp(&o.at).then(self.seq.cmp(&o.seq))
+    }
+}
+
+/// `f64` with a total order, for heaps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Mark(f64);
+impl Eq for Mark {}
+impl PartialOrd for Mark {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Mark {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.total_cmp(&o.0)
+    }
+}
+
+/// A site's file server as the transfer model sees it.
+struct Source {
+    bandwidth: f64,
+    cap: f64,
+    max_connections: usize,
+    latency: f64,
+    /// Connections held (waiting out latency or streaming).
+    connections: usize,
+    /// Transfers waiting for a connection, FIFO.
+    waiting: VecDeque<TransferId>,
+    /// Streaming transfers by the virtual mark at which they finish.
+    active: BinaryHeap<Reverse<(Mark, TransferId)>>,
+    /// Bytes served per stream since the start (the virtual clock).
+    served: f64,
+    /// When `served` was last brought up to date.
+    last: Time,
+    /// Generation of the pending `SourceNext`.
+    generation: u64,
+}
+
+impl Source {
+    /// Bytes per second of each active stream.
+    fn rate(&self) -> f64 {
+        let n = self.active.len();
+        if n == 0 {
+            return 0.0;
+        }
+        self.cap.min(self.bandwidth / n as f64)
+    }
+
+    fn advance(&mut self, now: Time) {
+        let r = self.rate();
+        if r.is_finite() && now > self.last {
+            self.served += r * (now - self.last);
+        }
+        self.last = now;
+    }
+}
+
+struct Flow {
+    job: JobId,
+    file: FileId,
+    from: SiteId,
+    to: SiteId,
+    size: u64,
+}
+
+struct Site {
+    cpus: usize,
+    speed: f64,
+    overhead: f64,
+    pool: Pool,
+    queue: VecDeque<JobId>,
+    running: usize,
+    peak_used: u64,
+}
+
+struct Sim {
+    wf: Arc<Workflow>,
+    manager: Manager,
+    now: Time,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Due>>,
+    wake_at: Option<Time>,
+    sites: Vec<Site>,
+    sources: Vec<Source>,
+    flows: Vec<Option<Flow>>,
+    out: Vec<Command>,
+    transfers: u64,
+    events: u64,
+}
+
+impl Sim {
+    fn new(scenario: &Scenario) -> Result<Sim, UnknownPolicy> {
+        let wf = scenario.workflow.clone();
+        let mut sites = Vec::new();
+        let mut sources = Vec::new();
+        for (i, s) in scenario.sites.iter().enumerate() {
+            let eviction =
+                policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
+            let mut pool = Pool::new(s.info.disk, eviction);
+            if i == scenario.origin {
+                for f in wf.inputs() {
+                    // The scenario loader checked that the inputs fit.
+                    let _ = pool.place_origin(f, wf.files[f].size);
+                }
+            }
+            sites.push(Site {
+                cpus: s.info.cpus,
+                speed: s.info.speed,
+                overhead: s.info.overhead,
+                peak_used: pool.used(),
+                pool,
+                queue: VecDeque::new(),
+                running: 0,
+            });
+            sources.push(Source {
+                bandwidth: s.bandwidth,
+                cap: s.stream_cap,
+                max_connections: s.max_connections,
+                latency: s.latency,
+                connections: 0,
+                waiting: VecDeque::new(),
+                active: BinaryHeap::new(),
+                served: 0.0,
+                last: 0.0,
+                generation: 0,
+            });
+        }
+        let selector = policy::site_selector(&scenario.strategy, scenario.seed)?;
+        let manager = Manager::new(
+            wf.clone(),
+            scenario.site_infos(),
+            &scenario.placement(),
+            scenario.manager.clone(),
+            selector,
+        );
+        Ok(Sim {
+            wf,
+            manager,
+            now: 0.0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            wake_at: None,
+            sites,
+            sources,
+            flows: Vec::new(),
+            out: Vec::new(),
+            transfers: 0,
+            events: 0,
+        })
+    }
+
+    fn at(&mut self, at: Time, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Reverse(Due {
+            at,
+            seq: self.seq,
+            ev,
+        }));
+    }
+
+    fn run(&mut self) {
+        self.deliver(Event::Tick);
+        while let Some(Reverse(due)) = self.queue.pop() {
+            if self.manager.is_finished() {
+                break;
+            }
+            self.now = due.at;
+            self.events += 1;
+            match due.ev {
+                Ev::Deliver(e) => self.deliver(e),
+                Ev::Wake => {
+                    if self.wake_at.is_some_and(|w| w <= self.now) {
+                        self.wake_at = None;
+                    }
+                    self.deliver(Event::Tick);
+                }
+                Ev::Stream(id) => self.stream(id),
+                Ev::SourceNext { site, generation } => self.source_next(site, generation),
+                Ev::JobDone { site, job } => self.job_done(site, job),
+            }
+        }
+    }
+
+    fn finish(self, wall: Duration) -> SimRun {
+        let rls = (0..self.wf.files.len())
+            .map(|f| self.manager.rls().holders(f).to_vec())
+            .collect();
+        let evictions = self.sites.iter().map(|s| s.pool.evictions()).collect();
+        let used = self.sites.iter().map(|s| s.pool.used()).collect();
+        let peak_used = self.sites.iter().map(|s| s.peak_used).collect();
+        SimRun {
+            counts: self.manager.counts(),
+            succeeded: self.manager.succeeded(),
+            makespan: self.manager.records().makespan(),
+            rls,
+            evictions,
+            used,
+            peak_used,
+            transfers: self.transfers,
+            events: self.events,
+            wall,
+            records: self.manager.into_records(),
+        }
+    }
+
+    /// Hands `e` to the manager now and carries out what it orders.
+    fn deliver(&mut self, e: Event) {
+        self.manager.handle(self.now, e, &mut self.out);
+        let mut out = std::mem::take(&mut self.out);
+        for c in out.drain(..) {
+            self.apply(c);
+        }
+        self.out = out;
+        if let Some(w) = self.manager.next_wakeup()
+            && self.wake_at.is_none_or(|s| w < s || s < self.now)
+        {
+            self.wake_at = Some(w);
+            self.at(w.max(self.now), Ev::Wake);
+        }
+    }
+
+    fn apply(&mut self, c: Command) {
+        match c {
+            Command::Pin { job, site } => {
+                self.sites[site]
+                    .pool
+                    .pin_job(job, &self.wf.jobs[job].inputs);
+            }
+            Command::StartTransfer {
+                id,
+                job,
+                file,
+                from,
+                to,
+            } => self.start_transfer(id, job, file, from, to),
+            Command::Submit { job, site } => {
+                self.sites[site].queue.push_back(job);
+                self.try_start(site);
+            }
+            Command::Release { job, site, delete } => {
+                self.sites[site].pool.release_job(job, &delete);
+            }
+        }
+    }
+
+    fn evicted(&mut self, site: SiteId, files: Vec<FileId>) {
+        for file in files {
+            self.at(self.now, Ev::Deliver(Event::FileEvicted { site, file }));
+        }
+    }
+
+    fn note_used(&mut self, site: SiteId) {
+        let s = &mut self.sites[site];
+        s.peak_used = s.peak_used.max(s.pool.used());
+    }
+
+    fn start_transfer(
+        &mut self,
+        id: TransferId,
+        job: JobId,
+        file: FileId,
+        from: SiteId,
+        to: SiteId,
+    ) {
+        let size = self.wf.files[file].size;
+        let idx = id as usize;
+        if self.flows.len() <= idx {
+            self.flows.resize_with(idx + 1, || None);
+        }
+        match self.sites[to].pool.begin_write(file, size) {
+            Err(e) => {
+                let inputs = self.wf.jobs[job]
+                    .inputs
+                    .iter()
+                    .map(|&f| (f, self.wf.files[f].size));
+                let never = e.never || !self.sites[to].pool.could_ever_hold(inputs);
+                let result = Err(TransferFailure::NoSpace { never });
+                self.at(self.now, Ev::Deliver(Event::TransferDone { id, result }));
+            }
+            Ok(r) => {
+                self.evicted(to, r.evicted);
+                self.note_used(to);
+                self.flows[idx] = Some(Flow {
+                    job,
+                    file,
+                    from,
+                    to,
+                    size,
+                });
+                let src = &mut self.sources[from];
+                if src.connections < src.max_connections {
+                    src.connections += 1;
+                    let at = self.now + src.latency;
+                    self.at(at, Ev::Stream(id));
+                } else {
+                    src.waiting.push_back(id);
+                }
+            }
+        }
+    }
+
+    /// Latency over: the source must still hold the file (live: 404 otherwise),
+    /// then the bytes flow.
+    fn stream(&mut self, id: TransferId) {
+        let Some(flow) = self.flows[id as usize].as_ref() else {
+            return;
+        };
+        let (from, file, size) = (flow.from, flow.file, flow.size);
+        if !self.sites[from].pool.has(file) {
+            self.end_transfer(id, Err(TransferFailure::SourceMissing));
+            return;
+        }
+        let src = &mut self.sources[from];
+        src.advance(self.now);
+        src.active
+            .push(Reverse((Mark(src.served + size as f64), id)));
+        self.reschedule(from);
+    }
+
+    /// Schedules the source's next stream end at the current shared rate.
+    fn reschedule(&mut self, site: SiteId) {
+        let src = &mut self.sources[site];
+        src.generation += 1;
+        let Some(Reverse((Mark(mark), _))) = src.active.peek() else {
+            return;
+        };
+        let r = src.rate();
+        let dt = if r.is_finite() {
+            ((mark - src.served) / r).max(0.0)
+        } else {
+            0.0
+        };
+        let (generation, at) = (src.generation, self.now + dt);
+        self.at(at, Ev::SourceNext { site, generation });
+    }
+
+    fn source_next(&mut self, site: SiteId, generation: u64) {
+        if self.sources[site].generation != generation {
+            return;
+        }
+        let src = &mut self.sources[site];
+        src.advance(self.now);
+        let unlimited = !src.rate().is_finite();
+        let tolerance = 1e-9 * src.served.abs().max(1.0) + 1e-6;
+        let mut done = Vec::new();
+        while let Some(Reverse((Mark(mark), id))) = src.active.peek().copied() {
+            // The scheduled stream always ends (rounding must not stall it).
+            if unlimited || mark <= src.served + tolerance || done.is_empty() {
+                src.active.pop();
+                done.push(id);
+            } else {
+                break;
+            }
+        }
+        for id in done {
+            let size = self.flows[id as usize].as_ref().map_or(0, |f| f.size);
+            self.end_transfer(id, Ok(size));
+        }
+        self.reschedule(site);
+    }
+
+    /// A transfer is over: free its connection, admit a waiting one, and tell
+    /// the manager.
+    fn end_transfer(&mut self, id: TransferId, result: Result<u64, TransferFailure>) {
+        let Some(flow) = self.flows[id as usize].take() else {
+            return;
+        };
+        let pool = &mut self.sites[flow.to].pool;
+        if result.is_ok() {
+            pool.commit_write(flow.file);
+            pool.pin_for(flow.job, flow.file);
+            self.transfers += 1;
+        } else {
+            pool.abort_write(flow.file);
+        }
+        let src = &mut self.sources[flow.from];
+        src.connections -= 1;
+        if let Some(next) = src.waiting.pop_front() {
+            src.connections += 1;
+            let at = self.now + src.latency;
+            self.at(at, Ev::Stream(next));
+        }
+        self.at(self.now, Ev::Deliver(Event::TransferDone { id, result }));
+    }
+
+    fn try_start(&mut self, site: SiteId) {
+        while self.sites[site].running < self.sites[site].cpus {
+            let Some(job) = self.sites[site].queue.pop_front() else {
+                return;
+            };
+            let spec = &self.wf.jobs[job];
+            let s = &mut self.sites[site];
+            if let Some(&f) = spec.inputs.iter().find(|&&f| !s.pool.has(f)) {
+                let failure = JobFailure::MissingInput(self.wf.files[f].name.clone());
+                let ev = Event::JobEnded {
+                    job,
+                    site,
+                    result: Err(failure),
+                };
+                self.at(self.now, Ev::Deliver(ev));
+                continue;
+            }
+            for &f in &spec.inputs {
+                s.pool.touch(f);
+            }
+            s.running += 1;
+            let end = self.now + spec.runtime / s.speed + s.overhead;
+            self.at(self.now, Ev::Deliver(Event::JobStarted { job, site }));
+            self.at(end, Ev::JobDone { site, job });
+        }
+    }
+
+    fn job_done(&mut self, site: SiteId, job: JobId) {
+        let wf = self.wf.clone();
+        let mut result = Ok(());
+        let mut written = Vec::new();
+        for &o in &wf.jobs[job].outputs {
+            match self.sites[site].pool.begin_write(o, wf.files[o].size) {
+                Ok(r) => {
+                    self.evicted(site, r.evicted);
+                    written.push(o);
+                }
+                Err(e) => {
+                    result = Err(JobFailure::NoSpace { never: e.never });
+                    break;
+                }
+            }
+        }
+        let pool = &mut self.sites[site].pool;
+        for o in written {
+            if result.is_ok() {
+                pool.commit_write(o);
+                pool.keep(o);
+            } else {
+                pool.abort_write(o);
+            }
+        }
+        self.note_used(site);
+        self.sites[site].running -= 1;
+        self.at(self.now, Ev::Deliver(Event::JobEnded { job, site, result }));
+        self.try_start(site);
+    }
+}
