@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use gridbed::config::units::human_bytes;
 use gridbed::config::{self, Overrides, Scenario};
 use gridbed::live::{self, LiveOptions};
+use gridbed::report::validate::Comparison;
 use gridbed::report::{Progress, RunRecord};
 use gridbed::sim;
 
@@ -30,6 +31,8 @@ enum Cmd {
     Run(RunArgs),
     /// Validate a testbed (and its site catalogue) without running it.
     Check(CheckArgs),
+    /// Run a testbed on both engines and compare them side by side.
+    Validate(ValidateArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -80,6 +83,21 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct ValidateArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Largest makespan deviation (live vs sim) accepted, as a fraction.
+    #[arg(long, default_value_t = 0.10)]
+    tolerance: f64,
+    /// Write the comparison (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
 struct CheckArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
@@ -118,6 +136,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Run(args) => run(args),
         Cmd::Check(args) => check(args),
+        Cmd::Validate(args) => validate(args),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| {
@@ -231,6 +250,53 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
             "error: the run did not complete: {} of {} jobs ended ({} failed, {} blocked)",
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked
         );
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
+    let scenario = load(&args.scenario)?;
+    if !(args.tolerance.is_finite() && args.tolerance >= 0.0) {
+        eprintln!(
+            "error: --tolerance: expected a fraction ≥ 0, found {}",
+            args.tolerance
+        );
+        return Err(ExitCode::from(2));
+    }
+    let run_id = format!("{}-{}-validate", scenario.name, scenario.seed);
+    let sim_run = sim::run(&scenario).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    let sim_record = RunRecord::from_sim(&scenario, &sim_run, &run_id);
+    let progress = if args.quiet {
+        Progress::Hidden
+    } else {
+        Progress::for_stderr(scenario.workflow.jobs.len())
+    };
+    let opts = LiveOptions {
+        progress,
+        run_id: run_id.clone(),
+        ..Default::default()
+    };
+    let live_run = live::run(&scenario, opts).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(1)
+    })?;
+    let live_record = RunRecord::from_live(&scenario, &live_run, &run_id);
+    let cmp = Comparison::new(&sim_record, &live_record, args.tolerance);
+    say!("{}", cmp.table().trim_end());
+    if let Some(path) = &args.json {
+        write_json(path, &cmp)?;
+        say!("\ncomparison written to {}", path.display());
+    }
+    let complete = sim_record.summary.succeeded && live_record.summary.succeeded;
+    if !complete {
+        eprintln!("error: a run did not complete");
+    }
+    if cmp.within_tolerance && complete {
+        Ok(ExitCode::SUCCESS)
+    } else {
         Ok(ExitCode::from(1))
     }
 }

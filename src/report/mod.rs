@@ -3,6 +3,7 @@
 
 mod progress;
 pub mod record;
+pub mod validate;
 
 pub use progress::Progress;
 pub use record::RunRecord;

@@ -5,3 +5,4 @@ mod common;
 mod config_errors;
 mod gridftp;
 mod live_runs;
+mod sim;

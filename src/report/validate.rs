@@ -1,0 +1,218 @@
+//! `gridbed validate`: the same scenario and seed on both engines, side by side.
+//!
+//! Seed 000's simulator was 15–30% off its live runs and could not say why.
+//! Here every figure of the two run records is put side by side with its
+//! deviation `(live − sim) / sim`, and the time of every job is split into its
+//! phases — waiting for a prescript slot, staging (prescript), queueing at the
+//! site, running — so that a difference in makespan is traced to the phase that
+//! holds it.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::record::RunRecord;
+
+/// One compared figure.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    /// What it is.
+    pub name: String,
+    /// Sim value.
+    pub sim: f64,
+    /// Live value.
+    pub live: f64,
+    /// `(live − sim) / sim`; 0 when both are 0, ±∞ shown as null.
+    pub deviation: Option<f64>,
+}
+
+/// Mean nominal seconds a job spends in one phase.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Phase {
+    /// Phase name.
+    pub name: String,
+    /// Sim mean (s).
+    pub sim: f64,
+    /// Live mean (s).
+    pub live: f64,
+    /// Live minus sim (s).
+    pub difference: f64,
+}
+
+/// The comparison of a sim and a live run of one scenario.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    /// Testbed name.
+    pub testbed: String,
+    /// Seed both ran with.
+    pub seed: u64,
+    /// Allowed makespan deviation (fraction).
+    pub tolerance: f64,
+    /// Makespan deviation (fraction).
+    pub makespan_deviation: f64,
+    /// Whether it is within the tolerance.
+    pub within_tolerance: bool,
+    /// Figures side by side.
+    pub rows: Vec<Row>,
+    /// Per-phase mean times of the attempts that ended.
+    pub phases: Vec<Phase>,
+    /// The phase holding the largest difference.
+    pub dominant_phase: String,
+}
+
+fn deviation(sim: f64, live: f64) -> Option<f64> {
+    if sim == live {
+        Some(0.0)
+    } else if sim == 0.0 {
+        None
+    } else {
+        Some((live - sim) / sim)
+    }
+}
+
+/// Mean phase durations over the attempts that ended: (ready→prescript,
+/// prescript→submitted, submitted→started, started→ended).
+fn phases(rec: &RunRecord) -> [f64; 4] {
+    let mut sums = [0.0; 4];
+    let mut n = 0usize;
+    for job in &rec.jobs {
+        let Some(a) = job.attempts.last() else {
+            continue;
+        };
+        let (Some(ready), Some(sub), Some(start), Some(end)) =
+            (job.ready, a.submitted, a.started, a.ended)
+        else {
+            continue;
+        };
+        sums[0] += a.prescript - ready;
+        sums[1] += sub - a.prescript;
+        sums[2] += start - sub;
+        sums[3] += end - start;
+        n += 1;
+    }
+    if n > 0 {
+        for s in &mut sums {
+            *s /= n as f64;
+        }
+    }
+    sums
+}
+
+impl Comparison {
+    /// Compares `sim` and `live`, records of the same scenario and seed.
+    pub fn new(sim: &RunRecord, live: &RunRecord, tolerance: f64) -> Comparison {
+        let mut rows = Vec::new();
+        let mut row = |name: &str, s: f64, l: f64| {
+            rows.push(Row {
+                name: name.to_string(),
+                sim: s,
+                live: l,
+                deviation: deviation(s, l),
+            });
+        };
+        let (a, b) = (&sim.summary, &live.summary);
+        row("makespan (s)", a.makespan_s, b.makespan_s);
+        row("transfers", a.transfers as f64, b.transfers as f64);
+        row("bytes moved", a.bytes as f64, b.bytes as f64);
+        row(
+            "mean queue wait (s)",
+            a.mean_queue_wait_s,
+            b.mean_queue_wait_s,
+        );
+        row("cache hits", a.cache_hits as f64, b.cache_hits as f64);
+        row("evictions", a.evictions as f64, b.evictions as f64);
+        row("re-plans", a.replans as f64, b.replans as f64);
+        for (s, l) in sim.sites.iter().zip(&live.sites) {
+            if s.cpus > 0 {
+                row(
+                    &format!("jobs on {}", s.name),
+                    s.jobs_ended as f64,
+                    l.jobs_ended as f64,
+                );
+            }
+        }
+        let (ps, pl) = (phases(sim), phases(live));
+        let names = [
+            "waiting for a prescript",
+            "staging (prescript)",
+            "queueing at the site",
+            "running",
+        ];
+        let phases: Vec<Phase> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Phase {
+                name: n.to_string(),
+                sim: ps[i],
+                live: pl[i],
+                difference: pl[i] - ps[i],
+            })
+            .collect();
+        let dominant_phase = phases
+            .iter()
+            .max_by(|x, y| x.difference.abs().total_cmp(&y.difference.abs()))
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        let makespan_deviation = deviation(a.makespan_s, b.makespan_s).unwrap_or(f64::INFINITY);
+        Comparison {
+            testbed: sim.testbed.clone(),
+            seed: sim.seed,
+            tolerance,
+            within_tolerance: makespan_deviation.abs() <= tolerance,
+            makespan_deviation,
+            rows,
+            phases,
+            dominant_phase,
+        }
+    }
+
+    /// The side-by-side table.
+    pub fn table(&self) -> String {
+        let pct = |d: Option<f64>| match d {
+            Some(d) => format!("{:+.2}%", d * 100.0),
+            None => "n/a".into(),
+        };
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "gridbed validate `{}` (seed {}): sim vs live",
+            self.testbed, self.seed
+        );
+        let _ = writeln!(
+            out,
+            "\n  {:<28} {:>14} {:>14} {:>10}",
+            "figure", "sim", "live", "deviation"
+        );
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>14.1} {:>14.1} {:>10}",
+                r.name,
+                r.sim,
+                r.live,
+                pct(r.deviation)
+            );
+        }
+        let _ = writeln!(out, "\n  mean time per job, by phase (nominal s)");
+        for p in &self.phases {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>14.2} {:>14.2} {:>+10.2}",
+                p.name, p.sim, p.live, p.difference
+            );
+        }
+        let verdict = if self.within_tolerance {
+            "within"
+        } else {
+            "OUTSIDE"
+        };
+        let _ = writeln!(
+            out,
+            "\n  makespan deviation {} is {verdict} the tolerance of ±{:.1}%; the largest difference is in {}",
+            pct(Some(self.makespan_deviation)),
+            self.tolerance * 100.0,
+            self.dominant_phase
+        );
+        out
+    }
+}
