@@ -17,7 +17,7 @@ use toml::Spanned;
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::workflow::WorkflowSpec;
-use crate::workflow::generators::{GENERATORS, Inline, Pipeline, Spatial};
+use crate::workflow::generators::{Coadd, GENERATORS, Inline, Pipeline, Spatial};
 use units::{Rate, Size};
 
 /// A mistake in a scenario file.
@@ -479,7 +479,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             "expected prescript_streams ≥ 1".into(),
         ));
     }
-    let manager = ManagerSettings {
+    let mut manager = ManagerSettings {
         maxpre: m.maxpre.unwrap_or(defaults.maxpre),
         prescript_interval: m
             .prescript_interval
@@ -498,6 +498,12 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
     };
 
+    // A strategy that implies a replica policy (RandomCaching) decides it.
+    if let Ok(selector) = policy::site_selector(&strategy, 0)
+        && let Some(p) = selector.replica_policy()
+    {
+        manager.replica_policy = p;
+    }
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
     let spec = tb.workflow.get_ref();
     spec.validate().map_err(|(field, msg)| {
@@ -602,6 +608,10 @@ fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError>
         "spatial" => Ok(with(
             src.parse::<TestbedFile<Spatial>>()?,
             WorkflowSpec::Spatial,
+        )),
+        "coadd" => Ok(with(
+            src.parse::<TestbedFile<Coadd>>()?,
+            WorkflowSpec::Coadd,
         )),
         "inline" => Ok(with(
             src.parse::<TestbedFile<Inline>>()?,

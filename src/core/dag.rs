@@ -34,6 +34,9 @@ pub struct Job {
     pub outputs: Vec<FileId>,
     /// Jobs that must end before this one is ready.
     pub parents: Vec<JobId>,
+    /// Where a spatial job sits on its sky grid: (ra, dec, filter) indices.
+    /// Spatial-clustering selectors (SPCL) read it; other jobs have none.
+    pub position: Option<[u32; 3]>,
 }
 
 /// Why a set of jobs and files is not a valid workflow.
@@ -120,6 +123,8 @@ pub struct JobSpec {
     pub outputs: Vec<String>,
     /// Parent job names.
     pub parents: Vec<String>,
+    /// Sky-grid position (ra, dec, filter), for spatial workflows.
+    pub position: Option<[u32; 3]>,
 }
 
 impl Workflow {
@@ -189,6 +194,7 @@ impl Workflow {
                 inputs: resolve_files(&s.name, &s.inputs)?,
                 outputs: resolve_files(&s.name, &s.outputs)?,
                 parents: parents[old].iter().map(|&p| new_id[p]).collect(),
+                position: s.position,
             });
         }
         let mut producer = vec![None; files.len()];
@@ -328,6 +334,7 @@ mod tests {
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outputs.iter().map(|s| s.to_string()).collect(),
             parents: parents.iter().map(|s| s.to_string()).collect(),
+            position: None,
         }
     }
 

@@ -138,6 +138,8 @@ struct Staging {
     site: SiteId,
     pending: VecDeque<FileId>,
     in_flight: usize,
+    /// Inputs it waits for that another prescript is bringing to the site.
+    waiting: usize,
     staged: Vec<FileId>,
     tries: Vec<StageTry>,
 }
@@ -191,6 +193,12 @@ pub struct Manager {
     failures: Vec<u32>,
     replans: Vec<u32>,
     avoid: HashMap<JobId, Vec<SiteId>>,
+    /// Caching: the transfer bringing a file to a site, while it is in flight.
+    inbound: HashMap<(FileId, SiteId), TransferId>,
+    /// Caching: prescripts (job, attempt) waiting for an inbound transfer.
+    waiters: HashMap<(FileId, SiteId), Vec<(JobId, usize)>>,
+    /// Per job: ordering children from the selector (not workflow edges).
+    ordering: Vec<Vec<JobId>>,
     /// Per job: its prescript's staging state while it stages.
     staging: Vec<Option<Staging>>,
     /// Per job: inputs its last prescript transferred, for the postscript.
@@ -223,14 +231,24 @@ impl Manager {
         sites: Vec<SiteInfo>,
         placement: &[(FileId, SiteId)],
         settings: ManagerSettings,
-        selector: Box<dyn SiteSelector>,
+        mut selector: Box<dyn SiteSelector>,
     ) -> Self {
         let n = workflow.jobs.len();
         let mut rls = Rls::new(workflow.files.len());
         for &(f, s) in placement {
             rls.register(f, s);
         }
-        let missing_parents: Vec<usize> = workflow.jobs.iter().map(|j| j.parents.len()).collect();
+        let mut settings = settings;
+        if let Some(policy) = selector.replica_policy() {
+            settings.replica_policy = policy;
+        }
+        let mut missing_parents: Vec<usize> =
+            workflow.jobs.iter().map(|j| j.parents.len()).collect();
+        let mut ordering = vec![Vec::new(); n];
+        for (parent, child) in selector.prepare(&workflow, &sites) {
+            ordering[parent].push(child);
+            missing_parents[child] += 1;
+        }
         let mut state = vec![JobState::Waiting; n];
         let mut records = Records {
             jobs: vec![JobRecord::default(); n],
@@ -266,6 +284,9 @@ impl Manager {
             failures: vec![0; n],
             replans: vec![0; n],
             avoid: HashMap::new(),
+            ordering,
+            inbound: HashMap::new(),
+            waiters: HashMap::new(),
             staging: (0..n).map(|_| None).collect(),
             staged: vec![Vec::new(); n],
             ready,
@@ -497,6 +518,7 @@ impl Manager {
             site,
             pending,
             in_flight: 0,
+            waiting: 0,
             staged: Vec::new(),
             tries: Vec::new(),
         });
@@ -511,7 +533,7 @@ impl Manager {
             let Some(st) = self.staging[job].as_mut() else {
                 return;
             };
-            if st.pending.is_empty() && st.in_flight == 0 {
+            if st.pending.is_empty() && st.in_flight == 0 && st.waiting == 0 {
                 self.submit(job, out);
                 return;
             }
@@ -522,6 +544,22 @@ impl Manager {
                 return;
             };
             let to = st.site;
+            if self.settings.replica_policy == ReplicaPolicy::Caching {
+                // With caching a copy at the site serves every job: use one
+                // that arrived meanwhile, or wait for one on its way.
+                if self.rls.has(file, to) {
+                    continue;
+                }
+                if self.inbound.contains_key(&(file, to)) {
+                    let attempt = self.records.jobs[job].attempts.len() - 1;
+                    self.waiters
+                        .entry((file, to))
+                        .or_default()
+                        .push((job, attempt));
+                    st.waiting += 1;
+                    continue;
+                }
+            }
             let earlier = st.tries.iter().find(|t| t.file == file);
             let retry = earlier.is_some();
             let (preferred, excluded): (Option<SiteId>, &[SiteId]) = match earlier {
@@ -545,6 +583,9 @@ impl Manager {
             st.in_flight += 1;
             let id = self.next_transfer;
             self.next_transfer += 1;
+            if self.settings.replica_policy == ReplicaPolicy::Caching {
+                self.inbound.insert((file, to), id);
+            }
             self.serving[from] += 1;
             let attempt = self.records.jobs[job].attempts.len() - 1;
             self.records.jobs[job].attempts[attempt].transfers += 1;
@@ -605,6 +646,14 @@ impl Manager {
         };
         self.in_flight -= 1;
         self.serving[fl.from] -= 1;
+        let key = (fl.file, self.records.transfers[id as usize].to);
+        if self.inbound.get(&key) == Some(&id) {
+            self.inbound.remove(&key);
+        }
+        if result.is_ok() && self.settings.replica_policy == ReplicaPolicy::Caching {
+            // A verified copy at the site: every later prescript may use it.
+            self.rls.register(key.0, key.1);
+        }
         let rec = &mut self.records.transfers[id as usize];
         rec.end = Some(self.now);
         match &result {
@@ -617,6 +666,7 @@ impl Manager {
             }
             Err(e) => rec.failure = Some(e.clone()),
         }
+        self.wake_waiters(key, result.is_ok(), out);
         if !self.is_current(fl.job, fl.attempt) {
             return; // the attempt was aborted; its stragglers only count
         }
@@ -674,6 +724,26 @@ impl Manager {
         }
     }
 
+    /// A transfer of `key.0` to `key.1` ended: the prescripts waiting for it
+    /// go on (after a failure, each stages the file itself).
+    fn wake_waiters(&mut self, key: (FileId, SiteId), ok: bool, out: &mut Vec<Command>) {
+        let Some(waiters) = self.waiters.remove(&key) else {
+            return;
+        };
+        for (job, attempt) in waiters {
+            if !self.is_current(job, attempt) {
+                continue;
+            }
+            if let Some(st) = self.staging[job].as_mut() {
+                st.waiting -= 1;
+                if !ok {
+                    st.pending.push_front(key.0);
+                }
+            }
+            self.launch(job, out);
+        }
+    }
+
     /// Ends a prescript that cannot finish; the job goes back to be planned.
     fn abort_staging(&mut self, job: JobId, reason: String, retry: Retry, out: &mut Vec<Command>) {
         let Some(st) = self.staging[job].take() else {
@@ -698,12 +768,8 @@ impl Manager {
     /// registers them, delete returns them for removal (never a registered one).
     fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
         match self.settings.replica_policy {
-            ReplicaPolicy::Caching => {
-                for &f in staged {
-                    self.rls.register(f, site);
-                }
-                Vec::new()
-            }
+            // Registered when they arrived (see `on_transfer_done`).
+            ReplicaPolicy::Caching => Vec::new(),
             ReplicaPolicy::Delete => staged
                 .iter()
                 .copied()
@@ -736,14 +802,33 @@ impl Manager {
         }
     }
 
+    /// The job will never run: its descendants are blocked (DAGMan), while the
+    /// jobs that were only ordered after it are released.
     fn fail_for_good(&mut self, job: JobId) {
         self.set_state(job, JobState::Failed);
-        let mut stack: Vec<JobId> = self.wf.children[job].clone();
-        while let Some(c) = stack.pop() {
-            if self.state[c] == JobState::Waiting {
-                self.set_state(c, JobState::Blocked);
-                stack.extend(self.wf.children[c].iter().copied());
+        let wf = self.wf.clone();
+        let mut stack = vec![job];
+        while let Some(j) = stack.pop() {
+            for i in 0..self.ordering[j].len() {
+                let c = self.ordering[j][i];
+                self.release_child(c);
             }
+            for &c in &wf.children[j] {
+                if self.state[c] == JobState::Waiting {
+                    self.set_state(c, JobState::Blocked);
+                    stack.push(c);
+                }
+            }
+        }
+    }
+
+    /// One parent of `c` is over; `c` is ready when none is left.
+    fn release_child(&mut self, c: JobId) {
+        self.missing_parents[c] -= 1;
+        if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
+            self.set_state(c, JobState::Ready);
+            self.records.jobs[c].ready = Some(self.now);
+            self.ready.push_back(c);
         }
     }
 
@@ -785,14 +870,13 @@ impl Manager {
                 self.records.sites[site].ended += 1;
                 out.push(Command::Release { job, site, delete });
                 self.set_state(job, JobState::Done);
-                for i in 0..self.wf.children[job].len() {
-                    let c = self.wf.children[job][i];
-                    self.missing_parents[c] -= 1;
-                    if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
-                        self.set_state(c, JobState::Ready);
-                        self.records.jobs[c].ready = Some(self.now);
-                        self.ready.push_back(c);
-                    }
+                let wf = self.wf.clone();
+                for &c in &wf.children[job] {
+                    self.release_child(c);
+                }
+                for i in 0..self.ordering[job].len() {
+                    let c = self.ordering[job][i];
+                    self.release_child(c);
                 }
             }
             Err(failure) => {
@@ -946,7 +1030,6 @@ mod tests {
                                 let ok = self.corrupt_first == 0;
                                 let result = if ok {
                                     self.pools[to].commit_write(file);
-                                    self.pools[to].pin_for(job, file);
                                     Ok(size)
                                 } else {
                                     self.corrupt_first -= 1;
@@ -1100,6 +1183,7 @@ mod tests {
                 inputs,
                 outputs: vec![format!("mid-{i}")],
                 parents: vec![],
+                position: None,
             });
             jobs.push(JobSpec {
                 name: format!("b{i}"),
@@ -1107,6 +1191,7 @@ mod tests {
                 inputs: vec![format!("mid-{i}")],
                 outputs: vec![format!("out-{i}")],
                 parents: vec![format!("a{i}")],
+                position: None,
             });
         }
         Workflow::build(files, jobs).unwrap()

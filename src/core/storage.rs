@@ -67,6 +67,8 @@ pub struct Pool {
     entries: HashMap<FileId, Entry>,
     evictable: BTreeSet<(u64, FileId)>,
     job_pins: HashMap<JobId, Vec<FileId>>,
+    /// Inputs of staged jobs that are not here yet: file → jobs.
+    wanted_by: HashMap<FileId, Vec<JobId>>,
     clock: u64,
     eviction: Box<dyn EvictionPolicy>,
     evictions: u64,
@@ -83,6 +85,7 @@ impl Pool {
             entries: HashMap::new(),
             evictable: BTreeSet::new(),
             job_pins: HashMap::new(),
+            wanted_by: HashMap::new(),
             clock: 0,
             eviction,
             evictions: 0,
@@ -181,37 +184,46 @@ impl Pool {
     }
 
     /// Starts a job's staging here: pins its inputs that are present and
-    /// remembers the job so that files arriving for it are pinned too.
+    /// remembers the others, so that each is pinned for the job the moment it
+    /// is complete here, whichever transfer brought it.
     pub fn pin_job(&mut self, job: JobId, inputs: &[FileId]) {
         let mut pins = self.job_pins.remove(&job).unwrap_or_default();
         for &f in inputs {
-            // Only complete files: one still being written may yet be aborted,
-            // and arrives pinned through `pin_for` if this job staged it.
-            if self.has(f) && !pins.contains(&f) {
+            if pins.contains(&f) {
+                continue;
+            }
+            // Only complete files: one still being written may yet be aborted.
+            if self.has(f) {
                 self.update(f, |e| {
                     e.pins += 1;
                     e.doomed = false;
                 });
                 pins.push(f);
+            } else {
+                let w = self.wanted_by.entry(f).or_default();
+                if !w.contains(&job) {
+                    w.push(job);
+                }
             }
         }
         self.job_pins.insert(job, pins);
     }
 
-    /// Pins `file` for `job` if the job is being staged here (a transfer that
-    /// lands after the job was released is left unpinned: plain cache).
-    pub fn pin_for(&mut self, job: JobId, file: FileId) {
-        let fresh = self
-            .job_pins
-            .get(&job)
-            .is_some_and(|pins| !pins.contains(&file));
-        if fresh && self.entries.contains_key(&file) {
-            self.update(file, |e| {
-                e.pins += 1;
-                e.doomed = false;
-            });
-            if let Some(pins) = self.job_pins.get_mut(&job) {
+    /// Pins a newly complete `file` for every staged job waiting for it.
+    fn pin_waiting(&mut self, file: FileId) {
+        let Some(jobs) = self.wanted_by.remove(&file) else {
+            return;
+        };
+        for job in jobs {
+            let Some(pins) = self.job_pins.get_mut(&job) else {
+                continue;
+            };
+            if !pins.contains(&file) {
                 pins.push(file);
+                self.update(file, |e| {
+                    e.pins += 1;
+                    e.doomed = false;
+                });
             }
         }
     }
@@ -227,6 +239,10 @@ impl Pool {
         for f in self.job_pins.remove(&job).unwrap_or_default() {
             self.update(f, |e| e.pins = e.pins.saturating_sub(1));
         }
+        self.wanted_by.retain(|_, jobs| {
+            jobs.retain(|&j| j != job);
+            !jobs.is_empty()
+        });
         let mut gone = Vec::new();
         for &f in delete {
             let Some(e) = self.entries.get_mut(&f) else {
@@ -296,7 +312,8 @@ impl Pool {
         })
     }
 
-    /// The write completed and verified: the file is present.
+    /// The write completed and verified: the file is present, and pinned for
+    /// the staged jobs that want it.
     pub fn commit_write(&mut self, file: FileId) {
         self.clock += 1;
         let now = self.clock;
@@ -305,6 +322,7 @@ impl Pool {
             e.present = true;
             e.last_access = now;
         });
+        self.pin_waiting(file);
     }
 
     /// The write failed: give back its room unless an older copy is still here.
@@ -400,14 +418,14 @@ mod tests {
     #[test]
     fn arriving_files_are_pinned_only_for_staged_jobs() {
         let mut p = pool(20);
-        p.pin_job(5, &[]);
+        p.pin_job(5, &[1]);
+        p.pin_job(6, &[1]);
+        p.release_job(6, &[]); // job 6 went elsewhere before the file came
         p.begin_write(1, 10).unwrap();
         p.commit_write(1);
-        p.pin_for(5, 1);
-        p.pin_for(6, 1); // job 6 is not staged here
         assert!(p.is_pinned(1));
         p.release_job(5, &[]);
-        assert!(!p.is_pinned(1));
+        assert!(!p.is_pinned(1), "only job 5's pin was taken");
     }
 
     #[test]
@@ -457,7 +475,7 @@ mod tests {
                     }
                 }
                 1 => p.pin_job(job, &[f, (f + 1) % 30]),
-                2 => p.pin_for(job, f),
+                2 => p.touch(f),
                 3 => drop(p.release_job(job, &[f])),
                 4 => p.touch(f),
                 5 => p.keep(f),

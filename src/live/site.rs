@@ -178,7 +178,6 @@ impl SiteActor {
         let result = match res {
             Ok(p) => {
                 self.pool.commit_write(m.file);
-                self.pool.pin_for(m.job, m.file);
                 self.busy_waits += p.busy_waits as u64;
                 self.real_bytes_in += p.meta.size;
                 metrics.transfers.with_label_values(&labels).inc();

@@ -12,7 +12,7 @@ pub mod selector;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::{FileId, JobId, SiteId, SiteInfo, Workflow, rls::Rls};
+use crate::core::{FileId, JobId, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
 /// What a site selector may look at when a prescript plans a job.
 pub struct GridView<'a> {
@@ -31,6 +31,20 @@ pub trait SiteSelector: Send {
     /// `eligible` is never empty: execution sites the job may use for this
     /// attempt, in site order. Returns one of them.
     fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId;
+
+    /// Called once before the run: extra (parent, child) ordering edges the
+    /// manager must honour on top of the workflow's (SPCL sequences the
+    /// clusters that share a site this way). A job failing for good releases
+    /// its ordering children rather than blocking them.
+    fn prepare(&mut self, _workflow: &Workflow, _sites: &[SiteInfo]) -> Vec<(JobId, JobId)> {
+        Vec::new()
+    }
+
+    /// The replica policy this strategy implies, if any (RandomCaching is
+    /// Random with caching); `None` leaves it to the testbed.
+    fn replica_policy(&self) -> Option<ReplicaPolicy> {
+        None
+    }
 }
 
 /// A file that may be evicted, with what an eviction policy may weigh.
@@ -69,6 +83,10 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     ("data-present", |rng| {
         Box::new(selector::DataPresent::new(rng))
     }),
+    ("random-caching", |rng| {
+        Box::new(selector::RandomCaching::new(rng))
+    }),
+    ("clustered", |_| Box::new(selector::Clustered::default())),
 ];
 
 /// Eviction policies by name.
@@ -123,7 +141,7 @@ mod tests {
         let err = site_selector("fastest", 1).err().unwrap();
         assert!(
             err.to_string()
-                .contains("random, round-robin, data-present")
+                .contains("random, round-robin, data-present, random-caching, clustered")
         );
         assert!(eviction_policy("lru", 0).is_ok());
     }

@@ -160,7 +160,6 @@ impl Source {
 }
 
 struct Flow {
-    job: JobId,
     file: FileId,
     from: SiteId,
     to: SiteId,
@@ -385,7 +384,6 @@ impl Sim {
                 self.evicted(to, r.evicted);
                 self.note_used(to);
                 self.flows[idx] = Some(Flow {
-                    job,
                     file,
                     from,
                     to,
@@ -472,7 +470,6 @@ impl Sim {
         let pool = &mut self.sites[flow.to].pool;
         if result.is_ok() {
             pool.commit_write(flow.file);
-            pool.pin_for(flow.job, flow.file);
             self.transfers += 1;
         } else {
             pool.abort_write(flow.file);

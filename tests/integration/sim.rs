@@ -160,3 +160,53 @@ fn validate_on_the_quickstart_is_within_its_tolerance() {
     );
     assert!(cmp.within_tolerance, "{}", cmp.table());
 }
+
+#[test]
+fn on_a_small_coadd_clustered_transfers_fewer_files_than_random_and_random_caching() {
+    let body = |strategy: &str| {
+        format!(
+            r#"
+strategy = "{strategy}"
+replica_policy = "delete"
+origin = "submit-host"
+[emulation]
+time_scale = 1000
+byte_scale = 1000
+[workflow]
+generator = "coadd"
+ra = 24
+dec = 6
+filters = 2
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[[site]]
+name = "grid3-02"
+[[site]]
+name = "grid3-03"
+[[site]]
+name = "grid3-04"
+"#
+        )
+    };
+    let transfers = |strategy: &str| {
+        let (_dir, s) = common::scenario(&body(strategy));
+        let run = sim::run(&s).unwrap();
+        assert!(run.succeeded, "{strategy}");
+        run.transfers
+    };
+    let (random, caching, clustered) = (
+        transfers("random"),
+        transfers("random-caching"),
+        transfers("clustered"),
+    );
+    assert!(
+        clustered < caching && caching < random,
+        "{clustered} {caching} {random}"
+    );
+    // SPCL moves each file about once; Random moves every reference.
+    let (_d, s) = common::scenario(&body("random"));
+    assert_eq!(random as usize, s.workflow.references());
+    assert!((clustered as usize) < 2 * s.workflow.inputs().count());
+}

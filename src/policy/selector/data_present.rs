@@ -2,11 +2,13 @@
 //! more than one site qualifies then a random one is chosen" (seed 000 §5.1,
 //! seed 002 §5). "Most files" is weighed in bytes, so one large input counts for
 //! more than several small ones; with equal sizes it is the file count.
+//! "The DataPresent strategy also caches data" (seed 000 §5.2): it implies the
+//! `caching` replica policy, without which no staged copy would ever be present.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::{JobId, SiteId};
+use crate::core::{JobId, ReplicaPolicy, SiteId};
 use crate::policy::{GridView, SiteSelector};
 
 /// Picks the eligible site holding the most needed input bytes; ties random.
@@ -42,6 +44,10 @@ impl SiteSelector for DataPresent {
         self.tied
             .extend(eligible.iter().copied().filter(|&s| bytes[s] == best));
         self.tied[self.rng.random_range(0..self.tied.len())]
+    }
+
+    fn replica_policy(&self) -> Option<ReplicaPolicy> {
+        Some(ReplicaPolicy::Caching)
     }
 }
 

@@ -82,6 +82,7 @@ impl Inline {
                     inputs: j.inputs.clone(),
                     outputs: j.outputs.clone(),
                     parents: j.parents.clone(),
+                    position: None,
                 }
             })
             .collect();

@@ -1,10 +1,12 @@
 //! Seeded, deterministic workflow generators, picked by `generator = "…"` in a
 //! testbed's `[workflow]` table.
 
+mod coadd;
 mod inline;
 mod pipeline;
 mod spatial;
 
+pub use coadd::Coadd;
 pub use inline::{Inline, InlineFile, InlineJob};
 pub use pipeline::Pipeline;
 pub use spatial::Spatial;
@@ -20,10 +22,12 @@ pub enum WorkflowSpec {
     Spatial(Spatial),
     /// Jobs and files written out in the testbed.
     Inline(Inline),
+    /// The SDSS coadd of seed 000.
+    Coadd(Coadd),
 }
 
 /// Generator names, for error messages.
-pub const GENERATORS: &[&str] = &["pipeline", "spatial", "inline"];
+pub const GENERATORS: &[&str] = &["pipeline", "spatial", "coadd", "inline"];
 
 /// A value or a list of values.
 fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -53,6 +57,7 @@ impl WorkflowSpec {
             WorkflowSpec::Pipeline(p) => p.generate(seed),
             WorkflowSpec::Spatial(s) => s.generate(seed),
             WorkflowSpec::Inline(i) => i.generate(),
+            WorkflowSpec::Coadd(c) => c.generate(seed),
         }
     }
 
@@ -62,6 +67,7 @@ impl WorkflowSpec {
             WorkflowSpec::Pipeline(p) => p.validate(),
             WorkflowSpec::Spatial(s) => s.validate(),
             WorkflowSpec::Inline(i) => i.validate(),
+            WorkflowSpec::Coadd(c) => c.validate(),
         }
     }
 }

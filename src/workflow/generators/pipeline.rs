@@ -119,6 +119,7 @@ impl Pipeline {
                     } else {
                         vec![]
                     },
+                    position: None,
                 });
             }
         }

@@ -120,6 +120,7 @@ impl Spatial {
                         inputs,
                         outputs: vec![out],
                         parents: vec![],
+                        position: Some([r as u32, d as u32, f as u32]),
                     });
                 }
             }
