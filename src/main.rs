@@ -12,7 +12,7 @@ use gridbed::config::units::human_bytes;
 use gridbed::config::{self, Overrides, Scenario};
 use gridbed::live::{self, LiveOptions};
 use gridbed::report::validate::Comparison;
-use gridbed::report::{Progress, RunRecord};
+use gridbed::report::{Detail, Progress, RunRecord};
 use gridbed::sim;
 
 /// A live grid emulator with real transfers: runs a workflow across a mock grid
@@ -191,6 +191,11 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
+    let detail = if args.json.is_some() {
+        Detail::Full
+    } else {
+        Detail::Summary
+    };
     let record = match args.engine {
         Engine::Sim => {
             // A simulated run is a function of the scenario: its id is too.
@@ -199,7 +204,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
             })?;
-            let record = RunRecord::from_sim(&scenario, &result, &run_id);
+            let record = RunRecord::from_sim(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             say!(
                 "  simulated     {} events in {:.2} s wall",
@@ -233,7 +238,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 eprintln!("error: {e}");
                 ExitCode::from(1)
             })?;
-            let record = RunRecord::from_live(&scenario, &result, &run_id);
+            let record = RunRecord::from_live(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             record
         }
@@ -268,7 +273,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })?;
-    let sim_record = RunRecord::from_sim(&scenario, &sim_run, &run_id);
+    let sim_record = RunRecord::from_sim(&scenario, &sim_run, &run_id, Detail::Full);
     let progress = if args.quiet {
         Progress::Hidden
     } else {
@@ -283,7 +288,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
         eprintln!("error: {e}");
         ExitCode::from(1)
     })?;
-    let live_record = RunRecord::from_live(&scenario, &live_run, &run_id);
+    let live_record = RunRecord::from_live(&scenario, &live_run, &run_id, Detail::Full);
     let cmp = Comparison::new(&sim_record, &live_record, args.tolerance);
     say!("{}", cmp.table().trim_end());
     if let Some(path) = &args.json {
@@ -303,12 +308,12 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
 
 /// Writes `value` as pretty JSON to `path`.
 fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<(), ExitCode> {
-    let json = serde_json::to_string_pretty(value).map_err(|e| {
-        eprintln!("error: JSON: {e}");
-        ExitCode::from(1)
-    })?;
-    std::fs::write(path, json).map_err(|e| {
+    let fail = |e: &dyn std::fmt::Display| {
         eprintln!("error: writing {}: {e}", path.display());
         ExitCode::from(1)
-    })
+    };
+    let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer_pretty(&mut out, value).map_err(|e| fail(&e))?;
+    std::io::Write::flush(&mut out).map_err(|e| fail(&e))
 }

@@ -134,18 +134,12 @@ impl Workflow {
     pub fn build(files: Vec<File>, specs: Vec<JobSpec>) -> Result<Workflow, DagError> {
         let mut file_ids = HashMap::with_capacity(files.len());
         for (i, f) in files.iter().enumerate() {
-            if file_ids.insert(f.name.clone(), i).is_some() {
+            if file_ids.insert(f.name.as_str(), i).is_some() {
                 return Err(DagError::DuplicateFile(f.name.clone()));
             }
         }
         let mut job_ids = HashMap::with_capacity(specs.len());
         for (i, j) in specs.iter().enumerate() {
-            if !(j.runtime.is_finite() && j.runtime >= 0.0) {
-                return Err(DagError::BadRuntime {
-                    job: j.name.clone(),
-                    runtime: j.runtime,
-                });
-            }
             if job_ids.insert(j.name.as_str(), i).is_some() {
                 return Err(DagError::DuplicateJob(j.name.clone()));
             }
@@ -155,7 +149,7 @@ impl Workflow {
                 .iter()
                 .map(|n| {
                     file_ids
-                        .get(n)
+                        .get(n.as_str())
                         .copied()
                         .ok_or_else(|| DagError::MissingFile {
                             job: job.to_string(),
@@ -164,9 +158,9 @@ impl Workflow {
                 })
                 .collect()
         };
-        let mut parents = Vec::with_capacity(specs.len());
+        let mut jobs = Vec::with_capacity(specs.len());
         for j in &specs {
-            let mut ps = Vec::with_capacity(j.parents.len());
+            let mut parents = Vec::with_capacity(j.parents.len());
             for p in &j.parents {
                 let id = *job_ids
                     .get(p.as_str())
@@ -174,28 +168,70 @@ impl Workflow {
                         job: j.name.clone(),
                         parent: p.clone(),
                     })?;
-                if !ps.contains(&id) {
-                    ps.push(id);
+                if !parents.contains(&id) {
+                    parents.push(id);
                 }
             }
-            parents.push(ps);
+            jobs.push(Job {
+                name: j.name.clone(),
+                runtime: j.runtime,
+                inputs: resolve_files(&j.name, &j.inputs)?,
+                outputs: resolve_files(&j.name, &j.outputs)?,
+                parents,
+                position: j.position,
+            });
         }
-        let order = topo_order(&parents).map_err(|j| DagError::Cycle(specs[j].name.clone()))?;
-        let mut new_id = vec![0; specs.len()];
+        drop(file_ids);
+        drop(job_ids);
+        Self::from_jobs(files, jobs)
+    }
+
+    /// Builds and validates a workflow from jobs that already refer to files and
+    /// parents by index (generators at scale skip the name lookups). Jobs may
+    /// come in any order; the result is topologically sorted, stable for ties.
+    pub fn from_jobs(files: Vec<File>, jobs: Vec<Job>) -> Result<Workflow, DagError> {
+        let n = jobs.len();
+        for j in &jobs {
+            if !(j.runtime.is_finite() && j.runtime >= 0.0) {
+                return Err(DagError::BadRuntime {
+                    job: j.name.clone(),
+                    runtime: j.runtime,
+                });
+            }
+            if let Some(&f) = j
+                .inputs
+                .iter()
+                .chain(&j.outputs)
+                .find(|&&f| f >= files.len())
+            {
+                return Err(DagError::MissingFile {
+                    job: j.name.clone(),
+                    file: format!("#{f}"),
+                });
+            }
+            if let Some(&p) = j.parents.iter().find(|&&p| p >= n) {
+                return Err(DagError::MissingParent {
+                    job: j.name.clone(),
+                    parent: format!("#{p}"),
+                });
+            }
+        }
+        let parents: Vec<Vec<JobId>> = jobs.iter().map(|j| j.parents.clone()).collect();
+        let order = topo_order(&parents).map_err(|j| DagError::Cycle(jobs[j].name.clone()))?;
+        let mut new_id = vec![0; n];
         for (new, &old) in order.iter().enumerate() {
             new_id[old] = new;
         }
-        let mut jobs = Vec::with_capacity(specs.len());
+        let mut slots: Vec<Option<Job>> = jobs.into_iter().map(Some).collect();
+        let mut jobs = Vec::with_capacity(n);
         for &old in &order {
-            let s = &specs[old];
-            jobs.push(Job {
-                name: s.name.clone(),
-                runtime: s.runtime,
-                inputs: resolve_files(&s.name, &s.inputs)?,
-                outputs: resolve_files(&s.name, &s.outputs)?,
-                parents: parents[old].iter().map(|&p| new_id[p]).collect(),
-                position: s.position,
-            });
+            let mut j = slots[old]
+                .take()
+                .ok_or_else(|| DagError::Cycle(String::new()))?;
+            for p in &mut j.parents {
+                *p = new_id[*p];
+            }
+            jobs.push(j);
         }
         let mut producer = vec![None; files.len()];
         for (id, j) in jobs.iter().enumerate() {

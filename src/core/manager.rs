@@ -22,10 +22,13 @@
 //! (DAGMan's rescue semantics).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::records::{Attempt, EvictionRecord, JobRecord, Outcome, Records, TransferRecord};
+use super::window::IdWindow;
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     Workflow, rls::Rls,
@@ -192,6 +195,7 @@ pub struct Manager {
     site_of: Vec<SiteId>,
     failures: Vec<u32>,
     replans: Vec<u32>,
+    room_waits: Vec<u32>,
     avoid: HashMap<JobId, Vec<SiteId>>,
     /// Caching: the transfer bringing a file to a site, while it is in flight.
     inbound: HashMap<(FileId, SiteId), TransferId>,
@@ -206,9 +210,8 @@ pub struct Manager {
     ready: VecDeque<JobId>,
     next_prescript: Time,
     prescripts_running: usize,
-    /// Indexed by transfer id (ids are dense); None once it ended.
-    flights: Vec<Option<Flight>>,
-    in_flight: usize,
+    /// Transfers in flight, by id.
+    flights: IdWindow<Flight>,
     next_transfer: TransferId,
     serving: Vec<usize>,
     active: Vec<usize>,
@@ -283,17 +286,17 @@ impl Manager {
             site_of: vec![0; n],
             failures: vec![0; n],
             replans: vec![0; n],
-            avoid: HashMap::new(),
+            room_waits: vec![0; n],
+            avoid: HashMap::default(),
             ordering,
-            inbound: HashMap::new(),
-            waiters: HashMap::new(),
+            inbound: HashMap::default(),
+            waiters: HashMap::default(),
             staging: (0..n).map(|_| None).collect(),
             staged: vec![Vec::new(); n],
             ready,
             next_prescript: 0.0,
             prescripts_running: 0,
-            flights: Vec::new(),
-            in_flight: 0,
+            flights: IdWindow::default(),
             next_transfer: 0,
             serving: vec![0; m],
             active: vec![0; m],
@@ -366,7 +369,7 @@ impl Manager {
     }
     /// Transfers in flight now.
     pub fn transfers_in_flight(&self) -> usize {
-        self.in_flight
+        self.flights.len()
     }
     /// The replica catalogue.
     pub fn rls(&self) -> &Rls {
@@ -589,14 +592,15 @@ impl Manager {
             self.serving[from] += 1;
             let attempt = self.records.jobs[job].attempts.len() - 1;
             self.records.jobs[job].attempts[attempt].transfers += 1;
-            debug_assert_eq!(id as usize, self.flights.len());
-            self.flights.push(Some(Flight {
-                job,
-                attempt,
-                file,
-                from,
-            }));
-            self.in_flight += 1;
+            self.flights.insert(
+                id,
+                Flight {
+                    job,
+                    attempt,
+                    file,
+                    from,
+                },
+            );
             self.records.transfers.push(TransferRecord {
                 id,
                 job,
@@ -641,10 +645,9 @@ impl Manager {
         result: Result<u64, TransferFailure>,
         out: &mut Vec<Command>,
     ) {
-        let Some(fl) = self.flights.get_mut(id as usize).and_then(Option::take) else {
+        let Some(fl) = self.flights.take(id) else {
             return;
         };
-        self.in_flight -= 1;
         self.serving[fl.from] -= 1;
         let key = (fl.file, self.records.transfers[id as usize].to);
         if self.inbound.get(&key) == Some(&id) {
@@ -779,26 +782,34 @@ impl Manager {
     }
 
     fn retry(&mut self, job: JobId, retry: Retry) {
-        let (count, limit) = match retry {
+        let backoff = self.settings.replan_backoff;
+        let (over, at) = match retry {
             Retry::Counted => {
                 self.failures[job] += 1;
-                (self.failures[job], self.settings.max_retries)
+                (
+                    self.failures[job] > self.settings.max_retries,
+                    self.now + backoff,
+                )
             }
-            Retry::Now | Retry::Later => {
+            Retry::Now => {
                 self.replans[job] += 1;
-                (self.replans[job], self.settings.max_replans)
+                (self.replans[job] > self.settings.max_replans, self.now)
+            }
+            Retry::Later => {
+                // No room now is nobody's fault and passes as jobs end and
+                // release their pins: wait longer each time, never give up
+                // (a site where the inputs can never fit says `never`).
+                self.room_waits[job] += 1;
+                let doubling = self.room_waits[job].min(7) - 1;
+                (false, self.now + backoff * f64::from(1u32 << doubling))
             }
         };
-        if count > limit {
+        if over {
             self.fail_for_good(job);
-            return;
-        }
-        match retry {
-            Retry::Now => self.ready.push_back(job),
-            Retry::Counted | Retry::Later => {
-                let at = self.now + self.settings.replan_backoff;
-                self.schedule(at, Timer::Replan { job });
-            }
+        } else if at <= self.now {
+            self.ready.push_back(job);
+        } else {
+            self.schedule(at, Timer::Replan { job });
         }
     }
 
@@ -912,7 +923,7 @@ impl Manager {
 enum Retry {
     /// At once, not its fault (an input vanished, a site that can never fit).
     Now,
-    /// After `replan_backoff`, not its fault (no room now).
+    /// After a growing back-off, not its fault (no room now); never gives up.
     Later,
     /// After `replan_backoff`, counted against `max_retries`.
     Counted,

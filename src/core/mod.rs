@@ -21,6 +21,7 @@ pub mod manager;
 pub mod records;
 pub mod rls;
 pub mod storage;
+pub mod window;
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{Manager, ManagerSettings, ReplicaPolicy};

@@ -6,7 +6,9 @@
 //! are pinned, files being written are pinned, origin copies are never evicted.
 //! The live site actor wraps this with a real directory; the sim site uses it as is.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{FileId, JobId};
 use crate::policy::{Candidate, EvictionPolicy};
@@ -67,8 +69,9 @@ pub struct Pool {
     entries: HashMap<FileId, Entry>,
     evictable: BTreeSet<(u64, FileId)>,
     job_pins: HashMap<JobId, Vec<FileId>>,
-    /// Inputs of staged jobs that are not here yet: file → jobs.
+    /// Inputs of staged jobs that are not here yet: file → jobs, and job → files.
     wanted_by: HashMap<FileId, Vec<JobId>>,
+    wants: HashMap<JobId, Vec<FileId>>,
     clock: u64,
     eviction: Box<dyn EvictionPolicy>,
     evictions: u64,
@@ -82,10 +85,11 @@ impl Pool {
             used: 0,
             kept_bytes: 0,
             evictable_bytes: 0,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             evictable: BTreeSet::new(),
-            job_pins: HashMap::new(),
-            wanted_by: HashMap::new(),
+            job_pins: HashMap::default(),
+            wanted_by: HashMap::default(),
+            wants: HashMap::default(),
             clock: 0,
             eviction,
             evictions: 0,
@@ -203,6 +207,7 @@ impl Pool {
                 let w = self.wanted_by.entry(f).or_default();
                 if !w.contains(&job) {
                     w.push(job);
+                    self.wants.entry(job).or_default().push(f);
                 }
             }
         }
@@ -215,6 +220,9 @@ impl Pool {
             return;
         };
         for job in jobs {
+            if let Some(w) = self.wants.get_mut(&job) {
+                w.retain(|&f| f != file);
+            }
             let Some(pins) = self.job_pins.get_mut(&job) else {
                 continue;
             };
@@ -239,10 +247,14 @@ impl Pool {
         for f in self.job_pins.remove(&job).unwrap_or_default() {
             self.update(f, |e| e.pins = e.pins.saturating_sub(1));
         }
-        self.wanted_by.retain(|_, jobs| {
-            jobs.retain(|&j| j != job);
-            !jobs.is_empty()
-        });
+        for f in self.wants.remove(&job).unwrap_or_default() {
+            if let Some(jobs) = self.wanted_by.get_mut(&f) {
+                jobs.retain(|&j| j != job);
+                if jobs.is_empty() {
+                    self.wanted_by.remove(&f);
+                }
+            }
+        }
         let mut gone = Vec::new();
         for &f in delete {
             let Some(e) = self.entries.get_mut(&f) else {

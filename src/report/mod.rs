@@ -6,4 +6,4 @@ pub mod record;
 pub mod validate;
 
 pub use progress::Progress;
-pub use record::RunRecord;
+pub use record::{Detail, RunRecord};

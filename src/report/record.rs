@@ -14,6 +14,17 @@ use crate::core::records::{Outcome, Records};
 use crate::live::LiveRun;
 use crate::sim::SimRun;
 
+/// Whether a record carries every job attempt and transfer, or only the
+/// summary and per-site totals (enough for the table; millions of transfers
+/// are not worth building for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Summary and sites only; `jobs` and `transfers` are empty.
+    Summary,
+    /// Everything.
+    Full,
+}
+
 /// Version of the run-record schema.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -181,8 +192,14 @@ pub struct TransferEntry {
 
 impl RunRecord {
     /// Builds the record of a live run.
-    pub fn from_live(scenario: &Scenario, run: &LiveRun, run_id: &str) -> RunRecord {
-        let mut rec = Self::from_records(scenario, &run.records, "live", run_id, run.makespan);
+    pub fn from_live(
+        scenario: &Scenario,
+        run: &LiveRun,
+        run_id: &str,
+        detail: Detail,
+    ) -> RunRecord {
+        let mut rec =
+            Self::from_records(scenario, &run.records, "live", run_id, run.makespan, detail);
         rec.summary.succeeded = run.succeeded;
         rec.set_counts(run.counts.failed, run.counts.blocked);
         rec.summary.wall_s = run.wall.as_secs_f64();
@@ -204,8 +221,9 @@ impl RunRecord {
     }
 
     /// Builds the record of a simulated run.
-    pub fn from_sim(scenario: &Scenario, run: &SimRun, run_id: &str) -> RunRecord {
-        let mut rec = Self::from_records(scenario, &run.records, "sim", run_id, run.makespan);
+    pub fn from_sim(scenario: &Scenario, run: &SimRun, run_id: &str, detail: Detail) -> RunRecord {
+        let mut rec =
+            Self::from_records(scenario, &run.records, "sim", run_id, run.makespan, detail);
         rec.summary.succeeded = run.succeeded;
         rec.summary.evictions = run.evictions.iter().sum();
         rec.set_counts(run.counts.failed, run.counts.blocked);
@@ -223,13 +241,16 @@ impl RunRecord {
         engine: &str,
         run_id: &str,
         makespan: f64,
+        detail: Detail,
     ) -> RunRecord {
         let wf = &scenario.workflow;
+        let full = detail == Detail::Full;
         let site_name = |s: usize| scenario.sites[s].info.name.clone();
         let jobs: Vec<JobEntry> = records
             .jobs
             .iter()
             .enumerate()
+            .filter(|_| full)
             .map(|(j, r)| JobEntry {
                 name: wf.jobs[j].name.clone(),
                 ready: r.ready,
@@ -251,6 +272,7 @@ impl RunRecord {
         let transfers: Vec<TransferEntry> = records
             .transfers
             .iter()
+            .filter(|_| full)
             .map(|t| TransferEntry {
                 id: t.id,
                 job: wf.jobs[t.job].name.clone(),
@@ -270,11 +292,16 @@ impl RunRecord {
             .flat_map(|j| j.attempts.iter())
             .filter_map(|a| Some(a.started? - a.submitted?))
             .collect();
-        let ok = |o: &Outcome| matches!(o, Outcome::Ended);
-        let done = jobs
+        let done = records
+            .jobs
             .iter()
-            .filter(|j| j.attempts.last().is_some_and(|a| ok(&a.outcome)))
+            .filter(|j| {
+                j.attempts
+                    .last()
+                    .is_some_and(|a| a.outcome == Outcome::Ended)
+            })
             .count();
+        let t = &records.transfers;
         let summary = Summary {
             succeeded: done == wf.jobs.len(),
             makespan_s: makespan,
@@ -289,12 +316,12 @@ impl RunRecord {
                 .iter()
                 .map(|j| j.attempts.len().saturating_sub(1))
                 .sum(),
-            transfers: transfers
+            transfers: t
                 .iter()
                 .filter(|t| t.failure.is_none() && t.end.is_some())
                 .count(),
-            transfer_failures: transfers.iter().filter(|t| t.failure.is_some()).count(),
-            transfer_retries: transfers.iter().filter(|t| t.retry).count(),
+            transfer_failures: t.iter().filter(|t| t.failure.is_some()).count(),
+            transfer_retries: t.iter().filter(|t| t.retry).count(),
             bytes: records.transfers.iter().map(|t| t.bytes).sum(),
             real_bytes: 0,
             cache_hits: records.sites.iter().map(|s| s.cache_hits).sum(),

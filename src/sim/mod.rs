@@ -2,7 +2,8 @@
 //! [`Manager`] and policies as the live engine (seed 000 §4's discrete-event
 //! simulator, with the live engine's models).
 //!
-//! Events are ordered by (time, sequence); nothing here draws random numbers of
+//! Events are ordered by (time, sequence), those made for the current
+//! instant running right after the one that made them; nothing here draws random numbers of
 //! its own (the selectors and eviction policies are seeded from the scenario),
 //! so a seed gives a byte-identical run record. The models mirror the live
 //! engine's, in nominal units:
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 use crate::config::Scenario;
 use crate::core::records::Records;
 use crate::core::storage::Pool;
+use crate::core::window::IdWindow;
 use crate::core::{
     Command, Event, FileId, JobFailure, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
     Workflow, manager::StateCounts,
@@ -182,10 +184,11 @@ struct Sim {
     now: Time,
     seq: u64,
     queue: BinaryHeap<Reverse<Due>>,
+    immediate: VecDeque<Ev>,
     wake_at: Option<Time>,
     sites: Vec<Site>,
     sources: Vec<Source>,
-    flows: Vec<Option<Flow>>,
+    flows: IdWindow<Flow>,
     out: Vec<Command>,
     transfers: u64,
     events: u64,
@@ -242,17 +245,24 @@ impl Sim {
             now: 0.0,
             seq: 0,
             queue: BinaryHeap::new(),
+            immediate: VecDeque::new(),
             wake_at: None,
             sites,
             sources,
-            flows: Vec::new(),
+            flows: IdWindow::default(),
             out: Vec::new(),
             transfers: 0,
             events: 0,
         })
     }
 
+    /// Schedules `ev`. Events for the current instant skip the heap: they run
+    /// after the event being processed, in the order they were made.
     fn at(&mut self, at: Time, ev: Ev) {
+        if at <= self.now {
+            self.immediate.push_back(ev);
+            return;
+        }
         self.seq += 1;
         self.queue.push(Reverse(Due {
             at,
@@ -261,15 +271,23 @@ impl Sim {
         }));
     }
 
+    fn next_event(&mut self) -> Option<Ev> {
+        if let Some(ev) = self.immediate.pop_front() {
+            return Some(ev);
+        }
+        let Reverse(due) = self.queue.pop()?;
+        self.now = due.at;
+        Some(due.ev)
+    }
+
     fn run(&mut self) {
         self.deliver(Event::Tick);
-        while let Some(Reverse(due)) = self.queue.pop() {
+        while let Some(ev) = self.next_event() {
             if self.manager.is_finished() {
                 break;
             }
-            self.now = due.at;
             self.events += 1;
-            match due.ev {
+            match ev {
                 Ev::Deliver(e) => self.deliver(e),
                 Ev::Wake => {
                     if self.wake_at.is_some_and(|w| w <= self.now) {
@@ -366,10 +384,6 @@ impl Sim {
         to: SiteId,
     ) {
         let size = self.wf.files[file].size;
-        let idx = id as usize;
-        if self.flows.len() <= idx {
-            self.flows.resize_with(idx + 1, || None);
-        }
         match self.sites[to].pool.begin_write(file, size) {
             Err(e) => {
                 let inputs = self.wf.jobs[job]
@@ -383,12 +397,15 @@ impl Sim {
             Ok(r) => {
                 self.evicted(to, r.evicted);
                 self.note_used(to);
-                self.flows[idx] = Some(Flow {
-                    file,
-                    from,
-                    to,
-                    size,
-                });
+                self.flows.insert(
+                    id,
+                    Flow {
+                        file,
+                        from,
+                        to,
+                        size,
+                    },
+                );
                 let src = &mut self.sources[from];
                 if src.connections < src.max_connections {
                     src.connections += 1;
@@ -404,7 +421,7 @@ impl Sim {
     /// Latency over: the source must still hold the file (live: 404 otherwise),
     /// then the bytes flow.
     fn stream(&mut self, id: TransferId) {
-        let Some(flow) = self.flows[id as usize].as_ref() else {
+        let Some(flow) = self.flows.get(id) else {
             return;
         };
         let (from, file, size) = (flow.from, flow.file, flow.size);
@@ -455,7 +472,7 @@ impl Sim {
             }
         }
         for id in done {
-            let size = self.flows[id as usize].as_ref().map_or(0, |f| f.size);
+            let size = self.flows.get(id).map_or(0, |f| f.size);
             self.end_transfer(id, Ok(size));
         }
         self.reschedule(site);
@@ -464,7 +481,7 @@ impl Sim {
     /// A transfer is over: free its connection, admit a waiting one, and tell
     /// the manager.
     fn end_transfer(&mut self, id: TransferId, result: Result<u64, TransferFailure>) {
-        let Some(flow) = self.flows[id as usize].take() else {
+        let Some(flow) = self.flows.take(id) else {
             return;
         };
         let pool = &mut self.sites[flow.to].pool;

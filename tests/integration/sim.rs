@@ -5,8 +5,8 @@ use std::path::Path;
 
 use gridbed::core::records::Outcome;
 use gridbed::live::{self, LiveOptions};
-use gridbed::report::RunRecord;
 use gridbed::report::validate::Comparison;
+use gridbed::report::{Detail, RunRecord};
 use gridbed::sim;
 
 use crate::common;
@@ -17,7 +17,7 @@ fn quickstart() -> gridbed::config::Scenario {
 
 fn sim_record(s: &gridbed::config::Scenario) -> String {
     let run = sim::run(s).unwrap();
-    serde_json::to_string(&RunRecord::from_sim(s, &run, "t")).unwrap()
+    serde_json::to_string(&RunRecord::from_sim(s, &run, "t", Detail::Full)).unwrap()
 }
 
 #[test]
@@ -154,8 +154,8 @@ fn validate_on_the_quickstart_is_within_its_tolerance() {
     let sim = sim::run(&s).unwrap();
     let live = live::run(&s, LiveOptions::default()).unwrap();
     let cmp = Comparison::new(
-        &RunRecord::from_sim(&s, &sim, "v"),
-        &RunRecord::from_live(&s, &live, "v"),
+        &RunRecord::from_sim(&s, &sim, "v", Detail::Full),
+        &RunRecord::from_live(&s, &live, "v", Detail::Full),
         0.10,
     );
     assert!(cmp.within_tolerance, "{}", cmp.table());

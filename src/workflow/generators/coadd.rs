@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
 use crate::config::units::Size;
-use crate::core::{DagError, File, JobSpec, Workflow};
+use crate::core::{DagError, File, Job, Workflow};
 
 /// Parameters of the coadd generator; the defaults are the full workflow.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -113,19 +113,21 @@ impl Coadd {
         )
     }
 
-    /// Builds the workflow.
+    /// Builds the workflow. At full scale that is 5.4 M references, so jobs
+    /// refer to files by index (the file grid is regular) rather than by name.
     pub fn generate(&self, seed: u64) -> Result<Workflow, DagError> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let cols = self.columns();
         let rows = self.dec * self.files_per_dec;
-        let name = |f: usize, row: usize, col: usize| format!("sdss/f{f}/r{row:03}/c{col:05}.fits");
-        let mut files =
-            Vec::with_capacity(self.filters * rows * cols + self.filters * self.ra * self.dec);
+        let per_filter = rows * cols;
+        let inputs_total = self.filters * per_filter;
+        let id = |f: usize, row: usize, col: usize| f * per_filter + row * cols + col;
+        let mut files = Vec::with_capacity(inputs_total + self.filters * self.ra * self.dec);
         for f in 0..self.filters {
             for row in 0..rows {
                 for col in 0..cols {
                     files.push(File {
-                        name: name(f, row, col),
+                        name: format!("sdss/f{f}/r{row:03}/c{col:05}.fits"),
                         size: self.file_size.0,
                     });
                 }
@@ -144,27 +146,24 @@ impl Coadd {
                     let c1 = d.saturating_add(self.margin_ra).min(cols);
                     let mut inputs = Vec::with_capacity((r1 - r0) * (c1 - c0));
                     for row in r0..r1 {
-                        for col in c0..c1 {
-                            inputs.push(name(f, row, col));
-                        }
+                        inputs.extend((c0..c1).map(|col| id(f, row, col)));
                     }
-                    let out = format!("coadd/f{f}/d{j:02}/r{i:04}.fits");
                     files.push(File {
-                        name: out.clone(),
+                        name: format!("coadd/f{f}/d{j:02}/r{i:04}.fits"),
                         size: self.output_size.0,
                     });
-                    jobs.push(JobSpec {
+                    jobs.push(Job {
                         name: format!("coadd-{i:04}-{j:02}-{f}"),
                         runtime: super::jittered(self.runtime, self.jitter, &mut rng),
                         inputs,
-                        outputs: vec![out],
+                        outputs: vec![files.len() - 1],
                         parents: vec![],
                         position: Some([i as u32, j as u32, f as u32]),
                     });
                 }
             }
         }
-        Workflow::build(files, jobs)
+        Workflow::from_jobs(files, jobs)
     }
 }
 
