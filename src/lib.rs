@@ -38,4 +38,5 @@ pub mod metrics;
 pub mod policy;
 pub mod report;
 pub mod sim;
+pub mod sweep;
 pub mod workflow;

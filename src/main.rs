@@ -33,6 +33,8 @@ enum Cmd {
     Check(CheckArgs),
     /// Run a testbed on both engines and compare them side by side.
     Validate(ValidateArgs),
+    /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
+    Sweep(gridbed::sweep::SweepArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -137,6 +139,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run(args),
         Cmd::Check(args) => check(args),
         Cmd::Validate(args) => validate(args),
+        Cmd::Sweep(args) => sweep(args),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| {
@@ -255,6 +258,52 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
             "error: the run did not complete: {} of {} jobs ended ({} failed, {} blocked)",
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked
         );
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn sweep(args: gridbed::sweep::SweepArgs) -> Result<ExitCode, ExitCode> {
+    use gridbed::sweep::SweepError;
+    let rows = gridbed::sweep::run(&args).map_err(|e| {
+        eprintln!("error: {e}");
+        match e {
+            SweepError::Config(_) | SweepError::Invalid(_) => ExitCode::from(2),
+            SweepError::Run(_) => ExitCode::from(1),
+        }
+    })?;
+    say!(
+        "{:<16} {:>5} {:>6} {:>5} {:>12} {:>10} {:>9} {:>8}",
+        "strategy",
+        "sites",
+        "maxpre",
+        "seed",
+        "makespan h",
+        "transfers",
+        "evicted",
+        "wall s"
+    );
+    for r in &rows {
+        say!(
+            "{:<16} {:>5} {:>6} {:>5} {:>12.2} {:>10} {:>9} {:>8.2}{}",
+            r.strategy,
+            r.sites,
+            r.maxpre,
+            r.seed,
+            r.makespan_s / 3600.0,
+            r.transfers,
+            r.evictions,
+            r.wall_s,
+            if r.succeeded {
+                ""
+            } else {
+                "  (did not complete)"
+            }
+        );
+    }
+    say!("\nCSV and charts written to {}", args.out.display());
+    if rows.iter().all(|r| r.succeeded) {
+        Ok(ExitCode::SUCCESS)
+    } else {
         Ok(ExitCode::from(1))
     }
 }

@@ -1,0 +1,111 @@
+//! SVG charts (plotters) of the papers' kind: one line per strategy.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+/// One named line of (x, y) points.
+pub struct Series {
+    /// Legend label.
+    pub name: String,
+    /// Points, in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+const COLOURS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Draws `series` as lines with markers into an SVG file at `path`.
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+    let pts = || series.iter().flat_map(|s| s.points.iter());
+    let (x0, x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
+        (a.min(p.0), b.max(p.0))
+    });
+    let y1 = pts().fold(0.0_f64, |m, p| m.max(p.1));
+    if !x0.is_finite() {
+        return Err(format!("plotting {}: no data", path.display()));
+    }
+    let (x0, x1) = if x0 == x1 {
+        (x0 - 1.0, x1 + 1.0)
+    } else {
+        (x0, x1)
+    };
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0..x1, 0.0..y1)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, s) in series.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                colour.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            });
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_an_svg_with_every_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.svg");
+        let series = vec![
+            Series {
+                name: "random".into(),
+                points: vec![(5.0, 10.0), (10.0, 7.0)],
+            },
+            Series {
+                name: "clustered".into(),
+                points: vec![(5.0, 4.0), (10.0, 2.0)],
+            },
+        ];
+        line_chart(&path, "t", "sites", "hours", &series).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("clustered") && svg.contains("random"));
+        assert!(line_chart(&path, "t", "x", "y", &[]).is_err());
+    }
+}

@@ -1,0 +1,355 @@
+//! `gridbed sweep`: a grid of strategies × site counts × MAXPRE × seeds, the
+//! experiment of seed 000 §5 (figures 4–7), run in parallel over the machine's
+//! cores on either engine, written as CSV and SVG charts.
+//!
+//! A site count N keeps the testbed's storage sites and its first N execution
+//! sites (for `spcl-grid3.toml`, the first N rows of the Grid3 table, as the
+//! paper's "first N sites listed on this table").
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::config::{self, ConfigError, Overrides, Scenario};
+use crate::live::{self, LiveOptions};
+use crate::report::plot::{Series, line_chart};
+use crate::report::{Detail, RunRecord};
+use crate::sim;
+
+/// Options of `gridbed sweep`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SweepArgs {
+    /// The testbed every run starts from.
+    pub testbed: PathBuf,
+    /// Strategies (site selectors).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "random,random-caching,clustered,data-present"
+    )]
+    pub strategies: Vec<String>,
+    /// Site counts: the first N execution sites of the testbed.
+    #[arg(long, value_delimiter = ',', default_value = "5,10,15,20,25")]
+    pub sites: Vec<usize>,
+    /// MAXPRE values.
+    #[arg(long, value_delimiter = ',', default_value = "20,40,60")]
+    pub maxpre: Vec<usize>,
+    /// Seeds (each cell is repeated once per seed).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub seeds: Vec<u64>,
+    /// Engine of every run.
+    #[arg(long, default_value = "sim")]
+    pub engine: String,
+    /// Where the CSV and the charts go.
+    #[arg(long, default_value = "sweep-out")]
+    pub out: PathBuf,
+    /// Runs at once (default: the machine's cores).
+    #[arg(long)]
+    pub parallel: Option<usize>,
+    /// Site catalogue, overriding the testbed's.
+    #[arg(long, value_name = "FILE")]
+    pub sites_file: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// One run of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cell {
+    /// Index into the strategies.
+    pub strategy: usize,
+    /// Execution sites.
+    pub sites: usize,
+    /// MAXPRE.
+    pub maxpre: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    /// Strategy.
+    pub strategy: String,
+    /// Execution sites.
+    pub sites: usize,
+    /// MAXPRE.
+    pub maxpre: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Engine.
+    pub engine: String,
+    /// Whether every job ended.
+    pub succeeded: bool,
+    /// Nominal makespan (s).
+    pub makespan_s: f64,
+    /// Successful transfers.
+    pub transfers: usize,
+    /// Nominal bytes moved.
+    pub bytes: u64,
+    /// Failed transfer attempts.
+    pub transfer_failures: usize,
+    /// Evictions.
+    pub evictions: u64,
+    /// Cache hits.
+    pub cache_hits: u64,
+    /// Job attempts beyond the first.
+    pub replans: usize,
+    /// Wall seconds of the run.
+    pub wall_s: f64,
+}
+
+/// Why a sweep could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The testbed (or an override) is bad input.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A parameter is out of range.
+    #[error("{0}")]
+    Invalid(String),
+    /// A run failed to run, or an output could not be written.
+    #[error("{0}")]
+    Run(String),
+}
+
+fn load(args: &SweepArgs, strategy: &str, seed: u64) -> Result<Scenario, ConfigError> {
+    let overrides = Overrides {
+        strategy: Some(strategy.to_string()),
+        seed: Some(seed),
+        sites_file: args.sites_file.clone(),
+    };
+    config::load(&args.testbed, &overrides)
+}
+
+/// Keeps the storage sites and the first `n` execution sites.
+fn first_sites(s: &mut Scenario, n: usize) {
+    let origin_name = s.sites[s.origin].info.name.clone();
+    let mut exec = 0;
+    s.sites.retain(|site| {
+        if site.info.cpus == 0 {
+            return true;
+        }
+        exec += 1;
+        exec <= n
+    });
+    s.origin = s
+        .sites
+        .iter()
+        .position(|x| x.info.name == origin_name)
+        .unwrap_or(0);
+}
+
+fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
+    let strategy = &args.strategies[cell.strategy];
+    let mut s = load(args, strategy, cell.seed).map_err(|e| e.to_string())?;
+    first_sites(&mut s, cell.sites);
+    s.manager.maxpre = cell.maxpre;
+    let id = format!(
+        "{}-{strategy}-{}-{}-{}",
+        s.name, cell.sites, cell.maxpre, cell.seed
+    );
+    let started = std::time::Instant::now();
+    let record = if args.engine == "live" {
+        let run = live::run(&s, LiveOptions::default()).map_err(|e| e.to_string())?;
+        RunRecord::from_live(&s, &run, &id, Detail::Summary)
+    } else {
+        let run = sim::run(&s).map_err(|e| e.to_string())?;
+        RunRecord::from_sim(&s, &run, &id, Detail::Summary)
+    };
+    let m = &record.summary;
+    Ok(Row {
+        strategy: strategy.clone(),
+        sites: cell.sites,
+        maxpre: cell.maxpre,
+        seed: cell.seed,
+        engine: record.engine.clone(),
+        succeeded: m.succeeded,
+        makespan_s: m.makespan_s,
+        transfers: m.transfers,
+        bytes: m.bytes,
+        transfer_failures: m.transfer_failures,
+        evictions: m.evictions,
+        cache_hits: m.cache_hits,
+        replans: m.replans,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs the grid and writes `sweep.csv` and the charts into `args.out`.
+pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
+    if args.engine != "sim" && args.engine != "live" {
+        return Err(SweepError::Invalid(format!(
+            "--engine: expected sim or live, found `{}`",
+            args.engine
+        )));
+    }
+    if args.strategies.is_empty()
+        || args.sites.is_empty()
+        || args.maxpre.is_empty()
+        || args.seeds.is_empty()
+    {
+        return Err(SweepError::Invalid(
+            "every axis needs at least one value".into(),
+        ));
+    }
+    // Validate the testbed and every strategy name once, up front.
+    let base = load(args, &args.strategies[0], args.seeds[0])?;
+    for st in &args.strategies {
+        load(args, st, args.seeds[0])?;
+    }
+    let exec = base.sites.iter().filter(|s| s.info.cpus > 0).count();
+    if let Some(&n) = args.sites.iter().find(|&&n| n == 0 || n > exec) {
+        return Err(SweepError::Invalid(format!(
+            "--sites: {n} is not between 1 and the testbed's {exec} execution sites"
+        )));
+    }
+    let mut cells = Vec::new();
+    for strategy in 0..args.strategies.len() {
+        for &sites in &args.sites {
+            for &maxpre in &args.maxpre {
+                for &seed in &args.seeds {
+                    cells.push(Cell {
+                        strategy,
+                        sites,
+                        maxpre,
+                        seed,
+                    });
+                }
+            }
+        }
+    }
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        let bar = ProgressBar::new(cells.len() as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:32} {pos}/{len} runs  {msg}  ETA {eta}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    };
+    let workers = args
+        .parallel
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .clamp(1, cells.len());
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Row, String>>>> = Mutex::new(vec![None; cells.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&cell) = cells.get(i) else {
+                        break;
+                    };
+                    let r = run_cell(args, cell);
+                    if let Ok(mut all) = results.lock() {
+                        all[i] = Some(r);
+                    }
+                    bar.set_message(format!(
+                        "{} at {} sites",
+                        args.strategies[cell.strategy], cell.sites
+                    ));
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut rows = Vec::new();
+    for r in results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+    {
+        rows.push(r.map_err(SweepError::Run)?);
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
+    write_csv(&args.out.join("sweep.csv"), &rows).map_err(SweepError::Run)?;
+    charts(&args.out, &base.name, args, &rows).map_err(SweepError::Run)?;
+    Ok(rows)
+}
+
+fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
+    let mut out = String::from(
+        "strategy,sites,maxpre,seed,engine,succeeded,makespan_s,transfers,bytes,transfer_failures,evictions,cache_hits,replans,wall_s\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{:.3}",
+            r.strategy,
+            r.sites,
+            r.maxpre,
+            r.seed,
+            r.engine,
+            r.succeeded,
+            r.makespan_s,
+            r.transfers,
+            r.bytes,
+            r.transfer_failures,
+            r.evictions,
+            r.cache_hits,
+            r.replans,
+            r.wall_s
+        );
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Mean of `f` over the seeds of each (strategy, sites) at `maxpre`.
+fn series(args: &SweepArgs, rows: &[Row], maxpre: usize, f: impl Fn(&Row) -> f64) -> Vec<Series> {
+    args.strategies
+        .iter()
+        .map(|st| {
+            let mut points = Vec::new();
+            for &n in &args.sites {
+                let vals: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| &r.strategy == st && r.sites == n && r.maxpre == maxpre)
+                    .map(&f)
+                    .collect();
+                if !vals.is_empty() {
+                    points.push((n as f64, vals.iter().sum::<f64>() / vals.len() as f64));
+                }
+            }
+            Series {
+                name: st.clone(),
+                points,
+            }
+        })
+        .collect()
+}
+
+/// Figure 4 (transfers by strategy and site count) and figures 5–7 (makespan
+/// by site count, one chart per MAXPRE).
+fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), String> {
+    for &maxpre in &args.maxpre {
+        let t = series(args, rows, maxpre, |r| r.transfers as f64);
+        line_chart(
+            &out.join(format!("transfers-maxpre{maxpre}.svg")),
+            &format!("{name}: file transfers by strategy (MAXPRE {maxpre})"),
+            "sites",
+            "transfers",
+            &t,
+        )?;
+        let m = series(args, rows, maxpre, |r| r.makespan_s / 3600.0);
+        line_chart(
+            &out.join(format!("makespan-maxpre{maxpre}.svg")),
+            &format!("{name}: execution time for MAXPRE = {maxpre}"),
+            "sites",
+            "makespan (hours, nominal)",
+            &m,
+        )?;
+    }
+    Ok(())
+}
