@@ -71,28 +71,90 @@ pub trait EvictionPolicy: Send {
     fn key(&mut self, candidate: &Candidate) -> u64;
 }
 
-/// A named constructor of a policy of kind `T`, fed a seeded generator.
-type Ctor<T> = fn(ChaCha8Rng) -> Box<T>;
+/// Inline parameters of a policy, as in `clustered[sequence=false]`.
+#[derive(Debug, Default)]
+pub struct Params {
+    pairs: Vec<(String, String)>,
+    used: std::cell::RefCell<Vec<String>>,
+}
+
+impl Params {
+    /// A parameter's value parsed as `T`, or `default` when absent.
+    pub fn get<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, String> {
+        self.used.borrow_mut().push(key.to_string());
+        match self.pairs.iter().find(|(k, _)| k == key) {
+            None => Ok(default),
+            Some((_, v)) => v
+                .parse()
+                .map_err(|_| format!("parameter `{key}`: cannot use `{v}`")),
+        }
+    }
+
+    /// Fails on a parameter no `get` asked for.
+    fn check_all_used(&self) -> Result<(), String> {
+        let used = self.used.borrow();
+        match self.pairs.iter().find(|(k, _)| !used.contains(k)) {
+            Some((k, _)) if used.is_empty() => Err(format!("takes no parameters, found `{k}`")),
+            Some((k, _)) => Err(format!(
+                "unknown parameter `{k}`; expected one of: {}",
+                used.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Splits `name[k=v,k2=v2]` into the name and its parameters.
+fn parse_spec(spec: &str) -> Result<(&str, Params), String> {
+    let Some((name, rest)) = spec.split_once('[') else {
+        return Ok((spec.trim(), Params::default()));
+    };
+    let body = rest
+        .strip_suffix(']')
+        .ok_or_else(|| "expected `name[key=value, …]`".to_string())?;
+    let mut pairs = Vec::new();
+    for item in body.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("expected `key=value`, found `{item}`"))?;
+        pairs.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok((
+        name.trim(),
+        Params {
+            pairs,
+            used: Default::default(),
+        },
+    ))
+}
+
+/// A named constructor of a policy of kind `T`, fed a seeded generator and its
+/// inline parameters.
+type Ctor<T> = fn(ChaCha8Rng, &Params) -> Result<Box<T>, String>;
 type SelectorCtor = Ctor<dyn SiteSelector>;
 type EvictionCtor = Ctor<dyn EvictionPolicy>;
 
 /// Site selectors by name.
 pub const SELECTORS: &[(&str, SelectorCtor)] = &[
-    ("random", |rng| Box::new(selector::Random::new(rng))),
-    ("round-robin", |_| Box::new(selector::RoundRobin::default())),
-    ("data-present", |rng| {
-        Box::new(selector::DataPresent::new(rng))
+    ("random", |rng, _| Ok(Box::new(selector::Random::new(rng)))),
+    ("round-robin", |_, _| {
+        Ok(Box::new(selector::RoundRobin::default()))
     }),
-    ("random-caching", |rng| {
-        Box::new(selector::RandomCaching::new(rng))
+    ("data-present", |rng, _| {
+        Ok(Box::new(selector::DataPresent::new(rng)))
     }),
-    ("clustered", |_| Box::new(selector::Clustered::default())),
+    ("random-caching", |rng, _| {
+        Ok(Box::new(selector::RandomCaching::new(rng)))
+    }),
+    ("clustered", |_, p| {
+        Ok(Box::new(selector::Clustered::with_params(p)?))
+    }),
 ];
 
 /// Eviction policies by name.
-pub const EVICTIONS: &[(&str, EvictionCtor)] = &[("lru", |_| Box::new(eviction::Lru))];
+pub const EVICTIONS: &[(&str, EvictionCtor)] = &[("lru", |_, _| Ok(Box::new(eviction::Lru)))];
 
-/// An unknown policy name, with the valid ones.
+/// A policy name that is unknown, or parameters it does not take.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("unknown {kind} `{name}`; expected one of: {valid}")]
 pub struct UnknownPolicy {
@@ -100,35 +162,44 @@ pub struct UnknownPolicy {
     pub kind: &'static str,
     /// What was asked for.
     pub name: String,
-    /// Comma-separated valid names.
+    /// Comma-separated valid names, or what was wrong with the parameters.
     pub valid: String,
 }
 
 fn resolve<T: ?Sized>(
     kind: &'static str,
     table: &[(&str, Ctor<T>)],
-    name: &str,
+    spec: &str,
     seed: u64,
 ) -> Result<Box<T>, UnknownPolicy> {
-    table
+    let bad = |why: String| UnknownPolicy {
+        kind,
+        name: spec.to_string(),
+        valid: why,
+    };
+    let (name, params) = parse_spec(spec).map_err(bad)?;
+    let (_, ctor) = table
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, ctor)| ctor(ChaCha8Rng::seed_from_u64(seed)))
         .ok_or_else(|| UnknownPolicy {
             kind,
-            name: name.to_string(),
+            name: spec.to_string(),
             valid: table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-        })
+        })?;
+    let policy = ctor(ChaCha8Rng::seed_from_u64(seed), &params).map_err(bad)?;
+    params.check_all_used().map_err(bad)?;
+    Ok(policy)
 }
 
-/// Builds the site selector called `name`, seeded with `seed`.
-pub fn site_selector(name: &str, seed: u64) -> Result<Box<dyn SiteSelector>, UnknownPolicy> {
-    resolve("strategy", SELECTORS, name, seed)
+/// Builds the site selector `spec` (a name, optionally with inline parameters
+/// such as `clustered[sequence=false]`), seeded with `seed`.
+pub fn site_selector(spec: &str, seed: u64) -> Result<Box<dyn SiteSelector>, UnknownPolicy> {
+    resolve("strategy", SELECTORS, spec, seed)
 }
 
-/// Builds the eviction policy called `name`, seeded with `seed`.
-pub fn eviction_policy(name: &str, seed: u64) -> Result<Box<dyn EvictionPolicy>, UnknownPolicy> {
-    resolve("eviction", EVICTIONS, name, seed)
+/// Builds the eviction policy `spec`, seeded with `seed`.
+pub fn eviction_policy(spec: &str, seed: u64) -> Result<Box<dyn EvictionPolicy>, UnknownPolicy> {
+    resolve("eviction", EVICTIONS, spec, seed)
 }
 
 #[cfg(test)]
@@ -144,5 +215,18 @@ mod tests {
                 .contains("random, round-robin, data-present, random-caching, clustered")
         );
         assert!(eviction_policy("lru", 0).is_ok());
+        assert!(site_selector("clustered[sequence=false, ra=4]", 0).is_ok());
+        let e = site_selector("clustered[colour=red]", 0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("unknown parameter `colour`") && e.contains("sequence"),
+            "{e}"
+        );
+        let e = site_selector("random[x=1]", 0).err().unwrap().to_string();
+        assert!(e.contains("takes no parameters"), "{e}");
+        assert!(site_selector("clustered[sequence=maybe]", 0).is_err());
+        assert!(site_selector("clustered[sequence", 0).is_err());
     }
 }

@@ -19,6 +19,9 @@
 //!   between the jobs": for consecutive clusters a, b of one site, the n-th job
 //!   of b waits for the (n mod |a|)-th job of a. These are ordering edges the
 //!   manager honours (dropped if they would make a cycle with the workflow's own).
+//! * Parameters: `clustered[ra=8, dec=3, sequence=true]` — the cell size and
+//!   whether to sequence (a sparse sample of the sky has clusters of a few jobs,
+//!   where sequencing only serialises the site).
 //! * A job that must avoid its cluster's site (inputs that never fit) goes to
 //!   the next eligible site in catalogue order. The strategy implies caching.
 
@@ -33,21 +36,54 @@ pub const CLUSTER_RA: u32 = 8;
 pub const CLUSTER_DEC: u32 = 3;
 
 /// SPCL. See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Clustered {
     site_of: Vec<SiteId>,
     clusters: usize,
+    cell: (u32, u32),
+    sequence: bool,
+}
+
+impl Default for Clustered {
+    fn default() -> Self {
+        Clustered {
+            site_of: Vec::new(),
+            clusters: 0,
+            cell: (CLUSTER_RA, CLUSTER_DEC),
+            sequence: true,
+        }
+    }
 }
 
 impl Clustered {
-    /// Clusters of `wf` in SPCL order, each a sorted list of jobs.
+    /// From inline parameters: `ra` and `dec` (cluster cell, default 8 × 3)
+    /// and `sequence` (chain the clusters of a site, default true).
+    pub fn with_params(p: &crate::policy::Params) -> Result<Self, String> {
+        let ra: u32 = p.get("ra", CLUSTER_RA)?;
+        let dec: u32 = p.get("dec", CLUSTER_DEC)?;
+        if ra == 0 || dec == 0 {
+            return Err("`ra` and `dec` must be at least 1".into());
+        }
+        Ok(Clustered {
+            cell: (ra, dec),
+            sequence: p.get("sequence", true)?,
+            ..Default::default()
+        })
+    }
+
+    /// Clusters of `wf` in SPCL order with the paper's 8 × 3 cells.
     pub fn clusters(wf: &Workflow) -> Vec<Vec<JobId>> {
+        Self::clusters_of(wf, (CLUSTER_RA, CLUSTER_DEC))
+    }
+
+    /// Clusters of `wf` in SPCL order, each a sorted list of jobs.
+    pub fn clusters_of(wf: &Workflow, (cell_ra, cell_dec): (u32, u32)) -> Vec<Vec<JobId>> {
         let mut cells: BTreeMap<(u32, u32), Vec<JobId>> = BTreeMap::new();
         let mut loose = Vec::new();
         for (j, job) in wf.jobs.iter().enumerate() {
             match job.position {
                 Some([ra, dec, _]) => cells
-                    .entry((dec / CLUSTER_DEC, ra / CLUSTER_RA))
+                    .entry((dec / cell_dec, ra / cell_ra))
                     .or_default()
                     .push(j),
                 None => loose.push(j),
@@ -121,7 +157,7 @@ fn acyclic(wf: &Workflow, extra: &[(JobId, JobId)]) -> bool {
 impl SiteSelector for Clustered {
     fn prepare(&mut self, wf: &Workflow, sites: &[SiteInfo]) -> Vec<(JobId, JobId)> {
         let exec: Vec<SiteId> = (0..sites.len()).filter(|&s| sites[s].cpus > 0).collect();
-        let clusters = Self::clusters(wf);
+        let clusters = Self::clusters_of(wf, self.cell);
         self.clusters = clusters.len();
         self.site_of = vec![exec.first().copied().unwrap_or(0); wf.jobs.len()];
         if exec.is_empty() || clusters.is_empty() {
@@ -136,6 +172,9 @@ impl SiteSelector for Clustered {
             per_site[k].push(jobs);
         }
         let mut edges = Vec::new();
+        if !self.sequence {
+            return edges;
+        }
         for seq in &per_site {
             for pair in seq.windows(2) {
                 let (a, b) = (pair[0], pair[1]);
