@@ -35,6 +35,9 @@ enum Cmd {
     Validate(ValidateArgs),
     /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
     Sweep(gridbed::sweep::SweepArgs),
+    /// Look at a testbed's workflow.
+    #[command(subcommand)]
+    Workflow(WorkflowCmd),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -82,6 +85,10 @@ struct RunArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Where the live sites keep their pools (default: /dev/shm when the run
+    /// fits there, else the system temp dir).
+    #[arg(long, value_name = "DIR")]
+    pool_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -97,6 +104,22 @@ struct ValidateArgs {
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
+    /// Where the live sites keep their pools (default as for `run`).
+    #[arg(long, value_name = "DIR")]
+    pool_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum WorkflowCmd {
+    /// Jobs, edges, files, input bytes, references, total runtime, critical
+    /// path and width of a testbed's workflow.
+    Stats {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -140,6 +163,7 @@ fn main() -> ExitCode {
         Cmd::Check(args) => check(args),
         Cmd::Validate(args) => validate(args),
         Cmd::Sweep(args) => sweep(args),
+        Cmd::Workflow(WorkflowCmd::Stats { scenario, json }) => workflow_stats(&scenario, json),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| {
@@ -236,6 +260,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 linger: Duration::from_secs_f64(args.linger),
                 progress,
                 run_id: run_id.clone(),
+                pool_root: args.pool_dir.clone(),
             };
             let result = live::run(&scenario, opts).map_err(|e| {
                 eprintln!("error: {e}");
@@ -260,6 +285,40 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode> {
+    let s = load(args)?;
+    let st = s.workflow.stats();
+    if json {
+        let text = serde_json::to_string_pretty(&st).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        })?;
+        say!("{text}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    say!("workflow of `{}`", s.name);
+    say!("  jobs                {:>14}", st.jobs);
+    say!("  edges               {:>14}", st.edges);
+    say!("  files               {:>14}", st.files);
+    say!(
+        "  input files         {:>14}  ({})",
+        st.input_files,
+        human_bytes(st.input_bytes as f64)
+    );
+    say!(
+        "  file references     {:>14}  ({:.2} per input file)",
+        st.references,
+        st.references_per_file
+    );
+    say!("  total runtime       {:>14.0} s nominal", st.total_runtime);
+    say!("  critical path       {:>14.0} s nominal", st.critical_path);
+    say!(
+        "  depth × width       {:>14}",
+        format!("{} × {}", st.depth, st.width)
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn sweep(args: gridbed::sweep::SweepArgs) -> Result<ExitCode, ExitCode> {
@@ -331,6 +390,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
     let opts = LiveOptions {
         progress,
         run_id: run_id.clone(),
+        pool_root: args.pool_dir.clone(),
         ..Default::default()
     };
     let live_run = live::run(&scenario, opts).map_err(|e| {

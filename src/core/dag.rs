@@ -321,6 +321,88 @@ impl Workflow {
     }
 }
 
+/// The shape of a workflow, as `gridbed workflow stats` prints it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Stats {
+    /// Jobs.
+    pub jobs: usize,
+    /// Parent → child edges.
+    pub edges: usize,
+    /// Files (inputs and outputs).
+    pub files: usize,
+    /// Workflow inputs (files no job writes).
+    pub input_files: usize,
+    /// Nominal bytes of the inputs.
+    pub input_bytes: u64,
+    /// File references (sum over jobs of their inputs).
+    pub references: usize,
+    /// References per input file read at least once.
+    pub references_per_file: f64,
+    /// Sum of runtimes (nominal s).
+    pub total_runtime: f64,
+    /// Longest runtime path from a root to a leaf (nominal s).
+    pub critical_path: f64,
+    /// Levels (longest parent chain).
+    pub depth: usize,
+    /// Most jobs on one level.
+    pub width: usize,
+}
+
+impl Workflow {
+    /// Counts, total work, critical path and width.
+    pub fn stats(&self) -> Stats {
+        let n = self.jobs.len();
+        let mut level = vec![0usize; n];
+        let mut finish = vec![0.0f64; n];
+        // Jobs are in topological order, parents first.
+        for (j, job) in self.jobs.iter().enumerate() {
+            let (mut l, mut f) = (0, 0.0f64);
+            for &p in &job.parents {
+                l = l.max(level[p] + 1);
+                f = f.max(finish[p]);
+            }
+            level[j] = l;
+            finish[j] = f + job.runtime;
+        }
+        let depth = level.iter().max().map_or(0, |m| m + 1);
+        let mut per_level = vec![0usize; depth];
+        for &l in &level {
+            per_level[l] += 1;
+        }
+        let mut read = vec![false; self.files.len()];
+        for j in &self.jobs {
+            for &f in &j.inputs {
+                read[f] = true;
+            }
+        }
+        let inputs: Vec<FileId> = self.inputs().collect();
+        let read_inputs = inputs.iter().filter(|&&f| read[f]).count();
+        let references = self.references();
+        Stats {
+            jobs: n,
+            edges: self.jobs.iter().map(|j| j.parents.len()).sum(),
+            files: self.files.len(),
+            input_files: inputs.len(),
+            input_bytes: inputs.iter().map(|&f| self.files[f].size).sum(),
+            references,
+            references_per_file: if read_inputs == 0 {
+                0.0
+            } else {
+                self.jobs
+                    .iter()
+                    .flat_map(|j| &j.inputs)
+                    .filter(|&&f| self.producer[f].is_none())
+                    .count() as f64
+                    / read_inputs as f64
+            },
+            total_runtime: self.jobs.iter().map(|j| j.runtime).sum(),
+            critical_path: finish.iter().copied().fold(0.0, f64::max),
+            depth,
+            width: per_level.into_iter().max().unwrap_or(0),
+        }
+    }
+}
+
 /// Kahn's algorithm, taking the smallest index first so that the order is stable.
 /// Returns a job on a cycle when there is one.
 fn topo_order(parents: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
@@ -410,6 +492,24 @@ mod tests {
             vec![j("w", &[], &["x"], &[]), j("v", &[], &["x"], &[])],
         );
         assert!(matches!(two, Err(DagError::TwoWriters { .. })));
+    }
+
+    #[test]
+    fn stats_of_a_diamond() {
+        let mut specs = vec![
+            j("a", &["in"], &["x"], &[]),
+            j("b", &["x"], &[], &["a"]),
+            j("c", &["x", "in"], &[], &["a"]),
+            j("d", &[], &[], &["b", "c"]),
+        ];
+        specs[2].runtime = 5.0;
+        let wf = Workflow::build(vec![f("in"), f("x")], specs).unwrap();
+        let s = wf.stats();
+        assert_eq!((s.jobs, s.edges, s.depth, s.width), (4, 4, 3, 2));
+        assert_eq!((s.input_files, s.references), (1, 4));
+        assert_eq!(s.references_per_file, 2.0);
+        assert_eq!(s.critical_path, 7.0);
+        assert_eq!(s.total_runtime, 8.0);
     }
 
     #[test]

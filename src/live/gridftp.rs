@@ -199,8 +199,19 @@ impl Drop for Slot {
     }
 }
 
+/// Where a response's bytes come from.
+enum Source {
+    /// A small file, read whole in one trip to the blocking pool.
+    Memory(Bytes),
+    /// A large file, read a chunk at a time.
+    File(tokio::fs::File),
+}
+
+/// Files up to this size are read whole before streaming.
+const READ_WHOLE: u64 = 4 << 20;
+
 struct Body {
-    file: tokio::fs::File,
+    source: Source,
     remaining: u64,
     chunk: usize,
     aggregate: Option<Arc<Shared>>,
@@ -222,11 +233,19 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             .body("too many transfers at once");
     }
     let slot = Slot(st.active.clone());
-    // Opened before streaming: an eviction after this point unlinks the name
-    // but not these bytes.
-    let file = match tokio::fs::File::open(st.store.path(&enc)).await {
-        Ok(f) => f,
-        Err(_) => return Refusal::Missing.response(),
+    // Read (or opened) before streaming: an eviction after this point unlinks
+    // the name but not these bytes.
+    let path = st.store.path(&enc);
+    let source = if meta.size <= READ_WHOLE {
+        match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+            Ok(Ok(bytes)) if bytes.len() as u64 == meta.size => Source::Memory(Bytes::from(bytes)),
+            _ => return Refusal::Missing.response(),
+        }
+    } else {
+        match tokio::fs::File::open(path).await {
+            Ok(f) => Source::File(f),
+            Err(_) => return Refusal::Missing.response(),
+        }
     };
     st.served.fetch_add(1, Ordering::Relaxed);
     if !st.limits.latency.is_zero() {
@@ -239,7 +258,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok();
     let body = Body {
-        file,
+        source,
         remaining: meta.size,
         chunk: st.chunk,
         aggregate: st.aggregate.clone(),
@@ -260,17 +279,25 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             let _turn = shared.turn.lock().await;
             let _ = shared.bucket.until_n_ready(cells).await;
         }
-        let mut buf = vec![0u8; n];
-        if let Err(e) = b.file.read_exact(&mut buf).await {
-            b.remaining = 0;
-            return Some((Err(e), b));
-        }
+        let mut chunk = match &mut b.source {
+            Source::Memory(bytes) => bytes.split_to(n),
+            Source::File(file) => {
+                let mut buf = vec![0u8; n];
+                if let Err(e) = file.read_exact(&mut buf).await {
+                    b.remaining = 0;
+                    return Some((Err(e), b));
+                }
+                Bytes::from(buf)
+            }
+        };
         if b.corrupt {
-            buf[n / 2] ^= 0xFF;
+            let mut flipped = chunk.to_vec();
+            flipped[n / 2] ^= 0xFF;
+            chunk = Bytes::from(flipped);
             b.corrupt = false;
         }
         b.remaining -= n as u64;
-        Some((Ok::<_, std::io::Error>(Bytes::from(buf)), b))
+        Some((Ok::<_, std::io::Error>(chunk), b))
     });
     HttpResponse::Ok()
         .content_type("application/octet-stream")

@@ -82,12 +82,27 @@ pub async fn pull(
         .content_length()
         .ok_or_else(|| TransferFailure::Connection("no Content-Length".into()))?;
     let part = dest.part_path(enc, id);
-    let result = receive(resp, &part, expected_len, &expected_sha).await;
-    match result {
+    let received = receive(resp, &part, expected_len, &expected_sha).await;
+    let done = match received {
+        Ok(body) => {
+            let (part, dst) = (part.clone(), dest.path(enc));
+            // One trip to the blocking pool: write (if still in memory), then
+            // the atomic rename into place.
+            tokio::task::spawn_blocking(move || {
+                if let Some(bytes) = body {
+                    std::fs::write(&part, bytes)?;
+                }
+                std::fs::rename(&part, &dst)
+            })
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
+            .map_err(|e| TransferFailure::Connection(format!("storing the file: {e}")))
+        }
+        Err(e) => Err(e),
+    };
+    match done {
         Ok(()) => {
-            tokio::fs::rename(&part, dest.path(enc))
-                .await
-                .map_err(|e| TransferFailure::Connection(format!("rename: {e}")))?;
             let meta = FileMeta {
                 size: expected_len,
                 sha256: expected_sha,
@@ -102,14 +117,22 @@ pub async fn pull(
     }
 }
 
+/// Receives and verifies the body. A body of at most [`WRITE_BATCH`] bytes
+/// stays in memory and is returned (the caller writes it in one step); a larger
+/// one streams into `part` and `None` is returned.
 async fn receive(
     resp: reqwest::Response,
     part: &std::path::Path,
     expected_len: u64,
     expected_sha: &str,
-) -> Result<(), TransferFailure> {
+) -> Result<Option<Vec<u8>>, TransferFailure> {
     let io = |e: std::io::Error| TransferFailure::Connection(format!("writing the part file: {e}"));
-    let mut file = tokio::fs::File::create(part).await.map_err(io)?;
+    let in_memory = expected_len as usize <= WRITE_BATCH;
+    let mut file = if in_memory {
+        None
+    } else {
+        Some(tokio::fs::File::create(part).await.map_err(io)?)
+    };
     let mut hasher = Sha256::new();
     let mut received = 0u64;
     let mut batch = Vec::with_capacity(WRITE_BATCH.min(expected_len as usize));
@@ -122,14 +145,23 @@ async fn receive(
         })?;
         hasher.update(&chunk);
         received += chunk.len() as u64;
+        if received > expected_len {
+            return Err(TransferFailure::Corrupt(format!(
+                "more than the {expected_len} bytes announced"
+            )));
+        }
         batch.extend_from_slice(&chunk);
-        if batch.len() >= WRITE_BATCH {
-            file.write_all(&batch).await.map_err(io)?;
+        if let Some(f) = file.as_mut()
+            && batch.len() >= WRITE_BATCH
+        {
+            f.write_all(&batch).await.map_err(io)?;
             batch.clear();
         }
     }
-    file.write_all(&batch).await.map_err(io)?;
-    file.flush().await.map_err(io)?;
+    if let Some(f) = file.as_mut() {
+        f.write_all(&batch).await.map_err(io)?;
+        f.flush().await.map_err(io)?;
+    }
     if received != expected_len {
         return Err(TransferFailure::Corrupt(format!(
             "received {received} of {expected_len} bytes"
@@ -141,5 +173,5 @@ async fn receive(
             "sha256 {sha}, expected {expected_sha}"
         )));
     }
-    Ok(())
+    Ok(in_memory.then_some(batch))
 }
