@@ -27,7 +27,10 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: manager, dispatch, transfer (default: all).
+    /// Which benchmarks: sim, manager, dispatch, transfer (default: all).
+    #[arg(value_delimiter = ',')]
+    which: Vec<String>,
+    /// The same, as an option.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Scale every size down by this factor (for a quick check of the code path).
@@ -55,9 +58,22 @@ pub struct Figure {
 
 /// Runs the selected benchmarks and prints their figures.
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    let want = |n: &str| args.only.is_empty() || args.only.iter().any(|o| o == n);
+    let chosen: Vec<&String> = args.which.iter().chain(&args.only).collect();
+    if let Some(bad) = chosen
+        .iter()
+        .find(|c| !["sim", "manager", "dispatch", "transfer"].contains(&c.as_str()))
+    {
+        return Err(format!(
+            "unknown benchmark `{bad}`; expected sim, manager, dispatch, transfer"
+        ));
+    }
+    let want = |n: &str| chosen.is_empty() || chosen.iter().any(|o| *o == n);
     let shrink = args.shrink.max(1) as usize;
     let mut figures = Vec::new();
+    // First, so that the peak RSS it reports is its own.
+    if want("sim") {
+        figures.extend(sim_full_coadd()?);
+    }
     if want("manager") {
         figures.extend(manager_decisions(10_000 / shrink)?);
     }
@@ -93,17 +109,43 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Seed 000's Table 1, simulated columns: (CPUs, disk GB), as in `sites.toml`.
+const GRID3: [(usize, u64); 25] = [
+    (72, 95),
+    (51, 86),
+    (40, 20),
+    (35, 217),
+    (31, 162),
+    (29, 113),
+    (27, 65),
+    (16, 139),
+    (13, 59),
+    (10, 97),
+    (8, 171),
+    (8, 217),
+    (8, 88),
+    (8, 119),
+    (7, 172),
+    (6, 57),
+    (6, 119),
+    (4, 24),
+    (4, 172),
+    (4, 11),
+    (4, 6),
+    (3, 98),
+    (2, 131),
+    (2, 5),
+    (2, 130),
+];
+
 fn grid3_sites() -> Vec<SiteInfo> {
-    let cpus = [
-        72, 51, 40, 35, 31, 29, 27, 16, 13, 10, 8, 8, 8, 8, 7, 6, 6, 4, 4, 4, 4, 3, 2, 2, 2,
-    ];
-    let mut sites: Vec<SiteInfo> = cpus
+    let mut sites: Vec<SiteInfo> = GRID3
         .iter()
         .enumerate()
-        .map(|(i, &c)| SiteInfo {
+        .map(|(i, &(cpus, gb))| SiteInfo {
             name: format!("grid3-{:02}", i + 1),
-            cpus: c,
-            disk: 1 << 50,
+            cpus,
+            disk: gb * 1_000_000_000,
             speed: 1.0,
             overhead: 0.0,
         })
@@ -187,6 +229,81 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
             unit: "jobs/s".into(),
             goal: "≥ 100,000/s".into(),
             met: rate >= 100_000.0,
+        });
+    }
+    Ok(figures)
+}
+
+/// Peak resident set of this process so far (Linux), in bytes.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The full SDSS coadd (44,400 jobs, 5.4 M references) on the 25 Grid3 sites,
+/// simulated with SPCL and with Random (the most transfers: every reference).
+fn sim_full_coadd() -> Result<Vec<Figure>, String> {
+    let mut figures = Vec::new();
+    for strategy in ["clustered", "random"] {
+        let started = Instant::now();
+        let wf = crate::workflow::generators::Coadd::default()
+            .generate(1)
+            .map_err(|e| e.to_string())?;
+        let mut sites: Vec<SiteConfig> = grid3_sites()
+            .into_iter()
+            .map(|info| SiteConfig {
+                storage: info.cpus == 0,
+                info,
+                bandwidth: 100e6,
+                stream_cap: 1e6,
+                max_connections: 40,
+                latency: 0.0,
+                corrupt_responses: 0,
+            })
+            .collect();
+        let origin = sites.len() - 1;
+        sites[origin].info.disk = 100_000_000_000_000;
+        let policy = if strategy == "random" {
+            ReplicaPolicy::Delete
+        } else {
+            ReplicaPolicy::Caching
+        };
+        let scenario = Scenario {
+            name: "bench-coadd".into(),
+            path: PathBuf::from("(bench)"),
+            seed: 1,
+            sites,
+            origin,
+            workflow: Arc::new(wf),
+            strategy: strategy.into(),
+            eviction: "lru".into(),
+            manager: ManagerSettings {
+                replica_policy: policy,
+                ..Default::default()
+            },
+            emulation: Emulation {
+                time_scale: 1.0,
+                byte_scale: 1.0,
+            },
+        };
+        let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        let wall = started.elapsed().as_secs_f64();
+        if !run.succeeded {
+            return Err(format!("sim bench ({strategy}) did not finish"));
+        }
+        let rss = peak_rss().unwrap_or(0) as f64 / 1e9;
+        figures.push(Figure {
+            name: format!(
+                "sim: full coadd, 25 sites, {strategy}: {} transfers, {:.2} M events/s, peak RSS {rss:.2} GB",
+                run.transfers,
+                run.events as f64 / run.wall.as_secs_f64() / 1e6
+            ),
+            value: wall,
+            unit: "s wall".into(),
+            goal: "≤ 10 s, ≤ 2 GB".into(),
+            met: wall <= 10.0 && rss <= 2.0,
         });
     }
     Ok(figures)
