@@ -225,6 +225,11 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
     };
     let record = match args.engine {
         Engine::Sim => {
+            if args.metrics_addr.is_some() || args.linger > 0.0 || args.pool_dir.is_some() {
+                eprintln!(
+                    "note: --metrics-addr, --linger and --pool-dir apply to the live engine only"
+                );
+            }
             // A simulated run is a function of the scenario: its id is too.
             let run_id = format!("{}-{}-sim", scenario.name, scenario.seed);
             let result = sim::run(&scenario).map_err(|e| {
