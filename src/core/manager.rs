@@ -219,6 +219,7 @@ pub struct Manager {
     timer_seq: u64,
     counts: StateCounts,
     records: Records,
+    last_ended: Option<SiteId>,
     /// Per job: nominal bytes of its inputs.
     input_bytes: Vec<u64>,
     /// Reused buffer of eligible sites.
@@ -304,6 +305,7 @@ impl Manager {
             timer_seq: 0,
             counts,
             records,
+            last_ended: None,
             input_bytes,
             eligible: Vec::new(),
         }
@@ -490,6 +492,8 @@ impl Manager {
             sites: &self.sites,
             rls: &self.rls,
             active: &self.active,
+            counters: &self.records.sites,
+            last_ended: self.last_ended,
         };
         let site = self.selector.select(job, &view, &eligible);
         debug_assert!(
@@ -879,6 +883,7 @@ impl Manager {
                     self.rls.register(o, site);
                 }
                 self.records.sites[site].ended += 1;
+                self.last_ended = Some(site);
                 out.push(Command::Release { job, site, delete });
                 self.set_state(job, JobState::Done);
                 let wf = self.wf.clone();

@@ -12,6 +12,7 @@ pub mod selector;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::core::records::SiteCounters;
 use crate::core::{FileId, JobId, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
 /// What a site selector may look at when a prescript plans a job.
@@ -24,6 +25,11 @@ pub struct GridView<'a> {
     pub rls: &'a Rls,
     /// Jobs submitted to each site and not yet ended (queued or running).
     pub active: &'a [usize],
+    /// Per-site control records so far: submitted, started, ended, killed (the
+    /// postscript keeps them, as seed 002's control database).
+    pub counters: &'a [SiteCounters],
+    /// The site where a job ended most recently.
+    pub last_ended: Option<SiteId>,
 }
 
 /// Chooses the execution site for a job (the prescript's first task, seed 000 §4).
@@ -148,6 +154,15 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     }),
     ("clustered", |_, p| {
         Ok(Box::new(selector::Clustered::with_params(p)?))
+    }),
+    ("weighted-linear-random", |rng, _| {
+        Ok(Box::new(selector::WeightedLinearRandom::new(rng)))
+    }),
+    ("last-recent-used", |_, _| {
+        Ok(Box::new(selector::LastRecentUsed::default()))
+    }),
+    ("opportunistic", |_, _| {
+        Ok(Box::new(selector::Opportunistic::default()))
     }),
 ];
 

@@ -268,6 +268,8 @@ mod tests {
             sites: &s,
             rls: &rls,
             active: &[0; 4],
+            counters: &[],
+            last_ended: None,
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

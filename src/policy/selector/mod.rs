@@ -3,12 +3,18 @@
 
 mod clustered;
 mod data_present;
+mod last_recent_used;
+mod opportunistic;
 mod random;
 mod random_caching;
 mod round_robin;
+mod weighted_linear_random;
 
 pub use clustered::Clustered;
 pub use data_present::DataPresent;
+pub use last_recent_used::LastRecentUsed;
+pub use opportunistic::Opportunistic;
 pub use random::Random;
 pub use random_caching::RandomCaching;
 pub use round_robin::RoundRobin;
+pub use weighted_linear_random::WeightedLinearRandom;

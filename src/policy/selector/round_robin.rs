@@ -39,6 +39,8 @@ mod tests {
             sites: &[],
             rls: &rls,
             active: &[],
+            counters: &[],
+            last_ended: None,
         };
         let mut rr = RoundRobin::default();
         let picks: Vec<_> = (0..5).map(|j| rr.select(j, &view, &[1, 2, 4])).collect();
