@@ -137,8 +137,10 @@ mod tests {
             counters: &counters,
             last_ended: None,
         };
-        let mut o = Opportunistic::default();
-        o.scheduled = vec![0, 1, 1];
+        let mut o = Opportunistic {
+            scheduled: vec![0, 1, 1],
+            ..Default::default()
+        };
         // Both 1/1: fewer scheduled first, then catalogue order.
         assert_eq!(o.choose(&view, &[1, 2]), 1);
         o.scheduled = vec![0, 2, 1];
