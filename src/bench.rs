@@ -207,7 +207,7 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
                         });
                         queue.push(Event::JobStarted { job, site });
                     }
-                    Command::Pin { .. } | Command::Release { .. } => {}
+                    Command::Pin { .. } | Command::Release { .. } | Command::Kill { .. } => {}
                 }
             }
             if queue.is_empty() && !m.is_finished() {

@@ -43,6 +43,8 @@ pub struct Metrics {
     pub storage_capacity: IntGaugeVec,
     /// Evictions per site.
     pub evictions: IntCounterVec,
+    /// Jobs MonitQueue killed in a site queue, per site.
+    pub jobs_killed: IntCounterVec,
     /// Inputs found on site at planning time, per site.
     pub cache_hits: IntGaugeVec,
     /// Prescripts running.
@@ -159,6 +161,11 @@ impl Metrics {
             evictions: icv(
                 "gridbed_evictions_total",
                 "Files evicted per site",
+                &["site"],
+            ),
+            jobs_killed: icv(
+                "gridbed_jobs_killed_total",
+                "Jobs MonitQueue killed in a site queue (each is planned again)",
                 &["site"],
             ),
             cache_hits: igv(

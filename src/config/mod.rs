@@ -225,6 +225,8 @@ struct ManagerFile {
     transfer_backoff: Option<Seconds>,
     replan_backoff: Option<Seconds>,
     max_replans: Option<u32>,
+    monit_interval: Option<Spanned<Seconds>>,
+    max_idle: Option<Spanned<Seconds>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -496,7 +498,27 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         replan_backoff: m.replan_backoff.map_or(defaults.replan_backoff, |s| s.0),
         max_replans: m.max_replans.unwrap_or(defaults.max_replans),
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
+        monit_interval: defaults.monit_interval,
+        max_idle: defaults.max_idle,
     };
+    match (&m.monit_interval, &m.max_idle) {
+        (None, None) => {}
+        (Some(i), Some(idle)) => {
+            if i.get_ref().0 <= 0.0 {
+                return Err(src.error(
+                    Some(i.span()),
+                    None,
+                    "expected monit_interval > 0 s".into(),
+                ));
+            }
+            manager.monit_interval = i.get_ref().0;
+            manager.max_idle = idle.get_ref().0;
+        }
+        (Some(one), None) | (None, Some(one)) => {
+            let msg = "MonitQueue needs both monit_interval and max_idle".to_string();
+            return Err(src.error(Some(one.span()), None, msg));
+        }
+    }
 
     // A strategy that implies a replica policy (RandomCaching) decides it.
     if let Ok(selector) = policy::site_selector(&strategy, 0)

@@ -67,6 +67,11 @@ pub struct ManagerSettings {
     pub max_replans: u32,
     /// What happens to staged inputs after the job.
     pub replica_policy: ReplicaPolicy,
+    /// MonitQueue: how often queues are checked (0: MonitQueue off).
+    pub monit_interval: f64,
+    /// MonitQueue: longest a job may wait in a site queue before it is killed
+    /// there and planned again elsewhere.
+    pub max_idle: f64,
 }
 
 impl Default for ManagerSettings {
@@ -81,6 +86,8 @@ impl Default for ManagerSettings {
             replan_backoff: 10.0,
             max_replans: 100,
             replica_policy: ReplicaPolicy::Caching,
+            monit_interval: 0.0,
+            max_idle: f64::INFINITY,
         }
     }
 }
@@ -166,6 +173,7 @@ enum Timer {
     Replan {
         job: JobId,
     },
+    Monit,
 }
 
 #[derive(Debug, PartialEq)]
@@ -220,6 +228,12 @@ pub struct Manager {
     counts: StateCounts,
     records: Records,
     last_ended: Option<SiteId>,
+    /// MonitQueue: queued jobs (submitted, job, attempt) in submission order.
+    idle: VecDeque<(Time, JobId, usize)>,
+    /// Per job: a Kill is out and unanswered.
+    killing: Vec<bool>,
+    /// Per job: the site its next attempt must avoid (where it was killed).
+    avoid_once: Vec<Option<SiteId>>,
     /// Per job: nominal bytes of its inputs.
     input_bytes: Vec<u64>,
     /// Reused buffer of eligible sites.
@@ -275,7 +289,7 @@ impl Manager {
         };
         let m = sites.len();
         let input_bytes = (0..n).map(|j| workflow.input_bytes(j)).collect();
-        Manager {
+        let mut manager = Manager {
             wf: workflow,
             sites,
             settings,
@@ -306,8 +320,21 @@ impl Manager {
             counts,
             records,
             last_ended: None,
+            idle: VecDeque::new(),
+            killing: vec![false; n],
+            avoid_once: vec![None; n],
             input_bytes,
             eligible: Vec::new(),
+        };
+        manager.start_monit();
+        manager
+    }
+
+    /// Starts MonitQueue's periodic check if it is on.
+    fn start_monit(&mut self) {
+        if self.settings.monit_interval > 0.0 && self.settings.max_idle.is_finite() {
+            let at = self.settings.monit_interval;
+            self.schedule(at, Timer::Monit);
         }
     }
 
@@ -322,6 +349,7 @@ impl Manager {
             Event::TransferDone { id, result } => self.on_transfer_done(id, result, out),
             Event::JobStarted { job, site } => self.on_job_started(job, site),
             Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
+            Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
             Event::FileEvicted { site, file } => {
                 self.rls.unregister(file, site);
                 self.records.evictions.push(EvictionRecord {
@@ -455,6 +483,7 @@ impl Manager {
                         self.ready.push_back(job);
                     }
                 }
+                Timer::Monit => self.monit_queue(out),
             }
         }
         while !self.ready.is_empty()
@@ -486,6 +515,13 @@ impl Manager {
             self.eligible = eligible;
             self.fail_for_good(job);
             return;
+        }
+        // Re-planned by MonitQueue: anywhere but the site that killed it, if
+        // there is anywhere else.
+        if let Some(killer) = self.avoid_once[job].take()
+            && eligible.len() > 1
+        {
+            eligible.retain(|&s| s != killer);
         }
         let view = GridView {
             workflow: &self.wf,
@@ -637,6 +673,10 @@ impl Manager {
         self.set_state(job, JobState::Queued);
         self.active[site] += 1;
         self.records.sites[site].submitted += 1;
+        if self.settings.monit_interval > 0.0 {
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            self.idle.push_back((self.now, job, attempt));
+        }
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.submitted = Some(self.now);
         }
@@ -847,6 +887,52 @@ impl Manager {
         }
     }
 
+    /// MonitQueue (seed 002 §4): kills the jobs idle in a site queue longer
+    /// than `max_idle`. Queued jobs are kept in submission order, so the scan
+    /// stops at the first one not yet overdue.
+    fn monit_queue(&mut self, out: &mut Vec<Command>) {
+        while let Some(&(submitted, job, attempt)) = self.idle.front() {
+            let waiting = self.state[job] == JobState::Queued
+                && self.records.jobs[job].attempts.len() == attempt + 1
+                && !self.killing[job];
+            if waiting && self.now - submitted <= self.settings.max_idle {
+                break;
+            }
+            self.idle.pop_front();
+            if waiting {
+                self.killing[job] = true;
+                out.push(Command::Kill {
+                    job,
+                    site: self.site_of[job],
+                });
+            }
+        }
+        let at = self.now + self.settings.monit_interval;
+        self.schedule(at, Timer::Monit);
+    }
+
+    fn on_job_killed(&mut self, job: JobId, site: SiteId, killed: bool, out: &mut Vec<Command>) {
+        if !self.killing[job] || self.site_of[job] != site {
+            return;
+        }
+        self.killing[job] = false;
+        if !killed || self.state[job] != JobState::Queued {
+            return; // it started first: it runs, the kill is void
+        }
+        self.active[site] -= 1;
+        self.records.sites[site].killed += 1;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Killed;
+        }
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        out.push(Command::Release { job, site, delete });
+        self.set_state(job, JobState::Ready);
+        self.avoid_once[job] = Some(site);
+        self.retry(job, Retry::Now);
+    }
+
     fn on_job_started(&mut self, job: JobId, site: SiteId) {
         if self.state[job] != JobState::Queued || self.site_of[job] != site {
             return;
@@ -954,6 +1040,10 @@ mod tests {
         transfer: f64,
         corrupt_first: usize,
         fail_from: Option<SiteId>,
+        /// Sites whose slots are all taken by other users: nothing starts there.
+        blocked: Vec<bool>,
+        /// On a Kill, start the job first if it is next in line (the race).
+        start_before_kill: bool,
         ended_ok: Vec<u32>,
         pin_times: Vec<Time>,
         max_prescripts: usize,
@@ -1008,6 +1098,8 @@ mod tests {
                 transfer: 5.0,
                 corrupt_first: 0,
                 fail_from: None,
+                blocked: vec![false; m],
+                start_before_kill: false,
                 ended_ok: vec![0; n],
                 pin_times: Vec::new(),
                 max_prescripts: 0,
@@ -1024,6 +1116,20 @@ mod tests {
         fn apply(&mut self, cmds: Vec<Command>) {
             for c in cmds {
                 match c {
+                    Command::Kill { job, site } => {
+                        if self.start_before_kill && self.queues[site].front() == Some(&job) {
+                            // The slot freed just before the kill arrived.
+                            self.blocked[site] = false;
+                            self.start_jobs(site);
+                            self.blocked[site] = true;
+                        }
+                        let q = &mut self.queues[site];
+                        let killed = match q.iter().position(|&j| j == job) {
+                            Some(i) => q.remove(i).is_some(),
+                            None => false,
+                        };
+                        self.at(self.now, Event::JobKilled { job, site, killed });
+                    }
                     Command::Pin { job, site } => {
                         self.pin_times.push(self.now);
                         let inputs = self.m.workflow().jobs[job].inputs.clone();
@@ -1079,7 +1185,7 @@ mod tests {
         }
 
         fn start_jobs(&mut self, site: SiteId) {
-            while self.running[site] < self.m.sites()[site].cpus {
+            while !self.blocked[site] && self.running[site] < self.m.sites()[site].cpus {
                 let Some(job) = self.queues[site].pop_front() else {
                     return;
                 };
@@ -1322,6 +1428,73 @@ mod tests {
         );
         // Each of the 3 distinct inputs: 1 try + transfer_retries on source 0.
         assert_eq!(failed.len(), 3 * 4);
+    }
+
+    fn monitqueue() -> ManagerSettings {
+        ManagerSettings {
+            monit_interval: 10.0,
+            max_idle: 50.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn monitqueue_kills_jobs_idle_at_a_busy_site_and_they_end_elsewhere() {
+        let mut w = World::new(
+            pipeline(6, 1),
+            sites(2, 2, 10_000),
+            monitqueue(),
+            "round-robin",
+        );
+        w.blocked[1] = true; // s0: every slot taken by other users
+        w.run_with_slots();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        assert!(
+            w.ended_ok.iter().all(|&n| n == 1),
+            "a job ran twice or never"
+        );
+        let r = w.m.records();
+        assert!(r.sites[1].killed > 0 && r.sites[1].ended == 0);
+        for (j, rec) in r.jobs.iter().enumerate() {
+            for pair in rec.attempts.windows(2) {
+                if pair[0].outcome == Outcome::Killed {
+                    assert_ne!(
+                        pair[1].site, pair[0].site,
+                        "job {j} went back to its killer"
+                    );
+                    assert!(pair[0].ended.unwrap() - pair[0].submitted.unwrap() > 50.0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_kill_racing_a_start_leaves_exactly_one_outcome() {
+        let mut w = World::new(
+            pipeline(6, 1),
+            sites(2, 2, 10_000),
+            monitqueue(),
+            "round-robin",
+        );
+        w.blocked[1] = true;
+        w.start_before_kill = true;
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        assert!(
+            w.ended_ok.iter().all(|&n| n == 1),
+            "a job ran twice or never"
+        );
+        let r = w.m.records();
+        // The first job in each queue started as its kill arrived: it ran there.
+        assert!(r.sites[1].ended > 0, "the start won some races");
+        for rec in &r.jobs {
+            let ended = rec
+                .attempts
+                .iter()
+                .filter(|a| a.outcome == Outcome::Ended)
+                .count();
+            assert_eq!(ended, 1);
+        }
     }
 
     #[test]

@@ -109,6 +109,17 @@ pub enum Event {
         /// Success, or why not.
         result: Result<(), JobFailure>,
     },
+    /// A site answered a [`Command::Kill`]: `killed` when the job was still in
+    /// its queue and is gone from it, false when it had already started (it
+    /// then runs to its end as usual). Exactly one of the two happens.
+    JobKilled {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+        /// Whether it was removed from the queue.
+        killed: bool,
+    },
     /// A site evicted a file to make room; the RLS must forget that replica.
     FileEvicted {
         /// The site.
@@ -144,6 +155,14 @@ pub enum Command {
     },
     /// Every input is staged: put the job in the site's FIFO queue.
     Submit {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+    },
+    /// MonitQueue: remove `job` from `site`'s queue if it has not started;
+    /// answer with [`Event::JobKilled`].
+    Kill {
         /// The job.
         job: JobId,
         /// The site.

@@ -21,6 +21,8 @@ pub enum Outcome {
     StagingFailed(String),
     /// The site reported a failure.
     Failed(JobFailure),
+    /// MonitQueue killed it in the site's queue after `max_idle`; re-planned.
+    Killed,
 }
 
 /// One pass of a job through prescript, queue and run.
@@ -88,6 +90,8 @@ pub struct SiteCounters {
     pub ended: u64,
     /// Jobs that failed there.
     pub failed: u64,
+    /// Jobs MonitQueue killed in its queue.
+    pub killed: u64,
     /// Transfers into the site that succeeded.
     pub transfers_in: u64,
     /// Nominal bytes transferred into the site.

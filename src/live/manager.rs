@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::messages::{Fetch, Pin, Release, SiteEvent, Submit};
+use super::messages::{Fetch, Kill, Pin, Release, SiteEvent, Submit};
 use super::site::SiteActor;
 use crate::core::{Command, Event, Manager, Time};
 use crate::metrics::Metrics;
@@ -104,6 +104,7 @@ impl ManagerActor {
                     })
                 }
                 Command::Submit { job, site } => self.sites[site].do_send(Submit { job }),
+                Command::Kill { job, site } => self.sites[site].do_send(Kill { job }),
                 Command::Release { job, site, delete } => {
                     self.sites[site].do_send(Release { job, delete })
                 }

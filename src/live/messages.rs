@@ -35,6 +35,15 @@ pub struct Submit {
     pub job: JobId,
 }
 
+/// Manager → site (MonitQueue): take `job` out of the queue if it has not
+/// started; the site answers with [`crate::core::Event::JobKilled`].
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Kill {
+    /// The job.
+    pub job: JobId,
+}
+
 /// Manager → site: unpin `job`'s files and delete `delete` when unpinned.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -16,7 +16,7 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Fetch, FileCheck, Pin, Release, SiteEvent, SiteReport, Submit, TakeInventory,
+    Fetch, FileCheck, Kill, Pin, Release, SiteEvent, SiteReport, Submit, TakeInventory,
 };
 use super::store::{self, Store};
 use super::{Shared, transfer};
@@ -354,6 +354,29 @@ impl SiteActor {
         self.try_start(ctx);
     }
 
+    /// Removes a job still waiting in the queue. A job that already took a
+    /// slot is not touched: it runs to its end and the kill is void.
+    fn on_kill(&mut self, job: JobId) {
+        let killed = match self.queue.iter().position(|&j| j == job) {
+            Some(i) => {
+                self.queue.remove(i);
+                self.shared
+                    .metrics
+                    .jobs_killed
+                    .with_label_values(&[self.name()])
+                    .inc();
+                true
+            }
+            None => false,
+        };
+        self.emit(Event::JobKilled {
+            job,
+            site: self.id,
+            killed,
+        });
+        self.publish();
+    }
+
     fn inventory(&self) -> SiteReport {
         let mut files: Vec<FileCheck> = self
             .pool
@@ -415,6 +438,13 @@ impl Handler<Submit> for SiteActor {
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
         self.queue.push_back(m.job);
         self.try_start(ctx);
+    }
+}
+
+impl Handler<Kill> for SiteActor {
+    type Result = ();
+    fn handle(&mut self, m: Kill, _: &mut Context<Self>) {
+        self.on_kill(m.job);
     }
 }
 

@@ -86,6 +86,8 @@ pub struct Summary {
     pub jobs_blocked: usize,
     /// Job attempts beyond the first (re-plans and retries).
     pub replans: usize,
+    /// Jobs MonitQueue killed in a site queue (each planned again).
+    pub kills: u64,
     /// Successful transfers.
     pub transfers: usize,
     /// Failed transfer attempts (each was retried or re-sourced).
@@ -119,6 +121,8 @@ pub struct SiteSummary {
     pub jobs_ended: u64,
     /// Job attempts that failed here.
     pub jobs_failed: u64,
+    /// Jobs MonitQueue killed in this site's queue.
+    pub jobs_killed: u64,
     /// Transfers into the site.
     pub transfers_in: u64,
     /// Nominal bytes into the site.
@@ -311,6 +315,7 @@ impl RunRecord {
             jobs_done: done,
             jobs_failed: 0,
             jobs_blocked: 0,
+            kills: records.sites.iter().map(|s| s.killed).sum(),
             replans: records
                 .jobs
                 .iter()
@@ -343,6 +348,7 @@ impl RunRecord {
                 cpus: s.info.cpus,
                 jobs_ended: c.ended,
                 jobs_failed: c.failed,
+                jobs_killed: c.killed,
                 transfers_in: c.transfers_in,
                 bytes_in: c.bytes_in,
                 transfers_out: c.transfers_out,
@@ -402,8 +408,8 @@ impl RunRecord {
         );
         let _ = writeln!(
             out,
-            "  jobs          {:>12} ended of {} ({} failed, {} blocked, {} re-plans)",
-            s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked, s.replans
+            "  jobs          {:>12} ended of {} ({} failed, {} blocked, {} re-plans, {} killed by MonitQueue)",
+            s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked, s.replans, s.kills
         );
         let _ = writeln!(
             out,

@@ -361,6 +361,17 @@ impl Sim {
             Command::Release { job, site, delete } => {
                 self.sites[site].pool.release_job(job, &delete);
             }
+            Command::Kill { job, site } => {
+                let queue = &mut self.sites[site].queue;
+                let killed = match queue.iter().position(|&j| j == job) {
+                    Some(i) => queue.remove(i).is_some(),
+                    None => false,
+                };
+                self.at(
+                    self.now,
+                    Ev::Deliver(Event::JobKilled { job, site, killed }),
+                );
+            }
         }
     }
 

@@ -284,3 +284,58 @@ fn every_exported_metric_is_documented_and_every_documented_one_exists() {
         );
     }
 }
+
+#[test]
+fn monitqueue_kills_idle_jobs_and_every_job_still_ends_once_live_and_in_sim() {
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+maxpre = 10
+prescript_interval = 0.5
+monit_interval = 1
+max_idle = 5
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 1
+[[site]]
+name = "grid3-02"
+cpus = 2
+[workflow]
+generator = "pipeline"
+levels = 1
+width = 8
+runtime = 20
+file_size = "1 MB"
+"#;
+    let (_dir, s) = common::scenario(body);
+    let live = run(&s);
+    assert_each_job_ended_once(&s, &live);
+    assert_rls_matches_disk(&s, &live);
+    let sim = gridbed::sim::run(&s).unwrap();
+    assert!(sim.succeeded);
+    for (engine, records) in [("live", &live.records), ("sim", &sim.records)] {
+        let kills: u64 = records.sites.iter().map(|c| c.killed).sum();
+        assert!(kills > 0, "{engine}: MonitQueue killed nothing");
+        for rec in &records.jobs {
+            let ended = rec
+                .attempts
+                .iter()
+                .filter(|a| a.outcome == Outcome::Ended)
+                .count();
+            assert_eq!(ended, 1, "{engine}");
+            for a in rec.attempts.iter().filter(|a| a.outcome == Outcome::Killed) {
+                assert!(
+                    a.started.is_none(),
+                    "{engine}: a killed attempt had started"
+                );
+            }
+        }
+    }
+    assert!(live.metrics.contains("gridbed_jobs_killed_total"));
+}
