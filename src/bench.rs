@@ -261,6 +261,7 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
                 max_connections: 40,
                 latency: 0.0,
                 corrupt_responses: 0,
+                background: None,
             })
             .collect();
         let origin = sites.len() - 1;
@@ -324,6 +325,7 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
         max_connections: 1024,
         latency: 0.0,
         corrupt_responses: 0,
+        background: None,
     }
 }
 

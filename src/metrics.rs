@@ -21,6 +21,8 @@ pub struct Metrics {
     pub slots_total: IntGaugeVec,
     /// Busy CPU slots per site.
     pub slots_busy: IntGaugeVec,
+    /// Slots held by other users' background load, per site.
+    pub slots_background: IntGaugeVec,
     /// Successful transfers by source and destination.
     pub transfers: IntCounterVec,
     /// Nominal bytes moved by source and destination.
@@ -118,6 +120,11 @@ impl Metrics {
             slots_busy: igv(
                 "gridbed_site_slots_busy",
                 "Busy CPU slots per site",
+                &["site"],
+            ),
+            slots_background: igv(
+                "gridbed_site_slots_background",
+                "CPU slots held by other users' background load, per site",
                 &["site"],
             ),
             transfers: icv("gridbed_transfers_total", "Successful transfers", pair),

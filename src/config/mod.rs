@@ -88,6 +88,23 @@ pub struct SiteConfig {
     pub latency: f64,
     /// Fault hook for tests: this many served responses get one byte flipped.
     pub corrupt_responses: u32,
+    /// Other users' load on the site's slots, if any.
+    pub background: Option<crate::core::background::Background>,
+}
+
+impl SiteConfig {
+    /// The seed of this site's background load (same in both engines).
+    pub fn load_seed(run_seed: u64, site: SiteId) -> u64 {
+        run_seed ^ 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(site as u64 + 1)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackgroundFile {
+    model: Spanned<String>,
+    mean_busy: Spanned<f64>,
+    period: Positive,
 }
 
 /// A validated scenario: sites, workflow, manager settings, policies, seed.
@@ -185,6 +202,7 @@ struct SiteFile {
     speed: Option<Positive>,
     overhead: Option<Seconds>,
     corrupt_responses: Option<u32>,
+    background: Option<BackgroundFile>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -407,6 +425,19 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             let span = s.cpus.as_ref().map(Spanned::span).unwrap_or(s.name.span());
             let msg = "a storage site runs no jobs: expected cpus = 0".to_string();
             return Err(src.error(Some(span), None, msg));
+        }
+        if let Some(b) = &s.background {
+            if b.model.get_ref() != "markov" {
+                let msg = format!(
+                    "unknown background model `{}`; expected: markov",
+                    b.model.get_ref()
+                );
+                return Err(src.error(Some(b.model.span()), None, msg));
+            }
+            if !(0.0..=1.0).contains(b.mean_busy.get_ref()) {
+                let msg = "expected a fraction of the slots in [0, 1]".to_string();
+                return Err(src.error(Some(b.mean_busy.span()), None, msg));
+            }
         }
         if site.max_connections == 0 {
             let span = s
@@ -711,5 +742,9 @@ fn merge(
             .unwrap_or(64),
         latency: pick!(latency).or(d.latency).map_or(0.0, |l| l.0),
         corrupt_responses: s.corrupt_responses.unwrap_or(0),
+        background: pick!(background).map(|b| crate::core::background::Background {
+            mean_busy: *b.mean_busy.get_ref(),
+            period: b.period.0,
+        }),
     })
 }

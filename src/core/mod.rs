@@ -16,6 +16,7 @@
 //! Site storage accounting ([`storage::Pool`]) is also here because both engines'
 //! sites must evict and pin by the same rules.
 
+pub mod background;
 pub mod dag;
 pub mod manager;
 pub mod records;

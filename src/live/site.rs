@@ -21,6 +21,7 @@ use super::messages::{
 use super::store::{self, Store};
 use super::{Shared, transfer};
 use crate::config::SiteConfig;
+use crate::core::background::Load;
 use crate::core::storage::Pool;
 use crate::core::{Event, FileId, JobFailure, JobId, SiteId, TransferFailure};
 
@@ -44,6 +45,9 @@ pub struct SiteActor {
     jobs_run: u64,
     busy_waits: u64,
     real_bytes_in: u64,
+    /// Other users' load, and the slots it really holds now.
+    load: Option<Load>,
+    busy: usize,
 }
 
 impl Actor for SiteActor {
@@ -52,6 +56,25 @@ impl Actor for SiteActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         // Many queued messages per job at high dispatch rates.
         ctx.set_mailbox_capacity(usize::MAX);
+        if let Some(model) = self
+            .cfg
+            .background
+            .clone()
+            .filter(|_| self.cfg.info.cpus > 0)
+        {
+            let seed = SiteConfig::load_seed(self.shared.seed, self.id);
+            let load = Load::new(model, self.cfg.info.cpus, seed);
+            self.busy = load.busy();
+            let every = real_duration(self.shared.emulation.real_secs(load.period()));
+            self.load = Some(load);
+            ctx.run_interval(every, |act, ctx| {
+                if let Some(load) = act.load.as_mut() {
+                    act.busy = load.step();
+                }
+                act.try_start(ctx);
+                act.publish();
+            });
+        }
         self.publish();
     }
 }
@@ -80,6 +103,8 @@ impl SiteActor {
             jobs_run: 0,
             busy_waits: 0,
             real_bytes_in: 0,
+            busy: 0,
+            load: None,
         }
     }
 
@@ -223,7 +248,7 @@ impl SiteActor {
 
     /// Starts queued jobs while slots are free (FIFO).
     fn try_start(&mut self, ctx: &mut Context<Self>) {
-        while self.running < self.cfg.info.cpus {
+        while self.running < self.cfg.info.cpus.saturating_sub(self.busy) {
             let Some(job) = self.queue.pop_front() else {
                 break;
             };

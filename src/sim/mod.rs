@@ -25,7 +25,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::Scenario;
+use crate::config::{Scenario, SiteConfig};
+use crate::core::background::Load;
 use crate::core::records::Records;
 use crate::core::storage::Pool;
 use crate::core::window::IdWindow;
@@ -83,6 +84,8 @@ enum Ev {
     SourceNext { site: SiteId, generation: u64 },
     /// A job's runtime is over.
     JobDone { site: SiteId, job: JobId },
+    /// A site's background load changes.
+    Load { site: SiteId },
 }
 
 struct Due {
@@ -170,6 +173,9 @@ struct Flow {
 
 struct Site {
     cpus: usize,
+    /// Other users' load, and the slots it holds now.
+    load: Option<Load>,
+    busy: usize,
     speed: f64,
     overhead: f64,
     pool: Pool,
@@ -209,8 +215,15 @@ impl Sim {
                     let _ = pool.place_origin(f, wf.files[f].size);
                 }
             }
+            let load = s
+                .background
+                .clone()
+                .filter(|_| s.info.cpus > 0)
+                .map(|b| Load::new(b, s.info.cpus, SiteConfig::load_seed(scenario.seed, i)));
             sites.push(Site {
                 cpus: s.info.cpus,
+                busy: load.as_ref().map_or(0, Load::busy),
+                load,
                 speed: s.info.speed,
                 overhead: s.info.overhead,
                 peak_used: pool.used(),
@@ -239,7 +252,7 @@ impl Sim {
             scenario.manager.clone(),
             selector,
         );
-        Ok(Sim {
+        let mut sim = Sim {
             wf,
             manager,
             now: 0.0,
@@ -253,7 +266,13 @@ impl Sim {
             out: Vec::new(),
             transfers: 0,
             events: 0,
-        })
+        };
+        for site in 0..sim.sites.len() {
+            if let Some(period) = sim.sites[site].load.as_ref().map(Load::period) {
+                sim.at(period, Ev::Load { site });
+            }
+        }
+        Ok(sim)
     }
 
     /// Schedules `ev`. Events for the current instant skip the heap: they run
@@ -298,6 +317,7 @@ impl Sim {
                 Ev::Stream(id) => self.stream(id),
                 Ev::SourceNext { site, generation } => self.source_next(site, generation),
                 Ev::JobDone { site, job } => self.job_done(site, job),
+                Ev::Load { site } => self.load_changes(site),
             }
         }
     }
@@ -512,8 +532,20 @@ impl Sim {
         self.at(self.now, Ev::Deliver(Event::TransferDone { id, result }));
     }
 
+    fn load_changes(&mut self, site: SiteId) {
+        let s = &mut self.sites[site];
+        let Some(load) = s.load.as_mut() else {
+            return;
+        };
+        s.busy = load.step();
+        let next = self.now + load.period();
+        self.at(next, Ev::Load { site });
+        self.try_start(site);
+    }
+
     fn try_start(&mut self, site: SiteId) {
-        while self.sites[site].running < self.sites[site].cpus {
+        while self.sites[site].running < self.sites[site].cpus.saturating_sub(self.sites[site].busy)
+        {
             let Some(job) = self.sites[site].queue.pop_front() else {
                 return;
             };

@@ -339,3 +339,54 @@ file_size = "1 MB"
     }
     assert!(live.metrics.contains("gridbed_jobs_killed_total"));
 }
+
+#[test]
+fn a_site_held_by_background_load_has_its_jobs_killed_and_run_elsewhere() {
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 200
+byte_scale = 1000
+[manager]
+maxpre = 10
+prescript_interval = 0.5
+monit_interval = 2
+max_idle = 20
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+background = { model = "markov", mean_busy = 1.0, period = 60 }
+[[site]]
+name = "grid3-02"
+cpus = 4
+[workflow]
+generator = "pipeline"
+levels = 2
+width = 6
+runtime = [30, 20]
+file_size = "1 MB"
+"#;
+    let (_dir, s) = common::scenario(body);
+    let live = run(&s);
+    assert_each_job_ended_once(&s, &live);
+    assert_rls_matches_disk(&s, &live);
+    let sim = gridbed::sim::run(&s).unwrap();
+    assert!(sim.succeeded);
+    for (engine, records) in [("live", &live.records), ("sim", &sim.records)] {
+        assert_eq!(
+            records.sites[1].started, 0,
+            "{engine}: a job ran on the busy site"
+        );
+        assert!(
+            records.sites[1].killed > 0,
+            "{engine}: nothing was killed there"
+        );
+        for rec in &records.jobs {
+            let ran = rec.attempts.iter().filter(|a| a.started.is_some()).count();
+            assert_eq!(ran, 1, "{engine}: a job ran twice or never");
+        }
+    }
+}

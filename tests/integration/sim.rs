@@ -210,3 +210,29 @@ name = "grid3-04"
     assert_eq!(random as usize, s.workflow.references());
     assert!((clustered as usize) < 2 * s.workflow.inputs().count());
 }
+
+#[test]
+fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/osg-12-pipeline.toml");
+    let mean = |strategy: &str| {
+        let total: f64 = (1..=10)
+            .map(|seed| {
+                let overrides = gridbed::config::Overrides {
+                    strategy: Some(strategy.into()),
+                    seed: Some(seed),
+                    sites_file: Some(common::catalog()),
+                };
+                let s = gridbed::config::load(&path, &overrides).unwrap();
+                let run = sim::run(&s).unwrap();
+                assert!(run.succeeded, "{strategy} seed {seed}");
+                run.makespan
+            })
+            .sum();
+        total / 10.0
+    };
+    let (opportunistic, round_robin) = (mean("opportunistic"), mean("round-robin"));
+    assert!(
+        opportunistic < round_robin,
+        "{opportunistic} vs {round_robin}"
+    );
+}
