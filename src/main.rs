@@ -364,6 +364,33 @@ fn sweep(args: gridbed::sweep::SweepArgs) -> Result<ExitCode, ExitCode> {
             }
         );
     }
+    let summary = gridbed::sweep::summarize(&rows);
+    if summary.iter().any(|s| s.runs > 1) {
+        say!(
+            "\n{:<16} {:>5} {:>6} {:>5} {:>14} {:>12} {:>14} {:>8}",
+            "strategy",
+            "sites",
+            "maxpre",
+            "runs",
+            "mean min",
+            "sd min",
+            "95% CI min",
+            "speedup"
+        );
+        for s in &summary {
+            say!(
+                "{:<16} {:>5} {:>6} {:>5} {:>14.1} {:>12.1} {:>14} {:>8.1}",
+                s.strategy,
+                s.sites,
+                s.maxpre,
+                s.runs,
+                s.mean_s / 60.0,
+                s.sd_s / 60.0,
+                format!("± {:.1}", s.ci95_s / 60.0),
+                s.speedup
+            );
+        }
+    }
     say!("\nCSV and charts written to {}", args.out.display());
     if rows.iter().all(|r| r.succeeded) {
         Ok(ExitCode::SUCCESS)

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::config::{self, ConfigError, Overrides, Scenario};
 use crate::live::{self, LiveOptions};
-use crate::report::plot::{Series, line_chart};
+use crate::report::plot::{Bar, Series, bar_chart, line_chart};
 use crate::report::{Detail, RunRecord};
 use crate::sim;
 
@@ -41,6 +41,10 @@ pub struct SweepArgs {
     /// Seeds (each cell is repeated once per seed).
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub seeds: Vec<u64>,
+    /// Repeat each cell with seeds 1..=N instead of `--seeds`; the summary
+    /// gives mean, standard deviation and a 95% confidence interval.
+    #[arg(long)]
+    pub repeat: Option<u64>,
     /// Engine of every run.
     #[arg(long, default_value = "sim")]
     pub engine: String,
@@ -102,6 +106,93 @@ pub struct Row {
     pub replans: usize,
     /// Wall seconds of the run.
     pub wall_s: f64,
+    /// Sum of the workflow's job runtimes (its time on one CPU), nominal s.
+    pub total_runtime_s: f64,
+}
+
+/// Statistics of one cell over its seeds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Strategy.
+    pub strategy: String,
+    /// Execution sites.
+    pub sites: usize,
+    /// MAXPRE.
+    pub maxpre: usize,
+    /// Runs.
+    pub runs: usize,
+    /// Mean makespan (nominal s).
+    pub mean_s: f64,
+    /// Sample standard deviation (s).
+    pub sd_s: f64,
+    /// Half-width of the 95% confidence interval of the mean (Student t).
+    pub ci95_s: f64,
+    /// Mean speedup over one CPU (total runtime / makespan).
+    pub speedup: f64,
+}
+
+/// Two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
+fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.96,
+    }
+}
+
+/// Mean, standard deviation and 95% CI of every (strategy, sites, maxpre).
+pub fn summarize(rows: &[Row]) -> Vec<Summary> {
+    let mut keys: Vec<(String, usize, usize)> = Vec::new();
+    for r in rows {
+        let k = (r.strategy.clone(), r.sites, r.maxpre);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .map(|(strategy, sites, maxpre)| {
+            let cell: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.strategy == strategy && r.sites == sites && r.maxpre == maxpre)
+                .collect();
+            let n = cell.len();
+            let mean = cell.iter().map(|r| r.makespan_s).sum::<f64>() / n as f64;
+            let var = if n > 1 {
+                cell.iter()
+                    .map(|r| (r.makespan_s - mean).powi(2))
+                    .sum::<f64>()
+                    / (n - 1) as f64
+            } else {
+                0.0
+            };
+            let sd = var.sqrt();
+            let ci95 = if n > 1 {
+                t975(n - 1) * sd / (n as f64).sqrt()
+            } else {
+                0.0
+            };
+            let speedup = cell
+                .iter()
+                .map(|r| r.total_runtime_s / r.makespan_s.max(f64::MIN_POSITIVE))
+                .sum::<f64>()
+                / n as f64;
+            Summary {
+                strategy,
+                sites,
+                maxpre,
+                runs: n,
+                mean_s: mean,
+                sd_s: sd,
+                ci95_s: ci95,
+                speedup,
+            }
+        })
+        .collect()
 }
 
 /// Why a sweep could not run.
@@ -178,11 +269,21 @@ fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
         cache_hits: m.cache_hits,
         replans: m.replans,
         wall_s: started.elapsed().as_secs_f64(),
+        total_runtime_s: s.workflow.jobs.iter().map(|j| j.runtime).sum(),
     })
 }
 
-/// Runs the grid and writes `sweep.csv` and the charts into `args.out`.
+/// Runs the grid and writes `sweep.csv`, `summary.csv` and the charts into
+/// `args.out`.
 pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
+    let mut args = args.clone();
+    if let Some(n) = args.repeat {
+        if n == 0 {
+            return Err(SweepError::Invalid("--repeat: expected at least 1".into()));
+        }
+        args.seeds = (1..=n).collect();
+    }
+    let args = &args;
     if args.engine != "sim" && args.engine != "live" {
         return Err(SweepError::Invalid(format!(
             "--engine: expected sim or live, found `{}`",
@@ -276,7 +377,69 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
     write_csv(&args.out.join("sweep.csv"), &rows).map_err(SweepError::Run)?;
     charts(&args.out, &base.name, args, &rows).map_err(SweepError::Run)?;
+    let summary = summarize(&rows);
+    write_summary(&args.out.join("summary.csv"), &summary).map_err(SweepError::Run)?;
+    bars(&args.out, &base.name, &summary).map_err(SweepError::Run)?;
     Ok(rows)
+}
+
+fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), String> {
+    let mut out = String::from("strategy,sites,maxpre,runs,mean_s,sd_s,ci95_s,speedup\n");
+    for s in summary {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{:.3},{:.3},{:.3},{:.3}",
+            s.strategy, s.sites, s.maxpre, s.runs, s.mean_s, s.sd_s, s.ci95_s, s.speedup
+        );
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Seed 002's figures 8–9: mean makespan with its 95% CI, and speedup, per
+/// strategy, one pair of charts per (sites, MAXPRE).
+fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), String> {
+    let mut cells: Vec<(usize, usize)> = Vec::new();
+    for s in summary {
+        if !cells.contains(&(s.sites, s.maxpre)) {
+            cells.push((s.sites, s.maxpre));
+        }
+    }
+    for (sites, maxpre) in cells {
+        let of_cell: Vec<&Summary> = summary
+            .iter()
+            .filter(|s| s.sites == sites && s.maxpre == maxpre)
+            .collect();
+        let runs = of_cell.iter().map(|s| s.runs).max().unwrap_or(0);
+        let makespan: Vec<Bar> = of_cell
+            .iter()
+            .map(|s| Bar {
+                label: s.strategy.clone(),
+                mean: s.mean_s / 60.0,
+                ci: s.ci95_s / 60.0,
+            })
+            .collect();
+        bar_chart(
+            &out.join(format!("makespan-bars-sites{sites}-maxpre{maxpre}.svg")),
+            &format!("{name}: mean makespan, 95% CI, {runs} runs ({sites} sites, MAXPRE {maxpre})"),
+            "makespan (minutes, nominal)",
+            &makespan,
+        )?;
+        let speedup: Vec<Bar> = of_cell
+            .iter()
+            .map(|s| Bar {
+                label: s.strategy.clone(),
+                mean: s.speedup,
+                ci: 0.0,
+            })
+            .collect();
+        bar_chart(
+            &out.join(format!("speedup-sites{sites}-maxpre{maxpre}.svg")),
+            &format!("{name}: speedup over one CPU ({sites} sites, MAXPRE {maxpre})"),
+            "speedup",
+            &speedup,
+        )?;
+    }
+    Ok(())
 }
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
@@ -352,4 +515,45 @@ fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: &str, makespan_s: f64) -> Row {
+        Row {
+            strategy: strategy.into(),
+            sites: 12,
+            maxpre: 20,
+            seed: 1,
+            engine: "sim".into(),
+            succeeded: true,
+            makespan_s,
+            transfers: 0,
+            bytes: 0,
+            transfer_failures: 0,
+            evictions: 0,
+            cache_hits: 0,
+            replans: 0,
+            wall_s: 0.0,
+            total_runtime_s: 1000.0,
+        }
+    }
+
+    #[test]
+    fn mean_sd_and_student_t_interval() {
+        let rows = vec![
+            row("a", 10.0),
+            row("a", 12.0),
+            row("a", 14.0),
+            row("b", 5.0),
+        ];
+        let s = summarize(&rows);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].runs, s[0].mean_s, s[0].sd_s), (3, 12.0, 2.0));
+        assert!((s[0].ci95_s - 4.303 * 2.0 / 3f64.sqrt()).abs() < 1e-9);
+        assert!((s[0].speedup - (100.0 + 1000.0 / 12.0 + 1000.0 / 14.0) / 3.0).abs() < 1e-9);
+        assert_eq!((s[1].runs, s[1].sd_s, s[1].ci95_s), (1, 0.0, 0.0));
+    }
 }

@@ -109,3 +109,96 @@ mod tests {
         assert!(line_chart(&path, "t", "x", "y", &[]).is_err());
     }
 }
+
+/// One bar: a label, a mean and the half-width of its confidence interval.
+pub struct Bar {
+    /// Label under the bar.
+    pub label: String,
+    /// Height.
+    pub mean: f64,
+    /// Whisker half-width (0 for none).
+    pub ci: f64,
+}
+
+/// Draws `bars` with confidence whiskers into an SVG file at `path`.
+pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+    if bars.is_empty() {
+        return Err(format!("plotting {}: no data", path.display()));
+    }
+    let top = bars.iter().map(|b| b.mean + b.ci).fold(0.0_f64, f64::max);
+    let top = if top <= 0.0 { 1.0 } else { top * 1.1 };
+    let n = bars.len();
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
+        .map_err(|e| err(&e))?;
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_label)
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, b) in bars.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let x = i as f64;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(x - 0.35, 0.0), (x + 0.35, b.mean)],
+                colour.filled(),
+            )))
+            .map_err(|e| err(&e))?;
+        if b.ci > 0.0 {
+            let (lo, hi) = ((b.mean - b.ci).max(0.0), b.mean + b.ci);
+            let whisker = vec![
+                PathElement::new(vec![(x, lo), (x, hi)], BLACK.stroke_width(2)),
+                PathElement::new(vec![(x - 0.1, lo), (x + 0.1, lo)], BLACK.stroke_width(2)),
+                PathElement::new(vec![(x - 0.1, hi), (x + 0.1, hi)], BLACK.stroke_width(2)),
+            ];
+            chart.draw_series(whisker).map_err(|e| err(&e))?;
+        }
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod bar_tests {
+    use super::*;
+
+    #[test]
+    fn writes_a_bar_per_label() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.svg");
+        let bars = vec![
+            Bar {
+                label: "opportunistic".into(),
+                mean: 10.0,
+                ci: 1.0,
+            },
+            Bar {
+                label: "round-robin".into(),
+                mean: 14.0,
+                ci: 0.0,
+            },
+        ];
+        bar_chart(&path, "t", "hours", &bars).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("opportunistic") && svg.contains("round-robin"));
+    }
+}

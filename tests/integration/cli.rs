@@ -82,6 +82,57 @@ fn sweep_writes_a_csv_row_per_run_and_the_charts() {
             .unwrap()
     };
     assert!(transfers("clustered", "3") < transfers("random", "3"));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 1 + 2 * 2 * 2, "{summary}");
+    assert!(
+        summary
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(3) == Some("2"))
+    );
+    for (n, m) in [(1, 5), (3, 10)] {
+        let bars =
+            std::fs::read_to_string(out.join(format!("makespan-bars-sites{n}-maxpre{m}.svg")))
+                .unwrap();
+        assert!(bars.contains("95% CI") && bars.contains("clustered"));
+        assert!(out.join(format!("speedup-sites{n}-maxpre{m}.svg")).exists());
+    }
+}
+
+#[test]
+fn sweep_repeat_runs_seeds_one_to_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = gridbed(&[
+        "sweep",
+        tb.to_str().unwrap(),
+        "--sites-file",
+        catalog().to_str().unwrap(),
+        "--strategies",
+        "random,round-robin",
+        "--sites",
+        "3",
+        "--maxpre",
+        "5",
+        "--repeat",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("95% CI"), "{stdout}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let seeds: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(
+        seeds.into_iter().collect::<Vec<_>>(),
+        vec!["1", "2", "3", "4"]
+    );
 }
 
 #[test]
