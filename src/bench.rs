@@ -27,7 +27,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, manager, dispatch, transfer (default: all).
+    /// Which benchmarks: sim, db, manager, dispatch, transfer (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -61,10 +61,10 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     let chosen: Vec<&String> = args.which.iter().chain(&args.only).collect();
     if let Some(bad) = chosen
         .iter()
-        .find(|c| !["sim", "manager", "dispatch", "transfer"].contains(&c.as_str()))
+        .find(|c| !["sim", "db", "manager", "dispatch", "transfer"].contains(&c.as_str()))
     {
         return Err(format!(
-            "unknown benchmark `{bad}`; expected sim, manager, dispatch, transfer"
+            "unknown benchmark `{bad}`; expected sim, db, manager, dispatch, transfer"
         ));
     }
     let want = |n: &str| chosen.is_empty() || chosen.iter().any(|o| *o == n);
@@ -73,6 +73,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     // First, so that the peak RSS it reports is its own.
     if want("sim") {
         figures.extend(sim_full_coadd()?);
+    }
+    if want("db") {
+        figures.push(db_cost(if shrink > 1 { 2 } else { 20 })?);
     }
     if want("manager") {
         figures.extend(manager_decisions(10_000 / shrink)?);
@@ -308,6 +311,43 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
         });
     }
     Ok(figures)
+}
+
+/// The control database's cost: the OSG testbed in sim with and without a
+/// database, alternated `rounds` times, as a ratio of total wall times.
+fn db_cost(rounds: usize) -> Result<Figure, String> {
+    let path = std::path::Path::new("testbeds/osg-12-pipeline.toml");
+    let scenario = crate::config::load(path, &Default::default())
+        .map_err(|e| format!("{e} (run `gridbed bench db` from the repository root)"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..rounds {
+        let t = Instant::now();
+        crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        without += t.elapsed();
+        let t = Instant::now();
+        let db_path = dir.path().join(format!("run{i}.db"));
+        let db =
+            crate::db::ControlDb::create(&db_path, &[], &scenario.site_infos(), &scenario.workflow)
+                .map_err(|e| e.to_string())?;
+        let run = crate::sim::run_recorded(&scenario, Some(db)).map_err(|e| e.to_string())?;
+        with += t.elapsed();
+        if let Some(e) = run.db_error {
+            return Err(e);
+        }
+    }
+    let ratio = with.as_secs_f64() / without.as_secs_f64();
+    Ok(Figure {
+        name: format!(
+            "db: osg-12-pipeline in sim with / without --db ({rounds} runs each, {:.1} vs {:.1} ms a run)",
+            with.as_secs_f64() * 1e3 / rounds as f64,
+            without.as_secs_f64() * 1e3 / rounds as f64
+        ),
+        value: ratio,
+        unit: "× wall".into(),
+        goal: "≤ 1.2".into(),
+        met: ratio <= 1.2,
+    })
 }
 
 fn bench_site(name: &str, cpus: usize) -> SiteConfig {

@@ -33,6 +33,7 @@
 pub mod bench;
 pub mod config;
 pub mod core;
+pub mod db;
 pub mod live;
 pub mod metrics;
 pub mod policy;

@@ -38,6 +38,9 @@ enum Cmd {
     /// Look at a testbed's workflow.
     #[command(subcommand)]
     Workflow(WorkflowCmd),
+    /// Per-site submitted / ended / killed / ratio of a control database, and
+    /// one job's history.
+    Inspect(InspectArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -89,6 +92,19 @@ struct RunArgs {
     /// fits there, else the system temp dir).
     #[arg(long, value_name = "DIR")]
     pool_dir: Option<PathBuf>,
+    /// Write the control database (SQLite) here as the run goes (default:
+    /// beside the run record, `RECORD.db`, when `--json` is given).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// A control database written by `gridbed run --db`.
+    db: PathBuf,
+    /// Also print this job's attempts.
+    #[arg(long, value_name = "NAME")]
+    job: Option<String>,
 }
 
 #[derive(Args)]
@@ -163,6 +179,7 @@ fn main() -> ExitCode {
         Cmd::Check(args) => check(args),
         Cmd::Validate(args) => validate(args),
         Cmd::Sweep(args) => sweep(args),
+        Cmd::Inspect(args) => inspect(args),
         Cmd::Workflow(WorkflowCmd::Stats { scenario, json }) => workflow_stats(&scenario, json),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
@@ -218,6 +235,37 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
+    let db_path = args
+        .db
+        .clone()
+        .or_else(|| args.json.as_ref().map(|j| j.with_extension("db")));
+    let engine_name = match args.engine {
+        Engine::Live => "live",
+        Engine::Sim => "sim",
+    };
+    let db = match &db_path {
+        Some(path) => {
+            let run = [
+                ("testbed", scenario.name.clone()),
+                ("strategy", scenario.strategy.clone()),
+                ("engine", engine_name.to_string()),
+                ("seed", scenario.seed.to_string()),
+            ];
+            let db = gridbed::db::ControlDb::create(
+                path,
+                &run,
+                &scenario.site_infos(),
+                &scenario.workflow,
+            )
+            .map_err(|e| {
+                eprintln!("error: control database {e}");
+                ExitCode::from(1)
+            })?;
+            Some(db)
+        }
+        None => None,
+    };
+    let db_error;
     let detail = if args.json.is_some() {
         Detail::Full
     } else {
@@ -232,10 +280,11 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
             }
             // A simulated run is a function of the scenario: its id is too.
             let run_id = format!("{}-{}-sim", scenario.name, scenario.seed);
-            let result = sim::run(&scenario).map_err(|e| {
+            let result = sim::run_recorded(&scenario, db).map_err(|e| {
                 eprintln!("error: {e}");
                 ExitCode::from(2)
             })?;
+            db_error = result.db_error.clone();
             let record = RunRecord::from_sim(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             say!(
@@ -266,11 +315,13 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 progress,
                 run_id: run_id.clone(),
                 pool_root: args.pool_dir.clone(),
+                db,
             };
             let result = live::run(&scenario, opts).map_err(|e| {
                 eprintln!("error: {e}");
                 ExitCode::from(1)
             })?;
+            db_error = result.db_error.clone();
             let record = RunRecord::from_live(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             record
@@ -279,6 +330,13 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
     if let Some(path) = &args.json {
         write_json(path, &record)?;
         say!("\nrun record written to {}", path.display());
+    }
+    if let Some(path) = &db_path {
+        say!("control database written to {}", path.display());
+    }
+    if let Some(e) = db_error {
+        eprintln!("error: control database {e}");
+        return Ok(ExitCode::from(1));
     }
     let s = &record.summary;
     if s.succeeded && s.corrupt_at_end == 0 {
@@ -290,6 +348,62 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+fn inspect(args: InspectArgs) -> Result<ExitCode, ExitCode> {
+    let bad = |e: gridbed::db::DbError| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    };
+    let sites = gridbed::db::site_rows(&args.db).map_err(bad)?;
+    say!(
+        "{:<20} {:>10} {:>8} {:>8} {:>8}",
+        "site",
+        "submitted",
+        "ended",
+        "killed",
+        "ratio"
+    );
+    for s in &sites {
+        let ratio = if s.submitted == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.3}", s.ended as f64 / s.submitted as f64)
+        };
+        say!(
+            "{:<20} {:>10} {:>8} {:>8} {:>8}",
+            s.name,
+            s.submitted,
+            s.ended,
+            s.killed,
+            ratio
+        );
+    }
+    if let Some(job) = &args.job {
+        let history = gridbed::db::job_history(&args.db, job).map_err(bad)?;
+        if history.is_empty() {
+            eprintln!("error: {}: no job named `{job}`", args.db.display());
+            return Ok(ExitCode::from(2));
+        }
+        say!("\njob {job}");
+        let t = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
+        for (i, a) in history.iter().enumerate() {
+            say!(
+                "  attempt {i}: {} prescript {:.1} submitted {} started {} ended {} → {}{}",
+                a.site,
+                a.prescript,
+                t(a.submitted),
+                t(a.started),
+                t(a.ended),
+                a.outcome,
+                a.reason
+                    .as_ref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode> {

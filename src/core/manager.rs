@@ -190,6 +190,15 @@ impl PartialOrd for Due {
     }
 }
 
+/// What changed in the control records since the last look.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Changes {
+    /// Jobs whose state (and so attempt record) changed.
+    pub jobs: Vec<JobId>,
+    /// Transfers started or ended (an id may appear twice).
+    pub transfers: Vec<TransferId>,
+}
+
 /// The workflow manager state machine. See the module docs.
 pub struct Manager {
     wf: Arc<Workflow>,
@@ -236,6 +245,9 @@ pub struct Manager {
     avoid_once: Vec<Option<SiteId>>,
     /// Per job: nominal bytes of its inputs.
     input_bytes: Vec<u64>,
+    /// Change tracking for a control database, when on.
+    changes: Option<Changes>,
+    job_dirty: Vec<bool>,
     /// Reused buffer of eligible sites.
     eligible: Vec<SiteId>,
 }
@@ -324,6 +336,8 @@ impl Manager {
             killing: vec![false; n],
             avoid_once: vec![None; n],
             input_bytes,
+            changes: None,
+            job_dirty: vec![false; n],
             eligible: Vec::new(),
         };
         manager.start_monit();
@@ -434,7 +448,29 @@ impl Manager {
         self.settings.maxpre == 0 || self.prescripts_running < self.settings.maxpre
     }
 
+    /// Turns on change tracking for [`take_changes`](Self::take_changes) (a
+    /// control database writing records as they change).
+    pub fn track_changes(&mut self, on: bool) {
+        self.changes = on.then(Changes::default);
+    }
+
+    /// Jobs whose records changed and transfers started or ended since the
+    /// last call (each listed once), if tracking is on.
+    pub fn take_changes(&mut self) -> Option<Changes> {
+        let c = self.changes.as_mut()?;
+        for &j in &c.jobs {
+            self.job_dirty[j] = false;
+        }
+        Some(std::mem::take(c))
+    }
+
     fn set_state(&mut self, job: JobId, to: JobState) {
+        if let Some(c) = self.changes.as_mut()
+            && !self.job_dirty[job]
+        {
+            self.job_dirty[job] = true;
+            c.jobs.push(job);
+        }
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
@@ -641,6 +677,9 @@ impl Manager {
                     from,
                 },
             );
+            if let Some(c) = self.changes.as_mut() {
+                c.transfers.push(id);
+            }
             self.records.transfers.push(TransferRecord {
                 id,
                 job,
@@ -700,6 +739,9 @@ impl Manager {
         if result.is_ok() && self.settings.replica_policy == ReplicaPolicy::Caching {
             // A verified copy at the site: every later prescript may use it.
             self.rls.register(key.0, key.1);
+        }
+        if let Some(c) = self.changes.as_mut() {
+            c.transfers.push(id);
         }
         let rec = &mut self.records.transfers[id as usize];
         rec.end = Some(self.now);

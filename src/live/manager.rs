@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use super::messages::{Fetch, Kill, Pin, Release, SiteEvent, Submit};
 use super::site::SiteActor;
 use crate::core::{Command, Event, Manager, Time};
+use crate::db::ControlDb;
 use crate::metrics::Metrics;
 use crate::report::Progress;
 
@@ -41,9 +42,9 @@ pub struct Start {
     pub done: oneshot::Sender<()>,
 }
 
-/// Asks for the manager state machine at the end of the run.
+/// Asks for the manager state machine (and any database error) at the end.
 #[derive(Message)]
-#[rtype(result = "Option<Manager>")]
+#[rtype(result = "Option<(Manager, Option<String>)>")]
 pub struct TakeManager;
 
 /// The manager actor. See the module docs.
@@ -56,12 +57,23 @@ pub struct ManagerActor {
     metrics: Arc<Metrics>,
     progress: Progress,
     out: Vec<Command>,
+    db: Option<ControlDb>,
+    db_error: Option<String>,
 }
 
 impl ManagerActor {
     /// A manager actor around `core`.
-    pub fn new(core: Manager, clock: LiveClock, metrics: Arc<Metrics>, progress: Progress) -> Self {
+    pub fn new(
+        mut core: Manager,
+        clock: LiveClock,
+        metrics: Arc<Metrics>,
+        progress: Progress,
+        db: Option<ControlDb>,
+    ) -> Self {
+        core.track_changes(db.is_some());
         ManagerActor {
+            db,
+            db_error: None,
             core: Some(core),
             clock,
             sites: Vec::new(),
@@ -132,7 +144,23 @@ impl ManagerActor {
         }
     }
 
+    /// Writes the control records changed since the last batch.
+    fn flush_db(&mut self) {
+        let (Some(db), Some(core)) = (self.db.as_mut(), self.core.as_mut()) else {
+            return;
+        };
+        let Some(changes) = core.take_changes() else {
+            return;
+        };
+        if let Err(e) = db.write(&changes, core.records(), core.workflow()) {
+            tracing::error!("control database: {e}; the run goes on without it");
+            self.db_error = Some(e.to_string());
+            self.db = None;
+        }
+    }
+
     fn publish(&mut self) {
+        self.flush_db();
         let Some(core) = self.core.as_ref() else {
             return;
         };
@@ -194,6 +222,7 @@ impl Handler<TakeManager> for ManagerActor {
     fn handle(&mut self, _: TakeManager, ctx: &mut Context<Self>) -> Self::Result {
         self.publish();
         ctx.stop();
-        MessageResult(self.core.take())
+        let err = self.db_error.take();
+        MessageResult(self.core.take().map(|c| (c, err)))
     }
 }

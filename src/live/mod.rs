@@ -71,6 +71,8 @@ pub struct LiveOptions {
     /// Where the sites' pool directories go; `None` picks one (see
     /// [`pool_root`]).
     pub pool_root: Option<PathBuf>,
+    /// Control database to write as the run goes.
+    pub db: Option<crate::db::ControlDb>,
 }
 
 /// A finished live run.
@@ -93,6 +95,8 @@ pub struct LiveRun {
     pub sites: Vec<SiteReport>,
     /// The final `/metrics` text of the run.
     pub metrics: String,
+    /// The control database failed (the run went on without it).
+    pub db_error: Option<String>,
 }
 
 /// Why a live run could not run.
@@ -224,7 +228,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         time_scale: em.time_scale,
     };
     let manager_addr =
-        manager::ManagerActor::new(core, clock, metrics.clone(), opts.progress).start();
+        manager::ManagerActor::new(core, clock, metrics.clone(), opts.progress, opts.db).start();
     let mut sites = Vec::new();
     for (i, ((pool, store), dir)) in pools.into_iter().zip(stores).zip(dirs).enumerate() {
         let actor = site::SiteActor::new(
@@ -245,7 +249,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     });
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
     let wall = clock.start.elapsed();
-    let core = manager_addr
+    let (core, db_error) = manager_addr
         .send(manager::TakeManager)
         .await
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
@@ -280,6 +284,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         rls,
         sites: reports,
         metrics: metrics.render(),
+        db_error,
         records: core.into_records(),
     })
 }

@@ -34,6 +34,7 @@ use crate::core::{
     Command, Event, FileId, JobFailure, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
     Workflow, manager::StateCounts,
 };
+use crate::db::ControlDb;
 use crate::policy::{self, UnknownPolicy};
 
 /// A finished simulated run.
@@ -60,15 +61,32 @@ pub struct SimRun {
     pub events: u64,
     /// Wall time of the simulation.
     pub wall: Duration,
+    /// The control database failed (the run went on without it).
+    pub db_error: Option<String>,
 }
 
 /// Runs `scenario` on the virtual clock.
 pub fn run(scenario: &Scenario) -> Result<SimRun, UnknownPolicy> {
+    run_recorded(scenario, None)
+}
+
+/// Runs `scenario`, writing the control records to `db` as it goes (in
+/// batches of [`DB_BATCH`] events). A database error does not stop the run; it
+/// is returned in [`SimRun::db_error`].
+pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, UnknownPolicy> {
     let started = Instant::now();
     let mut sim = Sim::new(scenario)?;
+    if db.is_some() {
+        sim.manager.track_changes(true);
+    }
+    sim.db = db;
     sim.run();
+    sim.flush_db();
     Ok(sim.finish(started.elapsed()))
 }
+
+/// Events between two database batches.
+pub const DB_BATCH: u64 = 50_000;
 
 /// What happens at an instant.
 #[derive(Debug)]
@@ -198,9 +216,25 @@ struct Sim {
     out: Vec<Command>,
     transfers: u64,
     events: u64,
+    db: Option<ControlDb>,
+    db_error: Option<String>,
 }
 
 impl Sim {
+    /// Writes the control records changed since the last batch.
+    fn flush_db(&mut self) {
+        let Some(db) = self.db.as_mut() else {
+            return;
+        };
+        let Some(changes) = self.manager.take_changes() else {
+            return;
+        };
+        if let Err(e) = db.write(&changes, self.manager.records(), &self.wf) {
+            self.db_error = Some(e.to_string());
+            self.db = None;
+        }
+    }
+
     fn new(scenario: &Scenario) -> Result<Sim, UnknownPolicy> {
         let wf = scenario.workflow.clone();
         let mut sites = Vec::new();
@@ -266,6 +300,8 @@ impl Sim {
             out: Vec::new(),
             transfers: 0,
             events: 0,
+            db: None,
+            db_error: None,
         };
         for site in 0..sim.sites.len() {
             if let Some(period) = sim.sites[site].load.as_ref().map(Load::period) {
@@ -306,6 +342,9 @@ impl Sim {
                 break;
             }
             self.events += 1;
+            if self.events.is_multiple_of(DB_BATCH) {
+                self.flush_db();
+            }
             match ev {
                 Ev::Deliver(e) => self.deliver(e),
                 Ev::Wake => {
@@ -340,6 +379,7 @@ impl Sim {
             transfers: self.transfers,
             events: self.events,
             wall,
+            db_error: self.db_error,
             records: self.manager.into_records(),
         }
     }

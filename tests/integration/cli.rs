@@ -192,3 +192,71 @@ fn sim_runs_write_identical_records_through_the_binary() {
     };
     assert_eq!(run("a.json"), run("b.json"));
 }
+
+#[test]
+fn the_control_database_agrees_with_the_run_record_and_inspect_refuses_bad_files() {
+    let body = SMALL
+        .replace("strategy = \"random\"", "strategy = \"opportunistic\"")
+        .replace(
+            "[emulation]",
+            "[manager]\nmonit_interval = 10\nmax_idle = 30\n[emulation]",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", &body);
+    let json = dir.path().join("run.json");
+    let (code, stdout, stderr) = gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let db = dir.path().join("run.db");
+    assert!(stdout.contains("control database written"), "{stdout}");
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = gridbed::db::site_rows(&db).unwrap();
+    for site in record["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["cpus"] != 0)
+    {
+        let row = rows
+            .iter()
+            .find(|r| r.name == site["name"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(serde_json::json!(row.ended), site["jobs_ended"]);
+        assert_eq!(serde_json::json!(row.killed), site["jobs_killed"]);
+    }
+    for job in record["jobs"].as_array().unwrap() {
+        let history = gridbed::db::job_history(&db, job["name"].as_str().unwrap()).unwrap();
+        let attempts = job["attempts"].as_array().unwrap();
+        assert_eq!(history.len(), attempts.len());
+        for (h, a) in history.iter().zip(attempts) {
+            assert_eq!(serde_json::json!(h.site), a["site"]);
+            assert_eq!(serde_json::json!(h.outcome), a["outcome"]["kind"]);
+        }
+    }
+    let (code, stdout, _) = gridbed(&["inspect", db.to_str().unwrap(), "--job", "coadd-0003-01-0"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("ratio") && stdout.contains("attempt 0"),
+        "{stdout}"
+    );
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not sqlite at all, just text").unwrap();
+    for (path, says) in [
+        (junk.to_str().unwrap(), "not a gridbed control database"),
+        ("/nonexistent/x.db", "no such database file"),
+    ] {
+        let (code, _, stderr) = gridbed(&["inspect", path]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains(says) && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+    }
+}
