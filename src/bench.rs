@@ -75,7 +75,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         figures.extend(sim_full_coadd()?);
     }
     if want("db") {
-        figures.push(db_cost(if shrink > 1 { 2 } else { 20 })?);
+        let rounds = if shrink > 1 { 2 } else { 20 };
+        figures.push(db_cost("testbeds/osg-12-pipeline.toml", rounds)?);
+        figures.push(db_cost("testbeds/spcl-live-10.toml", rounds / 10 + 1)?);
     }
     if want("manager") {
         figures.extend(manager_decisions(10_000 / shrink)?);
@@ -313,10 +315,10 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
     Ok(figures)
 }
 
-/// The control database's cost: the OSG testbed in sim with and without a
-/// database, alternated `rounds` times, as a ratio of total wall times.
-fn db_cost(rounds: usize) -> Result<Figure, String> {
-    let path = std::path::Path::new("testbeds/osg-12-pipeline.toml");
+/// The control database's cost: `testbed` in sim with and without a database,
+/// alternated `rounds` times, as a ratio of total wall times.
+fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, String> {
+    let path = std::path::Path::new(testbed);
     let scenario = crate::config::load(path, &Default::default())
         .map_err(|e| format!("{e} (run `gridbed bench db` from the repository root)"))?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -339,7 +341,8 @@ fn db_cost(rounds: usize) -> Result<Figure, String> {
     let ratio = with.as_secs_f64() / without.as_secs_f64();
     Ok(Figure {
         name: format!(
-            "db: osg-12-pipeline in sim with / without --db ({rounds} runs each, {:.1} vs {:.1} ms a run)",
+            "db: {} in sim with / without --db ({rounds} runs each, {:.1} vs {:.1} ms a run)",
+            scenario.name,
             with.as_secs_f64() * 1e3 / rounds as f64,
             without.as_secs_f64() * 1e3 / rounds as f64
         ),
