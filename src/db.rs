@@ -26,6 +26,16 @@ pub struct DbError {
     pub message: String,
 }
 
+impl DbError {
+    /// An error about the database at `path`.
+    fn at(path: &Path, message: impl std::fmt::Display) -> DbError {
+        DbError {
+            path: path.display().to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS run (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS sites (id INTEGER PRIMARY KEY, name TEXT NOT NULL, cpus INTEGER NOT NULL);
@@ -66,11 +76,7 @@ impl ControlDb {
         sites: &[SiteInfo],
         wf: &Workflow,
     ) -> Result<ControlDb, DbError> {
-        let shown = path.display().to_string();
-        let err = |e: &dyn std::fmt::Display| DbError {
-            path: shown.clone(),
-            message: e.to_string(),
-        };
+        let err = |e: &dyn std::fmt::Display| DbError::at(path, e);
         for suffix in ["", "-wal", "-shm"] {
             let p = format!("{}{suffix}", path.display());
             if Path::new(&p).exists() {
@@ -108,7 +114,10 @@ impl ControlDb {
             }
         }
         tx.commit().map_err(|e| err(&e))?;
-        Ok(ControlDb { conn, path: shown })
+        Ok(ControlDb {
+            conn,
+            path: path.display().to_string(),
+        })
     }
 
     /// Writes what `changes` lists, from `records`, in one transaction.
@@ -118,11 +127,8 @@ impl ControlDb {
         records: &Records,
         wf: &Workflow,
     ) -> Result<(), DbError> {
-        let path = self.path.clone();
-        let err = |e: &dyn std::fmt::Display| DbError {
-            path: path.clone(),
-            message: e.to_string(),
-        };
+        let path = std::path::PathBuf::from(&self.path);
+        let err = |e: &dyn std::fmt::Display| DbError::at(&path, e);
         if changes.jobs.is_empty() && changes.transfers.is_empty() {
             return Ok(());
         }
@@ -204,10 +210,7 @@ pub struct SiteRow {
 
 /// Opens an existing database read-only; a missing or corrupt file is an error.
 fn open_existing(path: &Path) -> Result<Connection, DbError> {
-    let err = |m: String| DbError {
-        path: path.display().to_string(),
-        message: m,
-    };
+    let err = |m: String| DbError::at(path, m);
     if !path.is_file() {
         return Err(err("no such database file".into()));
     }
@@ -221,10 +224,7 @@ fn open_existing(path: &Path) -> Result<Connection, DbError> {
 /// Per-site submitted / ended / killed counts of a database.
 pub fn site_rows(path: &Path) -> Result<Vec<SiteRow>, DbError> {
     let conn = open_existing(path)?;
-    let err = |e: rusqlite::Error| DbError {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
+    let err = |e: rusqlite::Error| DbError::at(path, e);
     let mut st = conn
         .prepare(
             "SELECT s.name, \
@@ -269,10 +269,7 @@ pub struct AttemptRow {
 /// The attempts of the job called `job`, in order.
 pub fn job_history(path: &Path, job: &str) -> Result<Vec<AttemptRow>, DbError> {
     let conn = open_existing(path)?;
-    let err = |e: rusqlite::Error| DbError {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
+    let err = |e: rusqlite::Error| DbError::at(path, e);
     let mut st = conn
         .prepare(
             "SELECT s.name, a.prescript, a.submitted, a.started, a.ended, a.outcome, a.reason \

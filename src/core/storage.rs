@@ -236,11 +236,6 @@ impl Pool {
         }
     }
 
-    /// Whether `job` is currently staged or queued here.
-    pub fn job_pinned(&self, job: JobId) -> bool {
-        self.job_pins.contains_key(&job)
-    }
-
     /// Ends a job here: unpins its files, marks `delete` for removal, and returns
     /// the files that went (nothing else pinned them).
     pub fn release_job(&mut self, job: JobId, delete: &[FileId]) -> Vec<FileId> {

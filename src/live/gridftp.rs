@@ -58,7 +58,6 @@ pub struct Gridftp {
     aggregate: Option<Arc<Shared>>,
     active: Arc<AtomicUsize>,
     faults: Arc<Faults>,
-    served: AtomicU32,
 }
 
 /// The site's aggregate bucket. Responses take their turn through a FIFO lock
@@ -105,12 +104,7 @@ impl Gridftp {
             chunk,
             active: Arc::default(),
             faults,
-            served: AtomicU32::new(0),
         }
-    }
-    /// Responses served (or being served) so far.
-    pub fn served(&self) -> u32 {
-        self.served.load(Ordering::Relaxed)
     }
 }
 
@@ -247,7 +241,6 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             Err(_) => return Refusal::Missing.response(),
         }
     };
-    st.served.fetch_add(1, Ordering::Relaxed);
     if !st.limits.latency.is_zero() {
         tokio::time::sleep(st.limits.latency).await;
     }
