@@ -2,13 +2,16 @@
 //! records (jobs, attempts with site, submitted, started, ended, killed and
 //! why, transfers, sites) in SQLite, written while the run goes on.
 //!
-//! Writes are batched: an engine hands over what changed since the last batch
-//! ([`crate::core::manager::Changes`]) every so often, and one transaction
-//! upserts it, in WAL mode without waiting for the disk on commit, so the database costs
-//! the run little (`gridbed bench db` measures it). The Opportunistic selector
+//! Writes are batched and off the engine's thread: an engine hands what
+//! changed since the last batch ([`crate::core::manager::Changes`]) to a
+//! writer thread every so often, and the writer upserts whatever has queued in
+//! one transaction, in WAL mode without waiting for the disk on commit, so the
+//! database costs the run little (`gridbed bench db` measures it). The Opportunistic selector
 //! reads the in-memory mirror of the same records, never this file.
 
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 use rusqlite::{Connection, OpenFlags, params};
 
@@ -51,10 +54,47 @@ CREATE TABLE IF NOT EXISTS transfers (
     end REAL, bytes INTEGER NOT NULL, failure TEXT, retry INTEGER NOT NULL);
 ";
 
-/// An open control database.
+/// An open control database: the connection lives on a writer thread, so
+/// that neither engine waits for SQLite; batches queue on a channel and the
+/// writer folds whatever has queued up into one transaction.
 pub struct ControlDb {
-    conn: Connection,
-    path: String,
+    batches: Option<mpsc::Sender<Batch>>,
+    writer: Option<JoinHandle<Result<(), DbError>>>,
+}
+
+/// One attempt as written.
+struct AttemptWrite {
+    job: i64,
+    attempt: i64,
+    site: i64,
+    prescript: f64,
+    submitted: Option<f64>,
+    started: Option<f64>,
+    ended: Option<f64>,
+    outcome: &'static str,
+    reason: Option<String>,
+    transfers: u32,
+}
+
+/// One transfer as written.
+struct TransferWrite {
+    id: i64,
+    job: i64,
+    file: String,
+    from: i64,
+    to: i64,
+    start: f64,
+    end: Option<f64>,
+    bytes: i64,
+    failure: Option<String>,
+    retry: bool,
+}
+
+/// What one hand-over from an engine asks the writer to upsert.
+#[derive(Default)]
+struct Batch {
+    attempts: Vec<AttemptWrite>,
+    transfers: Vec<TransferWrite>,
 }
 
 fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
@@ -69,7 +109,8 @@ fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
 
 impl ControlDb {
     /// Creates (replacing any old one) the database of a run, with its sites
-    /// and jobs.
+    /// and jobs. The file is opened here, so a bad path fails at once; the
+    /// schema and everything after are written by the writer thread.
     pub fn create(
         path: &Path,
         run: &[(&str, String)],
@@ -77,122 +118,202 @@ impl ControlDb {
         wf: &Workflow,
     ) -> Result<ControlDb, DbError> {
         let err = |e: &dyn std::fmt::Display| DbError::at(path, e);
+        // What can be checked without SQLite is checked here, so that a bad
+        // path fails before the run; SQLite's own set-up (about a
+        // millisecond) happens on the writer thread, beside the run.
         for suffix in ["", "-wal", "-shm"] {
             let p = format!("{}{suffix}", path.display());
             if Path::new(&p).exists() {
                 std::fs::remove_file(&p).map_err(|e| err(&e))?;
             }
         }
-        let mut conn = Connection::open(path).map_err(|e| err(&e))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
+        std::fs::File::create(path).map_err(|e| err(&e))?;
+        let run: Vec<(String, String)> = run
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let sites: Vec<(String, i64)> = sites
+            .iter()
+            .map(|s| (s.name.clone(), s.cpus as i64))
+            .collect();
+        let jobs: Vec<String> = wf.jobs.iter().map(|j| j.name.clone()).collect();
+        let (tx, rx) = mpsc::channel();
+        let owned = path.to_path_buf();
+        let writer = std::thread::Builder::new()
+            .name("gridbed-db".into())
+            .spawn(move || writer(&owned, run, sites, jobs, rx))
             .map_err(|e| err(&e))?;
-        // The run record is the durable account; this database only has to
-        // survive the process, so commits need not wait for the disk.
-        conn.pragma_update(None, "synchronous", "OFF")
-            .map_err(|e| err(&e))?;
-        let tx = conn.transaction().map_err(|e| err(&e))?;
-        tx.execute_batch(SCHEMA).map_err(|e| err(&e))?;
-        {
-            let mut st = tx
-                .prepare("INSERT INTO run (key, value) VALUES (?1, ?2)")
-                .map_err(|e| err(&e))?;
-            for (k, v) in run {
-                st.execute(params![k, v]).map_err(|e| err(&e))?;
-            }
-            let mut st = tx
-                .prepare("INSERT INTO sites (id, name, cpus) VALUES (?1, ?2, ?3)")
-                .map_err(|e| err(&e))?;
-            for (i, s) in sites.iter().enumerate() {
-                st.execute(params![i as i64, s.name, s.cpus as i64])
-                    .map_err(|e| err(&e))?;
-            }
-            let mut st = tx
-                .prepare("INSERT INTO jobs (id, name) VALUES (?1, ?2)")
-                .map_err(|e| err(&e))?;
-            for (i, j) in wf.jobs.iter().enumerate() {
-                st.execute(params![i as i64, j.name]).map_err(|e| err(&e))?;
-            }
-        }
-        tx.commit().map_err(|e| err(&e))?;
         Ok(ControlDb {
-            conn,
-            path: path.display().to_string(),
+            batches: Some(tx),
+            writer: Some(writer),
         })
     }
 
-    /// Writes what `changes` lists, from `records`, in one transaction.
-    pub fn write(
-        &mut self,
-        changes: &Changes,
-        records: &Records,
-        wf: &Workflow,
-    ) -> Result<(), DbError> {
-        let path = std::path::PathBuf::from(&self.path);
-        let err = |e: &dyn std::fmt::Display| DbError::at(&path, e);
-        if changes.jobs.is_empty() && changes.transfers.is_empty() {
-            return Ok(());
+    /// Queues for writing what `changes` lists, as `records` has it now. A
+    /// failed writer is not reported here but by [`ControlDb::finish`].
+    pub fn write(&mut self, changes: &Changes, records: &Records, wf: &Workflow) {
+        let Some(tx) = &self.batches else {
+            return;
+        };
+        let mut batch = Batch::default();
+        for &j in &changes.jobs {
+            for (k, a) in records.jobs[j].attempts.iter().enumerate() {
+                let (outcome, reason) = outcome_text(&a.outcome);
+                batch.attempts.push(AttemptWrite {
+                    job: j as i64,
+                    attempt: k as i64,
+                    site: a.site as i64,
+                    prescript: a.prescript,
+                    submitted: a.submitted,
+                    started: a.started,
+                    ended: a.ended,
+                    outcome,
+                    reason,
+                    transfers: a.transfers,
+                });
+            }
         }
-        let tx = self.conn.transaction().map_err(|e| err(&e))?;
+        // A transfer that started and ended within one batch is written once.
+        let mut ids = changes.transfers.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            let t = &records.transfers[id as usize];
+            batch.transfers.push(TransferWrite {
+                id: t.id as i64,
+                job: t.job as i64,
+                file: wf.files[t.file].name.clone(),
+                from: t.from as i64,
+                to: t.to as i64,
+                start: t.start,
+                end: t.end,
+                bytes: t.bytes as i64,
+                failure: t
+                    .failure
+                    .as_ref()
+                    .and_then(|f| serde_json::to_string(f).ok()),
+                retry: t.retry,
+            });
+        }
+        if tx.send(batch).is_err() {
+            // The writer stopped on an error; finish() reports it.
+            self.batches = None;
+        }
+    }
+
+    /// Waits until everything queued is written and the file closed; the
+    /// first error of the writer, if any.
+    pub fn finish(mut self) -> Result<(), DbError> {
+        self.batches = None;
+        match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(DbError {
+                path: String::new(),
+                message: "the database writer panicked".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ControlDb {
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// The writer thread: schema and static rows, then every batch until the
+/// engines hang up.
+fn writer(
+    path: &Path,
+    run: Vec<(String, String)>,
+    sites: Vec<(String, i64)>,
+    jobs: Vec<String>,
+    batches: mpsc::Receiver<Batch>,
+) -> Result<(), DbError> {
+    let err = |e: rusqlite::Error| DbError::at(path, e);
+    let mut conn = Connection::open(path).map_err(err)?;
+    // The run record is the durable account; this database only has to
+    // survive the process, so commits need not wait for the disk (set
+    // first: switching to WAL is itself a commit).
+    conn.pragma_update(None, "synchronous", "OFF")
+        .map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(err)?;
+    let tx = conn.transaction().map_err(err)?;
+    tx.execute_batch(SCHEMA).map_err(err)?;
+    {
+        let mut st = tx
+            .prepare("INSERT INTO run (key, value) VALUES (?1, ?2)")
+            .map_err(err)?;
+        for (k, v) in &run {
+            st.execute(params![k, v]).map_err(err)?;
+        }
+        let mut st = tx
+            .prepare("INSERT INTO sites (id, name, cpus) VALUES (?1, ?2, ?3)")
+            .map_err(err)?;
+        for (i, (name, cpus)) in sites.iter().enumerate() {
+            st.execute(params![i as i64, name, cpus]).map_err(err)?;
+        }
+        let mut st = tx
+            .prepare("INSERT INTO jobs (id, name) VALUES (?1, ?2)")
+            .map_err(err)?;
+        for (i, name) in jobs.iter().enumerate() {
+            st.execute(params![i as i64, name]).map_err(err)?;
+        }
+    }
+    tx.commit().map_err(err)?;
+    while let Ok(first) = batches.recv() {
+        let tx = conn.transaction().map_err(err)?;
         {
-            let mut st = tx
+            let mut attempts = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO attempts (job, attempt, site, prescript, submitted, \
                      started, ended, outcome, reason, transfers) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
-                .map_err(|e| err(&e))?;
-            for &j in &changes.jobs {
-                for (k, a) in records.jobs[j].attempts.iter().enumerate() {
-                    let (outcome, reason) = outcome_text(&a.outcome);
-                    st.execute(params![
-                        j as i64,
-                        k as i64,
-                        a.site as i64,
-                        a.prescript,
-                        a.submitted,
-                        a.started,
-                        a.ended,
-                        outcome,
-                        reason,
-                        a.transfers
-                    ])
-                    .map_err(|e| err(&e))?;
-                }
-            }
-            let mut st = tx
+                .map_err(err)?;
+            let mut transfers = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO transfers (id, job, file, source, destination, \
                      start, end, bytes, failure, retry) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
-                .map_err(|e| err(&e))?;
-            // A transfer that started and ended within one batch is written once.
-            let mut ids = changes.transfers.clone();
-            ids.sort_unstable();
-            ids.dedup();
-            for &id in &ids {
-                let t = &records.transfers[id as usize];
-                let failure = t
-                    .failure
-                    .as_ref()
-                    .and_then(|f| serde_json::to_string(f).ok());
-                st.execute(params![
-                    t.id as i64,
-                    t.job as i64,
-                    wf.files[t.file].name,
-                    t.from as i64,
-                    t.to as i64,
-                    t.start,
-                    t.end,
-                    t.bytes as i64,
-                    failure,
-                    t.retry
-                ])
-                .map_err(|e| err(&e))?;
+                .map_err(err)?;
+            // Whatever queued while the last transaction ran goes into this one.
+            for batch in std::iter::once(first).chain(batches.try_iter()) {
+                for a in &batch.attempts {
+                    attempts
+                        .execute(params![
+                            a.job,
+                            a.attempt,
+                            a.site,
+                            a.prescript,
+                            a.submitted,
+                            a.started,
+                            a.ended,
+                            a.outcome,
+                            a.reason,
+                            a.transfers
+                        ])
+                        .map_err(err)?;
+                }
+                for t in &batch.transfers {
+                    transfers
+                        .execute(params![
+                            t.id, t.job, t.file, t.from, t.to, t.start, t.end, t.bytes, t.failure,
+                            t.retry
+                        ])
+                        .map_err(err)?;
+                }
             }
         }
-        tx.commit().map_err(|e| err(&e))
+        tx.commit().map_err(err)?;
     }
+    conn.close().map_err(|(_, e)| err(e))
 }
 
 /// Per-site counts read back from a database.

@@ -42,9 +42,9 @@ pub struct Start {
     pub done: oneshot::Sender<()>,
 }
 
-/// Asks for the manager state machine (and any database error) at the end.
+/// Asks for the manager state machine (and its database writer) at the end.
 #[derive(Message)]
-#[rtype(result = "Option<(Manager, Option<String>)>")]
+#[rtype(result = "Option<(Manager, Option<ControlDb>)>")]
 pub struct TakeManager;
 
 /// The manager actor. See the module docs.
@@ -58,7 +58,6 @@ pub struct ManagerActor {
     progress: Progress,
     out: Vec<Command>,
     db: Option<ControlDb>,
-    db_error: Option<String>,
 }
 
 impl ManagerActor {
@@ -73,7 +72,6 @@ impl ManagerActor {
         core.track_changes(db.is_some());
         ManagerActor {
             db,
-            db_error: None,
             core: Some(core),
             clock,
             sites: Vec::new(),
@@ -152,11 +150,7 @@ impl ManagerActor {
         let Some(changes) = core.take_changes() else {
             return;
         };
-        if let Err(e) = db.write(&changes, core.records(), core.workflow()) {
-            tracing::error!("control database: {e}; the run goes on without it");
-            self.db_error = Some(e.to_string());
-            self.db = None;
-        }
+        db.write(&changes, core.records(), core.workflow());
     }
 
     fn publish(&mut self) {
@@ -222,7 +216,7 @@ impl Handler<TakeManager> for ManagerActor {
     fn handle(&mut self, _: TakeManager, ctx: &mut Context<Self>) -> Self::Result {
         self.publish();
         ctx.stop();
-        let err = self.db_error.take();
-        MessageResult(self.core.take().map(|c| (c, err)))
+        let db = self.db.take();
+        MessageResult(self.core.take().map(|c| (c, db)))
     }
 }

@@ -249,11 +249,20 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     });
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
     let wall = clock.start.elapsed();
-    let (core, db_error) = manager_addr
+    let (core, db) = manager_addr
         .send(manager::TakeManager)
         .await
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
         .ok_or_else(|| EngineError::Mailbox("manager state taken twice".into()))?;
+    // Joining the writer blocks until its queue is written: off the runtime.
+    let db_error = match db {
+        Some(db) => tokio::task::spawn_blocking(move || db.finish())
+            .await
+            .map_err(|e| EngineError::Mailbox(e.to_string()))?
+            .err()
+            .map(|e| e.to_string()),
+        None => None,
+    };
 
     let mut reports = Vec::new();
     for s in &sites {

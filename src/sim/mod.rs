@@ -82,11 +82,14 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
     sim.db = db;
     sim.run();
     sim.flush_db();
+    if let Some(db) = sim.db.take() {
+        sim.db_error = db.finish().err().map(|e| e.to_string());
+    }
     Ok(sim.finish(started.elapsed()))
 }
 
 /// Events between two database batches.
-pub const DB_BATCH: u64 = 50_000;
+pub const DB_BATCH: u64 = 1_000;
 
 /// What happens at an instant.
 #[derive(Debug)]
@@ -229,10 +232,7 @@ impl Sim {
         let Some(changes) = self.manager.take_changes() else {
             return;
         };
-        if let Err(e) = db.write(&changes, self.manager.records(), &self.wf) {
-            self.db_error = Some(e.to_string());
-            self.db = None;
-        }
+        db.write(&changes, self.manager.records(), &self.wf);
     }
 
     fn new(scenario: &Scenario) -> Result<Sim, UnknownPolicy> {
