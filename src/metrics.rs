@@ -47,6 +47,8 @@ pub struct Metrics {
     pub evictions: IntCounterVec,
     /// Jobs MonitQueue killed in a site queue, per site.
     pub jobs_killed: IntCounterVec,
+    /// Kills that found the job already started, per site.
+    pub kills_void: IntCounterVec,
     /// Inputs found on site at planning time, per site.
     pub cache_hits: IntGaugeVec,
     /// Prescripts running.
@@ -173,6 +175,11 @@ impl Metrics {
             jobs_killed: icv(
                 "gridbed_jobs_killed_total",
                 "Jobs MonitQueue killed in a site queue (each is planned again)",
+                &["site"],
+            ),
+            kills_void: icv(
+                "gridbed_kills_void_total",
+                "MonitQueue kills that found the job already started (it ran; the kill was void)",
                 &["site"],
             ),
             cache_hits: igv(

@@ -959,7 +959,9 @@ impl Manager {
         }
         self.killing[job] = false;
         if !killed || self.state[job] != JobState::Queued {
-            return; // it started first: it runs, the kill is void
+            // It started first: it runs, the kill is void.
+            self.records.sites[site].kills_void += 1;
+            return;
         }
         self.active[site] -= 1;
         self.records.sites[site].killed += 1;

@@ -92,6 +92,9 @@ pub struct SiteCounters {
     pub failed: u64,
     /// Jobs MonitQueue killed in its queue.
     pub killed: u64,
+    /// Kills that lost the race with a start: the job had already taken a
+    /// slot, so it ran there and the kill was void.
+    pub kills_void: u64,
     /// Transfers into the site that succeeded.
     pub transfers_in: u64,
     /// Nominal bytes transferred into the site.

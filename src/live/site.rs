@@ -392,7 +392,14 @@ impl SiteActor {
                     .inc();
                 true
             }
-            None => false,
+            None => {
+                self.shared
+                    .metrics
+                    .kills_void
+                    .with_label_values(&[self.name()])
+                    .inc();
+                false
+            }
         };
         self.emit(Event::JobKilled {
             job,

@@ -88,6 +88,9 @@ pub struct Summary {
     pub replans: usize,
     /// Jobs MonitQueue killed in a site queue (each planned again).
     pub kills: u64,
+    /// Kills that arrived after the job had started (it ran; the kill was void).
+    #[serde(default)]
+    pub kills_void: u64,
     /// Successful transfers.
     pub transfers: usize,
     /// Failed transfer attempts (each was retried or re-sourced).
@@ -316,6 +319,7 @@ impl RunRecord {
             jobs_failed: 0,
             jobs_blocked: 0,
             kills: records.sites.iter().map(|s| s.killed).sum(),
+            kills_void: records.sites.iter().map(|s| s.kills_void).sum(),
             replans: records
                 .jobs
                 .iter()

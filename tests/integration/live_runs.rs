@@ -390,3 +390,85 @@ file_size = "1 MB"
         }
     }
 }
+
+/// How a live run of the race scenario resolved for `c`, after checking that
+/// it resolved to exactly one outcome.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Race {
+    /// `c` started before the tick: the manager knew, no kill was sent.
+    StartedFirst,
+    /// The kill found `c` started: void, `c` ran where it was.
+    KillVoid,
+    /// The kill found `c` queued: killed, re-planned, ran on grid3-02.
+    KilledFirst,
+}
+
+fn race_live(a_runtime: f64) -> Race {
+    let (_d, s) = common::race_scenario(8.5, a_runtime, 20.0);
+    let r = run(&s);
+    assert_each_job_ended_once(&s, &r);
+    let c = &r.records.jobs[2].attempts;
+    let ran = c.iter().filter(|a| a.started.is_some()).count();
+    assert_eq!(ran, 1, "a = {a_runtime}: c ran {ran} times: {c:?}");
+    let site = &r.records.sites[1];
+    match c[0].outcome {
+        Outcome::Killed => {
+            assert!(
+                c[0].started.is_none(),
+                "a = {a_runtime}: a killed attempt ran"
+            );
+            assert_eq!((c.len(), c[1].site), (2, 2), "a = {a_runtime}");
+            assert_eq!((site.killed, site.kills_void), (1, 0), "a = {a_runtime}");
+            Race::KilledFirst
+        }
+        Outcome::Ended => {
+            assert_eq!(
+                (c.len(), c[0].site, site.killed),
+                (1, 1, 0),
+                "a = {a_runtime}"
+            );
+            match site.kills_void {
+                0 => Race::StartedFirst,
+                1 => Race::KillVoid,
+                n => panic!("a = {a_runtime}: {n} void kills of one job"),
+            }
+        }
+        ref o => panic!("a = {a_runtime}: c {o:?}"),
+    }
+}
+
+#[test]
+fn a_kill_racing_a_start_provoked_repeatedly_live_leaves_exactly_one_outcome() {
+    // `a`'s end moves around the MonitQueue tick that kills `c` (t = 10):
+    // 0.6 s before it `c` has long started, 0.6 s after it is still queued.
+    // Bisection homes in on the instant where the kill meets the start on its
+    // way (to 1/2^8 of the span, 0.2 ms of wall time at time_scale 20), then
+    // eight more runs straddle it. Every run must resolve to one outcome.
+    let (mut lo, mut hi) = (9.4, 10.6);
+    let mut seen = vec![race_live(lo), race_live(hi)];
+    for _ in 0..8 {
+        let mid = (lo + hi) / 2.0;
+        let r = race_live(mid);
+        seen.push(r);
+        if r == Race::KilledFirst {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    for k in 0..8 {
+        seen.push(race_live(lo + (hi - lo) * k as f64 / 7.0));
+    }
+    let count = |r: Race| seen.iter().filter(|&&x| x == r).count();
+    eprintln!(
+        "race over {} runs: started first {}, kill void {}, killed first {}",
+        seen.len(),
+        count(Race::StartedFirst),
+        count(Race::KillVoid),
+        count(Race::KilledFirst)
+    );
+    assert!(
+        count(Race::KilledFirst) > 0 && count(Race::StartedFirst) + count(Race::KillVoid) > 0,
+        "the runs did not straddle the race: {seen:?}"
+    );
+}

@@ -236,3 +236,32 @@ fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
         "{opportunistic} vs {round_robin}"
     );
 }
+
+#[test]
+fn a_kill_racing_a_start_is_forced_both_ways_in_the_sim_and_leaves_one_outcome() {
+    // Kill at t = 9 (idle 8 > 7.5): `c` is still queued, so it is killed and
+    // runs on grid3-02 after `b`.
+    let (_d, s) = common::race_scenario(7.5, 10.0, 100.0);
+    let run = sim::run(&s).unwrap();
+    assert!(run.succeeded);
+    let c = &run.records.jobs[2].attempts;
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert_eq!((c[0].outcome.clone(), c[0].site), (Outcome::Killed, 1));
+    assert_eq!(c[0].ended, Some(9.0));
+    assert!(c[0].started.is_none());
+    assert_eq!((c[1].outcome.clone(), c[1].site), (Outcome::Ended, 2));
+    assert_eq!(run.records.sites[1].kills_void, 0);
+
+    // Kill at t = 10 (idle 9 > 8.5): `a` ends at t = 10 and its slot goes to
+    // `c` in the same instant, before the MonitQueue tick of t = 10 is seen;
+    // the kill finds `c` started and is void: `c` runs once, where it was.
+    let (_d, s) = common::race_scenario(8.5, 10.0, 100.0);
+    let run = sim::run(&s).unwrap();
+    assert!(run.succeeded);
+    let c = &run.records.jobs[2].attempts;
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!((c[0].outcome.clone(), c[0].site), (Outcome::Ended, 1));
+    assert_eq!(c[0].started, Some(10.0));
+    assert_eq!(run.records.sites[1].kills_void, 1);
+    assert_eq!(run.records.sites[1].killed, 0);
+}

@@ -32,3 +32,49 @@ pub fn scenario(body: &str) -> (tempfile::TempDir, Scenario) {
     let s = load(&path);
     (dir, s)
 }
+
+/// The kill/start race: three input-less jobs on two one-slot sites, round
+/// robin. `a` (runtime `a_runtime`) and `c` go to grid3-01, `c` queued behind
+/// `a` from t = 1 until `a` ends; `b` and `c` run 10 s. MonitQueue ticks every
+/// second; with `a_runtime` = 10, `max_idle` places the kill of `c` one tick
+/// before `a` ends (7.5) or exactly at that instant (8.5).
+pub fn race_scenario(
+    max_idle: f64,
+    a_runtime: f64,
+    time_scale: f64,
+) -> (tempfile::TempDir, gridbed::config::Scenario) {
+    let body = format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = {time_scale}
+byte_scale = 1000
+[manager]
+maxpre = 10
+prescript_interval = 0.5
+monit_interval = 1
+max_idle = {max_idle}
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 1
+[[site]]
+name = "grid3-02"
+cpus = 1
+[workflow]
+generator = "inline"
+[[workflow.job]]
+name = "a"
+runtime = {a_runtime}
+[[workflow.job]]
+name = "b"
+runtime = 10
+[[workflow.job]]
+name = "c"
+runtime = 10
+"#
+    );
+    scenario(&body)
+}
