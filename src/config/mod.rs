@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::core::background::{Background, parse_trace};
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::workflow::WorkflowSpec;
@@ -89,7 +90,7 @@ pub struct SiteConfig {
     /// Fault hook for tests: this many served responses get one byte flipped.
     pub corrupt_responses: u32,
     /// Other users' load on the site's slots, if any.
-    pub background: Option<crate::core::background::Background>,
+    pub background: Option<Background>,
 }
 
 impl SiteConfig {
@@ -103,8 +104,9 @@ impl SiteConfig {
 #[serde(deny_unknown_fields)]
 struct BackgroundFile {
     model: Spanned<String>,
-    mean_busy: Spanned<f64>,
-    period: Positive,
+    mean_busy: Option<Spanned<f64>>,
+    period: Option<Positive>,
+    file: Option<Spanned<String>>,
 }
 
 /// A validated scenario: sites, workflow, manager settings, policies, seed.
@@ -202,7 +204,7 @@ struct SiteFile {
     speed: Option<Positive>,
     overhead: Option<Seconds>,
     corrupt_responses: Option<u32>,
-    background: Option<BackgroundFile>,
+    background: Option<Spanned<BackgroundFile>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -409,7 +411,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
                 return Err(src.error(Some(s.name.span()), None, msg));
             }
         };
-        let site = merge(s, base_entry, &catalog.defaults).map_err(|(field, msg)| {
+        let mut site = merge(s, base_entry, &catalog.defaults).map_err(|(field, msg)| {
             err_src.error(
                 Some(entry.span()),
                 Some(format!("site `{name}`.{field}")),
@@ -426,19 +428,23 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             let msg = "a storage site runs no jobs: expected cpus = 0".to_string();
             return Err(src.error(Some(span), None, msg));
         }
-        if let Some(b) = &s.background {
-            if b.model.get_ref() != "markov" {
-                let msg = format!(
-                    "unknown background model `{}`; expected: markov",
-                    b.model.get_ref()
-                );
-                return Err(src.error(Some(b.model.span()), None, msg));
-            }
-            if !(0.0..=1.0).contains(b.mean_busy.get_ref()) {
-                let msg = "expected a fraction of the slots in [0, 1]".to_string();
-                return Err(src.error(Some(b.mean_busy.span()), None, msg));
-            }
-        }
+        // Written in the testbed or in the catalogue: errors and trace paths
+        // are relative to the file it is written in.
+        let written = match (
+            &s.background,
+            base_entry.and_then(|b| b.background.as_ref()),
+        ) {
+            (Some(b), _) => Some((b, &src, base)),
+            (None, Some(b)) => Some((
+                b,
+                &catalog_src,
+                catalog_path.parent().unwrap_or(Path::new(".")),
+            )),
+            (None, None) => None,
+        };
+        site.background = written
+            .map(|(b, in_src, dir)| background(b, in_src, dir))
+            .transpose()?;
         if site.max_connections == 0 {
             let span = s
                 .max_connections
@@ -708,6 +714,83 @@ fn summarize(names: &[String]) -> String {
     }
 }
 
+/// A site's background-load model, checked; a trace file is read now.
+fn background(
+    b: &Spanned<BackgroundFile>,
+    src: &Source,
+    dir: &Path,
+) -> Result<Background, ConfigError> {
+    let at = |span: Range<usize>, msg: String| src.error(Some(span), None, msg);
+    let whole = b.span();
+    let b = b.get_ref();
+    let extra = |name: &str, present: bool| -> Result<(), ConfigError> {
+        match present {
+            true => Err(at(
+                whole.clone(),
+                format!(
+                    "`{name}` does not apply to the `{}` model",
+                    b.model.get_ref()
+                ),
+            )),
+            false => Ok(()),
+        }
+    };
+    match b.model.get_ref().as_str() {
+        "markov" => {
+            extra("file", b.file.is_some())?;
+            let mean_busy = b.mean_busy.as_ref().ok_or_else(|| {
+                at(
+                    whole.clone(),
+                    "the markov model needs `mean_busy` (a fraction in [0, 1])".into(),
+                )
+            })?;
+            if !(0.0..=1.0).contains(mean_busy.get_ref()) {
+                let msg = "expected a fraction of the slots in [0, 1]".to_string();
+                return Err(at(mean_busy.span(), msg));
+            }
+            let period = b.period.as_ref().ok_or_else(|| {
+                at(
+                    whole.clone(),
+                    "the markov model needs `period` (nominal seconds > 0)".into(),
+                )
+            })?;
+            Ok(Background::Markov {
+                mean_busy: *mean_busy.get_ref(),
+                period: period.0,
+            })
+        }
+        "trace" => {
+            extra("mean_busy", b.mean_busy.is_some())?;
+            extra("period", b.period.is_some())?;
+            let file = b.file.as_ref().ok_or_else(|| {
+                at(
+                    whole.clone(),
+                    "the trace model needs `file` (a `time, busy` CSV)".into(),
+                )
+            })?;
+            let path = dir.join(file.get_ref());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                at(
+                    file.span(),
+                    format!("cannot read trace {}: {e}", path.display()),
+                )
+            })?;
+            let points = parse_trace(&text).map_err(|(line, message)| ConfigError {
+                file: path.clone(),
+                line,
+                column: 1,
+                field: "(trace)".into(),
+                message,
+            })?;
+            Ok(Background::Trace(points))
+        }
+        other => Err(at(
+            b.model.span(),
+            format!("unknown background model `{other}`; expected: markov, trace"),
+        )),
+    }
+}
+
 /// Testbed entry over catalogue entry over catalogue defaults.
 fn merge(
     s: &SiteFile,
@@ -742,9 +825,7 @@ fn merge(
             .unwrap_or(64),
         latency: pick!(latency).or(d.latency).map_or(0.0, |l| l.0),
         corrupt_responses: s.corrupt_responses.unwrap_or(0),
-        background: pick!(background).map(|b| crate::core::background::Background {
-            mean_busy: *b.mean_busy.get_ref(),
-            period: b.period.0,
-        }),
+        // Validated by the caller, which knows the file it was written in.
+        background: None,
     })
 }

@@ -65,21 +65,34 @@ impl Actor for SiteActor {
             let seed = SiteConfig::load_seed(self.shared.seed, self.id);
             let load = Load::new(model, self.cfg.info.cpus, seed);
             self.busy = load.busy();
-            let every = real_duration(self.shared.emulation.real_secs(load.period()));
             self.load = Some(load);
-            ctx.run_interval(every, |act, ctx| {
-                if let Some(load) = act.load.as_mut() {
-                    act.busy = load.step();
-                }
-                act.try_start(ctx);
-                act.publish();
-            });
+            self.schedule_load_change(Instant::now(), ctx);
         }
         self.publish();
     }
 }
 
 impl SiteActor {
+    /// Arms the timer of the next background-load change, at its nominal
+    /// instant after `origin` (absolute, so that changes do not drift).
+    fn schedule_load_change(&mut self, origin: Instant, ctx: &mut Context<Self>) {
+        let Some(at) = self.load.as_ref().and_then(Load::next_change) else {
+            return;
+        };
+        let due = origin + real_duration(self.shared.emulation.real_secs(at));
+        ctx.run_later(
+            due.saturating_duration_since(Instant::now()),
+            move |act, ctx| {
+                if let Some(load) = act.load.as_mut() {
+                    act.busy = load.step();
+                }
+                act.try_start(ctx);
+                act.publish();
+                act.schedule_load_change(origin, ctx);
+            },
+        );
+    }
+
     /// A site over an already filled pool.
     pub fn new(
         id: SiteId,

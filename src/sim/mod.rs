@@ -304,8 +304,8 @@ impl Sim {
             db_error: None,
         };
         for site in 0..sim.sites.len() {
-            if let Some(period) = sim.sites[site].load.as_ref().map(Load::period) {
-                sim.at(period, Ev::Load { site });
+            if let Some(at) = sim.sites[site].load.as_ref().and_then(Load::next_change) {
+                sim.at(at, Ev::Load { site });
             }
         }
         Ok(sim)
@@ -578,8 +578,9 @@ impl Sim {
             return;
         };
         s.busy = load.step();
-        let next = self.now + load.period();
-        self.at(next, Ev::Load { site });
+        if let Some(next) = load.next_change() {
+            self.at(next, Ev::Load { site });
+        }
         self.try_start(site);
     }
 

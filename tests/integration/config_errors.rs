@@ -208,3 +208,70 @@ fn garbage_and_missing_files_do_not_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn background_models() {
+    let site = "name = \"grid3-01\"\n";
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"poisson\" }\n",
+    );
+    expect(
+        &e,
+        &[
+            "bad.toml:10:24",
+            "unknown background model `poisson`",
+            "markov, trace",
+        ],
+    );
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"markov\", period = 60 }\n",
+    );
+    expect(&e, &["bad.toml:10:14", "needs `mean_busy`"]);
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"markov\", mean_busy = 1.5, period = 60 }\n",
+    );
+    expect(&e, &["bad.toml:10:46", "[0, 1]"]);
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"trace\" }\n",
+    );
+    expect(&e, &["bad.toml:10:14", "needs `file`"]);
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"trace\", file = \"busy.csv\", period = 5 }\n",
+    );
+    expect(&e, &["`period` does not apply to the `trace` model"]);
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nbackground = { model = \"trace\", file = \"none.csv\" }\n",
+    );
+    expect(&e, &["bad.toml:10:40", "cannot read trace", "none.csv"]);
+}
+
+#[test]
+fn a_bad_background_trace_names_its_own_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("busy.csv"), "time,busy\n0, 4\n60, many\n").unwrap();
+    let body = BASE.replacen(
+        "name = \"grid3-01\"\n",
+        "name = \"grid3-01\"\nbackground = { model = \"trace\", file = \"busy.csv\" }\n",
+        1,
+    );
+    let path = write_testbed(dir.path(), "t.toml", &body);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("check")
+        .arg(&path)
+        .arg("--sites")
+        .arg(catalog())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    expect(
+        &stderr,
+        &["busy.csv:3", "whole number of busy slots", "60, many"],
+    );
+}

@@ -472,3 +472,62 @@ fn a_kill_racing_a_start_provoked_repeatedly_live_leaves_exactly_one_outcome() {
         "the runs did not straddle the race: {seen:?}"
     );
 }
+
+#[test]
+fn a_background_trace_holds_its_slots_in_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    // All four slots taken by other users until t = 30, then one until 60.
+    std::fs::write(dir.path().join("busy.csv"), "time,busy\n0,4\n30,1\n60,0\n").unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+maxpre = 10
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+background = { model = "trace", file = "busy.csv" }
+[[site]]
+name = "grid3-02"
+cpus = 4
+[workflow]
+generator = "pipeline"
+levels = 1
+width = 8
+runtime = 20
+file_size = "1 MB"
+"#;
+    let path = common::write_testbed(dir.path(), "t.toml", body);
+    let s = common::load(&path);
+    let live = run(&s);
+    assert_each_job_ended_once(&s, &live);
+    let sim = gridbed::sim::run(&s).unwrap();
+    assert!(sim.succeeded);
+    for (engine, records) in [("live", &live.records), ("sim", &sim.records)] {
+        let mut starts: Vec<f64> = records
+            .jobs
+            .iter()
+            .flat_map(|j| &j.attempts)
+            .filter(|a| a.site == 1)
+            .filter_map(|a| a.started)
+            .collect();
+        starts.sort_by(f64::total_cmp);
+        assert_eq!(starts.len(), 4, "{engine}: {starts:?}");
+        // Three slots free at 30; the fourth job waits for one of them (t = 50).
+        assert!(
+            starts[0] >= 29.9 && starts[2] < 40.0,
+            "{engine}: {starts:?}"
+        );
+        assert!(
+            starts[3] >= 49.9 && starts[3] < 59.0,
+            "{engine}: {starts:?}"
+        );
+    }
+    let (l, s) = (live.records.makespan(), sim.records.makespan());
+    assert!((l - s).abs() / s < 0.05, "live {l} vs sim {s}");
+}
