@@ -41,6 +41,9 @@ enum Cmd {
     /// Per-site submitted / ended / killed / ratio of a control database, and
     /// one job's history.
     Inspect(InspectArgs),
+    /// SVG plots of a finished run (Gantt, transfers, storage, queues) and an
+    /// index.html, from its run record.
+    Report(ReportArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -96,6 +99,15 @@ struct RunArgs {
     /// beside the run record, `RECORD.db`, when `--json` is given).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// A run record written by `gridbed run --json` (sim or live).
+    record: PathBuf,
+    /// The directory to write the plots and index.html into.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
 }
 
 #[derive(Args)]
@@ -180,6 +192,7 @@ fn main() -> ExitCode {
         Cmd::Validate(args) => validate(args),
         Cmd::Sweep(args) => sweep(args),
         Cmd::Inspect(args) => inspect(args),
+        Cmd::Report(args) => report(args),
         Cmd::Workflow(WorkflowCmd::Stats { scenario, json }) => workflow_stats(&scenario, json),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
@@ -189,6 +202,22 @@ fn main() -> ExitCode {
             }),
     };
     result.unwrap_or_else(|code| code)
+}
+
+fn report(args: ReportArgs) -> Result<ExitCode, ExitCode> {
+    use gridbed::report::run_report;
+    let rec = run_report::read_record(&args.record).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    let written = run_report::write_report(&rec, &args.out).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(1)
+    })?;
+    for path in &written {
+        say!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(args: CheckArgs) -> Result<ExitCode, ExitCode> {

@@ -22,6 +22,7 @@ pub mod manager;
 pub mod records;
 pub mod rls;
 pub mod storage;
+pub mod timeline;
 pub mod window;
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
@@ -51,7 +52,7 @@ pub struct SiteInfo {
 }
 
 /// Why a transfer failed; the manager decides what to do next from this.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum TransferFailure {
     /// The bytes or their length did not match the source's sha256 / size.
@@ -68,7 +69,7 @@ pub enum TransferFailure {
 }
 
 /// Why a job attempt failed at its site.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum JobFailure {
     /// An input was absent or did not verify when the job started.

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::{JobFailure, JobId, SiteId, Time, TransferFailure, TransferId};
 
 /// How one attempt of a job ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum Outcome {
     /// Still going.

@@ -3,6 +3,7 @@
 //! time since the start × `time_scale`), carries out the commands by messaging
 //! the site actors, and wakes itself when the core asks for a tick.
 
+use crate::core::timeline::{Sample, Timeline};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,8 +45,18 @@ pub struct Start {
 
 /// Asks for the manager state machine (and its database writer) at the end.
 #[derive(Message)]
-#[rtype(result = "Option<(Manager, Option<ControlDb>)>")]
+#[rtype(result = "Option<Taken>")]
 pub struct TakeManager;
+
+/// What the manager actor hands back at the end of a run.
+pub struct Taken {
+    /// The manager state machine, with its control records.
+    pub core: Manager,
+    /// The database writer, still to be finished.
+    pub db: Option<ControlDb>,
+    /// Per-site state over time.
+    pub timeline: Timeline,
+}
 
 /// The manager actor. See the module docs.
 pub struct ManagerActor {
@@ -58,6 +69,7 @@ pub struct ManagerActor {
     progress: Progress,
     out: Vec<Command>,
     db: Option<ControlDb>,
+    timeline: Timeline,
 }
 
 impl ManagerActor {
@@ -72,6 +84,7 @@ impl ManagerActor {
         core.track_changes(db.is_some());
         ManagerActor {
             db,
+            timeline: Timeline::default(),
             core: Some(core),
             clock,
             sites: Vec::new(),
@@ -183,6 +196,35 @@ impl ManagerActor {
         }
         let transfers = core.records().transfers.len();
         self.progress.update(c, transfers, self.clock.now());
+        if self.timeline.due(self.clock.now()) {
+            let s = self.sample();
+            self.timeline.push(s);
+        }
+    }
+
+    /// Every site's queue, running jobs and storage now, as the site actors
+    /// last published them.
+    fn sample(&self) -> Sample {
+        let names: Vec<&str> = match &self.core {
+            Some(core) => core.sites().iter().map(|s| s.name.as_str()).collect(),
+            None => Vec::new(),
+        };
+        let m = &self.metrics;
+        let jobs = |state: &str| -> Vec<u32> {
+            names
+                .iter()
+                .map(|n| m.site_jobs.with_label_values(&[n, state]).get().max(0) as u32)
+                .collect()
+        };
+        Sample {
+            t: self.clock.now(),
+            queued: jobs("queued"),
+            running: jobs("running"),
+            used: names
+                .iter()
+                .map(|n| m.storage_used.with_label_values(&[n]).get().max(0) as u64)
+                .collect(),
+        }
     }
 }
 
@@ -216,7 +258,10 @@ impl Handler<TakeManager> for ManagerActor {
     fn handle(&mut self, _: TakeManager, ctx: &mut Context<Self>) -> Self::Result {
         self.publish();
         ctx.stop();
+        let last = self.sample();
+        let mut timeline = std::mem::take(&mut self.timeline);
+        timeline.finish(last);
         let db = self.db.take();
-        MessageResult(self.core.take().map(|c| (c, db)))
+        MessageResult(self.core.take().map(|core| Taken { core, db, timeline }))
     }
 }

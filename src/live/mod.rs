@@ -97,6 +97,8 @@ pub struct LiveRun {
     pub metrics: String,
     /// The control database failed (the run went on without it).
     pub db_error: Option<String>,
+    /// Per-site queue, running jobs and storage over time.
+    pub timeline: crate::core::timeline::Timeline,
 }
 
 /// Why a live run could not run.
@@ -249,7 +251,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     });
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
     let wall = clock.start.elapsed();
-    let (core, db) = manager_addr
+    let manager::Taken { core, db, timeline } = manager_addr
         .send(manager::TakeManager)
         .await
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
@@ -294,6 +296,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         sites: reports,
         metrics: metrics.render(),
         db_error,
+        timeline,
         records: core.into_records(),
     })
 }

@@ -4,6 +4,7 @@
 pub mod plot;
 mod progress;
 pub mod record;
+pub mod run_report;
 pub mod validate;
 
 pub use progress::Progress;

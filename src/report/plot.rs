@@ -21,7 +21,19 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-/// Draws `series` as lines with markers into an SVG file at `path`.
+/// The colour of series `i` of `n`: the papers' six when they suffice, else
+/// plotters' 99-colour palette (a run may have dozens of sites).
+pub fn colour(i: usize, n: usize) -> RGBColor {
+    if n <= COLOURS.len() {
+        COLOURS[i]
+    } else {
+        let c = Palette99::pick(i).to_rgba();
+        RGBColor(c.0, c.1, c.2)
+    }
+}
+
+/// Draws `series` as lines into an SVG file at `path`, with a marker on
+/// every point when the series are short enough for markers to be read.
 pub fn line_chart(
     path: &Path,
     title: &str,
@@ -59,8 +71,9 @@ pub fn line_chart(
         .y_desc(y_label)
         .draw()
         .map_err(|e| err(&e))?;
+    let markers = series.iter().all(|s| s.points.len() <= 40);
     for (i, s) in series.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
+        let colour = colour(i, series.len());
         chart
             .draw_series(LineSeries::new(
                 s.points.iter().copied(),
@@ -71,12 +84,16 @@ pub fn line_chart(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
             });
-        chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-            .map_err(|e| err(&e))?;
+        if markers {
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .map_err(|e| err(&e))?;
+        }
     }
     chart
         .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", if series.len() > 8 { 10 } else { 14 }))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()

@@ -5,12 +5,13 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::Scenario;
 use crate::config::units::human_bytes;
 use crate::core::TransferFailure;
 use crate::core::records::{Outcome, Records};
+use crate::core::timeline::Timeline;
 use crate::live::LiveRun;
 use crate::sim::SimRun;
 
@@ -29,7 +30,7 @@ pub enum Detail {
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// The run record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Schema version.
     pub schema: u32,
@@ -63,10 +64,14 @@ pub struct RunRecord {
     pub jobs: Vec<JobEntry>,
     /// Every transfer attempt, in start order.
     pub transfers: Vec<TransferEntry>,
+    /// Per-site queue, running jobs and storage over time (site order as
+    /// in `sites`).
+    #[serde(default)]
+    pub timeline: Timeline,
 }
 
 /// Totals of a run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     /// Whether every job ended.
     pub succeeded: bool,
@@ -114,7 +119,7 @@ pub struct Summary {
 }
 
 /// Per-site totals.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SiteSummary {
     /// Site name.
     pub name: String,
@@ -143,7 +148,7 @@ pub struct SiteSummary {
 }
 
 /// One job.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobEntry {
     /// Job name.
     pub name: String,
@@ -154,7 +159,7 @@ pub struct JobEntry {
 }
 
 /// One attempt of a job.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AttemptEntry {
     /// Site name.
     pub site: String,
@@ -173,7 +178,7 @@ pub struct AttemptEntry {
 }
 
 /// One transfer attempt.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TransferEntry {
     /// Transfer id.
     pub id: u64,
@@ -214,6 +219,7 @@ impl RunRecord {
         rec.summary.evictions = run.sites.iter().map(|s| s.evictions).sum();
         rec.summary.busy_waits = run.sites.iter().map(|s| s.busy_waits).sum();
         rec.summary.real_bytes = run.sites.iter().map(|s| s.real_bytes_in).sum();
+        rec.timeline = run.timeline.clone();
         rec.summary.corrupt_at_end = run
             .sites
             .iter()
@@ -233,6 +239,7 @@ impl RunRecord {
             Self::from_records(scenario, &run.records, "sim", run_id, run.makespan, detail);
         rec.summary.succeeded = run.succeeded;
         rec.summary.evictions = run.evictions.iter().sum();
+        rec.timeline = run.timeline.clone();
         rec.set_counts(run.counts.failed, run.counts.blocked);
         for ((entry, ev), used) in rec.sites.iter_mut().zip(&run.evictions).zip(&run.used) {
             entry.evictions = *ev;
@@ -379,6 +386,7 @@ impl RunRecord {
             sites,
             jobs,
             transfers,
+            timeline: Timeline::default(),
         }
     }
 

@@ -29,6 +29,7 @@ use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
 use crate::core::records::Records;
 use crate::core::storage::Pool;
+use crate::core::timeline::{Sample, Timeline};
 use crate::core::window::IdWindow;
 use crate::core::{
     Command, Event, FileId, JobFailure, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
@@ -63,6 +64,8 @@ pub struct SimRun {
     pub wall: Duration,
     /// The control database failed (the run went on without it).
     pub db_error: Option<String>,
+    /// Per-site queue, running jobs and storage over time.
+    pub timeline: Timeline,
 }
 
 /// Runs `scenario` on the virtual clock.
@@ -221,6 +224,7 @@ struct Sim {
     events: u64,
     db: Option<ControlDb>,
     db_error: Option<String>,
+    timeline: Timeline,
 }
 
 impl Sim {
@@ -302,6 +306,7 @@ impl Sim {
             events: 0,
             db: None,
             db_error: None,
+            timeline: Timeline::default(),
         };
         for site in 0..sim.sites.len() {
             if let Some(at) = sim.sites[site].load.as_ref().and_then(Load::next_change) {
@@ -345,6 +350,10 @@ impl Sim {
             if self.events.is_multiple_of(DB_BATCH) {
                 self.flush_db();
             }
+            if self.timeline.due(self.now) {
+                let s = self.sample();
+                self.timeline.push(s);
+            }
             match ev {
                 Ev::Deliver(e) => self.deliver(e),
                 Ev::Wake => {
@@ -361,7 +370,9 @@ impl Sim {
         }
     }
 
-    fn finish(self, wall: Duration) -> SimRun {
+    fn finish(mut self, wall: Duration) -> SimRun {
+        let last = self.sample();
+        self.timeline.finish(last);
         let rls = (0..self.wf.files.len())
             .map(|f| self.manager.rls().holders(f).to_vec())
             .collect();
@@ -380,7 +391,18 @@ impl Sim {
             events: self.events,
             wall,
             db_error: self.db_error,
+            timeline: self.timeline,
             records: self.manager.into_records(),
+        }
+    }
+
+    /// Every site's queue, running jobs and storage now.
+    fn sample(&self) -> Sample {
+        Sample {
+            t: self.now,
+            queued: self.sites.iter().map(|s| s.queue.len() as u32).collect(),
+            running: self.sites.iter().map(|s| s.running as u32).collect(),
+            used: self.sites.iter().map(|s| s.pool.used()).collect(),
         }
     }
 

@@ -260,3 +260,65 @@ fn the_control_database_agrees_with_the_run_record_and_inspect_refuses_bad_files
         );
     }
 }
+
+#[test]
+fn report_draws_every_plot_of_a_sim_and_a_live_record_and_refuses_a_malformed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let testbed = write_testbed(dir.path(), "small.toml", SMALL);
+    let testbed = testbed.to_str().unwrap();
+    let sites = catalog();
+    for engine in ["sim", "live"] {
+        let record = dir.path().join(format!("{engine}.json"));
+        let (code, _, stderr) = gridbed(&[
+            "run",
+            "--engine",
+            engine,
+            "-q",
+            testbed,
+            "--sites",
+            sites.to_str().unwrap(),
+            "--json",
+            record.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        let out = dir.path().join(format!("report-{engine}"));
+        let (code, stdout, stderr) = gridbed(&[
+            "report",
+            record.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        for (file, caption) in gridbed::report::run_report::PLOTS {
+            let svg = std::fs::read_to_string(out.join(file)).unwrap();
+            assert!(
+                svg.starts_with("<svg") && svg.contains(caption),
+                "{engine}: {file}"
+            );
+            // Real plots, not the "nothing to show" placeholder.
+            assert!(
+                !svg.contains("nothing to show"),
+                "{engine}: {file} is empty"
+            );
+            assert!(stdout.contains(file));
+        }
+        let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+        assert!(html.contains("gantt.svg") && html.contains("makespan"));
+        let gantt = std::fs::read_to_string(out.join("gantt.svg")).unwrap();
+        assert!(
+            gantt.contains("grid3-01"),
+            "{engine}: site lanes are labelled"
+        );
+    }
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"schema\": 1, \"engine\": 3}").unwrap();
+    for (path, what) in [
+        (junk.to_str().unwrap(), "not a gridbed run record"),
+        ("/nonexistent/run.json", "cannot read"),
+    ] {
+        let (code, _, stderr) = gridbed(&["report", path, "--out", dir.path().to_str().unwrap()]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(what) && stderr.contains(path), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+    }
+}
