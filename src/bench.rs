@@ -27,7 +27,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, db, manager, dispatch, transfer (default: all).
+    /// Which benchmarks: sim, db, manager, dispatch, metrics, transfer (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -59,12 +59,11 @@ pub struct Figure {
 /// Runs the selected benchmarks and prints their figures.
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let chosen: Vec<&String> = args.which.iter().chain(&args.only).collect();
-    if let Some(bad) = chosen
-        .iter()
-        .find(|c| !["sim", "db", "manager", "dispatch", "transfer"].contains(&c.as_str()))
-    {
+    if let Some(bad) = chosen.iter().find(|c| {
+        !["sim", "db", "manager", "dispatch", "metrics", "transfer"].contains(&c.as_str())
+    }) {
         return Err(format!(
-            "unknown benchmark `{bad}`; expected sim, db, manager, dispatch, transfer"
+            "unknown benchmark `{bad}`; expected sim, db, manager, dispatch, metrics, transfer"
         ));
     }
     let want = |n: &str| chosen.is_empty() || chosen.iter().any(|o| *o == n);
@@ -85,6 +84,12 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if want("dispatch") {
         figures.push(live_dispatch(10_000 / shrink)?);
+    }
+    if want("metrics") {
+        figures.push(metrics_overhead(
+            200_000 / shrink,
+            if shrink > 1 { 1 } else { 3 },
+        )?);
     }
     if want("transfer") {
         figures.push(transfer_throughput(16, (64 << 20) / shrink as u64)?);
@@ -425,7 +430,9 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
 }
 
 /// Zero-work jobs through the whole live engine.
-fn live_dispatch(jobs: usize) -> Result<Figure, String> {
+/// `jobs` zero-runtime, input-less jobs round robin on 5 sites of 16 slots,
+/// MAXPRE unbounded, time_scale 1: the live engine's dispatch path alone.
+fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
     let specs = (0..jobs)
         .map(|i| JobSpec {
             name: format!("j{i}"),
@@ -455,6 +462,11 @@ fn live_dispatch(jobs: usize) -> Result<Figure, String> {
             byte_scale: 1.0,
         },
     };
+    Ok(scenario)
+}
+
+fn live_dispatch(jobs: usize) -> Result<Figure, String> {
+    let scenario = dispatch_scenario(jobs)?;
     let run = live::run(&scenario, live::LiveOptions::default()).map_err(|e| e.to_string())?;
     if !run.succeeded {
         return Err("dispatch bench: not every job ended".into());
@@ -466,6 +478,72 @@ fn live_dispatch(jobs: usize) -> Result<Figure, String> {
         unit: "jobs/s".into(),
         goal: Some("≥ 5,000/s".into()),
         met: rate >= 5_000.0,
+    })
+}
+
+/// The metrics' cost: the live dispatch benchmark with `--metrics-addr` served
+/// and scraped every second (as Prometheus would) against the same run
+/// without, alternated `rounds` times, as a ratio of total wall times.
+fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, String> {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let scenario = dispatch_scenario(jobs)?;
+    let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
+    let mut scrapes = 0;
+    for _ in 0..rounds {
+        let run = live::run(&scenario, live::LiveOptions::default()).map_err(|e| e.to_string())?;
+        without += run.wall;
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let scraper = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut ok = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(mut s) = std::net::TcpStream::connect(addr) {
+                        let mut body = Vec::new();
+                        if write!(s, "GET /metrics HTTP/1.0\r\n\r\n").is_ok()
+                            && s.read_to_end(&mut body).is_ok()
+                            && body.starts_with(b"HTTP/1.")
+                            && body.get(9..12) == Some(b"200".as_slice())
+                        {
+                            ok += 1;
+                        }
+                    }
+                    // Sleep a second in small steps, so that the run's end
+                    // is not waited on.
+                    for _ in 0..20 {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+                ok
+            })
+        };
+        let opts = live::LiveOptions {
+            metrics_addr: Some(addr),
+            ..Default::default()
+        };
+        let run = live::run(&scenario, opts).map_err(|e| e.to_string());
+        stop.store(true, Ordering::Relaxed);
+        scrapes += scraper.join().unwrap_or(0);
+        with += run?.wall;
+    }
+    let ratio = with.as_secs_f64() / without.as_secs_f64();
+    Ok(Figure {
+        name: format!(
+            "metrics: live dispatch of {jobs} jobs with / without /metrics scraped each second ({rounds} runs each, {:.2} vs {:.2} s, {scrapes} scrapes)",
+            with.as_secs_f64() / rounds as f64,
+            without.as_secs_f64() / rounds as f64
+        ),
+        value: ratio,
+        unit: "× wall".into(),
+        goal: Some("≤ 1.05".into()),
+        met: ratio <= 1.05,
     })
 }
 

@@ -10,6 +10,9 @@ use prometheus::{
     Opts, Registry, TextEncoder,
 };
 
+/// The `reason` label values of `gridbed_transfer_failures_total`.
+pub const FAILURE_REASONS: [&str; 4] = ["corrupt", "connection", "source_missing", "no_space"];
+
 /// All series of one run, in their own registry.
 pub struct Metrics {
     registry: Registry,
@@ -49,6 +52,10 @@ pub struct Metrics {
     pub jobs_killed: IntCounterVec,
     /// Kills that found the job already started, per site.
     pub kills_void: IntCounterVec,
+    /// Job attempts beyond the first (re-plans and retries).
+    pub replans: prometheus::IntCounter,
+    /// Inputs of the jobs planned at each site (the cache-hit denominator).
+    pub inputs_planned: IntGaugeVec,
     /// Inputs found on site at planning time, per site.
     pub cache_hits: IntGaugeVec,
     /// Prescripts running.
@@ -70,9 +77,12 @@ fn ok<T>(r: prometheus::Result<T>) -> T {
 }
 
 impl Metrics {
-    /// Defines and registers every series.
-    pub fn new() -> Self {
-        let registry = Registry::new();
+    /// Defines and registers every series of the run `run_id`: every series
+    /// carries it as a `run_id` label, so that one Prometheus can tell runs
+    /// apart and a dashboard selects one with `{run_id="$run"}`.
+    pub fn new(run_id: &str) -> Self {
+        let labels = std::collections::HashMap::from([("run_id".to_string(), run_id.to_string())]);
+        let registry = ok(Registry::new_custom(None, Some(labels)));
         let igv = |name: &str, help: &str, labels: &[&str]| {
             let m = ok(IntGaugeVec::new(Opts::new(name, help), labels));
             ok(registry.register(Box::new(m.clone())));
@@ -108,7 +118,7 @@ impl Metrics {
                 "gridbed_run_info",
                 "Constant 1 labelled with the run's identity",
             ),
-            &["run_id", "testbed", "strategy", "engine"],
+            &["testbed", "strategy", "engine", "seed"],
         ));
         ok(registry.register(Box::new(run_info.clone())));
         Metrics {
@@ -177,6 +187,19 @@ impl Metrics {
                 "Jobs MonitQueue killed in a site queue (each is planned again)",
                 &["site"],
             ),
+            replans: {
+                let m = ok(prometheus::IntCounter::new(
+                    "gridbed_job_replans_total",
+                    "Job attempts beyond the first: re-plans after a kill, a failure or a lost input",
+                ));
+                ok(registry.register(Box::new(m.clone())));
+                m
+            },
+            inputs_planned: igv(
+                "gridbed_inputs_planned",
+                "Inputs of the jobs a prescript planned at each site",
+                &["site"],
+            ),
             kills_void: icv(
                 "gridbed_kills_void_total",
                 "MonitQueue kills that found the job already started (it ran; the kill was void)",
@@ -196,6 +219,20 @@ impl Metrics {
         }
     }
 
+    /// Counts a retry, and makes the failure and retry series of the pair
+    /// `from` → `to` exist (at 0 until something fails), so that dashboards
+    /// show a flat line rather than no data.
+    pub fn transfer_started(&self, from: &str, to: &str, retry: bool) {
+        let retries = self.transfer_retries.with_label_values(&[from, to]);
+        if retry {
+            retries.inc();
+        }
+        for reason in FAILURE_REASONS {
+            self.transfer_failures
+                .with_label_values(&[from, to, reason]);
+        }
+    }
+
     /// The text exposition of every series.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -206,7 +243,7 @@ impl Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self::new()
+        Self::new("")
     }
 }
 

@@ -586,6 +586,7 @@ impl Manager {
         });
         out.push(Command::Pin { job, site });
         let mut pending = VecDeque::new();
+        self.records.sites[site].inputs_planned += self.wf.jobs[job].inputs.len() as u64;
         for &f in &self.wf.jobs[job].inputs {
             if self.rls.has(f, site) {
                 self.records.sites[site].cache_hits += 1;

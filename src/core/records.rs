@@ -103,6 +103,8 @@ pub struct SiteCounters {
     pub transfers_out: u64,
     /// Inputs found already on site at planning time (cache hits).
     pub cache_hits: u64,
+    /// Inputs of the jobs planned at the site (cache hits and misses).
+    pub inputs_planned: u64,
 }
 
 /// A replica a site evicted to make room.

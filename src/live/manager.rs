@@ -112,13 +112,12 @@ impl ManagerActor {
                     from,
                     to,
                 } => {
-                    if core.records().transfers[id as usize].retry {
-                        let names = core.sites();
-                        self.metrics
-                            .transfer_retries
-                            .with_label_values(&[&names[from].name, &names[to].name])
-                            .inc();
-                    }
+                    let names = core.sites();
+                    self.metrics.transfer_started(
+                        &names[from].name,
+                        &names[to].name,
+                        core.records().transfers[id as usize].retry,
+                    );
                     self.sites[to].do_send(Fetch {
                         id,
                         job,
@@ -193,7 +192,18 @@ impl ManagerActor {
             m.cache_hits
                 .with_label_values(&[name])
                 .set(counters.cache_hits as i64);
+            m.inputs_planned
+                .with_label_values(&[name])
+                .set(counters.inputs_planned as i64);
         }
+        let replans: usize = core
+            .records()
+            .jobs
+            .iter()
+            .map(|j| j.attempts.len().saturating_sub(1))
+            .sum();
+        m.replans
+            .inc_by((replans as u64).saturating_sub(m.replans.get()));
         let transfers = core.records().transfers.len();
         self.progress.update(c, transfers, self.clock.now());
         if self.timeline.due(self.clock.now()) {

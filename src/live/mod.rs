@@ -130,10 +130,15 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     let setup_start = Instant::now();
     let wf = scenario.workflow.clone();
     let em = scenario.emulation;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(&opts.run_id));
     metrics
         .run_info
-        .with_label_values(&[&opts.run_id, &scenario.name, &scenario.strategy, "live"])
+        .with_label_values(&[
+            &scenario.name,
+            &scenario.strategy,
+            "live",
+            &scenario.seed.to_string(),
+        ])
         .set(1.0);
     metrics.jobs_total.set(wf.jobs.len() as i64);
     metrics.maxpre.set(scenario.manager.maxpre as i64);

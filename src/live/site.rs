@@ -56,6 +56,17 @@ impl Actor for SiteActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         // Many queued messages per job at high dispatch rates.
         ctx.set_mailbox_capacity(usize::MAX);
+        // Per-site counters exist from the start (at 0), so that a rate or a
+        // dashboard panel has a series before the first event.
+        let m = &self.shared.metrics;
+        for counter in [
+            &m.evictions,
+            &m.jobs_killed,
+            &m.kills_void,
+            &m.transfer_busy_waits,
+        ] {
+            counter.with_label_values(&[self.name()]);
+        }
         if let Some(model) = self
             .cfg
             .background
@@ -145,6 +156,9 @@ impl SiteActor {
         m.slots_total
             .with_label_values(&[n])
             .set(self.cfg.info.cpus as i64);
+        m.slots_background
+            .with_label_values(&[n])
+            .set(self.busy as i64);
         m.storage_used
             .with_label_values(&[n])
             .set(self.pool.used() as i64);

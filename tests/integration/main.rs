@@ -6,4 +6,5 @@ mod common;
 mod config_errors;
 mod gridftp;
 mod live_runs;
+mod prometheus;
 mod sim;

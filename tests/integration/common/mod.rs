@@ -78,3 +78,47 @@ runtime = 10
     );
     scenario(&body)
 }
+
+/// The dashboard of `grafana/dashboards/gridbed.json`, parsed.
+pub fn dashboard() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("grafana/dashboards/gridbed.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Every (panel title, PromQL expression) of the dashboard.
+pub fn dashboard_exprs() -> Vec<(String, String)> {
+    let d = dashboard();
+    let mut out = Vec::new();
+    for p in d["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            out.push((
+                p["title"].as_str().unwrap().to_string(),
+                t["expr"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    out
+}
+
+/// The metric names the dashboard's expressions use (histogram series
+/// `_bucket`, `_sum`, `_count` mapped to the histogram's name).
+pub fn dashboard_metrics() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for (_, expr) in dashboard_exprs() {
+        let mut rest = expr.as_str();
+        while let Some(i) = rest.find("gridbed_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            let name = &tail[..end];
+            let name = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            names.insert(name.to_string());
+            rest = &tail[end..];
+        }
+    }
+    names
+}

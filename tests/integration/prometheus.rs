@@ -1,0 +1,280 @@
+//! The Grafana dashboard against a real Prometheus: a live run exports its
+//! metrics, Prometheus (the Debian package, on loopback) scrapes them every
+//! second, and every PromQL expression of every panel must return data.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gridbed::live::{self, LiveOptions};
+
+use crate::common;
+
+#[test]
+fn the_dashboard_parses_and_every_panel_has_a_datasource_targets_and_a_unit() {
+    let d = common::dashboard();
+    assert_eq!(d["uid"], "gridbed-run", "a stable uid");
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(vars, ["run", "site"]);
+    let panels = d["panels"].as_array().unwrap();
+    assert!(panels.len() >= 14);
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        assert_eq!(p["datasource"]["uid"], "gridbed-prometheus", "{title}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title}: no targets");
+        for t in targets {
+            let expr = t["expr"].as_str().unwrap();
+            assert!(
+                expr.contains("run_id=\"$run\""),
+                "{title}: {expr} ignores $run"
+            );
+        }
+        let unit = p["fieldConfig"]["defaults"]["unit"].as_str().unwrap_or("");
+        assert!(!unit.is_empty(), "{title}: no unit");
+    }
+    let provisioned = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("grafana/provisioning/datasources/prometheus.yml"),
+    )
+    .unwrap();
+    assert!(provisioned.contains("uid: gridbed-prometheus"));
+}
+
+/// The `prometheus` binary, if installed.
+fn prometheus_binary() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("prometheus"))
+        .find(|p| p.is_file())
+}
+
+/// A port free on loopback now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the Prometheus child when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A plain HTTP/1.0 GET on loopback; the body.
+fn get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.").then(|| body.to_string())
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+const SCENARIO: &str = r#"
+strategy = "round-robin"
+replica_policy = "caching"
+origin = "submit-host"
+[emulation]
+time_scale = 40
+byte_scale = 1000
+[manager]
+maxpre = 6
+prescript_interval = 0.5
+monit_interval = 2
+max_idle = 20
+[[site]]
+name = "submit-host"
+corrupt_responses = 2
+[[site]]
+name = "grid3-01"
+cpus = 4
+background = { model = "markov", mean_busy = 1.0, period = 30 }
+[[site]]
+name = "grid3-02"
+cpus = 4
+disk = "8 MB"
+[[site]]
+name = "grid3-03"
+cpus = 4
+[workflow]
+generator = "pipeline"
+levels = 2
+width = 10
+runtime = [60, 40]
+file_size = "1 MB"
+"#;
+
+#[test]
+fn every_panel_expression_returns_data_from_a_real_prometheus_scraping_a_live_run() {
+    let Some(prometheus) = prometheus_binary() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "Prometheus is missing in CI: .ci/run installs the `prometheus` package"
+        );
+        eprintln!(
+            "\n*** SKIPPED: no `prometheus` binary (apt-get install prometheus); \
+             the dashboard was NOT checked against a real Prometheus ***\n"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let metrics_port = free_port();
+    let prom_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  \
+             - job_name: gridbed\n    static_configs:\n      - targets: [\"127.0.0.1:{metrics_port}\"]\n"
+        ),
+    )
+    .unwrap();
+    let _server = Server(
+        Command::new(&prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={prom_addr}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus"),
+    );
+    let up = Instant::now();
+    while get(prom_addr, "/-/ready").is_none() {
+        assert!(
+            up.elapsed() < Duration::from_secs(60),
+            "Prometheus never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let (_d, s) = common::scenario(SCENARIO);
+    let run_id = "prometheus-test";
+    let start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let metrics_addr: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
+    let scraper = std::thread::spawn(move || {
+        // A real scrape of /metrics during the lingering end of the run.
+        let t = Instant::now();
+        let mut last = None;
+        while t.elapsed() < Duration::from_secs(120) {
+            if let Some(body) = get(metrics_addr, "/metrics") {
+                last = Some(body);
+            } else if last.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        last
+    });
+    let r = live::run(
+        &s,
+        LiveOptions {
+            metrics_addr: Some(metrics_addr),
+            linger: Duration::from_secs(4),
+            run_id: run_id.into(),
+            ..Default::default()
+        },
+    )
+    .expect("live run");
+    assert!(r.succeeded);
+    let end = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let scraped = scraper.join().unwrap().expect("scraped /metrics over HTTP");
+
+    // Names three ways: dashboard ⊆ live scrape = docs/metrics.md.
+    let exported: BTreeSet<String> = scraped
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"))
+            .unwrap();
+    let documented: BTreeSet<String> = docs
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .filter(|n| n.starts_with("gridbed_"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(exported, documented, "scrape vs docs/metrics.md");
+    let used = common::dashboard_metrics();
+    assert!(
+        used.is_subset(&exported),
+        "dashboard uses {:?} not exported",
+        used.difference(&exported).collect::<Vec<_>>()
+    );
+    assert!(scraped.contains(&format!("run_id=\"{run_id}\"")));
+
+    // Let Prometheus take its last scrapes, then ask every panel.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut missing = Vec::new();
+    for (title, expr) in common::dashboard_exprs() {
+        let q = expr
+            .replace("$run", run_id)
+            .replace("$site", ".*")
+            .replace("$__rate_interval", "4s");
+        let path = format!(
+            "/api/v1/query_range?query={}&start={start:.3}&end={end:.3}&step=1",
+            encode(&q)
+        );
+        let body = get(prom_addr, &path).unwrap_or_default();
+        let v: serde_json::Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{title}: `{q}`: {e}: {body}"));
+        assert_eq!(v["status"], "success", "{title}: `{q}`: {body}");
+        let has_data = v["data"]["result"].as_array().is_some_and(|series| {
+            series.iter().any(|s| {
+                s["values"].as_array().is_some_and(|vals| {
+                    vals.iter().any(|p| {
+                        p[1].as_str()
+                            .and_then(|x| x.parse::<f64>().ok())
+                            .is_some_and(f64::is_finite)
+                    })
+                })
+            })
+        });
+        if !has_data {
+            missing.push(format!("{title}: `{q}`"));
+        }
+    }
+    assert!(missing.is_empty(), "no data for:\n{}", missing.join("\n"));
+}
