@@ -297,6 +297,7 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
             sites,
             origin,
             workflow: Arc::new(wf),
+            source: None,
             strategy: strategy.into(),
             eviction: "lru".into(),
             manager: ManagerSettings {
@@ -450,6 +451,7 @@ fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
         sites,
         origin: 0,
         workflow: Arc::new(wf),
+        source: None,
         strategy: "round-robin".into(),
         eviction: "lru".into(),
         manager: ManagerSettings {

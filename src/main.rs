@@ -61,6 +61,10 @@ struct ScenarioArgs {
     /// Site catalogue, overriding the testbed's `sites_file`.
     #[arg(long, value_name = "FILE")]
     sites: Option<PathBuf>,
+    /// A workflow file (WfFormat JSON, Pegasus DAX or YAML, DAGMan .dag) run
+    /// instead of the testbed's workflow; its format is found from its content.
+    #[arg(long, value_name = "FILE")]
+    workflow: Option<PathBuf>,
 }
 
 /// Which engine runs a scenario.
@@ -140,7 +144,8 @@ struct ValidateArgs {
 #[derive(Subcommand)]
 enum WorkflowCmd {
     /// Jobs, edges, files, input bytes, references, total runtime, critical
-    /// path and width of a testbed's workflow.
+    /// path and width of a testbed's workflow, or of a workflow file
+    /// (WfFormat JSON, Pegasus DAX or YAML, DAGMan .dag).
     Stats {
         #[command(flatten)]
         scenario: ScenarioArgs,
@@ -170,11 +175,18 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, ExitCode> {
         strategy: args.strategy.clone(),
         seed: args.seed,
         sites_file: args.sites.clone(),
+        workflow: args.workflow.clone(),
     };
-    config::load(&args.testbed, &overrides).map_err(|e| {
+    let s = config::load(&args.testbed, &overrides).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
-    })
+    })?;
+    if let Some(src) = &s.source {
+        for w in &src.warnings {
+            eprintln!("warning: {}: {w}", src.path.display());
+        }
+    }
+    Ok(s)
 }
 
 fn main() -> ExitCode {
@@ -436,8 +448,24 @@ fn inspect(args: InspectArgs) -> Result<ExitCode, ExitCode> {
 }
 
 fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode> {
-    let s = load(args)?;
-    let st = s.workflow.stats();
+    use gridbed::workflow::formats;
+    // A testbed (.toml) or a workflow file of its own.
+    let is_testbed = args.testbed.extension().is_some_and(|e| e == "toml");
+    let (name, wf) = if is_testbed {
+        let s = load(args)?;
+        (s.name.clone(), s.workflow.clone())
+    } else {
+        let loaded = formats::load(&args.testbed, &formats::Options::default()).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })?;
+        for w in &loaded.warnings {
+            eprintln!("warning: {}: {w}", args.testbed.display());
+        }
+        let name = format!("{} ({})", args.testbed.display(), loaded.format.name());
+        (name, std::sync::Arc::new(loaded.workflow))
+    };
+    let st = wf.stats();
     if json {
         let text = serde_json::to_string_pretty(&st).map_err(|e| {
             eprintln!("error: {e}");
@@ -446,7 +474,7 @@ fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode>
         say!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    say!("workflow of `{}`", s.name);
+    say!("workflow of `{name}`");
     say!("  jobs                {:>14}", st.jobs);
     say!("  edges               {:>14}", st.edges);
     say!("  files               {:>14}", st.files);

@@ -214,6 +214,7 @@ fn load(args: &SweepArgs, strategy: &str, seed: u64) -> Result<Scenario, ConfigE
         strategy: Some(strategy.to_string()),
         seed: Some(seed),
         sites_file: args.sites_file.clone(),
+        ..Default::default()
     };
     config::load(&args.testbed, &overrides)
 }

@@ -18,7 +18,8 @@ use crate::core::background::{Background, parse_trace};
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::workflow::WorkflowSpec;
-use crate::workflow::generators::{Coadd, GENERATORS, Inline, Pipeline, Spatial};
+use crate::workflow::formats::{self, FormatError};
+use crate::workflow::generators::{Coadd, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
 use units::{Rate, Size};
 
 /// A mistake in a scenario file.
@@ -109,6 +110,19 @@ struct BackgroundFile {
     file: Option<Spanned<String>>,
 }
 
+/// A workflow file a scenario was read from.
+#[derive(Debug, Clone)]
+pub struct WorkflowSource {
+    /// The file.
+    pub path: PathBuf,
+    /// The format it was read as.
+    pub format: formats::Format,
+    /// Defaults taken, tasks dropped: worth telling the user.
+    pub warnings: Vec<String>,
+    /// DAGMan's node settings, for a `.dag` file.
+    pub dagman: Option<formats::dagman::DagmanInfo>,
+}
+
 /// A validated scenario: sites, workflow, manager settings, policies, seed.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -124,6 +138,8 @@ pub struct Scenario {
     pub origin: SiteId,
     /// The workflow.
     pub workflow: Arc<Workflow>,
+    /// Where the workflow was read from, when it was not generated.
+    pub source: Option<WorkflowSource>,
     /// Site selector name.
     pub strategy: String,
     /// Eviction policy name.
@@ -154,6 +170,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     /// `--sites`.
     pub sites_file: Option<PathBuf>,
+    /// `--workflow`: a workflow file run instead of the testbed's workflow.
+    pub workflow: Option<PathBuf>,
 }
 
 /// Non-negative finite seconds.
@@ -572,7 +590,31 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             msg,
         )
     })?;
-    let workflow = spec.generate(seed).map_err(|e| {
+    let file = match (&overrides.workflow, spec) {
+        (Some(file), _) => Some((file.clone(), formats::Options::default())),
+        (None, WorkflowSpec::File(f)) => Some((base.join(&f.file), f.options())),
+        _ => None,
+    };
+    let (workflow, source) = match file {
+        Some((path, opts)) => {
+            let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {
+                file: e.file,
+                line: 0,
+                column: 0,
+                field: "(workflow file)".into(),
+                message: e.message,
+            })?;
+            let source = WorkflowSource {
+                path,
+                format: loaded.format,
+                warnings: loaded.warnings,
+                dagman: loaded.dagman,
+            };
+            (Ok(loaded.workflow), Some(source))
+        }
+        None => (spec.generate(seed), None),
+    };
+    let workflow = workflow.map_err(|e| {
         let located = match spec {
             WorkflowSpec::Inline(inline) => inline.locate(&e),
             _ => None,
@@ -612,6 +654,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         sites,
         origin,
         workflow: Arc::new(workflow),
+        source,
         strategy,
         eviction,
         manager,
@@ -633,14 +676,32 @@ fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError>
     #[derive(Deserialize)]
     struct ProbeWorkflow {
         generator: Option<Spanned<String>>,
+        file: Option<Spanned<String>>,
     }
     let probe: Probe = src.parse()?;
-    let Some(generator) = probe.workflow.and_then(|w| w.generator) else {
-        let msg = format!(
-            "expected a [workflow] table with `generator = …` (one of: {})",
-            GENERATORS.join(", ")
-        );
-        return Err(src.error(None, Some("workflow.generator".into()), msg));
+    let (generator, file) = match probe.workflow {
+        Some(w) => (w.generator, w.file),
+        None => (None, None),
+    };
+    let generator = match (generator, file) {
+        (Some(g), None) => g,
+        (None, Some(_)) => {
+            return Ok(with(
+                src.parse::<TestbedFile<FileSpec>>()?,
+                WorkflowSpec::File,
+            ));
+        }
+        (Some(g), Some(_)) => {
+            let msg = "a workflow is generated or read from a file: expected `generator` or `file`, not both".to_string();
+            return Err(src.error(Some(g.span()), None, msg));
+        }
+        (None, None) => {
+            let msg = format!(
+                "expected a [workflow] table with `generator = …` (one of: {}) or `file = …` (a WfFormat, DAX, Pegasus YAML or DAGMan file)",
+                GENERATORS.join(", ")
+            );
+            return Err(src.error(None, Some("workflow".into()), msg));
+        }
     };
     fn with<W>(tb: TestbedFile<W>, f: fn(W) -> WorkflowSpec) -> TestbedFile<WorkflowSpec> {
         let span = tb.workflow.span();

@@ -4,6 +4,7 @@
 mod cli;
 mod common;
 mod config_errors;
+mod formats;
 mod gridftp;
 mod live_runs;
 mod prometheus;

@@ -221,6 +221,7 @@ fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
                     strategy: Some(strategy.into()),
                     seed: Some(seed),
                     sites_file: Some(common::catalog()),
+                    ..Default::default()
                 };
                 let s = gridbed::config::load(&path, &overrides).unwrap();
                 let run = sim::run(&s).unwrap();

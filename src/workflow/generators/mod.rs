@@ -24,6 +24,44 @@ pub enum WorkflowSpec {
     Inline(Inline),
     /// The SDSS coadd of seed 000.
     Coadd(Coadd),
+    /// A workflow file users bring (WfFormat, DAX, Pegasus YAML, DAGMan).
+    File(FileSpec),
+}
+
+/// `workflow = { file = "…" }`: a workflow read from a file, relative to the
+/// testbed.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// The workflow file.
+    pub file: String,
+    /// Its format (default: chosen by content).
+    #[serde(default = "auto")]
+    pub format: crate::workflow::formats::Format,
+    /// Keep auxiliary/transfer tasks of Pegasus traces.
+    #[serde(default)]
+    pub auxiliary: bool,
+    /// Runtime (nominal s) of a job the file gives none (default 1).
+    pub default_runtime: Option<f64>,
+    /// Size of a file the file gives none (default 0 B).
+    pub default_size: Option<crate::config::units::Size>,
+}
+
+fn auto() -> crate::workflow::formats::Format {
+    crate::workflow::formats::Format::Auto
+}
+
+impl FileSpec {
+    /// The reading options this spec asks for.
+    pub fn options(&self) -> crate::workflow::formats::Options {
+        let d = crate::workflow::formats::Options::default();
+        crate::workflow::formats::Options {
+            format: self.format,
+            keep_auxiliary: self.auxiliary,
+            default_runtime: self.default_runtime.unwrap_or(d.default_runtime),
+            default_size: self.default_size.map_or(d.default_size, |s| s.0),
+        }
+    }
 }
 
 /// Generator names, for error messages.
@@ -58,6 +96,8 @@ impl WorkflowSpec {
             WorkflowSpec::Spatial(s) => s.generate(seed),
             WorkflowSpec::Inline(i) => i.generate(),
             WorkflowSpec::Coadd(c) => c.generate(seed),
+            // Read by the scenario loader, which knows the testbed's folder.
+            WorkflowSpec::File(_) => Ok(Workflow::default()),
         }
     }
 
@@ -68,6 +108,13 @@ impl WorkflowSpec {
             WorkflowSpec::Spatial(s) => s.validate(),
             WorkflowSpec::Inline(i) => i.validate(),
             WorkflowSpec::Coadd(c) => c.validate(),
+            WorkflowSpec::File(f) => match f.default_runtime {
+                Some(r) if !(r.is_finite() && r >= 0.0) => Err((
+                    "default_runtime",
+                    format!("expected seconds ≥ 0, found {r}"),
+                )),
+                _ => Ok(()),
+            },
         }
     }
 }

@@ -1,0 +1,194 @@
+//! Workflows users bring, in the formats their tools write: WfCommons WfFormat
+//! JSON (1.0–1.6), Pegasus DAX XML (2.1, 3.x), Pegasus 5 YAML and HTCondor
+//! DAGMan `.dag` files. One parser per format, all producing the same DAG
+//! model ([`crate::core::Workflow`]); the format is chosen by content (or
+//! extension) unless the user names it.
+//!
+//! Missing runtimes and sizes take [`Options::default_runtime`] and
+//! [`Options::default_size`], with a warning that says how many.
+
+pub mod dagman;
+pub mod dax;
+pub mod pegasus_yaml;
+pub mod wfformat;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::core::{File, JobSpec, Workflow};
+
+/// A workflow file format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Chosen from the file's content and extension.
+    Auto,
+    /// WfCommons WfFormat JSON, schema 1.0–1.6.
+    Wfformat,
+    /// Pegasus DAX XML, 2.1 or 3.x.
+    Dax,
+    /// Pegasus 5 YAML.
+    PegasusYaml,
+    /// HTCondor DAGMan `.dag`.
+    Dagman,
+}
+
+impl Format {
+    /// The format's name as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Auto => "auto",
+            Format::Wfformat => "wfformat",
+            Format::Dax => "dax",
+            Format::PegasusYaml => "pegasus-yaml",
+            Format::Dagman => "dagman",
+        }
+    }
+}
+
+/// How to read a workflow file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// The format (default: chosen by content).
+    pub format: Format,
+    /// Keep the auxiliary and transfer tasks of Pegasus traces (default: drop
+    /// them, their parents then preceding their children).
+    pub keep_auxiliary: bool,
+    /// Runtime (nominal s) of a job whose file gives none.
+    pub default_runtime: f64,
+    /// Size (bytes) of a file whose size the file does not give.
+    pub default_size: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            format: Format::Auto,
+            keep_auxiliary: false,
+            default_runtime: 1.0,
+            default_size: 0,
+        }
+    }
+}
+
+/// A workflow file that could not be read: the file, where in it (a line, or
+/// a JSON path), and what was expected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}: {message}", file.display())]
+pub struct FormatError {
+    /// The workflow file.
+    pub file: PathBuf,
+    /// What was wrong, where, and what was expected.
+    pub message: String,
+}
+
+/// What a parser found, before the DAG is validated.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    /// Every file with its size.
+    pub files: Vec<File>,
+    /// Every job, by name.
+    pub jobs: Vec<JobSpec>,
+    /// Defaults taken, tasks dropped.
+    pub warnings: Vec<String>,
+    /// DAGMan's node settings, for a `.dag` file.
+    pub dagman: Option<dagman::DagmanInfo>,
+}
+
+/// A workflow read from a file.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The validated DAG.
+    pub workflow: Workflow,
+    /// The format it was read as.
+    pub format: Format,
+    /// Defaults taken, tasks dropped.
+    pub warnings: Vec<String>,
+    /// DAGMan's node settings, for a `.dag` file.
+    pub dagman: Option<dagman::DagmanInfo>,
+}
+
+/// The format of `text` read from `path`: by content first, the extension
+/// breaking ties.
+pub fn detect(path: &Path, text: &str) -> Option<Format> {
+    let start = text.trim_start_matches('\u{feff}').trim_start();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if start.starts_with('{') {
+        return Some(Format::Wfformat);
+    }
+    if start.starts_with('<') {
+        return Some(Format::Dax);
+    }
+    if ext == "dag" || dagman::looks_like(start) {
+        return Some(Format::Dagman);
+    }
+    if ext == "yml" || ext == "yaml" || start.lines().any(|l| l.starts_with("pegasus:")) {
+        return Some(Format::PegasusYaml);
+    }
+    match ext.as_str() {
+        "json" => Some(Format::Wfformat),
+        "dax" | "xml" => Some(Format::Dax),
+        _ => None,
+    }
+}
+
+/// Reads and validates the workflow in `path`.
+pub fn load(path: &Path, opts: &Options) -> Result<Loaded, FormatError> {
+    let text = std::fs::read_to_string(path).map_err(|e| FormatError {
+        file: path.to_path_buf(),
+        message: format!("cannot read: {e}"),
+    })?;
+    load_text(path, &text, opts)
+}
+
+/// Parses and validates `text`, read from `path` (which names the file in
+/// errors, helps tell the format and anchors a DAGMan `CONFIG`).
+pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, FormatError> {
+    let err = |message: String| FormatError {
+        file: path.to_path_buf(),
+        message,
+    };
+    let format = match opts.format {
+        Format::Auto => detect(path, text),
+        f => Some(f),
+    };
+    let mut parsed = match format {
+        Some(Format::Wfformat) => wfformat::parse(text, opts, &err)?,
+        Some(Format::Dax) => dax::parse(text, opts, &err)?,
+        Some(Format::PegasusYaml) => pegasus_yaml::parse(text, opts, &err)?,
+        Some(Format::Dagman) => dagman::parse(text, opts, &err)?,
+        Some(Format::Auto) | None => {
+            return Err(err("cannot tell the format: expected WfFormat JSON, Pegasus DAX XML, Pegasus 5 YAML or a DAGMan .dag file (or name it with `format`)".into()));
+        }
+    };
+    // A DAGMan CONFIG file is read relative to the .dag.
+    if let Some(info) = parsed.dagman.as_mut()
+        && let Some(config) = info.config.clone()
+    {
+        let cpath = path.parent().unwrap_or(Path::new(".")).join(&config);
+        let ctext = std::fs::read_to_string(&cpath).map_err(|e| {
+            err(format!(
+                "CONFIG {config}: cannot read {}: {e}",
+                cpath.display()
+            ))
+        })?;
+        dagman::apply_config(&ctext, info).map_err(|(line, m)| FormatError {
+            file: cpath.clone(),
+            message: format!("line {line}: {m}"),
+        })?;
+    }
+    let format = format.unwrap_or(Format::Auto);
+    let workflow = Workflow::build(parsed.files, parsed.jobs)
+        .map_err(|e| err(format!("not a valid workflow: {e}")))?;
+    Ok(Loaded {
+        workflow,
+        format,
+        warnings: parsed.warnings,
+        dagman: parsed.dagman,
+    })
+}

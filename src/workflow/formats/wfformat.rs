@@ -1,0 +1,329 @@
+//! WfCommons WfFormat JSON, schema versions 1.0 through 1.6 — the format of
+//! the WfCommons instances and of what today's `wfcommons` package writes.
+//!
+//! Where fields moved between versions (WfFormat's own migration tool records
+//! them): 1.0–1.2 list `workflow.jobs`, 1.3–1.4 `workflow.tasks`; up to 1.4 a
+//! task's `parents`/`children` name tasks by `name`, from 1.5 by `id` (both
+//! are accepted at every version); some 1.3/1.4 files have no `children`; 1.4
+//! renamed `runtime` → `runtimeInSeconds` and `size` → `sizeInBytes`; 1.5
+//! splits `workflow.specification` (tasks with `inputFiles`/`outputFiles`,
+//! files with sizes) from `workflow.execution` (runtimes). Edges are the union
+//! of every `parents` and `children` list.
+//!
+//! Parsing is typed and single-pass over the text (serde ignores every field
+//! it does not need), so a 100,000-task instance costs its bytes once.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+
+use super::{FormatError, Options, Parsed};
+use crate::core::{File, JobSpec};
+
+#[derive(Deserialize)]
+struct Doc {
+    #[serde(rename = "schemaVersion")]
+    schema_version: Option<String>,
+    workflow: Workflow,
+}
+
+#[derive(Deserialize)]
+struct Workflow {
+    jobs: Option<Vec<Task>>,
+    tasks: Option<Vec<Task>>,
+    specification: Option<Specification>,
+    execution: Option<Execution>,
+}
+
+#[derive(Deserialize)]
+struct Task {
+    name: String,
+    id: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    runtime: Option<f64>,
+    #[serde(rename = "runtimeInSeconds")]
+    runtime_in_seconds: Option<f64>,
+    #[serde(default)]
+    parents: Vec<String>,
+    #[serde(default)]
+    children: Vec<String>,
+    #[serde(default)]
+    files: Vec<FileUse>,
+    #[serde(rename = "inputFiles", default)]
+    input_files: Vec<String>,
+    #[serde(rename = "outputFiles", default)]
+    output_files: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct FileUse {
+    link: String,
+    name: Option<String>,
+    id: Option<String>,
+    size: Option<f64>,
+    #[serde(rename = "sizeInBytes")]
+    size_in_bytes: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Specification {
+    tasks: Vec<Task>,
+    #[serde(default)]
+    files: Vec<SpecFile>,
+}
+
+#[derive(Deserialize)]
+struct SpecFile {
+    id: String,
+    #[serde(rename = "sizeInBytes")]
+    size_in_bytes: Option<f64>,
+    size: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Execution {
+    #[serde(default)]
+    tasks: Vec<ExecTask>,
+}
+
+#[derive(Deserialize)]
+struct ExecTask {
+    id: String,
+    #[serde(rename = "runtimeInSeconds")]
+    runtime_in_seconds: Option<f64>,
+    runtime: Option<f64>,
+}
+
+/// Task types of Pegasus traces that move data rather than compute.
+const AUXILIARY: [&str; 2] = ["auxiliary", "transfer"];
+
+/// Parses WfFormat text.
+pub fn parse(
+    text: &str,
+    opts: &Options,
+    err: &dyn Fn(String) -> FormatError,
+) -> Result<Parsed, FormatError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let doc: Doc = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        err(format!(
+            "line {}, column {}, at `{path}`: {inner}",
+            inner.line(),
+            inner.column()
+        ))
+    })?;
+    let mut warnings = Vec::new();
+    let wf = doc.workflow;
+    let (mut tasks, spec_files, runtimes) = match (wf.specification, wf.tasks.or(wf.jobs)) {
+        (Some(spec), _) => {
+            let runtimes: HashMap<String, f64> = wf
+                .execution
+                .map(|e| e.tasks)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|t| Some((t.id, t.runtime_in_seconds.or(t.runtime)?)))
+                .collect();
+            (spec.tasks, Some(spec.files), runtimes)
+        }
+        (None, Some(tasks)) => (tasks, None, HashMap::new()),
+        (None, None) => {
+            return Err(err(format!(
+                "at `workflow`: expected `jobs` (1.0–1.2), `tasks` (1.3–1.4) or `specification` (1.5+){}",
+                doc.schema_version
+                    .map(|v| format!(" for schemaVersion {v}"))
+                    .unwrap_or_default()
+            )));
+        }
+    };
+
+    // Task references resolve by id first, then by name (both styles occur).
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(tasks.len() * 2);
+    for (i, t) in tasks.iter().enumerate() {
+        index.insert(t.name.as_str(), i);
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        if let Some(id) = &t.id {
+            index.insert(id.as_str(), i);
+        }
+    }
+    let names_unique = {
+        let mut seen = HashSet::with_capacity(tasks.len());
+        tasks.iter().all(|t| seen.insert(t.name.as_str()))
+    };
+    let mut parents: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+    for (i, t) in tasks.iter().enumerate() {
+        let resolve = |r: &String, field: &str| {
+            index.get(r.as_str()).copied().ok_or_else(|| {
+                err(format!(
+                    "at `workflow.tasks[{i}].{field}`: task `{}` names `{r}`, which is no task's id or name",
+                    t.name
+                ))
+            })
+        };
+        for p in &t.parents {
+            let p = resolve(p, "parents")?;
+            if !parents[i].contains(&p) {
+                parents[i].push(p);
+            }
+        }
+        for c in &t.children {
+            let c = resolve(c, "children")?;
+            if !parents[c].contains(&i) {
+                parents[c].push(i);
+            }
+        }
+    }
+    drop(index);
+
+    // Files: sizes from the task uses (≤ 1.4) or the specification (1.5+).
+    let mut sizes: HashMap<String, Option<f64>> = HashMap::new();
+    if let Some(files) = spec_files {
+        for f in files {
+            sizes.insert(f.id, f.size_in_bytes.or(f.size));
+        }
+    }
+    let mut io: Vec<(Vec<String>, Vec<String>)> = Vec::with_capacity(tasks.len());
+    for t in &mut tasks {
+        let mut inputs = std::mem::take(&mut t.input_files);
+        let mut outputs = std::mem::take(&mut t.output_files);
+        for u in std::mem::take(&mut t.files) {
+            let Some(name) = u.name.or(u.id) else {
+                return Err(err(format!(
+                    "at `workflow.tasks` (task `{}`): a file without `name` or `id`",
+                    t.name
+                )));
+            };
+            let size = u.size_in_bytes.or(u.size);
+            let entry = sizes.entry(name.clone()).or_insert(size);
+            if entry.is_none() {
+                *entry = size;
+            }
+            match u.link.as_str() {
+                "input" => inputs.push(name),
+                "output" => outputs.push(name),
+                other => {
+                    return Err(err(format!(
+                        "at `workflow.tasks` (task `{}`, file `{name}`): link `{other}`; expected `input` or `output`",
+                        t.name
+                    )));
+                }
+            }
+        }
+        io.push((inputs, outputs));
+    }
+
+    let job_name = |i: usize| -> String {
+        let t = &tasks[i];
+        match (&t.id, names_unique) {
+            (_, true) | (None, false) => t.name.clone(),
+            (Some(id), false) => id.clone(),
+        }
+    };
+    let keep: Vec<bool> = tasks
+        .iter()
+        .map(|t| opts.keep_auxiliary || !t.kind.as_deref().is_some_and(|k| AUXILIARY.contains(&k)))
+        .collect();
+    let dropped = keep.iter().filter(|k| !**k).count();
+    if dropped > 0 {
+        warnings.push(format!(
+            "{dropped} auxiliary/transfer tasks dropped (their parents now precede their children; keep them with `auxiliary = true`)"
+        ));
+    }
+    // A dropped task's children inherit its (kept) ancestors.
+    let mut kept_parents: Vec<Option<Vec<usize>>> = vec![None; tasks.len()];
+    fn kept_ancestors(
+        i: usize,
+        parents: &[Vec<usize>],
+        keep: &[bool],
+        memo: &mut Vec<Option<Vec<usize>>>,
+    ) -> Vec<usize> {
+        if let Some(v) = &memo[i] {
+            return v.clone();
+        }
+        let mut out = Vec::new();
+        for &p in &parents[i] {
+            if keep[p] {
+                out.push(p);
+            } else {
+                out.extend(kept_ancestors(p, parents, keep, memo));
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        memo[i] = Some(out.clone());
+        out
+    }
+
+    let mut missing_runtime = 0;
+    let mut specs = Vec::with_capacity(tasks.len() - dropped);
+    for i in 0..tasks.len() {
+        if !keep[i] {
+            continue;
+        }
+        let t = &tasks[i];
+        let runtime = t
+            .runtime_in_seconds
+            .or(t.runtime)
+            .or_else(|| t.id.as_ref().and_then(|id| runtimes.get(id)).copied())
+            .or_else(|| runtimes.get(&t.name).copied());
+        let runtime = runtime.unwrap_or_else(|| {
+            missing_runtime += 1;
+            opts.default_runtime
+        });
+        let ps = if dropped > 0 {
+            kept_ancestors(i, &parents, &keep, &mut kept_parents)
+        } else {
+            parents[i].clone()
+        };
+        let (inputs, outputs) = std::mem::take(&mut io[i]);
+        specs.push(JobSpec {
+            name: job_name(i),
+            runtime,
+            inputs,
+            outputs,
+            parents: ps.into_iter().map(&job_name).collect(),
+            position: None,
+        });
+    }
+    if missing_runtime > 0 {
+        warnings.push(format!(
+            "{missing_runtime} tasks have no runtime: {} s assumed",
+            opts.default_runtime
+        ));
+    }
+    let used: HashSet<&str> = specs
+        .iter()
+        .flat_map(|s| s.inputs.iter().chain(&s.outputs))
+        .map(String::as_str)
+        .collect();
+    let mut missing_size = 0;
+    let mut files: Vec<File> = sizes
+        .iter()
+        .filter(|(name, _)| used.contains(name.as_str()))
+        .map(|(name, size)| File {
+            name: name.clone(),
+            size: match size {
+                Some(s) if s.is_finite() && *s >= 0.0 => *s as u64,
+                _ => {
+                    missing_size += 1;
+                    opts.default_size
+                }
+            },
+        })
+        .collect();
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    if missing_size > 0 {
+        warnings.push(format!(
+            "{missing_size} files have no size: {} bytes assumed",
+            opts.default_size
+        ));
+    }
+    Ok(Parsed {
+        files,
+        jobs: specs,
+        warnings,
+        dagman: None,
+    })
+}

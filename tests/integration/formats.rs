@@ -1,0 +1,435 @@
+//! Workflow files users bring: the five WfFormat versions of one real Montage
+//! run give one DAG; the project's fixtures cover each format's corner cases;
+//! malformed files give their error and exit code 2; mutated files never
+//! panic a parser.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gridbed::core::Workflow;
+use gridbed::workflow::formats::{self, Format, Options};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/workflows")
+        .join(name)
+}
+
+fn reference(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/reference")
+        .join(name)
+}
+
+/// (job, runtime) pairs, (parent, child) edges, workflow-input bytes.
+type Shape = (BTreeSet<(String, String)>, BTreeSet<(String, String)>, u64);
+
+fn shape(wf: &Workflow) -> Shape {
+    let jobs = wf
+        .jobs
+        .iter()
+        .map(|j| (j.name.clone(), format!("{:.3}", j.runtime)))
+        .collect();
+    let edges = wf
+        .jobs
+        .iter()
+        .flat_map(|j| {
+            j.parents
+                .iter()
+                .map(|&p| (wf.jobs[p].name.clone(), j.name.clone()))
+        })
+        .collect();
+    let input_bytes = wf.inputs().map(|f| wf.files[f].size).sum();
+    (jobs, edges, input_bytes)
+}
+
+#[test]
+fn five_wfformat_versions_of_one_montage_run_give_the_same_dag() {
+    let mut shapes = Vec::new();
+    for v in ["1.0", "1.2", "1.3", "1.4", "1.5"] {
+        let path = reference(&format!(
+            "wfformat-cross-version/montage-2mass-005d-v{v}.json"
+        ));
+        let loaded =
+            formats::load(&path, &Options::default()).unwrap_or_else(|e| panic!("v{v}: {e}"));
+        assert_eq!(loaded.format, Format::Wfformat);
+        let (jobs, edges, input_bytes) = shape(&loaded.workflow);
+        assert_eq!(jobs.len(), 58, "v{v}");
+        assert_eq!(edges.len(), 114, "v{v}");
+        assert_eq!(input_bytes, 17_862_229, "v{v}");
+        shapes.push((v, (jobs, edges, input_bytes)));
+    }
+    for (v, s) in &shapes[1..] {
+        assert_eq!(s, &shapes[0].1, "v{v} differs from v1.0");
+    }
+}
+
+/// The diamond of every fixture: four jobs, four edges, 1000 input bytes.
+fn assert_diamond(wf: &Workflow, runtimes: [f64; 4]) {
+    let (jobs, edges, input_bytes) = shape(wf);
+    let names = ["preprocess_1", "findrange_2", "findrange_3", "analyze_4"];
+    let want_jobs: BTreeSet<_> = names
+        .iter()
+        .zip(runtimes)
+        .map(|(n, r)| (n.to_string(), format!("{r:.3}")))
+        .collect();
+    assert_eq!(jobs, want_jobs);
+    let want_edges: BTreeSet<_> = [
+        ("preprocess_1", "findrange_2"),
+        ("preprocess_1", "findrange_3"),
+        ("findrange_2", "analyze_4"),
+        ("findrange_3", "analyze_4"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(edges, want_edges);
+    assert_eq!(input_bytes, 1000);
+}
+
+#[test]
+fn each_format_reads_its_corner_cases_into_the_same_diamond() {
+    let all = [60.0, 40.5, 41.0, 30.0];
+    for (file, format, runtimes, warnings) in [
+        // Parents by name, no children, an auxiliary task dropped.
+        ("diamond-1.3.json", Format::Wfformat, all, 1),
+        // 1.5 split, edges only on one side of each pair.
+        ("diamond-1.5.json", Format::Wfformat, all, 0),
+        ("diamond-2.1.dax", Format::Dax, all, 0),
+        // analyze_4 has no runtime, f.d no size: defaults and two warnings.
+        ("diamond-3.dax", Format::Dax, [60.0, 40.5, 41.0, 1.0], 2),
+        // Sizes as strings in metadata; findrange_2's f.b1 sized by its writer.
+        ("diamond.yml", Format::PegasusYaml, all, 0),
+    ] {
+        let loaded = formats::load(&fixture(file), &Options::default())
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(loaded.format, format, "{file}");
+        assert_diamond(&loaded.workflow, runtimes);
+        assert_eq!(
+            loaded.warnings.len(),
+            warnings,
+            "{file}: {:?}",
+            loaded.warnings
+        );
+        let sizes: BTreeSet<(String, u64)> = loaded
+            .workflow
+            .files
+            .iter()
+            .map(|f| (f.name.clone(), f.size))
+            .collect();
+        if warnings == 0 {
+            assert!(sizes.contains(&("f.b1".into(), 2048)), "{file}: {sizes:?}");
+            assert!(sizes.contains(&("f.d".into(), 100)), "{file}: {sizes:?}");
+        }
+    }
+    // Kept on request, the auxiliary task is a job of its own.
+    let keep = Options {
+        keep_auxiliary: true,
+        ..Default::default()
+    };
+    let wf = formats::load(&fixture("diamond-1.3.json"), &keep)
+        .unwrap()
+        .workflow;
+    assert_eq!(wf.jobs.len(), 5);
+}
+
+#[test]
+fn dagman_reads_every_keyword_and_the_htcondor_test_file() {
+    let loaded = formats::load(&fixture("every-keyword.dag"), &Options::default()).unwrap();
+    assert_eq!(loaded.format, Format::Dagman);
+    let info = loaded.dagman.unwrap();
+    let node = |n: &str| info.nodes.iter().find(|x| x.name == n).unwrap();
+    assert_eq!(info.nodes.len(), 6);
+    assert_eq!(node("preprocess_1").dir.as_deref(), Some("work"));
+    assert!(node("cleanup").noop && node("already").done);
+    let pre = node("preprocess_1").pre.as_ref().unwrap();
+    assert_eq!(
+        (pre.executable.as_str(), pre.args.clone()),
+        ("pre.sh", vec!["$JOB".to_string()])
+    );
+    let post = node("preprocess_1").post.as_ref().unwrap();
+    assert_eq!(post.args, ["$JOB", "$RETURN", "$RETRY"]);
+    assert_eq!(node("analyze_4").pre.as_ref().unwrap().defer, Some((4, 30)));
+    assert_eq!(node("findrange_2").retry, 3);
+    assert_eq!(
+        (
+            node("findrange_3").retry,
+            node("findrange_3").retry_unless_exit
+        ),
+        (2, Some(42))
+    );
+    assert_eq!(
+        node("preprocess_1").vars,
+        [
+            ("infile".to_string(), "f.a".to_string()),
+            ("label".to_string(), "a \"quoted\" word".to_string())
+        ]
+    );
+    assert_eq!(
+        (node("findrange_3").priority, node("findrange_2").priority),
+        (10, -5)
+    );
+    assert_eq!(node("findrange_2").category.as_deref(), Some("range"));
+    assert_eq!(info.max_jobs.get("range"), Some(&1));
+    assert_eq!(
+        (info.max_pre, info.max_post, info.max_jobs_idle),
+        (Some(4), Some(2), Some(50))
+    );
+    let wf = &loaded.workflow;
+    let (_, edges, _) = shape(wf);
+    // PARENT a CHILD b c (continued) and PARENT b c CHILD d e: 2 + 4 edges.
+    assert_eq!(edges.len(), 6, "{edges:?}");
+    assert!(loaded.warnings.iter().any(|w| w.contains("DOT ignored")));
+
+    let htc = formats::load(&reference("job_dagman_prepost.dag"), &Options::default()).unwrap();
+    let info = htc.dagman.unwrap();
+    assert_eq!(info.nodes.len(), 20);
+    assert!(info.nodes[0].noop && !info.nodes[1].noop);
+    assert!(
+        info.nodes
+            .iter()
+            .all(|n| n.pre.is_some() && n.post.is_some())
+    );
+    assert_eq!(info.nodes[5].post.as_ref().unwrap().args, ["$RETURN"]);
+}
+
+/// `gridbed workflow stats FILE` on a file; (exit code, stderr).
+fn stats(path: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["workflow", "stats"])
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body, expect) in [
+        (
+            "cut.json",
+            "{\"workflow\": {\"tasks\": [{\"name\": \"a\"",
+            "line 1, column",
+        ),
+        (
+            "type.json",
+            "{\"workflow\": {\"tasks\": [{\"name\": 3}]}}",
+            "at `workflow.tasks[0].name`",
+        ),
+        (
+            "none.json",
+            "{\"workflow\": {}}",
+            "expected `jobs` (1.0–1.2), `tasks`",
+        ),
+        (
+            "dangling.json",
+            "{\"workflow\": {\"tasks\": [{\"name\": \"a\", \"parents\": [\"ghost\"]}]}}",
+            "names `ghost`, which is no task's id or name",
+        ),
+        (
+            "cycle.json",
+            "{\"workflow\": {\"tasks\": [{\"name\": \"a\", \"parents\": [\"b\"]}, {\"name\": \"b\", \"parents\": [\"a\"]}]}}",
+            "cycle",
+        ),
+        (
+            "bad.dax",
+            "<adag><job id=\"a\"><uses name=\"x\" link=\"input\"></job></adag>",
+            "line 1: not well-formed XML",
+        ),
+        (
+            "noid.dax",
+            "<adag>\n<job name=\"a\"/>\n</adag>",
+            "line 2: <job> without `id`",
+        ),
+        (
+            "ghost.dax",
+            "<adag><job id=\"a\"/><child ref=\"a\"><parent ref=\"b\"/></child></adag>",
+            "<parent ref=\"b\">: no job has that id",
+        ),
+        (
+            "bad.yml",
+            "pegasus: \"5.0\"\njobs:\n  - id: a\n    uses: 7\n",
+            "line 4",
+        ),
+        (
+            "dep.yml",
+            "pegasus: \"5.0\"\njobs:\n  - id: a\njobDependencies:\n  - id: a\n    children: [z]\n",
+            "at `jobDependencies[0].children`: `z` is no job's id",
+        ),
+        (
+            "unknown.dag",
+            "JOB a a.sub\nFROB a\n",
+            "line 2: unknown command `FROB`",
+        ),
+        (
+            "retry.dag",
+            "JOB a a.sub\nRETRY a many\n",
+            "line 2: RETRY: expected a whole number",
+        ),
+        (
+            "edge.dag",
+            "JOB a a.sub\nPARENT a CHILD b\n",
+            "line 2: PARENT/CHILD: no JOB named `b`",
+        ),
+        (
+            "quote.dag",
+            "JOB a a.sub\nVARS a x=\"open\n",
+            "line 2: an unclosed",
+        ),
+        (
+            "splice.dag",
+            "JOB a a.sub\nSPLICE s other.dag\n",
+            "SPLICE is not supported",
+        ),
+        (
+            "loop.dag",
+            "JOB a a.sub\nJOB b b.sub\nPARENT a CHILD b\nPARENT b CHILD a\n",
+            "cycle",
+        ),
+        ("what.txt", "hello", "cannot tell the format"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        let (code, stderr) = stats(&path);
+        assert_eq!(code, Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(name), "{name}: the file is named: {stderr}");
+        assert!(
+            stderr.contains(expect),
+            "{name}: expected `{expect}` in: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+}
+
+/// Deterministic mutations of every fixture (cuts, deletions, insertions,
+/// byte swaps): each parser returns a result, never panics.
+#[test]
+fn mutated_files_never_panic_a_parser() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixture(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.push(reference("pegasus5-diamond-workflow.yml"));
+    files.push(reference("job_dagman_prepost.dag"));
+    files.sort();
+    let noise = [
+        "\"", "<", ">", "{", "}", "[", "]", ",", ":", "\\", "\n", "-", "1e999", "\u{0}", "é",
+        "PARENT", "</job>",
+    ];
+    let mut runs = 0;
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for format in [
+            Format::Auto,
+            Format::Wfformat,
+            Format::Dax,
+            Format::PegasusYaml,
+            Format::Dagman,
+        ] {
+            let opts = Options {
+                format,
+                ..Default::default()
+            };
+            for _ in 0..60 {
+                let mut t: Vec<char> = text.chars().collect();
+                for _ in 0..rng.random_range(1..4) {
+                    let n = t.len().max(1);
+                    let i = rng.random_range(0..n).min(t.len());
+                    match rng.random_range(0..4) {
+                        0 => t.truncate(i),
+                        1 => {
+                            let j = (i + rng.random_range(1..20)).min(t.len());
+                            t.drain(i..j);
+                        }
+                        2 => {
+                            let s = noise[rng.random_range(0..noise.len())];
+                            for (k, c) in s.chars().enumerate() {
+                                t.insert(i + k, c);
+                            }
+                        }
+                        _ => {
+                            if t.len() > 1 {
+                                let j = rng.random_range(0..t.len());
+                                let last = t.len() - 1;
+                                t.swap(i.min(last), j);
+                            }
+                        }
+                    }
+                }
+                let mutated: String = t.into_iter().collect();
+                let _ = formats::load_text(path, &mutated, &opts);
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 2000, "{runs}");
+}
+
+#[test]
+fn a_testbed_runs_a_workflow_file_and_workflow_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixture("diamond.yml"), dir.path().join("diamond.yml")).unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[[site]]
+name = "grid3-02"
+[workflow]
+file = "diamond.yml"
+"#;
+    let testbed = crate::common::write_testbed(dir.path(), "t.toml", body);
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+            .arg("run")
+            .arg(&testbed)
+            .args(["--sites", crate::common::catalog().to_str().unwrap(), "-q"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    for engine in ["sim", "live"] {
+        let out = run(&["--engine", engine]);
+        assert!(out.contains("4 ended of 4"), "{engine}: {out}");
+    }
+    let montage = reference("wfformat-cross-version/montage-2mass-005d-v1.5.json");
+    let out = run(&["--engine", "sim", "--workflow", montage.to_str().unwrap()]);
+    assert!(out.contains("58 ended of 58"), "{out}");
+    let bad = crate::common::write_testbed(
+        dir.path(),
+        "both.toml",
+        &body.replace(
+            "file = \"diamond.yml\"",
+            "file = \"diamond.yml\"\ngenerator = \"pipeline\"",
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["check"])
+        .arg(&bad)
+        .args(["--sites", crate::common::catalog().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not both"));
+}
