@@ -151,6 +151,23 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// The workflow manager of this scenario: its site selector, the initial
+    /// replicas, and DAGMan's node settings when the workflow is a `.dag`.
+    pub fn new_manager(&self) -> Result<crate::core::Manager, policy::UnknownPolicy> {
+        let selector = policy::site_selector(&self.strategy, self.seed)?;
+        let mut m = crate::core::Manager::new(
+            self.workflow.clone(),
+            self.site_infos(),
+            &self.placement(),
+            self.manager.clone(),
+            selector,
+        );
+        if let Some(info) = self.source.as_ref().and_then(|s| s.dagman.as_ref()) {
+            m.set_nodes(info.node_settings(&self.workflow));
+        }
+        Ok(m)
+    }
+
     /// The core's view of the sites.
     pub fn site_infos(&self) -> Vec<SiteInfo> {
         self.sites.iter().map(|s| s.info.clone()).collect()
@@ -643,6 +660,14 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         return Err(src.error(Some(tb.origin.span()), None, msg));
     }
 
+    // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE.
+    if let Some(max_pre) = source
+        .as_ref()
+        .and_then(|s| s.dagman.as_ref())
+        .and_then(|d| d.max_pre)
+    {
+        manager.maxpre = max_pre;
+    }
     Ok(Scenario {
         name: tb.name.unwrap_or_else(|| {
             path.file_stem()
@@ -676,11 +701,13 @@ fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError>
     #[derive(Deserialize)]
     struct ProbeWorkflow {
         generator: Option<Spanned<String>>,
-        file: Option<Spanned<String>>,
+        // A string names a workflow file; the inline generator's
+        // `[[workflow.file]]` tables are something else.
+        file: Option<toml::Value>,
     }
     let probe: Probe = src.parse()?;
     let (generator, file) = match probe.workflow {
-        Some(w) => (w.generator, w.file),
+        Some(w) => (w.generator, w.file.filter(toml::Value::is_str)),
         None => (None, None),
     };
     let generator = match (generator, file) {

@@ -21,6 +21,7 @@
 //! `max_retries` times, after which it fails and its descendants cannot run
 //! (DAGMan's rescue semantics).
 
+use super::nodes::{NodeSettings, ReadyQueue, Throttle};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -224,7 +225,13 @@ pub struct Manager {
     staging: Vec<Option<Staging>>,
     /// Per job: inputs its last prescript transferred, for the postscript.
     staged: Vec<Vec<FileId>>,
-    ready: VecDeque<JobId>,
+    ready: ReadyQueue,
+    /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
+    nodes: NodeSettings,
+    /// MAXJOBS per category.
+    throttle: Throttle,
+    /// Per job: counted in flight by the throttle.
+    throttled: Vec<bool>,
     next_prescript: Time,
     prescripts_running: usize,
     /// Transfers in flight, by id.
@@ -286,12 +293,12 @@ impl Manager {
             sites: vec![Default::default(); sites.len()],
             evictions: Vec::new(),
         };
-        let mut ready = VecDeque::new();
+        let mut ready = ReadyQueue::fifo();
         for j in 0..n {
             if missing_parents[j] == 0 {
                 state[j] = JobState::Ready;
                 records.jobs[j].ready = Some(0.0);
-                ready.push_back(j);
+                ready.push(j);
             }
         }
         let counts = StateCounts {
@@ -321,6 +328,9 @@ impl Manager {
             staging: (0..n).map(|_| None).collect(),
             staged: vec![Vec::new(); n],
             ready,
+            nodes: NodeSettings::none(n),
+            throttle: Throttle::default(),
+            throttled: vec![false; n],
             next_prescript: 0.0,
             prescripts_running: 0,
             flights: IdWindow::default(),
@@ -342,6 +352,41 @@ impl Manager {
         };
         manager.start_monit();
         manager
+    }
+
+    /// Applies DAGMan's node settings; call before the first event. `DONE`
+    /// nodes are complete at once (their children released), priorities order
+    /// the ready jobs, categories get their `MAXJOBS`.
+    pub fn set_nodes(&mut self, nodes: NodeSettings) {
+        self.ready.set_priorities(nodes.priority.clone());
+        self.throttle = Throttle::new(nodes.category_limits.clone());
+        let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
+        self.nodes = nodes;
+        // Jobs are in topological order: a DONE node's DONE parents come first.
+        for j in done {
+            if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
+                self.complete_without_running(j);
+            }
+        }
+    }
+
+    /// Ends a node that runs no job (`NOOP`) or already ran (`DONE`).
+    fn complete_without_running(&mut self, job: JobId) {
+        self.set_state(job, JobState::Done);
+        self.records.jobs[job].ready.get_or_insert(self.now);
+        let wf = self.wf.clone();
+        for &c in &wf.children[job] {
+            self.release_child(c);
+        }
+        for i in 0..self.ordering[job].len() {
+            let c = self.ordering[job][i];
+            self.release_child(c);
+        }
+    }
+
+    /// Most jobs of each category that were ever in flight at once.
+    pub fn category_peaks(&self) -> &[usize] {
+        &self.throttle.peak
     }
 
     /// Starts MonitQueue's periodic check if it is on.
@@ -474,6 +519,13 @@ impl Manager {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
+        let flying = matches!(to, JobState::Staging | JobState::Queued | JobState::Running);
+        if self.throttled[job] && !flying {
+            self.throttled[job] = false;
+            if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
+                self.ready.push(held);
+            }
+        }
     }
 
     fn count_mut(&mut self, s: JobState) -> &mut usize {
@@ -516,7 +568,7 @@ impl Manager {
                 }
                 Timer::Replan { job } => {
                     if self.state[job] == JobState::Ready {
-                        self.ready.push_back(job);
+                        self.ready.push(job);
                     }
                 }
                 Timer::Monit => self.monit_queue(out),
@@ -526,9 +578,20 @@ impl Manager {
             && self.prescript_slot_free()
             && self.now >= self.next_prescript
         {
-            let Some(job) = self.ready.pop_front() else {
+            let Some(job) = self.ready.pop() else {
                 break;
             };
+            if self.state[job] != JobState::Ready {
+                continue; // completed while queued (a DONE node)
+            }
+            if self.nodes.noop[job] {
+                self.complete_without_running(job);
+                continue;
+            }
+            if !self.throttle.admit(self.nodes.category[job], job) {
+                continue; // held until a job of its category leaves
+            }
+            self.throttled[job] = self.nodes.category[job].is_some();
             self.next_prescript = self.now + self.settings.prescript_interval;
             self.start_prescript(job, out);
         }
@@ -873,10 +936,8 @@ impl Manager {
         let (over, at) = match retry {
             Retry::Counted => {
                 self.failures[job] += 1;
-                (
-                    self.failures[job] > self.settings.max_retries,
-                    self.now + backoff,
-                )
+                let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
+                (self.failures[job] > allowed, self.now + backoff)
             }
             Retry::Now => {
                 self.replans[job] += 1;
@@ -894,7 +955,7 @@ impl Manager {
         if over {
             self.fail_for_good(job);
         } else if at <= self.now {
-            self.ready.push_back(job);
+            self.ready.push(job);
         } else {
             self.schedule(at, Timer::Replan { job });
         }
@@ -926,7 +987,7 @@ impl Manager {
         if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
             self.set_state(c, JobState::Ready);
             self.records.jobs[c].ready = Some(self.now);
-            self.ready.push_back(c);
+            self.ready.push(c);
         }
     }
 
@@ -1623,5 +1684,133 @@ mod tests {
             4,
             "1 try + max_retries 3"
         );
+    }
+
+    /// Independent input-less jobs `0..n` (job `i` named `j{i}`), their
+    /// DAGMan settings, one site of `cpus` slots: runs to the end, each job
+    /// taking 10 s, `fails(job, attempt)` deciding failures. Returns the
+    /// manager and the jobs in submission order.
+    fn run_nodes(
+        n: usize,
+        parents: &[(usize, usize)],
+        nodes: NodeSettings,
+        cpus: usize,
+        fails: impl Fn(JobId, usize) -> bool,
+    ) -> (Manager, Vec<JobId>) {
+        let specs = (0..n)
+            .map(|i| JobSpec {
+                name: format!("j{i}"),
+                runtime: 10.0,
+                parents: parents
+                    .iter()
+                    .filter(|&&(_, c)| c == i)
+                    .map(|&(p, _)| format!("j{p}"))
+                    .collect(),
+                ..Default::default()
+            })
+            .collect();
+        let wf = Arc::new(Workflow::build(Vec::new(), specs).unwrap());
+        let settings = ManagerSettings {
+            maxpre: 1,
+            prescript_interval: 0.0,
+            replan_backoff: 0.0,
+            ..Default::default()
+        };
+        let selector = crate::policy::site_selector("round-robin", 1).unwrap();
+        let mut m = Manager::new(wf, sites(1, cpus, 1000), &[], settings, selector);
+        m.set_nodes(nodes);
+        let mut out = Vec::new();
+        let mut order = Vec::new();
+        let mut running: Vec<(Time, JobId, SiteId)> = Vec::new();
+        let mut now = 0.0;
+        m.handle(now, Event::Tick, &mut out);
+        for _ in 0..10_000 {
+            for c in std::mem::take(&mut out) {
+                if let Command::Submit { job, site } = c {
+                    order.push(job);
+                    m.handle(now, Event::JobStarted { job, site }, &mut Vec::new());
+                    running.push((now + 10.0, job, site));
+                }
+            }
+            if m.is_finished() {
+                break;
+            }
+            running.sort_by(|a, b| b.0.total_cmp(&a.0));
+            match running.pop() {
+                Some((at, job, site)) => {
+                    now = at;
+                    let attempt = m.records().jobs[job].attempts.len() - 1;
+                    let result = if fails(job, attempt) {
+                        Err(JobFailure::Failed("exit 1".into()))
+                    } else {
+                        Ok(())
+                    };
+                    m.handle(now, Event::JobEnded { job, site, result }, &mut out);
+                }
+                None => {
+                    now += 1.0;
+                    m.handle(now, Event::Tick, &mut out);
+                }
+            }
+        }
+        (m, order)
+    }
+
+    #[test]
+    fn dagman_priorities_order_the_release_of_ready_nodes() {
+        let mut nodes = NodeSettings::none(5);
+        nodes.priority = vec![0, 3, -2, 3, 9];
+        let (m, order) = run_nodes(5, &[], nodes, 1, |_, _| false);
+        assert!(m.succeeded());
+        assert_eq!(order, [4, 1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn dagman_maxjobs_bounds_a_category_in_flight() {
+        let mut nodes = NodeSettings::none(6);
+        nodes.category = vec![Some(0), Some(0), Some(0), Some(0), None, None];
+        nodes.category_limits = vec![2];
+        let (m, order) = run_nodes(6, &[], nodes, 8, |_, _| false);
+        assert!(m.succeeded());
+        assert_eq!(order.len(), 6);
+        assert_eq!(m.category_peaks(), [2], "MAXJOBS 2 held");
+        // With 8 slots and no limit all six would run at once; the category's
+        // last two wait for the first two.
+        let started = |j: usize| m.records().jobs[j].attempts[0].started.unwrap();
+        let mut cat: Vec<f64> = (0..4).map(started).collect();
+        cat.sort_by(f64::total_cmp);
+        assert!(cat[2] >= cat[0] + 10.0, "{cat:?}");
+    }
+
+    #[test]
+    fn dagman_retry_bounds_the_attempts_of_one_node() {
+        let mut nodes = NodeSettings::none(3);
+        nodes.retry = vec![Some(1), Some(4), None];
+        // Job 0 always fails; job 1 fails three times then succeeds; job 2
+        // (the manager's max_retries, 3) fails twice.
+        let (m, _) = run_nodes(3, &[], nodes, 1, |j, a| match j {
+            0 => true,
+            1 => a < 3,
+            _ => a < 2,
+        });
+        let attempts = |j: usize| m.records().jobs[j].attempts.len();
+        assert_eq!(m.job_state(0), JobState::Failed);
+        assert_eq!(attempts(0), 2, "RETRY 1: two attempts, then failed");
+        assert_eq!((m.job_state(1), attempts(1)), (JobState::Done, 4));
+        assert_eq!((m.job_state(2), attempts(2)), (JobState::Done, 3));
+    }
+
+    #[test]
+    fn dagman_noop_and_done_nodes_run_no_job() {
+        let mut nodes = NodeSettings::none(4);
+        nodes.noop[1] = true;
+        nodes.done[0] = true;
+        // 0 → 1 → 2, 3 alone.
+        let (m, order) = run_nodes(4, &[(0, 1), (1, 2)], nodes, 1, |_, _| false);
+        assert!(m.succeeded());
+        // 0 is DONE at the start (releasing 1), 1 ends when its turn comes
+        // (releasing 2): only 3 and 2 ever reach a site, in queue order.
+        assert_eq!(order, [3, 2]);
+        assert!(m.records().jobs[0].attempts.is_empty() && m.records().jobs[1].attempts.is_empty());
     }
 }

@@ -19,6 +19,7 @@
 pub mod background;
 pub mod dag;
 pub mod manager;
+pub mod nodes;
 pub mod records;
 pub mod rls;
 pub mod storage;

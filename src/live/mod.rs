@@ -31,7 +31,7 @@ use actix::prelude::*;
 use crate::config::{Emulation, Scenario};
 use crate::core::records::Records;
 use crate::core::storage::Pool;
-use crate::core::{Manager, SiteId, Workflow, manager::StateCounts};
+use crate::core::{SiteId, Workflow, manager::StateCounts};
 use crate::metrics::Metrics;
 use crate::policy;
 use crate::report::Progress;
@@ -221,14 +221,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         metrics: metrics.clone(),
     });
 
-    let selector = policy::site_selector(&scenario.strategy, scenario.seed)?;
-    let core = Manager::new(
-        wf.clone(),
-        scenario.site_infos(),
-        &scenario.placement(),
-        scenario.manager.clone(),
-        selector,
-    );
+    let core = scenario.new_manager()?;
     let setup = setup_start.elapsed();
     let clock = manager::LiveClock {
         start: Instant::now(),

@@ -282,14 +282,7 @@ impl Sim {
                 generation: 0,
             });
         }
-        let selector = policy::site_selector(&scenario.strategy, scenario.seed)?;
-        let manager = Manager::new(
-            wf.clone(),
-            scenario.site_infos(),
-            &scenario.placement(),
-            scenario.manager.clone(),
-            selector,
-        );
+        let manager = scenario.new_manager()?;
         let mut sim = Sim {
             wf,
             manager,

@@ -433,3 +433,71 @@ file = "diamond.yml"
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not both"));
 }
+
+#[test]
+fn a_dag_file_runs_live_with_maxjobs_and_priorities_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dag = String::from("# eight nodes, one category of at most two at a time\n");
+    for i in 0..8 {
+        dag.push_str(&format!(
+            "JOB n{i} n.sub\nCATEGORY n{i} heavy\nPRIORITY n{i} {i}\n"
+        ));
+    }
+    dag.push_str("JOB last n.sub\nPARENT n0 n1 n2 n3 n4 n5 n6 n7 CHILD last\nMAXJOBS heavy 2\n");
+    std::fs::write(dir.path().join("w.dag"), dag).unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 1
+[manager]
+maxpre = 8
+prescript_interval = 0
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+[[site]]
+name = "grid3-02"
+cpus = 4
+[workflow]
+file = "w.dag"
+default_runtime = 20
+"#;
+    let s = crate::common::load(&crate::common::write_testbed(dir.path(), "t.toml", body));
+    let run = gridbed::live::run(&s, Default::default()).unwrap();
+    assert!(run.succeeded, "{:?}", run.counts);
+    let attempts: Vec<(String, f64, f64)> = run
+        .records
+        .jobs
+        .iter()
+        .zip(&s.workflow.jobs)
+        .filter(|(_, j)| j.name != "last")
+        .map(|(r, j)| {
+            let a = &r.attempts[0];
+            (j.name.clone(), a.prescript, a.ended.unwrap())
+        })
+        .collect();
+    // At most two of the category between prescript and end at any instant
+    // (8 slots would allow all eight), and the limit was reached.
+    let peak = attempts
+        .iter()
+        .map(|&(_, t, _)| {
+            attempts
+                .iter()
+                .filter(|&&(_, s, e)| s <= t && t < e)
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert_eq!(peak, 2, "{attempts:?}");
+    // Released highest priority first: n7, n6 lead; n0, n1 trail.
+    let mut by_start = attempts.clone();
+    by_start.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let first: BTreeSet<&str> = by_start[..2].iter().map(|a| a.0.as_str()).collect();
+    let last: BTreeSet<&str> = by_start[6..].iter().map(|a| a.0.as_str()).collect();
+    assert_eq!(first, BTreeSet::from(["n6", "n7"]));
+    assert_eq!(last, BTreeSet::from(["n0", "n1"]));
+}

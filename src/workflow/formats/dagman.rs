@@ -76,6 +76,42 @@ pub struct DagmanInfo {
     pub config: Option<String>,
 }
 
+impl DagmanInfo {
+    /// The node settings the manager honours, indexed by the job ids of `wf`
+    /// (built from this file: every node is a job of the same name).
+    pub fn node_settings(&self, wf: &crate::core::Workflow) -> crate::core::nodes::NodeSettings {
+        let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
+        let categories: Vec<&String> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.category.as_ref())
+            .chain(self.max_jobs.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        s.category_limits = categories
+            .iter()
+            .map(|c| self.max_jobs.get(*c).copied().unwrap_or(usize::MAX))
+            .collect();
+        let by_name: HashMap<&str, &NodeInfo> =
+            self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        for (j, job) in wf.jobs.iter().enumerate() {
+            let Some(n) = by_name.get(job.name.as_str()) else {
+                continue;
+            };
+            s.retry[j] = Some(n.retry);
+            s.priority[j] = n.priority;
+            s.category[j] = n
+                .category
+                .as_ref()
+                .and_then(|c| categories.iter().position(|x| *x == c));
+            s.noop[j] = n.noop;
+            s.done[j] = n.done;
+        }
+        s
+    }
+}
+
 /// Commands that only configure DAGMan's own output: read, ignored.
 const IGNORED: [&str; 8] = [
     "DOT",

@@ -1,0 +1,184 @@
+//! DAGMan's per-node settings, honoured by the manager (HTCondor DAGMan
+//! manual, "node job submission" and "throttling"): `RETRY` bounds the
+//! attempts of one node, `PRIORITY` orders the release of ready nodes
+//! (higher first, ties first come), `CATEGORY` + `MAXJOBS` bound the nodes of
+//! a category in flight at once, `NOOP` nodes run no job, `DONE` nodes are
+//! complete before the run starts. A workflow without DAGMan settings gets
+//! [`NodeSettings::none`]: FIFO release, no categories, the manager's
+//! `max_retries` for every job.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::JobId;
+
+/// Per-job DAGMan settings, indexed by job id.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeSettings {
+    /// `RETRY N`: attempts after the first (None: the manager's `max_retries`).
+    pub retry: Vec<Option<u32>>,
+    /// `PRIORITY`: release order among ready jobs, higher first.
+    pub priority: Vec<i32>,
+    /// `CATEGORY`: index into `category_limits`.
+    pub category: Vec<Option<usize>>,
+    /// `MAXJOBS` per category (`usize::MAX`: no limit).
+    pub category_limits: Vec<usize>,
+    /// `NOOP`: the node runs no job and ends when it is released.
+    pub noop: Vec<bool>,
+    /// `DONE`: already complete.
+    pub done: Vec<bool>,
+}
+
+impl NodeSettings {
+    /// No settings for `jobs` jobs: plain FIFO, no limits.
+    pub fn none(jobs: usize) -> Self {
+        NodeSettings {
+            retry: vec![None; jobs],
+            priority: vec![0; jobs],
+            category: vec![None; jobs],
+            category_limits: Vec::new(),
+            noop: vec![false; jobs],
+            done: vec![false; jobs],
+        }
+    }
+}
+
+/// Ready jobs waiting for a prescript: FIFO, or by priority (higher first,
+/// then first come) when any job has one.
+#[derive(Debug, Clone, Default)]
+pub struct ReadyQueue {
+    fifo: VecDeque<JobId>,
+    heap: BinaryHeap<(i32, Reverse<u64>, JobId)>,
+    priority: Option<Vec<i32>>,
+    seq: u64,
+}
+
+impl ReadyQueue {
+    /// A FIFO queue.
+    pub fn fifo() -> Self {
+        ReadyQueue::default()
+    }
+
+    /// Orders by `priority` from now on (the jobs queued keep their order
+    /// among equals).
+    pub fn set_priorities(&mut self, priority: Vec<i32>) {
+        if priority.iter().all(|&p| p == 0) {
+            return;
+        }
+        let queued: Vec<JobId> = self.fifo.drain(..).collect();
+        self.priority = Some(priority);
+        for j in queued {
+            self.push(j);
+        }
+    }
+
+    /// Queues `job`.
+    pub fn push(&mut self, job: JobId) {
+        match &self.priority {
+            None => self.fifo.push_back(job),
+            Some(p) => {
+                self.seq += 1;
+                self.heap.push((p[job], Reverse(self.seq), job));
+            }
+        }
+    }
+
+    /// The next job to plan.
+    pub fn pop(&mut self) -> Option<JobId> {
+        match self.priority {
+            None => self.fifo.pop_front(),
+            Some(_) => self.heap.pop().map(|(_, _, j)| j),
+        }
+    }
+
+    /// Jobs queued.
+    pub fn len(&self) -> usize {
+        self.fifo.len() + self.heap.len()
+    }
+
+    /// Whether none is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `MAXJOBS`: jobs of each category in flight (prescript to end) and the
+/// ready ones held back while their category is full.
+#[derive(Debug, Clone, Default)]
+pub struct Throttle {
+    limits: Vec<usize>,
+    in_flight: Vec<usize>,
+    held: Vec<VecDeque<JobId>>,
+    /// Most jobs of each category ever in flight at once (for checks).
+    pub peak: Vec<usize>,
+}
+
+impl Throttle {
+    /// A throttle over categories with these limits.
+    pub fn new(limits: Vec<usize>) -> Self {
+        let n = limits.len();
+        Throttle {
+            limits,
+            in_flight: vec![0; n],
+            held: vec![VecDeque::new(); n],
+            peak: vec![0; n],
+        }
+    }
+
+    /// Whether a job of `category` may start now; if so it counts as in
+    /// flight, else it is held until one of its category leaves.
+    pub fn admit(&mut self, category: Option<usize>, job: JobId) -> bool {
+        let Some(c) = category else {
+            return true;
+        };
+        if self.in_flight[c] >= self.limits[c] {
+            self.held[c].push_back(job);
+            return false;
+        }
+        self.in_flight[c] += 1;
+        self.peak[c] = self.peak[c].max(self.in_flight[c]);
+        true
+    }
+
+    /// A job of `category` left flight; returns a held job to queue again.
+    pub fn leave(&mut self, category: Option<usize>) -> Option<JobId> {
+        let c = category?;
+        self.in_flight[c] = self.in_flight[c].saturating_sub(1);
+        self.held[c].pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_release_higher_first_and_ties_in_arrival_order() {
+        let mut q = ReadyQueue::fifo();
+        for j in 0..4 {
+            q.push(j);
+        }
+        q.set_priorities(vec![0, 5, -1, 5]);
+        q.push(2);
+        assert_eq!(
+            std::iter::from_fn(|| q.pop()).collect::<Vec<_>>(),
+            [1, 3, 0, 2, 2]
+        );
+        let mut fifo = ReadyQueue::fifo();
+        fifo.set_priorities(vec![0; 3]);
+        fifo.push(2);
+        fifo.push(0);
+        assert_eq!(fifo.pop(), Some(2));
+    }
+
+    #[test]
+    fn a_full_category_holds_jobs_until_one_leaves() {
+        let mut t = Throttle::new(vec![1]);
+        assert!(t.admit(Some(0), 7));
+        assert!(!t.admit(Some(0), 8));
+        assert!(t.admit(None, 9));
+        assert_eq!(t.leave(Some(0)), Some(8));
+        assert!(t.admit(Some(0), 8));
+        assert_eq!(t.peak, [1]);
+    }
+}
