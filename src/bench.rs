@@ -298,6 +298,7 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
             origin,
             workflow: Arc::new(wf),
             source: None,
+            clustering: None,
             strategy: strategy.into(),
             eviction: "lru".into(),
             manager: ManagerSettings {
@@ -452,6 +453,7 @@ fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
         origin: 0,
         workflow: Arc::new(wf),
         source: None,
+        clustering: None,
         strategy: "round-robin".into(),
         eviction: "lru".into(),
         manager: ManagerSettings {

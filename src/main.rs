@@ -451,9 +451,9 @@ fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode>
     use gridbed::workflow::formats;
     // A testbed (.toml) or a workflow file of its own.
     let is_testbed = args.testbed.extension().is_some_and(|e| e == "toml");
-    let (name, wf) = if is_testbed {
+    let (name, wf, clustering) = if is_testbed {
         let s = load(args)?;
-        (s.name.clone(), s.workflow.clone())
+        (s.name.clone(), s.workflow.clone(), s.clustering.clone())
     } else {
         let loaded = formats::load(&args.testbed, &formats::Options::default()).map_err(|e| {
             eprintln!("error: {e}");
@@ -463,7 +463,7 @@ fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode>
             eprintln!("warning: {}: {w}", args.testbed.display());
         }
         let name = format!("{} ({})", args.testbed.display(), loaded.format.name());
-        (name, std::sync::Arc::new(loaded.workflow))
+        (name, std::sync::Arc::new(loaded.workflow), None)
     };
     let st = wf.stats();
     if json {
@@ -494,6 +494,15 @@ fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode>
         "  depth × width       {:>14}",
         format!("{} × {}", st.depth, st.width)
     );
+    if let Some(c) = clustering {
+        let originals: usize = c.members.iter().map(Vec::len).sum();
+        say!(
+            "  clustering          {:>14}  ({} original jobs; {} clusters of 2 or more)",
+            format!("{} jobs", c.members.len()),
+            originals,
+            c.clusters()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -140,6 +140,8 @@ pub struct Scenario {
     pub workflow: Arc<Workflow>,
     /// Where the workflow was read from, when it was not generated.
     pub source: Option<WorkflowSource>,
+    /// How the workflow was clustered (seed 004), if it was.
+    pub clustering: Option<crate::workflow::clustering::Clustering>,
     /// Site selector name.
     pub strategy: String,
     /// Eviction policy name.
@@ -301,6 +303,8 @@ struct TestbedFile<W> {
     manager: ManagerFile,
     #[serde(default)]
     site: Vec<Spanned<SiteFile>>,
+    /// Pegasus job clustering, e.g. `horizontal[size=4]`.
+    clustering: Option<Spanned<String>>,
     workflow: Spanned<W>,
 }
 
@@ -649,6 +653,16 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             ),
         }
     })?;
+    let (workflow, clustering) = match &tb.clustering {
+        None => (workflow, None),
+        Some(spec) => {
+            let at = |m: String| src.error(Some(spec.span()), None, m);
+            let techniques = crate::workflow::clustering::parse(spec.get_ref()).map_err(at)?;
+            let (clustered, map) = crate::workflow::clustering::apply(&workflow, &techniques)
+                .map_err(|e| at(format!("clustering makes an invalid workflow: {e}")))?;
+            (clustered, Some(map))
+        }
+    };
     let origin_name = &sites[origin].info.name;
     let input_bytes: u64 = workflow.inputs().map(|f| workflow.files[f].size).sum();
     if input_bytes > sites[origin].info.disk {
@@ -680,6 +694,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         origin,
         workflow: Arc::new(workflow),
         source,
+        clustering,
         strategy,
         eviction,
         manager,
@@ -745,6 +760,7 @@ fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError>
             emulation: tb.emulation,
             manager: tb.manager,
             site: tb.site,
+            clustering: tb.clustering,
         }
     }
     match generator.get_ref().as_str() {

@@ -37,6 +37,11 @@ pub struct Job {
     /// Where a spatial job sits on its sky grid: (ra, dec, filter) indices.
     /// Spatial-clustering selectors (SPCL) read it; other jobs have none.
     pub position: Option<[u32; 3]>,
+    /// The program it runs (Pegasus: namespace::name:version), when known;
+    /// horizontal clustering groups jobs of one transformation.
+    pub transformation: Option<String>,
+    /// A Pegasus `label` profile, for label clustering.
+    pub label: Option<String>,
 }
 
 /// Why a set of jobs and files is not a valid workflow.
@@ -125,6 +130,10 @@ pub struct JobSpec {
     pub parents: Vec<String>,
     /// Sky-grid position (ra, dec, filter), for spatial workflows.
     pub position: Option<[u32; 3]>,
+    /// The program it runs, when known.
+    pub transformation: Option<String>,
+    /// A Pegasus `label` profile, for label clustering.
+    pub label: Option<String>,
 }
 
 impl Workflow {
@@ -179,6 +188,8 @@ impl Workflow {
                 outputs: resolve_files(&j.name, &j.outputs)?,
                 parents,
                 position: j.position,
+                transformation: j.transformation.clone(),
+                label: j.label.clone(),
             });
         }
         drop(file_ids);
@@ -452,7 +463,7 @@ mod tests {
             inputs: inputs.iter().map(|s| s.to_string()).collect(),
             outputs: outputs.iter().map(|s| s.to_string()).collect(),
             parents: parents.iter().map(|s| s.to_string()).collect(),
-            position: None,
+            ..Default::default()
         }
     }
 

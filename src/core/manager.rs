@@ -1411,7 +1411,7 @@ mod tests {
                 inputs,
                 outputs: vec![format!("mid-{i}")],
                 parents: vec![],
-                position: None,
+                ..Default::default()
             });
             jobs.push(JobSpec {
                 name: format!("b{i}"),
@@ -1419,7 +1419,7 @@ mod tests {
                 inputs: vec![format!("mid-{i}")],
                 outputs: vec![format!("out-{i}")],
                 parents: vec![format!("a{i}")],
-                position: None,
+                ..Default::default()
             });
         }
         Workflow::build(files, jobs).unwrap()

@@ -2,6 +2,7 @@
 //! parsers of the formats users bring). Everything here produces a validated
 //! [`crate::core::Workflow`].
 
+pub mod clustering;
 pub mod formats;
 pub mod generators;
 

@@ -2,6 +2,7 @@
 //! test binary with modules, so the 2-core CI links once.
 
 mod cli;
+mod clustering;
 mod common;
 mod config_errors;
 mod formats;

@@ -441,6 +441,7 @@ pub fn parse(
             name: n.name.clone(),
             runtime: if n.noop { 0.0 } else { opts.default_runtime },
             parents: ps,
+            transformation: Some(n.submit.clone()),
             ..Default::default()
         })
         .collect();

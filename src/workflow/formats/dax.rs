@@ -97,9 +97,21 @@ pub fn parse(
                     None => None,
                 };
                 runtime_given.push(runtime.is_some());
+                let transformation = a.get("name").map(|n| {
+                    let ns = a
+                        .get("namespace")
+                        .map(|s| format!("{s}::"))
+                        .unwrap_or_default();
+                    let v = a
+                        .get("version")
+                        .map(|s| format!(":{s}"))
+                        .unwrap_or_default();
+                    format!("{ns}{n}{v}")
+                });
                 jobs.push(JobSpec {
                     name: id,
                     runtime: runtime.unwrap_or(opts.default_runtime),
+                    transformation,
                     ..Default::default()
                 });
                 current = (!empty).then_some(jobs.len() - 1);
@@ -154,8 +166,9 @@ pub fn parse(
                 let (Some(j), false) = (current, empty) else {
                     continue;
                 };
-                let is_runtime = a.get("namespace").is_some_and(|n| n == "pegasus")
-                    && a.get("key").is_some_and(|k| k == "runtime");
+                let pegasus = a.get("namespace").is_some_and(|n| n == "pegasus");
+                let key = a.get("key").map(String::as_str);
+                let is_runtime = pegasus && key == Some("runtime");
                 let body = reader
                     .read_text(e.name())
                     .map_err(|e| here(format!("not well-formed XML: {e}")))?;
@@ -169,6 +182,8 @@ pub fn parse(
                     })?;
                     jobs[j].runtime = v;
                     runtime_given[j] = true;
+                } else if pegasus && key == Some("label") {
+                    jobs[j].label = Some(body.trim().to_string());
                 }
             }
             "child" => {

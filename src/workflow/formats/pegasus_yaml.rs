@@ -23,6 +23,8 @@ struct Doc {
 #[derive(Deserialize)]
 struct Job {
     id: String,
+    name: Option<String>,
+    namespace: Option<String>,
     #[serde(default)]
     uses: Vec<Use>,
     #[serde(default)]
@@ -95,8 +97,20 @@ pub fn parse(
             .and_then(|p| p.get("runtime"))
             .or_else(|| j.metadata.as_ref().and_then(|m| m.get("runtime")))
             .and_then(number);
+        let label = j
+            .profiles
+            .as_ref()
+            .and_then(|p| p.pegasus.as_ref())
+            .and_then(|p| p.get("label"))
+            .and_then(|v| v.as_str().map(str::to_string));
+        let transformation = j.name.as_ref().map(|n| match &j.namespace {
+            Some(ns) => format!("{ns}::{n}"),
+            None => n.clone(),
+        });
         let mut spec = JobSpec {
             name: j.id.clone(),
+            transformation,
+            label,
             runtime: runtime.unwrap_or_else(|| {
                 missing_runtime += 1;
                 opts.default_runtime

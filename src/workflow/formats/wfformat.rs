@@ -54,6 +54,7 @@ struct Task {
     input_files: Vec<String>,
     #[serde(rename = "outputFiles", default)]
     output_files: Vec<String>,
+    category: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +94,23 @@ struct ExecTask {
     #[serde(rename = "runtimeInSeconds")]
     runtime_in_seconds: Option<f64>,
     runtime: Option<f64>,
+}
+
+/// The program of a task without a `category`: its name less a trailing
+/// `_ID0000012` or `_00000012` (how Pegasus and WfCommons name task instances).
+fn transformation_of(name: &str) -> String {
+    match name.rsplit_once('_') {
+        Some((head, tail))
+            if !head.is_empty()
+                && tail
+                    .trim_start_matches("ID")
+                    .chars()
+                    .all(|c| c.is_ascii_digit()) =>
+        {
+            head.to_string()
+        }
+        _ => name.to_string(),
+    }
 }
 
 /// Task types of Pegasus traces that move data rather than compute.
@@ -285,6 +303,12 @@ pub fn parse(
             outputs,
             parents: ps.into_iter().map(&job_name).collect(),
             position: None,
+            transformation: Some(
+                t.category
+                    .clone()
+                    .unwrap_or_else(|| transformation_of(&t.name)),
+            ),
+            label: None,
         });
     }
     if missing_runtime > 0 {

@@ -167,6 +167,8 @@ impl Coadd {
                         outputs: vec![files.len() - 1],
                         parents: vec![],
                         position: Some([i as u32, j as u32, f as u32]),
+                        transformation: Some("coadd".into()),
+                        label: None,
                     });
                 }
             }

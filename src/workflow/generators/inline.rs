@@ -36,6 +36,12 @@ pub struct InlineJob {
     /// Parent job names.
     #[serde(default)]
     pub parents: Vec<String>,
+    /// The program it runs (jobs of one transformation cluster together).
+    #[serde(default)]
+    pub transformation: Option<String>,
+    /// A label, for label clustering.
+    #[serde(default)]
+    pub label: Option<String>,
 }
 
 /// Parameters of the inline generator: the workflow itself.
@@ -83,6 +89,8 @@ impl Inline {
                     outputs: j.outputs.clone(),
                     parents: j.parents.clone(),
                     position: None,
+                    transformation: j.transformation.clone(),
+                    label: j.label.clone(),
                 }
             })
             .collect();

@@ -120,6 +120,8 @@ impl Pipeline {
                         vec![]
                     },
                     position: None,
+                    transformation: Some(format!("P{}", l + 1)),
+                    label: None,
                 });
             }
         }

@@ -121,6 +121,8 @@ impl Spatial {
                         outputs: vec![out],
                         parents: vec![],
                         position: Some([r as u32, d as u32, f as u32]),
+                        transformation: Some("coadd".into()),
+                        label: None,
                     });
                 }
             }

@@ -1,0 +1,286 @@
+//! Pegasus job clustering (seed 004) on generated workflows: each mode gives
+//! the clusters the paper's definition gives, and a clustered run ends the
+//! same jobs with fewer submissions.
+
+use std::collections::BTreeSet;
+
+use gridbed::config::Scenario;
+
+use crate::common;
+
+/// Three levels of ten pipelines (runtimes 100, 50, 20 s), clustered by `spec`.
+fn pipeline(spec: Option<&str>) -> (tempfile::TempDir, Scenario) {
+    let clustering = spec
+        .map(|s| format!("clustering = \"{s}\"\n"))
+        .unwrap_or_default();
+    common::scenario(&format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+{clustering}[emulation]
+time_scale = 100
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+[[site]]
+name = "grid3-02"
+cpus = 4
+[workflow]
+generator = "pipeline"
+levels = 3
+width = 10
+runtime = [100, 50, 20]
+jitter = 0
+file_size = "1 MB"
+"#
+    ))
+}
+
+/// Cluster sizes per level (level = the `P1`/`P2`/`P3` prefix of members).
+fn sizes(s: &Scenario) -> Vec<(String, usize)> {
+    let c = s.clustering.as_ref().expect("clustered");
+    let mut v: Vec<(String, usize)> = c
+        .members
+        .iter()
+        .map(|m| (m[0][..2].to_string(), m.len()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn level(l: &str, sizes: &[usize]) -> Vec<(String, usize)> {
+    sizes.iter().map(|&n| (l.to_string(), n)).collect()
+}
+
+#[test]
+fn each_mode_gives_the_papers_clusters() {
+    let cases: [(&str, Vec<(String, usize)>); 5] = [
+        // clusters.size 4 of 10 jobs a level: 4, 4, 2.
+        (
+            "horizontal[size=4]",
+            [
+                level("P1", &[2, 4, 4]),
+                level("P2", &[2, 4, 4]),
+                level("P3", &[2, 4, 4]),
+            ]
+            .concat(),
+        ),
+        // clusters.num 3: 4, 3, 3.
+        (
+            "horizontal[num=3]",
+            [
+                level("P1", &[3, 3, 4]),
+                level("P2", &[3, 3, 4]),
+                level("P3", &[3, 3, 4]),
+            ]
+            .concat(),
+        ),
+        // maxruntime 250: 100 s jobs two a bin, 50 s five, 20 s all ten.
+        (
+            "runtime[maxruntime=250]",
+            [
+                level("P1", &[2, 2, 2, 2, 2]),
+                level("P2", &[5, 5]),
+                level("P3", &[10]),
+            ]
+            .concat(),
+        ),
+        // num 2: five and five.
+        (
+            "runtime[num=2]",
+            [
+                level("P1", &[5, 5]),
+                level("P2", &[5, 5]),
+                level("P3", &[5, 5]),
+            ]
+            .concat(),
+        ),
+        // maxruntime 80: the 100 s jobs are longer than a bin and stay alone.
+        (
+            "runtime[maxruntime=80]",
+            [
+                level("P1", &[1; 10]),
+                level("P2", &[1; 10]),
+                level("P3", &[2, 4, 4]),
+            ]
+            .concat(),
+        ),
+    ];
+    for (spec, want) in cases {
+        let (_d, s) = pipeline(Some(spec));
+        assert_eq!(sizes(&s), want, "{spec}");
+        let jobs: usize = s
+            .clustering
+            .as_ref()
+            .unwrap()
+            .members
+            .iter()
+            .map(Vec::len)
+            .sum();
+        assert_eq!(jobs, 30, "{spec}: every job in one cluster");
+        assert_eq!(s.workflow.jobs.len(), want.len(), "{spec}");
+    }
+    // Membership: size 4 takes the jobs of a level in order.
+    let (_d, s) = pipeline(Some("horizontal[size=4]"));
+    let members: BTreeSet<Vec<String>> = s.clustering.unwrap().members.into_iter().collect();
+    let p1: Vec<String> = (0..4).map(|i| format!("P1-{i:04}")).collect();
+    assert!(members.contains(&p1), "{members:?}");
+}
+
+#[test]
+fn label_and_recursive_clustering() {
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+clustering = "label,horizontal[size=2]"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[workflow]
+generator = "inline"
+[[workflow.file]]
+name = "in"
+size = "1 MB"
+[[workflow.file]]
+name = "ab"
+size = "1 MB"
+[[workflow.job]]
+name = "a"
+runtime = 10
+inputs = ["in"]
+outputs = ["ab"]
+label = "p1"
+[[workflow.job]]
+name = "b"
+runtime = 10
+inputs = ["ab"]
+parents = ["a"]
+label = "p1"
+[[workflow.job]]
+name = "c"
+runtime = 5
+transformation = "t"
+[[workflow.job]]
+name = "d"
+runtime = 5
+transformation = "t"
+[[workflow.job]]
+name = "e"
+runtime = 5
+transformation = "t"
+"#;
+    let (_d, s) = common::scenario(body);
+    let members: BTreeSet<Vec<String>> = s
+        .clustering
+        .as_ref()
+        .unwrap()
+        .members
+        .iter()
+        .cloned()
+        .collect();
+    let want: BTreeSet<Vec<String>> = [vec!["a", "b"], vec!["c", "d"], vec!["e"]]
+        .into_iter()
+        .map(|v| v.into_iter().map(String::from).collect())
+        .collect();
+    assert_eq!(members, want, "label p1 runs a then b; c, d, e by two");
+    // The label cluster reads `in` only: `ab` is made and used inside it.
+    let p1 = s.workflow.jobs.iter().find(|j| j.runtime == 20.0).unwrap();
+    let names: Vec<&str> = p1
+        .inputs
+        .iter()
+        .map(|&f| s.workflow.files[f].name.as_str())
+        .collect();
+    assert_eq!(names, ["in"]);
+
+    // A labelling that leaves a cluster and comes back is refused: x and z
+    // share a label, y sits between them.
+    let cyclic = r#"
+strategy = "round-robin"
+origin = "submit-host"
+clustering = "label"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[workflow]
+generator = "inline"
+[[workflow.job]]
+name = "x"
+label = "L"
+[[workflow.job]]
+name = "y"
+parents = ["x"]
+[[workflow.job]]
+name = "z"
+parents = ["y"]
+label = "L"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_testbed(dir.path(), "cyclic.toml", cyclic);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("check")
+        .arg(&path)
+        .args(["--sites", common::catalog().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cyclic.toml:4:14") && stderr.contains("cycle"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_clustered_run_ends_the_same_jobs_with_fewer_submissions() {
+    let (_d, plain) = pipeline(None);
+    let (_d2, clustered) = pipeline(Some("horizontal[size=4]"));
+    for engine in ["sim", "live"] {
+        let (a, b) = match engine {
+            "sim" => (
+                gridbed::sim::run(&plain).unwrap().records,
+                gridbed::sim::run(&clustered).unwrap().records,
+            ),
+            _ => (
+                gridbed::live::run(&plain, Default::default())
+                    .unwrap()
+                    .records,
+                gridbed::live::run(&clustered, Default::default())
+                    .unwrap()
+                    .records,
+            ),
+        };
+        let ended = |s: &Scenario, r: &gridbed::core::records::Records| -> BTreeSet<String> {
+            let members = s.clustering.as_ref().map(|c| c.members.clone());
+            r.jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| {
+                    j.attempts
+                        .iter()
+                        .any(|a| a.outcome == gridbed::core::records::Outcome::Ended)
+                })
+                .flat_map(|(i, _)| match &members {
+                    Some(m) => m[i].clone(),
+                    None => vec![s.workflow.jobs[i].name.clone()],
+                })
+                .collect()
+        };
+        assert_eq!(ended(&plain, &a).len(), 30, "{engine}");
+        assert_eq!(ended(&plain, &a), ended(&clustered, &b), "{engine}");
+        let submitted = |r: &gridbed::core::records::Records| -> u64 {
+            r.sites.iter().map(|s| s.submitted).sum()
+        };
+        assert_eq!((submitted(&a), submitted(&b)), (30, 9), "{engine}");
+    }
+}
