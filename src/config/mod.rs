@@ -284,6 +284,9 @@ struct ManagerFile {
     max_replans: Option<u32>,
     monit_interval: Option<Spanned<Seconds>>,
     max_idle: Option<Spanned<Seconds>>,
+    release_overhead: Option<Seconds>,
+    submit_overhead: Option<Seconds>,
+    postscript_overhead: Option<Seconds>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -576,6 +579,9 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
         monit_interval: defaults.monit_interval,
         max_idle: defaults.max_idle,
+        release_overhead: m.release_overhead.map_or(0.0, |s| s.0),
+        submit_overhead: m.submit_overhead.map_or(0.0, |s| s.0),
+        postscript_overhead: m.postscript_overhead.map_or(0.0, |s| s.0),
     };
     match (&m.monit_interval, &m.max_idle) {
         (None, None) => {}

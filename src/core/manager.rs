@@ -73,6 +73,15 @@ pub struct ManagerSettings {
     /// MonitQueue: longest a job may wait in a site queue before it is killed
     /// there and planned again elsewhere.
     pub max_idle: f64,
+    /// Per-job overheads of a real WMS (nominal s): from its last parent's
+    /// end to its release as ready (DAGMan's release latency)…
+    pub release_overhead: f64,
+    /// …from its staged inputs to its arrival in the site queue (submission
+    /// through the batch system)…
+    pub submit_overhead: f64,
+    /// …and from its end at the site to its outputs registered and its
+    /// children released (the postscript).
+    pub postscript_overhead: f64,
 }
 
 impl Default for ManagerSettings {
@@ -89,6 +98,9 @@ impl Default for ManagerSettings {
             replica_policy: ReplicaPolicy::Caching,
             monit_interval: 0.0,
             max_idle: f64::INFINITY,
+            release_overhead: 0.0,
+            submit_overhead: 0.0,
+            postscript_overhead: 0.0,
         }
     }
 }
@@ -175,6 +187,20 @@ enum Timer {
         job: JobId,
     },
     Monit,
+    /// `release_overhead` elapsed: the job is ready.
+    Release {
+        job: JobId,
+    },
+    /// `submit_overhead` elapsed: the job enters its site's queue.
+    Submit {
+        job: JobId,
+        attempt: usize,
+    },
+    /// `postscript_overhead` elapsed: the job's node is over.
+    Postscript {
+        job: JobId,
+        site: SiteId,
+    },
 }
 
 #[derive(Debug, PartialEq)]
@@ -572,6 +598,15 @@ impl Manager {
                     }
                 }
                 Timer::Monit => self.monit_queue(out),
+                Timer::Release { job } => self.make_ready(job),
+                Timer::Submit { job, attempt } => {
+                    if self.state[job] == JobState::Staging
+                        && self.records.jobs[job].attempts.len() == attempt + 1
+                    {
+                        self.enter_queue(job, out);
+                    }
+                }
+                Timer::Postscript { job, site } => self.node_done(job, site),
             }
         }
         while !self.ready.is_empty()
@@ -766,13 +801,26 @@ impl Manager {
         }
     }
 
+    /// The prescript is over: the job goes to its site's queue, after the
+    /// submit overhead if there is one.
     fn submit(&mut self, job: JobId, out: &mut Vec<Command>) {
         let Some(st) = self.staging[job].take() else {
             return;
         };
-        let site = st.site;
+        self.site_of[job] = st.site;
         self.staged[job] = st.staged;
         self.prescripts_running -= 1;
+        if self.settings.submit_overhead > 0.0 {
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            let at = self.now + self.settings.submit_overhead;
+            self.schedule(at, Timer::Submit { job, attempt });
+        } else {
+            self.enter_queue(job, out);
+        }
+    }
+
+    fn enter_queue(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let site = self.site_of[job];
         self.set_state(job, JobState::Queued);
         self.active[site] += 1;
         self.records.sites[site].submitted += 1;
@@ -985,9 +1033,20 @@ impl Manager {
     fn release_child(&mut self, c: JobId) {
         self.missing_parents[c] -= 1;
         if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
-            self.set_state(c, JobState::Ready);
-            self.records.jobs[c].ready = Some(self.now);
-            self.ready.push(c);
+            if self.settings.release_overhead > 0.0 {
+                let at = self.now + self.settings.release_overhead;
+                self.schedule(at, Timer::Release { job: c });
+            } else {
+                self.make_ready(c);
+            }
+        }
+    }
+
+    fn make_ready(&mut self, job: JobId) {
+        if self.state[job] == JobState::Waiting {
+            self.set_state(job, JobState::Ready);
+            self.records.jobs[job].ready = Some(self.now);
+            self.ready.push(job);
         }
     }
 
@@ -1067,24 +1126,12 @@ impl Manager {
         let attempt = self.records.jobs[job].attempts.last_mut();
         match result {
             Ok(()) => {
-                if let Some(a) = attempt {
-                    a.ended = Some(self.now);
-                    a.outcome = Outcome::Ended;
-                }
-                for &o in &self.wf.jobs[job].outputs {
-                    self.rls.register(o, site);
-                }
-                self.records.sites[site].ended += 1;
-                self.last_ended = Some(site);
                 out.push(Command::Release { job, site, delete });
-                self.set_state(job, JobState::Done);
-                let wf = self.wf.clone();
-                for &c in &wf.children[job] {
-                    self.release_child(c);
-                }
-                for i in 0..self.ordering[job].len() {
-                    let c = self.ordering[job][i];
-                    self.release_child(c);
+                if self.settings.postscript_overhead > 0.0 {
+                    let at = self.now + self.settings.postscript_overhead;
+                    self.schedule(at, Timer::Postscript { job, site });
+                } else {
+                    self.node_done(job, site);
                 }
             }
             Err(failure) => {
@@ -1106,6 +1153,29 @@ impl Manager {
                 };
                 self.retry(job, retry);
             }
+        }
+    }
+
+    /// The job ended well and its postscript is over: outputs registered,
+    /// children released. `ended` is this instant (the node's end).
+    fn node_done(&mut self, job: JobId, site: SiteId) {
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Ended;
+        }
+        for &o in &self.wf.jobs[job].outputs {
+            self.rls.register(o, site);
+        }
+        self.records.sites[site].ended += 1;
+        self.last_ended = Some(site);
+        self.set_state(job, JobState::Done);
+        let wf = self.wf.clone();
+        for &c in &wf.children[job] {
+            self.release_child(c);
+        }
+        for i in 0..self.ordering[job].len() {
+            let c = self.ordering[job][i];
+            self.release_child(c);
         }
     }
 

@@ -266,3 +266,52 @@ fn a_kill_racing_a_start_is_forced_both_ways_in_the_sim_and_leaves_one_outcome()
     assert_eq!(run.records.sites[1].kills_void, 1);
     assert_eq!(run.records.sites[1].killed, 0);
 }
+
+#[test]
+fn per_job_overheads_add_up_along_the_critical_path_in_both_engines() {
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+release_overhead = 2
+submit_overhead = 3
+postscript_overhead = 4
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[workflow]
+generator = "inline"
+[[workflow.job]]
+name = "a"
+runtime = 10
+[[workflow.job]]
+name = "b"
+runtime = 10
+parents = ["a"]
+[[workflow.job]]
+name = "c"
+runtime = 10
+parents = ["b"]
+"#;
+    let (_d, s) = common::scenario(body);
+    // Each job: submit 3 + run 10 + postscript 4; two releases of 2.
+    let want = 3.0 * (3.0 + 10.0 + 4.0) + 2.0 * 2.0;
+    let sim = sim::run(&s).unwrap();
+    assert!(sim.succeeded);
+    assert!((sim.makespan - want).abs() < 1e-9, "sim {}", sim.makespan);
+    let b = &sim.records.jobs[1];
+    assert_eq!(b.ready, Some(19.0), "a ends at 17, b released 2 s later");
+    assert_eq!(b.attempts[0].submitted, Some(22.0));
+    let live = live::run(&s, LiveOptions::default()).unwrap();
+    assert!(live.succeeded);
+    assert!(
+        (live.makespan - want).abs() / want < 0.05,
+        "live {} vs {want}",
+        live.makespan
+    );
+}
