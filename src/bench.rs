@@ -27,7 +27,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, db, manager, dispatch, metrics, transfer (default: all).
+    /// Which benchmarks: sim, db, wfformat, manager, dispatch, metrics, transfer (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -60,10 +60,13 @@ pub struct Figure {
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let chosen: Vec<&String> = args.which.iter().chain(&args.only).collect();
     if let Some(bad) = chosen.iter().find(|c| {
-        !["sim", "db", "manager", "dispatch", "metrics", "transfer"].contains(&c.as_str())
+        ![
+            "sim", "db", "wfformat", "manager", "dispatch", "metrics", "transfer",
+        ]
+        .contains(&c.as_str())
     }) {
         return Err(format!(
-            "unknown benchmark `{bad}`; expected sim, db, manager, dispatch, metrics, transfer"
+            "unknown benchmark `{bad}`; expected sim, db, wfformat, manager, dispatch, metrics, transfer"
         ));
     }
     let want = |n: &str| chosen.is_empty() || chosen.iter().any(|o| *o == n);
@@ -84,6 +87,11 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if want("dispatch") {
         figures.push(live_dispatch(10_000 / shrink)?);
+    }
+    if want("wfformat") {
+        figures.extend(wfformat_parse_sim(std::path::Path::new(
+            "target/wfcommons",
+        ))?);
     }
     if want("metrics") {
         figures.push(metrics_overhead(
@@ -410,6 +418,86 @@ fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, String> {
         goal: Some("≤ 1.2".into()),
         met: ratio <= 1.2,
     })
+}
+
+/// Resets the process's peak resident set (Linux ≥ 4.0), so that the next
+/// [`peak_rss`] is the peak of what runs after.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// WfCommons epigenomics instances of 10,000 and 100,000 tasks (written by
+/// `benches/wfcommons_gen.py` into `dir`) parsed and simulated on 4 sites of
+/// 10, 10, 4 and 4 CPUs: wall time and peak RSS of each.
+fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, String> {
+    let mut figures = Vec::new();
+    let mut per_task = Vec::new();
+    for n in [10_000, 100_000] {
+        let path = dir.join(format!("epigenomics-{n}.json"));
+        if !path.is_file() {
+            return Err(format!(
+                "{} is missing: generate it with `python3 benches/wfcommons_gen.py {}` (needs `pip install wfcommons`)",
+                path.display(),
+                dir.display()
+            ));
+        }
+        reset_peak_rss();
+        let started = Instant::now();
+        let loaded = crate::workflow::formats::load(&path, &Default::default())
+            .map_err(|e| e.to_string())?;
+        let parsed = started.elapsed().as_secs_f64();
+        let tasks = loaded.workflow.jobs.len();
+        let mut sites = vec![bench_site("store", 0)];
+        for (i, cpus) in [10, 10, 4, 4].into_iter().enumerate() {
+            sites.push(bench_site(&format!("site{i}"), cpus));
+        }
+        let scenario = Scenario {
+            name: format!("epigenomics-{n}"),
+            path,
+            seed: 1,
+            sites,
+            origin: 0,
+            workflow: Arc::new(loaded.workflow),
+            source: None,
+            clustering: None,
+            strategy: "round-robin".into(),
+            eviction: "lru".into(),
+            manager: ManagerSettings {
+                maxpre: 0,
+                prescript_interval: 0.0,
+                ..Default::default()
+            },
+            emulation: Emulation {
+                time_scale: 1.0,
+                byte_scale: 1.0,
+            },
+        };
+        let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        let wall = started.elapsed().as_secs_f64();
+        if !run.succeeded {
+            return Err(format!("epigenomics-{n}: the simulation did not finish"));
+        }
+        let rss = peak_rss().unwrap_or(0) as f64 / 1e9;
+        per_task.push(wall / tasks as f64);
+        figures.push(Figure {
+            name: format!(
+                "wfformat: epigenomics {tasks} tasks parsed ({parsed:.2} s) and simulated on 10+10+4+4 CPUs, {} transfers, peak RSS {rss:.2} GB",
+                run.transfers
+            ),
+            value: wall,
+            unit: "s wall".into(),
+            goal: (n == 100_000).then(|| "≤ 5 s, ≤ 1 GB".to_string()),
+            met: n != 100_000 || (wall <= 5.0 && rss <= 1.0),
+        });
+    }
+    figures.push(Figure {
+        name: "wfformat: wall time per task, 100,000-task / 10,000-task instance".into(),
+        value: per_task[1] / per_task[0],
+        unit: "×".into(),
+        goal: None,
+        met: true,
+    });
+    Ok(figures)
 }
 
 fn bench_site(name: &str, cpus: usize) -> SiteConfig {

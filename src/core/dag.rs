@@ -5,7 +5,7 @@
 //! Ids are dense indices so that the manager and both engines can keep per-job and
 //! per-file state in plain vectors; names are kept for reports and for the pool.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a job in [`Workflow::jobs`].
 pub type JobId = usize;
@@ -141,13 +141,13 @@ impl Workflow {
     /// any order; the result is topologically sorted (stable for ties, so that the
     /// same input always gives the same ids).
     pub fn build(files: Vec<File>, specs: Vec<JobSpec>) -> Result<Workflow, DagError> {
-        let mut file_ids = HashMap::with_capacity(files.len());
+        let mut file_ids = HashMap::with_capacity_and_hasher(files.len(), Default::default());
         for (i, f) in files.iter().enumerate() {
             if file_ids.insert(f.name.as_str(), i).is_some() {
                 return Err(DagError::DuplicateFile(f.name.clone()));
             }
         }
-        let mut job_ids = HashMap::with_capacity(specs.len());
+        let mut job_ids = HashMap::with_capacity_and_hasher(specs.len(), Default::default());
         for (i, j) in specs.iter().enumerate() {
             if job_ids.insert(j.name.as_str(), i).is_some() {
                 return Err(DagError::DuplicateJob(j.name.clone()));

@@ -13,7 +13,7 @@
 //! Parsing is typed and single-pass over the text (serde ignores every field
 //! it does not need), so a 100,000-task instance costs its bytes once.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Deserialize;
 
@@ -145,7 +145,7 @@ pub fn parse(
                 .collect();
             (spec.tasks, Some(spec.files), runtimes)
         }
-        (None, Some(tasks)) => (tasks, None, HashMap::new()),
+        (None, Some(tasks)) => (tasks, None, HashMap::default()),
         (None, None) => {
             return Err(err(format!(
                 "at `workflow`: expected `jobs` (1.0–1.2), `tasks` (1.3–1.4) or `specification` (1.5+){}",
@@ -157,7 +157,8 @@ pub fn parse(
     };
 
     // Task references resolve by id first, then by name (both styles occur).
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(tasks.len() * 2);
+    let mut index: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(tasks.len() * 2, Default::default());
     for (i, t) in tasks.iter().enumerate() {
         index.insert(t.name.as_str(), i);
     }
@@ -167,7 +168,7 @@ pub fn parse(
         }
     }
     let names_unique = {
-        let mut seen = HashSet::with_capacity(tasks.len());
+        let mut seen = HashSet::with_capacity_and_hasher(tasks.len(), Default::default());
         tasks.iter().all(|t| seen.insert(t.name.as_str()))
     };
     let mut parents: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
@@ -196,7 +197,7 @@ pub fn parse(
     drop(index);
 
     // Files: sizes from the task uses (≤ 1.4) or the specification (1.5+).
-    let mut sizes: HashMap<String, Option<f64>> = HashMap::new();
+    let mut sizes: HashMap<String, Option<f64>> = HashMap::default();
     if let Some(files) = spec_files {
         for f in files {
             sizes.insert(f.id, f.size_in_bytes.or(f.size));
