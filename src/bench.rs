@@ -234,6 +234,11 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
                         });
                         queue.push(Event::JobStarted { job, site });
                     }
+                    Command::RunScript { job, kind, .. } => queue.push(Event::ScriptDone {
+                        job,
+                        kind,
+                        status: 0,
+                    }),
                     Command::Pin { .. } | Command::Release { .. } | Command::Kill { .. } => {}
                 }
             }

@@ -121,6 +121,8 @@ pub struct WorkflowSource {
     pub warnings: Vec<String>,
     /// DAGMan's node settings, for a `.dag` file.
     pub dagman: Option<formats::dagman::DagmanInfo>,
+    /// Whether the DAG's PRE/POST scripts run.
+    pub run_scripts: bool,
 }
 
 /// A validated scenario: sites, workflow, manager settings, policies, seed.
@@ -164,8 +166,10 @@ impl Scenario {
             self.manager.clone(),
             selector,
         );
-        if let Some(info) = self.source.as_ref().and_then(|s| s.dagman.as_ref()) {
-            m.set_nodes(info.node_settings(&self.workflow));
+        if let Some(src) = &self.source
+            && let Some(info) = &src.dagman
+        {
+            m.set_nodes(info.node_settings(&self.workflow, src.run_scripts));
         }
         Ok(m)
     }
@@ -618,12 +622,16 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         )
     })?;
     let file = match (&overrides.workflow, spec) {
-        (Some(file), _) => Some((file.clone(), formats::Options::default())),
-        (None, WorkflowSpec::File(f)) => Some((base.join(&f.file), f.options())),
+        (Some(file), _) => Some((file.clone(), formats::Options::default(), false)),
+        (None, WorkflowSpec::File(f)) => Some((
+            base.join(&f.file),
+            f.options(),
+            f.scripts == crate::workflow::generators::Scripts::Run,
+        )),
         _ => None,
     };
     let (workflow, source) = match file {
-        Some((path, opts)) => {
+        Some((path, opts, run_scripts)) => {
             let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {
                 file: e.file,
                 line: 0,
@@ -636,6 +644,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
                 format: loaded.format,
                 warnings: loaded.warnings,
                 dagman: loaded.dagman,
+                run_scripts,
             };
             (Ok(loaded.workflow), Some(source))
         }

@@ -22,6 +22,7 @@
 //! (DAGMan's rescue semantics).
 
 use super::nodes::{NodeSettings, ReadyQueue, Throttle};
+use crate::core::ScriptKind;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -165,6 +166,8 @@ struct Staging {
     waiting: usize,
     staged: Vec<FileId>,
     tries: Vec<StageTry>,
+    /// The node's PRE script is running: nothing is staged until it ends.
+    pre_running: bool,
 }
 
 /// A transfer in flight; its id is also its index in the transfer records.
@@ -435,6 +438,7 @@ impl Manager {
             Event::JobStarted { job, site } => self.on_job_started(job, site),
             Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
             Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
+            Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => {
                 self.rls.unregister(file, site);
                 self.records.evictions.push(EvictionRecord {
@@ -619,10 +623,6 @@ impl Manager {
             if self.state[job] != JobState::Ready {
                 continue; // completed while queued (a DONE node)
             }
-            if self.nodes.noop[job] {
-                self.complete_without_running(job);
-                continue;
-            }
             if !self.throttle.admit(self.nodes.category[job], job) {
                 continue; // held until a job of its category leaves
             }
@@ -699,7 +699,18 @@ impl Manager {
             waiting: 0,
             staged: Vec::new(),
             tries: Vec::new(),
+            pre_running: self.nodes.pre[job],
         });
+        if self.nodes.pre[job] {
+            out.push(Command::RunScript {
+                job,
+                site,
+                kind: ScriptKind::Pre,
+                retry: self.failures[job],
+                status: 0,
+            });
+            return;
+        }
         self.launch(job, out);
     }
 
@@ -711,6 +722,9 @@ impl Manager {
             let Some(st) = self.staging[job].as_mut() else {
                 return;
             };
+            if st.pre_running {
+                return;
+            }
             if st.pending.is_empty() && st.in_flight == 0 && st.waiting == 0 {
                 self.submit(job, out);
                 return;
@@ -810,6 +824,13 @@ impl Manager {
         self.site_of[job] = st.site;
         self.staged[job] = st.staged;
         self.prescripts_running -= 1;
+        if self.nodes.noop[job] {
+            // DAGMan's NOOP: no job reaches the site; the POST script (if
+            // any) still runs.
+            self.set_state(job, JobState::Running);
+            self.job_succeeded(job, st.site, out);
+            return;
+        }
         if self.settings.submit_overhead > 0.0 {
             let attempt = self.records.jobs[job].attempts.len() - 1;
             let at = self.now + self.settings.submit_overhead;
@@ -1127,12 +1148,7 @@ impl Manager {
         match result {
             Ok(()) => {
                 out.push(Command::Release { job, site, delete });
-                if self.settings.postscript_overhead > 0.0 {
-                    let at = self.now + self.settings.postscript_overhead;
-                    self.schedule(at, Timer::Postscript { job, site });
-                } else {
-                    self.node_done(job, site);
-                }
+                self.job_succeeded(job, site, out);
             }
             Err(failure) => {
                 if let Some(a) = attempt {
@@ -1152,6 +1168,80 @@ impl Manager {
                     JobFailure::Failed(_) => Retry::Counted,
                 };
                 self.retry(job, retry);
+            }
+        }
+    }
+
+    /// The job ended well at `site`: its POST script runs if it has one, then
+    /// the postscript.
+    fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        if self.nodes.post[job] {
+            out.push(Command::RunScript {
+                job,
+                site,
+                kind: ScriptKind::Post,
+                retry: self.failures[job],
+                status: 0,
+            });
+        } else {
+            self.postscript(job, site);
+        }
+    }
+
+    /// The postscript, after its overhead if there is one.
+    fn postscript(&mut self, job: JobId, site: SiteId) {
+        if self.settings.postscript_overhead > 0.0 {
+            let at = self.now + self.settings.postscript_overhead;
+            self.schedule(at, Timer::Postscript { job, site });
+        } else {
+            self.node_done(job, site);
+        }
+    }
+
+    /// A node's script ended. A failed PRE script fails the attempt before
+    /// anything is staged; a failed POST script fails the node (its outputs,
+    /// already written, stay registered where they are); both count against
+    /// the node's RETRY, as in DAGMan.
+    fn on_script_done(
+        &mut self,
+        job: JobId,
+        kind: ScriptKind,
+        status: i32,
+        out: &mut Vec<Command>,
+    ) {
+        match kind {
+            ScriptKind::Pre => {
+                let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {
+                    return;
+                };
+                st.pre_running = false;
+                if status == 0 {
+                    self.launch(job, out);
+                } else {
+                    let reason = format!("PRE script exited {status}");
+                    self.abort_staging(job, reason, Retry::Counted, out);
+                }
+            }
+            ScriptKind::Post => {
+                if self.state[job] != JobState::Running {
+                    return;
+                }
+                let site = self.site_of[job];
+                if status == 0 {
+                    self.postscript(job, site);
+                    return;
+                }
+                for &o in &self.wf.jobs[job].outputs {
+                    self.rls.register(o, site);
+                }
+                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+                    a.ended = Some(self.now);
+                    a.outcome =
+                        Outcome::Failed(JobFailure::Failed(format!("POST script exited {status}")));
+                }
+                self.records.sites[site].failed += 1;
+                self.set_state(job, JobState::Ready);
+                self.retry(job, Retry::Counted);
             }
         }
     }
@@ -1220,6 +1310,8 @@ mod tests {
         blocked: Vec<bool>,
         /// On a Kill, start the job first if it is next in line (the race).
         start_before_kill: bool,
+        /// Scripts that fail (exit 1) the next time they run.
+        failing_scripts: Vec<(JobId, ScriptKind)>,
         ended_ok: Vec<u32>,
         pin_times: Vec<Time>,
         max_prescripts: usize,
@@ -1276,6 +1368,7 @@ mod tests {
                 fail_from: None,
                 blocked: vec![false; m],
                 start_before_kill: false,
+                failing_scripts: Vec::new(),
                 ended_ok: vec![0; n],
                 pin_times: Vec::new(),
                 max_prescripts: 0,
@@ -1355,6 +1448,11 @@ mod tests {
                     }
                     Command::Release { job, site, delete } => {
                         self.pools[site].release_job(job, &delete);
+                    }
+                    Command::RunScript { job, kind, .. } => {
+                        let status = i32::from(self.failing_scripts.contains(&(job, kind)));
+                        self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
+                        self.at(self.now, Event::ScriptDone { job, kind, status });
                     }
                 }
             }
@@ -1878,9 +1976,51 @@ mod tests {
         // 0 → 1 → 2, 3 alone.
         let (m, order) = run_nodes(4, &[(0, 1), (1, 2)], nodes, 1, |_, _| false);
         assert!(m.succeeded());
-        // 0 is DONE at the start (releasing 1), 1 ends when its turn comes
-        // (releasing 2): only 3 and 2 ever reach a site, in queue order.
+        // 0 is DONE at the start (releasing 1), 1 ends when its prescript
+        // does (releasing 2): only 3 and 2 ever reach a site, in queue order.
         assert_eq!(order, [3, 2]);
-        assert!(m.records().jobs[0].attempts.is_empty() && m.records().jobs[1].attempts.is_empty());
+        assert!(
+            m.records().jobs[0].attempts.is_empty(),
+            "DONE: nothing runs"
+        );
+        // NOOP: its prescript (and scripts) run, no job reaches the queue.
+        let noop = &m.records().jobs[1].attempts;
+        assert_eq!(noop.len(), 1);
+        assert!(noop[0].submitted.is_none() && noop[0].outcome == Outcome::Ended);
+    }
+
+    #[test]
+    fn dagman_scripts_a_failed_pre_or_post_fails_the_attempt_and_retry_runs_it_again() {
+        let mut w = World::new(
+            pipeline(2, 1),
+            sites(1, 2, 10_000),
+            ManagerSettings::default(),
+            "round-robin",
+        );
+        let n = w.m.workflow().jobs.len();
+        let mut nodes = NodeSettings::none(n);
+        nodes.pre = vec![true; n];
+        nodes.post = vec![true; n];
+        nodes.retry = vec![Some(1); n];
+        w.m.set_nodes(nodes);
+        w.failing_scripts = vec![(0, ScriptKind::Pre), (1, ScriptKind::Post)];
+        w.run_with_slots();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        let a = &w.m.records().jobs[0].attempts;
+        assert_eq!(a.len(), 2);
+        assert_eq!(
+            a[0].outcome,
+            Outcome::StagingFailed("PRE script exited 1".into())
+        );
+        assert!(
+            a[0].submitted.is_none(),
+            "a failed PRE script stops the attempt before the queue"
+        );
+        let b = &w.m.records().jobs[1].attempts;
+        assert_eq!(b.len(), 2);
+        assert!(
+            matches!(&b[0].outcome, Outcome::Failed(JobFailure::Failed(m)) if m == "POST script exited 1")
+        );
+        assert_eq!(b[1].outcome, Outcome::Ended);
     }
 }

@@ -84,6 +84,15 @@ pub enum JobFailure {
     Failed(String),
 }
 
+/// Which of a DAGMan node's scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptKind {
+    /// `SCRIPT PRE`: runs before the job; a non-zero exit fails the attempt.
+    Pre,
+    /// `SCRIPT POST`: runs after the job; its exit decides the node.
+    Post,
+}
+
 /// An input to the manager. Every event comes with the nominal time `now`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -122,6 +131,15 @@ pub enum Event {
         site: SiteId,
         /// Whether it was removed from the queue.
         killed: bool,
+    },
+    /// A [`Command::RunScript`] ended with this exit status.
+    ScriptDone {
+        /// The job.
+        job: JobId,
+        /// Which script.
+        kind: ScriptKind,
+        /// Exit status (0: success).
+        status: i32,
     },
     /// A site evicted a file to make room; the RLS must forget that replica.
     FileEvicted {
@@ -170,6 +188,20 @@ pub enum Command {
         job: JobId,
         /// The site.
         site: SiteId,
+    },
+    /// Run the node's PRE or POST script at `site` (its pool the working
+    /// directory) and answer with [`Event::ScriptDone`].
+    RunScript {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+        /// Which script.
+        kind: ScriptKind,
+        /// `$RETRY`: attempts of this node before this one.
+        retry: u32,
+        /// `$RETURN` for a POST script: the job's exit status.
+        status: i32,
     },
     /// Postscript (or an aborted attempt): unpin the job's files at `site` and
     /// delete `delete` once no other job pins them.

@@ -27,6 +27,10 @@ pub struct NodeSettings {
     pub noop: Vec<bool>,
     /// `DONE`: already complete.
     pub done: Vec<bool>,
+    /// Has a PRE script to run (before its staging).
+    pub pre: Vec<bool>,
+    /// Has a POST script to run (after its job).
+    pub post: Vec<bool>,
 }
 
 impl NodeSettings {
@@ -39,6 +43,8 @@ impl NodeSettings {
             category_limits: Vec::new(),
             noop: vec![false; jobs],
             done: vec![false; jobs],
+            pre: vec![false; jobs],
+            post: vec![false; jobs],
         }
     }
 }

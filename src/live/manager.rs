@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::messages::{Fetch, Kill, Pin, Release, SiteEvent, Submit};
+use super::messages::{Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
 use super::site::SiteActor;
 use crate::core::{Command, Event, Manager, Time};
 use crate::db::ControlDb;
@@ -127,6 +127,18 @@ impl ManagerActor {
                 }
                 Command::Submit { job, site } => self.sites[site].do_send(Submit { job }),
                 Command::Kill { job, site } => self.sites[site].do_send(Kill { job }),
+                Command::RunScript {
+                    job,
+                    site,
+                    kind,
+                    retry,
+                    status,
+                } => self.sites[site].do_send(RunScript {
+                    job,
+                    kind,
+                    retry,
+                    status,
+                }),
                 Command::Release { job, site, delete } => {
                     self.sites[site].do_send(Release { job, delete })
                 }

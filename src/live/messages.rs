@@ -44,6 +44,21 @@ pub struct Kill {
     pub job: JobId,
 }
 
+/// Manager → site: run `job`'s PRE or POST script in the pool; the site
+/// answers with [`crate::core::Event::ScriptDone`].
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RunScript {
+    /// The job.
+    pub job: JobId,
+    /// Which script.
+    pub kind: crate::core::ScriptKind,
+    /// `$RETRY`.
+    pub retry: u32,
+    /// `$RETURN` (POST).
+    pub status: i32,
+}
+
 /// Manager → site: unpin `job`'s files and delete `delete` when unpinned.
 #[derive(Message)]
 #[rtype(result = "()")]

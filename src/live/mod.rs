@@ -55,6 +55,9 @@ pub struct Shared {
     pub client: reqwest::Client,
     /// Metrics of the run.
     pub metrics: Arc<Metrics>,
+    /// DAGMan PRE/POST scripts to run, by job id (a `.dag` with
+    /// `scripts = "run"`).
+    pub scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
 }
 
 /// Options of a live run.
@@ -219,6 +222,14 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         seed: scenario.seed,
         client,
         metrics: metrics.clone(),
+        scripts: match &scenario.source {
+            Some(src) if src.run_scripts => src
+                .dagman
+                .as_ref()
+                .map(|d| d.scripts(&wf, src.path.parent().unwrap_or(std::path::Path::new("."))))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
     });
 
     let core = scenario.new_manager()?;

@@ -16,7 +16,7 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Fetch, FileCheck, Kill, Pin, Release, SiteEvent, SiteReport, Submit, TakeInventory,
+    Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteReport, Submit, TakeInventory,
 };
 use super::store::{self, Store};
 use super::{Shared, transfer};
@@ -521,5 +521,59 @@ impl Handler<TakeInventory> for SiteActor {
     type Result = MessageResult<TakeInventory>;
     fn handle(&mut self, _: TakeInventory, _: &mut Context<Self>) -> Self::Result {
         MessageResult(self.inventory())
+    }
+}
+
+impl Handler<RunScript> for SiteActor {
+    type Result = ();
+    /// Runs a DAGMan PRE/POST script as a process in this site's pool (its
+    /// working directory), macros substituted; answers with its exit status
+    /// (127 when it cannot be started, 128 + signal when killed by one).
+    fn handle(&mut self, m: RunScript, ctx: &mut Context<Self>) {
+        let script = self
+            .shared
+            .scripts
+            .get(m.job)
+            .and_then(Option::as_ref)
+            .and_then(|n| {
+                let s = match m.kind {
+                    crate::core::ScriptKind::Pre => n.pre.as_ref(),
+                    crate::core::ScriptKind::Post => n.post.as_ref(),
+                }?;
+                Some((s.0.clone(), n.args(&s.1, m.retry, m.status)))
+            });
+        let (job, kind) = (m.job, m.kind);
+        let Some((exe, args)) = script else {
+            self.emit(Event::ScriptDone {
+                job,
+                kind,
+                status: 0,
+            });
+            return;
+        };
+        let dir = self.store.dir().to_path_buf();
+        let fut = async move {
+            match tokio::process::Command::new(&exe)
+                .args(&args)
+                .current_dir(&dir)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .await
+            {
+                Ok(st) => {
+                    use std::os::unix::process::ExitStatusExt;
+                    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+                }
+                Err(e) => {
+                    tracing::warn!("script {}: {e}", exe.display());
+                    127
+                }
+            }
+        };
+        ctx.spawn(fut.into_actor(self).map(move |status, act, _| {
+            act.emit(Event::ScriptDone { job, kind, status });
+        }));
     }
 }

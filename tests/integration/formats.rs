@@ -501,3 +501,134 @@ default_runtime = 20
     assert_eq!(first, BTreeSet::from(["n6", "n7"]));
     assert_eq!(last, BTreeSet::from(["n0", "n1"]));
 }
+
+/// Writes an executable shell script.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn dag_testbed(dir: &Path, dag: &str, maxpre: usize) -> gridbed::config::Scenario {
+    let body = format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 10
+byte_scale = 1
+[manager]
+maxpre = {maxpre}
+prescript_interval = 0
+replan_backoff = 0
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+[[site]]
+name = "grid3-02"
+cpus = 4
+[workflow]
+file = "{dag}"
+scripts = "run"
+default_runtime = 1
+"#
+    );
+    crate::common::load(&crate::common::write_testbed(dir, "t.toml", &body))
+}
+
+#[test]
+fn htcondors_prepost_dag_runs_its_scripts_never_more_than_maxpre_pre_scripts_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        reference("job_dagman_prepost.dag"),
+        dir.path().join("job_dagman_prepost.dag"),
+    )
+    .unwrap();
+    // Stand-ins for the test suite's scripts, which are not published with
+    // the file: PRE records its start and end and sleeps; POST records $RETURN.
+    let log = dir.path().join("scripts.log");
+    script(
+        &dir.path().join("job_dagman_prepost-prehello.pl"),
+        &format!(
+            "echo \"start $(date +%s%N)\" >> {log}\nsleep 0.2\necho \"end $(date +%s%N)\" >> {log}",
+            log = log.display()
+        ),
+    );
+    script(
+        &dir.path().join("job_dagman_prepost-posthello.pl"),
+        &format!("echo \"post $1 $PWD\" >> {}", log.display()),
+    );
+    let s = dag_testbed(dir.path(), "job_dagman_prepost.dag", 4);
+    assert_eq!(s.manager.maxpre, 4);
+    let run = gridbed::live::run(&s, Default::default()).unwrap();
+    assert!(run.succeeded, "{:?}", run.counts);
+    assert_eq!(run.counts.done, 20);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut events: Vec<(u128, i32)> = text
+        .lines()
+        .filter_map(|l| {
+            let (kind, t) = l.split_once(' ')?;
+            let t: u128 = t.trim().parse().ok()?;
+            match kind {
+                "start" => Some((t, 1)),
+                "end" => Some((t, -1)),
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        events.len(),
+        40,
+        "20 PRE scripts ran, NOOP node's too:\n{text}"
+    );
+    events.sort();
+    let (mut now, mut peak) = (0, 0);
+    for (_, d) in events {
+        now += d;
+        peak = peak.max(now);
+    }
+    assert_eq!(peak, 4, "PRE scripts at once (MAXPRE 4):\n{text}");
+    let posts: Vec<&str> = text.lines().filter(|l| l.starts_with("post ")).collect();
+    assert_eq!(posts.len(), 20);
+    assert!(
+        posts.iter().all(|l| l.starts_with("post 0 ")),
+        "$RETURN is 0: {posts:?}"
+    );
+    assert!(
+        posts.iter().all(|l| l.contains("gridbed-")),
+        "run in a site pool: {posts:?}"
+    );
+}
+
+#[test]
+fn a_failed_pre_script_fails_its_node_and_retry_runs_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("w.dag"),
+        "JOB a a.sub\nSCRIPT PRE a pre.sh $JOB $RETRY\nRETRY a 2\n\
+         JOB b b.sub\nSCRIPT PRE b pre.sh $JOB $RETRY\n\
+         JOB c c.sub\nPARENT b CHILD c\n",
+    )
+    .unwrap();
+    // Fails the first attempt of every node (exit 3), as DAGMan would see it.
+    script(
+        &dir.path().join("pre.sh"),
+        "[ \"$2\" = \"0\" ] && exit 3\nexit 0",
+    );
+    let s = dag_testbed(dir.path(), "w.dag", 4);
+    let run = gridbed::live::run(&s, Default::default()).unwrap();
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    let a = &run.records.jobs[job("a")].attempts;
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(
+        a[0].outcome,
+        gridbed::core::records::Outcome::StagingFailed("PRE script exited 3".into())
+    );
+    assert_eq!(a[1].outcome, gridbed::core::records::Outcome::Ended);
+    // b has no RETRY: one failed attempt fails it; its child never runs.
+    assert_eq!(run.records.jobs[job("b")].attempts.len(), 1);
+    assert!(!run.succeeded);
+    assert_eq!((run.counts.failed, run.counts.blocked), (1, 1));
+}

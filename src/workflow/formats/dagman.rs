@@ -76,10 +76,71 @@ pub struct DagmanInfo {
     pub config: Option<String>,
 }
 
+/// A node's scripts ready to run: executables resolved against the `.dag`'s
+/// folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeScripts {
+    /// Node name (`$JOB`).
+    pub node: String,
+    /// `RETRY` (`$MAX_RETRIES`).
+    pub max_retries: u32,
+    /// PRE: executable and arguments.
+    pub pre: Option<(std::path::PathBuf, Vec<String>)>,
+    /// POST: executable and arguments.
+    pub post: Option<(std::path::PathBuf, Vec<String>)>,
+}
+
+impl NodeScripts {
+    /// The arguments of a script with DAGMan's macros substituted: `$JOB`,
+    /// `$RETRY`, `$MAX_RETRIES`, `$RETURN`.
+    pub fn args(&self, args: &[String], retry: u32, status: i32) -> Vec<String> {
+        args.iter()
+            .map(|a| {
+                a.replace("$JOB", &self.node)
+                    .replace("$RETRY", &retry.to_string())
+                    .replace("$MAX_RETRIES", &self.max_retries.to_string())
+                    .replace("$RETURN", &status.to_string())
+            })
+            .collect()
+    }
+}
+
 impl DagmanInfo {
+    /// Every job's scripts (None for a job with none), by job id of `wf`;
+    /// relative executables are taken from `dag_dir`.
+    pub fn scripts(
+        &self,
+        wf: &crate::core::Workflow,
+        dag_dir: &std::path::Path,
+    ) -> Vec<Option<NodeScripts>> {
+        let by_name: HashMap<&str, &NodeInfo> =
+            self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let resolve = |s: &Option<Script>| {
+            s.as_ref()
+                .map(|s| (dag_dir.join(&s.executable), s.args.clone()))
+        };
+        wf.jobs
+            .iter()
+            .map(|j| {
+                let n = by_name.get(j.name.as_str())?;
+                (n.pre.is_some() || n.post.is_some()).then(|| NodeScripts {
+                    node: n.name.clone(),
+                    max_retries: n.retry,
+                    pre: resolve(&n.pre),
+                    post: resolve(&n.post),
+                })
+            })
+            .collect()
+    }
+
     /// The node settings the manager honours, indexed by the job ids of `wf`
-    /// (built from this file: every node is a job of the same name).
-    pub fn node_settings(&self, wf: &crate::core::Workflow) -> crate::core::nodes::NodeSettings {
+    /// (built from this file: every node is a job of the same name); with
+    /// `run_scripts`, the nodes' PRE and POST scripts are run.
+    pub fn node_settings(
+        &self,
+        wf: &crate::core::Workflow,
+        run_scripts: bool,
+    ) -> crate::core::nodes::NodeSettings {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
         let categories: Vec<&String> = self
             .nodes
@@ -107,6 +168,8 @@ impl DagmanInfo {
                 .and_then(|c| categories.iter().position(|x| *x == c));
             s.noop[j] = n.noop;
             s.done[j] = n.done;
+            s.pre[j] = run_scripts && n.pre.is_some();
+            s.post[j] = run_scripts && n.post.is_some();
         }
         s
     }

@@ -45,6 +45,21 @@ pub struct FileSpec {
     pub default_runtime: Option<f64>,
     /// Size of a file the file gives none (default 0 B).
     pub default_size: Option<crate::config::units::Size>,
+    /// A DAGMan file's PRE/POST scripts: `skip` (default) or `run` (live:
+    /// really run in the site's pool; sim: each ends at once, well).
+    #[serde(default)]
+    pub scripts: Scripts,
+}
+
+/// Whether a DAGMan file's scripts run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scripts {
+    /// Parsed, not run.
+    #[default]
+    Skip,
+    /// Run.
+    Run,
 }
 
 fn auto() -> crate::workflow::formats::Format {
