@@ -625,7 +625,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         (Some(file), _) => Some((file.clone(), formats::Options::default(), false)),
         (None, WorkflowSpec::File(f)) => Some((
             base.join(&f.file),
-            f.options(),
+            f.options(base),
             f.scripts == crate::workflow::generators::Scripts::Run,
         )),
         _ => None,

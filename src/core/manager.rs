@@ -204,6 +204,11 @@ enum Timer {
         job: JobId,
         site: SiteId,
     },
+    /// `SCRIPT DEFER` elapsed: run the script again.
+    Script {
+        job: JobId,
+        kind: ScriptKind,
+    },
 }
 
 #[derive(Debug, PartialEq)]
@@ -261,6 +266,11 @@ pub struct Manager {
     throttle: Throttle,
     /// Per job: counted in flight by the throttle.
     throttled: Vec<bool>,
+    /// POST scripts running, and the jobs whose POST waits for a slot.
+    posts_running: usize,
+    posts_waiting: VecDeque<JobId>,
+    /// `DAGMAN_MAX_JOBS_IDLE`: staged jobs waiting for their submission.
+    idle_waiting: VecDeque<JobId>,
     next_prescript: Time,
     prescripts_running: usize,
     /// Transfers in flight, by id.
@@ -360,6 +370,9 @@ impl Manager {
             nodes: NodeSettings::none(n),
             throttle: Throttle::default(),
             throttled: vec![false; n],
+            posts_running: 0,
+            posts_waiting: VecDeque::new(),
+            idle_waiting: VecDeque::new(),
             next_prescript: 0.0,
             prescripts_running: 0,
             flights: IdWindow::default(),
@@ -611,6 +624,26 @@ impl Manager {
                     }
                 }
                 Timer::Postscript { job, site } => self.node_done(job, site),
+                Timer::Script { job, kind } => {
+                    let live = match kind {
+                        ScriptKind::Pre => {
+                            self.staging[job].as_ref().is_some_and(|s| s.pre_running)
+                        }
+                        ScriptKind::Post => self.state[job] == JobState::Running,
+                    };
+                    if live {
+                        self.run_script(job, kind, out);
+                    }
+                }
+            }
+        }
+        // DAGMAN_MAX_JOBS_IDLE: submissions held while too many wait.
+        while self.nodes.max_jobs_idle > 0 && self.counts.queued < self.nodes.max_jobs_idle {
+            let Some(job) = self.idle_waiting.pop_front() else {
+                break;
+            };
+            if self.state[job] == JobState::Staging {
+                self.enter_queue(job, out);
             }
         }
         while !self.ready.is_empty()
@@ -702,16 +735,29 @@ impl Manager {
             pre_running: self.nodes.pre[job],
         });
         if self.nodes.pre[job] {
-            out.push(Command::RunScript {
-                job,
-                site,
-                kind: ScriptKind::Pre,
-                retry: self.failures[job],
-                status: 0,
-            });
+            self.run_script(job, ScriptKind::Pre, out);
             return;
         }
         self.launch(job, out);
+    }
+
+    /// Orders the node's script at its site; POST scripts beyond
+    /// `DAGMAN_MAX_POST_SCRIPTS` wait for one to end.
+    fn run_script(&mut self, job: JobId, kind: ScriptKind, out: &mut Vec<Command>) {
+        if kind == ScriptKind::Post {
+            if self.nodes.max_post > 0 && self.posts_running >= self.nodes.max_post {
+                self.posts_waiting.push_back(job);
+                return;
+            }
+            self.posts_running += 1;
+        }
+        out.push(Command::RunScript {
+            job,
+            site: self.site_of[job],
+            kind,
+            retry: self.failures[job],
+            status: 0,
+        });
     }
 
     /// Starts as many of the job's pending transfers as its prescript may run;
@@ -841,6 +887,10 @@ impl Manager {
     }
 
     fn enter_queue(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if self.nodes.max_jobs_idle > 0 && self.counts.queued >= self.nodes.max_jobs_idle {
+            self.idle_waiting.push_back(job);
+            return;
+        }
         let site = self.site_of[job];
         self.set_state(job, JobState::Queued);
         self.active[site] += 1;
@@ -1012,6 +1062,7 @@ impl Manager {
                 self.replans[job] += 1;
                 (self.replans[job] > self.settings.max_replans, self.now)
             }
+            Retry::Never => (true, self.now),
             Retry::Later => {
                 // No room now is nobody's fault and passes as jobs end and
                 // release their pins: wait longer each time, never give up
@@ -1021,7 +1072,7 @@ impl Manager {
                 (false, self.now + backoff * f64::from(1u32 << doubling))
             }
         };
-        if over {
+        if over || matches!(retry, Retry::Never) {
             self.fail_for_good(job);
         } else if at <= self.now {
             self.ready.push(job);
@@ -1176,13 +1227,7 @@ impl Manager {
     /// the postscript.
     fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         if self.nodes.post[job] {
-            out.push(Command::RunScript {
-                job,
-                site,
-                kind: ScriptKind::Post,
-                retry: self.failures[job],
-                status: 0,
-            });
+            self.run_script(job, ScriptKind::Post, out);
         } else {
             self.postscript(job, site);
         }
@@ -1209,21 +1254,47 @@ impl Manager {
         status: i32,
         out: &mut Vec<Command>,
     ) {
+        let defer = match kind {
+            ScriptKind::Pre => self.nodes.pre_defer[job],
+            ScriptKind::Post => self.nodes.post_defer[job],
+        };
+        // RETRY … UNLESS-EXIT: that exit is final.
+        let retry = if self.nodes.retry_unless_exit[job] == Some(status) {
+            Retry::Never
+        } else {
+            Retry::Counted
+        };
         match kind {
             ScriptKind::Pre => {
                 let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {
                     return;
                 };
+                if let Some((deferred, time)) = defer
+                    && deferred == status
+                {
+                    self.schedule(self.now + time, Timer::Script { job, kind });
+                    return;
+                }
                 st.pre_running = false;
                 if status == 0 {
                     self.launch(job, out);
                 } else {
                     let reason = format!("PRE script exited {status}");
-                    self.abort_staging(job, reason, Retry::Counted, out);
+                    self.abort_staging(job, reason, retry, out);
                 }
             }
             ScriptKind::Post => {
                 if self.state[job] != JobState::Running {
+                    return;
+                }
+                self.posts_running = self.posts_running.saturating_sub(1);
+                if let Some(next) = self.posts_waiting.pop_front() {
+                    self.run_script(next, ScriptKind::Post, out);
+                }
+                if let Some((deferred, time)) = defer
+                    && deferred == status
+                {
+                    self.schedule(self.now + time, Timer::Script { job, kind });
                     return;
                 }
                 let site = self.site_of[job];
@@ -1241,7 +1312,7 @@ impl Manager {
                 }
                 self.records.sites[site].failed += 1;
                 self.set_state(job, JobState::Ready);
-                self.retry(job, Retry::Counted);
+                self.retry(job, retry);
             }
         }
     }
@@ -1284,6 +1355,8 @@ enum Retry {
     Later,
     /// After `replan_backoff`, counted against `max_retries`.
     Counted,
+    /// Never: the node fails for good (DAGMan's `RETRY … UNLESS-EXIT`).
+    Never,
 }
 
 #[cfg(test)]
@@ -2022,5 +2095,89 @@ mod tests {
             matches!(&b[0].outcome, Outcome::Failed(JobFailure::Failed(m)) if m == "POST script exited 1")
         );
         assert_eq!(b[1].outcome, Outcome::Ended);
+    }
+
+    fn scripted_world() -> World {
+        World::new(
+            pipeline(3, 1),
+            sites(1, 3, 10_000),
+            ManagerSettings::default(),
+            "round-robin",
+        )
+    }
+
+    #[test]
+    fn dagman_retry_unless_exit_makes_that_exit_final() {
+        let mut w = scripted_world();
+        let n = w.m.workflow().jobs.len();
+        let mut nodes = NodeSettings::none(n);
+        nodes.pre = vec![true; n];
+        nodes.retry = vec![Some(3); n];
+        nodes.retry_unless_exit = vec![Some(1); n];
+        w.m.set_nodes(nodes);
+        w.failing_scripts = vec![(0, ScriptKind::Pre)];
+        w.run_with_slots();
+        assert_eq!(w.m.job_state(0), JobState::Failed);
+        assert_eq!(w.m.records().jobs[0].attempts.len(), 1, "RETRY 3 not used");
+        let job = |name: &str| {
+            w.m.workflow()
+                .jobs
+                .iter()
+                .position(|j| j.name == name)
+                .unwrap()
+        };
+        assert_eq!(w.m.job_state(job("b0")), JobState::Blocked);
+        assert_eq!(w.m.job_state(job("a1")), JobState::Done);
+    }
+
+    #[test]
+    fn dagman_defer_runs_the_script_again_later_without_a_failure() {
+        let mut w = scripted_world();
+        let n = w.m.workflow().jobs.len();
+        let mut nodes = NodeSettings::none(n);
+        nodes.pre = vec![true; n];
+        nodes.retry = vec![Some(0); n];
+        nodes.pre_defer = vec![Some((1, 30.0)); n];
+        w.m.set_nodes(nodes);
+        w.failing_scripts = vec![(0, ScriptKind::Pre)];
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        let a = &w.m.records().jobs[0].attempts;
+        assert_eq!(a.len(), 1, "a deferral is not a failure");
+        assert!(a[0].submitted.unwrap() >= a[0].prescript + 30.0, "{a:?}");
+    }
+
+    #[test]
+    fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
+        // Six jobs, one slot: without a limit five would wait in the queue.
+        let mut w = World::new(
+            pipeline(6, 1),
+            sites(1, 1, 10_000),
+            ManagerSettings {
+                maxpre: 0,
+                prescript_interval: 0.0,
+                ..Default::default()
+            },
+            "round-robin",
+        );
+        let n = w.m.workflow().jobs.len();
+        let mut nodes = NodeSettings::none(n);
+        nodes.max_jobs_idle = 2;
+        w.m.set_nodes(nodes);
+        w.run_with_slots();
+        assert!(w.m.succeeded());
+        let spans: Vec<(Time, Time)> =
+            w.m.records()
+                .jobs
+                .iter()
+                .flat_map(|j| &j.attempts)
+                .filter_map(|a| Some((a.submitted?, a.started?)))
+                .collect();
+        let peak = spans
+            .iter()
+            .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
+            .max()
+            .unwrap();
+        assert_eq!(peak, 2, "{spans:?}");
     }
 }

@@ -31,6 +31,18 @@ pub struct NodeSettings {
     pub pre: Vec<bool>,
     /// Has a POST script to run (after its job).
     pub post: Vec<bool>,
+    /// `RETRY … UNLESS-EXIT v`: a script exiting `v` fails the node for good.
+    pub retry_unless_exit: Vec<Option<i32>>,
+    /// `SCRIPT DEFER status time` of the PRE script: that exit runs it again
+    /// after `time` seconds, not counted as a failure.
+    pub pre_defer: Vec<Option<(i32, f64)>>,
+    /// The same for the POST script.
+    pub post_defer: Vec<Option<(i32, f64)>>,
+    /// `DAGMAN_MAX_POST_SCRIPTS`: POST scripts running at once (0: no limit).
+    pub max_post: usize,
+    /// `DAGMAN_MAX_JOBS_IDLE`: jobs submitted and not started at once, over
+    /// all sites (0: no limit); more wait before their submission.
+    pub max_jobs_idle: usize,
 }
 
 impl NodeSettings {
@@ -45,6 +57,11 @@ impl NodeSettings {
             done: vec![false; jobs],
             pre: vec![false; jobs],
             post: vec![false; jobs],
+            retry_unless_exit: vec![None; jobs],
+            pre_defer: vec![None; jobs],
+            post_defer: vec![None; jobs],
+            max_post: 0,
+            max_jobs_idle: 0,
         }
     }
 }

@@ -632,3 +632,49 @@ fn a_failed_pre_script_fails_its_node_and_retry_runs_it_again() {
     assert!(!run.succeeded);
     assert_eq!((run.counts.failed, run.counts.blocked), (1, 1));
 }
+
+#[test]
+fn a_sidecar_gives_dag_jobs_runtimes_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("w.dag"),
+        "JOB a a.sub\nJOB b b.sub\nPARENT a CHILD b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[file]]\nname = \"in\"\nsize = \"2 MB\"\n[[file]]\nname = \"mid\"\nsize = \"1 MB\"\n\
+         [[job]]\nname = \"a\"\nruntime = 30\ninputs = [\"in\"]\noutputs = [\"mid\"]\n\
+         [[job]]\nname = \"b\"\nruntime = 12\ninputs = [\"mid\"]\n",
+    )
+    .unwrap();
+    let opts = Options {
+        sidecar: Some(dir.path().join("w.toml")),
+        ..Default::default()
+    };
+    let loaded = formats::load(&dir.path().join("w.dag"), &opts).unwrap();
+    let wf = &loaded.workflow;
+    assert_eq!(wf.jobs[0].runtime, 30.0);
+    assert_eq!(wf.jobs[1].runtime, 12.0);
+    assert_eq!(
+        wf.inputs().map(|f| wf.files[f].size).sum::<u64>(),
+        2_000_000
+    );
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[[job]]\nname = \"a\"\n[[job]]\nname = \"zz\"\n",
+    )
+    .unwrap();
+    let bad = Options {
+        sidecar: Some(dir.path().join("bad.toml")),
+        ..Default::default()
+    };
+    let e = formats::load(&dir.path().join("w.dag"), &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad.toml: line 4: job `zz` is no JOB of the DAG"),
+        "{e}"
+    );
+}

@@ -142,6 +142,8 @@ impl DagmanInfo {
         run_scripts: bool,
     ) -> crate::core::nodes::NodeSettings {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
+        s.max_post = self.max_post.unwrap_or(0);
+        s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
         let categories: Vec<&String> = self
             .nodes
             .iter()
@@ -170,6 +172,14 @@ impl DagmanInfo {
             s.done[j] = n.done;
             s.pre[j] = run_scripts && n.pre.is_some();
             s.post[j] = run_scripts && n.post.is_some();
+            s.retry_unless_exit[j] = n.retry_unless_exit;
+            let defer = |sc: &Option<Script>| {
+                sc.as_ref()
+                    .and_then(|x| x.defer)
+                    .map(|(st, t)| (st, t as f64))
+            };
+            s.pre_defer[j] = defer(&n.pre);
+            s.post_defer[j] = defer(&n.post);
         }
         s
     }
@@ -279,6 +289,86 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
             )
         })?);
     }
+    Ok(())
+}
+
+/// A sidecar's job: what a `.dag` does not say.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SidecarJob {
+    name: toml::Spanned<String>,
+    runtime: Option<f64>,
+    #[serde(default)]
+    inputs: Vec<String>,
+    #[serde(default)]
+    outputs: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sidecar {
+    #[serde(default)]
+    file: Vec<crate::workflow::generators::InlineFile>,
+    #[serde(default)]
+    job: Vec<SidecarJob>,
+}
+
+/// Completes `parsed` (a `.dag`) with the runtimes, inputs, outputs and file
+/// sizes of a TOML sidecar: `[[file]]` (`name`, `size`) and `[[job]]`
+/// (`name`, `runtime`, `inputs`, `outputs`).
+pub fn apply_sidecar(path: &std::path::Path, parsed: &mut Parsed) -> Result<(), FormatError> {
+    let err = |message: String| FormatError {
+        file: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let sidecar: Sidecar = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!("line {}: ", line(s.start)))
+            .unwrap_or_default();
+        err(format!("{at}{}", e.message()))
+    })?;
+    let index: HashMap<String, usize> = parsed
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.name.clone(), i))
+        .collect();
+    for j in sidecar.job {
+        let Some(&i) = index.get(j.name.get_ref()) else {
+            return Err(err(format!(
+                "line {}: job `{}` is no JOB of the DAG",
+                line(j.name.span().start),
+                j.name.get_ref()
+            )));
+        };
+        let spec = &mut parsed.jobs[i];
+        if let Some(r) = j.runtime {
+            if !(r.is_finite() && r >= 0.0) {
+                return Err(err(format!(
+                    "line {}: job `{}`: runtime {r}; expected seconds ≥ 0",
+                    line(j.name.span().start),
+                    spec.name
+                )));
+            }
+            spec.runtime = r;
+        }
+        spec.inputs = j.inputs;
+        spec.outputs = j.outputs;
+    }
+    parsed.files = sidecar
+        .file
+        .into_iter()
+        .map(|f| crate::core::File {
+            name: f.name,
+            size: f.size.0,
+        })
+        .collect();
+    parsed
+        .warnings
+        .retain(|w| !w.starts_with("a .dag gives no runtimes or files"));
     Ok(())
 }
 

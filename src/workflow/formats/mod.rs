@@ -59,6 +59,8 @@ pub struct Options {
     pub default_runtime: f64,
     /// Size (bytes) of a file whose size the file does not give.
     pub default_size: u64,
+    /// A DAGMan file's sidecar: runtimes, inputs and outputs of its jobs.
+    pub sidecar: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -68,6 +70,7 @@ impl Default for Options {
             keep_auxiliary: false,
             default_runtime: 1.0,
             default_size: 0,
+            sidecar: None,
         }
     }
 }
@@ -166,6 +169,12 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
             return Err(err("cannot tell the format: expected WfFormat JSON, Pegasus DAX XML, Pegasus 5 YAML or a DAGMan .dag file (or name it with `format`)".into()));
         }
     };
+    if let Some(sidecar) = &opts.sidecar {
+        if parsed.dagman.is_none() {
+            return Err(err("a sidecar completes a DAGMan file only".into()));
+        }
+        dagman::apply_sidecar(sidecar, &mut parsed)?;
+    }
     // A DAGMan CONFIG file is read relative to the .dag.
     if let Some(info) = parsed.dagman.as_mut()
         && let Some(config) = info.config.clone()

@@ -45,6 +45,9 @@ pub struct FileSpec {
     pub default_runtime: Option<f64>,
     /// Size of a file the file gives none (default 0 B).
     pub default_size: Option<crate::config::units::Size>,
+    /// A DAGMan file's sidecar (TOML `[[file]]` and `[[job]]` tables with
+    /// sizes, runtimes, inputs and outputs), relative to the testbed.
+    pub sidecar: Option<String>,
     /// A DAGMan file's PRE/POST scripts: `skip` (default) or `run` (live:
     /// really run in the site's pool; sim: each ends at once, well).
     #[serde(default)]
@@ -67,14 +70,15 @@ fn auto() -> crate::workflow::formats::Format {
 }
 
 impl FileSpec {
-    /// The reading options this spec asks for.
-    pub fn options(&self) -> crate::workflow::formats::Options {
+    /// The reading options this spec asks for; `base` is the testbed's folder.
+    pub fn options(&self, base: &std::path::Path) -> crate::workflow::formats::Options {
         let d = crate::workflow::formats::Options::default();
         crate::workflow::formats::Options {
             format: self.format,
             keep_auxiliary: self.auxiliary,
             default_runtime: self.default_runtime.unwrap_or(d.default_runtime),
             default_size: self.default_size.map_or(d.default_size, |s| s.0),
+            sidecar: self.sidecar.as_ref().map(|s| base.join(s)),
         }
     }
 }
