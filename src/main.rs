@@ -65,6 +65,10 @@ struct ScenarioArgs {
     /// instead of the testbed's workflow; its format is found from its content.
     #[arg(long, value_name = "FILE")]
     workflow: Option<PathBuf>,
+    /// The format of `--workflow` (or of a workflow file given to `workflow
+    /// stats`), instead of telling it from the content.
+    #[arg(long, value_enum)]
+    format: Option<gridbed::workflow::formats::Format>,
 }
 
 /// Which engine runs a scenario.
@@ -176,6 +180,7 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, ExitCode> {
         seed: args.seed,
         sites_file: args.sites.clone(),
         workflow: args.workflow.clone(),
+        format: args.format,
     };
     let s = config::load(&args.testbed, &overrides).map_err(|e| {
         eprintln!("error: {e}");
@@ -455,7 +460,11 @@ fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, ExitCode>
         let s = load(args)?;
         (s.name.clone(), s.workflow.clone(), s.clustering.clone())
     } else {
-        let loaded = formats::load(&args.testbed, &formats::Options::default()).map_err(|e| {
+        let opts = formats::Options {
+            format: args.format.unwrap_or(formats::Format::Auto),
+            ..Default::default()
+        };
+        let loaded = formats::load(&args.testbed, &opts).map_err(|e| {
             eprintln!("error: {e}");
             ExitCode::from(2)
         })?;

@@ -195,6 +195,8 @@ pub struct Overrides {
     pub sites_file: Option<PathBuf>,
     /// `--workflow`: a workflow file run instead of the testbed's workflow.
     pub workflow: Option<PathBuf>,
+    /// `--format` of that file (default: told from its content).
+    pub format: Option<formats::Format>,
 }
 
 /// Non-negative finite seconds.
@@ -622,7 +624,14 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         )
     })?;
     let file = match (&overrides.workflow, spec) {
-        (Some(file), _) => Some((file.clone(), formats::Options::default(), false)),
+        (Some(file), _) => Some((
+            file.clone(),
+            formats::Options {
+                format: overrides.format.unwrap_or(formats::Format::Auto),
+                ..Default::default()
+            },
+            false,
+        )),
         (None, WorkflowSpec::File(f)) => Some((
             base.join(&f.file),
             f.options(base),

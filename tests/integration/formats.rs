@@ -304,6 +304,14 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
         );
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
     }
+    // --format overrides what the content says.
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["workflow", "stats", "--format", "dax"])
+        .arg(fixture("diamond.yml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no <adag> element: not a Pegasus DAX"));
 }
 
 #[test]
