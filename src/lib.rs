@@ -34,6 +34,7 @@ pub mod bench;
 pub mod config;
 pub mod core;
 pub mod db;
+pub mod diffusion;
 pub mod live;
 pub mod metrics;
 pub mod policy;

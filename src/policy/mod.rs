@@ -6,6 +6,7 @@
 //! Adding a policy is one new file plus one line in [`SELECTORS`] or
 //! [`EVICTIONS`].
 
+pub mod dispatch;
 pub mod eviction;
 pub mod selector;
 
@@ -139,6 +140,34 @@ fn parse_spec(spec: &str) -> Result<(&str, Params), String> {
 type Ctor<T> = fn(ChaCha8Rng, &Params) -> Result<Box<T>, String>;
 type SelectorCtor = Ctor<dyn SiteSelector>;
 type EvictionCtor = Ctor<dyn EvictionPolicy>;
+type DispatchCtor = Ctor<dyn dispatch::DispatchPolicy>;
+
+/// Falkon's dispatch policies by name (seed 001 §3.2); `window` is the
+/// scheduling window W (default 3,200, the paper's), `threshold` the CPU
+/// utilization at which good-cache-compute turns to cache hits (default 0.8).
+pub const DISPATCHERS: &[(&str, DispatchCtor)] = &[
+    ("first-available", |_, _| {
+        Ok(Box::new(dispatch::FirstAvailable))
+    }),
+    ("max-cache-hit", |_, p| {
+        Ok(Box::new(dispatch::MaxCacheHit::new(p.get("window", 3200)?)))
+    }),
+    ("max-compute-util", |_, p| {
+        Ok(Box::new(dispatch::MaxComputeUtil::new(
+            p.get("window", 3200)?,
+        )))
+    }),
+    ("good-cache-compute", |_, p| {
+        let window = p.get("window", 3200)?;
+        let threshold: f64 = p.get("threshold", 0.8)?;
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(format!(
+                "threshold {threshold}: expected a fraction in [0, 1]"
+            ));
+        }
+        Ok(Box::new(dispatch::GoodCacheCompute::new(window, threshold)))
+    }),
+];
 
 /// Site selectors by name.
 pub const SELECTORS: &[(&str, SelectorCtor)] = &[
@@ -167,7 +196,12 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
 ];
 
 /// Eviction policies by name.
-pub const EVICTIONS: &[(&str, EvictionCtor)] = &[("lru", |_, _| Ok(Box::new(eviction::Lru)))];
+pub const EVICTIONS: &[(&str, EvictionCtor)] = &[
+    ("lru", |_, _| Ok(Box::new(eviction::Lru))),
+    ("fifo", |_, _| Ok(Box::new(eviction::Fifo))),
+    ("lfu", |_, _| Ok(Box::new(eviction::Lfu))),
+    ("random", |rng, _| Ok(Box::new(eviction::Random::new(rng)))),
+];
 
 /// A policy name that is unknown, or parameters it does not take.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -215,6 +249,14 @@ pub fn site_selector(spec: &str, seed: u64) -> Result<Box<dyn SiteSelector>, Unk
 /// Builds the eviction policy `spec`, seeded with `seed`.
 pub fn eviction_policy(spec: &str, seed: u64) -> Result<Box<dyn EvictionPolicy>, UnknownPolicy> {
     resolve("eviction", EVICTIONS, spec, seed)
+}
+
+/// Resolves a dispatch policy, e.g. `good-cache-compute[threshold=0.9]`.
+pub fn dispatch_policy(
+    spec: &str,
+    seed: u64,
+) -> Result<Box<dyn dispatch::DispatchPolicy>, UnknownPolicy> {
+    resolve("dispatch policy", DISPATCHERS, spec, seed)
 }
 
 #[cfg(test)]

@@ -1,0 +1,302 @@
+//! Falkon's dispatch policies (seed 001 §3.2), one file each. The dispatcher
+//! works in two parts, as the paper's pseudo code: [`DispatchPolicy::notify`]
+//! takes the head task of the wait queue and picks the executor to notify
+//! (the head task goes to it); [`DispatchPolicy::pick_up`] then lets that
+//! executor take more tasks from the first `W` of the queue (the scheduling
+//! window), scored by the fraction of their files it caches.
+
+mod first_available;
+mod good_cache_compute;
+mod max_cache_hit;
+mod max_compute_util;
+
+pub use first_available::FirstAvailable;
+pub use good_cache_compute::GoodCacheCompute;
+pub use max_cache_hit::MaxCacheHit;
+pub use max_compute_util::MaxComputeUtil;
+
+use crate::core::FileId;
+use crate::diffusion::index::{CacheIndex, ExecId};
+
+/// The wait queue as a policy sees it: tasks by position (0 is the head).
+pub trait TaskQueue {
+    /// Tasks waiting.
+    fn len(&self) -> usize;
+    /// The files task `i` reads.
+    fn files(&self, i: usize) -> &[FileId];
+    /// Whether no task waits.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A queue held as a slice of file lists.
+pub struct Tasks<'a>(pub &'a [Vec<FileId>]);
+
+impl TaskQueue for Tasks<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn files(&self, i: usize) -> &[FileId] {
+        &self.0[i]
+    }
+}
+
+/// What a dispatch policy may look at.
+pub struct FarmView<'a> {
+    /// Per registered executor: whether it has a free CPU slot.
+    pub free: &'a [bool],
+    /// Busy executors over registered ones (the paper's CPU utilization).
+    pub utilization: f64,
+    /// Which executor caches which file.
+    pub index: &'a CacheIndex,
+}
+
+/// A dispatch policy.
+pub trait DispatchPolicy: Send {
+    /// Part 1: the executor to notify for a task reading `files` (the head
+    /// of the queue), or `None` to leave it waiting.
+    fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId>;
+
+    /// Part 2: executor `e`, notified, may take up to `max` more tasks:
+    /// their positions in `queue`, among the first `window()` only.
+    fn pick_up(
+        &mut self,
+        e: ExecId,
+        queue: &dyn TaskQueue,
+        max: usize,
+        view: &FarmView<'_>,
+    ) -> Vec<usize>;
+}
+
+/// The first free executor.
+fn first_free(view: &FarmView<'_>) -> Option<ExecId> {
+    view.free.iter().position(|&f| f)
+}
+
+/// Executors caching any of `files`, most files first (then lowest id).
+fn candidates(files: &[FileId], view: &FarmView<'_>) -> Vec<(ExecId, usize)> {
+    let mut counts: Vec<(ExecId, usize)> = Vec::new();
+    for &f in files {
+        for &e in view.index.holders(f) {
+            match counts.iter_mut().find(|(x, _)| *x == e) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((e, 1)),
+            }
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts
+}
+
+/// The best free candidate for `files`: `Ok(Some)` a free executor caching
+/// some of them, `Ok(None)` none caches any, `Err(())` all that do are busy.
+fn best_free_candidate(files: &[FileId], view: &FarmView<'_>) -> Result<Option<ExecId>, ()> {
+    let c = candidates(files, view);
+    if c.is_empty() {
+        return Ok(None);
+    }
+    c.iter()
+        .find(|(e, _)| view.free.get(*e).copied().unwrap_or(false))
+        .map(|&(e, _)| Some(e))
+        .ok_or(())
+}
+
+/// Part 2 of the data-aware policies: in the window, tasks `e` caches every
+/// file of are taken at once (until `max`); else the tasks with the most
+/// local hits (fraction, then queue order). With `fill`, positions without
+/// any hit complete the batch from the head (max-compute-util).
+fn pick_by_hits(
+    e: ExecId,
+    queue: &dyn TaskQueue,
+    window: usize,
+    max: usize,
+    view: &FarmView<'_>,
+    fill: bool,
+) -> Vec<usize> {
+    if max == 0 {
+        return Vec::new();
+    }
+    let n = queue.len().min(window);
+    let mut full = Vec::new();
+    let mut partial: Vec<(usize, f64)> = Vec::new();
+    for i in 0..n {
+        let files = queue.files(i);
+        let hits = files.iter().filter(|&&f| view.index.cached(f, e)).count();
+        if !files.is_empty() && hits == files.len() {
+            full.push(i);
+            if full.len() == max {
+                return full;
+            }
+        } else if hits > 0 {
+            partial.push((i, hits as f64 / files.len() as f64));
+        }
+    }
+    partial.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = full;
+    out.extend(partial.iter().map(|p| p.0).take(max - out.len()));
+    if fill && out.len() < max {
+        for i in 0..n {
+            if out.len() == max {
+                break;
+            }
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three executors: 0 caches {0, 1}, 1 caches {2}, 2 caches nothing.
+    fn index() -> CacheIndex {
+        let mut ix = CacheIndex::new(10, 3);
+        ix.insert(0, 0);
+        ix.insert(1, 0);
+        ix.insert(2, 1);
+        ix
+    }
+
+    fn view<'a>(ix: &'a CacheIndex, free: &'a [bool], utilization: f64) -> FarmView<'a> {
+        FarmView {
+            free,
+            utilization,
+            index: ix,
+        }
+    }
+
+    fn q(tasks: &[&[FileId]]) -> Vec<Vec<FileId>> {
+        tasks.iter().map(|t| t.to_vec()).collect()
+    }
+
+    #[test]
+    fn the_resolver_knows_the_four_and_checks_the_threshold() {
+        for name in [
+            "first-available",
+            "max-cache-hit",
+            "max-compute-util[window=100]",
+            "good-cache-compute[threshold=0.9]",
+        ] {
+            assert!(crate::policy::dispatch_policy(name, 1).is_ok(), "{name}");
+        }
+        let e = crate::policy::dispatch_policy("good-cache-compute[threshold=1.5]", 1)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("[0, 1]"), "{e}");
+        assert!(crate::policy::dispatch_policy("fastest", 1).is_err());
+    }
+
+    #[test]
+    fn first_available_ignores_data() {
+        let ix = index();
+        let mut p = FirstAvailable;
+        assert_eq!(
+            p.notify(&[2], &view(&ix, &[false, true, true], 0.3)),
+            Some(1)
+        );
+        assert_eq!(
+            p.notify(&[0], &view(&ix, &[false, false, false], 1.0)),
+            None
+        );
+        let queue = q(&[&[9], &[0], &[1]]);
+        assert_eq!(
+            p.pick_up(0, &Tasks(&queue), 2, &view(&ix, &[true; 3], 0.0)),
+            [0, 1]
+        );
+    }
+
+    #[test]
+    fn max_cache_hit_waits_for_the_executor_with_the_data() {
+        let ix = index();
+        let mut p = MaxCacheHit::new(3200);
+        // Task reads 0 and 1: executor 0 has both.
+        assert_eq!(
+            p.notify(&[0, 1], &view(&ix, &[true, true, true], 0.0)),
+            Some(0)
+        );
+        // Executor 0 busy: the task waits (delayed), even with others free.
+        assert_eq!(
+            p.notify(&[0, 1], &view(&ix, &[false, true, true], 0.3)),
+            None
+        );
+        // Nobody caches file 7: the next free executor.
+        assert_eq!(
+            p.notify(&[7], &view(&ix, &[false, false, true], 0.6)),
+            Some(2)
+        );
+        // Pick-up: full local hits first, then partial; never a task without hits.
+        let queue = q(&[&[7], &[0, 9], &[1], &[2], &[0, 1]]);
+        assert_eq!(
+            p.pick_up(0, &Tasks(&queue), 3, &view(&ix, &[true; 3], 0.0)),
+            [1, 2, 4]
+        );
+        assert_eq!(
+            p.pick_up(2, &Tasks(&queue), 3, &view(&ix, &[true; 3], 0.0)),
+            Vec::<usize>::new()
+        );
+    }
+
+    #[test]
+    fn the_window_limits_what_a_pick_up_inspects() {
+        let ix = index();
+        // The only task executor 1 caches is at position 3.
+        let queue = q(&[&[7], &[8], &[9], &[2]]);
+        let v = view(&ix, &[true; 3], 0.0);
+        assert_eq!(MaxCacheHit::new(4).pick_up(1, &Tasks(&queue), 1, &v), [3]);
+        assert_eq!(
+            MaxCacheHit::new(3).pick_up(1, &Tasks(&queue), 1, &v),
+            Vec::<usize>::new()
+        );
+        // max-compute-util fills from the head, within the window.
+        assert_eq!(
+            MaxComputeUtil::new(3).pick_up(1, &Tasks(&queue), 2, &v),
+            [0, 1]
+        );
+    }
+
+    #[test]
+    fn max_compute_util_never_leaves_a_free_executor_idle() {
+        let ix = index();
+        let mut p = MaxComputeUtil::new(3200);
+        assert_eq!(
+            p.notify(&[0, 1], &view(&ix, &[true, true, true], 0.0)),
+            Some(0)
+        );
+        // The data's executor is busy: any free one rather than waiting.
+        assert_eq!(
+            p.notify(&[0, 1], &view(&ix, &[false, false, true], 0.6)),
+            Some(2)
+        );
+        let queue = q(&[&[7], &[8], &[1]]);
+        // Hits first, then the head of the queue.
+        assert_eq!(
+            p.pick_up(0, &Tasks(&queue), 2, &view(&ix, &[true; 3], 0.0)),
+            [0, 2]
+        );
+    }
+
+    #[test]
+    fn good_cache_compute_switches_at_its_utilization_threshold() {
+        let ix = index();
+        let mut p = GoodCacheCompute::new(3200, 0.8);
+        let free = [false, true, true];
+        // Below 0.8 busy: behave as max-compute-util (keep CPUs busy).
+        assert_eq!(p.notify(&[0], &view(&ix, &free, 0.79)), Some(1));
+        // At or above 0.8: as max-cache-hit (wait for the data's executor).
+        assert_eq!(p.notify(&[0], &view(&ix, &free, 0.8)), None);
+        let queue = q(&[&[7], &[8]]);
+        assert_eq!(
+            p.pick_up(2, &Tasks(&queue), 1, &view(&ix, &[true; 3], 0.5)),
+            [0]
+        );
+        assert!(
+            p.pick_up(2, &Tasks(&queue), 1, &view(&ix, &[true; 3], 0.9))
+                .is_empty()
+        );
+    }
+}
