@@ -2,5 +2,6 @@
 //! streams, dispatched by data-aware policies. This room holds the farm's
 //! shared structures; the dispatch policies are in `policy::dispatch`.
 
+pub mod farm;
 pub mod index;
 pub mod stream;
