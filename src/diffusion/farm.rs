@@ -7,8 +7,10 @@
 //! Transfers share bandwidth fairly (processor sharing): the store's
 //! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads, and
 //! each executor's link among the reads served from its cache. Executors are
-//! fixed here (`executors` of them from the start); the dynamic provisioner
-//! is the next step of the diffusion issue.
+//! either all there from the start or come and go with the dynamic resource
+//! provisioner ([`Drp`]): allocated, after a latency, while the wait queue is
+//! long; released after idling, their caches dropped (only idle executors
+//! go, so no task is ever lost with one).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -23,8 +25,11 @@ use crate::policy::{self, UnknownPolicy};
 /// A farm scenario.
 #[derive(Debug, Clone)]
 pub struct FarmSpec {
-    /// Executors, all present from the start.
+    /// Executors: all present from the start, or the most the provisioner
+    /// may allocate.
     pub executors: usize,
+    /// Dynamic resource provisioning, if on.
+    pub drp: Option<Drp>,
     /// CPU slots per executor.
     pub cpus: usize,
     /// Cache per executor (bytes).
@@ -52,6 +57,37 @@ pub struct FarmSpec {
     pub seed: u64,
 }
 
+/// How many executors one allocation asks for (Falkon's provisioner
+/// policies).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Allocation {
+    /// One at a time.
+    OneAtATime,
+    /// A fixed number each time.
+    Additive(usize),
+    /// As many as are allocated or coming (doubling).
+    Exponential,
+    /// All the rest at once.
+    AllAtOnce,
+}
+
+/// The dynamic resource provisioner's tunables (seed 001 §3.1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Drp {
+    /// Executors always kept.
+    pub min: usize,
+    /// Allocate while more tasks than this wait.
+    pub queue_threshold: usize,
+    /// How many one allocation asks for.
+    pub allocation: Allocation,
+    /// Seconds from request to a registered executor (GRAM4 + bootstrap).
+    pub latency: f64,
+    /// An executor idle this long is released.
+    pub idle: f64,
+    /// Seconds between two provisioning decisions.
+    pub interval: f64,
+}
+
 /// What a farm run measured.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FarmRun {
@@ -69,8 +105,14 @@ pub struct FarmRun {
     pub bytes_moved: u64,
     /// Longest wait queue.
     pub peak_queue: usize,
-    /// Mean busy fraction of all slots over the makespan.
+    /// Busy slots over registered slots, averaged over the makespan.
     pub utilization: f64,
+    /// Most executors registered at once.
+    pub peak_executors: usize,
+    /// Executors registered at the end.
+    pub final_executors: usize,
+    /// CPU hours of registered executors.
+    pub cpu_hours: f64,
 }
 
 /// A transfer in processor sharing at one server (the store or a peer).
@@ -122,6 +164,10 @@ enum Ev {
     Flow(usize, u64),
     /// A task's compute ended on this executor.
     Done(ExecId, usize),
+    /// The provisioner decides.
+    Provision,
+    /// Executors requested earlier are registered.
+    Allocated(usize),
 }
 
 #[derive(Debug, PartialEq)]
@@ -189,12 +235,72 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let mut waiting: VecDeque<usize> = VecDeque::new();
     let mut out = FarmRun::default();
     let mut busy_time = 0.0;
+    let mut registered_time = 0.0;
     let mut last_t = 0.0;
+    let start = spec.drp.map_or(n, |d| d.min.min(n));
+    let mut registered: Vec<bool> = (0..n).map(|e| e < start).collect();
+    let mut idle_since = vec![0.0_f64; n];
+    let mut coming = 0usize;
+    out.peak_executors = start;
+    if spec.drp.is_some() {
+        push(&mut heap, 0.0, Ev::Provision);
+    }
     while let Some(Reverse(Due(now, _, ev))) = heap.pop() {
+        let live = registered.iter().filter(|&&r| r).count();
         busy_time += busy.iter().sum::<usize>() as f64 * (now - last_t);
+        registered_time += live as f64 * (now - last_t);
         last_t = now;
         match ev {
             Ev::Arrive(i) => waiting.push_back(i),
+            Ev::Provision => {
+                let Some(d) = spec.drp else { continue };
+                if waiting.len() > d.queue_threshold && live + coming < n {
+                    let room = n - live - coming;
+                    let ask = match d.allocation {
+                        Allocation::OneAtATime => 1,
+                        Allocation::Additive(k) => k.max(1),
+                        Allocation::Exponential => (live + coming).max(1),
+                        Allocation::AllAtOnce => room,
+                    }
+                    .min(room);
+                    coming += ask;
+                    push(&mut heap, now + d.latency, Ev::Allocated(ask));
+                }
+                // Release executors idle too long, keeping `min`.
+                let mut kept = live;
+                for e in 0..n {
+                    if kept <= d.min {
+                        break;
+                    }
+                    if registered[e] && busy[e] == 0 && now - idle_since[e] >= d.idle {
+                        registered[e] = false;
+                        index.remove_executor(e);
+                        caches[e] =
+                            policy::eviction_policy(&spec.eviction, spec.seed ^ (e as u64 + 1))
+                                .map(|p| Pool::new(spec.cache, p))?;
+                        kept -= 1;
+                    }
+                }
+                if out.tasks < tasks.len() {
+                    push(&mut heap, now + d.interval, Ev::Provision);
+                }
+            }
+            Ev::Allocated(count) => {
+                coming -= count;
+                let mut left = count;
+                for e in 0..n {
+                    if left == 0 {
+                        break;
+                    }
+                    if !registered[e] {
+                        registered[e] = true;
+                        idle_since[e] = now;
+                        left -= 1;
+                    }
+                }
+                let live = registered.iter().filter(|&&r| r).count();
+                out.peak_executors = out.peak_executors.max(live);
+            }
             Ev::Flow(s, generation) => {
                 let server = &mut servers[s];
                 if server.generation != generation {
@@ -236,6 +342,9 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             }
             Ev::Done(e, _) => {
                 busy[e] -= 1;
+                if busy[e] == 0 {
+                    idle_since[e] = now;
+                }
                 out.tasks += 1;
                 out.makespan = out.makespan.max(now);
             }
@@ -243,8 +352,11 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
         // Dispatch while the head can be placed.
         out.peak_queue = out.peak_queue.max(waiting.len());
         while let Some(&head) = waiting.front() {
-            let free: Vec<bool> = busy.iter().map(|&b| b < spec.cpus).collect();
-            let utilization = busy.iter().filter(|&&b| b > 0).count() as f64 / n.max(1) as f64;
+            let free: Vec<bool> = (0..n)
+                .map(|e| registered[e] && busy[e] < spec.cpus)
+                .collect();
+            let live = registered.iter().filter(|&&r| r).count();
+            let utilization = busy.iter().filter(|&&b| b > 0).count() as f64 / live.max(1) as f64;
             let view = FarmView {
                 free: &free,
                 utilization,
@@ -318,12 +430,13 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             }
         }
     }
-    let slots = (n * spec.cpus) as f64;
-    out.utilization = if out.makespan > 0.0 {
-        busy_time / (slots * out.makespan)
+    out.utilization = if registered_time > 0.0 {
+        busy_time / (registered_time * spec.cpus as f64)
     } else {
         0.0
     };
+    out.final_executors = registered.iter().filter(|&&r| r).count();
+    out.cpu_hours = registered_time * spec.cpus as f64 / 3600.0;
     Ok(out)
 }
 
@@ -335,6 +448,7 @@ mod tests {
     fn spec(policy: &str, executors: usize, cache: u64, caching: bool) -> FarmSpec {
         FarmSpec {
             executors,
+            drp: None,
             cpus: 2,
             cache,
             eviction: "lru".into(),
@@ -423,5 +537,45 @@ mod tests {
             store.makespan
         );
         assert!(dd.local_hits > 4000, "{dd:?}");
+    }
+
+    #[test]
+    fn the_provisioner_grows_under_load_shrinks_when_idle_and_loses_no_task() {
+        // A burst of 200 tasks/s for 60 s, a lull, one last task at 400 s.
+        let mut tasks = generate(
+            12_000,
+            200,
+            1,
+            &Arrivals::Constant(200.0),
+            &Popularity::Uniform,
+            9,
+        );
+        tasks.push(Task {
+            arrival: 400.0,
+            files: vec![0],
+        });
+        let mut s = spec("good-cache-compute", 32, 1_000_000_000, true);
+        s.compute = 0.2;
+        s.drp = Some(Drp {
+            min: 1,
+            queue_threshold: 10,
+            allocation: Allocation::Additive(2),
+            latency: 5.0,
+            idle: 30.0,
+            interval: 1.0,
+        });
+        let r = run(&s, &tasks).unwrap();
+        assert_eq!(r.tasks, tasks.len(), "no task lost");
+        assert!(r.peak_executors >= 16, "grew: {r:?}");
+        assert!(r.final_executors <= 2, "shrank in the lull: {r:?}");
+        // The same stream on all 32 from the start costs more CPU time.
+        s.drp = None;
+        let fixed = run(&s, &tasks).unwrap();
+        assert!(
+            fixed.cpu_hours > 1.5 * r.cpu_hours,
+            "{} vs {}",
+            fixed.cpu_hours,
+            r.cpu_hours
+        );
     }
 }
