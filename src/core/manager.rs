@@ -416,6 +416,11 @@ impl Manager {
     fn complete_without_running(&mut self, job: JobId) {
         self.set_state(job, JobState::Done);
         self.records.jobs[job].ready.get_or_insert(self.now);
+        self.release_children(job);
+    }
+
+    /// `job` is over: its workflow and ordering children lose a parent.
+    fn release_children(&mut self, job: JobId) {
         let wf = self.wf.clone();
         for &c in &wf.children[job] {
             self.release_child(c);
@@ -1330,14 +1335,7 @@ impl Manager {
         self.records.sites[site].ended += 1;
         self.last_ended = Some(site);
         self.set_state(job, JobState::Done);
-        let wf = self.wf.clone();
-        for &c in &wf.children[job] {
-            self.release_child(c);
-        }
-        for i in 0..self.ordering[job].len() {
-            let c = self.ordering[job][i];
-            self.release_child(c);
-        }
+        self.release_children(job);
     }
 
     /// Inputs that the job's last prescript transferred (not those it found).

@@ -12,7 +12,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::{FormatError, Options, Parsed};
-use crate::core::{File, JobSpec};
+use crate::core::JobSpec;
 
 /// The line of byte `offset` in `text` (1-based).
 fn line_of(text: &str, offset: usize) -> usize {
@@ -212,33 +212,6 @@ pub fn parse(
     if !in_adag {
         return Err(err("no <adag> element: not a Pegasus DAX".into()));
     }
-    let mut warnings = Vec::new();
     let missing = runtime_given.iter().filter(|g| !**g).count();
-    if missing > 0 {
-        warnings.push(format!(
-            "{missing} jobs have no runtime: {} s assumed",
-            opts.default_runtime
-        ));
-    }
-    let missing = sizes.values().filter(|s| s.is_none()).count();
-    if missing > 0 {
-        warnings.push(format!(
-            "{missing} files have no size: {} bytes assumed",
-            opts.default_size
-        ));
-    }
-    let mut files: Vec<File> = sizes
-        .into_iter()
-        .map(|(name, size)| File {
-            name,
-            size: size.unwrap_or(opts.default_size),
-        })
-        .collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Parsed {
-        files,
-        jobs,
-        warnings,
-        dagman: None,
-    })
+    Ok(Parsed::with_defaults(jobs, missing, sizes, opts))
 }

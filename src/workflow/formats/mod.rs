@@ -99,6 +99,47 @@ pub struct Parsed {
     pub dagman: Option<dagman::DagmanInfo>,
 }
 
+impl Parsed {
+    /// A parse result from `jobs`, of which `missing_runtime` took the
+    /// default runtime, and the files with their sizes where known (the
+    /// others take the default size); the warnings say how many of each.
+    fn with_defaults(
+        jobs: Vec<JobSpec>,
+        missing_runtime: usize,
+        sizes: std::collections::HashMap<String, Option<u64>>,
+        opts: &Options,
+    ) -> Parsed {
+        let mut warnings = Vec::new();
+        if missing_runtime > 0 {
+            warnings.push(format!(
+                "{missing_runtime} jobs have no runtime: {} s assumed",
+                opts.default_runtime
+            ));
+        }
+        let missing = sizes.values().filter(|s| s.is_none()).count();
+        if missing > 0 {
+            warnings.push(format!(
+                "{missing} files have no size: {} bytes assumed",
+                opts.default_size
+            ));
+        }
+        let mut files: Vec<File> = sizes
+            .into_iter()
+            .map(|(name, size)| File {
+                name,
+                size: size.unwrap_or(opts.default_size),
+            })
+            .collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Parsed {
+            files,
+            jobs,
+            warnings,
+            dagman: None,
+        }
+    }
+}
+
 /// A workflow read from a file.
 #[derive(Debug, Clone)]
 pub struct Loaded {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::{FormatError, Options, Parsed};
-use crate::core::{File, JobSpec};
+use crate::core::JobSpec;
 
 #[derive(Deserialize)]
 struct Doc {
@@ -157,34 +157,14 @@ pub fn parse(
             }
         }
     }
-    let mut warnings = Vec::new();
-    if missing_runtime > 0 {
-        warnings.push(format!(
-            "{missing_runtime} jobs have no runtime: {} s assumed",
-            opts.default_runtime
-        ));
-    }
-    let missing = sizes.values().filter(|s| s.is_none()).count();
-    if missing > 0 {
-        warnings.push(format!(
-            "{missing} files have no size: {} bytes assumed",
-            opts.default_size
-        ));
-    }
-    let mut files: Vec<File> = sizes
+    let sizes = sizes
         .into_iter()
-        .map(|(name, size)| File {
-            name,
-            size: size
+        .map(|(name, size)| {
+            let bytes = size
                 .filter(|s| s.is_finite() && *s >= 0.0)
-                .map_or(opts.default_size, |s| s as u64),
+                .map(|s| s as u64);
+            (name, bytes)
         })
         .collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Parsed {
-        files,
-        jobs: specs,
-        warnings,
-        dagman: None,
-    })
+    Ok(Parsed::with_defaults(specs, missing_runtime, sizes, opts))
 }
