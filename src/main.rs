@@ -44,6 +44,8 @@ enum Cmd {
     /// SVG plots of a finished run (Gantt, transfers, storage, queues) and an
     /// index.html, from its run record.
     Report(ReportArgs),
+    /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
+    Farm(FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(gridbed::bench::BenchArgs),
 }
@@ -107,6 +109,24 @@ struct RunArgs {
     /// beside the run record, `RECORD.db`, when `--json` is given).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct FarmArgs {
+    /// A farm testbed (e.g. testbeds/falkon-diffusion.toml).
+    testbed: PathBuf,
+    /// Dispatch policy, overriding the testbed's.
+    #[arg(long)]
+    policy: Option<String>,
+    /// Cache per executor (e.g. "1.5 GB"), overriding the testbed's.
+    #[arg(long)]
+    cache: Option<String>,
+    /// Executors from the start instead of the provisioner.
+    #[arg(long = "static")]
+    fixed: bool,
+    /// No caching: every read from the store.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Args)]
@@ -210,6 +230,7 @@ fn main() -> ExitCode {
         Cmd::Sweep(args) => sweep(args),
         Cmd::Inspect(args) => inspect(args),
         Cmd::Report(args) => report(args),
+        Cmd::Farm(args) => farm(args),
         Cmd::Workflow(WorkflowCmd::Stats { scenario, json }) => workflow_stats(&scenario, json),
         Cmd::Bench(args) => gridbed::bench::run(args)
             .map(|()| ExitCode::SUCCESS)
@@ -219,6 +240,77 @@ fn main() -> ExitCode {
             }),
     };
     result.unwrap_or_else(|code| code)
+}
+
+fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
+    use gridbed::diffusion::{config, farm};
+    let bad = |m: String| {
+        eprintln!("error: {m}");
+        ExitCode::from(2)
+    };
+    let mut tb = config::load(&args.testbed).map_err(|e| bad(e.to_string()))?;
+    if let Some(p) = args.policy {
+        gridbed::policy::dispatch_policy(&p, 1).map_err(|e| bad(format!("--policy: {e}")))?;
+        tb.spec.policy = p;
+    }
+    if let Some(c) = args.cache {
+        let size: gridbed::config::units::Size = toml::Value::String(c.clone())
+            .try_into()
+            .map_err(|e| bad(format!("--cache `{c}`: {e}")))?;
+        tb.spec.cache = size.0;
+    }
+    if args.fixed {
+        tb.spec.drp = None;
+    }
+    if args.no_cache {
+        tb.spec.caching = false;
+    }
+    let started = std::time::Instant::now();
+    let r = farm::run(&tb.spec, &tb.tasks).map_err(|e| bad(e.to_string()))?;
+    let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
+    let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
+    let pct = |n: u64| 100.0 * n as f64 / reads;
+    say!(
+        "farm `{}` — {}, {}{}, {} tasks",
+        tb.name,
+        tb.spec.policy,
+        if tb.spec.caching {
+            format!("{} caches", human_bytes(tb.spec.cache as f64))
+        } else {
+            "no caching".to_string()
+        },
+        if tb.spec.drp.is_some() {
+            ", provisioner on"
+        } else {
+            ""
+        },
+        r.tasks
+    );
+    say!(
+        "  makespan        {:>10.1} s (ideal {ideal:.1} s, efficiency {:.0}%)",
+        r.makespan,
+        100.0 * ideal / r.makespan.max(1e-9)
+    );
+    say!(
+        "  reads           local {:.1}%  global {:.1}%  miss {:.1}%  ({} moved)",
+        pct(r.local_hits),
+        pct(r.global_hits),
+        pct(r.misses),
+        human_bytes(r.bytes_moved as f64)
+    );
+    say!(
+        "  executors       peak {}, at the end {}; {:.1} CPU hours; utilization {:.0}%",
+        r.peak_executors,
+        r.final_executors,
+        r.cpu_hours,
+        100.0 * r.utilization
+    );
+    say!("  longest queue   {} tasks", r.peak_queue);
+    say!(
+        "  simulated in    {:.2} s wall",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode, ExitCode> {

@@ -2,6 +2,7 @@
 //! streams, dispatched by data-aware policies. This room holds the farm's
 //! shared structures; the dispatch policies are in `policy::dispatch`.
 
+pub mod config;
 pub mod farm;
 pub mod index;
 pub mod stream;

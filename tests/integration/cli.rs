@@ -322,3 +322,59 @@ fn report_draws_every_plot_of_a_sim_and_a_live_record_and_refuses_a_malformed_on
         assert!(!stderr.contains("panicked"));
     }
 }
+
+#[test]
+fn farm_runs_a_farm_testbed_and_refuses_bad_ones() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let paper =
+        gridbed::diffusion::config::load(&root.join("testbeds/falkon-diffusion.toml")).unwrap();
+    assert_eq!(
+        (paper.tasks.len(), paper.spec.executors, paper.spec.cpus),
+        (250_000, 64, 2)
+    );
+    assert_eq!(paper.spec.cache, 4_000_000_000);
+    assert!(paper.spec.drp.is_some());
+
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+name = "small-farm"
+[farm]
+executors = 4
+cpus = 2
+cache = "100 MB"
+policy = "good-cache-compute"
+store_bandwidth = "50 MB/s"
+peer_bandwidth = "100 MB/s"
+[stream]
+tasks = 2000
+files = 20
+file_size = "5 MB"
+compute = 0.05
+arrivals = 50
+"#;
+    let path = write_testbed(dir.path(), "farm.toml", body);
+    let (code, stdout, stderr) = gridbed(&["farm", path.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("2000 tasks") && stdout.contains("makespan"),
+        "{stdout}"
+    );
+    for (from, to, what) in [
+        (
+            "policy = \"good-cache-compute\"",
+            "policy = \"fastest\"",
+            "farm.policy",
+        ),
+        (
+            "arrivals = 50",
+            "arrivals = \"sometimes\"",
+            "stream.arrivals",
+        ),
+        ("cpus = 2", "cpus = \"two\"", "bad.toml:5:8: farm.cpus"),
+    ] {
+        let bad = write_testbed(dir.path(), "bad.toml", &body.replace(from, to));
+        let (code, _, stderr) = gridbed(&["farm", bad.to_str().unwrap()]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(what), "expected `{what}` in {stderr}");
+    }
+}

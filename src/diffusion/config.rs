@@ -1,0 +1,256 @@
+//! Farm testbeds: a `[farm]` of executors and a `[stream]` of tasks in TOML,
+//! as `testbeds/falkon-diffusion.toml` writes them. Errors give the file,
+//! line, column and field, as the grid testbeds' do.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::farm::{Allocation, Drp, FarmSpec};
+use super::stream::{Arrivals, Popularity, Task, generate};
+use crate::config::ConfigError;
+use crate::config::units::{Rate, Size};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FarmFile {
+    name: Option<String>,
+    #[allow(dead_code)]
+    description: Option<String>,
+    #[serde(default = "one")]
+    seed: u64,
+    farm: FarmTable,
+    stream: StreamTable,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FarmTable {
+    executors: usize,
+    cpus: usize,
+    cache: Size,
+    #[serde(default = "lru")]
+    eviction: String,
+    policy: String,
+    store_bandwidth: Rate,
+    peer_bandwidth: Rate,
+    #[serde(default)]
+    dispatch: f64,
+    #[serde(default = "yes")]
+    caching: bool,
+    provisioner: Option<ProvisionerTable>,
+}
+
+fn lru() -> String {
+    "lru".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProvisionerTable {
+    min: usize,
+    queue_threshold: usize,
+    /// one-at-a-time, additive, exponential, all-at-once
+    allocation: String,
+    #[serde(default = "one_usize")]
+    step: usize,
+    latency: f64,
+    idle: f64,
+    #[serde(default = "one_f64")]
+    interval: f64,
+}
+
+fn one_usize() -> usize {
+    1
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamTable {
+    tasks: usize,
+    files: usize,
+    file_size: Size,
+    compute: f64,
+    #[serde(default = "one_usize")]
+    files_per_task: usize,
+    /// ramp, or a constant rate in tasks/s
+    arrivals: toml::Value,
+    /// uniform, or zipf with `zipf`
+    #[serde(default)]
+    zipf: Option<f64>,
+}
+
+/// The dotted field at byte `offset`: the last `[table]` above it and the
+/// key of its line.
+fn field_at(text: &str, offset: usize) -> String {
+    let offset = offset.min(text.len());
+    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let key = text[line_start..line_end]
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.starts_with('['));
+    let table = text[..line_start]
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix('[').and_then(|r| r.split_once(']')))
+        .map(|(t, _)| t.trim().to_string());
+    match (table, key) {
+        (Some(t), Some(k)) => format!("{t}.{k}"),
+        (None, Some(k)) => k,
+        (Some(t), None) => t,
+        (None, None) => "(testbed)".into(),
+    }
+}
+
+/// A loaded farm testbed.
+#[derive(Debug, Clone)]
+pub struct FarmTestbed {
+    /// Its name.
+    pub name: String,
+    /// The farm.
+    pub spec: FarmSpec,
+    /// The task stream.
+    pub tasks: Vec<Task>,
+}
+
+/// Loads a farm testbed.
+pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        field: "(file)".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let at = |span: Option<std::ops::Range<usize>>, field: &str, message: String| {
+        let offset = span.map_or(0, |s| s.start).min(text.len());
+        let before = &text[..offset];
+        ConfigError {
+            file: path.to_path_buf(),
+            line: if offset == 0 {
+                0
+            } else {
+                before.matches('\n').count() + 1
+            },
+            column: before
+                .rsplit('\n')
+                .next()
+                .map_or(1, |l| l.chars().count() + 1),
+            field: field.to_string(),
+            message,
+        }
+    };
+    let f: FarmFile = toml::from_str(&text).map_err(|e| {
+        let field = e
+            .span()
+            .map_or_else(|| "(testbed)".to_string(), |s| field_at(&text, s.start));
+        at(e.span(), &field, e.message().to_string())
+    })?;
+    let bad = |field: &str, m: &str| at(None, field, m.to_string());
+    if f.farm.executors == 0 || f.farm.cpus == 0 {
+        return Err(bad("farm.executors", "expected executors ≥ 1 and cpus ≥ 1"));
+    }
+    if !(f.stream.compute.is_finite() && f.stream.compute >= 0.0) {
+        return Err(bad("stream.compute", "expected seconds ≥ 0"));
+    }
+    if f.stream.files == 0 || f.stream.tasks == 0 {
+        return Err(bad("stream.files", "expected tasks ≥ 1 and files ≥ 1"));
+    }
+    let policy_ok = crate::policy::dispatch_policy(&f.farm.policy, f.seed);
+    if let Err(e) = policy_ok {
+        return Err(bad("farm.policy", &e.to_string()));
+    }
+    if let Err(e) = crate::policy::eviction_policy(&f.farm.eviction, f.seed) {
+        return Err(bad("farm.eviction", &e.to_string()));
+    }
+    let drp = match f.farm.provisioner {
+        None => None,
+        Some(p) => Some(Drp {
+            min: p.min,
+            queue_threshold: p.queue_threshold,
+            allocation: match p.allocation.as_str() {
+                "one-at-a-time" => Allocation::OneAtATime,
+                "additive" => Allocation::Additive(p.step),
+                "exponential" => Allocation::Exponential,
+                "all-at-once" => Allocation::AllAtOnce,
+                other => {
+                    return Err(bad(
+                        "farm.provisioner.allocation",
+                        &format!(
+                            "unknown `{other}`; expected one-at-a-time, additive, exponential, all-at-once"
+                        ),
+                    ));
+                }
+            },
+            latency: p.latency.max(0.0),
+            idle: p.idle.max(0.0),
+            interval: if p.interval > 0.0 { p.interval } else { 1.0 },
+        }),
+    };
+    let arrivals = match &f.stream.arrivals {
+        toml::Value::String(s) if s == "ramp" => Arrivals::paper_ramp(),
+        toml::Value::Float(r) if *r > 0.0 => Arrivals::Constant(*r),
+        toml::Value::Integer(r) if *r > 0 => Arrivals::Constant(*r as f64),
+        other => {
+            return Err(bad(
+                "stream.arrivals",
+                &format!("`{other}`; expected \"ramp\" or a rate in tasks/s"),
+            ));
+        }
+    };
+    let popularity = match f.stream.zipf {
+        None => Popularity::Uniform,
+        Some(s) if s > 0.0 => Popularity::Zipf(s),
+        Some(s) => {
+            return Err(bad(
+                "stream.zipf",
+                &format!("{s}: expected an exponent > 0"),
+            ));
+        }
+    };
+    let tasks = generate(
+        f.stream.tasks,
+        f.stream.files,
+        f.stream.files_per_task.max(1),
+        &arrivals,
+        &popularity,
+        f.seed,
+    );
+    Ok(FarmTestbed {
+        name: f.name.unwrap_or_else(|| {
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        spec: FarmSpec {
+            executors: f.farm.executors,
+            drp,
+            cpus: f.farm.cpus,
+            cache: f.farm.cache.0,
+            eviction: f.farm.eviction,
+            policy: f.farm.policy,
+            files: f.stream.files,
+            file_size: f.stream.file_size.0,
+            compute: f.stream.compute,
+            dispatch: f.farm.dispatch.max(0.0),
+            store_bandwidth: f.farm.store_bandwidth.0,
+            peer_bandwidth: f.farm.peer_bandwidth.0,
+            caching: f.farm.caching,
+            seed: f.seed,
+        },
+        tasks,
+    })
+}
