@@ -538,6 +538,7 @@ fn diffusion_250k() -> Result<Vec<Figure>, String> {
             peer_bandwidth: 125e6,
             caching,
             seed: 1,
+            interval: 60.0,
         };
         let started = Instant::now();
         let r = run(&spec, &tasks).map_err(|e| e.to_string())?;

@@ -127,6 +127,10 @@ struct FarmArgs {
     /// No caching: every read from the store.
     #[arg(long)]
     no_cache: bool,
+    /// Write the summary view (throughput vs ideal, queue, executors,
+    /// cache hits over time) as an SVG here.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -306,6 +310,14 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         100.0 * r.utilization
     );
     say!("  longest queue   {} tasks", r.peak_queue);
+    if let Some(path) = &args.svg {
+        let title = format!("{} — {}", tb.name, tb.spec.policy);
+        r.summary_svg(path, &title, &tb.spec).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        })?;
+        say!("  summary view    {}", path.display());
+    }
     say!(
         "  simulated in    {:.2} s wall",
         started.elapsed().as_secs_f64()

@@ -250,6 +250,7 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             peer_bandwidth: f.farm.peer_bandwidth.0,
             caching: f.farm.caching,
             seed: f.seed,
+            interval: 10.0,
         },
         tasks,
     })

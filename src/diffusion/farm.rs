@@ -55,6 +55,33 @@ pub struct FarmSpec {
     pub caching: bool,
     /// Seed of the eviction policies.
     pub seed: u64,
+    /// Seconds per reported interval (the summary view's resolution).
+    pub interval: f64,
+}
+
+/// What happened in one reporting interval (seed 001's summary views).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Interval {
+    /// Start of the interval (s).
+    pub t: f64,
+    /// Tasks that arrived.
+    pub arrived: u64,
+    /// Tasks that ended.
+    pub done: u64,
+    /// Bytes the ended tasks read (local, peer or store).
+    pub read: u64,
+    /// Reads served by the executor's own cache.
+    pub local: u64,
+    /// Reads served by a peer's cache.
+    pub global: u64,
+    /// Reads served by the store.
+    pub miss: u64,
+    /// Wait queue length at the end of the interval.
+    pub queue: usize,
+    /// Executors registered at the end of the interval.
+    pub executors: usize,
+    /// Executors running a task at the end of the interval.
+    pub busy: usize,
 }
 
 /// How many executors one allocation asks for (Falkon's provisioner
@@ -113,6 +140,89 @@ pub struct FarmRun {
     pub final_executors: usize,
     /// CPU hours of registered executors.
     pub cpu_hours: f64,
+    /// Per interval of `FarmSpec::interval` seconds.
+    pub intervals: Vec<Interval>,
+}
+
+impl FarmRun {
+    /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
+    /// throughput vs the ideal, the wait queue, executors allocated and busy,
+    /// and where reads were served, per interval.
+    pub fn summary_svg(
+        &self,
+        path: &std::path::Path,
+        title: &str,
+        spec: &FarmSpec,
+    ) -> Result<(), String> {
+        use crate::report::plot::{Panel, Series, stacked};
+        let step = if spec.interval > 0.0 {
+            spec.interval
+        } else {
+            60.0
+        };
+        let line = |name: &str, f: &dyn Fn(&Interval) -> f64| Series {
+            name: name.into(),
+            points: self.intervals.iter().map(|i| (i.t, f(i))).collect(),
+        };
+        let gbps = |bytes: f64| bytes * 8.0 / step / 1e9;
+        let share = |n: u64, i: &Interval| {
+            let all = (i.local + i.global + i.miss).max(1) as f64;
+            100.0 * n as f64 / all
+        };
+        let size = spec.file_size as f64;
+        let panels = [
+            Panel {
+                title: "Throughput".into(),
+                y_label: "Gb/s".into(),
+                series: vec![
+                    line("ideal (arrivals × file size)", &|i| {
+                        gbps(i.arrived as f64 * size)
+                    }),
+                    line("measured (reads of ended tasks)", &|i| gbps(i.read as f64)),
+                ],
+            },
+            Panel {
+                title: "Wait queue".into(),
+                y_label: "tasks".into(),
+                series: vec![line("wait queue length", &|i| i.queue as f64)],
+            },
+            Panel {
+                title: "Executors".into(),
+                y_label: "executors".into(),
+                series: vec![
+                    line("allocated", &|i| i.executors as f64),
+                    line("busy", &|i| i.busy as f64),
+                ],
+            },
+            Panel {
+                title: "Where reads were served".into(),
+                y_label: "% of reads".into(),
+                series: vec![
+                    line("cache hit local", &|i| share(i.local, i)),
+                    line("cache hit global", &|i| share(i.global, i)),
+                    line("cache miss (store)", &|i| share(i.miss, i)),
+                ],
+            },
+        ];
+        stacked(path, title, "time (s)", &panels)
+    }
+}
+
+fn bucket(intervals: &mut Vec<Interval>, step: f64, now: f64) -> &mut Interval {
+    let k = (now / step).floor().max(0.0) as usize;
+    while intervals.len() <= k {
+        let t = intervals.len() as f64 * step;
+        let carry = intervals.last().map(|l| (l.queue, l.executors, l.busy));
+        let (queue, executors, busy) = carry.unwrap_or_default();
+        intervals.push(Interval {
+            t,
+            queue,
+            executors,
+            busy,
+            ..Default::default()
+        });
+    }
+    &mut intervals[k]
 }
 
 /// A transfer in processor sharing at one server (the store or a peer).
@@ -241,17 +351,30 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let mut registered: Vec<bool> = (0..n).map(|e| e < start).collect();
     let mut idle_since = vec![0.0_f64; n];
     let mut coming = 0usize;
+    let step = if spec.interval > 0.0 {
+        spec.interval
+    } else {
+        60.0
+    };
     out.peak_executors = start;
     if spec.drp.is_some() {
         push(&mut heap, 0.0, Ev::Provision);
     }
     while let Some(Reverse(Due(now, _, ev))) = heap.pop() {
         let live = registered.iter().filter(|&&r| r).count();
+        // The state since the last event, into that event's interval.
+        let b = bucket(&mut out.intervals, step, last_t);
+        b.queue = waiting.len();
+        b.executors = live;
+        b.busy = busy.iter().filter(|&&x| x > 0).count();
         busy_time += busy.iter().sum::<usize>() as f64 * (now - last_t);
         registered_time += live as f64 * (now - last_t);
         last_t = now;
         match ev {
-            Ev::Arrive(i) => waiting.push_back(i),
+            Ev::Arrive(i) => {
+                waiting.push_back(i);
+                bucket(&mut out.intervals, step, now).arrived += 1;
+            }
             Ev::Provision => {
                 let Some(d) = spec.drp else { continue };
                 if waiting.len() > d.queue_threshold && live + coming < n {
@@ -340,12 +463,15 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                     }
                 }
             }
-            Ev::Done(e, _) => {
+            Ev::Done(e, task) => {
                 busy[e] -= 1;
                 if busy[e] == 0 {
                     idle_since[e] = now;
                 }
                 out.tasks += 1;
+                let b = bucket(&mut out.intervals, step, now);
+                b.done += 1;
+                b.read += tasks[task].files.len() as u64 * spec.file_size;
                 out.makespan = out.makespan.max(now);
             }
         }
@@ -390,6 +516,7 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                 for &f in &tasks[task].files {
                     if index.cached(f, e) {
                         out.local_hits += 1;
+                        bucket(&mut out.intervals, step, now).local += 1;
                         caches[e].touch(f);
                         continue;
                     }
@@ -400,8 +527,14 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                         .min_by_key(|&&p| (servers[1 + p].flows.len(), p))
                         .map(|&p| 1 + p);
                     match peer {
-                        Some(_) => out.global_hits += 1,
-                        None => out.misses += 1,
+                        Some(_) => {
+                            out.global_hits += 1;
+                            bucket(&mut out.intervals, step, now).global += 1;
+                        }
+                        None => {
+                            out.misses += 1;
+                            bucket(&mut out.intervals, step, now).miss += 1;
+                        }
                     }
                     out.bytes_moved += spec.file_size;
                     let s = peer.unwrap_or(0);
@@ -461,6 +594,7 @@ mod tests {
             peer_bandwidth: 125e6,
             caching,
             seed: 1,
+            interval: 10.0,
         }
     }
 
@@ -577,5 +711,40 @@ mod tests {
             fixed.cpu_hours,
             r.cpu_hours
         );
+    }
+
+    #[test]
+    fn the_summary_view_draws_every_panel_from_the_intervals() {
+        let tasks = generate(
+            2000,
+            50,
+            1,
+            &Arrivals::Constant(50.0),
+            &Popularity::Uniform,
+            2,
+        );
+        let s = spec("good-cache-compute", 4, 200_000_000, true);
+        let r = run(&s, &tasks).unwrap();
+        let arrived: u64 = r.intervals.iter().map(|i| i.arrived).sum();
+        let done: u64 = r.intervals.iter().map(|i| i.done).sum();
+        assert_eq!((arrived, done), (2000, 2000));
+        let reads: u64 = r
+            .intervals
+            .iter()
+            .map(|i| i.local + i.global + i.miss)
+            .sum();
+        assert_eq!(reads, r.local_hits + r.global_hits + r.misses);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("view.svg");
+        r.summary_svg(&path, "t", &s).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for panel in [
+            "Throughput",
+            "Wait queue",
+            "Executors",
+            "Where reads were served",
+        ] {
+            assert!(svg.contains(panel), "{panel}");
+        }
     }
 }

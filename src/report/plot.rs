@@ -127,6 +127,77 @@ mod tests {
     }
 }
 
+/// One panel of a stacked chart.
+pub struct Panel {
+    /// Its caption.
+    pub title: String,
+    /// The y axis label.
+    pub y_label: String,
+    /// Its lines.
+    pub series: Vec<Series>,
+}
+
+/// Panels stacked top to bottom over one x axis, into an SVG at `path` (the
+/// summary views of seed 001's figures 4–10).
+pub fn stacked(path: &Path, title: &str, x_label: &str, panels: &[Panel]) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+    let pts = || {
+        panels
+            .iter()
+            .flat_map(|p| p.series.iter().flat_map(|s| s.points.iter()))
+    };
+    let x1 = pts().fold(0.0_f64, |m, p| m.max(p.0)).max(1.0);
+    let root =
+        SVGBackend::new(path, (1000, 260 * panels.len().max(1) as u32 + 40)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 22))
+        .map_err(|e| err(&e))?;
+    for (area, panel) in root
+        .split_evenly((panels.len().max(1), 1))
+        .iter()
+        .zip(panels)
+    {
+        let y1 = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .fold(0.0_f64, |m, p| m.max(p.1));
+        let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(&panel.y_label)
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, s) in panel.series.iter().enumerate() {
+            let c = colour(i, panel.series.len());
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))
+}
+
 /// One bar: a label, a mean and the half-width of its confidence interval.
 pub struct Bar {
     /// Label under the bar.
