@@ -318,26 +318,11 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
         } else {
             ReplicaPolicy::Caching
         };
-        let scenario = Scenario {
-            name: "bench-coadd".into(),
-            path: PathBuf::from("(bench)"),
-            seed: 1,
-            sites,
-            origin,
-            workflow: Arc::new(wf),
-            source: None,
-            clustering: None,
-            strategy: strategy.into(),
-            eviction: "lru".into(),
-            manager: ManagerSettings {
-                replica_policy: policy,
-                ..Default::default()
-            },
-            emulation: Emulation {
-                time_scale: 1.0,
-                byte_scale: 1.0,
-            },
+        let manager = ManagerSettings {
+            replica_policy: policy,
+            ..Default::default()
         };
+        let scenario = bench_scenario("bench-coadd", sites, origin, wf, strategy, manager);
         let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
         let wall = started.elapsed().as_secs_f64();
         if !run.succeeded {
@@ -595,27 +580,14 @@ fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, String> {
         for (i, cpus) in [10, 10, 4, 4].into_iter().enumerate() {
             sites.push(bench_site(&format!("site{i}"), cpus));
         }
-        let scenario = Scenario {
-            name: format!("epigenomics-{n}"),
-            path,
-            seed: 1,
+        let scenario = bench_scenario(
+            &format!("epigenomics-{n}"),
             sites,
-            origin: 0,
-            workflow: Arc::new(loaded.workflow),
-            source: None,
-            clustering: None,
-            strategy: "round-robin".into(),
-            eviction: "lru".into(),
-            manager: ManagerSettings {
-                maxpre: 0,
-                prescript_interval: 0.0,
-                ..Default::default()
-            },
-            emulation: Emulation {
-                time_scale: 1.0,
-                byte_scale: 1.0,
-            },
-        };
+            0,
+            loaded.workflow,
+            "round-robin",
+            unthrottled(),
+        );
         let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
         let wall = started.elapsed().as_secs_f64();
         if !run.succeeded {
@@ -677,28 +649,51 @@ fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
     let wf = Workflow::build(Vec::<File>::new(), specs).map_err(|e| e.to_string())?;
     let mut sites = vec![bench_site("store", 0)];
     sites.extend((0..5).map(|i| bench_site(&format!("site{i}"), 16)));
-    let scenario = Scenario {
-        name: "bench-dispatch".into(),
+    Ok(bench_scenario(
+        "bench-dispatch",
+        sites,
+        0,
+        wf,
+        "round-robin",
+        unthrottled(),
+    ))
+}
+
+/// A benchmark's scenario: seed 1, LRU, no emulation scaling.
+fn bench_scenario(
+    name: &str,
+    sites: Vec<SiteConfig>,
+    origin: usize,
+    workflow: Workflow,
+    strategy: &str,
+    manager: ManagerSettings,
+) -> Scenario {
+    Scenario {
+        name: name.into(),
         path: PathBuf::from("(bench)"),
         seed: 1,
         sites,
-        origin: 0,
-        workflow: Arc::new(wf),
+        origin,
+        workflow: Arc::new(workflow),
         source: None,
         clustering: None,
-        strategy: "round-robin".into(),
+        strategy: strategy.into(),
         eviction: "lru".into(),
-        manager: ManagerSettings {
-            maxpre: 0,
-            prescript_interval: 0.0,
-            ..Default::default()
-        },
+        manager,
         emulation: Emulation {
             time_scale: 1.0,
             byte_scale: 1.0,
         },
-    };
-    Ok(scenario)
+    }
+}
+
+/// Manager settings with MAXPRE and the prescript interval off.
+fn unthrottled() -> ManagerSettings {
+    ManagerSettings {
+        maxpre: 0,
+        prescript_interval: 0.0,
+        ..Default::default()
+    }
 }
 
 fn live_dispatch(jobs: usize) -> Result<Figure, String> {

@@ -1,8 +1,6 @@
 //! Commands end to end through the binary: sweep, workflow stats, validate.
 
-use std::process::Command;
-
-use crate::common::{catalog, write_testbed};
+use crate::common::{catalog, gridbed, write_testbed};
 
 const SMALL: &str = r#"
 strategy = "random"
@@ -25,18 +23,6 @@ name = "grid3-02"
 [[site]]
 name = "grid3-03"
 "#;
-
-fn gridbed(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn sweep_writes_a_csv_row_per_run_and_the_charts() {

@@ -227,14 +227,13 @@ label = "L"
 "#;
     let dir = tempfile::tempdir().unwrap();
     let path = common::write_testbed(dir.path(), "cyclic.toml", cyclic);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .arg("check")
-        .arg(&path)
-        .args(["--sites", common::catalog().to_str().unwrap()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, _, stderr) = common::gridbed(&[
+        "check",
+        path.to_str().unwrap(),
+        "--sites",
+        common::catalog().to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("cyclic.toml:4:14") && stderr.contains("cycle"),
         "{stderr}"

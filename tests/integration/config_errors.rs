@@ -261,15 +261,13 @@ fn a_bad_background_trace_names_its_own_file_and_line() {
         1,
     );
     let path = write_testbed(dir.path(), "t.toml", &body);
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .arg("check")
-        .arg(&path)
-        .arg("--sites")
-        .arg(catalog())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, _, stderr) = crate::common::gridbed(&[
+        "check".as_ref(),
+        path.as_os_str(),
+        "--sites".as_ref(),
+        catalog().as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
     expect(
         &stderr,
         &["busy.csv:3", "whole number of busy slots", "60, many"],

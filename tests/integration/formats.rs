@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use gridbed::core::Workflow;
 use gridbed::workflow::formats::{self, Format, Options};
@@ -196,15 +195,9 @@ fn dagman_reads_every_keyword_and_the_htcondor_test_file() {
 
 /// `gridbed workflow stats FILE` on a file; (exit code, stderr).
 fn stats(path: &Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .args(["workflow", "stats"])
-        .arg(path)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, _, stderr) =
+        crate::common::gridbed(&["workflow".as_ref(), "stats".as_ref(), path.as_os_str()]);
+    (code, stderr)
 }
 
 #[test]
@@ -305,13 +298,16 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
     }
     // --format overrides what the content says.
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .args(["workflow", "stats", "--format", "dax"])
-        .arg(fixture("diamond.yml"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no <adag> element: not a Pegasus DAX"));
+    let yml = fixture("diamond.yml");
+    let (code, _, stderr) = crate::common::gridbed(&[
+        "workflow",
+        "stats",
+        "--format",
+        "dax",
+        yml.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no <adag> element: not a Pegasus DAX"));
 }
 
 #[test]
@@ -334,21 +330,18 @@ name = "grid3-02"
 file = "diamond.yml"
 "#;
     let testbed = crate::common::write_testbed(dir.path(), "t.toml", body);
+    let catalog = crate::common::catalog();
     let run = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-            .arg("run")
-            .arg(&testbed)
-            .args(["--sites", crate::common::catalog().to_str().unwrap(), "-q"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut args = vec![
+            "run",
+            testbed.to_str().unwrap(),
+            "--sites",
+            catalog.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend(extra);
+        let (code, stdout, stderr) = crate::common::gridbed(&args);
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
         stdout
     };
     for engine in ["sim", "live"] {
@@ -366,14 +359,14 @@ file = "diamond.yml"
             "file = \"diamond.yml\"\ngenerator = \"pipeline\"",
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .args(["check"])
-        .arg(&bad)
-        .args(["--sites", crate::common::catalog().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not both"));
+    let (code, _, stderr) = crate::common::gridbed(&[
+        "check",
+        bad.to_str().unwrap(),
+        "--sites",
+        catalog.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("not both"));
 }
 
 #[test]

@@ -122,3 +122,16 @@ pub fn dashboard_metrics() -> std::collections::BTreeSet<String> {
     }
     names
 }
+
+/// Runs the `gridbed` binary with `args`: (exit code, stdout, stderr).
+pub fn gridbed<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
