@@ -687,3 +687,24 @@ proptest::proptest! {
         let _ = formats::load_text(path, &text, &Options { format, ..Default::default() });
     }
 }
+
+#[test]
+fn workflow_stats_on_a_file_prints_its_shape() {
+    let yml = fixture("diamond.yml");
+    let (code, stdout, stderr) =
+        crate::common::gridbed(&["workflow", "stats", yml.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    // 60 + 40.5 + 41 + 30 s in all; 60 + 41 + 30 s along the critical path.
+    for line in [
+        "(pegasus-yaml)",
+        "jobs                             4",
+        "edges                            4",
+        "files                            6",
+        "input files                      1  (1.00 kB)",
+        "total runtime                  172 s",
+        "critical path                  131 s",
+        "depth × width                3 × 2",
+    ] {
+        assert!(stdout.contains(line), "`{line}` in:\n{stdout}");
+    }
+}
