@@ -13,14 +13,12 @@
 //! go, so no task is ever lost with one).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
-use super::index::{CacheIndex, ExecId};
+use super::dispatcher::{Dispatcher, Read, Source};
+use super::index::ExecId;
 use super::stream::Task;
-use crate::core::FileId;
-use crate::core::storage::Pool;
-use crate::policy::dispatch::{FarmView, TaskQueue};
-use crate::policy::{self, UnknownPolicy};
+use crate::policy::UnknownPolicy;
 
 /// A farm scenario.
 #[derive(Debug, Clone)]
@@ -208,23 +206,6 @@ impl FarmRun {
     }
 }
 
-fn bucket(intervals: &mut Vec<Interval>, step: f64, now: f64) -> &mut Interval {
-    let k = (now / step).floor().max(0.0) as usize;
-    while intervals.len() <= k {
-        let t = intervals.len() as f64 * step;
-        let carry = intervals.last().map(|l| (l.queue, l.executors, l.busy));
-        let (queue, executors, busy) = carry.unwrap_or_default();
-        intervals.push(Interval {
-            t,
-            queue,
-            executors,
-            busy,
-            ..Default::default()
-        });
-    }
-    &mut intervals[k]
-}
-
 /// A transfer in processor sharing at one server (the store or a peer).
 #[derive(Debug, Clone)]
 struct Flow {
@@ -233,7 +214,7 @@ struct Flow {
     /// The reading executor and task, and the file read.
     exec: ExecId,
     task: usize,
-    file: FileId,
+    read: Read,
 }
 
 /// A bandwidth shared equally among its flows.
@@ -294,33 +275,10 @@ impl PartialOrd for Due {
     }
 }
 
-struct Queue<'a> {
-    tasks: &'a [Task],
-    waiting: &'a VecDeque<usize>,
-    skip: usize,
-}
-
-impl TaskQueue for Queue<'_> {
-    fn len(&self) -> usize {
-        self.waiting.len() - self.skip
-    }
-    fn files(&self, i: usize) -> &[FileId] {
-        &self.tasks[self.waiting[i + self.skip]].files
-    }
-}
-
 /// Runs `tasks` through the farm `spec` to the end.
 pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
-    let mut policy = policy::dispatch_policy(&spec.policy, spec.seed)?;
+    let mut d = Dispatcher::new(spec, tasks)?;
     let n = spec.executors;
-    let mut caches: Vec<Pool> = (0..n)
-        .map(|e| {
-            policy::eviction_policy(&spec.eviction, spec.seed ^ (e as u64 + 1))
-                .map(|p| Pool::new(spec.cache, p))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut index = CacheIndex::new(spec.files, n);
-    let mut busy = vec![0usize; n];
     // Files a task still waits for, per task.
     let mut pending = vec![0usize; tasks.len()];
     let mut servers: Vec<Server> = (0..=n)
@@ -342,87 +300,27 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     for (i, t) in tasks.iter().enumerate() {
         push(&mut heap, t.arrival, Ev::Arrive(i));
     }
-    let mut waiting: VecDeque<usize> = VecDeque::new();
-    let mut out = FarmRun::default();
-    let mut busy_time = 0.0;
-    let mut registered_time = 0.0;
-    let mut last_t = 0.0;
-    let start = spec.drp.map_or(n, |d| d.min.min(n));
-    let mut registered: Vec<bool> = (0..n).map(|e| e < start).collect();
-    let mut idle_since = vec![0.0_f64; n];
-    let mut coming = 0usize;
-    let step = if spec.interval > 0.0 {
-        spec.interval
-    } else {
-        60.0
-    };
-    out.peak_executors = start;
     if spec.drp.is_some() {
         push(&mut heap, 0.0, Ev::Provision);
     }
     while let Some(Reverse(Due(now, _, ev))) = heap.pop() {
-        let live = registered.iter().filter(|&&r| r).count();
-        // The state since the last event, into that event's interval.
-        let b = bucket(&mut out.intervals, step, last_t);
-        b.queue = waiting.len();
-        b.executors = live;
-        b.busy = busy.iter().filter(|&&x| x > 0).count();
-        busy_time += busy.iter().sum::<usize>() as f64 * (now - last_t);
-        registered_time += live as f64 * (now - last_t);
-        last_t = now;
+        d.advance(now);
         match ev {
-            Ev::Arrive(i) => {
-                waiting.push_back(i);
-                bucket(&mut out.intervals, step, now).arrived += 1;
-            }
+            Ev::Arrive(i) => d.arrive(now, i),
             Ev::Provision => {
-                let Some(d) = spec.drp else { continue };
-                if waiting.len() > d.queue_threshold && live + coming < n {
-                    let room = n - live - coming;
-                    let ask = match d.allocation {
-                        Allocation::OneAtATime => 1,
-                        Allocation::Additive(k) => k.max(1),
-                        Allocation::Exponential => (live + coming).max(1),
-                        Allocation::AllAtOnce => room,
-                    }
-                    .min(room);
-                    coming += ask;
-                    push(&mut heap, now + d.latency, Ev::Allocated(ask));
+                let Some(drp) = spec.drp else { continue };
+                // Released executors are idle and serve nobody: nothing of
+                // theirs is in flight.
+                let p = d.provision(now);
+                if p.allocate > 0 {
+                    push(&mut heap, now + drp.latency, Ev::Allocated(p.allocate));
                 }
-                // Release executors idle too long, keeping `min`.
-                let mut kept = live;
-                for e in 0..n {
-                    if kept <= d.min {
-                        break;
-                    }
-                    if registered[e] && busy[e] == 0 && now - idle_since[e] >= d.idle {
-                        registered[e] = false;
-                        index.remove_executor(e);
-                        caches[e] =
-                            policy::eviction_policy(&spec.eviction, spec.seed ^ (e as u64 + 1))
-                                .map(|p| Pool::new(spec.cache, p))?;
-                        kept -= 1;
-                    }
-                }
-                if out.tasks < tasks.len() {
-                    push(&mut heap, now + d.interval, Ev::Provision);
+                if !d.finished() {
+                    push(&mut heap, now + drp.interval, Ev::Provision);
                 }
             }
             Ev::Allocated(count) => {
-                coming -= count;
-                let mut left = count;
-                for e in 0..n {
-                    if left == 0 {
-                        break;
-                    }
-                    if !registered[e] {
-                        registered[e] = true;
-                        idle_since[e] = now;
-                        left -= 1;
-                    }
-                }
-                let live = registered.iter().filter(|&&r| r).count();
-                out.peak_executors = out.peak_executors.max(live);
+                d.allocated(now, count);
             }
             Ev::Flow(s, generation) => {
                 let server = &mut servers[s];
@@ -441,18 +339,7 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                     push(&mut heap, at, Ev::Flow(s, server.generation));
                 }
                 for f in done {
-                    // The file is cached once it has arrived (and may serve
-                    // peers from then on).
-                    if spec.caching
-                        && !index.cached(f.file, f.exec)
-                        && let Ok(r) = caches[f.exec].begin_write(f.file, spec.file_size)
-                    {
-                        for gone in r.evicted {
-                            index.evict(gone, f.exec);
-                        }
-                        caches[f.exec].commit_write(f.file);
-                        index.insert(f.file, f.exec);
-                    }
+                    d.fetched(now, f.exec, f.read, f.read.source);
                     pending[f.task] -= 1;
                     if pending[f.task] == 0 {
                         push(
@@ -463,114 +350,41 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                     }
                 }
             }
-            Ev::Done(e, task) => {
-                busy[e] -= 1;
-                if busy[e] == 0 {
-                    idle_since[e] = now;
-                }
-                out.tasks += 1;
-                let b = bucket(&mut out.intervals, step, now);
-                b.done += 1;
-                b.read += tasks[task].files.len() as u64 * spec.file_size;
-                out.makespan = out.makespan.max(now);
-            }
+            Ev::Done(e, task) => d.done(now, e, task),
         }
-        // Dispatch while the head can be placed.
-        out.peak_queue = out.peak_queue.max(waiting.len());
-        while let Some(&head) = waiting.front() {
-            let free: Vec<bool> = (0..n)
-                .map(|e| registered[e] && busy[e] < spec.cpus)
-                .collect();
-            let live = registered.iter().filter(|&&r| r).count();
-            let utilization = busy.iter().filter(|&&b| b > 0).count() as f64 / live.max(1) as f64;
-            let view = FarmView {
-                free: &free,
-                utilization,
-                index: &index,
-            };
-            let Some(e) = policy.notify(&tasks[head].files, &view) else {
-                break;
-            };
-            let room = spec.cpus - busy[e];
-            let more = policy.pick_up(
-                e,
-                &Queue {
-                    tasks,
-                    waiting: &waiting,
-                    skip: 1,
-                },
-                room - 1,
-                &view,
-            );
-            let mut chosen: Vec<usize> = more.iter().map(|&i| waiting[i + 1]).collect();
-            chosen.insert(0, head);
-            let mut positions: Vec<usize> = more.iter().map(|&i| i + 1).collect();
-            positions.push(0);
-            positions.sort_unstable_by(|a, b| b.cmp(a));
-            for p in positions {
-                waiting.remove(p);
+        for p in d.dispatch(now) {
+            let mut needs = 0;
+            for read in p.reads {
+                let s = match read.source {
+                    Source::Local => continue,
+                    Source::Peer(peer) => 1 + peer,
+                    Source::Store => 0,
+                };
+                let server = &mut servers[s];
+                server.advance(now);
+                server.flows.push(Flow {
+                    left: spec.file_size as f64,
+                    exec: p.exec,
+                    task: p.task,
+                    read,
+                });
+                server.generation += 1;
+                if let Some(at) = server.next_end(now) {
+                    push(&mut heap, at, Ev::Flow(s, server.generation));
+                }
+                needs += 1;
             }
-            for task in chosen {
-                busy[e] += 1;
-                let mut needs = 0;
-                for &f in &tasks[task].files {
-                    if index.cached(f, e) {
-                        out.local_hits += 1;
-                        bucket(&mut out.intervals, step, now).local += 1;
-                        caches[e].touch(f);
-                        continue;
-                    }
-                    // A peer holding it (the least loaded), else the store.
-                    let peer = index
-                        .holders(f)
-                        .iter()
-                        .min_by_key(|&&p| (servers[1 + p].flows.len(), p))
-                        .map(|&p| 1 + p);
-                    match peer {
-                        Some(_) => {
-                            out.global_hits += 1;
-                            bucket(&mut out.intervals, step, now).global += 1;
-                        }
-                        None => {
-                            out.misses += 1;
-                            bucket(&mut out.intervals, step, now).miss += 1;
-                        }
-                    }
-                    out.bytes_moved += spec.file_size;
-                    let s = peer.unwrap_or(0);
-                    let server = &mut servers[s];
-                    server.advance(now);
-                    server.flows.push(Flow {
-                        left: spec.file_size as f64,
-                        exec: e,
-                        task,
-                        file: f,
-                    });
-                    server.generation += 1;
-                    if let Some(at) = server.next_end(now) {
-                        push(&mut heap, at, Ev::Flow(s, server.generation));
-                    }
-                    needs += 1;
-                }
-                pending[task] = needs;
-                if needs == 0 {
-                    push(
-                        &mut heap,
-                        now + spec.dispatch + spec.compute,
-                        Ev::Done(e, task),
-                    );
-                }
+            pending[p.task] = needs;
+            if needs == 0 {
+                push(
+                    &mut heap,
+                    now + spec.dispatch + spec.compute,
+                    Ev::Done(p.exec, p.task),
+                );
             }
         }
     }
-    out.utilization = if registered_time > 0.0 {
-        busy_time / (registered_time * spec.cpus as f64)
-    } else {
-        0.0
-    };
-    out.final_executors = registered.iter().filter(|&&r| r).count();
-    out.cpu_hours = registered_time * spec.cpus as f64 / 3600.0;
-    Ok(out)
+    Ok(d.finish())
 }
 
 #[cfg(test)]

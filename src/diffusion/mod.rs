@@ -3,6 +3,7 @@
 //! shared structures; the dispatch policies are in `policy::dispatch`.
 
 pub mod config;
+pub mod dispatcher;
 pub mod farm;
 pub mod index;
 pub mod stream;
