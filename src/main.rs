@@ -131,6 +131,26 @@ struct FarmArgs {
     /// cache hits over time) as an SVG here.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// The engine: the simulator, or live executors moving real bytes
+    /// (scaled by the testbed's `[emulation]`).
+    #[arg(long, value_enum, default_value_t = Engine::Sim)]
+    engine: Engine,
+    /// Run both engines and compare: exit 1 if the live makespan deviates
+    /// from the simulated one by more than `--tolerance`.
+    #[arg(long)]
+    validate: bool,
+    /// Largest makespan deviation (live vs sim) `--validate` accepts.
+    #[arg(long, default_value_t = 0.10)]
+    tolerance: f64,
+    /// Live: serve Prometheus metrics on this address.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
+    /// Live: keep /metrics up this many seconds after the run.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    linger: f64,
+    /// Live: where the executors' pools and the store go.
+    #[arg(long, value_name = "DIR")]
+    pool_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -269,11 +289,12 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
     if args.no_cache {
         tb.spec.caching = false;
     }
-    let started = std::time::Instant::now();
-    let r = farm::run(&tb.spec, &tb.tasks).map_err(|e| bad(e.to_string()))?;
-    let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
-    let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
-    let pct = |n: u64| 100.0 * n as f64 / reads;
+    if !(args.tolerance.is_finite() && args.tolerance >= 0.0) {
+        return Err(bad(format!(
+            "--tolerance: expected a fraction ≥ 0, found {}",
+            args.tolerance
+        )));
+    }
     say!(
         "farm `{}` — {}, {}{}, {} tasks",
         tb.name,
@@ -288,12 +309,88 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         } else {
             ""
         },
-        r.tasks
+        tb.tasks.len()
     );
+    let mut sim_run = None;
+    if args.engine == Engine::Sim || args.validate {
+        let started = std::time::Instant::now();
+        let r = farm::run(&tb.spec, &tb.tasks).map_err(|e| bad(e.to_string()))?;
+        say!("simulated ({:.2} s wall)", started.elapsed().as_secs_f64());
+        print_farm(&r, &tb);
+        sim_run = Some(r);
+    }
+    let mut live_run = None;
+    if args.engine == Engine::Live || args.validate {
+        let em = tb.emulation;
+        say!(
+            "live (time scale {}, byte scale {}: files of {} real bytes)",
+            em.time_scale,
+            em.byte_scale,
+            em.real_bytes(tb.spec.file_size)
+        );
+        let opts = gridbed::live::farm::FarmOptions {
+            run_id: format!("{}-{}-farm", tb.name, tb.spec.seed),
+            metrics_addr: args.metrics_addr,
+            linger: std::time::Duration::from_secs_f64(args.linger.max(0.0)),
+            pool_root: args.pool_dir.clone(),
+        };
+        let r = gridbed::live::farm::run(&tb.spec, &tb.tasks, em, opts).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        })?;
+        print_farm(&r.run, &tb);
+        say!(
+            "  live            {:.1} s wall (setup {:.1} s); {} transfers, {} real; {} peer reads re-sent to the store; executors started {}, released {} (pools left {}); {} cached files verified",
+            r.wall.as_secs_f64(),
+            r.setup.as_secs_f64(),
+            r.transfers,
+            human_bytes(r.real_bytes as f64),
+            r.rerouted,
+            r.started,
+            r.released,
+            r.pools_left,
+            r.files_verified
+        );
+        live_run = Some(r.run);
+    }
+    let shown = live_run.as_ref().or(sim_run.as_ref());
+    if let (Some(path), Some(r)) = (&args.svg, shown) {
+        let title = format!("{} — {}", tb.name, tb.spec.policy);
+        r.summary_svg(path, &title, &tb.spec).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        })?;
+        say!("  summary view    {}", path.display());
+    }
+    if let (true, Some(sim), Some(live)) = (args.validate, &sim_run, &live_run) {
+        use gridbed::report::validate;
+        let rows = validate::farm_rows(sim, live);
+        say!("\n{}", validate::rows_table(&rows).trim_end());
+        let dev = validate::deviation(sim.makespan, live.makespan).unwrap_or(f64::INFINITY);
+        let ok = dev.abs() <= args.tolerance;
+        say!(
+            "makespan deviation {:+.1}% ({} the tolerance of {:.0}%)",
+            100.0 * dev,
+            if ok { "within" } else { "outside" },
+            100.0 * args.tolerance
+        );
+        if !ok {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what a farm run measured.
+fn print_farm(r: &gridbed::diffusion::farm::FarmRun, tb: &gridbed::diffusion::config::FarmTestbed) {
+    let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
+    let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
+    let pct = |n: u64| 100.0 * n as f64 / reads;
     say!(
-        "  makespan        {:>10.1} s (ideal {ideal:.1} s, efficiency {:.0}%)",
+        "  makespan        {:>10.1} s (ideal {ideal:.1} s, efficiency {:.0}%), {} tasks",
         r.makespan,
-        100.0 * ideal / r.makespan.max(1e-9)
+        100.0 * ideal / r.makespan.max(1e-9),
+        r.tasks
     );
     say!(
         "  reads           local {:.1}%  global {:.1}%  miss {:.1}%  ({} moved)",
@@ -310,19 +407,6 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         100.0 * r.utilization
     );
     say!("  longest queue   {} tasks", r.peak_queue);
-    if let Some(path) = &args.svg {
-        let title = format!("{} — {}", tb.name, tb.spec.policy);
-        r.summary_svg(path, &title, &tb.spec).map_err(|e| {
-            eprintln!("error: {e}");
-            ExitCode::from(1)
-        })?;
-        say!("  summary view    {}", path.display());
-    }
-    say!(
-        "  simulated in    {:.2} s wall",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn report(args: ReportArgs) -> Result<ExitCode, ExitCode> {

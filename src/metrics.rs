@@ -68,7 +68,38 @@ pub struct Metrics {
     pub jobs_total: IntGauge,
     /// Constant 1 with the run's labels, to join on in PromQL.
     pub run_info: GaugeVec,
+    /// The data-diffusion farm's series (zero in a workflow run).
+    pub farm: FarmMetrics,
 }
+
+/// The series of a data-diffusion farm (seed 001 §5's metrics): arrivals and
+/// ended tasks (their rates are the arrival rate and the throughput in
+/// tasks/s), bytes read by ended tasks and bytes the arrivals ask for (their
+/// rates are the measured and the ideal throughput), reads by where they were
+/// served, the wait queue and the executors.
+pub struct FarmMetrics {
+    /// Tasks arrived.
+    pub arrived: prometheus::IntCounter,
+    /// Tasks ended.
+    pub done: prometheus::IntCounter,
+    /// Nominal bytes read by the ended tasks.
+    pub bytes_read: prometheus::IntCounter,
+    /// Nominal bytes the arrived tasks read (the ideal throughput's numerator).
+    pub bytes_ideal: prometheus::IntCounter,
+    /// Nominal bytes moved from peers and the store.
+    pub bytes_moved: prometheus::IntCounter,
+    /// Reads by where they were served: `local`, `global`, `miss`.
+    pub reads: IntCounterVec,
+    /// Tasks in the wait queue.
+    pub wait_queue: IntGauge,
+    /// Executors registered.
+    pub executors: IntGauge,
+    /// Executors running a task.
+    pub executors_busy: IntGauge,
+}
+
+/// The `source` label values of `gridbed_farm_reads_total`.
+pub const READ_SOURCES: [&str; 3] = ["local", "global", "miss"];
 
 fn ok<T>(r: prometheus::Result<T>) -> T {
     // Only fails on a malformed name or a duplicate registration: a bug here,
@@ -121,7 +152,43 @@ impl Metrics {
             &["testbed", "strategy", "engine", "seed"],
         ));
         ok(registry.register(Box::new(run_info.clone())));
+        let ic = |name: &str, help: &str| {
+            let m = ok(prometheus::IntCounter::new(name, help));
+            ok(registry.register(Box::new(m.clone())));
+            m
+        };
+        let farm = FarmMetrics {
+            arrived: ic("gridbed_farm_tasks_arrived_total", "Farm tasks arrived"),
+            done: ic("gridbed_farm_tasks_done_total", "Farm tasks ended"),
+            bytes_read: ic(
+                "gridbed_farm_bytes_read_total",
+                "Nominal bytes read by the ended farm tasks (measured throughput)",
+            ),
+            bytes_ideal: ic(
+                "gridbed_farm_bytes_ideal_total",
+                "Nominal bytes the arrived farm tasks read (ideal throughput)",
+            ),
+            bytes_moved: ic(
+                "gridbed_farm_bytes_moved_total",
+                "Nominal bytes moved to executors from peers and the store",
+            ),
+            reads: icv(
+                "gridbed_farm_reads_total",
+                "Farm file reads by where they were served (local, global, miss)",
+                &["source"],
+            ),
+            wait_queue: ig("gridbed_farm_wait_queue", "Farm tasks in the wait queue"),
+            executors: ig("gridbed_farm_executors", "Farm executors registered"),
+            executors_busy: ig(
+                "gridbed_farm_executors_busy",
+                "Farm executors running a task",
+            ),
+        };
+        for source in READ_SOURCES {
+            farm.reads.with_label_values(&[source]);
+        }
         Metrics {
+            farm,
             jobs: igv("gridbed_jobs", "Jobs per manager state", &["state"]),
             site_jobs: igv(
                 "gridbed_site_jobs",

@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::farm::{Allocation, Drp, FarmSpec};
 use super::stream::{Arrivals, Popularity, Task, generate};
-use crate::config::ConfigError;
 use crate::config::units::{Rate, Size};
+use crate::config::{ConfigError, Emulation};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,6 +21,44 @@ struct FarmFile {
     seed: u64,
     farm: FarmTable,
     stream: StreamTable,
+    #[serde(default)]
+    emulation: Option<EmulationTable>,
+}
+
+/// How the live engine scales the farm (nominal per real).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmulationTable {
+    #[serde(default = "one_f64")]
+    time_scale: f64,
+    #[serde(default = "one_f64")]
+    byte_scale: f64,
+}
+
+/// A ramp with its parameters; each defaults to the paper's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RampTable {
+    #[serde(default = "one_f64")]
+    start: f64,
+    #[serde(default = "ramp_factor")]
+    factor: f64,
+    #[serde(default = "ramp_interval")]
+    interval: f64,
+    #[serde(default = "ramp_max")]
+    max: f64,
+}
+
+fn ramp_factor() -> f64 {
+    1.3
+}
+
+fn ramp_interval() -> f64 {
+    60.0
+}
+
+fn ramp_max() -> f64 {
+    1000.0
 }
 
 fn one() -> u64 {
@@ -85,7 +123,7 @@ struct StreamTable {
     compute: f64,
     #[serde(default = "one_usize")]
     files_per_task: usize,
-    /// ramp, or a constant rate in tasks/s
+    /// "ramp" (the paper's), a ramp table, or a constant rate in tasks/s
     arrivals: toml::Value,
     /// uniform, or zipf with `zipf`
     #[serde(default)]
@@ -124,6 +162,8 @@ pub struct FarmTestbed {
     pub spec: FarmSpec,
     /// The task stream.
     pub tasks: Vec<Task>,
+    /// How the live engine scales it (`[emulation]`; 1 and 1 by default).
+    pub emulation: Emulation,
 }
 
 /// Loads a farm testbed.
@@ -204,11 +244,51 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
         toml::Value::String(s) if s == "ramp" => Arrivals::paper_ramp(),
         toml::Value::Float(r) if *r > 0.0 => Arrivals::Constant(*r),
         toml::Value::Integer(r) if *r > 0 => Arrivals::Constant(*r as f64),
+        toml::Value::Table(t) => {
+            let r: RampTable = toml::Value::Table(t.clone()).try_into().map_err(|e| {
+                bad(
+                    "stream.arrivals",
+                    &format!("a ramp table {{ start, factor, interval, max }}: {e}"),
+                )
+            })?;
+            let ok = |x: f64| x.is_finite() && x > 0.0;
+            if !(ok(r.start) && ok(r.interval) && ok(r.max) && r.factor >= 1.0) {
+                return Err(bad(
+                    "stream.arrivals",
+                    "expected start, interval, max > 0 and factor ≥ 1",
+                ));
+            }
+            Arrivals::Ramp {
+                start: r.start,
+                factor: r.factor,
+                interval: r.interval,
+                max: r.max,
+            }
+        }
         other => {
             return Err(bad(
                 "stream.arrivals",
-                &format!("`{other}`; expected \"ramp\" or a rate in tasks/s"),
+                &format!("`{other}`; expected \"ramp\", a ramp table or a rate in tasks/s"),
             ));
+        }
+    };
+    let emulation = match f.emulation {
+        None => Emulation {
+            time_scale: 1.0,
+            byte_scale: 1.0,
+        },
+        Some(e) => {
+            let ok = |x: f64| x.is_finite() && x > 0.0;
+            if !(ok(e.time_scale) && ok(e.byte_scale)) {
+                return Err(bad(
+                    "emulation",
+                    "expected time_scale > 0 and byte_scale > 0",
+                ));
+            }
+            Emulation {
+                time_scale: e.time_scale,
+                byte_scale: e.byte_scale,
+            }
         }
     };
     let popularity = match f.stream.zipf {
@@ -253,5 +333,6 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             interval: 10.0,
         },
         tasks,
+        emulation,
     })
 }

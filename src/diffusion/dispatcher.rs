@@ -60,6 +60,25 @@ pub struct Provisioning {
     pub released: Vec<ExecId>,
 }
 
+/// Running totals, for live metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Tasks arrived.
+    pub arrived: u64,
+    /// Tasks ended.
+    pub done: u64,
+    /// Files the arrived tasks read.
+    pub arrived_reads: u64,
+    /// Files the ended tasks read.
+    pub done_reads: u64,
+    /// Reads served by the executor's own cache.
+    pub local: u64,
+    /// Reads served by a peer.
+    pub global: u64,
+    /// Reads served by the store.
+    pub miss: u64,
+}
+
 /// The dispatcher's state.
 pub struct Dispatcher<'a> {
     spec: &'a FarmSpec,
@@ -77,6 +96,7 @@ pub struct Dispatcher<'a> {
     /// Reads in flight that each executor serves to peers.
     serving: Vec<usize>,
     out: FarmRun,
+    counts: Counts,
     busy_time: f64,
     registered_time: f64,
     last_t: f64,
@@ -141,6 +161,7 @@ impl<'a> Dispatcher<'a> {
                 peak_executors: start,
                 ..Default::default()
             },
+            counts: Counts::default(),
             busy_time: 0.0,
             registered_time: 0.0,
             last_t: 0.0,
@@ -171,12 +192,30 @@ impl<'a> Dispatcher<'a> {
     /// Task `task` arrived into the wait queue.
     pub fn arrive(&mut self, now: f64, task: usize) {
         self.waiting.push_back(task);
+        self.counts.arrived += 1;
+        self.counts.arrived_reads += self.tasks[task].files.len() as u64;
         bucket(&mut self.out.intervals, self.step, now).arrived += 1;
+    }
+
+    /// Running totals.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            done: self.out.tasks as u64,
+            local: self.out.local_hits,
+            global: self.out.global_hits,
+            miss: self.out.misses,
+            ..self.counts
+        }
     }
 
     /// Executors registered now.
     pub fn executors(&self) -> usize {
         self.registered.iter().filter(|&&r| r).count()
+    }
+
+    /// Whether executor `e` is registered.
+    pub fn is_registered(&self, e: ExecId) -> bool {
+        self.registered.get(e).copied().unwrap_or(false)
     }
 
     /// Executors running at least one task now.
@@ -399,6 +438,7 @@ impl<'a> Dispatcher<'a> {
             self.idle_since[e] = now;
         }
         self.out.tasks += 1;
+        self.counts.done_reads += self.tasks[task].files.len() as u64;
         let b = bucket(&mut self.out.intervals, self.step, now);
         b.done += 1;
         b.read += self.tasks[task].files.len() as u64 * self.spec.file_size;

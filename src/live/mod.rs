@@ -13,6 +13,7 @@
 //! [`run`] sets everything up (pools, origin files, servers), runs the workflow
 //! to the end, checks every site's files from disk, and tears down.
 
+pub mod farm;
 pub mod gridftp;
 pub mod manager;
 pub mod messages;
@@ -122,6 +123,9 @@ pub enum EngineError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(String),
+    /// A farm read failed past its retries, or the farm stalled.
+    #[error("live farm: {0}")]
+    Farm(String),
 }
 
 /// Runs `scenario` live and returns when no job can make progress.
@@ -206,13 +210,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         servers.push(server.handle());
         actix_rt::spawn(server);
     }
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(10))
-        .read_timeout(Duration::from_secs(60))
-        .pool_max_idle_per_host(64)
-        .build()
-        .map_err(|e| EngineError::Client(e.to_string()))?;
+    let client = http_client()?;
     let shared = Arc::new(Shared {
         workflow: wf.clone(),
         encoded,
@@ -310,6 +308,18 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     })
 }
 
+/// The HTTP client of every transfer: no proxy (loopback only), bounded
+/// connect and read waits, kept-alive connections.
+pub fn http_client() -> Result<reqwest::Client, EngineError> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::from_secs(60))
+        .pool_max_idle_per_host(64)
+        .build()
+        .map_err(|e| EngineError::Client(e.to_string()))
+}
+
 /// Where pools go by default: a RAM file system (`/dev/shm`) when the run's
 /// real bytes fit comfortably in it, else the system temp dir. Thousands of
 /// small files created and deleted per second make a disk file system's
@@ -320,7 +330,11 @@ pub fn pool_root(scenario: &Scenario) -> PathBuf {
     let em = scenario.emulation;
     let real: u64 = wf.files.iter().map(|f| em.real_bytes(f.size)).sum();
     // Every file could be copied to every site at worst.
-    let worst = real.saturating_mul(scenario.sites.len() as u64);
+    pool_root_for(real.saturating_mul(scenario.sites.len() as u64))
+}
+
+/// Where pools holding at most `worst` real bytes go (see [`pool_root`]).
+pub fn pool_root_for(worst: u64) -> PathBuf {
     let shm = std::path::Path::new("/dev/shm");
     match free_bytes(shm) {
         Some(free) if shm.is_dir() && worst <= free / 4 => shm.to_path_buf(),

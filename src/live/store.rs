@@ -70,6 +70,24 @@ impl Store {
         }
         let _ = std::fs::remove_file(self.path(enc));
     }
+    /// Lists the verified part file of `transfer` as `enc` (an atomic
+    /// rename into place).
+    pub fn commit_part(&self, enc: &str, transfer: u64, meta: FileMeta) -> std::io::Result<()> {
+        std::fs::rename(self.part_path(enc, transfer), self.path(enc))?;
+        self.insert(enc, meta);
+        Ok(())
+    }
+    /// Deletes the part file of `transfer`.
+    pub fn drop_part(&self, enc: &str, transfer: u64) {
+        let _ = std::fs::remove_file(self.part_path(enc, transfer));
+    }
+    /// The listed files' pool names.
+    pub fn names(&self) -> Vec<String> {
+        self.catalog
+            .read()
+            .map(|c| c.keys().cloned().collect())
+            .unwrap_or_default()
+    }
     /// Number of listed files.
     pub fn len(&self) -> usize {
         self.catalog.read().map(|c| c.len()).unwrap_or(0)

@@ -42,6 +42,32 @@ pub async fn pull(
     enc: &str,
     id: u64,
 ) -> Result<Pulled, TransferFailure> {
+    fetch(client, source, dest, enc, id, true).await
+}
+
+/// Pulls and verifies like [`pull`], but leaves the bytes in `dest`'s part
+/// file of transfer `id`, unlisted: the caller lists them with
+/// [`Store::commit_part`] or drops them with [`Store::drop_part`] once it
+/// knows whether the file is to be cached (the data-diffusion executors,
+/// whose dispatcher decides).
+pub async fn pull_unlisted(
+    client: &reqwest::Client,
+    source: &str,
+    dest: &Store,
+    enc: &str,
+    id: u64,
+) -> Result<Pulled, TransferFailure> {
+    fetch(client, source, dest, enc, id, false).await
+}
+
+async fn fetch(
+    client: &reqwest::Client,
+    source: &str,
+    dest: &Store,
+    enc: &str,
+    id: u64,
+    list: bool,
+) -> Result<Pulled, TransferFailure> {
     let url = format!("{source}/files/{enc}");
     let mut busy_waits = 0u32;
     let mut waited = Duration::ZERO;
@@ -92,7 +118,10 @@ pub async fn pull(
                 if let Some(bytes) = body {
                     std::fs::write(&part, bytes)?;
                 }
-                std::fs::rename(&part, &dst)
+                if list {
+                    std::fs::rename(&part, &dst)?;
+                }
+                Ok(())
             })
             .await
             .map_err(std::io::Error::other)
@@ -107,7 +136,9 @@ pub async fn pull(
                 size: expected_len,
                 sha256: expected_sha,
             };
-            dest.insert(enc, meta.clone());
+            if list {
+                dest.insert(enc, meta.clone());
+            }
             Ok(Pulled { meta, busy_waits })
         }
         Err(e) => {

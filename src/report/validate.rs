@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::record::RunRecord;
+use crate::diffusion::farm::FarmRun;
 
 /// One compared figure.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -60,7 +61,8 @@ pub struct Comparison {
     pub dominant_phase: String,
 }
 
-fn deviation(sim: f64, live: f64) -> Option<f64> {
+/// `(live − sim) / sim`; 0 when both are equal, `None` when only sim is 0.
+pub fn deviation(sim: f64, live: f64) -> Option<f64> {
     if sim == live {
         Some(0.0)
     } else if sim == 0.0 {
@@ -96,6 +98,60 @@ fn phases(rec: &RunRecord) -> [f64; 4] {
         }
     }
     sums
+}
+
+fn pct(d: Option<f64>) -> String {
+    match d {
+        Some(d) => format!("{:+.2}%", d * 100.0),
+        None => "n/a".into(),
+    }
+}
+
+/// Figures side by side with their deviations, one line each.
+pub fn rows_table(rows: &[Row]) -> String {
+    let mut out = format!(
+        "  {:<28} {:>14} {:>14} {:>10}\n",
+        "figure", "sim", "live", "deviation"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>14.1} {:>14.1} {:>10}",
+            r.name,
+            r.sim,
+            r.live,
+            pct(r.deviation)
+        );
+    }
+    out
+}
+
+fn share(r: &FarmRun, n: u64) -> f64 {
+    100.0 * n as f64 / (r.local_hits + r.global_hits + r.misses).max(1) as f64
+}
+
+/// A data-diffusion farm's figures, sim beside live (seed 001's metrics).
+pub fn farm_rows(sim: &FarmRun, live: &FarmRun) -> Vec<Row> {
+    type Figure = fn(&FarmRun) -> f64;
+    let figures: [(&str, Figure); 8] = [
+        ("makespan (s)", |r| r.makespan),
+        ("tasks", |r| r.tasks as f64),
+        ("cache hit local (%)", |r| share(r, r.local_hits)),
+        ("cache hit global (%)", |r| share(r, r.global_hits)),
+        ("cache miss (%)", |r| share(r, r.misses)),
+        ("bytes moved (GB)", |r| r.bytes_moved as f64 / 1e9),
+        ("peak executors", |r| r.peak_executors as f64),
+        ("CPU hours", |r| r.cpu_hours),
+    ];
+    figures
+        .iter()
+        .map(|(name, f)| Row {
+            name: name.to_string(),
+            sim: f(sim),
+            live: f(live),
+            deviation: deviation(f(sim), f(live)),
+        })
+        .collect()
 }
 
 impl Comparison {
@@ -168,31 +224,14 @@ impl Comparison {
 
     /// The side-by-side table.
     pub fn table(&self) -> String {
-        let pct = |d: Option<f64>| match d {
-            Some(d) => format!("{:+.2}%", d * 100.0),
-            None => "n/a".into(),
-        };
         let mut out = String::new();
         let _ = writeln!(
             out,
             "gridbed validate `{}` (seed {}): sim vs live",
             self.testbed, self.seed
         );
-        let _ = writeln!(
-            out,
-            "\n  {:<28} {:>14} {:>14} {:>10}",
-            "figure", "sim", "live", "deviation"
-        );
-        for r in &self.rows {
-            let _ = writeln!(
-                out,
-                "  {:<28} {:>14.1} {:>14.1} {:>10}",
-                r.name,
-                r.sim,
-                r.live,
-                pct(r.deviation)
-            );
-        }
+        out.push('\n');
+        out.push_str(&rows_table(&self.rows));
         let _ = writeln!(out, "\n  mean time per job, by phase (nominal s)");
         for p in &self.phases {
             let _ = writeln!(

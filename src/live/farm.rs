@@ -1,0 +1,725 @@
+//! The data-diffusion farm live (seed 001 §3 on real bytes): the same
+//! sans-IO dispatcher as the simulated farm, on the wall clock, with every
+//! executor a site actor that has a cache pool (its own temp dir) and a
+//! gridftp endpoint, and the shared store a storage site whose endpoint is
+//! shaped to its aggregate bandwidth (GPFS's 4 Gb/s in the paper).
+//!
+//! ```text
+//!   dispatcher loop (diffusion::Dispatcher, wall clock × time_scale)
+//!      │ Run / Commit / Stop                    ▲ Fetched / Done
+//!      ▼                                        │
+//!   Executor × (static, or as the provisioner allocates)
+//!      │ pool: TempDir + Store, gridftp endpoint (peer bandwidth)
+//!      │ reqwest GET: a peer's endpoint (global hit) or the store's (miss)
+//!      ▼
+//!   store endpoint (aggregate bandwidth), every file of the dataset
+//! ```
+//!
+//! A read pulls the file into a hidden part file; the dispatcher, told it
+//! arrived, decides whether it is cached and what is evicted for it, and
+//! the executor applies that in the dispatcher's order (list the part file,
+//! delete the evicted ones), so each pool holds exactly what the location
+//! index says. A peer that evicted a file between dispatch and pull answers
+//! 404 and the read goes to the store (counted as a miss). Allocation starts
+//! an executor's pool, endpoint and actor; release stops them and deletes
+//! the pool.
+
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::mpsc;
+
+use super::store::{self, FileMeta, Store};
+use super::{EngineError, gridftp, names, transfer};
+use crate::config::Emulation;
+use crate::core::TransferFailure;
+use crate::diffusion::dispatcher::{Counts, Dispatcher, Read, Source};
+use crate::diffusion::farm::{FarmRun, FarmSpec};
+use crate::diffusion::index::ExecId;
+use crate::diffusion::stream::Task;
+use crate::metrics::Metrics;
+
+/// Attempts of a read from the store before the run fails.
+const STORE_ATTEMPTS: u32 = 5;
+/// Longest the dispatcher waits for any executor to report while tasks run.
+const STALL: Duration = Duration::from_secs(300);
+
+/// Options of a live farm run.
+#[derive(Default)]
+pub struct FarmOptions {
+    /// Run id label of the metrics.
+    pub run_id: String,
+    /// Serve `/metrics` here while running.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Keep `/metrics` up this long after the run.
+    pub linger: Duration,
+    /// Where the pools go; `None` picks one (see [`super::pool_root_for`]).
+    pub pool_root: Option<PathBuf>,
+}
+
+/// A finished live farm run.
+#[derive(Debug)]
+pub struct LiveFarmRun {
+    /// What the dispatcher measured (nominal times).
+    pub run: FarmRun,
+    /// Wall time from the first arrival to the last task's end.
+    pub wall: Duration,
+    /// Wall time of the setup (the store's files, the first executors).
+    pub setup: Duration,
+    /// Real bytes the executors received.
+    pub real_bytes: u64,
+    /// Transfers completed.
+    pub transfers: u64,
+    /// Peer reads that found the file evicted and went to the store.
+    pub rerouted: u64,
+    /// Executors started (actor, endpoint and pool).
+    pub started: usize,
+    /// Executors released (actor and endpoint stopped, pool deleted).
+    pub released: usize,
+    /// Pools of released executors still on disk at the end (must be 0).
+    pub pools_left: usize,
+    /// Files checked at the end: every executor's pool listed exactly
+    /// what the index says it caches, and every listed file verified.
+    pub files_verified: usize,
+    /// The final `/metrics` text.
+    pub metrics: String,
+}
+
+/// What an executor tells the dispatcher.
+#[derive(Debug)]
+enum Report {
+    /// A read arrived, verified, in the part file of `transfer`.
+    Fetched {
+        exec: ExecId,
+        read: Read,
+        served: Source,
+        transfer: u64,
+        meta: FileMeta,
+    },
+    /// Task `task`'s reads and compute ended.
+    Done { exec: ExecId, task: usize },
+    /// A read failed past its retries.
+    Failed {
+        exec: ExecId,
+        task: usize,
+        why: String,
+    },
+}
+
+/// What every executor shares.
+struct Shared {
+    client: reqwest::Client,
+    store_url: String,
+    /// Pool name of every file.
+    names: Vec<String>,
+    /// Real seconds of a task's dispatch and compute.
+    compute: Duration,
+    reports: mpsc::UnboundedSender<Report>,
+}
+
+/// An executor: CPU slots are the dispatcher's business; the actor owns
+/// the pool and runs what it is given.
+struct Executor {
+    id: ExecId,
+    store: Store,
+    /// Deleted when the actor stops (release).
+    _dir: tempfile::TempDir,
+    shared: Arc<Shared>,
+    next_transfer: u64,
+}
+
+impl Actor for Executor {
+    type Context = Context<Self>;
+}
+
+/// Run `task`, reading `reads` (each with its source's URL, none if local).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Run {
+    task: usize,
+    reads: Vec<(Read, Option<String>)>,
+}
+
+/// The dispatcher's decision on a fetched file: list it or drop it, and
+/// delete what was evicted for it.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Commit {
+    file: usize,
+    transfer: u64,
+    meta: FileMeta,
+    keep: bool,
+    evict: Vec<usize>,
+}
+
+/// Released: stop.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Stop;
+
+impl Handler<Run> for Executor {
+    type Result = ();
+    fn handle(&mut self, m: Run, ctx: &mut Context<Self>) {
+        let shared = self.shared.clone();
+        let store = self.store.clone();
+        let exec = self.id;
+        let mut pulls = Vec::new();
+        for (read, url) in m.reads {
+            let Some(url) = url else { continue };
+            self.next_transfer += 1;
+            let transfer = self.next_transfer;
+            let (shared, store) = (shared.clone(), store.clone());
+            pulls.push(async move {
+                let r = read_file(&shared, &store, read, &url, transfer).await;
+                let report = match r {
+                    Ok((served, meta)) => Report::Fetched {
+                        exec,
+                        read,
+                        served,
+                        transfer,
+                        meta,
+                    },
+                    Err(e) => Report::Failed {
+                        exec,
+                        task: m.task,
+                        why: format!("file {}: {e:?}", shared.names[read.file]),
+                    },
+                };
+                let failed = matches!(report, Report::Failed { .. });
+                let _ = shared.reports.send(report);
+                failed
+            });
+        }
+        let task = m.task;
+        ctx.spawn(
+            async move {
+                let results = futures_util::future::join_all(pulls).await;
+                if results.iter().any(|&failed| failed) {
+                    return;
+                }
+                if !shared.compute.is_zero() {
+                    tokio::time::sleep(shared.compute).await;
+                }
+                let _ = shared.reports.send(Report::Done { exec, task });
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+/// Pulls `read` from `url` (a peer or the store); a peer that no longer has
+/// it sends the read to the store; the store is retried on connection
+/// failures. Where it was served from, and what arrived.
+async fn read_file(
+    shared: &Shared,
+    store: &Store,
+    read: Read,
+    url: &str,
+    transfer: u64,
+) -> Result<(Source, FileMeta), TransferFailure> {
+    let enc = &shared.names[read.file];
+    if matches!(read.source, Source::Peer(_)) {
+        match transfer::pull_unlisted(&shared.client, url, store, enc, transfer).await {
+            Ok(p) => return Ok((read.source, p.meta)),
+            Err(_) => store.drop_part(enc, transfer),
+        }
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match transfer::pull_unlisted(&shared.client, &shared.store_url, store, enc, transfer).await
+        {
+            Ok(p) => return Ok((Source::Store, p.meta)),
+            Err(e) if attempt >= STORE_ATTEMPTS => return Err(e),
+            Err(_) => {
+                store.drop_part(enc, transfer);
+                tokio::time::sleep(Duration::from_millis(10 << attempt)).await;
+            }
+        }
+    }
+}
+
+impl Handler<Commit> for Executor {
+    type Result = ();
+    fn handle(&mut self, m: Commit, _: &mut Context<Self>) {
+        let names = &self.shared.names;
+        for f in m.evict {
+            self.store.remove(&names[f]);
+        }
+        let enc = &names[m.file];
+        if m.keep {
+            if let Err(e) = self.store.commit_part(enc, m.transfer, m.meta) {
+                // The index now says this executor caches the file; the
+                // end-of-run check reports the difference.
+                tracing::warn!("executor {}: listing {enc}: {e}", self.id);
+            }
+        } else {
+            self.store.drop_part(enc, m.transfer);
+        }
+    }
+}
+
+impl Handler<Stop> for Executor {
+    type Result = ();
+    fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        ctx.stop();
+    }
+}
+
+/// The dispatcher's handle on a started executor.
+struct Started {
+    addr: Addr<Executor>,
+    url: String,
+    server: actix_web::dev::ServerHandle,
+    store: Store,
+}
+
+/// What it takes to start an executor.
+struct Starter {
+    root: PathBuf,
+    limits: gridftp::Limits,
+    shared: Arc<Shared>,
+}
+
+impl Starter {
+    fn start(&self, id: ExecId) -> std::io::Result<Started> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("gridbed-executor-{id}-"))
+            .tempdir_in(&self.root)?;
+        let store = Store::new(dir.path());
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let server = gridftp::serve(
+            listener,
+            Arc::new(gridftp::Gridftp::new(
+                store.clone(),
+                self.limits.clone(),
+                Arc::default(),
+            )),
+        )?;
+        let handle = server.handle();
+        actix_rt::spawn(server);
+        let addr = Executor {
+            id,
+            store: store.clone(),
+            _dir: dir,
+            shared: self.shared.clone(),
+            next_transfer: 0,
+        }
+        .start();
+        Ok(Started {
+            addr,
+            url,
+            server: handle,
+            store,
+        })
+    }
+}
+
+/// Runs `tasks` through the farm `spec` live, scaled by `em`, to the end.
+pub fn run(
+    spec: &FarmSpec,
+    tasks: &[Task],
+    em: Emulation,
+    opts: FarmOptions,
+) -> Result<LiveFarmRun, EngineError> {
+    actix_rt::System::new().block_on(run_async(spec, tasks, em, opts))
+}
+
+async fn run_async(
+    spec: &FarmSpec,
+    tasks: &[Task],
+    em: Emulation,
+    opts: FarmOptions,
+) -> Result<LiveFarmRun, EngineError> {
+    let setup_start = Instant::now();
+    let metrics = Arc::new(Metrics::new(&opts.run_id));
+    metrics
+        .run_info
+        .with_label_values(&[&spec.policy, "farm", "live", &spec.seed.to_string()])
+        .set(1.0);
+    let metrics_server = match opts.metrics_addr {
+        Some(addr) => {
+            let server = crate::metrics::serve(TcpListener::bind(addr)?, metrics.clone())?;
+            let handle = server.handle();
+            actix_rt::spawn(server);
+            Some(handle)
+        }
+        None => None,
+    };
+    let real_size = em.real_bytes(spec.file_size);
+    let root = match &opts.pool_root {
+        Some(r) => r.clone(),
+        None => {
+            let per_exec = if spec.caching {
+                em.real_bytes(spec.cache)
+            } else {
+                real_size * spec.cpus as u64
+            };
+            let worst = real_size * spec.files as u64 + per_exec * spec.executors as u64;
+            super::pool_root_for(worst)
+        }
+    };
+
+    // The store: every file of the dataset, before the clock starts.
+    let names: Vec<String> = (0..spec.files)
+        .map(|f| names::encode(&format!("data-{f:05}")))
+        .collect();
+    let store_dir = tempfile::Builder::new()
+        .prefix("gridbed-store-")
+        .tempdir_in(&root)?;
+    let data = Store::new(store_dir.path());
+    write_dataset(&data, &names, real_size, spec.seed).await?;
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let store_url = format!("http://{}", listener.local_addr()?);
+    let store_server = gridftp::serve(
+        listener,
+        Arc::new(gridftp::Gridftp::new(
+            data.clone(),
+            gridftp::Limits {
+                bandwidth: em.real_rate(spec.store_bandwidth),
+                stream_cap: f64::INFINITY,
+                max_connections: 100_000,
+                latency: Duration::ZERO,
+            },
+            Arc::default(),
+        )),
+    )?;
+    let store_handle = store_server.handle();
+    actix_rt::spawn(store_server);
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let starter = Starter {
+        root,
+        limits: gridftp::Limits {
+            bandwidth: em.real_rate(spec.peer_bandwidth),
+            stream_cap: f64::INFINITY,
+            max_connections: 100_000,
+            latency: Duration::ZERO,
+        },
+        shared: Arc::new(Shared {
+            client: super::http_client()?,
+            store_url,
+            names: names.clone(),
+            compute: Duration::from_secs_f64(em.real_secs(spec.compute + spec.dispatch).max(0.0)),
+            reports: tx,
+        }),
+    };
+    let mut d = Dispatcher::new(spec, tasks)?;
+    let mut execs: Vec<Option<Started>> = (0..spec.executors).map(|_| None).collect();
+    let mut out = Tally::default();
+    for (e, slot) in execs.iter_mut().enumerate() {
+        if d.is_registered(e) {
+            *slot = Some(starter.start(e)?);
+            out.started += 1;
+        }
+    }
+    let setup = setup_start.elapsed();
+
+    let result = drive(
+        &mut d, tasks, spec, em, &starter, &mut execs, &mut rx, &metrics, &mut out,
+    )
+    .await;
+    let wall = out.wall;
+
+    // Check every pool against the index, then tear down.
+    let mut files_verified = 0;
+    let mut mismatch = None;
+    if result.is_ok() {
+        for (e, started) in execs.iter().enumerate() {
+            let Some(s) = started else { continue };
+            for (f, enc) in names.iter().enumerate() {
+                let listed = s.store.meta(enc).is_some();
+                if listed != d.cached(f, e) {
+                    mismatch.get_or_insert_with(|| {
+                        format!(
+                            "executor {e}: file {enc} {} but the index says {}",
+                            if listed { "listed" } else { "missing" },
+                            if listed { "evicted" } else { "cached" }
+                        )
+                    });
+                }
+            }
+            let store = s.store.clone();
+            let checked = tokio::task::spawn_blocking(move || {
+                let names = store.names();
+                for enc in &names {
+                    store::verify(&store, enc).map_err(|why| format!("{enc}: {why}"))?;
+                }
+                Ok::<usize, String>(names.len())
+            })
+            .await
+            .map_err(|e| EngineError::Farm(e.to_string()))?;
+            match checked {
+                Ok(n) => files_verified += n,
+                Err(why) => {
+                    mismatch.get_or_insert(format!("executor {e}: {why}"));
+                }
+            }
+        }
+    }
+    for s in execs.iter_mut().filter_map(Option::take) {
+        s.server.stop(false).await;
+        s.addr.do_send(Stop);
+    }
+    store_handle.stop(false).await;
+    let pools_left = out.released_dirs.iter().filter(|p| p.exists()).count();
+    if let Some(h) = metrics_server {
+        if !opts.linger.is_zero() {
+            tokio::time::sleep(opts.linger).await;
+        }
+        h.stop(false).await;
+    }
+    result?;
+    if let Some(m) = mismatch {
+        return Err(EngineError::Farm(format!("end-of-run check: {m}")));
+    }
+    Ok(LiveFarmRun {
+        run: d.finish(),
+        wall,
+        setup,
+        real_bytes: out.real_bytes,
+        transfers: out.transfers,
+        rerouted: out.rerouted,
+        started: out.started,
+        released: out.released,
+        pools_left,
+        files_verified,
+        metrics: metrics.render(),
+    })
+}
+
+/// What the loop counts beside the dispatcher.
+#[derive(Default)]
+struct Tally {
+    real_bytes: u64,
+    transfers: u64,
+    rerouted: u64,
+    started: usize,
+    released: usize,
+    released_dirs: Vec<PathBuf>,
+    wall: Duration,
+    last: Counts,
+}
+
+/// The dispatcher loop: arrivals, provisioning and allocations on the
+/// wall clock, executors' reports as they come, dispatch after each.
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    d: &mut Dispatcher<'_>,
+    tasks: &[Task],
+    spec: &FarmSpec,
+    em: Emulation,
+    starter: &Starter,
+    execs: &mut [Option<Started>],
+    rx: &mut mpsc::UnboundedReceiver<Report>,
+    metrics: &Metrics,
+    out: &mut Tally,
+) -> Result<(), EngineError> {
+    let start = Instant::now();
+    let nominal = |at: Instant| at.duration_since(start).as_secs_f64() * em.time_scale;
+    let real_at = |t: f64| start + Duration::from_secs_f64(em.real_secs(t).max(0.0));
+    let mut next_task = 0;
+    let mut next_provision = if spec.drp.is_some() {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    let mut allocations: VecDeque<(f64, usize)> = VecDeque::new();
+    let mut reports: Vec<Report> = Vec::new();
+    let mut last_report = Instant::now();
+    loop {
+        let now = nominal(Instant::now());
+        d.advance(now);
+        for r in reports.drain(..) {
+            match r {
+                Report::Fetched {
+                    exec,
+                    read,
+                    served,
+                    transfer,
+                    meta,
+                } => {
+                    let was = d.cached(read.file, exec);
+                    out.real_bytes += meta.size;
+                    out.transfers += 1;
+                    if served != read.source {
+                        out.rerouted += 1;
+                    }
+                    let evict = d.fetched(now, exec, read, served);
+                    let keep = !was && d.cached(read.file, exec);
+                    if let Some(s) = &execs[exec] {
+                        s.addr.do_send(Commit {
+                            file: read.file,
+                            transfer,
+                            meta,
+                            keep,
+                            evict,
+                        });
+                    }
+                }
+                Report::Done { exec, task } => d.done(now, exec, task),
+                Report::Failed { exec, task, why } => {
+                    return Err(EngineError::Farm(format!(
+                        "task {task} on executor {exec}: {why}"
+                    )));
+                }
+            }
+        }
+        while next_task < tasks.len() && tasks[next_task].arrival <= now {
+            d.arrive(now, next_task);
+            next_task += 1;
+        }
+        while allocations.front().is_some_and(|a| a.0 <= now) {
+            let Some((_, count)) = allocations.pop_front() else {
+                break;
+            };
+            for e in d.allocated(now, count) {
+                execs[e] = Some(starter.start(e)?);
+                out.started += 1;
+            }
+        }
+        if now >= next_provision {
+            let p = d.provision(now);
+            for e in p.released {
+                if let Some(s) = execs[e].take() {
+                    out.released_dirs.push(s.store.dir().to_path_buf());
+                    out.released += 1;
+                    let server = s.server;
+                    actix_rt::spawn(async move { server.stop(false).await });
+                    s.addr.do_send(Stop);
+                }
+            }
+            if p.allocate > 0
+                && let Some(drp) = spec.drp
+            {
+                allocations.push_back((now + drp.latency, p.allocate));
+            }
+            let every = spec.drp.map_or(1.0, |p| p.interval);
+            while next_provision <= now {
+                next_provision += every;
+            }
+        }
+        for p in d.dispatch(now) {
+            let Some(s) = &execs[p.exec] else {
+                return Err(EngineError::Farm(format!(
+                    "task {} placed on executor {}, which is not running",
+                    p.task, p.exec
+                )));
+            };
+            let reads = p
+                .reads
+                .into_iter()
+                .map(|r| {
+                    let store = &starter.shared.store_url;
+                    let url = match r.source {
+                        Source::Local => None,
+                        Source::Store => Some(store.clone()),
+                        Source::Peer(q) => {
+                            Some(execs[q].as_ref().map_or(store, |x| &x.url).clone())
+                        }
+                    };
+                    (r, url)
+                })
+                .collect();
+            s.addr.do_send(Run {
+                task: p.task,
+                reads,
+            });
+        }
+        sync_metrics(d, spec, metrics, &mut out.last);
+        if d.finished() {
+            out.wall = start.elapsed();
+            return Ok(());
+        }
+        let mut wake = f64::INFINITY;
+        if let Some(t) = tasks.get(next_task) {
+            wake = wake.min(t.arrival);
+        }
+        if let Some(a) = allocations.front() {
+            wake = wake.min(a.0);
+        }
+        wake = wake.min(next_provision);
+        let sleep = if wake.is_finite() {
+            tokio::time::sleep_until(real_at(wake).into())
+        } else {
+            tokio::time::sleep(STALL)
+        };
+        tokio::select! {
+            r = rx.recv() => {
+                let Some(r) = r else {
+                    return Err(EngineError::Farm("every executor went away".into()));
+                };
+                reports.push(r);
+                while let Ok(r) = rx.try_recv() {
+                    reports.push(r);
+                }
+                last_report = Instant::now();
+            }
+            () = sleep => {
+                let stalled = !wake.is_finite() || last_report.elapsed() >= STALL;
+                if stalled && (d.waiting() > 0 || d.busy_executors() > 0) {
+                    return Err(EngineError::Farm(format!(
+                        "stalled: no executor reported for {} s with {} tasks waiting and {} executors busy",
+                        STALL.as_secs(), d.waiting(), d.busy_executors()
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Brings the farm's Prometheus series up to the dispatcher's totals.
+fn sync_metrics(d: &Dispatcher<'_>, spec: &FarmSpec, m: &Metrics, last: &mut Counts) {
+    let c = d.counts();
+    let f = &m.farm;
+    f.arrived.inc_by(c.arrived - last.arrived);
+    f.done.inc_by(c.done - last.done);
+    f.bytes_ideal
+        .inc_by((c.arrived_reads - last.arrived_reads) * spec.file_size);
+    f.bytes_read
+        .inc_by((c.done_reads - last.done_reads) * spec.file_size);
+    f.bytes_moved
+        .inc_by((c.global + c.miss - last.global - last.miss) * spec.file_size);
+    for (source, now, before) in [
+        ("local", c.local, last.local),
+        ("global", c.global, last.global),
+        ("miss", c.miss, last.miss),
+    ] {
+        f.reads.with_label_values(&[source]).inc_by(now - before);
+    }
+    f.wait_queue.set(d.waiting() as i64);
+    f.executors.set(d.executors() as i64);
+    f.executors_busy.set(d.busy_executors() as i64);
+    *last = c;
+}
+
+/// Writes the dataset's files into the store, in parallel off the async
+/// thread.
+async fn write_dataset(
+    store: &Store,
+    names: &[String],
+    size: u64,
+    seed: u64,
+) -> std::io::Result<()> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let chunk = names.len().div_ceil(workers).max(1);
+    let mut jobs = Vec::new();
+    for part in names.chunks(chunk) {
+        let (part, store) = (part.to_vec(), store.clone());
+        jobs.push(tokio::task::spawn_blocking(move || {
+            for enc in &part {
+                store::write_generated(&store, enc, seed, enc, size)?;
+            }
+            Ok::<_, std::io::Error>(())
+        }));
+    }
+    for j in jobs {
+        j.await.map_err(std::io::Error::other)??;
+    }
+    Ok(())
+}
