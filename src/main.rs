@@ -131,6 +131,11 @@ struct FarmArgs {
     /// cache hits over time) as an SVG here.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Write the per-interval metrics (arrivals, ended tasks, bytes read,
+    /// reads local/global/miss, wait queue, executors allocated/busy) as
+    /// CSV here (the live run's when there is one).
+    #[arg(long, value_name = "FILE")]
+    intervals: Option<PathBuf>,
     /// The engine: the simulator, or live executors moving real bytes
     /// (scaled by the testbed's `[emulation]`).
     #[arg(long, value_enum, default_value_t = Engine::Sim)]
@@ -361,6 +366,13 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
             ExitCode::from(1)
         })?;
         say!("  summary view    {}", path.display());
+    }
+    if let (Some(path), Some(r)) = (&args.intervals, shown) {
+        std::fs::write(path, r.intervals_csv()).map_err(|e| {
+            eprintln!("error: writing {}: {e}", path.display());
+            ExitCode::from(1)
+        })?;
+        say!("  intervals       {}", path.display());
     }
     if let (true, Some(sim), Some(live)) = (args.validate, &sim_run, &live_run) {
         use gridbed::report::validate;

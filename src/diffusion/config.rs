@@ -80,6 +80,9 @@ struct FarmTable {
     dispatch: f64,
     #[serde(default = "yes")]
     caching: bool,
+    /// Seconds per reported interval (10 by default).
+    #[serde(default)]
+    interval: Option<f64>,
     provisioner: Option<ProvisionerTable>,
 }
 
@@ -330,7 +333,7 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             peer_bandwidth: f.farm.peer_bandwidth.0,
             caching: f.farm.caching,
             seed: f.seed,
-            interval: 10.0,
+            interval: f.farm.interval.filter(|&i| i > 0.0).unwrap_or(10.0),
         },
         tasks,
         emulation,

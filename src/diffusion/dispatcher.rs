@@ -431,6 +431,25 @@ impl<'a> Dispatcher<'a> {
         evicted
     }
 
+    /// A read of a task on `e` failed (past the engine's retries): the
+    /// planned peer no longer serves it.
+    pub fn read_failed(&mut self, read: Read) {
+        if let Source::Peer(p) = read.source {
+            self.serving[p] = self.serving[p].saturating_sub(1);
+        }
+    }
+
+    /// Task `task` could not run on `e` (a read failed, or the executor was
+    /// lost): it goes back to the head of the wait queue, to be placed again.
+    pub fn requeue(&mut self, now: f64, e: ExecId, task: usize) {
+        self.busy[e] = self.busy[e].saturating_sub(1);
+        if self.busy[e] == 0 {
+            self.idle_since[e] = now;
+        }
+        self.out.requeued += 1;
+        self.waiting.push_front(task);
+    }
+
     /// Task `task` ended on `e`.
     pub fn done(&mut self, now: f64, e: ExecId, task: usize) {
         self.busy[e] -= 1;
@@ -462,4 +481,137 @@ impl<'a> Dispatcher<'a> {
 fn new_cache(spec: &FarmSpec, e: ExecId) -> Result<Pool, UnknownPolicy> {
     policy::eviction_policy(&spec.eviction, spec.seed ^ (e as u64 + 1))
         .map(|p| Pool::new(spec.cache, p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diffusion::farm::Drp;
+
+    fn spec(executors: usize, drp: Option<Drp>) -> FarmSpec {
+        FarmSpec {
+            executors,
+            drp,
+            cpus: 1,
+            cache: 30,
+            eviction: "lru".into(),
+            policy: "max-compute-util".into(),
+            files: 10,
+            file_size: 10,
+            compute: 1.0,
+            dispatch: 0.0,
+            store_bandwidth: 1.0,
+            peer_bandwidth: 1.0,
+            caching: true,
+            seed: 1,
+            interval: 10.0,
+        }
+    }
+
+    fn task(at: f64, files: &[FileId]) -> Task {
+        Task {
+            arrival: at,
+            files: files.to_vec(),
+        }
+    }
+
+    #[test]
+    fn reads_come_from_the_cache_then_the_least_loaded_peer_then_the_store() {
+        let s = spec(3, None);
+        let tasks = vec![task(0.0, &[0]), task(0.0, &[0, 1]), task(0.0, &[0])];
+        let mut d = Dispatcher::new(&s, &tasks).unwrap();
+        d.arrive(0.0, 0);
+        let p = d.dispatch(0.0);
+        assert_eq!(p[0].reads[0].source, Source::Store);
+        assert!(d.fetched(0.0, 0, p[0].reads[0], Source::Store).is_empty());
+        assert!(d.cached(0, 0));
+        d.done(1.0, 0, 0);
+        // Executor 0 caches file 0: max-compute-util notifies the first free
+        // executor (0), which reads 0 locally and 1 from the store.
+        d.arrive(1.0, 1);
+        let p = d.dispatch(1.0);
+        assert_eq!(p[0].exec, 0);
+        let sources: Vec<Source> = p[0].reads.iter().map(|r| r.source).collect();
+        assert_eq!(sources, [Source::Local, Source::Store]);
+        // The next task lands on executor 1 and reads file 0 from peer 0.
+        d.arrive(1.0, 2);
+        let p = d.dispatch(1.0);
+        assert_eq!(p[0].exec, 1);
+        assert_eq!(p[0].reads[0].source, Source::Peer(0));
+        let c = d.counts();
+        assert_eq!(
+            (c.local, c.global, c.miss),
+            (1, 0, 1),
+            "peer read not ended"
+        );
+        d.fetched(1.5, 1, p[0].reads[0], Source::Peer(0));
+        assert_eq!(d.counts().global, 1);
+    }
+
+    #[test]
+    fn a_requeued_task_is_placed_again_and_nothing_is_lost() {
+        let s = spec(1, None);
+        let tasks = vec![task(0.0, &[3]), task(0.0, &[4])];
+        let mut d = Dispatcher::new(&s, &tasks).unwrap();
+        d.arrive(0.0, 0);
+        d.arrive(0.0, 1);
+        let p = d.dispatch(0.0);
+        assert_eq!((p.len(), d.waiting()), (1, 1), "one slot");
+        // Its read failed: back to the head, ahead of task 1.
+        d.read_failed(p[0].reads[0]);
+        d.requeue(0.5, 0, 0);
+        assert_eq!(d.waiting(), 2);
+        let p = d.dispatch(0.5);
+        assert_eq!(p[0].task, 0);
+        d.fetched(0.7, 0, p[0].reads[0], Source::Store);
+        d.done(1.0, 0, 0);
+        let p = d.dispatch(1.0);
+        assert_eq!(p[0].task, 1);
+        d.done(2.0, 0, 1);
+        assert!(d.finished());
+        let r = d.finish();
+        assert_eq!((r.tasks, r.requeued), (2, 1));
+    }
+
+    #[test]
+    fn the_provisioner_releases_only_idle_executors_that_serve_no_peer() {
+        let drp = Drp {
+            min: 0,
+            queue_threshold: 0,
+            allocation: crate::diffusion::farm::Allocation::AllAtOnce,
+            latency: 1.0,
+            idle: 5.0,
+            interval: 1.0,
+        };
+        let s = spec(2, Some(drp));
+        let tasks = vec![task(0.0, &[0]), task(0.0, &[1]), task(2.0, &[0, 1])];
+        let mut d = Dispatcher::new(&s, &tasks).unwrap();
+        assert_eq!(d.executors(), 0);
+        d.arrive(0.0, 0);
+        d.arrive(0.0, 1);
+        let p = d.provision(0.0);
+        assert_eq!(p.allocate, 2, "all at once");
+        assert_eq!(d.provision(0.5).allocate, 0, "already coming");
+        assert_eq!(d.allocated(1.0, 2), [0, 1]);
+        for p in d.dispatch(1.0) {
+            d.fetched(1.5, p.exec, p.reads[0], Source::Store);
+            d.done(2.0, p.exec, p.task);
+        }
+        // Executor 0 reads file 0 locally and file 1 from executor 1.
+        d.arrive(2.0, 2);
+        let p = d.dispatch(2.0);
+        let sources: Vec<Source> = p[0].reads.iter().map(|r| r.source).collect();
+        assert_eq!(
+            (p[0].exec, sources),
+            (0, vec![Source::Local, Source::Peer(1)])
+        );
+        // At 8 s executor 1 has idled 6 s but serves a peer: kept.
+        assert!(d.provision(8.0).released.is_empty());
+        d.fetched(8.5, 0, p[0].reads[1], Source::Peer(1));
+        d.done(9.0, 0, 2);
+        assert_eq!(d.provision(9.0).released, [1], "idle 7 s, serving none");
+        assert!(!d.cached(1, 1), "its cache went with it");
+        assert_eq!(d.provision(14.0).released, [0]);
+        assert_eq!(d.executors(), 0);
+    }
 }

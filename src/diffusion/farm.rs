@@ -132,6 +132,8 @@ pub struct FarmRun {
     pub peak_queue: usize,
     /// Busy slots over registered slots, averaged over the makespan.
     pub utilization: f64,
+    /// Tasks put back into the wait queue after a failed read.
+    pub requeued: u64,
     /// Most executors registered at once.
     pub peak_executors: usize,
     /// Executors registered at the end.
@@ -143,6 +145,31 @@ pub struct FarmRun {
 }
 
 impl FarmRun {
+    /// The per-interval metrics as CSV, one row an interval.
+    pub fn intervals_csv(&self) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::from(
+            "t_s,arrived,done,bytes_read,local,global,miss,wait_queue,executors,busy\n",
+        );
+        for i in &self.intervals {
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{}",
+                i.t,
+                i.arrived,
+                i.done,
+                i.read,
+                i.local,
+                i.global,
+                i.miss,
+                i.queue,
+                i.executors,
+                i.busy
+            );
+        }
+        out
+    }
+
     /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
     /// throughput vs the ideal, the wait queue, executors allocated and busy,
     /// and where reads were served, per interval.

@@ -45,6 +45,9 @@ use crate::metrics::Metrics;
 
 /// Attempts of a read from the store before the run fails.
 const STORE_ATTEMPTS: u32 = 5;
+/// Failed reads (each puts its task back in the wait queue) before the
+/// run gives up: the store is down, not unlucky.
+const MAX_FAILED_READS: u64 = 100;
 /// Longest the dispatcher waits for any executor to report while tasks run.
 const STALL: Duration = Duration::from_secs(300);
 
@@ -76,6 +79,8 @@ pub struct LiveFarmRun {
     pub transfers: u64,
     /// Peer reads that found the file evicted and went to the store.
     pub rerouted: u64,
+    /// Reads that failed past their retries (their tasks were placed again).
+    pub failed_reads: u64,
     /// Executors started (actor, endpoint and pool).
     pub started: usize,
     /// Executors released (actor and endpoint stopped, pool deleted).
@@ -103,11 +108,9 @@ enum Report {
     /// Task `task`'s reads and compute ended.
     Done { exec: ExecId, task: usize },
     /// A read failed past its retries.
-    Failed {
-        exec: ExecId,
-        task: usize,
-        why: String,
-    },
+    Failed { read: Read, why: String },
+    /// Task `task` could not read its files: back to the wait queue.
+    Requeue { exec: ExecId, task: usize },
 }
 
 /// What every executor shares.
@@ -184,8 +187,7 @@ impl Handler<Run> for Executor {
                         meta,
                     },
                     Err(e) => Report::Failed {
-                        exec,
-                        task: m.task,
+                        read,
                         why: format!("file {}: {e:?}", shared.names[read.file]),
                     },
                 };
@@ -199,6 +201,7 @@ impl Handler<Run> for Executor {
             async move {
                 let results = futures_util::future::join_all(pulls).await;
                 if results.iter().any(|&failed| failed) {
+                    let _ = shared.reports.send(Report::Requeue { exec, task });
                     return;
                 }
                 if !shared.compute.is_zero() {
@@ -485,6 +488,7 @@ async fn run_async(
         real_bytes: out.real_bytes,
         transfers: out.transfers,
         rerouted: out.rerouted,
+        failed_reads: out.failed_reads,
         started: out.started,
         released: out.released,
         pools_left,
@@ -502,6 +506,7 @@ struct Tally {
     started: usize,
     released: usize,
     released_dirs: Vec<PathBuf>,
+    failed_reads: u64,
     wall: Duration,
     last: Counts,
 }
@@ -563,11 +568,17 @@ async fn drive(
                     }
                 }
                 Report::Done { exec, task } => d.done(now, exec, task),
-                Report::Failed { exec, task, why } => {
-                    return Err(EngineError::Farm(format!(
-                        "task {task} on executor {exec}: {why}"
-                    )));
+                Report::Failed { read, why } => {
+                    tracing::warn!("farm read failed: {why}");
+                    out.failed_reads += 1;
+                    if out.failed_reads > MAX_FAILED_READS {
+                        return Err(EngineError::Farm(format!(
+                            "more than {MAX_FAILED_READS} reads failed; the last: {why}"
+                        )));
+                    }
+                    d.read_failed(read);
                 }
+                Report::Requeue { exec, task } => d.requeue(now, exec, task),
             }
         }
         while next_task < tasks.len() && tasks[next_task].arrival <= now {

@@ -5,6 +5,7 @@ mod cli;
 mod clustering;
 mod common;
 mod config_errors;
+mod farm;
 mod formats;
 mod gridftp;
 mod live_runs;

@@ -1,0 +1,207 @@
+//! The data-diffusion farm live (seed 001): executors as real site actors
+//! with cache pools and gridftp endpoints, the store as a shaped endpoint,
+//! real bytes on loopback, checked against the simulated farm.
+
+use std::path::Path;
+
+use gridbed::config::Emulation;
+use gridbed::diffusion::config;
+use gridbed::diffusion::farm::{self, Allocation, Drp, FarmSpec};
+use gridbed::diffusion::stream::{Arrivals, Popularity, Task, generate};
+use gridbed::live::farm::{FarmOptions, LiveFarmRun};
+use gridbed::report::validate;
+
+use crate::common;
+
+fn small() -> config::FarmTestbed {
+    config::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml"),
+    )
+    .unwrap()
+}
+
+fn live(spec: &FarmSpec, tasks: &[Task], em: Emulation) -> LiveFarmRun {
+    gridbed::live::farm::run(
+        spec,
+        tasks,
+        em,
+        FarmOptions {
+            run_id: "farm-test".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Every read is accounted once and moved bytes are what the counts say,
+/// nominal and real; every cached file verified against the index.
+fn check_accounting(r: &LiveFarmRun, spec: &FarmSpec, tasks: &[Task], em: Emulation) {
+    let reads: u64 = tasks.iter().map(|t| t.files.len() as u64).sum();
+    let run = &r.run;
+    assert_eq!(run.tasks, tasks.len(), "every task ran");
+    assert_eq!(r.failed_reads, 0);
+    assert_eq!(
+        run.local_hits + run.global_hits + run.misses,
+        reads,
+        "local + global + miss = file accesses"
+    );
+    let moved = run.global_hits + run.misses;
+    assert_eq!(run.bytes_moved, moved * spec.file_size, "nominal bytes");
+    assert_eq!(
+        r.transfers, moved,
+        "one real transfer per global hit or miss"
+    );
+    assert_eq!(
+        r.real_bytes,
+        moved * em.real_bytes(spec.file_size),
+        "real bytes received = (global + miss) × real file size"
+    );
+    assert!(r.files_verified > 0, "{r:?}");
+}
+
+#[test]
+fn a_scaled_live_run_of_the_diffusion_testbed_agrees_with_sim_within_validate_tolerance() {
+    let tb = small();
+    let sim = farm::run(&tb.spec, &tb.tasks).unwrap();
+    let r = live(&tb.spec, &tb.tasks, tb.emulation);
+    check_accounting(&r, &tb.spec, &tb.tasks, tb.emulation);
+    let dev = validate::deviation(sim.makespan, r.run.makespan).unwrap();
+    assert!(
+        dev.abs() <= 0.10,
+        "live {:.1} s vs sim {:.1} s: {:+.1}%\n{}",
+        r.run.makespan,
+        sim.makespan,
+        100.0 * dev,
+        validate::rows_table(&validate::farm_rows(&sim, &r.run))
+    );
+    // The caches did the work in both: most reads local, few from the store.
+    for run in [&sim, &r.run] {
+        assert!(run.local_hits > 2 * run.misses, "{run:?}");
+    }
+    // The Prometheus series say what the run record says.
+    let m = &r.metrics;
+    let series = |name: &str, label: &str| -> f64 {
+        m.lines()
+            .find(|l| l.starts_with(name) && l.contains(label))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    assert_eq!(
+        series("gridbed_farm_tasks_done_total", "run_id=\"farm-test\"") as usize,
+        tb.tasks.len()
+    );
+    assert_eq!(
+        series("gridbed_farm_reads_total", "source=\"miss\"") as u64,
+        r.run.misses
+    );
+    assert_eq!(
+        series("gridbed_farm_bytes_moved_total", "run_id=\"farm-test\"") as u64,
+        r.run.bytes_moved
+    );
+}
+
+#[test]
+fn the_live_provisioner_starts_executors_under_load_and_stops_them_deleting_their_pools() {
+    // A burst of 60 tasks/s for 10 s, a lull, one last task at 60 s.
+    let mut tasks = generate(
+        600,
+        40,
+        1,
+        &Arrivals::Constant(60.0),
+        &Popularity::Uniform,
+        4,
+    );
+    tasks.push(Task {
+        arrival: 60.0,
+        files: vec![0],
+    });
+    let spec = FarmSpec {
+        executors: 6,
+        drp: Some(Drp {
+            min: 1,
+            queue_threshold: 5,
+            allocation: Allocation::Additive(2),
+            latency: 1.0,
+            idle: 8.0,
+            interval: 1.0,
+        }),
+        cpus: 2,
+        cache: 100_000_000,
+        eviction: "lru".into(),
+        policy: "good-cache-compute".into(),
+        files: 40,
+        file_size: 10_000_000,
+        compute: 0.1,
+        dispatch: 0.0,
+        store_bandwidth: 100e6,
+        peer_bandwidth: 50e6,
+        caching: true,
+        seed: 3,
+        interval: 5.0,
+    };
+    let em = Emulation {
+        time_scale: 5.0,
+        byte_scale: 1000.0,
+    };
+    let r = live(&spec, &tasks, em);
+    check_accounting(&r, &spec, &tasks, em);
+    assert!(r.run.peak_executors >= 4, "grew under the burst: {r:?}");
+    assert!(
+        r.started >= r.run.peak_executors,
+        "each registered executor was started"
+    );
+    assert!(r.released >= 3, "released in the lull: {r:?}");
+    assert_eq!(r.pools_left, 0, "a released executor's pool is deleted");
+    assert!(r.run.final_executors <= 2, "{r:?}");
+}
+
+#[test]
+fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
+    let dir = tempfile::tempdir().unwrap();
+    // The small testbed with fewer tasks, so the CLI test stays short.
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml"),
+    )
+    .unwrap()
+    .replace("tasks = 3000", "tasks = 300");
+    let tb = dir.path().join("farm.toml");
+    std::fs::write(&tb, text).unwrap();
+    let csv = dir.path().join("intervals.csv");
+    let svg = dir.path().join("view.svg");
+    let (code, out, err) = common::gridbed(&[
+        "farm".as_ref(),
+        tb.as_os_str(),
+        "--validate".as_ref(),
+        "--tolerance".as_ref(),
+        "1.0".as_ref(),
+        "--intervals".as_ref(),
+        csv.as_os_str(),
+        "--svg".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for want in [
+        "simulated",
+        "live (time scale 4",
+        "cache hit local (%)",
+        "within the tolerance",
+    ] {
+        assert!(out.contains(want), "{want}: {out}");
+    }
+    let rows: Vec<String> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert!(rows[0].starts_with("t_s,arrived,done"));
+    let arrived: u64 = rows[1..]
+        .iter()
+        .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(arrived, 300);
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("Wait queue")
+    );
+}
