@@ -320,6 +320,11 @@ fn farm_runs_a_farm_testbed_and_refuses_bad_ones() {
     );
     assert_eq!(paper.spec.cache, 4_000_000_000);
     assert!(paper.spec.drp.is_some());
+    assert_eq!(
+        (paper.emulation.time_scale, paper.emulation.byte_scale),
+        (1.0, 1000.0),
+        "scaled for live: 10 MB files are 10 kB on disk"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let body = r#"
@@ -357,6 +362,21 @@ arrivals = 50
             "stream.arrivals",
         ),
         ("cpus = 2", "cpus = \"two\"", "bad.toml:5:8: farm.cpus"),
+        (
+            "arrivals = 50",
+            "arrivals = { start = 0 }",
+            "stream.arrivals: expected start, interval, max > 0",
+        ),
+        (
+            "arrivals = 50",
+            "arrivals = { begin = 1 }",
+            "unknown field `begin`",
+        ),
+        (
+            "arrivals = 50",
+            "arrivals = 50\n[emulation]\ntime_scale = -1",
+            "emulation: expected time_scale > 0",
+        ),
     ] {
         let bad = write_testbed(dir.path(), "bad.toml", &body.replace(from, to));
         let (code, _, stderr) = gridbed(&["farm", bad.to_str().unwrap()]);
