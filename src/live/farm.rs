@@ -56,6 +56,8 @@ const STALL: Duration = Duration::from_secs(300);
 pub struct FarmOptions {
     /// Run id label of the metrics.
     pub run_id: String,
+    /// The testbed's name (the `testbed` label of `gridbed_run_info`).
+    pub testbed: String,
     /// Serve `/metrics` here while running.
     pub metrics_addr: Option<SocketAddr>,
     /// Keep `/metrics` up this long after the run.
@@ -343,7 +345,7 @@ async fn run_async(
     let metrics = Arc::new(Metrics::new(&opts.run_id));
     metrics
         .run_info
-        .with_label_values(&[&spec.policy, "farm", "live", &spec.seed.to_string()])
+        .with_label_values(&[&opts.testbed, &spec.policy, "live", &spec.seed.to_string()])
         .set(1.0);
     let metrics_server = match opts.metrics_addr {
         Some(addr) => {

@@ -26,7 +26,16 @@ fn the_dashboard_parses_and_every_panel_has_a_datasource_targets_and_a_unit() {
     assert_eq!(vars, ["run", "site"]);
     let panels = d["panels"].as_array().unwrap();
     assert!(panels.len() >= 14);
-    for p in panels {
+    let rows: Vec<&str> = panels
+        .iter()
+        .filter(|p| p["type"] == "row")
+        .map(|p| p["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        rows.iter().any(|r| r.starts_with("Data diffusion")),
+        "a row of farm panels: {rows:?}"
+    );
+    for p in panels.iter().filter(|p| p["type"] != "row") {
         let title = p["title"].as_str().unwrap();
         assert_eq!(p["datasource"]["uid"], "gridbed-prometheus", "{title}");
         let targets = p["targets"].as_array().unwrap();
@@ -98,6 +107,41 @@ fn encode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// A farm of 4 executors that reads from peers, the store and its caches
+/// for a few seconds.
+fn small_farm() -> (
+    gridbed::diffusion::farm::FarmSpec,
+    Vec<gridbed::diffusion::stream::Task>,
+) {
+    use gridbed::diffusion::stream::{Arrivals, Popularity, generate};
+    let spec = gridbed::diffusion::farm::FarmSpec {
+        executors: 4,
+        drp: None,
+        cpus: 2,
+        cache: 100_000_000,
+        eviction: "lru".into(),
+        policy: "good-cache-compute".into(),
+        files: 30,
+        file_size: 10_000_000,
+        compute: 0.1,
+        dispatch: 0.0,
+        store_bandwidth: 50e6,
+        peer_bandwidth: 50e6,
+        caching: true,
+        seed: 2,
+        interval: 5.0,
+    };
+    let tasks = generate(
+        400,
+        30,
+        1,
+        &Arrivals::Constant(10.0),
+        &Popularity::Uniform,
+        2,
+    );
+    (spec, tasks)
 }
 
 const SCENARIO: &str = r#"
@@ -213,11 +257,35 @@ fn every_panel_expression_returns_data_from_a_real_prometheus_scraping_a_live_ru
     )
     .expect("live run");
     assert!(r.succeeded);
+    // The scraper stops once the run's /metrics is gone.
+    let scraped = scraper.join().unwrap().expect("scraped /metrics over HTTP");
+    // Then a live data-diffusion farm on the same address, for the farm row.
+    let farm_run_id = "prometheus-test-farm";
+    let farm_start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let (spec, tasks) = small_farm();
+    let f = gridbed::live::farm::run(
+        &spec,
+        &tasks,
+        gridbed::config::Emulation {
+            time_scale: 5.0,
+            byte_scale: 1000.0,
+        },
+        gridbed::live::farm::FarmOptions {
+            run_id: farm_run_id.into(),
+            metrics_addr: Some(metrics_addr),
+            linger: Duration::from_secs(4),
+            ..Default::default()
+        },
+    )
+    .expect("live farm");
+    assert_eq!(f.run.tasks, tasks.len());
     let end = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let scraped = scraper.join().unwrap().expect("scraped /metrics over HTTP");
 
     // Names three ways: dashboard ⊆ live scrape = docs/metrics.md.
     let exported: BTreeSet<String> = scraped
@@ -249,6 +317,11 @@ fn every_panel_expression_returns_data_from_a_real_prometheus_scraping_a_live_ru
     std::thread::sleep(Duration::from_secs(2));
     let mut missing = Vec::new();
     for (title, expr) in common::dashboard_exprs() {
+        let (run_id, start) = if expr.contains("gridbed_farm_") {
+            (farm_run_id, farm_start)
+        } else {
+            (run_id, start)
+        };
         let q = expr
             .replace("$run", run_id)
             .replace("$site", ".*")

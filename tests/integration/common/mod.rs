@@ -90,7 +90,11 @@ pub fn dashboard_exprs() -> Vec<(String, String)> {
     let d = dashboard();
     let mut out = Vec::new();
     for p in d["panels"].as_array().unwrap() {
-        for t in p["targets"].as_array().unwrap() {
+        // Rows group panels and query nothing.
+        let Some(targets) = p["targets"].as_array() else {
+            continue;
+        };
+        for t in targets {
             out.push((
                 p["title"].as_str().unwrap().to_string(),
                 t["expr"].as_str().unwrap().to_string(),
