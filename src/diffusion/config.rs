@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::farm::{Allocation, Drp, FarmSpec};
-use super::stream::{Arrivals, Popularity, Task, generate};
+use super::stream::{Arrivals, Popularity, Task, generate, parse_arrivals};
 use crate::config::units::{Rate, Size};
 use crate::config::{ConfigError, Emulation};
 
@@ -126,7 +126,8 @@ struct StreamTable {
     compute: f64,
     #[serde(default = "one_usize")]
     files_per_task: usize,
-    /// "ramp" (the paper's), a ramp table, or a constant rate in tasks/s
+    /// "ramp" (the paper's), a ramp table, `{ trace = "file" }` or a
+    /// constant rate in tasks/s
     arrivals: toml::Value,
     /// uniform, or zipf with `zipf`
     #[serde(default)]
@@ -247,6 +248,37 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
         toml::Value::String(s) if s == "ramp" => Arrivals::paper_ramp(),
         toml::Value::Float(r) if *r > 0.0 => Arrivals::Constant(*r),
         toml::Value::Integer(r) if *r > 0 => Arrivals::Constant(*r as f64),
+        toml::Value::Table(t) if t.contains_key("trace") => {
+            let Some(toml::Value::String(file)) = t.get("trace") else {
+                return Err(bad("stream.arrivals.trace", "expected a file name"));
+            };
+            let trace = path.parent().unwrap_or(Path::new(".")).join(file);
+            let text = std::fs::read_to_string(&trace).map_err(|e| {
+                bad(
+                    "stream.arrivals.trace",
+                    &format!("cannot read {}: {e}", trace.display()),
+                )
+            })?;
+            let times = parse_arrivals(&text).map_err(|(line, message)| ConfigError {
+                file: trace.clone(),
+                line,
+                column: 1,
+                field: "(arrival trace)".into(),
+                message,
+            })?;
+            if times.len() < f.stream.tasks {
+                return Err(bad(
+                    "stream.tasks",
+                    &format!(
+                        "{} tasks, but the trace {} has {} arrival times",
+                        f.stream.tasks,
+                        trace.display(),
+                        times.len()
+                    ),
+                ));
+            }
+            Arrivals::Trace(times)
+        }
         toml::Value::Table(t) => {
             let r: RampTable = toml::Value::Table(t.clone()).try_into().map_err(|e| {
                 bad(
@@ -271,7 +303,9 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
         other => {
             return Err(bad(
                 "stream.arrivals",
-                &format!("`{other}`; expected \"ramp\", a ramp table or a rate in tasks/s"),
+                &format!(
+                    "`{other}`; expected \"ramp\", a ramp table, {{ trace = \"file\" }} or a rate in tasks/s"
+                ),
             ));
         }
     };

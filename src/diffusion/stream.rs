@@ -72,6 +72,37 @@ impl Arrivals {
     }
 }
 
+/// Parses an arrival trace: one arrival time (nominal seconds) a line, the
+/// first comma-separated column if there are more; `#` comments, blank lines
+/// and a header line starting with a letter are skipped. Times must be ≥ 0
+/// and in order. Errors give the line and what was expected.
+pub fn parse_arrivals(text: &str) -> Result<Vec<f64>, (usize, String)> {
+    let mut times: Vec<f64> = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        let first = line.split(',').next().unwrap_or("").trim();
+        if first.is_empty() || (times.is_empty() && first.starts_with(char::is_alphabetic)) {
+            continue;
+        }
+        let bad = |what: String| (n + 1, format!("{what}, found `{line}`"));
+        let t: f64 = first
+            .parse()
+            .ok()
+            .filter(|t: &f64| t.is_finite() && *t >= 0.0)
+            .ok_or_else(|| bad("expected an arrival time in seconds ≥ 0".into()))?;
+        if let Some(&last) = times.last()
+            && t < last
+        {
+            return Err(bad(format!("expected times in order (after {last})")));
+        }
+        times.push(t);
+    }
+    if times.is_empty() {
+        return Err((0, "expected at least one arrival time".into()));
+    }
+    Ok(times)
+}
+
 /// Which files tasks read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Popularity {
@@ -138,6 +169,17 @@ pub fn generate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arrival_trace_parses_in_order_and_names_a_bad_line() {
+        let t = parse_arrivals("time,note\n# warm-up\n0\n0.5, burst\n\n2\n").unwrap();
+        assert_eq!(t, [0.0, 0.5, 2.0]);
+        assert_eq!(parse_arrivals("1\n0.5\n").unwrap_err().0, 2, "out of order");
+        let (line, msg) = parse_arrivals("1\nsoon\n").unwrap_err();
+        assert_eq!(line, 2);
+        assert!(msg.contains("expected an arrival time"), "{msg}");
+        assert!(parse_arrivals("# nothing\n").is_err());
+    }
 
     #[test]
     fn the_papers_ramp_makes_250k_tasks_in_1415_seconds() {

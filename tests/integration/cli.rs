@@ -350,6 +350,25 @@ arrivals = 50
         stdout.contains("2000 tasks") && stdout.contains("makespan"),
         "{stdout}"
     );
+    // Arrival times from a trace file beside the testbed.
+    std::fs::write(dir.path().join("arrivals.csv"), "time\n0\n0.5\n0.5\n3\n").unwrap();
+    let traced = write_testbed(
+        dir.path(),
+        "traced.toml",
+        &body
+            .replace("arrivals = 50", "arrivals = { trace = \"arrivals.csv\" }")
+            .replace("tasks = 2000", "tasks = 4"),
+    );
+    let (code, stdout, stderr) = gridbed(&["farm", traced.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("4 tasks"), "{stdout}");
+    std::fs::write(dir.path().join("arrivals.csv"), "0\nlater\n").unwrap();
+    let (code, _, stderr) = gridbed(&["farm", traced.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("arrivals.csv:2:1: (arrival trace): expected an arrival time"),
+        "{stderr}"
+    );
     for (from, to, what) in [
         (
             "policy = \"good-cache-compute\"",
