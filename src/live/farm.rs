@@ -25,7 +25,7 @@
 //! the pool.
 
 use std::collections::VecDeque;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -296,18 +296,7 @@ impl Starter {
             .prefix(&format!("gridbed-executor-{id}-"))
             .tempdir_in(&self.root)?;
         let store = Store::new(dir.path());
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let server = gridftp::serve(
-            listener,
-            Arc::new(gridftp::Gridftp::new(
-                store.clone(),
-                self.limits.clone(),
-                Arc::default(),
-            )),
-        )?;
-        let handle = server.handle();
-        actix_rt::spawn(server);
+        let (url, handle) = super::serve_gridftp(&store, self.limits.clone(), Arc::default())?;
         let addr = Executor {
             id,
             store: store.clone(),
@@ -347,15 +336,7 @@ async fn run_async(
         .run_info
         .with_label_values(&[&opts.testbed, &spec.policy, "live", &spec.seed.to_string()])
         .set(1.0);
-    let metrics_server = match opts.metrics_addr {
-        Some(addr) => {
-            let server = crate::metrics::serve(TcpListener::bind(addr)?, metrics.clone())?;
-            let handle = server.handle();
-            actix_rt::spawn(server);
-            Some(handle)
-        }
-        None => None,
-    };
+    let metrics_server = super::serve_metrics(opts.metrics_addr, &metrics)?;
     let real_size = em.real_bytes(spec.file_size);
     let root = match &opts.pool_root {
         Some(r) => r.clone(),
@@ -379,33 +360,16 @@ async fn run_async(
         .tempdir_in(&root)?;
     let data = Store::new(store_dir.path());
     write_dataset(&data, &names, real_size, spec.seed).await?;
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let store_url = format!("http://{}", listener.local_addr()?);
-    let store_server = gridftp::serve(
-        listener,
-        Arc::new(gridftp::Gridftp::new(
-            data.clone(),
-            gridftp::Limits {
-                bandwidth: em.real_rate(spec.store_bandwidth),
-                stream_cap: f64::INFINITY,
-                max_connections: 100_000,
-                latency: Duration::ZERO,
-            },
-            Arc::default(),
-        )),
+    let (store_url, store_handle) = super::serve_gridftp(
+        &data,
+        endpoint(em.real_rate(spec.store_bandwidth)),
+        Arc::default(),
     )?;
-    let store_handle = store_server.handle();
-    actix_rt::spawn(store_server);
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let starter = Starter {
         root,
-        limits: gridftp::Limits {
-            bandwidth: em.real_rate(spec.peer_bandwidth),
-            stream_cap: f64::INFINITY,
-            max_connections: 100_000,
-            latency: Duration::ZERO,
-        },
+        limits: endpoint(em.real_rate(spec.peer_bandwidth)),
         shared: Arc::new(Shared {
             client: super::http_client()?,
             store_url,
@@ -473,12 +437,7 @@ async fn run_async(
     }
     store_handle.stop(false).await;
     let pools_left = out.released_dirs.iter().filter(|p| p.exists()).count();
-    if let Some(h) = metrics_server {
-        if !opts.linger.is_zero() {
-            tokio::time::sleep(opts.linger).await;
-        }
-        h.stop(false).await;
-    }
+    super::stop_metrics(metrics_server, opts.linger).await;
     result?;
     if let Some(m) = mismatch {
         return Err(EngineError::Farm(format!("end-of-run check: {m}")));
@@ -497,6 +456,18 @@ async fn run_async(
         files_verified,
         metrics: metrics.render(),
     })
+}
+
+/// A farm endpoint's limits: its aggregate bandwidth (real bytes/s) shared
+/// fairly, no per-stream cap, no connection limit that matters, no latency
+/// (the farm model has none).
+fn endpoint(bandwidth: f64) -> gridftp::Limits {
+    gridftp::Limits {
+        bandwidth,
+        stream_cap: f64::INFINITY,
+        max_connections: 100_000,
+        latency: Duration::ZERO,
+    }
 }
 
 /// What the loop counts beside the dispatcher.

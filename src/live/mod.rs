@@ -149,15 +149,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         .set(1.0);
     metrics.jobs_total.set(wf.jobs.len() as i64);
     metrics.maxpre.set(scenario.manager.maxpre as i64);
-    let metrics_server = match opts.metrics_addr {
-        Some(addr) => {
-            let server = crate::metrics::serve(TcpListener::bind(addr)?, metrics.clone())?;
-            let handle = server.handle();
-            actix_rt::spawn(server);
-            Some(handle)
-        }
-        None => None,
-    };
+    let metrics_server = serve_metrics(opts.metrics_addr, &metrics)?;
 
     // Pools and the origin's files, before any clock starts.
     let encoded: Vec<String> = wf.files.iter().map(|f| names::encode(&f.name)).collect();
@@ -191,8 +183,6 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     let mut urls = Vec::new();
     let mut servers = Vec::new();
     for (s, store) in scenario.sites.iter().zip(&stores) {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        urls.push(format!("http://{}", listener.local_addr()?));
         let limits = gridftp::Limits {
             bandwidth: em.real_rate(s.bandwidth),
             stream_cap: em.real_rate(s.stream_cap),
@@ -203,12 +193,9 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         faults
             .corrupt_responses
             .store(s.corrupt_responses, std::sync::atomic::Ordering::Relaxed);
-        let server = gridftp::serve(
-            listener,
-            Arc::new(gridftp::Gridftp::new(store.clone(), limits, faults)),
-        )?;
-        servers.push(server.handle());
-        actix_rt::spawn(server);
+        let (url, handle) = serve_gridftp(store, limits, faults)?;
+        urls.push(url);
+        servers.push(handle);
     }
     let client = http_client()?;
     let shared = Arc::new(Shared {
@@ -284,12 +271,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     for s in servers {
         s.stop(false).await;
     }
-    if let Some(h) = metrics_server {
-        if !opts.linger.is_zero() {
-            tokio::time::sleep(opts.linger).await;
-        }
-        h.stop(false).await;
-    }
+    stop_metrics(metrics_server, opts.linger).await;
     let rls = (0..wf.files.len())
         .map(|f| core.rls().holders(f).to_vec())
         .collect();
@@ -306,6 +288,47 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         timeline,
         records: core.into_records(),
     })
+}
+
+/// Serves `/metrics` of `metrics` on `addr`, if given, while the run goes.
+fn serve_metrics(
+    addr: Option<SocketAddr>,
+    metrics: &Arc<Metrics>,
+) -> std::io::Result<Option<actix_web::dev::ServerHandle>> {
+    let Some(addr) = addr else { return Ok(None) };
+    let server = crate::metrics::serve(TcpListener::bind(addr)?, metrics.clone())?;
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    Ok(Some(handle))
+}
+
+/// Stops the `/metrics` server after keeping it up `linger` longer, so a
+/// scraper gets the final values.
+async fn stop_metrics(server: Option<actix_web::dev::ServerHandle>, linger: Duration) {
+    if let Some(h) = server {
+        if !linger.is_zero() {
+            tokio::time::sleep(linger).await;
+        }
+        h.stop(false).await;
+    }
+}
+
+/// Starts a gridftp endpoint on `127.0.0.1:0` serving `store` within
+/// `limits`: its base URL and handle.
+fn serve_gridftp(
+    store: &store::Store,
+    limits: gridftp::Limits,
+    faults: Arc<gridftp::Faults>,
+) -> std::io::Result<(String, actix_web::dev::ServerHandle)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let server = gridftp::serve(
+        listener,
+        Arc::new(gridftp::Gridftp::new(store.clone(), limits, faults)),
+    )?;
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    Ok((url, handle))
 }
 
 /// The HTTP client of every transfer: no proxy (loopback only), bounded
