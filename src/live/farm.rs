@@ -131,8 +131,8 @@ struct Shared {
 struct Executor {
     id: ExecId,
     store: Store,
-    /// Deleted when the actor stops (release).
-    _dir: tempfile::TempDir,
+    /// Deleted on [`Stop`] (release).
+    dir: Option<tempfile::TempDir>,
     shared: Arc<Shared>,
     next_transfer: u64,
 }
@@ -161,10 +161,15 @@ struct Commit {
     evict: Vec<usize>,
 }
 
-/// Released: stop.
+/// Released: delete the pool and stop. Answers once the pool is gone.
 #[derive(Message)]
 #[rtype(result = "()")]
 struct Stop;
+
+/// The pool names listed now, once every earlier message was handled.
+#[derive(Message)]
+#[rtype(result = "Vec<String>")]
+struct Inventory;
 
 impl Handler<Run> for Executor {
     type Result = ();
@@ -228,9 +233,9 @@ async fn read_file(
 ) -> Result<(Source, FileMeta), TransferFailure> {
     let enc = &shared.names[read.file];
     if matches!(read.source, Source::Peer(_)) {
-        match transfer::pull_unlisted(&shared.client, url, store, enc, transfer).await {
-            Ok(p) => return Ok((read.source, p.meta)),
-            Err(_) => store.drop_part(enc, transfer),
+        // A failed pull leaves no part file behind.
+        if let Ok(p) = transfer::pull_unlisted(&shared.client, url, store, enc, transfer).await {
+            return Ok((read.source, p.meta));
         }
     }
     let mut attempt = 0;
@@ -240,10 +245,7 @@ async fn read_file(
         {
             Ok(p) => return Ok((Source::Store, p.meta)),
             Err(e) if attempt >= STORE_ATTEMPTS => return Err(e),
-            Err(_) => {
-                store.drop_part(enc, transfer);
-                tokio::time::sleep(Duration::from_millis(10 << attempt)).await;
-            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10 << attempt)).await,
         }
     }
 }
@@ -271,7 +273,19 @@ impl Handler<Commit> for Executor {
 impl Handler<Stop> for Executor {
     type Result = ();
     fn handle(&mut self, _: Stop, ctx: &mut Context<Self>) {
+        if let Some(dir) = self.dir.take()
+            && let Err(e) = dir.close()
+        {
+            tracing::warn!("executor {}: deleting its pool: {e}", self.id);
+        }
         ctx.stop();
+    }
+}
+
+impl Handler<Inventory> for Executor {
+    type Result = Vec<String>;
+    fn handle(&mut self, _: Inventory, _: &mut Context<Self>) -> Vec<String> {
+        self.store.names()
     }
 }
 
@@ -300,7 +314,7 @@ impl Starter {
         let addr = Executor {
             id,
             store: store.clone(),
-            _dir: dir,
+            dir: Some(dir),
             shared: self.shared.clone(),
             next_transfer: 0,
         }
@@ -401,8 +415,16 @@ async fn run_async(
     if result.is_ok() {
         for (e, started) in execs.iter().enumerate() {
             let Some(s) = started else { continue };
+            // After the commits still in its mailbox.
+            let inventory: std::collections::HashSet<String> = s
+                .addr
+                .send(Inventory)
+                .await
+                .map_err(|e| EngineError::Mailbox(e.to_string()))?
+                .into_iter()
+                .collect();
             for (f, enc) in names.iter().enumerate() {
-                let listed = s.store.meta(enc).is_some();
+                let listed = inventory.contains(enc);
                 if listed != d.cached(f, e) {
                     mismatch.get_or_insert_with(|| {
                         format!(
@@ -433,7 +455,7 @@ async fn run_async(
     }
     for s in execs.iter_mut().filter_map(Option::take) {
         s.server.stop(false).await;
-        s.addr.do_send(Stop);
+        let _ = s.addr.send(Stop).await;
     }
     store_handle.stop(false).await;
     let pools_left = out.released_dirs.iter().filter(|p| p.exists()).count();
@@ -575,7 +597,12 @@ async fn drive(
                     out.released += 1;
                     let server = s.server;
                     actix_rt::spawn(async move { server.stop(false).await });
-                    s.addr.do_send(Stop);
+                    // Waits for the pool's deletion (the executor's mailbox
+                    // holds nothing but its last commits).
+                    s.addr
+                        .send(Stop)
+                        .await
+                        .map_err(|e| EngineError::Mailbox(e.to_string()))?;
                 }
             }
             if p.allocate > 0
@@ -595,21 +622,24 @@ async fn drive(
                     p.task, p.exec
                 )));
             };
-            let reads = p
-                .reads
-                .into_iter()
-                .map(|r| {
-                    let store = &starter.shared.store_url;
-                    let url = match r.source {
-                        Source::Local => None,
-                        Source::Store => Some(store.clone()),
-                        Source::Peer(q) => {
-                            Some(execs[q].as_ref().map_or(store, |x| &x.url).clone())
+            let mut reads = Vec::with_capacity(p.reads.len());
+            for r in p.reads {
+                let url = match r.source {
+                    Source::Local => None,
+                    Source::Store => Some(starter.shared.store_url.clone()),
+                    // The index only names registered executors, and a
+                    // serving executor is never released.
+                    Source::Peer(q) => match &execs[q] {
+                        Some(peer) => Some(peer.url.clone()),
+                        None => {
+                            return Err(EngineError::Farm(format!(
+                                "executor {q} serves a read but is not running"
+                            )));
                         }
-                    };
-                    (r, url)
-                })
-                .collect();
+                    },
+                };
+                reads.push((r, url));
+            }
             s.addr.do_send(Run {
                 task: p.task,
                 reads,
