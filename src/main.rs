@@ -336,6 +336,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         let opts = gridbed::live::farm::FarmOptions {
             run_id: format!("{}-{}-farm", tb.name, tb.spec.seed),
             testbed: tb.name.clone(),
+            progress: Progress::counting(tb.tasks.len(), "tasks"),
             metrics_addr: args.metrics_addr,
             linger: std::time::Duration::from_secs_f64(args.linger.max(0.0)),
             pool_root: args.pool_dir.clone(),

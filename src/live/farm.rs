@@ -64,6 +64,8 @@ pub struct FarmOptions {
     pub linger: Duration,
     /// Where the pools go; `None` picks one (see [`super::pool_root_for`]).
     pub pool_root: Option<PathBuf>,
+    /// Progress display.
+    pub progress: crate::report::Progress,
 }
 
 /// A finished live farm run.
@@ -403,10 +405,21 @@ async fn run_async(
     }
     let setup = setup_start.elapsed();
 
+    let mut progress = opts.progress;
     let result = drive(
-        &mut d, tasks, spec, em, &starter, &mut execs, &mut rx, &metrics, &mut out,
+        &mut d,
+        tasks,
+        spec,
+        em,
+        &starter,
+        &mut execs,
+        &mut rx,
+        &metrics,
+        &mut progress,
+        &mut out,
     )
     .await;
+    progress.finish();
     let wall = out.wall;
 
     // Check every pool against the index, then tear down.
@@ -518,6 +531,7 @@ async fn drive(
     execs: &mut [Option<Started>],
     rx: &mut mpsc::UnboundedReceiver<Report>,
     metrics: &Metrics,
+    progress: &mut crate::report::Progress,
     out: &mut Tally,
 ) -> Result<(), EngineError> {
     let start = Instant::now();
@@ -646,6 +660,15 @@ async fn drive(
             });
         }
         sync_metrics(d, spec, metrics, &mut out.last);
+        progress.show(
+            d.done_tasks(),
+            &format!(
+                "{} waiting, {}/{} executors busy, t = {now:.0} s nominal",
+                d.waiting(),
+                d.busy_executors(),
+                d.executors()
+            ),
+        );
         if d.finished() {
             out.wall = start.elapsed();
             return Ok(());

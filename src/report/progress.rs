@@ -20,21 +20,29 @@ pub enum Progress {
     Lines {
         /// Wall time of the last line.
         last: Instant,
-        /// Jobs in the workflow.
+        /// Jobs (or tasks) in the run.
         total: usize,
+        /// What is counted: "jobs", "tasks".
+        unit: &'static str,
         /// Wall time between lines.
         every: Duration,
     },
 }
 
 impl Progress {
-    /// A bar when stderr is a terminal, plain lines otherwise.
+    /// A bar of jobs when stderr is a terminal, plain lines otherwise.
     pub fn for_stderr(total: usize) -> Self {
+        Self::counting(total, "jobs")
+    }
+
+    /// A bar of `total` `unit`s (e.g. "tasks") when stderr is a terminal,
+    /// plain lines otherwise.
+    pub fn counting(total: usize, unit: &'static str) -> Self {
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total as u64);
-            let style = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:32} {pos}/{len} jobs  {msg}  ETA {eta}",
-            )
+            let style = ProgressStyle::with_template(&format!(
+                "{{spinner}} [{{elapsed_precise}}] {{bar:32}} {{pos}}/{{len}} {unit}  {{msg}}  ETA {{eta}}"
+            ))
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
             Progress::Bar(bar)
@@ -42,6 +50,7 @@ impl Progress {
             Progress::Lines {
                 last: Instant::now(),
                 total,
+                unit,
                 every: Duration::from_secs(5),
             }
         }
@@ -54,16 +63,26 @@ impl Progress {
             "{} running, {} queued, {} staging, {transfers} transfers, t = {now:.0} s nominal",
             c.running, c.queued, c.staging
         );
+        self.show(ended, &msg);
+    }
+
+    /// Shows `ended` of the total, with `msg`.
+    pub fn show(&mut self, ended: usize, msg: &str) {
         match self {
             Progress::Hidden => {}
             Progress::Bar(bar) => {
                 bar.set_position(ended as u64);
-                bar.set_message(msg);
+                bar.set_message(msg.to_string());
             }
-            Progress::Lines { last, total, every } => {
+            Progress::Lines {
+                last,
+                total,
+                unit,
+                every,
+            } => {
                 if last.elapsed() >= *every {
                     *last = Instant::now();
-                    eprintln!("gridbed: {ended}/{total} jobs ended; {msg}");
+                    eprintln!("gridbed: {ended}/{total} {unit} ended; {msg}");
                 }
             }
         }
