@@ -370,7 +370,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         say!("  summary view    {}", path.display());
     }
     if let (Some(path), Some(r)) = (&args.intervals, shown) {
-        std::fs::write(path, r.intervals_csv()).map_err(|e| {
+        std::fs::write(path, r.intervals_csv(&tb.spec)).map_err(|e| {
             eprintln!("error: writing {}: {e}", path.display());
             ExitCode::from(1)
         })?;

@@ -193,8 +193,11 @@ impl<'a> Dispatcher<'a> {
     pub fn arrive(&mut self, now: f64, task: usize) {
         self.waiting.push_back(task);
         self.counts.arrived += 1;
-        self.counts.arrived_reads += self.tasks[task].files.len() as u64;
-        bucket(&mut self.out.intervals, self.step, now).arrived += 1;
+        let reads = self.tasks[task].files.len() as u64;
+        self.counts.arrived_reads += reads;
+        let b = bucket(&mut self.out.intervals, self.step, now);
+        b.arrived += 1;
+        b.arrived_reads += reads;
     }
 
     /// Running totals.

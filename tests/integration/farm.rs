@@ -194,6 +194,11 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
         .map(str::to_string)
         .collect();
     assert!(rows[0].starts_with("t_s,arrived,done"));
+    assert!(
+        rows[0].ends_with("throughput_gbps,ideal_gbps,local_pct,global_pct,miss_pct"),
+        "{}",
+        rows[0]
+    );
     let arrived: u64 = rows[1..]
         .iter()
         .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
