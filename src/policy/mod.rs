@@ -144,7 +144,8 @@ type DispatchCtor = Ctor<dyn dispatch::DispatchPolicy>;
 
 /// Falkon's dispatch policies by name (seed 001 §3.2); `window` is the
 /// scheduling window W (default 3,200, the paper's), `threshold` the CPU
-/// utilization at which good-cache-compute turns to cache hits (default 0.8).
+/// utilization at which good-cache-compute turns to cache hits (default 0.8)
+/// and `replicas` its maximum replication factor (default 0: none).
 pub const DISPATCHERS: &[(&str, DispatchCtor)] = &[
     ("first-available", |_, _| {
         Ok(Box::new(dispatch::FirstAvailable))
@@ -165,7 +166,10 @@ pub const DISPATCHERS: &[(&str, DispatchCtor)] = &[
                 "threshold {threshold}: expected a fraction in [0, 1]"
             ));
         }
-        Ok(Box::new(dispatch::GoodCacheCompute::new(window, threshold)))
+        let replicas = p.get("replicas", 0)?;
+        Ok(Box::new(dispatch::GoodCacheCompute::new(
+            window, threshold, replicas,
+        )))
     }),
 ];
 

@@ -2,41 +2,64 @@
 //! utilization (busy executors over registered ones) is below a threshold,
 //! max-cache-hit at or above it — cache hits as long as the CPUs stay busy.
 //! The paper's experiments use 0.8.
+//!
+//! The paper names a second heuristic without giving its value: a maximum
+//! replication factor, "which will determine how efficient the cache space
+//! utilization will be". With `replicas = R` (0, the default: no limit) a
+//! task goes to an executor that lacks one of its files only while that file
+//! has fewer than R copies; otherwise it waits for an executor that has it,
+//! as under max-cache-hit.
 
-use super::{DispatchPolicy, FarmView, MaxCacheHit, MaxComputeUtil, TaskQueue};
+use super::{
+    DispatchPolicy, FarmView, NextFree, TaskQueue, candidates, notify_cache_hit,
+    notify_compute_util, pick_by_hits, within_replicas,
+};
 use crate::core::FileId;
 use crate::diffusion::index::ExecId;
 
 /// Switches between the two data-aware policies on CPU utilization.
 #[derive(Debug, Clone, Copy)]
 pub struct GoodCacheCompute {
-    cache: MaxCacheHit,
-    compute: MaxComputeUtil,
+    next: NextFree,
     threshold: f64,
+    window: usize,
+    replicas: usize,
 }
 
 impl GoodCacheCompute {
-    /// With a scheduling window of `window` tasks and a utilization threshold.
-    pub fn new(window: usize, threshold: f64) -> Self {
+    /// With a scheduling window of `window` tasks, a utilization threshold
+    /// and a maximum replication factor (0: none).
+    pub fn new(window: usize, threshold: f64, replicas: usize) -> Self {
         GoodCacheCompute {
-            cache: MaxCacheHit::new(window),
-            compute: MaxComputeUtil::new(window),
+            next: NextFree::default(),
             threshold,
+            window,
+            replicas,
         }
     }
 
-    fn current(&mut self, view: &FarmView<'_>) -> &mut dyn DispatchPolicy {
-        if view.utilization < self.threshold {
-            &mut self.compute
-        } else {
-            &mut self.cache
-        }
+    fn computing(&self, view: &FarmView<'_>) -> bool {
+        view.utilization < self.threshold
     }
 }
 
 impl DispatchPolicy for GoodCacheCompute {
     fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId> {
-        self.current(view).notify(files, view)
+        if !self.computing(view) {
+            return notify_cache_hit(files, view, &mut self.next);
+        }
+        if self.replicas == 0 {
+            return notify_compute_util(files, view, &mut self.next);
+        }
+        // max-compute-util among the executors the cap allows.
+        let r = self.replicas;
+        let allowed = |e: ExecId| within_replicas(files, e, view, r);
+        let free = |e: ExecId| view.free.get(e).copied().unwrap_or(false);
+        candidates(files, view)
+            .into_iter()
+            .map(|(e, _)| e)
+            .find(|&e| free(e) && allowed(e))
+            .or_else(|| self.next.pick(view, allowed))
     }
 
     fn pick_up(
@@ -46,6 +69,9 @@ impl DispatchPolicy for GoodCacheCompute {
         max: usize,
         view: &FarmView<'_>,
     ) -> Vec<usize> {
-        self.current(view).pick_up(e, queue, max, view)
+        let r = self.replicas;
+        let allowed = |files: &[FileId]| within_replicas(files, e, view, r);
+        let computing = self.computing(view);
+        pick_by_hits(e, queue, self.window, max, view, computing, &allowed)
     }
 }

@@ -3,7 +3,7 @@
 //! pick-up takes only tasks the executor has data for — none, and it goes
 //! back to the free pool. Most cache hits, at the price of idle CPUs.
 
-use super::{DispatchPolicy, FarmView, TaskQueue, best_free_candidate, first_free, pick_by_hits};
+use super::{DispatchPolicy, FarmView, NextFree, TaskQueue, notify_cache_hit, pick_by_hits};
 use crate::core::FileId;
 use crate::diffusion::index::ExecId;
 
@@ -11,22 +11,22 @@ use crate::diffusion::index::ExecId;
 #[derive(Debug, Clone, Copy)]
 pub struct MaxCacheHit {
     window: usize,
+    next: NextFree,
 }
 
 impl MaxCacheHit {
     /// With a scheduling window of `window` tasks.
     pub fn new(window: usize) -> Self {
-        MaxCacheHit { window }
+        MaxCacheHit {
+            window,
+            next: NextFree::default(),
+        }
     }
 }
 
 impl DispatchPolicy for MaxCacheHit {
     fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId> {
-        match best_free_candidate(files, view) {
-            Ok(Some(e)) => Some(e),
-            Ok(None) => first_free(view),
-            Err(()) => None,
-        }
+        notify_cache_hit(files, view, &mut self.next)
     }
 
     fn pick_up(
@@ -36,6 +36,6 @@ impl DispatchPolicy for MaxCacheHit {
         max: usize,
         view: &FarmView<'_>,
     ) -> Vec<usize> {
-        pick_by_hits(e, queue, self.window, max, view, false)
+        pick_by_hits(e, queue, self.window, max, view, false, &|_| true)
     }
 }

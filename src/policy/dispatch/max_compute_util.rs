@@ -3,7 +3,7 @@
 //! prefers tasks with local hits and fills up from the head of the queue.
 //! Full CPUs, at the price of more data movement.
 
-use super::{DispatchPolicy, FarmView, TaskQueue, best_free_candidate, first_free, pick_by_hits};
+use super::{DispatchPolicy, FarmView, NextFree, TaskQueue, notify_compute_util, pick_by_hits};
 use crate::core::FileId;
 use crate::diffusion::index::ExecId;
 
@@ -11,21 +11,22 @@ use crate::diffusion::index::ExecId;
 #[derive(Debug, Clone, Copy)]
 pub struct MaxComputeUtil {
     window: usize,
+    next: NextFree,
 }
 
 impl MaxComputeUtil {
     /// With a scheduling window of `window` tasks.
     pub fn new(window: usize) -> Self {
-        MaxComputeUtil { window }
+        MaxComputeUtil {
+            window,
+            next: NextFree::default(),
+        }
     }
 }
 
 impl DispatchPolicy for MaxComputeUtil {
     fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId> {
-        match best_free_candidate(files, view) {
-            Ok(Some(e)) => Some(e),
-            _ => first_free(view),
-        }
+        notify_compute_util(files, view, &mut self.next)
     }
 
     fn pick_up(
@@ -35,6 +36,6 @@ impl DispatchPolicy for MaxComputeUtil {
         max: usize,
         view: &FarmView<'_>,
     ) -> Vec<usize> {
-        pick_by_hits(e, queue, self.window, max, view, true)
+        pick_by_hits(e, queue, self.window, max, view, true, &|_| true)
     }
 }

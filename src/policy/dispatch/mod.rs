@@ -69,9 +69,63 @@ pub trait DispatchPolicy: Send {
     ) -> Vec<usize>;
 }
 
+/// Whether `e` may run a task reading `files` without raising any file it
+/// lacks to more than `replicas` copies (0: no limit).
+fn within_replicas(files: &[FileId], e: ExecId, view: &FarmView<'_>, replicas: usize) -> bool {
+    replicas == 0
+        || files
+            .iter()
+            .all(|&f| view.index.cached(f, e) || view.index.holders(f).len() < replicas)
+}
+
 /// The first free executor.
 fn first_free(view: &FarmView<'_>) -> Option<ExecId> {
     view.free.iter().position(|&f| f)
+}
+
+/// The pseudo code's "send notification to the next free executor" when no
+/// executor caches any of the head task's files: free executors in turn,
+/// starting after the one notified last. Always taking the lowest free id
+/// instead would pile every new file onto the first executors' caches and
+/// evict there while the others stay empty (with 2 GB caches: 30% misses
+/// instead of 9%; docs/reproduction/diffusion.md).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NextFree(usize);
+
+impl NextFree {
+    /// The next free executor allowed by `ok`, if any.
+    fn pick(&mut self, view: &FarmView<'_>, ok: impl Fn(ExecId) -> bool) -> Option<ExecId> {
+        let n = view.free.len();
+        let e = (0..n)
+            .map(|k| (self.0 + k) % n)
+            .find(|&e| view.free[e] && ok(e))?;
+        self.0 = e + 1;
+        Some(e)
+    }
+}
+
+/// Part 1 of max-cache-hit: the free executor caching most of the files;
+/// the next free one when none caches any; none (the task waits) when all
+/// that do are busy.
+fn notify_cache_hit(files: &[FileId], view: &FarmView<'_>, next: &mut NextFree) -> Option<ExecId> {
+    match best_free_candidate(files, view) {
+        Ok(Some(e)) => Some(e),
+        Ok(None) => next.pick(view, |_| true),
+        Err(()) => None,
+    }
+}
+
+/// Part 1 of max-compute-util: the free executor caching most of the files,
+/// else the next free one.
+fn notify_compute_util(
+    files: &[FileId],
+    view: &FarmView<'_>,
+    next: &mut NextFree,
+) -> Option<ExecId> {
+    match best_free_candidate(files, view) {
+        Ok(Some(e)) => Some(e),
+        _ => next.pick(view, |_| true),
+    }
 }
 
 /// Executors caching any of `files`, most files first (then lowest id).
@@ -105,7 +159,9 @@ fn best_free_candidate(files: &[FileId], view: &FarmView<'_>) -> Result<Option<E
 /// Part 2 of the data-aware policies: in the window, tasks `e` caches every
 /// file of are taken at once (until `max`); else the tasks with the most
 /// local hits (fraction, then queue order). With `fill`, positions without
-/// any hit complete the batch from the head (max-compute-util).
+/// any hit complete the batch from the head (max-compute-util). Tasks `e`
+/// would have to fetch files for are taken only if `allowed(files)` (the
+/// replication cap of good-cache-compute).
 fn pick_by_hits(
     e: ExecId,
     queue: &dyn TaskQueue,
@@ -113,6 +169,7 @@ fn pick_by_hits(
     max: usize,
     view: &FarmView<'_>,
     fill: bool,
+    allowed: &dyn Fn(&[FileId]) -> bool,
 ) -> Vec<usize> {
     if max == 0 {
         return Vec::new();
@@ -128,7 +185,7 @@ fn pick_by_hits(
             if full.len() == max {
                 return full;
             }
-        } else if hits > 0 {
+        } else if hits > 0 && allowed(files) {
             partial.push((i, hits as f64 / files.len() as f64));
         }
     }
@@ -140,7 +197,7 @@ fn pick_by_hits(
             if out.len() == max {
                 break;
             }
-            if !out.contains(&i) {
+            if !out.contains(&i) && allowed(queue.files(i)) {
                 out.push(i);
             }
         }
@@ -283,7 +340,7 @@ mod tests {
     #[test]
     fn good_cache_compute_switches_at_its_utilization_threshold() {
         let ix = index();
-        let mut p = GoodCacheCompute::new(3200, 0.8);
+        let mut p = GoodCacheCompute::new(3200, 0.8, 0);
         let free = [false, true, true];
         // Below 0.8 busy: behave as max-compute-util (keep CPUs busy).
         assert_eq!(p.notify(&[0], &view(&ix, &free, 0.79)), Some(1));
@@ -298,5 +355,55 @@ mod tests {
             p.pick_up(2, &Tasks(&queue), 1, &view(&ix, &[true; 3], 0.9))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn with_no_cached_data_the_data_aware_policies_notify_free_executors_in_turn() {
+        let ix = CacheIndex::new(10, 4);
+        let free = [true, false, true, true];
+        let v = view(&ix, &free, 0.5);
+        let mut policies: Vec<Box<dyn DispatchPolicy>> = vec![
+            Box::new(MaxCacheHit::new(3200)),
+            Box::new(MaxComputeUtil::new(3200)),
+            Box::new(GoodCacheCompute::new(3200, 0.8, 0)),
+        ];
+        for p in &mut policies {
+            let picks: Vec<_> = (0..4).map(|f| p.notify(&[f], &v).unwrap()).collect();
+            assert_eq!(picks, [0, 2, 3, 0], "the next free one, busy 1 skipped");
+        }
+        // first-available takes the first free one every time.
+        assert_eq!(FirstAvailable.notify(&[0], &v), Some(0));
+        assert_eq!(FirstAvailable.notify(&[1], &v), Some(0));
+    }
+
+    #[test]
+    fn good_cache_compute_with_a_replication_cap_waits_for_a_holder() {
+        // File 0 is cached at executors 0 and 1 (two copies), both busy.
+        let mut ix = CacheIndex::new(10, 3);
+        ix.insert(0, 0);
+        ix.insert(0, 1);
+        let free = [false, false, true];
+        let v = view(&ix, &free, 0.5);
+        // Without a cap, max-compute-util sends it to free executor 2.
+        assert_eq!(
+            GoodCacheCompute::new(3200, 0.8, 0).notify(&[0], &v),
+            Some(2)
+        );
+        assert_eq!(
+            GoodCacheCompute::new(3200, 0.8, 3).notify(&[0], &v),
+            Some(2)
+        );
+        // At two copies with replicas = 2, it waits for executor 0 or 1.
+        let mut capped = GoodCacheCompute::new(3200, 0.8, 2);
+        assert_eq!(capped.notify(&[0], &v), None);
+        assert_eq!(
+            capped.notify(&[5], &v),
+            Some(2),
+            "an uncached file may go anywhere"
+        );
+        // A pick-up by executor 2 fills only with tasks under the cap.
+        let queue = q(&[&[0], &[6], &[0]]);
+        assert_eq!(capped.pick_up(2, &Tasks(&queue), 3, &v), [1]);
+        assert!(crate::policy::dispatch_policy("good-cache-compute[replicas=2]", 1).is_ok());
     }
 }
