@@ -20,7 +20,8 @@
 //! the executor applies that in the dispatcher's order (list the part file,
 //! delete the evicted ones), so each pool holds exactly what the location
 //! index says. A peer that evicted a file between dispatch and pull answers
-//! 404 and the read goes to the store (counted as a miss). Allocation starts
+//! 404 and the read goes to the store (counted as a miss); a read the store
+//! fails too puts its task back in the wait queue. Allocation starts
 //! an executor's pool, endpoint and actor; release stops them and deletes
 //! the pool.
 
@@ -43,7 +44,8 @@ use crate::diffusion::index::ExecId;
 use crate::diffusion::stream::Task;
 use crate::metrics::Metrics;
 
-/// Attempts of a read from the store before the run fails.
+/// Attempts of a read from the store before it counts as failed (its task
+/// goes back to the wait queue).
 const STORE_ATTEMPTS: u32 = 5;
 /// Failed reads (each puts its task back in the wait queue) before the
 /// run gives up: the store is down, not unlucky.
