@@ -337,6 +337,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
             run_id: format!("{}-{}-farm", tb.name, tb.spec.seed),
             testbed: tb.name.clone(),
             progress: Progress::counting(tb.tasks.len(), "tasks"),
+            corrupt_store_responses: 0,
             metrics_addr: args.metrics_addr,
             linger: std::time::Duration::from_secs_f64(args.linger.max(0.0)),
             pool_root: args.pool_dir.clone(),

@@ -68,6 +68,10 @@ pub struct FarmOptions {
     pub pool_root: Option<PathBuf>,
     /// Progress display.
     pub progress: crate::report::Progress,
+    /// Test hook: the store corrupts this many responses (one byte flipped),
+    /// so reads fail their sha256 check and are retried or their tasks
+    /// placed again.
+    pub corrupt_store_responses: u32,
 }
 
 /// A finished live farm run.
@@ -381,7 +385,9 @@ async fn run_async(
     let (store_url, store_handle) = super::serve_gridftp(
         &data,
         endpoint(em.real_rate(spec.store_bandwidth)),
-        Arc::default(),
+        Arc::new(gridftp::Faults {
+            corrupt_responses: opts.corrupt_store_responses.into(),
+        }),
     )?;
 
     let (tx, mut rx) = mpsc::unbounded_channel();

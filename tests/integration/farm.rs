@@ -227,3 +227,54 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
             .contains("Wait queue")
     );
 }
+
+#[test]
+fn corrupt_reads_are_retried_and_a_task_whose_read_keeps_failing_is_placed_again() {
+    // One executor, one slot, one file: the store corrupts its first 12
+    // responses, so the first read fails 5 attempts (its task goes back to
+    // the wait queue), the second placement fails 5 more, the third gets
+    // through on its third attempt.
+    let tasks: Vec<Task> = (0..5)
+        .map(|i| Task {
+            arrival: i as f64,
+            files: vec![0],
+        })
+        .collect();
+    let spec = FarmSpec {
+        executors: 1,
+        drp: None,
+        cpus: 1,
+        cache: 10_000_000,
+        eviction: "lru".into(),
+        policy: "good-cache-compute".into(),
+        files: 1,
+        file_size: 10_000_000,
+        compute: 0.1,
+        dispatch: 0.0,
+        store_bandwidth: 100e6,
+        peer_bandwidth: 100e6,
+        caching: true,
+        seed: 5,
+        interval: 5.0,
+    };
+    let em = Emulation {
+        time_scale: 10.0,
+        byte_scale: 1000.0,
+    };
+    let r = gridbed::live::farm::run(
+        &spec,
+        &tasks,
+        em,
+        FarmOptions {
+            corrupt_store_responses: 12,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.run.tasks, 5, "no task lost");
+    assert_eq!((r.failed_reads, r.run.requeued), (2, 2), "{r:?}");
+    // The failed reads count nowhere; the one that got through is the miss,
+    // the other four tasks hit the cache.
+    assert_eq!((r.run.misses, r.run.local_hits), (1, 4));
+    assert_eq!(r.real_bytes, em.real_bytes(spec.file_size));
+}
