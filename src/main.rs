@@ -131,6 +131,10 @@ struct FarmArgs {
     /// cache hits over time) as an SVG here.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Write what each engine measured (totals and intervals; with
+    /// `--validate` the comparison too) as JSON here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
     /// Write the per-interval metrics (arrivals, ended tasks, bytes read,
     /// reads local/global/miss, wait queue, executors allocated/busy) as
     /// CSV here (the live run's when there is one).
@@ -325,6 +329,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         sim_run = Some(r);
     }
     let mut live_run = None;
+    let mut live_extra = None;
     if args.engine == Engine::Live || args.validate {
         let em = tb.emulation;
         say!(
@@ -359,6 +364,18 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
             r.pools_left,
             r.files_verified
         );
+        live_extra = Some(serde_json::json!({
+            "wall_s": r.wall.as_secs_f64(),
+            "setup_s": r.setup.as_secs_f64(),
+            "transfers": r.transfers,
+            "real_bytes": r.real_bytes,
+            "rerouted": r.rerouted,
+            "failed_reads": r.failed_reads,
+            "executors_started": r.started,
+            "executors_released": r.released,
+            "pools_left": r.pools_left,
+            "files_verified": r.files_verified,
+        }));
         live_run = Some(r.run);
     }
     let shown = live_run.as_ref().or(sim_run.as_ref());
@@ -377,10 +394,28 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         })?;
         say!("  intervals       {}", path.display());
     }
-    if let (true, Some(sim), Some(live)) = (args.validate, &sim_run, &live_run) {
+    let rows = match (&sim_run, &live_run) {
+        (Some(sim), Some(live)) => Some(gridbed::report::validate::farm_rows(sim, live)),
+        _ => None,
+    };
+    if let Some(path) = &args.json {
+        let record = serde_json::json!({
+            "testbed": tb.name,
+            "policy": tb.spec.policy,
+            "seed": tb.spec.seed,
+            "tasks": tb.tasks.len(),
+            "interval_s": tb.spec.interval,
+            "sim": sim_run,
+            "live": live_run,
+            "live_run": live_extra,
+            "comparison": rows,
+        });
+        write_json(path, &record)?;
+        say!("  record          {}", path.display());
+    }
+    if let (true, Some(sim), Some(live), Some(rows)) = (args.validate, &sim_run, &live_run, &rows) {
         use gridbed::report::validate;
-        let rows = validate::farm_rows(sim, live);
-        say!("\n{}", validate::rows_table(&rows).trim_end());
+        say!("\n{}", validate::rows_table(rows).trim_end());
         let dev = validate::deviation(sim.makespan, live.makespan).unwrap_or(f64::INFINITY);
         let ok = dev.abs() <= args.tolerance;
         say!(

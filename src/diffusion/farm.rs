@@ -58,7 +58,7 @@ pub struct FarmSpec {
 }
 
 /// What happened in one reporting interval (seed 001's summary views).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Interval {
     /// Start of the interval (s).
     pub t: f64,
@@ -116,7 +116,7 @@ pub struct Drp {
 }
 
 /// What a farm run measured.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct FarmRun {
     /// Last task end (s).
     pub makespan: f64,

@@ -184,6 +184,7 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
     let tb = dir.path().join("farm.toml");
     std::fs::write(&tb, text).unwrap();
     let csv = dir.path().join("intervals.csv");
+    let json = dir.path().join("farm.json");
     let svg = dir.path().join("view.svg");
     let (code, out, err) = common::gridbed(&[
         "farm".as_ref(),
@@ -195,6 +196,8 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
         csv.as_os_str(),
         "--svg".as_ref(),
         svg.as_os_str(),
+        "--json".as_ref(),
+        json.as_os_str(),
     ]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     for want in [
@@ -226,6 +229,19 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
             .unwrap()
             .contains("Wait queue")
     );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(record["sim"]["tasks"], 300);
+    assert_eq!(record["live"]["tasks"], 300);
+    assert!(record["live_run"]["files_verified"].as_u64().unwrap() > 0);
+    assert_eq!(record["comparison"][0]["name"], "makespan (s)");
+    let arrived: u64 = record["live"]["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["arrived"].as_u64().unwrap())
+        .sum();
+    assert_eq!(arrived, 300);
 }
 
 #[test]
