@@ -381,7 +381,11 @@ async fn run_async(
         .prefix("gridbed-store-")
         .tempdir_in(&root)?;
     let data = Store::new(store_dir.path());
-    write_dataset(&data, &names, real_size, spec.seed).await?;
+    let dataset = names
+        .iter()
+        .map(|enc| (enc.clone(), enc.clone(), real_size))
+        .collect();
+    super::write_generated_files(&data, dataset, spec.seed).await?;
     let (store_url, store_handle) = super::serve_gridftp(
         &data,
         endpoint(em.real_rate(spec.store_bandwidth)),
@@ -741,30 +745,4 @@ fn sync_metrics(d: &Dispatcher<'_>, spec: &FarmSpec, m: &Metrics, last: &mut Cou
     f.executors.set(d.executors() as i64);
     f.executors_busy.set(d.busy_executors() as i64);
     *last = c;
-}
-
-/// Writes the dataset's files into the store, in parallel off the async
-/// thread.
-async fn write_dataset(
-    store: &Store,
-    names: &[String],
-    size: u64,
-    seed: u64,
-) -> std::io::Result<()> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let chunk = names.len().div_ceil(workers).max(1);
-    let mut jobs = Vec::new();
-    for part in names.chunks(chunk) {
-        let (part, store) = (part.to_vec(), store.clone());
-        jobs.push(tokio::task::spawn_blocking(move || {
-            for enc in &part {
-                store::write_generated(&store, enc, seed, enc, size)?;
-            }
-            Ok::<_, std::io::Error>(())
-        }));
-    }
-    for j in jobs {
-        j.await.map_err(std::io::Error::other)??;
-    }
-    Ok(())
 }

@@ -375,8 +375,7 @@ fn free_bytes(path: &std::path::Path) -> Option<u64> {
     (rc == 0).then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// Writes every workflow input into the origin's pool, in parallel batches off
-/// the async thread.
+/// Writes every workflow input into the origin's pool.
 async fn write_origin_files(
     store: &store::Store,
     wf: &Arc<Workflow>,
@@ -384,25 +383,41 @@ async fn write_origin_files(
     em: Emulation,
     seed: u64,
 ) -> std::io::Result<()> {
-    let inputs: Vec<usize> = wf.inputs().collect();
+    let files = wf
+        .inputs()
+        .map(|f| {
+            let file = &wf.files[f];
+            (
+                encoded[f].clone(),
+                file.name.clone(),
+                em.real_bytes(file.size),
+            )
+        })
+        .collect();
+    write_generated_files(store, files, seed).await
+}
+
+/// Writes generated files — (pool name, name, real bytes) — into `store`
+/// and lists them, in parallel batches off the async thread.
+async fn write_generated_files(
+    store: &store::Store,
+    files: Vec<(String, String, u64)>,
+    seed: u64,
+) -> std::io::Result<()> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let chunk = inputs.len().div_ceil(workers).max(1);
-    let mut tasks = Vec::new();
-    for part in inputs.chunks(chunk) {
-        let part = part.to_vec();
-        let store = store.clone();
-        let wf = wf.clone();
-        let encoded: Vec<String> = part.iter().map(|&f| encoded[f].clone()).collect();
-        tasks.push(tokio::task::spawn_blocking(move || {
-            for (f, enc) in part.iter().zip(&encoded) {
-                let file = &wf.files[*f];
-                store::write_generated(&store, enc, seed, &file.name, em.real_bytes(file.size))?;
+    let chunk = files.len().div_ceil(workers).max(1);
+    let mut jobs = Vec::new();
+    for part in files.chunks(chunk) {
+        let (part, store) = (part.to_vec(), store.clone());
+        jobs.push(tokio::task::spawn_blocking(move || {
+            for (enc, name, len) in &part {
+                store::write_generated(&store, enc, seed, name, *len)?;
             }
             Ok::<_, std::io::Error>(())
         }));
     }
-    for t in tasks {
-        t.await.map_err(std::io::Error::other)??;
+    for j in jobs {
+        j.await.map_err(std::io::Error::other)??;
     }
     Ok(())
 }
