@@ -311,7 +311,7 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
                 stream_cap: 1e6,
                 max_connections: 40,
                 latency: 0.0,
-                corrupt_responses: 0,
+                faults: Default::default(),
                 background: None,
             })
             .collect();
@@ -684,7 +684,7 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
         stream_cap: f64::INFINITY,
         max_connections: 1024,
         latency: 0.0,
-        corrupt_responses: 0,
+        faults: Default::default(),
         background: None,
     }
 }

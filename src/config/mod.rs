@@ -15,6 +15,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::core::background::{Background, parse_trace};
+use crate::core::faults::{FaultSpec, SiteFaults};
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::workflow::WorkflowSpec;
@@ -88,8 +89,10 @@ pub struct SiteConfig {
     pub max_connections: usize,
     /// Per-transfer latency of its file server before the first byte (nominal s).
     pub latency: f64,
-    /// Fault hook for tests: this many served responses get one byte flipped.
-    pub corrupt_responses: u32,
+    /// Faults its file server injects on purpose (`corrupt_responses`: the
+    /// first n responses get one byte flipped; `corrupt_probability`: each
+    /// later one with this probability, seeded).
+    pub faults: SiteFaults,
     /// Other users' load on the site's slots, if any.
     pub background: Option<Background>,
 }
@@ -247,6 +250,7 @@ struct SiteFile {
     speed: Option<Positive>,
     overhead: Option<Seconds>,
     corrupt_responses: Option<u32>,
+    corrupt_probability: Option<Spanned<f64>>,
     background: Option<Spanned<BackgroundFile>>,
 }
 
@@ -500,6 +504,12 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
                 .map(Spanned::span)
                 .unwrap_or(entry.span());
             return Err(src.error(Some(span), None, "expected max_connections ≥ 1".into()));
+        }
+        if let Some(p) = &s.corrupt_probability
+            && !(0.0..=1.0).contains(p.get_ref())
+        {
+            let msg = "expected corrupt_probability in [0, 1]".to_string();
+            return Err(src.error(Some(p.span()), None, msg));
         }
         site_spans.push(s.name.span());
         sites.push(site);
@@ -952,7 +962,13 @@ fn merge(
             .or(d.max_connections)
             .unwrap_or(64),
         latency: pick!(latency).or(d.latency).map_or(0.0, |l| l.0),
-        corrupt_responses: s.corrupt_responses.unwrap_or(0),
+        faults: SiteFaults {
+            corrupt_responses: FaultSpec {
+                first: s.corrupt_responses.unwrap_or(0),
+                // Checked by the caller, which has the value's span.
+                probability: s.corrupt_probability.as_ref().map_or(0.0, |p| *p.get_ref()),
+            },
+        },
         // Validated by the caller, which knows the file it was written in.
         background: None,
     })

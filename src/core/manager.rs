@@ -21,10 +21,10 @@
 //! `max_retries` times, after which it fails and its descendants cannot run
 //! (DAGMan's rescue semantics).
 
+use super::events::EventQueue;
 use super::nodes::{NodeSettings, ReadyQueue, Throttle};
 use crate::core::ScriptKind;
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -211,20 +211,6 @@ enum Timer {
     },
 }
 
-#[derive(Debug, PartialEq)]
-struct Due(Time, u64, Timer);
-impl Eq for Due {}
-impl Ord for Due {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
-    }
-}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// What changed in the control records since the last look.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Changes {
@@ -278,8 +264,7 @@ pub struct Manager {
     next_transfer: TransferId,
     serving: Vec<usize>,
     active: Vec<usize>,
-    timers: BinaryHeap<Reverse<Due>>,
-    timer_seq: u64,
+    timers: EventQueue<Timer>,
     counts: StateCounts,
     records: Records,
     last_ended: Option<SiteId>,
@@ -379,8 +364,7 @@ impl Manager {
             next_transfer: 0,
             serving: vec![0; m],
             active: vec![0; m],
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
+            timers: EventQueue::new(),
             counts,
             records,
             last_ended: None,
@@ -472,7 +456,7 @@ impl Manager {
     /// When the manager next needs a [`Event::Tick`], if ever (nothing else
     /// pending). Engines sleep until then or until another event comes.
     pub fn next_wakeup(&self) -> Option<Time> {
-        let timer = self.timers.peek().map(|Reverse(d)| d.0);
+        let timer = self.timers.peek_time();
         let prescript = (!self.ready.is_empty() && self.prescript_slot_free())
             .then_some(self.next_prescript.max(self.now));
         match (timer, prescript) {
@@ -591,20 +575,13 @@ impl Manager {
     }
 
     fn schedule(&mut self, at: Time, timer: Timer) {
-        self.timer_seq += 1;
-        self.timers.push(Reverse(Due(at, self.timer_seq, timer)));
+        self.timers.push(at, timer);
     }
 
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval
     /// allow.
     fn pump(&mut self, out: &mut Vec<Command>) {
-        while let Some(Reverse(due)) = self.timers.peek() {
-            if due.0 > self.now {
-                break;
-            }
-            let Some(Reverse(Due(_, _, timer))) = self.timers.pop() else {
-                break;
-            };
+        while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {
                     if self.is_current(job, attempt)
@@ -1365,6 +1342,8 @@ mod tests {
     use crate::core::storage::Pool;
     use crate::core::{File, JobSpec};
     use crate::policy::{eviction::Lru, site_selector};
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
 
     struct World {
         m: Manager,

@@ -18,10 +18,13 @@
 
 pub mod background;
 pub mod dag;
+pub mod events;
+pub mod faults;
 pub mod manager;
 pub mod nodes;
 pub mod records;
 pub mod rls;
+pub mod site;
 pub mod storage;
 pub mod timeline;
 pub mod window;

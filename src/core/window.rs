@@ -43,6 +43,12 @@ impl<T> IdWindow<T> {
         self.slots.get(i)?.as_ref()
     }
 
+    /// The value under `id`, to change.
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let i = id.checked_sub(self.base)? as usize;
+        self.slots.get_mut(i)?.as_mut()
+    }
+
     /// Removes and returns the value under `id`.
     pub fn take(&mut self, id: u64) -> Option<T> {
         let i = id.checked_sub(self.base)? as usize;

@@ -12,12 +12,10 @@
 //! long; released after idling, their caches dropped (only idle executors
 //! go, so no task is ever lost with one).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use super::dispatcher::{Dispatcher, Read, Source};
 use super::index::ExecId;
 use super::stream::Task;
+use crate::core::events::EventQueue;
 use crate::policy::UnknownPolicy;
 
 /// A farm scenario.
@@ -309,20 +307,6 @@ enum Ev {
     Allocated(usize),
 }
 
-#[derive(Debug, PartialEq)]
-struct Due(f64, u64, Ev);
-impl Eq for Due {}
-impl Ord for Due {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0).then(self.1.cmp(&o.1))
-    }
-}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-
 /// Runs `tasks` through the farm `spec` to the end.
 pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let mut d = Dispatcher::new(spec, tasks)?;
@@ -339,19 +323,15 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             ..Default::default()
         })
         .collect();
-    let mut heap: BinaryHeap<Reverse<Due>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |heap: &mut BinaryHeap<Reverse<Due>>, at: f64, ev: Ev| {
-        seq += 1;
-        heap.push(Reverse(Due(at, seq, ev)));
-    };
+    let mut heap = EventQueue::new();
+    let push = |heap: &mut EventQueue<Ev>, at: f64, ev: Ev| heap.push(at, ev);
     for (i, t) in tasks.iter().enumerate() {
         push(&mut heap, t.arrival, Ev::Arrive(i));
     }
     if spec.drp.is_some() {
         push(&mut heap, 0.0, Ev::Provision);
     }
-    while let Some(Reverse(Due(now, _, ev))) = heap.pop() {
+    while let Some((now, ev)) = heap.pop() {
         d.advance(now);
         match ev {
             Ev::Arrive(i) => d.arrive(now, i),

@@ -38,6 +38,7 @@ use super::store::{self, FileMeta, Store};
 use super::{EngineError, gridftp, names, transfer};
 use crate::config::Emulation;
 use crate::core::TransferFailure;
+use crate::core::faults::{FaultSchedule, FaultSpec};
 use crate::diffusion::dispatcher::{Counts, Dispatcher, Read, Source};
 use crate::diffusion::farm::{FarmRun, FarmSpec};
 use crate::diffusion::index::ExecId;
@@ -389,9 +390,13 @@ async fn run_async(
     let (store_url, store_handle) = super::serve_gridftp(
         &data,
         endpoint(em.real_rate(spec.store_bandwidth)),
-        Arc::new(gridftp::Faults {
-            corrupt_responses: opts.corrupt_store_responses.into(),
-        }),
+        Arc::new(gridftp::Faults::new(FaultSchedule::new(
+            FaultSpec {
+                first: opts.corrupt_store_responses,
+                probability: 0.0,
+            },
+            0,
+        ))),
     )?;
 
     let (tx, mut rx) = mpsc::unbounded_channel();

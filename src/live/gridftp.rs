@@ -17,7 +17,7 @@
 use std::net::TcpListener;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::body::SizedStream;
@@ -28,6 +28,7 @@ use tokio::io::AsyncReadExt;
 
 use super::names;
 use super::store::{FileMeta, Store};
+use crate::core::faults::FaultSchedule;
 
 /// Shaping and limits of one file server, in real units.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,11 +44,33 @@ pub struct Limits {
     pub latency: Duration,
 }
 
-/// Test hooks: deliberate faults in served responses.
-#[derive(Debug, Default)]
+/// Deliberate faults in served responses: the site's schedules of
+/// [`crate::core::faults`], stepped once per response that starts to stream.
+#[derive(Debug)]
 pub struct Faults {
-    /// Responses still to corrupt (one byte flipped in the first chunk).
-    pub corrupt_responses: AtomicU32,
+    /// Which responses get one byte flipped in their first chunk.
+    pub corrupt: std::sync::Mutex<FaultSchedule>,
+}
+
+/// A server that injects nothing.
+impl Default for Faults {
+    fn default() -> Self {
+        Faults::new(FaultSchedule::none())
+    }
+}
+
+impl Faults {
+    /// Faults stepped by `corrupt`.
+    pub fn new(corrupt: FaultSchedule) -> Self {
+        Faults {
+            corrupt: std::sync::Mutex::new(corrupt),
+        }
+    }
+
+    /// Whether the response starting now is corrupted.
+    fn corrupt_next(&self) -> bool {
+        self.corrupt.lock().map(|mut s| s.step()).unwrap_or(false)
+    }
 }
 
 /// Everything a server's handlers share.
@@ -244,12 +267,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if !st.limits.latency.is_zero() {
         tokio::time::sleep(st.limits.latency).await;
     }
-    let corrupt = meta.size > 0
-        && st
-            .faults
-            .corrupt_responses
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_ok();
+    let corrupt = meta.size > 0 && st.faults.corrupt_next();
     let body = Body {
         source,
         remaining: meta.size,

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use crate::config::{Emulation, Scenario};
+use crate::core::faults::{FaultSchedule, SiteFaults};
 use crate::core::records::Records;
 use crate::core::storage::Pool;
 use crate::core::{SiteId, Workflow, manager::StateCounts};
@@ -182,17 +183,17 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     // One gridftp endpoint per site.
     let mut urls = Vec::new();
     let mut servers = Vec::new();
-    for (s, store) in scenario.sites.iter().zip(&stores) {
+    for (i, (s, store)) in scenario.sites.iter().zip(&stores).enumerate() {
         let limits = gridftp::Limits {
             bandwidth: em.real_rate(s.bandwidth),
             stream_cap: em.real_rate(s.stream_cap),
             max_connections: s.max_connections,
             latency: crate::live::site::real_duration(em.real_secs(s.latency)),
         };
-        let faults = Arc::new(gridftp::Faults::default());
-        faults
-            .corrupt_responses
-            .store(s.corrupt_responses, std::sync::atomic::Ordering::Relaxed);
+        let faults = Arc::new(gridftp::Faults::new(FaultSchedule::new(
+            s.faults.corrupt_responses,
+            SiteFaults::seed(scenario.seed, i),
+        )));
         let (url, handle) = serve_gridftp(store, limits, faults)?;
         urls.push(url);
         servers.push(handle);

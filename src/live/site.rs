@@ -1,14 +1,15 @@
 //! The site actor: one grid site of seed 000's model, made real.
 //!
-//! It owns a `tempfile::TempDir` as its storage pool (byte accounting and
-//! eviction by [`crate::core::storage::Pool`], the bytes in a [`Store`]), its
-//! CPU slots and its FIFO queue. It pulls the files the manager stages to it
+//! The site's rules — FIFO queue, CPU slots less background load, input
+//! checks, pool accounting and eviction — are [`crate::core::site::Site`],
+//! the same state machine the simulator drives; this actor carries out its
+//! decisions with real bytes (a `tempfile::TempDir` as the pool, the bytes in
+//! a [`Store`]) and the wall clock. It pulls the files the manager stages to it
 //! from other sites' gridftp endpoints, and runs "mock jobs" as in the papers'
 //! live runs: check that every input is present and intact (size and sha256),
 //! sleep `(runtime / speed + overhead) / time_scale`, write the outputs (bytes
 //! derived from name and seed, scaled size).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,8 +23,9 @@ use super::store::{self, Store};
 use super::{Shared, transfer};
 use crate::config::SiteConfig;
 use crate::core::background::Load;
+use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
-use crate::core::{Event, FileId, JobFailure, JobId, SiteId, TransferFailure};
+use crate::core::{Event, JobFailure, JobId, SiteId, TransferFailure};
 
 /// Real seconds as a duration; absurd values (a runtime of 1e300 s) saturate
 /// instead of panicking.
@@ -33,21 +35,17 @@ pub fn real_duration(secs: f64) -> Duration {
 
 /// One site. See the module docs.
 pub struct SiteActor {
-    id: SiteId,
     cfg: SiteConfig,
     shared: Arc<Shared>,
-    pool: Pool,
+    /// The site's rules and accounting, shared with the simulator.
+    site: Site,
+    /// Scratch for the site's actions.
+    actions: Vec<SiteAction>,
     store: Store,
     _dir: Arc<TempDir>,
-    queue: VecDeque<JobId>,
-    running: usize,
     manager: Recipient<SiteEvent>,
-    jobs_run: u64,
     busy_waits: u64,
     real_bytes_in: u64,
-    /// Other users' load, and the slots it really holds now.
-    load: Option<Load>,
-    busy: usize,
 }
 
 impl Actor for SiteActor {
@@ -67,18 +65,7 @@ impl Actor for SiteActor {
         ] {
             counter.with_label_values(&[self.name()]);
         }
-        if let Some(model) = self
-            .cfg
-            .background
-            .clone()
-            .filter(|_| self.cfg.info.cpus > 0)
-        {
-            let seed = SiteConfig::load_seed(self.shared.seed, self.id);
-            let load = Load::new(model, self.cfg.info.cpus, seed);
-            self.busy = load.busy();
-            self.load = Some(load);
-            self.schedule_load_change(Instant::now(), ctx);
-        }
+        self.schedule_load_change(Instant::now(), ctx);
         self.publish();
     }
 }
@@ -87,18 +74,15 @@ impl SiteActor {
     /// Arms the timer of the next background-load change, at its nominal
     /// instant after `origin` (absolute, so that changes do not drift).
     fn schedule_load_change(&mut self, origin: Instant, ctx: &mut Context<Self>) {
-        let Some(at) = self.load.as_ref().and_then(Load::next_change) else {
+        let Some(at) = self.site.next_load_change() else {
             return;
         };
         let due = origin + real_duration(self.shared.emulation.real_secs(at));
         ctx.run_later(
             due.saturating_duration_since(Instant::now()),
             move |act, ctx| {
-                if let Some(load) = act.load.as_mut() {
-                    act.busy = load.step();
-                }
-                act.try_start(ctx);
-                act.publish();
+                act.site.step_load(&mut act.actions);
+                act.carry_out(ctx);
                 act.schedule_load_change(origin, ctx);
             },
         );
@@ -114,22 +98,47 @@ impl SiteActor {
         dir: Arc<TempDir>,
         manager: Recipient<SiteEvent>,
     ) -> Self {
+        let load = cfg.background.clone().map(|model| {
+            let seed = SiteConfig::load_seed(shared.seed, id);
+            Load::new(model, cfg.info.cpus, seed)
+        });
+        let site = Site::new(id, cfg.info.clone(), shared.workflow.clone(), pool, load);
         SiteActor {
-            id,
             cfg,
             shared,
-            pool,
+            site,
+            actions: Vec::new(),
             store,
             _dir: dir,
-            queue: VecDeque::new(),
-            running: 0,
             manager,
-            jobs_run: 0,
             busy_waits: 0,
             real_bytes_in: 0,
-            busy: 0,
-            load: None,
         }
+    }
+
+    /// Carries out what the site decided, in order: events to the manager,
+    /// jobs run for real (inputs verified, the scaled runtime slept), bytes
+    /// removed from the pool.
+    fn carry_out(&mut self, ctx: &mut Context<Self>) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
+            match a {
+                SiteAction::Emit(e) => self.emit(e),
+                SiteAction::Run { job, nominal } => self.run_job(job, nominal, ctx),
+                SiteAction::Remove { file, evicted } => {
+                    self.store.remove(&self.shared.encoded[file]);
+                    if evicted {
+                        self.shared
+                            .metrics
+                            .evictions
+                            .with_label_values(&[self.name()])
+                            .inc();
+                    }
+                }
+            }
+        }
+        self.actions = actions;
+        self.publish();
     }
 
     fn emit(&self, e: Event) {
@@ -146,75 +155,47 @@ impl SiteActor {
         let n = self.name();
         m.site_jobs
             .with_label_values(&[n, "queued"])
-            .set(self.queue.len() as i64);
+            .set(self.site.queued() as i64);
         m.site_jobs
             .with_label_values(&[n, "running"])
-            .set(self.running as i64);
+            .set(self.site.running() as i64);
         m.slots_busy
             .with_label_values(&[n])
-            .set(self.running as i64);
+            .set(self.site.running() as i64);
         m.slots_total
             .with_label_values(&[n])
             .set(self.cfg.info.cpus as i64);
         m.slots_background
             .with_label_values(&[n])
-            .set(self.busy as i64);
+            .set(self.site.background_busy() as i64);
         m.storage_used
             .with_label_values(&[n])
-            .set(self.pool.used() as i64);
+            .set(self.site.pool().used() as i64);
         m.storage_capacity
             .with_label_values(&[n])
-            .set(self.pool.capacity() as i64);
-    }
-
-    /// Deletes evicted files and tells the manager, so the RLS stays true.
-    fn evicted(&mut self, files: Vec<FileId>) {
-        if files.is_empty() {
-            return;
-        }
-        self.shared
-            .metrics
-            .evictions
-            .with_label_values(&[self.name()])
-            .inc_by(files.len() as u64);
-        for f in files {
-            self.store.remove(&self.shared.encoded[f]);
-            self.emit(Event::FileEvicted {
-                site: self.id,
-                file: f,
-            });
-        }
-    }
-
-    fn job_inputs(&self, job: JobId) -> impl Iterator<Item = (FileId, u64)> + '_ {
-        let wf = &self.shared.workflow;
-        wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size))
+            .set(self.site.pool().capacity() as i64);
     }
 
     fn on_fetch(&mut self, m: Fetch, ctx: &mut Context<Self>) {
-        let size = self.shared.workflow.files[m.file].size;
-        match self.pool.begin_write(m.file, size) {
-            Err(e) => {
-                let never = e.never || !self.pool.could_ever_hold(self.job_inputs(m.job));
-                let result = Err(TransferFailure::NoSpace { never });
-                self.emit(Event::TransferDone { id: m.id, result });
-            }
-            Ok(r) => {
-                self.evicted(r.evicted);
-                let shared = self.shared.clone();
-                let store = self.store.clone();
-                let from = m.from;
-                let started = Instant::now();
-                let fut = async move {
-                    let enc = &shared.encoded[m.file];
-                    transfer::pull(&shared.client, &shared.urls[from], &store, enc, m.id).await
-                };
-                ctx.spawn(fut.into_actor(self).map(move |res, act, _| {
-                    act.on_pulled(m, size, started.elapsed(), res);
-                }));
-            }
+        let accepted = self
+            .site
+            .begin_fetch(m.id, m.job, m.file, &mut self.actions);
+        self.carry_out(ctx);
+        if !accepted {
+            return;
         }
-        self.publish();
+        let size = self.shared.workflow.files[m.file].size;
+        let shared = self.shared.clone();
+        let store = self.store.clone();
+        let from = m.from;
+        let started = Instant::now();
+        let fut = async move {
+            let enc = &shared.encoded[m.file];
+            transfer::pull(&shared.client, &shared.urls[from], &store, enc, m.id).await
+        };
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+            act.on_pulled(m, size, started.elapsed(), res, ctx);
+        }));
     }
 
     fn on_pulled(
@@ -223,13 +204,13 @@ impl SiteActor {
         size: u64,
         took: Duration,
         res: Result<transfer::Pulled, TransferFailure>,
+        ctx: &mut Context<Self>,
     ) {
         let metrics = &self.shared.metrics;
         let from = self.shared.site_names[m.from].as_str();
         let labels = [from, self.cfg.info.name.as_str()];
         let result = match res {
             Ok(p) => {
-                self.pool.commit_write(m.file);
                 self.busy_waits += p.busy_waits as u64;
                 self.real_bytes_in += p.meta.size;
                 metrics.transfers.with_label_values(&labels).inc();
@@ -254,7 +235,6 @@ impl SiteActor {
                 Ok(size)
             }
             Err(e) => {
-                self.pool.abort_write(m.file);
                 let reason = match &e {
                     TransferFailure::Corrupt(_) => "corrupt",
                     TransferFailure::Connection(_) => "connection",
@@ -269,94 +249,56 @@ impl SiteActor {
                 Err(e)
             }
         };
-        self.emit(Event::TransferDone { id: m.id, result });
-        self.publish();
+        self.site.end_fetch(m.id, m.file, result, &mut self.actions);
+        self.carry_out(ctx);
     }
 
-    /// Starts queued jobs while slots are free (FIFO).
-    fn try_start(&mut self, ctx: &mut Context<Self>) {
-        while self.running < self.cfg.info.cpus.saturating_sub(self.busy) {
-            let Some(job) = self.queue.pop_front() else {
-                break;
+    /// Runs `job` for real: verifies its inputs (size and sha256) while it
+    /// sleeps its scaled runtime, then [`Self::on_ran`].
+    fn run_job(&mut self, job: JobId, nominal: f64, ctx: &mut Context<Self>) {
+        let until = Instant::now() + real_duration(self.shared.emulation.real_secs(nominal));
+        let encs: Vec<String> = self.shared.workflow.jobs[job]
+            .inputs
+            .iter()
+            .map(|&f| self.shared.encoded[f].clone())
+            .collect();
+        let store = self.store.clone();
+        let fut = async move {
+            // Checked while the job "runs": the sleep ends at the same
+            // instant whether or not verification took a while.
+            let checked = if encs.is_empty() {
+                Ok(())
+            } else {
+                tokio::task::spawn_blocking(move || {
+                    encs.iter()
+                        .try_for_each(|e| store::verify(&store, e).map_err(|m| format!("{e}: {m}")))
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()))
             };
-            let wf = self.shared.workflow.clone();
-            let spec = &wf.jobs[job];
-            if let Some(&f) = spec.inputs.iter().find(|&&f| !self.pool.has(f)) {
-                let failure = JobFailure::MissingInput(wf.files[f].name.clone());
-                self.emit(Event::JobEnded {
-                    job,
-                    site: self.id,
-                    result: Err(failure),
-                });
-                continue;
-            }
-            for &f in &spec.inputs {
-                self.pool.touch(f);
-            }
-            self.running += 1;
-            self.jobs_run += 1;
-            self.emit(Event::JobStarted { job, site: self.id });
-            let info = &self.cfg.info;
-            let nominal = spec.runtime / info.speed + info.overhead;
-            let until =
-                Instant::now() + Duration::from_secs_f64(self.shared.emulation.real_secs(nominal));
-            let encs: Vec<String> = spec
-                .inputs
-                .iter()
-                .map(|&f| self.shared.encoded[f].clone())
-                .collect();
-            let store = self.store.clone();
-            let fut = async move {
-                // Checked while the job "runs": the sleep ends at the same
-                // instant whether or not verification took a while.
-                let checked = if encs.is_empty() {
-                    Ok(())
-                } else {
-                    tokio::task::spawn_blocking(move || {
-                        encs.iter().try_for_each(|e| {
-                            store::verify(&store, e).map_err(|m| format!("{e}: {m}"))
-                        })
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()))
-                };
-                tokio::time::sleep_until(until.into()).await;
-                checked
-            };
-            ctx.spawn(
-                fut.into_actor(self)
-                    .map(move |res, act, ctx| act.on_ran(job, res, ctx)),
-            );
-        }
-        self.publish();
+            tokio::time::sleep_until(until.into()).await;
+            checked
+        };
+        ctx.spawn(
+            fut.into_actor(self)
+                .map(move |res, act, ctx| act.on_ran(job, res, ctx)),
+        );
     }
 
     fn on_ran(&mut self, job: JobId, checked: Result<(), String>, ctx: &mut Context<Self>) {
         if let Err(msg) = checked {
-            self.finish(job, Err(JobFailure::MissingInput(msg)), ctx);
+            self.site
+                .fail_run(job, JobFailure::MissingInput(msg), &mut self.actions);
+            self.carry_out(ctx);
             return;
         }
-        let wf = self.shared.workflow.clone();
-        let outputs = &wf.jobs[job].outputs;
-        if outputs.is_empty() {
-            self.finish(job, Ok(()), ctx);
+        let reserved = self.site.end_run(job, &mut self.actions);
+        self.carry_out(ctx);
+        let Some(reserved) = reserved else { return };
+        if reserved.is_empty() {
+            self.site.outputs_written(job, Ok(()), &mut self.actions);
+            self.carry_out(ctx);
             return;
-        }
-        let mut reserved = Vec::new();
-        for &o in outputs {
-            match self.pool.begin_write(o, wf.files[o].size) {
-                Ok(r) => {
-                    self.evicted(r.evicted);
-                    reserved.push(o);
-                }
-                Err(e) => {
-                    for &r in &reserved {
-                        self.pool.abort_write(r);
-                    }
-                    self.finish(job, Err(JobFailure::NoSpace { never: e.never }), ctx);
-                    return;
-                }
-            }
         }
         let shared = self.shared.clone();
         let store = self.store.clone();
@@ -374,71 +316,32 @@ impl SiteActor {
                     )
                     .map_err(|e| format!("writing {}: {e}", file.name))?;
                 }
-                Ok::<_, String>(reserved)
+                Ok::<_, String>(())
             })
             .await
             .unwrap_or_else(|e| Err(e.to_string()))
         };
-        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| match res {
-            Ok(written) => {
-                for o in written {
-                    act.pool.commit_write(o);
-                    act.pool.keep(o);
-                }
-                act.finish(job, Ok(()), ctx);
-            }
-            Err(msg) => {
-                for &o in &act.shared.workflow.jobs[job].outputs {
-                    act.pool.abort_write(o);
-                }
-                act.finish(job, Err(JobFailure::Failed(msg)), ctx);
-            }
+        ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+            act.site.outputs_written(job, res, &mut act.actions);
+            act.carry_out(ctx);
         }));
     }
 
-    fn finish(&mut self, job: JobId, result: Result<(), JobFailure>, ctx: &mut Context<Self>) {
-        self.running -= 1;
-        self.emit(Event::JobEnded {
-            job,
-            site: self.id,
-            result,
-        });
-        self.try_start(ctx);
-    }
-
-    /// Removes a job still waiting in the queue. A job that already took a
-    /// slot is not touched: it runs to its end and the kill is void.
-    fn on_kill(&mut self, job: JobId) {
-        let killed = match self.queue.iter().position(|&j| j == job) {
-            Some(i) => {
-                self.queue.remove(i);
-                self.shared
-                    .metrics
-                    .jobs_killed
-                    .with_label_values(&[self.name()])
-                    .inc();
-                true
-            }
-            None => {
-                self.shared
-                    .metrics
-                    .kills_void
-                    .with_label_values(&[self.name()])
-                    .inc();
-                false
-            }
+    /// MonitQueue's kill, counted as done or void.
+    fn on_kill(&mut self, job: JobId, ctx: &mut Context<Self>) {
+        let counter = if self.site.kill(job, &mut self.actions) {
+            &self.shared.metrics.jobs_killed
+        } else {
+            &self.shared.metrics.kills_void
         };
-        self.emit(Event::JobKilled {
-            job,
-            site: self.id,
-            killed,
-        });
-        self.publish();
+        counter.with_label_values(&[self.name()]).inc();
+        self.carry_out(ctx);
     }
 
     fn inventory(&self) -> SiteReport {
         let mut files: Vec<FileCheck> = self
-            .pool
+            .site
+            .pool()
             .files()
             .map(|file| {
                 let enc = &self.shared.encoded[file];
@@ -467,10 +370,10 @@ impl SiteActor {
         SiteReport {
             files,
             strays,
-            evictions: self.pool.evictions(),
-            used: self.pool.used(),
-            capacity: self.pool.capacity(),
-            jobs_run: self.jobs_run,
+            evictions: self.site.pool().evictions(),
+            used: self.site.pool().used(),
+            capacity: self.site.pool().capacity(),
+            jobs_run: self.site.jobs_run(),
             busy_waits: self.busy_waits,
             real_bytes_in: self.real_bytes_in,
         }
@@ -480,8 +383,7 @@ impl SiteActor {
 impl Handler<Pin> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Pin, _: &mut Context<Self>) {
-        let inputs = self.shared.workflow.jobs[m.job].inputs.clone();
-        self.pool.pin_job(m.job, &inputs);
+        self.site.pin(m.job);
     }
 }
 
@@ -495,25 +397,23 @@ impl Handler<Fetch> for SiteActor {
 impl Handler<Submit> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
-        self.queue.push_back(m.job);
-        self.try_start(ctx);
+        self.site.submit(m.job, &mut self.actions);
+        self.carry_out(ctx);
     }
 }
 
 impl Handler<Kill> for SiteActor {
     type Result = ();
-    fn handle(&mut self, m: Kill, _: &mut Context<Self>) {
-        self.on_kill(m.job);
+    fn handle(&mut self, m: Kill, ctx: &mut Context<Self>) {
+        self.on_kill(m.job, ctx);
     }
 }
 
 impl Handler<Release> for SiteActor {
     type Result = ();
-    fn handle(&mut self, m: Release, _: &mut Context<Self>) {
-        for f in self.pool.release_job(m.job, &m.delete) {
-            self.store.remove(&self.shared.encoded[f]);
-        }
-        self.publish();
+    fn handle(&mut self, m: Release, ctx: &mut Context<Self>) {
+        self.site.release(m.job, &m.delete, &mut self.actions);
+        self.carry_out(ctx);
     }
 }
 

@@ -27,13 +27,16 @@ use std::time::{Duration, Instant};
 
 use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
+use crate::core::events::EventQueue;
+use crate::core::faults::{FaultSchedule, SiteFaults};
 use crate::core::records::Records;
+use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
 use crate::core::timeline::{Sample, Timeline};
 use crate::core::window::IdWindow;
 use crate::core::{
-    Command, Event, FileId, JobFailure, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
-    Workflow, manager::StateCounts,
+    Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId, Workflow,
+    manager::StateCounts,
 };
 use crate::db::ControlDb;
 use crate::policy::{self, UnknownPolicy};
@@ -91,6 +94,9 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
     Ok(sim.finish(started.elapsed()))
 }
 
+/// What a corrupted response's check reports (the live client's words).
+const CORRUPT: &str = "sha256 mismatch";
+
 /// Events between two database batches.
 pub const DB_BATCH: u64 = 1_000;
 
@@ -110,28 +116,6 @@ enum Ev {
     JobDone { site: SiteId, job: JobId },
     /// A site's background load changes.
     Load { site: SiteId },
-}
-
-struct Due {
-    at: Time,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Due {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Due {}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Due {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.at.total_cmp(&o.at).then(self.seq.cmp(&o.seq))
-    }
 }
 
 /// `f64` with a total order, for heaps.
@@ -167,6 +151,8 @@ struct Source {
     last: Time,
     /// Generation of the pending `SourceNext`.
     generation: u64,
+    /// Which responses it corrupts on purpose.
+    corrupt: FaultSchedule,
 }
 
 impl Source {
@@ -193,30 +179,20 @@ struct Flow {
     from: SiteId,
     to: SiteId,
     size: u64,
-}
-
-struct Site {
-    cpus: usize,
-    /// Other users' load, and the slots it holds now.
-    load: Option<Load>,
-    busy: usize,
-    speed: f64,
-    overhead: f64,
-    pool: Pool,
-    queue: VecDeque<JobId>,
-    running: usize,
-    peak_used: u64,
+    /// Its response was corrupted: the destination's check fails at the end.
+    corrupt: bool,
 }
 
 struct Sim {
     wf: Arc<Workflow>,
     manager: Manager,
     now: Time,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Due>>,
+    queue: EventQueue<Ev>,
     immediate: VecDeque<Ev>,
     wake_at: Option<Time>,
     sites: Vec<Site>,
+    /// Scratch for the sites' actions.
+    actions: Vec<SiteAction>,
     sources: Vec<Source>,
     flows: IdWindow<Flow>,
     out: Vec<Command>,
@@ -256,19 +232,8 @@ impl Sim {
             let load = s
                 .background
                 .clone()
-                .filter(|_| s.info.cpus > 0)
                 .map(|b| Load::new(b, s.info.cpus, SiteConfig::load_seed(scenario.seed, i)));
-            sites.push(Site {
-                cpus: s.info.cpus,
-                busy: load.as_ref().map_or(0, Load::busy),
-                load,
-                speed: s.info.speed,
-                overhead: s.info.overhead,
-                peak_used: pool.used(),
-                pool,
-                queue: VecDeque::new(),
-                running: 0,
-            });
+            sites.push(Site::new(i, s.info.clone(), wf.clone(), pool, load));
             sources.push(Source {
                 bandwidth: s.bandwidth,
                 cap: s.stream_cap,
@@ -280,6 +245,10 @@ impl Sim {
                 served: 0.0,
                 last: 0.0,
                 generation: 0,
+                corrupt: FaultSchedule::new(
+                    s.faults.corrupt_responses,
+                    SiteFaults::seed(scenario.seed, i),
+                ),
             });
         }
         let manager = scenario.new_manager()?;
@@ -287,11 +256,11 @@ impl Sim {
             wf,
             manager,
             now: 0.0,
-            seq: 0,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             immediate: VecDeque::new(),
             wake_at: None,
             sites,
+            actions: Vec::new(),
             sources,
             flows: IdWindow::default(),
             out: Vec::new(),
@@ -302,7 +271,7 @@ impl Sim {
             timeline: Timeline::default(),
         };
         for site in 0..sim.sites.len() {
-            if let Some(at) = sim.sites[site].load.as_ref().and_then(Load::next_change) {
+            if let Some(at) = sim.sites[site].next_load_change() {
                 sim.at(at, Ev::Load { site });
             }
         }
@@ -316,21 +285,16 @@ impl Sim {
             self.immediate.push_back(ev);
             return;
         }
-        self.seq += 1;
-        self.queue.push(Reverse(Due {
-            at,
-            seq: self.seq,
-            ev,
-        }));
+        self.queue.push(at, ev);
     }
 
     fn next_event(&mut self) -> Option<Ev> {
         if let Some(ev) = self.immediate.pop_front() {
             return Some(ev);
         }
-        let Reverse(due) = self.queue.pop()?;
-        self.now = due.at;
-        Some(due.ev)
+        let (at, ev) = self.queue.pop()?;
+        self.now = at;
+        Some(ev)
     }
 
     fn run(&mut self) {
@@ -369,9 +333,9 @@ impl Sim {
         let rls = (0..self.wf.files.len())
             .map(|f| self.manager.rls().holders(f).to_vec())
             .collect();
-        let evictions = self.sites.iter().map(|s| s.pool.evictions()).collect();
-        let used = self.sites.iter().map(|s| s.pool.used()).collect();
-        let peak_used = self.sites.iter().map(|s| s.peak_used).collect();
+        let evictions = self.sites.iter().map(|s| s.pool().evictions()).collect();
+        let used = self.sites.iter().map(|s| s.pool().used()).collect();
+        let peak_used = self.sites.iter().map(Site::peak_used).collect();
         SimRun {
             counts: self.manager.counts(),
             succeeded: self.manager.succeeded(),
@@ -393,9 +357,9 @@ impl Sim {
     fn sample(&self) -> Sample {
         Sample {
             t: self.now,
-            queued: self.sites.iter().map(|s| s.queue.len() as u32).collect(),
-            running: self.sites.iter().map(|s| s.running as u32).collect(),
-            used: self.sites.iter().map(|s| s.pool.used()).collect(),
+            queued: self.sites.iter().map(|s| s.queued() as u32).collect(),
+            running: self.sites.iter().map(|s| s.running() as u32).collect(),
+            used: self.sites.iter().map(|s| s.pool().used()).collect(),
         }
     }
 
@@ -417,11 +381,7 @@ impl Sim {
 
     fn apply(&mut self, c: Command) {
         match c {
-            Command::Pin { job, site } => {
-                self.sites[site]
-                    .pool
-                    .pin_job(job, &self.wf.jobs[job].inputs);
-            }
+            Command::Pin { job, site } => self.sites[site].pin(job),
             Command::StartTransfer {
                 id,
                 job,
@@ -430,11 +390,12 @@ impl Sim {
                 to,
             } => self.start_transfer(id, job, file, from, to),
             Command::Submit { job, site } => {
-                self.sites[site].queue.push_back(job);
-                self.try_start(site);
+                self.sites[site].submit(job, &mut self.actions);
+                self.carry_out(site);
             }
             Command::Release { job, site, delete } => {
-                self.sites[site].pool.release_job(job, &delete);
+                self.sites[site].release(job, &delete, &mut self.actions);
+                self.carry_out(site);
             }
             // Scripts are not run in the simulator: each ends at once, well.
             Command::RunScript { job, kind, .. } => self.at(
@@ -446,28 +407,27 @@ impl Sim {
                 }),
             ),
             Command::Kill { job, site } => {
-                let queue = &mut self.sites[site].queue;
-                let killed = match queue.iter().position(|&j| j == job) {
-                    Some(i) => queue.remove(i).is_some(),
-                    None => false,
-                };
-                self.at(
-                    self.now,
-                    Ev::Deliver(Event::JobKilled { job, site, killed }),
-                );
+                self.sites[site].kill(job, &mut self.actions);
+                self.carry_out(site);
             }
         }
     }
 
-    fn evicted(&mut self, site: SiteId, files: Vec<FileId>) {
-        for file in files {
-            self.at(self.now, Ev::Deliver(Event::FileEvicted { site, file }));
+    /// Carries out what `site` decided: events reach the manager right after
+    /// the current one, in order; runs end after their nominal time; removed
+    /// bytes are only counted, so there is nothing to delete.
+    fn carry_out(&mut self, site: SiteId) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
+            match a {
+                SiteAction::Emit(e) => self.at(self.now, Ev::Deliver(e)),
+                SiteAction::Run { job, nominal } => {
+                    self.at(self.now + nominal, Ev::JobDone { site, job })
+                }
+                SiteAction::Remove { .. } => {}
+            }
         }
-    }
-
-    fn note_used(&mut self, site: SiteId) {
-        let s = &mut self.sites[site];
-        s.peak_used = s.peak_used.max(s.pool.used());
+        self.actions = actions;
     }
 
     fn start_transfer(
@@ -478,53 +438,47 @@ impl Sim {
         from: SiteId,
         to: SiteId,
     ) {
+        let accepted = self.sites[to].begin_fetch(id, job, file, &mut self.actions);
+        self.carry_out(to);
+        if !accepted {
+            return;
+        }
         let size = self.wf.files[file].size;
-        match self.sites[to].pool.begin_write(file, size) {
-            Err(e) => {
-                let inputs = self.wf.jobs[job]
-                    .inputs
-                    .iter()
-                    .map(|&f| (f, self.wf.files[f].size));
-                let never = e.never || !self.sites[to].pool.could_ever_hold(inputs);
-                let result = Err(TransferFailure::NoSpace { never });
-                self.at(self.now, Ev::Deliver(Event::TransferDone { id, result }));
-            }
-            Ok(r) => {
-                self.evicted(to, r.evicted);
-                self.note_used(to);
-                self.flows.insert(
-                    id,
-                    Flow {
-                        file,
-                        from,
-                        to,
-                        size,
-                    },
-                );
-                let src = &mut self.sources[from];
-                if src.connections < src.max_connections {
-                    src.connections += 1;
-                    let at = self.now + src.latency;
-                    self.at(at, Ev::Stream(id));
-                } else {
-                    src.waiting.push_back(id);
-                }
-            }
+        self.flows.insert(
+            id,
+            Flow {
+                file,
+                from,
+                to,
+                size,
+                corrupt: false,
+            },
+        );
+        let src = &mut self.sources[from];
+        if src.connections < src.max_connections {
+            src.connections += 1;
+            let at = self.now + src.latency;
+            self.at(at, Ev::Stream(id));
+        } else {
+            src.waiting.push_back(id);
         }
     }
 
     /// Latency over: the source must still hold the file (live: 404 otherwise),
-    /// then the bytes flow.
+    /// then the bytes flow, corrupted if the source's fault schedule says so.
     fn stream(&mut self, id: TransferId) {
         let Some(flow) = self.flows.get(id) else {
             return;
         };
         let (from, file, size) = (flow.from, flow.file, flow.size);
-        if !self.sites[from].pool.has(file) {
+        if !self.sites[from].serves(file) {
             self.end_transfer(id, Err(TransferFailure::SourceMissing));
             return;
         }
         let src = &mut self.sources[from];
+        if size > 0 && src.corrupt.step() {
+            self.flows.get_mut(id).expect("looked up above").corrupt = true;
+        }
         src.advance(self.now);
         src.active
             .push(Reverse((Mark(src.served + size as f64), id)));
@@ -567,8 +521,11 @@ impl Sim {
             }
         }
         for id in done {
-            let size = self.flows.get(id).map_or(0, |f| f.size);
-            self.end_transfer(id, Ok(size));
+            let result = match self.flows.get(id) {
+                Some(f) if f.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
+                f => Ok(f.map_or(0, |f| f.size)),
+            };
+            self.end_transfer(id, result);
         }
         self.reschedule(site);
     }
@@ -579,13 +536,10 @@ impl Sim {
         let Some(flow) = self.flows.take(id) else {
             return;
         };
-        let pool = &mut self.sites[flow.to].pool;
         if result.is_ok() {
-            pool.commit_write(flow.file);
             self.transfers += 1;
-        } else {
-            pool.abort_write(flow.file);
         }
+        self.sites[flow.to].end_fetch(id, flow.file, result, &mut self.actions);
         let src = &mut self.sources[flow.from];
         src.connections -= 1;
         if let Some(next) = src.waiting.pop_front() {
@@ -593,77 +547,22 @@ impl Sim {
             let at = self.now + src.latency;
             self.at(at, Ev::Stream(next));
         }
-        self.at(self.now, Ev::Deliver(Event::TransferDone { id, result }));
+        self.carry_out(flow.to);
     }
 
     fn load_changes(&mut self, site: SiteId) {
-        let s = &mut self.sites[site];
-        let Some(load) = s.load.as_mut() else {
-            return;
-        };
-        s.busy = load.step();
-        if let Some(next) = load.next_change() {
+        self.sites[site].step_load(&mut self.actions);
+        if let Some(next) = self.sites[site].next_load_change() {
             self.at(next, Ev::Load { site });
         }
-        self.try_start(site);
-    }
-
-    fn try_start(&mut self, site: SiteId) {
-        while self.sites[site].running < self.sites[site].cpus.saturating_sub(self.sites[site].busy)
-        {
-            let Some(job) = self.sites[site].queue.pop_front() else {
-                return;
-            };
-            let spec = &self.wf.jobs[job];
-            let s = &mut self.sites[site];
-            if let Some(&f) = spec.inputs.iter().find(|&&f| !s.pool.has(f)) {
-                let failure = JobFailure::MissingInput(self.wf.files[f].name.clone());
-                let ev = Event::JobEnded {
-                    job,
-                    site,
-                    result: Err(failure),
-                };
-                self.at(self.now, Ev::Deliver(ev));
-                continue;
-            }
-            for &f in &spec.inputs {
-                s.pool.touch(f);
-            }
-            s.running += 1;
-            let end = self.now + spec.runtime / s.speed + s.overhead;
-            self.at(self.now, Ev::Deliver(Event::JobStarted { job, site }));
-            self.at(end, Ev::JobDone { site, job });
-        }
+        self.carry_out(site);
     }
 
     fn job_done(&mut self, site: SiteId, job: JobId) {
-        let wf = self.wf.clone();
-        let mut result = Ok(());
-        let mut written = Vec::new();
-        for &o in &wf.jobs[job].outputs {
-            match self.sites[site].pool.begin_write(o, wf.files[o].size) {
-                Ok(r) => {
-                    self.evicted(site, r.evicted);
-                    written.push(o);
-                }
-                Err(e) => {
-                    result = Err(JobFailure::NoSpace { never: e.never });
-                    break;
-                }
-            }
+        // Outputs are only counted here: written as soon as reserved.
+        if self.sites[site].end_run(job, &mut self.actions).is_some() {
+            self.sites[site].outputs_written(job, Ok(()), &mut self.actions);
         }
-        let pool = &mut self.sites[site].pool;
-        for o in written {
-            if result.is_ok() {
-                pool.commit_write(o);
-                pool.keep(o);
-            } else {
-                pool.abort_write(o);
-            }
-        }
-        self.note_used(site);
-        self.sites[site].running -= 1;
-        self.at(self.now, Ev::Deliver(Event::JobEnded { job, site, result }));
-        self.try_start(site);
+        self.carry_out(site);
     }
 }

@@ -273,3 +273,12 @@ fn a_bad_background_trace_names_its_own_file_and_line() {
         &["busy.csv:3", "whole number of busy slots", "60, many"],
     );
 }
+
+#[test]
+fn a_fault_probability_outside_zero_to_one() {
+    let e = check(
+        "name = \"grid3-01\"\n",
+        "name = \"grid3-01\"\ncorrupt_probability = 1.5\n",
+    );
+    expect(&e, &["bad.toml:10:23", "corrupt_probability in [0, 1]"]);
+}

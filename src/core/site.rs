@@ -1,0 +1,611 @@
+//! A grid site's rules, sans-IO: the FIFO queue, CPU slots less other users'
+//! load, the check that a job's inputs are present when it takes a slot, and
+//! the reservation, commit and abort of every write into the site's pool
+//! (seed 000 §4's site: P CPUs, D disk, FIFO queue, LRU deletion; seed 002's
+//! background load).
+//!
+//! Both engines drive the same [`Site`]: the simulator on its virtual clock,
+//! the live site actor with real bytes and a wall clock. A method takes what
+//! happened and appends [`SiteAction`]s that the engine carries out in order —
+//! tell the manager, run a job for so many nominal seconds, remove a file's
+//! bytes — so the rules of the emulated site are written once.
+//!
+//! ```text
+//!   engine ── submit / fetch / job ran / load changes ──► Site
+//!   engine ◄── Emit(Event) / Run { job, nominal } / Remove ──┘
+//! ```
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::background::Load;
+use super::storage::Pool;
+use super::{
+    Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId, Workflow,
+};
+
+/// What the engine carries out for a site, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SiteAction {
+    /// Hand this event to the manager.
+    Emit(Event),
+    /// The job took a slot and its inputs are present: it runs for `nominal`
+    /// seconds (`runtime / speed + overhead`), then the engine calls
+    /// [`Site::end_run`].
+    Run {
+        /// The job.
+        job: JobId,
+        /// Nominal seconds it runs.
+        nominal: Time,
+    },
+    /// Remove the file's bytes from the pool: `evicted` to make room for a
+    /// write (the manager is told by an [`Event::FileEvicted`] that follows),
+    /// or else deleted when its last job released it (replica policy `delete`).
+    Remove {
+        /// The file.
+        file: FileId,
+        /// Evicted to make room (true) or deleted on release (false).
+        evicted: bool,
+    },
+}
+
+/// One site's state. See the module docs.
+pub struct Site {
+    id: SiteId,
+    info: SiteInfo,
+    wf: Arc<Workflow>,
+    pool: Pool,
+    queue: VecDeque<JobId>,
+    running: usize,
+    /// Other users' load, and the slots it holds now.
+    load: Option<Load>,
+    busy: usize,
+    peak_used: u64,
+    jobs_run: u64,
+}
+
+impl Site {
+    /// Site `id` over an already filled `pool`, with other users' `load` if
+    /// any (ignored on a storage site).
+    pub fn new(
+        id: SiteId,
+        info: SiteInfo,
+        wf: Arc<Workflow>,
+        pool: Pool,
+        load: Option<Load>,
+    ) -> Self {
+        let load = load.filter(|_| info.cpus > 0);
+        Site {
+            id,
+            info,
+            wf,
+            busy: load.as_ref().map_or(0, Load::busy),
+            load,
+            peak_used: pool.used(),
+            pool,
+            queue: VecDeque::new(),
+            running: 0,
+            jobs_run: 0,
+        }
+    }
+
+    /// The site's static description.
+    pub fn info(&self) -> &SiteInfo {
+        &self.info
+    }
+    /// Its pool's accounting.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+    /// Jobs waiting in the FIFO queue.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+    /// Jobs holding a slot.
+    pub fn running(&self) -> usize {
+        self.running
+    }
+    /// Slots other users hold now.
+    pub fn background_busy(&self) -> usize {
+        self.busy
+    }
+    /// Most bytes the pool held at any time.
+    pub fn peak_used(&self) -> u64 {
+        self.peak_used
+    }
+    /// Jobs that took a slot here.
+    pub fn jobs_run(&self) -> u64 {
+        self.jobs_run
+    }
+    /// Whether the site's file server can serve `file` (a live endpoint
+    /// answers 404 otherwise).
+    pub fn serves(&self, file: FileId) -> bool {
+        self.pool.has(file)
+    }
+
+    /// A prescript chose this site for `job`: pin its inputs here, present or
+    /// still to come, so staging cannot evict the job's own files.
+    pub fn pin(&mut self, job: JobId) {
+        let wf = self.wf.clone();
+        self.pool.pin_job(job, &wf.jobs[job].inputs);
+    }
+
+    /// Transfer `id` of `file` for `job` is to arrive here: reserves its bytes
+    /// (evicting by the pool's policy). False when the pool cannot make room;
+    /// the failed [`Event::TransferDone`] is then already among the actions
+    /// (`never` when the job's inputs could never fit here).
+    pub fn begin_fetch(
+        &mut self,
+        id: TransferId,
+        job: JobId,
+        file: FileId,
+        out: &mut Vec<SiteAction>,
+    ) -> bool {
+        match self.pool.begin_write(file, self.wf.files[file].size) {
+            Err(e) => {
+                let wf = &self.wf;
+                let inputs = wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size));
+                let never = e.never || !self.pool.could_ever_hold(inputs);
+                let result = Err(TransferFailure::NoSpace { never });
+                out.push(SiteAction::Emit(Event::TransferDone { id, result }));
+                false
+            }
+            Ok(r) => {
+                self.evicted(r.evicted, out);
+                true
+            }
+        }
+    }
+
+    /// Transfer `id` of `file` into this site ended: its bytes are listed
+    /// (`Ok`: nominal bytes moved) or dropped, and the manager is told.
+    pub fn end_fetch(
+        &mut self,
+        id: TransferId,
+        file: FileId,
+        result: Result<u64, TransferFailure>,
+        out: &mut Vec<SiteAction>,
+    ) {
+        if result.is_ok() {
+            self.pool.commit_write(file);
+        } else {
+            self.pool.abort_write(file);
+        }
+        out.push(SiteAction::Emit(Event::TransferDone { id, result }));
+    }
+
+    /// Every input of `job` is staged: it joins the FIFO queue.
+    pub fn submit(&mut self, job: JobId, out: &mut Vec<SiteAction>) {
+        self.queue.push_back(job);
+        self.try_start(out);
+    }
+
+    /// MonitQueue's kill: removes `job` if it still waits in the queue. A job
+    /// that already took a slot runs to its end and the kill is void. Returns
+    /// whether it was removed; the [`Event::JobKilled`] is among the actions.
+    pub fn kill(&mut self, job: JobId, out: &mut Vec<SiteAction>) -> bool {
+        let killed = match self.queue.iter().position(|&j| j == job) {
+            Some(i) => self.queue.remove(i).is_some(),
+            None => false,
+        };
+        out.push(SiteAction::Emit(Event::JobKilled {
+            job,
+            site: self.id,
+            killed,
+        }));
+        killed
+    }
+
+    /// Postscript: unpins `job`'s files and deletes `delete` once nothing
+    /// pins them.
+    pub fn release(&mut self, job: JobId, delete: &[FileId], out: &mut Vec<SiteAction>) {
+        for file in self.pool.release_job(job, delete) {
+            out.push(SiteAction::Remove {
+                file,
+                evicted: false,
+            });
+        }
+    }
+
+    /// The nominal instant of the next background-load change, if any.
+    pub fn next_load_change(&self) -> Option<Time> {
+        self.load.as_ref().and_then(Load::next_change)
+    }
+
+    /// The background load changes now (at [`Site::next_load_change`]):
+    /// freed slots start queued jobs.
+    pub fn step_load(&mut self, out: &mut Vec<SiteAction>) {
+        let Some(load) = self.load.as_mut() else {
+            return;
+        };
+        self.busy = load.step();
+        self.try_start(out);
+    }
+
+    /// Starts queued jobs while slots are free, in FIFO order. A job whose
+    /// input is gone fails at once and frees its turn.
+    fn try_start(&mut self, out: &mut Vec<SiteAction>) {
+        while self.running < self.info.cpus.saturating_sub(self.busy) {
+            let Some(job) = self.queue.pop_front() else {
+                return;
+            };
+            let spec = &self.wf.jobs[job];
+            if let Some(&f) = spec.inputs.iter().find(|&&f| !self.pool.has(f)) {
+                let failure = JobFailure::MissingInput(self.wf.files[f].name.clone());
+                out.push(SiteAction::Emit(Event::JobEnded {
+                    job,
+                    site: self.id,
+                    result: Err(failure),
+                }));
+                continue;
+            }
+            for &f in &spec.inputs {
+                self.pool.touch(f);
+            }
+            self.running += 1;
+            self.jobs_run += 1;
+            let nominal = spec.runtime / self.info.speed + self.info.overhead;
+            out.push(SiteAction::Emit(Event::JobStarted { job, site: self.id }));
+            out.push(SiteAction::Run { job, nominal });
+        }
+    }
+
+    /// `job`'s run is over: reserves room for its outputs. `Some(outputs)`
+    /// to write (the engine writes their bytes, then calls
+    /// [`Site::outputs_written`]); `None` when they do not fit, in which case
+    /// the job has already ended with [`JobFailure::NoSpace`].
+    pub fn end_run(&mut self, job: JobId, out: &mut Vec<SiteAction>) -> Option<Vec<FileId>> {
+        let wf = self.wf.clone();
+        let mut reserved = Vec::new();
+        for &o in &wf.jobs[job].outputs {
+            match self.pool.begin_write(o, wf.files[o].size) {
+                Ok(r) => {
+                    self.evicted(r.evicted, out);
+                    reserved.push(o);
+                }
+                Err(e) => {
+                    for &r in &reserved {
+                        self.pool.abort_write(r);
+                    }
+                    self.finish(job, Err(JobFailure::NoSpace { never: e.never }), out);
+                    return None;
+                }
+            }
+        }
+        Some(reserved)
+    }
+
+    /// The outputs reserved by [`Site::end_run`] are written (`Ok`) or could
+    /// not be (`Err`: why): they are kept for good or dropped, and the job
+    /// ends.
+    pub fn outputs_written(
+        &mut self,
+        job: JobId,
+        written: Result<(), String>,
+        out: &mut Vec<SiteAction>,
+    ) {
+        let wf = self.wf.clone();
+        let result = match written {
+            Ok(()) => {
+                for &o in &wf.jobs[job].outputs {
+                    self.pool.commit_write(o);
+                    self.pool.keep(o);
+                }
+                Ok(())
+            }
+            Err(msg) => {
+                for &o in &wf.jobs[job].outputs {
+                    self.pool.abort_write(o);
+                }
+                Err(JobFailure::Failed(msg))
+            }
+        };
+        self.finish(job, result, out);
+    }
+
+    /// A running job failed before its outputs (an input did not verify):
+    /// it ends with `failure` and frees its slot.
+    pub fn fail_run(&mut self, job: JobId, failure: JobFailure, out: &mut Vec<SiteAction>) {
+        self.finish(job, Err(failure), out);
+    }
+
+    fn finish(&mut self, job: JobId, result: Result<(), JobFailure>, out: &mut Vec<SiteAction>) {
+        self.peak_used = self.peak_used.max(self.pool.used());
+        self.running -= 1;
+        out.push(SiteAction::Emit(Event::JobEnded {
+            job,
+            site: self.id,
+            result,
+        }));
+        self.try_start(out);
+    }
+
+    fn evicted(&mut self, files: Vec<FileId>, out: &mut Vec<SiteAction>) {
+        self.peak_used = self.peak_used.max(self.pool.used());
+        for file in files {
+            out.push(SiteAction::Remove {
+                file,
+                evicted: true,
+            });
+            out.push(SiteAction::Emit(Event::FileEvicted {
+                site: self.id,
+                file,
+            }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::background::Background;
+    use crate::core::{File, JobSpec};
+    use SiteAction::{Emit, Run};
+
+    /// Jobs `j0..j3`, each reading `in` (10 B) and writing `o{i}` (`out` B);
+    /// `j3` also reads `absent`, which no pool holds.
+    fn site(cpus: usize, disk: u64, out: u64, load: Option<Background>) -> Site {
+        let mut files = vec![
+            File {
+                name: "in".into(),
+                size: 10,
+            },
+            File {
+                name: "absent".into(),
+                size: 10,
+            },
+        ];
+        let mut jobs = Vec::new();
+        for i in 0..4 {
+            files.push(File {
+                name: format!("o{i}"),
+                size: out,
+            });
+            let mut inputs = vec!["in".to_string()];
+            if i == 3 {
+                inputs.push("absent".into());
+            }
+            jobs.push(JobSpec {
+                name: format!("j{i}"),
+                runtime: 60.0,
+                inputs,
+                outputs: vec![format!("o{i}")],
+                ..Default::default()
+            });
+        }
+        let wf = Arc::new(Workflow::build(files, jobs).unwrap());
+        let mut pool = Pool::new(disk, crate::policy::eviction_policy("lru", 1).unwrap());
+        pool.place_origin(0, 10).unwrap();
+        let info = SiteInfo {
+            name: "s".into(),
+            cpus,
+            disk,
+            speed: 2.0,
+            overhead: 5.0,
+        };
+        let load = load.map(|b| Load::new(b, cpus, 7));
+        Site::new(0, info, wf, pool, load)
+    }
+
+    fn started(out: &[SiteAction]) -> Vec<JobId> {
+        out.iter()
+            .filter_map(|a| match a {
+                Run { job, .. } => Some(*job),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ended(out: &[SiteAction]) -> Vec<(JobId, Result<(), JobFailure>)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Emit(Event::JobEnded { job, result, .. }) => Some((*job, result.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Ends the run of `job` with its outputs written.
+    fn complete(s: &mut Site, job: JobId, out: &mut Vec<SiteAction>) {
+        assert!(s.end_run(job, out).is_some());
+        s.outputs_written(job, Ok(()), out);
+    }
+
+    #[test]
+    fn jobs_take_free_slots_in_fifo_order_for_runtime_over_speed_plus_overhead() {
+        let mut s = site(2, 1000, 5, None);
+        let mut out = Vec::new();
+        for j in [2, 0, 1] {
+            s.submit(j, &mut out);
+        }
+        assert_eq!(started(&out), vec![2, 0]);
+        assert_eq!(
+            out[..2],
+            [
+                Emit(Event::JobStarted { job: 2, site: 0 }),
+                Run {
+                    job: 2,
+                    nominal: 60.0 / 2.0 + 5.0
+                }
+            ]
+        );
+        assert_eq!((s.queued(), s.running()), (1, 2));
+        out.clear();
+        complete(&mut s, 0, &mut out);
+        // The end is reported before the next job starts in the freed slot.
+        assert_eq!(ended(&out), vec![(0, Ok(()))]);
+        assert_eq!(started(&out), vec![1]);
+        assert!(s.pool().has(2), "o0 (file 2) written and kept");
+        assert_eq!(s.jobs_run(), 3);
+    }
+
+    #[test]
+    fn background_load_holds_slots_until_it_frees_them() {
+        let trace = Background::Trace(vec![(0.0, 2), (10.0, 0)]);
+        let mut s = site(3, 1000, 5, Some(trace));
+        assert_eq!(s.background_busy(), 2);
+        let mut out = Vec::new();
+        for j in 0..3 {
+            s.submit(j, &mut out);
+        }
+        assert_eq!(started(&out), vec![0], "one slot of three is free");
+        assert_eq!(s.next_load_change(), Some(10.0));
+        out.clear();
+        s.step_load(&mut out);
+        assert_eq!(s.background_busy(), 0);
+        assert_eq!(started(&out), vec![1, 2]);
+        assert_eq!(s.next_load_change(), None);
+    }
+
+    #[test]
+    fn a_job_whose_input_is_missing_fails_at_once_and_frees_its_turn() {
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        s.submit(3, &mut out);
+        s.submit(0, &mut out);
+        assert_eq!(
+            ended(&out),
+            vec![(3, Err(JobFailure::MissingInput("absent".into())))]
+        );
+        assert_eq!(started(&out), vec![0]);
+        assert_eq!(s.jobs_run(), 1);
+    }
+
+    #[test]
+    fn an_aborted_transfer_leaves_nothing_and_a_full_pool_refuses_with_never() {
+        let mut s = site(1, 20, 5, None);
+        let mut out = Vec::new();
+        s.pin(3);
+        assert!(s.begin_fetch(9, 3, 1, &mut out));
+        assert_eq!(s.pool().used(), 20, "reserved while it flows");
+        assert!(!s.serves(1), "not served before it is complete");
+        s.end_fetch(9, 1, Err(TransferFailure::SourceMissing), &mut out);
+        assert_eq!(s.pool().used(), 10);
+        assert!(!s.serves(1));
+        assert_eq!(
+            out,
+            [Emit(Event::TransferDone {
+                id: 9,
+                result: Err(TransferFailure::SourceMissing)
+            })]
+        );
+        // A pool of 15 B can never hold `in` and `absent` (20 B) together.
+        let mut s = site(1, 15, 5, None);
+        out.clear();
+        s.pin(3);
+        assert!(!s.begin_fetch(4, 3, 1, &mut out));
+        assert_eq!(
+            out,
+            [Emit(Event::TransferDone {
+                id: 4,
+                result: Err(TransferFailure::NoSpace { never: true })
+            })]
+        );
+        assert_eq!(s.pool().used(), 10);
+    }
+
+    #[test]
+    fn outputs_that_do_not_fit_or_fail_to_write_are_dropped_and_free_the_slot() {
+        // 10 B of input leave no room for a 20 B output in 25 B.
+        let mut s = site(1, 25, 20, None);
+        let mut out = Vec::new();
+        s.submit(0, &mut out);
+        s.submit(1, &mut out);
+        out.clear();
+        assert!(s.end_run(0, &mut out).is_none());
+        assert_eq!(
+            ended(&out),
+            vec![(0, Err(JobFailure::NoSpace { never: true }))]
+        );
+        assert_eq!(started(&out), vec![1]);
+        assert_eq!(s.pool().used(), 10);
+        out.clear();
+        let mut s = site(1, 1000, 5, None);
+        s.submit(0, &mut out);
+        assert_eq!(s.end_run(0, &mut out), Some(vec![2]));
+        assert_eq!(s.pool().used(), 15);
+        s.outputs_written(0, Err("disk full".into()), &mut out);
+        assert_eq!(
+            ended(&out),
+            vec![(0, Err(JobFailure::Failed("disk full".into())))]
+        );
+        assert_eq!((s.pool().used(), s.running()), (10, 0));
+        assert!(!s.serves(2));
+    }
+
+    #[test]
+    fn a_kill_removes_a_queued_job_and_is_void_for_a_running_one() {
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        s.submit(0, &mut out);
+        s.submit(1, &mut out);
+        out.clear();
+        assert!(s.kill(1, &mut out));
+        assert!(!s.kill(0, &mut out));
+        assert_eq!(
+            out,
+            [
+                Emit(Event::JobKilled {
+                    job: 1,
+                    site: 0,
+                    killed: true
+                }),
+                Emit(Event::JobKilled {
+                    job: 0,
+                    site: 0,
+                    killed: false
+                })
+            ]
+        );
+        out.clear();
+        complete(&mut s, 0, &mut out);
+        assert!(started(&out).is_empty(), "the killed job is gone");
+    }
+
+    #[test]
+    fn evictions_remove_bytes_and_tell_the_manager_and_release_deletes() {
+        let mut s = site(3, 30, 5, None);
+        let mut out = Vec::new();
+        s.pin(3);
+        assert!(s.begin_fetch(1, 3, 1, &mut out));
+        s.end_fetch(1, 1, Ok(10), &mut out);
+        s.release(3, &[], &mut out);
+        out.clear();
+        // `in` and the unpinned `absent` (20 B) leave room for o0 and o1.
+        for j in 0..3 {
+            s.submit(j, &mut out);
+        }
+        complete(&mut s, 0, &mut out);
+        complete(&mut s, 1, &mut out);
+        assert!(!out.iter().any(|a| matches!(a, SiteAction::Remove { .. })));
+        // The next 5 B evicts it.
+        out.clear();
+        complete(&mut s, 2, &mut out);
+        assert_eq!(
+            out[..2],
+            [
+                SiteAction::Remove {
+                    file: 1,
+                    evicted: true
+                },
+                Emit(Event::FileEvicted { site: 0, file: 1 })
+            ]
+        );
+        // Replica policy `delete`: the staged copy goes when released.
+        let mut s = site(1, 30, 5, None);
+        out.clear();
+        s.pin(3);
+        s.begin_fetch(1, 3, 1, &mut out);
+        s.end_fetch(1, 1, Ok(10), &mut out);
+        out.clear();
+        s.release(3, &[1], &mut out);
+        assert_eq!(
+            out,
+            [SiteAction::Remove {
+                file: 1,
+                evicted: false
+            }]
+        );
+        assert!(!s.serves(1));
+    }
+}
