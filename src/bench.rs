@@ -434,7 +434,7 @@ fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, String> {
 /// between them, a wait queue of 250,000 tasks of one uniformly drawn file,
 /// W = 3,200; a decision is a notification plus a pick-up of one more task.
 fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, String> {
-    use crate::diffusion::index::CacheIndex;
+    use crate::core::cache_index::CacheIndex;
     use crate::policy::dispatch::FarmView;
     use rand::{Rng, SeedableRng};
     let (executors, files) = (64, 10_000);
@@ -894,7 +894,7 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
     Ok(Figure {
         name: format!(
             "transfer: {} in {} files on {}, pull+verify vs copy+sha256 ({:.0} vs {:.0} MB/s)",
-            crate::config::units::human_bytes(total),
+            crate::units::human_bytes(total),
             files,
             base.display(),
             total / pulled.as_secs_f64() / 1e6,

@@ -12,22 +12,32 @@
 //!         sim engine (virtual clock)   live engine (actix actors,
 //!                │                    actix-web "gridftp", reqwest)
 //!                └──────► core ◄─────────────┘
-//!   Manager state machine (DAGMan semantics), RLS, control records,
-//!   storage accounting; policy: site selectors and eviction
+//!   Manager (DAGMan semantics) · Site (queue, slots, pool) · faults ·
+//!   event queue · RLS · control records · the seams policies plug into
 //! ```
 //!
-//! * [`core`] is sans-IO: the [`core::Manager`] takes events stamped with the
-//!   nominal time and returns commands. It never sleeps, spawns or does I/O.
-//! * [`policy`] holds the site selectors and eviction policies, one file each,
-//!   picked by name.
-//! * [`sim`] is the discrete-event engine: a virtual clock, the same core and
-//!   policies, and the live engine's transfer, queue and storage models.
-//! * [`live`] is the live engine: each site is an actix actor owning a
-//!   capacity-limited temp-dir pool, CPU slots and a FIFO queue, plus a
-//!   rate-limited HTTP file server on loopback.
+//! Every rule of the emulated world lives once in [`core`]; the engines only
+//! carry out its decisions. The rooms import each other without a loop
+//! (checked by a test over `src/`):
+//!
+//! * [`core`] is sans-IO and imports no other room: the [`core::Manager`]
+//!   takes events stamped with the nominal time and returns commands;
+//!   [`core::site::Site`] is a site's rules and returns actions;
+//!   [`core::faults`] the seeded fault schedules; [`core::events`] the one
+//!   event queue; [`core::seams`] the traits policies implement.
+//! * [`policy`] holds the site selectors, eviction and dispatch policies, one
+//!   file each, picked by name.
+//! * [`sim`] is the discrete-event engine: the same core on a virtual clock,
+//!   with the shared-bandwidth transfer model.
+//! * [`live`] is the live engine: each site an actix actor owning a
+//!   capacity-limited temp-dir pool, plus a rate-limited HTTP file server on
+//!   loopback.
+//! * [`diffusion`] is the data-diffusion farm of seed 001 (dispatcher core,
+//!   simulated farm, task streams); [`live::farm`] runs it live.
 //! * [`config`] loads `sites.toml` and testbeds with precise errors;
-//!   [`workflow`] generates the papers' workflows; [`report`] prints and
-//!   writes run records; [`metrics`] exports Prometheus series.
+//!   [`units`] reads sizes and rates; [`workflow`] generates and parses
+//!   workflows; [`report`] prints, plots and validates run records;
+//!   [`metrics`] exports Prometheus series; [`db`] is the control database.
 #![warn(missing_docs)]
 
 pub mod bench;
@@ -41,4 +51,5 @@ pub mod policy;
 pub mod report;
 pub mod sim;
 pub mod sweep;
+pub mod units;
 pub mod workflow;

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use gridbed::config::units::human_bytes;
 use gridbed::config::{self, Overrides, Scenario};
+use gridbed::core::observer::BoxedObserver;
 use gridbed::live::{self, LiveOptions};
 use gridbed::report::validate::Comparison;
 use gridbed::report::{Detail, Progress, RunRecord};
 use gridbed::sim;
+use gridbed::units::human_bytes;
 
 /// A live grid emulator with real transfers: runs a workflow across a mock grid
 /// of sites on loopback, with DAGMan semantics and the papers' site selectors,
@@ -69,8 +70,19 @@ struct ScenarioArgs {
     workflow: Option<PathBuf>,
     /// The format of `--workflow` (or of a workflow file given to `workflow
     /// stats`), instead of telling it from the content.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = format_parser())]
     format: Option<gridbed::workflow::formats::Format>,
+}
+
+/// `--format`'s values, from the workflow room's own list of formats.
+fn format_parser()
+-> impl clap::builder::TypedValueParser<Value = gridbed::workflow::formats::Format> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    use gridbed::workflow::formats::Format;
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.name()).help(f.description())),
+    )
+    .map(|name| Format::from_name(&name).unwrap_or(Format::Auto))
 }
 
 /// Which engine runs a scenario.
@@ -287,7 +299,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         tb.spec.policy = p;
     }
     if let Some(c) = args.cache {
-        let size: gridbed::config::units::Size = toml::Value::String(c.clone())
+        let size: gridbed::units::Size = toml::Value::String(c.clone())
             .try_into()
             .map_err(|e| bad(format!("--cache `{c}`: {e}")))?;
         tb.spec.cache = size.0;
@@ -341,7 +353,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
         let opts = gridbed::live::farm::FarmOptions {
             run_id: format!("{}-{}-farm", tb.name, tb.spec.seed),
             testbed: tb.name.clone(),
-            progress: Progress::counting(tb.tasks.len(), "tasks"),
+            progress: Box::new(Progress::counting(tb.tasks.len(), "tasks")),
             corrupt_store_responses: 0,
             metrics_addr: args.metrics_addr,
             linger: std::time::Duration::from_secs_f64(args.linger.max(0.0)),
@@ -381,7 +393,7 @@ fn farm(args: FarmArgs) -> Result<ExitCode, ExitCode> {
     let shown = live_run.as_ref().or(sim_run.as_ref());
     if let (Some(path), Some(r)) = (&args.svg, shown) {
         let title = format!("{} — {}", tb.name, tb.spec.policy);
-        r.summary_svg(path, &title, &tb.spec).map_err(|e| {
+        gridbed::report::farm_view::summary_svg(r, path, &title, &tb.spec).map_err(|e| {
             eprintln!("error: {e}");
             ExitCode::from(1)
         })?;
@@ -588,10 +600,10 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                     .map(|d| d.as_secs())
                     .unwrap_or(0)
             );
-            let progress = if args.quiet {
-                Progress::Hidden
+            let progress: BoxedObserver = if args.quiet {
+                Box::new(Progress::Hidden)
             } else {
-                Progress::for_stderr(scenario.workflow.jobs.len())
+                Box::new(Progress::for_stderr(scenario.workflow.jobs.len()))
             };
             let opts = LiveOptions {
                 metrics_addr: args.metrics_addr,
@@ -841,10 +853,10 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
         ExitCode::from(2)
     })?;
     let sim_record = RunRecord::from_sim(&scenario, &sim_run, &run_id, Detail::Full);
-    let progress = if args.quiet {
-        Progress::Hidden
+    let progress: BoxedObserver = if args.quiet {
+        Box::new(Progress::Hidden)
     } else {
-        Progress::for_stderr(scenario.workflow.jobs.len())
+        Box::new(Progress::for_stderr(scenario.workflow.jobs.len()))
     };
     let opts = LiveOptions {
         progress,

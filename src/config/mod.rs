@@ -5,8 +5,6 @@
 //! line and column, the field and what was expected; nothing here panics on
 //! input. The testbed format is documented in `docs/testbed.md`.
 
-pub mod units;
-
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,10 +16,10 @@ use crate::core::background::{Background, parse_trace};
 use crate::core::faults::{FaultSpec, SiteFaults};
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
+use crate::units::{self, Rate, Size};
 use crate::workflow::WorkflowSpec;
 use crate::workflow::formats::{self, FormatError};
 use crate::workflow::generators::{Coadd, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
-use units::{Rate, Size};
 
 /// A mistake in a scenario file.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -30,12 +30,12 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::records::{Attempt, EvictionRecord, JobRecord, Outcome, Records, TransferRecord};
+use super::seams::{GridView, SiteSelector};
 use super::window::IdWindow;
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     Workflow, rls::Rls,
 };
-use crate::policy::{GridView, SiteSelector};
 
 /// What the postscript does with staged inputs (seed 000 §5.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]

@@ -13,17 +13,24 @@
 //!                 SiteSelector │ read-only GridView (sites, RLS, load)
 //! ```
 //!
-//! Site storage accounting ([`storage::Pool`]) is also here because both engines'
-//! sites must evict and pin by the same rules.
+//! The rest of the emulated world's rules are here too, so that both engines
+//! drive them rather than rewrite them: a site's queue, slots and pool
+//! ([`site::Site`] over [`storage::Pool`]), faults injected on purpose
+//! ([`faults`]), the one event queue of the simulators ([`events`]), the
+//! farm's cache location index ([`cache_index`]), and the traits that
+//! policies implement ([`seams`]). This room imports no other.
 
 pub mod background;
+pub mod cache_index;
 pub mod dag;
 pub mod events;
 pub mod faults;
 pub mod manager;
 pub mod nodes;
+pub mod observer;
 pub mod records;
 pub mod rls;
+pub mod seams;
 pub mod site;
 pub mod storage;
 pub mod timeline;

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::seams::{Candidate, EvictionPolicy};
 use super::{FileId, JobId};
-use crate::policy::{Candidate, EvictionPolicy};
 
 #[derive(Debug, Clone)]
 struct Entry {

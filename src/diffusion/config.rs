@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::farm::{Allocation, Drp, FarmSpec};
 use super::stream::{Arrivals, Popularity, Task, generate, parse_arrivals};
-use crate::config::units::{Rate, Size};
 use crate::config::{ConfigError, Emulation};
+use crate::units::{Rate, Size};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

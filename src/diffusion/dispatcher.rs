@@ -12,9 +12,9 @@
 use std::collections::VecDeque;
 
 use super::farm::{Allocation, FarmRun, FarmSpec, Interval};
-use super::index::{CacheIndex, ExecId};
 use super::stream::Task;
 use crate::core::FileId;
+use crate::core::cache_index::{CacheIndex, ExecId};
 use crate::core::storage::Pool;
 use crate::policy::dispatch::{DispatchPolicy, FarmView, TaskQueue};
 use crate::policy::{self, UnknownPolicy};

@@ -13,8 +13,8 @@
 //! go, so no task is ever lost with one).
 
 use super::dispatcher::{Dispatcher, Read, Source};
-use super::index::ExecId;
 use super::stream::Task;
+use crate::core::cache_index::ExecId;
 use crate::core::events::EventQueue;
 use crate::policy::UnknownPolicy;
 
@@ -187,68 +187,6 @@ impl FarmRun {
             );
         }
         out
-    }
-
-    /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
-    /// throughput vs the ideal, the wait queue, executors allocated and busy,
-    /// and where reads were served, per interval.
-    pub fn summary_svg(
-        &self,
-        path: &std::path::Path,
-        title: &str,
-        spec: &FarmSpec,
-    ) -> Result<(), String> {
-        use crate::report::plot::{Panel, Series, stacked};
-        let step = if spec.interval > 0.0 {
-            spec.interval
-        } else {
-            60.0
-        };
-        let line = |name: &str, f: &dyn Fn(&Interval) -> f64| Series {
-            name: name.into(),
-            points: self.intervals.iter().map(|i| (i.t, f(i))).collect(),
-        };
-        let gbps = |bytes: f64| bytes * 8.0 / step / 1e9;
-        let share = |n: u64, i: &Interval| {
-            let all = (i.local + i.global + i.miss).max(1) as f64;
-            100.0 * n as f64 / all
-        };
-        let size = spec.file_size as f64;
-        let panels = [
-            Panel {
-                title: "Throughput".into(),
-                y_label: "Gb/s".into(),
-                series: vec![
-                    line("ideal (files the arrivals read × file size)", &|i| {
-                        gbps(i.arrived_reads as f64 * size)
-                    }),
-                    line("measured (reads of ended tasks)", &|i| gbps(i.read as f64)),
-                ],
-            },
-            Panel {
-                title: "Wait queue".into(),
-                y_label: "tasks".into(),
-                series: vec![line("wait queue length", &|i| i.queue as f64)],
-            },
-            Panel {
-                title: "Executors".into(),
-                y_label: "executors".into(),
-                series: vec![
-                    line("allocated", &|i| i.executors as f64),
-                    line("busy", &|i| i.busy as f64),
-                ],
-            },
-            Panel {
-                title: "Where reads were served".into(),
-                y_label: "% of reads".into(),
-                series: vec![
-                    line("cache hit local", &|i| share(i.local, i)),
-                    line("cache hit global", &|i| share(i.global, i)),
-                    line("cache miss (store)", &|i| share(i.miss, i)),
-                ],
-            },
-        ];
-        stacked(path, title, "time (s)", &panels)
     }
 }
 
@@ -553,40 +491,5 @@ mod tests {
             fixed.cpu_hours,
             r.cpu_hours
         );
-    }
-
-    #[test]
-    fn the_summary_view_draws_every_panel_from_the_intervals() {
-        let tasks = generate(
-            2000,
-            50,
-            1,
-            &Arrivals::Constant(50.0),
-            &Popularity::Uniform,
-            2,
-        );
-        let s = spec("good-cache-compute", 4, 200_000_000, true);
-        let r = run(&s, &tasks).unwrap();
-        let arrived: u64 = r.intervals.iter().map(|i| i.arrived).sum();
-        let done: u64 = r.intervals.iter().map(|i| i.done).sum();
-        assert_eq!((arrived, done), (2000, 2000));
-        let reads: u64 = r
-            .intervals
-            .iter()
-            .map(|i| i.local + i.global + i.miss)
-            .sum();
-        assert_eq!(reads, r.local_hits + r.global_hits + r.misses);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("view.svg");
-        r.summary_svg(&path, "t", &s).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        for panel in [
-            "Throughput",
-            "Wait queue",
-            "Executors",
-            "Where reads were served",
-        ] {
-            assert!(svg.contains(panel), "{panel}");
-        }
     }
 }

@@ -5,5 +5,5 @@
 pub mod config;
 pub mod dispatcher;
 pub mod farm;
-pub mod index;
+
 pub mod stream;

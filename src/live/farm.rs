@@ -38,10 +38,10 @@ use super::store::{self, FileMeta, Store};
 use super::{EngineError, gridftp, names, transfer};
 use crate::config::Emulation;
 use crate::core::TransferFailure;
+use crate::core::cache_index::ExecId;
 use crate::core::faults::{FaultSchedule, FaultSpec};
 use crate::diffusion::dispatcher::{Counts, Dispatcher, Read, Source};
 use crate::diffusion::farm::{FarmRun, FarmSpec};
-use crate::diffusion::index::ExecId;
 use crate::diffusion::stream::Task;
 use crate::metrics::Metrics;
 
@@ -68,7 +68,7 @@ pub struct FarmOptions {
     /// Where the pools go; `None` picks one (see [`super::pool_root_for`]).
     pub pool_root: Option<PathBuf>,
     /// Progress display.
-    pub progress: crate::report::Progress,
+    pub progress: crate::core::observer::BoxedObserver,
     /// Test hook: the store corrupts this many responses (one byte flipped),
     /// so reads fail their sha256 check and are retried or their tasks
     /// placed again.
@@ -548,7 +548,7 @@ async fn drive(
     execs: &mut [Option<Started>],
     rx: &mut mpsc::UnboundedReceiver<Report>,
     metrics: &Metrics,
-    progress: &mut crate::report::Progress,
+    progress: &mut crate::core::observer::BoxedObserver,
     out: &mut Tally,
 ) -> Result<(), EngineError> {
     let start = Instant::now();

@@ -12,10 +12,10 @@ use tokio::sync::oneshot;
 
 use super::messages::{Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
 use super::site::SiteActor;
+use crate::core::observer::BoxedObserver;
 use crate::core::{Command, Event, Manager, Time};
 use crate::db::ControlDb;
 use crate::metrics::Metrics;
-use crate::report::Progress;
 
 /// Wall clock → nominal time.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +66,7 @@ pub struct ManagerActor {
     tick: Option<SpawnHandle>,
     done: Option<oneshot::Sender<()>>,
     metrics: Arc<Metrics>,
-    progress: Progress,
+    progress: BoxedObserver,
     out: Vec<Command>,
     db: Option<ControlDb>,
     timeline: Timeline,
@@ -78,7 +78,7 @@ impl ManagerActor {
         mut core: Manager,
         clock: LiveClock,
         metrics: Arc<Metrics>,
-        progress: Progress,
+        progress: BoxedObserver,
         db: Option<ControlDb>,
     ) -> Self {
         core.track_changes(db.is_some());
@@ -217,7 +217,7 @@ impl ManagerActor {
         m.replans
             .inc_by((replans as u64).saturating_sub(m.replans.get()));
         let transfers = core.records().transfers.len();
-        self.progress.update(c, transfers, self.clock.now());
+        self.progress.manager_state(c, transfers, self.clock.now());
         if self.timeline.due(self.clock.now()) {
             let s = self.sample();
             self.timeline.push(s);

@@ -31,12 +31,12 @@ use actix::prelude::*;
 
 use crate::config::{Emulation, Scenario};
 use crate::core::faults::{FaultSchedule, SiteFaults};
+use crate::core::observer::BoxedObserver;
 use crate::core::records::Records;
 use crate::core::storage::Pool;
 use crate::core::{SiteId, Workflow, manager::StateCounts};
 use crate::metrics::Metrics;
 use crate::policy;
-use crate::report::Progress;
 use messages::{SiteReport, TakeInventory};
 
 /// What every site actor shares, read-only.
@@ -70,7 +70,7 @@ pub struct LiveOptions {
     /// Keep `/metrics` up this long after the run.
     pub linger: Duration,
     /// Progress display.
-    pub progress: Progress,
+    pub progress: BoxedObserver,
     /// Run id label for metrics.
     pub run_id: String,
     /// Where the sites' pool directories go; `None` picks one (see

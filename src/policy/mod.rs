@@ -13,70 +13,7 @@ pub mod selector;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::records::SiteCounters;
-use crate::core::{FileId, JobId, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
-
-/// What a site selector may look at when a prescript plans a job.
-pub struct GridView<'a> {
-    /// The workflow.
-    pub workflow: &'a Workflow,
-    /// Every site of the scenario, indexed by [`SiteId`].
-    pub sites: &'a [SiteInfo],
-    /// Registered replicas.
-    pub rls: &'a Rls,
-    /// Jobs submitted to each site and not yet ended (queued or running).
-    pub active: &'a [usize],
-    /// Per-site control records so far: submitted, started, ended, killed (the
-    /// postscript keeps them, as seed 002's control database).
-    pub counters: &'a [SiteCounters],
-    /// The site where a job ended most recently.
-    pub last_ended: Option<SiteId>,
-}
-
-/// Chooses the execution site for a job (the prescript's first task, seed 000 §4).
-pub trait SiteSelector: Send {
-    /// `eligible` is never empty: execution sites the job may use for this
-    /// attempt, in site order. Returns one of them.
-    fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId;
-
-    /// Called once before the run: extra (parent, child) ordering edges the
-    /// manager must honour on top of the workflow's (SPCL sequences the
-    /// clusters that share a site this way). A job failing for good releases
-    /// its ordering children rather than blocking them.
-    fn prepare(&mut self, _workflow: &Workflow, _sites: &[SiteInfo]) -> Vec<(JobId, JobId)> {
-        Vec::new()
-    }
-
-    /// The replica policy this strategy implies, if any (RandomCaching is
-    /// Random with caching); `None` leaves it to the testbed.
-    fn replica_policy(&self) -> Option<ReplicaPolicy> {
-        None
-    }
-}
-
-/// A file that may be evicted, with what an eviction policy may weigh.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Candidate {
-    /// The file.
-    pub file: FileId,
-    /// Its size.
-    pub size: u64,
-    /// Pool clock when it was written.
-    pub inserted: u64,
-    /// Pool clock of its last use.
-    pub last_access: u64,
-    /// Number of uses.
-    pub accesses: u64,
-}
-
-/// Ranks unpinned files for eviction: the smallest key goes first. A pool asks
-/// again whenever a file's state changes (written, read), so the key may use
-/// recency, age, frequency or a draw from the policy's generator; ties go to
-/// the lower file id.
-pub trait EvictionPolicy: Send {
-    /// The eviction key of `candidate` as it is now.
-    fn key(&mut self, candidate: &Candidate) -> u64;
-}
+pub use crate::core::seams::{Candidate, EvictionPolicy, GridView, SiteSelector};
 
 /// Inline parameters of a policy, as in `clustered[sequence=false]`.
 #[derive(Debug, Default)]

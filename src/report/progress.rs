@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::core::manager::StateCounts;
+use crate::core::observer::Observer;
 
 /// How a run shows its progress.
 #[derive(Default)]
@@ -55,19 +55,11 @@ impl Progress {
             }
         }
     }
+}
 
-    /// Shows the current state; `now` is nominal seconds.
-    pub fn update(&mut self, c: StateCounts, transfers: usize, now: f64) {
-        let ended = c.done + c.failed + c.blocked;
-        let msg = format!(
-            "{} running, {} queued, {} staging, {transfers} transfers, t = {now:.0} s nominal",
-            c.running, c.queued, c.staging
-        );
-        self.show(ended, &msg);
-    }
-
+impl Observer for Progress {
     /// Shows `ended` of the total, with `msg`.
-    pub fn show(&mut self, ended: usize, msg: &str) {
+    fn show(&mut self, ended: usize, msg: &str) {
         match self {
             Progress::Hidden => {}
             Progress::Bar(bar) => {
@@ -89,7 +81,7 @@ impl Progress {
     }
 
     /// Clears the bar at the end.
-    pub fn finish(&mut self) {
+    fn finish(&mut self) {
         if let Progress::Bar(bar) = self {
             bar.finish_and_clear();
         }

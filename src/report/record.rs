@@ -8,12 +8,12 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Scenario;
-use crate::config::units::human_bytes;
 use crate::core::TransferFailure;
 use crate::core::records::{Outcome, Records};
 use crate::core::timeline::Timeline;
 use crate::live::LiveRun;
 use crate::sim::SimRun;
+use crate::units::human_bytes;
 
 /// Whether a record carries every job attempt and transfer, or only the
 /// summary and per-site totals (enough for the table; millions of transfers

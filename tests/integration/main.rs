@@ -1,6 +1,7 @@
 //! gridbed's integration tests: real sites on loopback moving real bytes. One
 //! test binary with modules, so the 2-core CI links once.
 
+mod architecture;
 mod cli;
 mod clustering;
 mod common;

@@ -3,7 +3,7 @@
 
 use super::{DispatchPolicy, FarmView, TaskQueue, first_free};
 use crate::core::FileId;
-use crate::diffusion::index::ExecId;
+use crate::core::cache_index::ExecId;
 
 /// Load balancing without data awareness: O(1) per decision.
 #[derive(Debug, Clone, Copy, Default)]

@@ -15,7 +15,7 @@ use super::{
     notify_compute_util, pick_by_hits, within_replicas,
 };
 use crate::core::FileId;
-use crate::diffusion::index::ExecId;
+use crate::core::cache_index::ExecId;
 
 /// Switches between the two data-aware policies on CPU utilization.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use super::{DispatchPolicy, FarmView, NextFree, TaskQueue, notify_compute_util, pick_by_hits};
 use crate::core::FileId;
-use crate::diffusion::index::ExecId;
+use crate::core::cache_index::ExecId;
 
 /// CPUs first, data second.
 #[derive(Debug, Clone, Copy)]

@@ -16,7 +16,7 @@ pub use max_cache_hit::MaxCacheHit;
 pub use max_compute_util::MaxComputeUtil;
 
 use crate::core::FileId;
-use crate::diffusion::index::{CacheIndex, ExecId};
+use crate::core::cache_index::{CacheIndex, ExecId};
 
 /// The wait queue as a policy sees it: tasks by position (0 is the head).
 pub trait TaskQueue {

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use crate::core::{File, JobSpec, Workflow};
 
 /// A workflow file format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Chosen from the file's content and extension.
@@ -35,6 +35,31 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order a help text lists them.
+    pub const ALL: [Format; 5] = [
+        Format::Auto,
+        Format::Wfformat,
+        Format::Dax,
+        Format::PegasusYaml,
+        Format::Dagman,
+    ];
+
+    /// The format named `name` (as [`Format::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// One line on what the format is.
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::Auto => "Chosen from the file's content and extension",
+            Format::Wfformat => "WfCommons WfFormat JSON, schema 1.0–1.6",
+            Format::Dax => "Pegasus DAX XML, 2.1 or 3.x",
+            Format::PegasusYaml => "Pegasus 5 YAML",
+            Format::Dagman => "HTCondor DAGMan `.dag`",
+        }
+    }
+
     /// The format's name as users write it.
     pub fn name(self) -> &'static str {
         match self {

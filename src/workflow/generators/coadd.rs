@@ -22,8 +22,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
-use crate::config::units::Size;
 use crate::core::{DagError, File, Job, Workflow};
+use crate::units::Size;
 
 /// Parameters of the coadd generator; the defaults are the full workflow.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

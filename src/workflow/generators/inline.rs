@@ -5,8 +5,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::config::units::Size;
 use crate::core::{DagError, File, JobSpec, Workflow};
+use crate::units::Size;
 
 /// One file of an inline workflow.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -44,7 +44,7 @@ pub struct FileSpec {
     /// Runtime (nominal s) of a job the file gives none (default 1).
     pub default_runtime: Option<f64>,
     /// Size of a file the file gives none (default 0 B).
-    pub default_size: Option<crate::config::units::Size>,
+    pub default_size: Option<crate::units::Size>,
     /// A DAGMan file's sidecar (TOML `[[file]]` and `[[job]]` tables with
     /// sizes, runtimes, inputs and outputs), relative to the testbed.
     pub sidecar: Option<String>,

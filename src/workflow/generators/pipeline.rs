@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
-use crate::config::units::Size;
 use crate::core::{DagError, File, JobSpec, Workflow};
+use crate::units::Size;
 
 /// Parameters of the pipeline generator.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -1,0 +1,124 @@
+//! The data-diffusion farm's summary view (seed 001 §5, figures 4–10):
+//! throughput against the ideal, the wait queue, executors allocated and
+//! busy, and where reads were served, per interval, as one SVG.
+
+use super::plot::{Panel, Series, stacked};
+use crate::diffusion::farm::{FarmRun, FarmSpec, Interval};
+
+/// The summary view of seed 001's figures 4–10 as an SVG at `path`:
+/// throughput vs the ideal, the wait queue, executors allocated and busy,
+/// and where reads were served, per interval.
+pub fn summary_svg(
+    run: &FarmRun,
+    path: &std::path::Path,
+    title: &str,
+    spec: &FarmSpec,
+) -> Result<(), String> {
+    let step = if spec.interval > 0.0 {
+        spec.interval
+    } else {
+        60.0
+    };
+    let line = |name: &str, f: &dyn Fn(&Interval) -> f64| Series {
+        name: name.into(),
+        points: run.intervals.iter().map(|i| (i.t, f(i))).collect(),
+    };
+    let gbps = |bytes: f64| bytes * 8.0 / step / 1e9;
+    let share = |n: u64, i: &Interval| {
+        let all = (i.local + i.global + i.miss).max(1) as f64;
+        100.0 * n as f64 / all
+    };
+    let size = spec.file_size as f64;
+    let panels = [
+        Panel {
+            title: "Throughput".into(),
+            y_label: "Gb/s".into(),
+            series: vec![
+                line("ideal (files the arrivals read × file size)", &|i| {
+                    gbps(i.arrived_reads as f64 * size)
+                }),
+                line("measured (reads of ended tasks)", &|i| gbps(i.read as f64)),
+            ],
+        },
+        Panel {
+            title: "Wait queue".into(),
+            y_label: "tasks".into(),
+            series: vec![line("wait queue length", &|i| i.queue as f64)],
+        },
+        Panel {
+            title: "Executors".into(),
+            y_label: "executors".into(),
+            series: vec![
+                line("allocated", &|i| i.executors as f64),
+                line("busy", &|i| i.busy as f64),
+            ],
+        },
+        Panel {
+            title: "Where reads were served".into(),
+            y_label: "% of reads".into(),
+            series: vec![
+                line("cache hit local", &|i| share(i.local, i)),
+                line("cache hit global", &|i| share(i.global, i)),
+                line("cache miss (store)", &|i| share(i.miss, i)),
+            ],
+        },
+    ];
+    stacked(path, title, "time (s)", &panels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diffusion::stream::{Arrivals, Popularity, generate};
+
+    #[test]
+    fn the_summary_view_draws_every_panel_from_the_intervals() {
+        let tasks = generate(
+            2000,
+            50,
+            1,
+            &Arrivals::Constant(50.0),
+            &Popularity::Uniform,
+            2,
+        );
+        let s = FarmSpec {
+            executors: 4,
+            drp: None,
+            cpus: 2,
+            cache: 200_000_000,
+            eviction: "lru".into(),
+            policy: "good-cache-compute".into(),
+            files: 200,
+            file_size: 10_000_000,
+            compute: 0.01,
+            dispatch: 0.0,
+            store_bandwidth: 50e6,
+            peer_bandwidth: 125e6,
+            caching: true,
+            seed: 1,
+            interval: 10.0,
+        };
+        let r = crate::diffusion::farm::run(&s, &tasks).unwrap();
+        let arrived: u64 = r.intervals.iter().map(|i| i.arrived).sum();
+        let done: u64 = r.intervals.iter().map(|i| i.done).sum();
+        assert_eq!((arrived, done), (2000, 2000));
+        let reads: u64 = r
+            .intervals
+            .iter()
+            .map(|i| i.local + i.global + i.miss)
+            .sum();
+        assert_eq!(reads, r.local_hits + r.global_hits + r.misses);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("view.svg");
+        summary_svg(&r, &path, "t", &s).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for panel in [
+            "Throughput",
+            "Wait queue",
+            "Executors",
+            "Where reads were served",
+        ] {
+            assert!(svg.contains(panel), "{panel}");
+        }
+    }
+}

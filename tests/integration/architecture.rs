@@ -1,0 +1,179 @@
+//! The map holds: the crate's rooms (its top-level modules) import each other
+//! without a cycle, and display and CLI crates stay out of the rooms that
+//! decide and simulate. Read from the source, so a new `use` that closes a
+//! loop fails here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// A file's code without comments and without its unit tests (which may
+/// use any room to build their fixtures).
+fn code(text: &str) -> String {
+    let text = text
+        .find("#[cfg(test)]\nmod tests")
+        .map_or(text, |i| &text[..i]);
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The rooms a piece of code names through `crate::room` or
+/// `crate::{room, …}`.
+fn named_rooms(code: &str) -> BTreeSet<String> {
+    let mut rooms = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                let name = ident(item.trim());
+                if !name.is_empty() {
+                    rooms.insert(name);
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                rooms.insert(name);
+            }
+        }
+    }
+    rooms
+}
+
+/// Room → rooms it imports, over every file of `src/` but the crate root
+/// and the binary.
+fn room_graph() -> (Graph, BTreeMap<String, String>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph = Graph::new();
+    let mut code_of = BTreeMap::new();
+    for f in files {
+        let rel = f.strip_prefix(&src).unwrap();
+        if rel == Path::new("lib.rs") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let first = rel.components().next().unwrap().as_os_str();
+        let room = Path::new(first)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let body = code(&std::fs::read_to_string(&f).unwrap());
+        let names = named_rooms(&body);
+        let entry = graph.entry(room.clone()).or_default();
+        entry.extend(names.into_iter().filter(|n| *n != room));
+        code_of
+            .entry(room)
+            .or_insert_with(String::new)
+            .push_str(&body);
+    }
+    (graph, code_of)
+}
+
+/// A cycle of the graph, if it has one (depth-first search).
+fn find_cycle(graph: &Graph) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &Graph,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for next in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_cycle_finder_finds_a_loop_of_any_length() {
+    let g = |edges: &[(&str, &str)]| {
+        let mut g = Graph::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().insert(b.to_string());
+        }
+        g
+    };
+    assert_eq!(find_cycle(&g(&[("a", "b"), ("b", "c")])), None);
+    assert_eq!(
+        find_cycle(&g(&[("a", "b"), ("b", "c"), ("c", "a")])),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(
+        named_rooms(
+            "use crate::core::{Event};\nuse crate::{sim, live::site};\nx: crate::units::Size"
+        ),
+        ["core", "live", "sim", "units"].map(String::from).into()
+    );
+    assert!(code("use a;\n#[cfg(test)]\nmod tests {\n use crate::sim;\n}").ends_with("use a;"));
+}
+
+#[test]
+fn no_room_imports_a_room_that_imports_it_back() {
+    let (graph, _) = room_graph();
+    assert!(graph.len() >= 10, "{graph:?}");
+    assert!(graph["sim"].contains("core"), "the reader sees imports");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "the rooms import each other in a loop: {}\n{graph:#?}",
+            cycle.join(" → ")
+        );
+    }
+}
+
+#[test]
+fn the_core_and_the_engines_depend_on_no_display_or_cli_crate() {
+    let (graph, code_of) = room_graph();
+    for room in [
+        "core", "policy", "sim", "live", "workflow", "config", "units",
+    ] {
+        let body = &code_of[room];
+        for krate in ["clap::", "indicatif::", "plotters::"] {
+            assert!(!body.contains(krate), "{room} uses {krate}");
+        }
+        assert!(
+            !graph[room].contains("report"),
+            "{room} imports report: {:?}",
+            graph[room]
+        );
+    }
+    assert!(graph["core"].is_empty(), "core imports {:?}", graph["core"]);
+}
