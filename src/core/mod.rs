@@ -25,6 +25,7 @@ pub mod cache_index;
 pub mod dag;
 pub mod events;
 pub mod faults;
+pub mod link;
 pub mod manager;
 pub mod nodes;
 pub mod observer;

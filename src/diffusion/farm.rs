@@ -4,7 +4,8 @@
 //! the executor's cache (local hit), a peer executor's cache (global hit) or
 //! the shared store (miss), caches what it read, then computes.
 //!
-//! Transfers share bandwidth fairly (processor sharing): the store's
+//! Transfers share bandwidth fairly on the core's
+//! [`SharedLink`](crate::core::link::SharedLink) (processor sharing): the store's
 //! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads, and
 //! each executor's link among the reads served from its cache. Executors are
 //! either all there from the start or come and go with the dynamic resource
@@ -16,6 +17,8 @@ use super::dispatcher::{Dispatcher, Read, Source};
 use super::stream::Task;
 use crate::core::cache_index::ExecId;
 use crate::core::events::EventQueue;
+use crate::core::link::SharedLink;
+use crate::core::window::IdWindow;
 use crate::policy::UnknownPolicy;
 
 /// A farm scenario.
@@ -190,46 +193,13 @@ impl FarmRun {
     }
 }
 
-/// A transfer in processor sharing at one server (the store or a peer).
+/// A read in flight at one server (the store or a peer's link).
 #[derive(Debug, Clone)]
 struct Flow {
-    /// Bytes left.
-    left: f64,
     /// The reading executor and task, and the file read.
     exec: ExecId,
     task: usize,
     read: Read,
-}
-
-/// A bandwidth shared equally among its flows.
-#[derive(Debug, Default)]
-struct Server {
-    rate: f64,
-    flows: Vec<Flow>,
-    last: f64,
-    /// Bumped whenever the flow set changes, to drop stale completions.
-    generation: u64,
-}
-
-impl Server {
-    fn advance(&mut self, now: f64) {
-        if !self.flows.is_empty() {
-            let each = self.rate / self.flows.len() as f64 * (now - self.last);
-            for f in &mut self.flows {
-                f.left -= each;
-            }
-        }
-        self.last = now;
-    }
-
-    /// When the next flow finishes, if any.
-    fn next_end(&self, now: f64) -> Option<f64> {
-        let each = self.rate / self.flows.len().max(1) as f64;
-        self.flows
-            .iter()
-            .map(|f| now + f.left.max(0.0) / each)
-            .min_by(f64::total_cmp)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -251,16 +221,20 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let n = spec.executors;
     // Files a task still waits for, per task.
     let mut pending = vec![0usize; tasks.len()];
-    let mut servers: Vec<Server> = (0..=n)
-        .map(|i| Server {
-            rate: if i == 0 {
+    // Server 0 is the store, 1 + e executor e's link, each shared fairly
+    // among the reads it serves (no per-read cap in the paper's model).
+    let mut servers: Vec<SharedLink<u64>> = (0..=n)
+        .map(|i| {
+            let rate = if i == 0 {
                 spec.store_bandwidth
             } else {
                 spec.peer_bandwidth
-            },
-            ..Default::default()
+            };
+            SharedLink::new(rate, f64::INFINITY)
         })
         .collect();
+    let mut flows: IdWindow<Flow> = IdWindow::default();
+    let mut next_flow = 0u64;
     let mut heap = EventQueue::new();
     let push = |heap: &mut EventQueue<Ev>, at: f64, ev: Ev| heap.push(at, ev);
     for (i, t) in tasks.iter().enumerate() {
@@ -289,22 +263,14 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                 d.allocated(now, count);
             }
             Ev::Flow(s, generation) => {
-                let server = &mut servers[s];
-                if server.generation != generation {
+                let Some(done) = servers[s].take_ended(now, generation) else {
                     continue;
-                }
-                server.advance(now);
-                let done: Vec<Flow> = {
-                    let (d, keep): (Vec<Flow>, Vec<Flow>) =
-                        server.flows.drain(..).partition(|f| f.left < 1.0);
-                    server.flows = keep;
-                    d
                 };
-                server.generation += 1;
-                if let Some(at) = server.next_end(now) {
-                    push(&mut heap, at, Ev::Flow(s, server.generation));
+                if let Some((at, generation)) = servers[s].next_end(now) {
+                    push(&mut heap, at, Ev::Flow(s, generation));
                 }
-                for f in done {
+                for id in done {
+                    let f = flows.take(id).expect("a flow on a link is in flight");
                     d.fetched(now, f.exec, f.read, f.read.source);
                     pending[f.task] -= 1;
                     if pending[f.task] == 0 {
@@ -326,17 +292,19 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                     Source::Peer(peer) => 1 + peer,
                     Source::Store => 0,
                 };
-                let server = &mut servers[s];
-                server.advance(now);
-                server.flows.push(Flow {
-                    left: spec.file_size as f64,
-                    exec: p.exec,
-                    task: p.task,
-                    read,
-                });
-                server.generation += 1;
-                if let Some(at) = server.next_end(now) {
-                    push(&mut heap, at, Ev::Flow(s, server.generation));
+                let id = next_flow;
+                next_flow += 1;
+                flows.insert(
+                    id,
+                    Flow {
+                        exec: p.exec,
+                        task: p.task,
+                        read,
+                    },
+                );
+                servers[s].start(now, id, spec.file_size as f64);
+                if let Some((at, generation)) = servers[s].next_end(now) {
+                    push(&mut heap, at, Ev::Flow(s, generation));
                 }
                 needs += 1;
             }

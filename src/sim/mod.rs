@@ -10,18 +10,16 @@
 //!
 //! * **Transfers**: a transfer first waits for one of the source's
 //!   `max_connections` (FIFO, as 503-and-retry does live), holds it for the
-//!   source's `latency`, then streams. All streams leaving a site share its
-//!   `bandwidth` fairly and each is capped at `stream_cap`: every active stream
-//!   runs at `min(cap, bandwidth / n)`. Since all streams of a source run at the
-//!   same rate, the source keeps one "virtual bytes served per stream" clock and
-//!   a heap of finish marks, so each start or end costs O(log n).
-//! * **Storage**: each site has a [`Pool`] with the scenario's eviction policy,
-//!   pinning exactly as the live site does.
-//! * **Jobs**: FIFO queue, `cpus` slots, `runtime / speed + overhead`; inputs
-//!   are checked at start, outputs written (and kept) at the end.
+//!   source's `latency`, then streams on the source's
+//!   [`SharedLink`](crate::core::link::SharedLink): all streams leaving a site
+//!   share its `bandwidth` fairly and each is capped at `stream_cap`. A
+//!   response the source's fault schedule corrupts ends as a corrupt transfer.
+//! * **Sites**: each is a [`Site`] — the same FIFO queue, slots, background
+//!   load, input checks and pool (with the scenario's eviction policy) as the
+//!   live site actor drives; runs end after their nominal time, and bytes are
+//!   only counted.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +27,7 @@ use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
 use crate::core::events::EventQueue;
 use crate::core::faults::{FaultSchedule, SiteFaults};
+use crate::core::link::SharedLink;
 use crate::core::records::Records;
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
@@ -118,60 +117,18 @@ enum Ev {
     Load { site: SiteId },
 }
 
-/// `f64` with a total order, for heaps.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Mark(f64);
-impl Eq for Mark {}
-impl PartialOrd for Mark {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Mark {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0)
-    }
-}
-
 /// A site's file server as the transfer model sees it.
 struct Source {
-    bandwidth: f64,
-    cap: f64,
     max_connections: usize,
     latency: f64,
     /// Connections held (waiting out latency or streaming).
     connections: usize,
     /// Transfers waiting for a connection, FIFO.
     waiting: VecDeque<TransferId>,
-    /// Streaming transfers by the virtual mark at which they finish.
-    active: BinaryHeap<Reverse<(Mark, TransferId)>>,
-    /// Bytes served per stream since the start (the virtual clock).
-    served: f64,
-    /// When `served` was last brought up to date.
-    last: Time,
-    /// Generation of the pending `SourceNext`.
-    generation: u64,
+    /// The streams sharing its egress.
+    link: SharedLink<TransferId>,
     /// Which responses it corrupts on purpose.
     corrupt: FaultSchedule,
-}
-
-impl Source {
-    /// Bytes per second of each active stream.
-    fn rate(&self) -> f64 {
-        let n = self.active.len();
-        if n == 0 {
-            return 0.0;
-        }
-        self.cap.min(self.bandwidth / n as f64)
-    }
-
-    fn advance(&mut self, now: Time) {
-        let r = self.rate();
-        if r.is_finite() && now > self.last {
-            self.served += r * (now - self.last);
-        }
-        self.last = now;
-    }
 }
 
 struct Flow {
@@ -235,16 +192,11 @@ impl Sim {
                 .map(|b| Load::new(b, s.info.cpus, SiteConfig::load_seed(scenario.seed, i)));
             sites.push(Site::new(i, s.info.clone(), wf.clone(), pool, load));
             sources.push(Source {
-                bandwidth: s.bandwidth,
-                cap: s.stream_cap,
                 max_connections: s.max_connections,
                 latency: s.latency,
                 connections: 0,
                 waiting: VecDeque::new(),
-                active: BinaryHeap::new(),
-                served: 0.0,
-                last: 0.0,
-                generation: 0,
+                link: SharedLink::new(s.bandwidth, s.stream_cap),
                 corrupt: FaultSchedule::new(
                     s.faults.corrupt_responses,
                     SiteFaults::seed(scenario.seed, i),
@@ -479,47 +431,21 @@ impl Sim {
         if size > 0 && src.corrupt.step() {
             self.flows.get_mut(id).expect("looked up above").corrupt = true;
         }
-        src.advance(self.now);
-        src.active
-            .push(Reverse((Mark(src.served + size as f64), id)));
+        src.link.start(self.now, id, size as f64);
         self.reschedule(from);
     }
 
     /// Schedules the source's next stream end at the current shared rate.
     fn reschedule(&mut self, site: SiteId) {
-        let src = &mut self.sources[site];
-        src.generation += 1;
-        let Some(Reverse((Mark(mark), _))) = src.active.peek() else {
-            return;
-        };
-        let r = src.rate();
-        let dt = if r.is_finite() {
-            ((mark - src.served) / r).max(0.0)
-        } else {
-            0.0
-        };
-        let (generation, at) = (src.generation, self.now + dt);
-        self.at(at, Ev::SourceNext { site, generation });
+        if let Some((at, generation)) = self.sources[site].link.next_end(self.now) {
+            self.at(at, Ev::SourceNext { site, generation });
+        }
     }
 
     fn source_next(&mut self, site: SiteId, generation: u64) {
-        if self.sources[site].generation != generation {
+        let Some(done) = self.sources[site].link.take_ended(self.now, generation) else {
             return;
-        }
-        let src = &mut self.sources[site];
-        src.advance(self.now);
-        let unlimited = !src.rate().is_finite();
-        let tolerance = 1e-9 * src.served.abs().max(1.0) + 1e-6;
-        let mut done = Vec::new();
-        while let Some(Reverse((Mark(mark), id))) = src.active.peek().copied() {
-            // The scheduled stream always ends (rounding must not stall it).
-            if unlimited || mark <= src.served + tolerance || done.is_empty() {
-                src.active.pop();
-                done.push(id);
-            } else {
-                break;
-            }
-        }
+        };
         for id in done {
             let result = match self.flows.get(id) {
                 Some(f) if f.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
