@@ -145,6 +145,8 @@ pub struct FarmRun {
     pub cpu_hours: f64,
     /// Per interval of `FarmSpec::interval` seconds.
     pub intervals: Vec<Interval>,
+    /// Events the simulator processed (0 for a live run).
+    pub events: u64,
 }
 
 impl FarmRun {
@@ -243,7 +245,9 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     if spec.drp.is_some() {
         push(&mut heap, 0.0, Ev::Provision);
     }
+    let mut events = 0u64;
     while let Some((now, ev)) = heap.pop() {
+        events += 1;
         d.advance(now);
         match ev {
             Ev::Arrive(i) => d.arrive(now, i),
@@ -318,7 +322,10 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             }
         }
     }
-    Ok(d.finish())
+    Ok(FarmRun {
+        events,
+        ..d.finish()
+    })
 }
 
 #[cfg(test)]
