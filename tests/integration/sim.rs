@@ -315,3 +315,32 @@ parents = ["b"]
         live.makespan
     );
 }
+
+/// The shipped testbeds' simulated figures, pinned: a change to the shared
+/// world model (sites, links, event order) that moves them must be
+/// explained in docs/ (as the shared link model's is in
+/// docs/reproduction/diffusion.md).
+#[test]
+fn the_testbeds_simulate_to_their_pinned_figures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (testbed, makespan, transfers) in [
+        ("quickstart", 2527.3, 70),
+        ("spcl-live-10", 5726.0, 110_075),
+        ("osg-12-pipeline", 1241.5, 321),
+    ] {
+        let s = common::load(&root.join(format!("testbeds/{testbed}.toml")));
+        let r = sim::run(&s).unwrap();
+        assert!(r.succeeded, "{testbed}");
+        assert!(
+            (r.makespan - makespan).abs() < 0.05,
+            "{testbed}: makespan {} s, documented {makespan} s",
+            r.makespan
+        );
+        assert_eq!(r.transfers, transfers, "{testbed}: transfers");
+    }
+    let tb = gridbed::diffusion::config::load(&root.join("testbeds/falkon-diffusion-small.toml"))
+        .unwrap();
+    let r = gridbed::diffusion::farm::run(&tb.spec, &tb.tasks).unwrap();
+    assert!((r.makespan - 128.4).abs() < 0.05, "farm: {}", r.makespan);
+    assert_eq!((r.local_hits, r.global_hits, r.misses), (2080, 352, 568));
+}
