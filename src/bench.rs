@@ -370,8 +370,8 @@ fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, String> {
                 .map_err(|e| e.to_string())?;
         let run = crate::sim::run_recorded(&scenario, Some(db)).map_err(|e| e.to_string())?;
         with += t.elapsed();
-        if let Some(e) = run.db_error {
-            return Err(e);
+        if let Some(e) = &run.db_error {
+            return Err(e.clone());
         }
     }
     let ratio = with.as_secs_f64() / without.as_secs_f64();

@@ -581,7 +581,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(2)
             })?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_sim(&scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             say!(
                 "  simulated     {} events in {:.2} s wall",
@@ -618,7 +618,7 @@ fn run(args: RunArgs) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(1)
             })?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_live(&scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             record
         }
@@ -852,7 +852,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })?;
-    let sim_record = RunRecord::from_sim(&scenario, &sim_run, &run_id, Detail::Full);
+    let sim_record = RunRecord::from_run(&scenario, &sim_run, &run_id, Detail::Full);
     let progress: BoxedObserver = if args.quiet {
         Box::new(Progress::Hidden)
     } else {
@@ -868,7 +868,7 @@ fn validate(args: ValidateArgs) -> Result<ExitCode, ExitCode> {
         eprintln!("error: {e}");
         ExitCode::from(1)
     })?;
-    let live_record = RunRecord::from_live(&scenario, &live_run, &run_id, Detail::Full);
+    let live_record = RunRecord::from_run(&scenario, &live_run, &run_id, Detail::Full);
     let cmp = Comparison::new(&sim_record, &live_record, args.tolerance);
     say!("{}", cmp.table().trim_end());
     if let Some(path) = &args.json {

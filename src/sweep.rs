@@ -249,10 +249,10 @@ fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
     let started = std::time::Instant::now();
     let record = if args.engine == "live" {
         let run = live::run(&s, LiveOptions::default()).map_err(|e| e.to_string())?;
-        RunRecord::from_live(&s, &run, &id, Detail::Summary)
+        RunRecord::from_run(&s, &run, &id, Detail::Summary)
     } else {
         let run = sim::run(&s).map_err(|e| e.to_string())?;
-        RunRecord::from_sim(&s, &run, &id, Detail::Summary)
+        RunRecord::from_run(&s, &run, &id, Detail::Summary)
     };
     let m = &record.summary;
     Ok(Row {

@@ -30,6 +30,7 @@ pub mod manager;
 pub mod nodes;
 pub mod observer;
 pub mod records;
+pub mod result;
 pub mod rls;
 pub mod seams;
 pub mod site;

@@ -103,6 +103,8 @@ pub struct SiteReport {
     pub evictions: u64,
     /// Nominal bytes held.
     pub used: u64,
+    /// Most nominal bytes held at any time.
+    pub peak_used: u64,
     /// Nominal capacity.
     pub capacity: u64,
     /// Jobs that ran here (started).

@@ -30,11 +30,11 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use crate::config::{Emulation, Scenario};
+use crate::core::Workflow;
 use crate::core::faults::{FaultSchedule, SiteFaults};
 use crate::core::observer::BoxedObserver;
-use crate::core::records::Records;
+use crate::core::result::{LiveTotals, RunResult};
 use crate::core::storage::Pool;
-use crate::core::{SiteId, Workflow, manager::StateCounts};
 use crate::metrics::Metrics;
 use crate::policy;
 use messages::{SiteReport, TakeInventory};
@@ -80,30 +80,29 @@ pub struct LiveOptions {
     pub db: Option<crate::db::ControlDb>,
 }
 
-/// A finished live run.
+/// A finished live run: the engine-neutral [`RunResult`] (reached through
+/// `Deref`; its [`LiveTotals`] filled in), plus what only a live run has.
 pub struct LiveRun {
-    /// Control records from the core.
-    pub records: Records,
-    /// Final job counts.
-    pub counts: StateCounts,
-    /// Whether every job ended successfully.
-    pub succeeded: bool,
-    /// Nominal makespan (time of the last event).
-    pub makespan: f64,
-    /// Real wall time of the workflow (setup excluded).
-    pub wall: Duration,
-    /// Real wall time of the setup (pools, origin files, servers).
-    pub setup: Duration,
-    /// Final RLS: holders of every file.
-    pub rls: Vec<Vec<SiteId>>,
-    /// Every site's end-of-run report.
+    /// The run's result, as every engine reports it.
+    pub result: RunResult,
+    /// Every site's end-of-run report (its files re-read from disk).
     pub sites: Vec<SiteReport>,
     /// The final `/metrics` text of the run.
     pub metrics: String,
-    /// The control database failed (the run went on without it).
-    pub db_error: Option<String>,
-    /// Per-site queue, running jobs and storage over time.
-    pub timeline: crate::core::timeline::Timeline,
+}
+
+impl std::ops::Deref for LiveRun {
+    type Target = RunResult;
+    fn deref(&self) -> &RunResult {
+        &self.result
+    }
+}
+
+impl LiveRun {
+    /// Real wall time of the setup (pools, origin files, servers).
+    pub fn setup(&self) -> Duration {
+        self.live.as_ref().map_or(Duration::ZERO, |l| l.setup)
+    }
 }
 
 /// Why a live run could not run.
@@ -273,21 +272,31 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         s.stop(false).await;
     }
     stop_metrics(metrics_server, opts.linger).await;
-    let rls = (0..wf.files.len())
-        .map(|f| core.rls().holders(f).to_vec())
-        .collect();
-    Ok(LiveRun {
-        counts: core.counts(),
-        succeeded: core.succeeded(),
-        makespan: core.records().makespan(),
-        wall,
+    let mut result = RunResult::from_manager("live", core, wall, timeline);
+    result.evictions = reports.iter().map(|r| r.evictions).collect();
+    result.used = reports.iter().map(|r| r.used).collect();
+    result.peak_used = reports.iter().map(|r| r.peak_used).collect();
+    result.transfers = result
+        .records
+        .transfers
+        .iter()
+        .filter(|t| t.failure.is_none())
+        .count() as u64;
+    result.db_error = db_error;
+    result.live = Some(LiveTotals {
         setup,
-        rls,
+        busy_waits: reports.iter().map(|r| r.busy_waits).sum(),
+        real_bytes: reports.iter().map(|r| r.real_bytes_in).sum(),
+        corrupt_at_end: reports
+            .iter()
+            .flat_map(|r| r.files.iter())
+            .filter(|c| !c.intact)
+            .count(),
+    });
+    Ok(LiveRun {
+        result,
         sites: reports,
         metrics: metrics.render(),
-        db_error,
-        timeline,
-        records: core.into_records(),
     })
 }
 

@@ -372,6 +372,7 @@ impl SiteActor {
             strays,
             evictions: self.site.pool().evictions(),
             used: self.site.pool().used(),
+            peak_used: self.site.peak_used(),
             capacity: self.site.pool().capacity(),
             jobs_run: self.site.jobs_run(),
             busy_waits: self.busy_waits,

@@ -10,9 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Scenario;
 use crate::core::TransferFailure;
 use crate::core::records::{Outcome, Records};
+use crate::core::result::RunResult;
 use crate::core::timeline::Timeline;
-use crate::live::LiveRun;
-use crate::sim::SimRun;
 use crate::units::human_bytes;
 
 /// Whether a record carries every job attempt and transfer, or only the
@@ -203,47 +202,35 @@ pub struct TransferEntry {
 }
 
 impl RunRecord {
-    /// Builds the record of a live run.
-    pub fn from_live(
+    /// Builds the record of a finished run, simulated or live.
+    pub fn from_run(
         scenario: &Scenario,
-        run: &LiveRun,
+        run: &RunResult,
         run_id: &str,
         detail: Detail,
     ) -> RunRecord {
-        let mut rec =
-            Self::from_records(scenario, &run.records, "live", run_id, run.makespan, detail);
+        let mut rec = Self::from_records(
+            scenario,
+            &run.records,
+            run.engine,
+            run_id,
+            run.makespan,
+            detail,
+        );
         rec.summary.succeeded = run.succeeded;
         rec.set_counts(run.counts.failed, run.counts.blocked);
-        rec.summary.wall_s = run.wall.as_secs_f64();
-        rec.summary.setup_wall_s = run.setup.as_secs_f64();
-        rec.summary.evictions = run.sites.iter().map(|s| s.evictions).sum();
-        rec.summary.busy_waits = run.sites.iter().map(|s| s.busy_waits).sum();
-        rec.summary.real_bytes = run.sites.iter().map(|s| s.real_bytes_in).sum();
-        rec.timeline = run.timeline.clone();
-        rec.summary.corrupt_at_end = run
-            .sites
-            .iter()
-            .flat_map(|s| s.files.iter())
-            .filter(|c| !c.intact)
-            .count();
-        for (entry, report) in rec.sites.iter_mut().zip(&run.sites) {
-            entry.evictions = report.evictions;
-            entry.used_at_end = report.used;
-        }
-        rec
-    }
-
-    /// Builds the record of a simulated run.
-    pub fn from_sim(scenario: &Scenario, run: &SimRun, run_id: &str, detail: Detail) -> RunRecord {
-        let mut rec =
-            Self::from_records(scenario, &run.records, "sim", run_id, run.makespan, detail);
-        rec.summary.succeeded = run.succeeded;
         rec.summary.evictions = run.evictions.iter().sum();
         rec.timeline = run.timeline.clone();
-        rec.set_counts(run.counts.failed, run.counts.blocked);
         for ((entry, ev), used) in rec.sites.iter_mut().zip(&run.evictions).zip(&run.used) {
             entry.evictions = *ev;
             entry.used_at_end = *used;
+        }
+        if let Some(live) = &run.live {
+            rec.summary.wall_s = run.wall.as_secs_f64();
+            rec.summary.setup_wall_s = live.setup.as_secs_f64();
+            rec.summary.busy_waits = live.busy_waits;
+            rec.summary.real_bytes = live.real_bytes;
+            rec.summary.corrupt_at_end = live.corrupt_at_end;
         }
         rec
     }

@@ -28,46 +28,31 @@ use crate::core::background::Load;
 use crate::core::events::EventQueue;
 use crate::core::faults::{FaultSchedule, SiteFaults};
 use crate::core::link::SharedLink;
-use crate::core::records::Records;
+use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
 use crate::core::timeline::{Sample, Timeline};
 use crate::core::window::IdWindow;
 use crate::core::{
     Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId, Workflow,
-    manager::StateCounts,
 };
 use crate::db::ControlDb;
 use crate::policy::{self, UnknownPolicy};
 
-/// A finished simulated run.
+/// A finished simulated run: the engine-neutral [`RunResult`] (reached
+/// through `Deref`), plus what only the simulator counts.
 pub struct SimRun {
-    /// Control records from the core.
-    pub records: Records,
-    /// Final job counts.
-    pub counts: StateCounts,
-    /// Whether every job ended successfully.
-    pub succeeded: bool,
-    /// Nominal makespan (last job end).
-    pub makespan: f64,
-    /// Final RLS: holders of every file.
-    pub rls: Vec<Vec<SiteId>>,
-    /// Per site: evictions.
-    pub evictions: Vec<u64>,
-    /// Per site: bytes held at the end.
-    pub used: Vec<u64>,
-    /// Per site: most bytes held after any event.
-    pub peak_used: Vec<u64>,
-    /// Transfers the engine completed (successfully).
-    pub transfers: u64,
+    /// The run's result, as every engine reports it.
+    pub result: RunResult,
     /// Events processed.
     pub events: u64,
-    /// Wall time of the simulation.
-    pub wall: Duration,
-    /// The control database failed (the run went on without it).
-    pub db_error: Option<String>,
-    /// Per-site queue, running jobs and storage over time.
-    pub timeline: Timeline,
+}
+
+impl std::ops::Deref for SimRun {
+    type Target = RunResult;
+    fn deref(&self) -> &RunResult {
+        &self.result
+    }
 }
 
 /// Runs `scenario` on the virtual clock.
@@ -282,26 +267,15 @@ impl Sim {
     fn finish(mut self, wall: Duration) -> SimRun {
         let last = self.sample();
         self.timeline.finish(last);
-        let rls = (0..self.wf.files.len())
-            .map(|f| self.manager.rls().holders(f).to_vec())
-            .collect();
-        let evictions = self.sites.iter().map(|s| s.pool().evictions()).collect();
-        let used = self.sites.iter().map(|s| s.pool().used()).collect();
-        let peak_used = self.sites.iter().map(Site::peak_used).collect();
+        let mut result = RunResult::from_manager("sim", self.manager, wall, self.timeline);
+        result.evictions = self.sites.iter().map(|s| s.pool().evictions()).collect();
+        result.used = self.sites.iter().map(|s| s.pool().used()).collect();
+        result.peak_used = self.sites.iter().map(Site::peak_used).collect();
+        result.transfers = self.transfers;
+        result.db_error = self.db_error;
         SimRun {
-            counts: self.manager.counts(),
-            succeeded: self.manager.succeeded(),
-            makespan: self.manager.records().makespan(),
-            rls,
-            evictions,
-            used,
-            peak_used,
-            transfers: self.transfers,
+            result,
             events: self.events,
-            wall,
-            db_error: self.db_error,
-            timeline: self.timeline,
-            records: self.manager.into_records(),
         }
     }
 

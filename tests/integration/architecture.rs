@@ -176,4 +176,12 @@ fn the_core_and_the_engines_depend_on_no_display_or_cli_crate() {
         );
     }
     assert!(graph["core"].is_empty(), "core imports {:?}", graph["core"]);
+    // The report reads the engine-neutral RunResult, never an engine.
+    for engine in ["sim", "live"] {
+        assert!(
+            !graph["report"].contains(engine),
+            "report imports {engine}: {:?}",
+            graph["report"]
+        );
+    }
 }

@@ -247,15 +247,17 @@ fn a_clustered_run_ends_the_same_jobs_with_fewer_submissions() {
     for engine in ["sim", "live"] {
         let (a, b) = match engine {
             "sim" => (
-                gridbed::sim::run(&plain).unwrap().records,
-                gridbed::sim::run(&clustered).unwrap().records,
+                gridbed::sim::run(&plain).unwrap().result.records,
+                gridbed::sim::run(&clustered).unwrap().result.records,
             ),
             _ => (
                 gridbed::live::run(&plain, Default::default())
                     .unwrap()
+                    .result
                     .records,
                 gridbed::live::run(&clustered, Default::default())
                     .unwrap()
+                    .result
                     .records,
             ),
         };

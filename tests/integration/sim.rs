@@ -17,7 +17,7 @@ fn quickstart() -> gridbed::config::Scenario {
 
 fn sim_record(s: &gridbed::config::Scenario) -> String {
     let run = sim::run(s).unwrap();
-    serde_json::to_string(&RunRecord::from_sim(s, &run, "t", Detail::Full)).unwrap()
+    serde_json::to_string(&RunRecord::from_run(s, &run, "t", Detail::Full)).unwrap()
 }
 
 #[test]
@@ -154,8 +154,8 @@ fn validate_on_the_quickstart_is_within_its_tolerance() {
     let sim = sim::run(&s).unwrap();
     let live = live::run(&s, LiveOptions::default()).unwrap();
     let cmp = Comparison::new(
-        &RunRecord::from_sim(&s, &sim, "v", Detail::Full),
-        &RunRecord::from_live(&s, &live, "v", Detail::Full),
+        &RunRecord::from_run(&s, &sim, "v", Detail::Full),
+        &RunRecord::from_run(&s, &live, "v", Detail::Full),
         0.10,
     );
     assert!(cmp.within_tolerance, "{}", cmp.table());

@@ -1,0 +1,91 @@
+//! What a run of a grid scenario ends with, whichever engine ran it. The
+//! report builds its record from a [`RunResult`] alone, so a simulated and a
+//! live run are read by one code path and compared like with like; what
+//! only a live run has (real bytes, setup time, the end-of-run check of
+//! every pool) rides along as [`LiveTotals`].
+
+use std::time::Duration;
+
+use super::manager::{Manager, StateCounts};
+use super::records::Records;
+use super::timeline::Timeline;
+use super::{SiteId, Time};
+
+/// A finished run. See the module docs.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Which engine ran it: `sim` or `live`.
+    pub engine: &'static str,
+    /// Control records from the core.
+    pub records: Records,
+    /// Final job counts.
+    pub counts: StateCounts,
+    /// Whether every job ended successfully.
+    pub succeeded: bool,
+    /// Nominal makespan (last job end).
+    pub makespan: Time,
+    /// Final RLS: holders of every file.
+    pub rls: Vec<Vec<SiteId>>,
+    /// Per site: files evicted.
+    pub evictions: Vec<u64>,
+    /// Per site: nominal bytes held at the end.
+    pub used: Vec<u64>,
+    /// Per site: most nominal bytes held at any time.
+    pub peak_used: Vec<u64>,
+    /// Transfers that completed (verified, for a live run).
+    pub transfers: u64,
+    /// Wall time of the run (a live run's setup excluded).
+    pub wall: Duration,
+    /// The control database failed (the run went on without it).
+    pub db_error: Option<String>,
+    /// Per-site queue, running jobs and storage over time.
+    pub timeline: Timeline,
+    /// What only a live run measures.
+    pub live: Option<LiveTotals>,
+}
+
+/// What only a live run measures.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveTotals {
+    /// Wall time of the setup (pools, origin files, servers).
+    pub setup: Duration,
+    /// 503 answers waited out by the pulls.
+    pub busy_waits: u64,
+    /// Real bytes pulled into all sites.
+    pub real_bytes: u64,
+    /// Files that failed the end-of-run check of their bytes (always 0 when
+    /// nothing is lost).
+    pub corrupt_at_end: usize,
+}
+
+impl RunResult {
+    /// The manager's share of the result, once the engine is done with it;
+    /// the engine fills in the per-site columns and its own totals.
+    pub fn from_manager(
+        engine: &'static str,
+        manager: Manager,
+        wall: Duration,
+        timeline: Timeline,
+    ) -> RunResult {
+        let files = manager.workflow().files.len();
+        let rls = (0..files)
+            .map(|f| manager.rls().holders(f).to_vec())
+            .collect();
+        RunResult {
+            engine,
+            counts: manager.counts(),
+            succeeded: manager.succeeded(),
+            makespan: manager.records().makespan(),
+            rls,
+            evictions: Vec::new(),
+            used: Vec::new(),
+            peak_used: Vec::new(),
+            transfers: 0,
+            wall,
+            db_error: None,
+            timeline,
+            live: None,
+            records: manager.into_records(),
+        }
+    }
+}
