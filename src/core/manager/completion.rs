@@ -1,0 +1,188 @@
+//! A job's end at its site and the postscript: the replica policy, output
+//! registration, DAGMan POST scripts, and the node's end.
+
+use super::*;
+
+impl Manager {
+    /// Applies the replica policy to the copies a job staged at `site`: caching
+    /// registers them, delete returns them for removal (never a registered one).
+    pub(super) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
+        match self.settings.replica_policy {
+            // Registered when they arrived (see `on_transfer_done`).
+            ReplicaPolicy::Caching => Vec::new(),
+            ReplicaPolicy::Delete => staged
+                .iter()
+                .copied()
+                .filter(|&f| !self.rls.has(f, site))
+                .collect(),
+        }
+    }
+
+    pub(super) fn on_job_started(&mut self, job: JobId, site: SiteId) {
+        if self.state[job] != JobState::Queued || self.site_of[job] != site {
+            return;
+        }
+        self.set_state(job, JobState::Running);
+        self.records.sites[site].started += 1;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.started = Some(self.now);
+        }
+    }
+
+    pub(super) fn on_job_ended(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        result: Result<(), JobFailure>,
+        out: &mut Vec<Command>,
+    ) {
+        let st = self.state[job];
+        if !matches!(st, JobState::Queued | JobState::Running) || self.site_of[job] != site {
+            return;
+        }
+        self.active[site] -= 1;
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        let attempt = self.records.jobs[job].attempts.last_mut();
+        match result {
+            Ok(()) => {
+                out.push(Command::Release { job, site, delete });
+                self.job_succeeded(job, site, out);
+            }
+            Err(failure) => {
+                if let Some(a) = attempt {
+                    a.ended = Some(self.now);
+                    a.outcome = Outcome::Failed(failure.clone());
+                }
+                self.records.sites[site].failed += 1;
+                out.push(Command::Release { job, site, delete });
+                self.set_state(job, JobState::Ready);
+                let retry = match failure {
+                    JobFailure::MissingInput(_) => Retry::Now,
+                    JobFailure::NoSpace { never: true } => {
+                        self.avoid.entry(job).or_default().push(site);
+                        Retry::Now
+                    }
+                    JobFailure::NoSpace { never: false } => Retry::Later,
+                    JobFailure::Failed(_) => Retry::Counted,
+                };
+                self.retry(job, retry);
+            }
+        }
+    }
+
+    /// The job ended well at `site`: its POST script runs if it has one, then
+    /// the postscript.
+    pub(super) fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        if self.nodes.post[job] {
+            self.run_script(job, ScriptKind::Post, out);
+        } else {
+            self.postscript(job, site);
+        }
+    }
+
+    /// The postscript, after its overhead if there is one.
+    pub(super) fn postscript(&mut self, job: JobId, site: SiteId) {
+        if self.settings.postscript_overhead > 0.0 {
+            let at = self.now + self.settings.postscript_overhead;
+            self.schedule(at, Timer::Postscript { job, site });
+        } else {
+            self.node_done(job, site);
+        }
+    }
+
+    /// A node's script ended. A failed PRE script fails the attempt before
+    /// anything is staged; a failed POST script fails the node (its outputs,
+    /// already written, stay registered where they are); both count against
+    /// the node's RETRY, as in DAGMan.
+    pub(super) fn on_script_done(
+        &mut self,
+        job: JobId,
+        kind: ScriptKind,
+        status: i32,
+        out: &mut Vec<Command>,
+    ) {
+        let defer = match kind {
+            ScriptKind::Pre => self.nodes.pre_defer[job],
+            ScriptKind::Post => self.nodes.post_defer[job],
+        };
+        // RETRY … UNLESS-EXIT: that exit is final.
+        let retry = if self.nodes.retry_unless_exit[job] == Some(status) {
+            Retry::Never
+        } else {
+            Retry::Counted
+        };
+        match kind {
+            ScriptKind::Pre => {
+                let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {
+                    return;
+                };
+                if let Some((deferred, time)) = defer
+                    && deferred == status
+                {
+                    self.schedule(self.now + time, Timer::Script { job, kind });
+                    return;
+                }
+                st.pre_running = false;
+                if status == 0 {
+                    self.launch(job, out);
+                } else {
+                    let reason = format!("PRE script exited {status}");
+                    self.abort_staging(job, reason, retry, out);
+                }
+            }
+            ScriptKind::Post => {
+                if self.state[job] != JobState::Running {
+                    return;
+                }
+                self.posts_running = self.posts_running.saturating_sub(1);
+                if let Some(next) = self.posts_waiting.pop_front() {
+                    self.run_script(next, ScriptKind::Post, out);
+                }
+                if let Some((deferred, time)) = defer
+                    && deferred == status
+                {
+                    self.schedule(self.now + time, Timer::Script { job, kind });
+                    return;
+                }
+                let site = self.site_of[job];
+                if status == 0 {
+                    self.postscript(job, site);
+                    return;
+                }
+                for &o in &self.wf.jobs[job].outputs {
+                    self.rls.register(o, site);
+                }
+                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+                    a.ended = Some(self.now);
+                    a.outcome =
+                        Outcome::Failed(JobFailure::Failed(format!("POST script exited {status}")));
+                }
+                self.records.sites[site].failed += 1;
+                self.set_state(job, JobState::Ready);
+                self.retry(job, retry);
+            }
+        }
+    }
+
+    /// The job ended well and its postscript is over: outputs registered,
+    /// children released. `ended` is this instant (the node's end).
+    pub(super) fn node_done(&mut self, job: JobId, site: SiteId) {
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Ended;
+        }
+        for &o in &self.wf.jobs[job].outputs {
+            self.rls.register(o, site);
+        }
+        self.records.sites[site].ended += 1;
+        self.last_ended = Some(site);
+        self.set_state(job, JobState::Done);
+        self.release_children(job);
+    }
+
+    /// Inputs that the job's last prescript transferred (not those it found).
+    pub(super) fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
+        std::mem::take(&mut self.staged[job])
+    }
+}

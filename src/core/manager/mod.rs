@@ -1,0 +1,651 @@
+//! The workflow manager: DAGMan semantics with the prescript/postscript staging
+//! of seed 000 section 4, as a sans-IO state machine.
+//!
+//! A job is *ready* when its parents ended. Prescripts start at most one per
+//! `prescript_interval` and at most `maxpre` at once (DAGMan's MAXPRE). A
+//! prescript asks the [`SiteSelector`] for a site, pins the job's inputs there and
+//! stages every input the RLS does not list at that site, pulling each from the
+//! least busy holder (fewest transfers it is serving now; ties to the lower site
+//! id, so runs are reproducible). When every input is staged the job is
+//! submitted to the site's FIFO queue and the prescript ends. When the job ends,
+//! the postscript applies the replica policy — `caching` registers the staged
+//! copies in the RLS, `delete` removes them — and registers the outputs.
+//!
+//! Outputs are registered where their job wrote them and stay there: they
+//! are the origin copy of derived data, which DESIGN.md says is never evicted.
+//!
+//! Failures are never dropped: a failed transfer is retried from the same source
+//! up to `transfer_retries` times after `transfer_backoff`, then from another
+//! replica; a prescript that cannot stage (no replica left, no room) sends the
+//! job back to be planned again; a job that fails at its site is re-planned up to
+//! `max_retries` times, after which it fails and its descendants cannot run
+//! (DAGMan's rescue semantics).
+//!
+//! The machine is one [`Manager`]; its methods are kept by phase: this file
+//! holds the state, the event entry point and the timers; `staging` the
+//! prescript (site choice, transfers, submit); `completion` the job's end
+//! and the postscript; `recovery` retries, re-planning and MonitQueue;
+//! `release` how ready jobs are released to the prescripts.
+
+mod completion;
+mod recovery;
+mod release;
+mod staging;
+#[cfg(test)]
+mod tests;
+
+use recovery::Retry;
+
+use super::events::EventQueue;
+use super::nodes::{NodeSettings, ReadyQueue, Throttle};
+use crate::core::ScriptKind;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::records::{Attempt, EvictionRecord, JobRecord, Outcome, Records, TransferRecord};
+use super::seams::{GridView, SiteSelector};
+use super::window::IdWindow;
+use super::{
+    Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
+    Workflow, rls::Rls,
+};
+
+/// What the postscript does with staged inputs (seed 000 §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaPolicy {
+    /// Staged copies are private to their job and deleted after it (Random).
+    Delete,
+    /// Staged copies stay and are registered for other jobs (RandomCaching).
+    Caching,
+}
+
+/// The manager's tunables, in nominal seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagerSettings {
+    /// Most prescripts running at once; 0 means no limit.
+    pub maxpre: usize,
+    /// Least time between two prescript starts.
+    pub prescript_interval: f64,
+    /// Transfers one prescript runs at once.
+    pub prescript_streams: usize,
+    /// Times a job that failed at its site is planned again.
+    pub max_retries: u32,
+    /// Times a failed transfer is retried from the same source.
+    pub transfer_retries: u32,
+    /// Wait before a transfer retry.
+    pub transfer_backoff: f64,
+    /// Wait before planning again a job whose site had no room.
+    pub replan_backoff: f64,
+    /// Times a job may be planned again for want of room or a vanished input
+    /// (not its own fault) before it fails.
+    pub max_replans: u32,
+    /// What happens to staged inputs after the job.
+    pub replica_policy: ReplicaPolicy,
+    /// MonitQueue: how often queues are checked (0: MonitQueue off).
+    pub monit_interval: f64,
+    /// MonitQueue: longest a job may wait in a site queue before it is killed
+    /// there and planned again elsewhere.
+    pub max_idle: f64,
+    /// Per-job overheads of a real WMS (nominal s): from its last parent's
+    /// end to its release as ready (DAGMan's release latency)…
+    pub release_overhead: f64,
+    /// …from its staged inputs to its arrival in the site queue (submission
+    /// through the batch system)…
+    pub submit_overhead: f64,
+    /// …and from its end at the site to its outputs registered and its
+    /// children released (the postscript).
+    pub postscript_overhead: f64,
+}
+
+impl Default for ManagerSettings {
+    fn default() -> Self {
+        ManagerSettings {
+            maxpre: 20,
+            prescript_interval: 1.0,
+            prescript_streams: 1,
+            max_retries: 3,
+            transfer_retries: 3,
+            transfer_backoff: 2.0,
+            replan_backoff: 10.0,
+            max_replans: 100,
+            replica_policy: ReplicaPolicy::Caching,
+            monit_interval: 0.0,
+            max_idle: f64::INFINITY,
+            release_overhead: 0.0,
+            submit_overhead: 0.0,
+            postscript_overhead: 0.0,
+        }
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Some parent has not ended.
+    Waiting,
+    /// Waiting for a prescript slot (or a back-off).
+    Ready,
+    /// Its prescript is staging inputs.
+    Staging,
+    /// In a site's FIFO queue.
+    Queued,
+    /// Running on a site.
+    Running,
+    /// Ended and post-processed.
+    Done,
+    /// Failed for good.
+    Failed,
+    /// An ancestor failed for good; it will never run.
+    Blocked,
+}
+
+/// Counts of jobs per state, for progress and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StateCounts {
+    /// Parents pending.
+    pub waiting: usize,
+    /// Ready, not yet in a prescript.
+    pub ready: usize,
+    /// In a prescript.
+    pub staging: usize,
+    /// Queued at a site.
+    pub queued: usize,
+    /// Running.
+    pub running: usize,
+    /// Done.
+    pub done: usize,
+    /// Failed for good.
+    pub failed: usize,
+    /// Never to run.
+    pub blocked: usize,
+}
+
+#[derive(Debug)]
+struct StageTry {
+    file: FileId,
+    tries: u32,
+    source: Option<SiteId>,
+    excluded: Vec<SiteId>,
+}
+
+#[derive(Debug)]
+struct Staging {
+    site: SiteId,
+    pending: VecDeque<FileId>,
+    in_flight: usize,
+    /// Inputs it waits for that another prescript is bringing to the site.
+    waiting: usize,
+    staged: Vec<FileId>,
+    tries: Vec<StageTry>,
+    /// The node's PRE script is running: nothing is staged until it ends.
+    pre_running: bool,
+}
+
+/// A transfer in flight; its id is also its index in the transfer records.
+#[derive(Debug)]
+struct Flight {
+    job: JobId,
+    attempt: usize,
+    file: FileId,
+    from: SiteId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    RetryTransfer {
+        job: JobId,
+        attempt: usize,
+        file: FileId,
+    },
+    Replan {
+        job: JobId,
+    },
+    Monit,
+    /// `release_overhead` elapsed: the job is ready.
+    Release {
+        job: JobId,
+    },
+    /// `submit_overhead` elapsed: the job enters its site's queue.
+    Submit {
+        job: JobId,
+        attempt: usize,
+    },
+    /// `postscript_overhead` elapsed: the job's node is over.
+    Postscript {
+        job: JobId,
+        site: SiteId,
+    },
+    /// `SCRIPT DEFER` elapsed: run the script again.
+    Script {
+        job: JobId,
+        kind: ScriptKind,
+    },
+}
+
+/// What changed in the control records since the last look.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Changes {
+    /// Jobs whose state (and so attempt record) changed.
+    pub jobs: Vec<JobId>,
+    /// Transfers started or ended (an id may appear twice).
+    pub transfers: Vec<TransferId>,
+}
+
+/// The workflow manager state machine. See the module docs.
+pub struct Manager {
+    wf: Arc<Workflow>,
+    sites: Vec<SiteInfo>,
+    settings: ManagerSettings,
+    selector: Box<dyn SiteSelector>,
+    rls: Rls,
+    now: Time,
+    state: Vec<JobState>,
+    missing_parents: Vec<usize>,
+    site_of: Vec<SiteId>,
+    failures: Vec<u32>,
+    replans: Vec<u32>,
+    room_waits: Vec<u32>,
+    avoid: HashMap<JobId, Vec<SiteId>>,
+    /// Caching: the transfer bringing a file to a site, while it is in flight.
+    inbound: HashMap<(FileId, SiteId), TransferId>,
+    /// Caching: prescripts (job, attempt) waiting for an inbound transfer.
+    waiters: HashMap<(FileId, SiteId), Vec<(JobId, usize)>>,
+    /// Per job: ordering children from the selector (not workflow edges).
+    ordering: Vec<Vec<JobId>>,
+    /// Per job: its prescript's staging state while it stages.
+    staging: Vec<Option<Staging>>,
+    /// Per job: inputs its last prescript transferred, for the postscript.
+    staged: Vec<Vec<FileId>>,
+    ready: ReadyQueue,
+    /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
+    nodes: NodeSettings,
+    /// MAXJOBS per category.
+    throttle: Throttle,
+    /// Per job: counted in flight by the throttle.
+    throttled: Vec<bool>,
+    /// POST scripts running, and the jobs whose POST waits for a slot.
+    posts_running: usize,
+    posts_waiting: VecDeque<JobId>,
+    /// `DAGMAN_MAX_JOBS_IDLE`: staged jobs waiting for their submission.
+    idle_waiting: VecDeque<JobId>,
+    next_prescript: Time,
+    prescripts_running: usize,
+    /// Transfers in flight, by id.
+    flights: IdWindow<Flight>,
+    next_transfer: TransferId,
+    serving: Vec<usize>,
+    active: Vec<usize>,
+    timers: EventQueue<Timer>,
+    counts: StateCounts,
+    records: Records,
+    last_ended: Option<SiteId>,
+    /// MonitQueue: queued jobs (submitted, job, attempt) in submission order.
+    idle: VecDeque<(Time, JobId, usize)>,
+    /// Per job: a Kill is out and unanswered.
+    killing: Vec<bool>,
+    /// Per job: the site its next attempt must avoid (where it was killed).
+    avoid_once: Vec<Option<SiteId>>,
+    /// Per job: nominal bytes of its inputs.
+    input_bytes: Vec<u64>,
+    /// Change tracking for a control database, when on.
+    changes: Option<Changes>,
+    job_dirty: Vec<bool>,
+    /// Reused buffer of eligible sites.
+    eligible: Vec<SiteId>,
+}
+
+impl Manager {
+    /// A manager for `workflow` on `sites`, with the initial replicas in
+    /// `placement` (file, site). Jobs without parents are ready at time 0; call
+    /// [`handle`](Self::handle) with [`Event::Tick`] to start.
+    pub fn new(
+        workflow: Arc<Workflow>,
+        sites: Vec<SiteInfo>,
+        placement: &[(FileId, SiteId)],
+        settings: ManagerSettings,
+        mut selector: Box<dyn SiteSelector>,
+    ) -> Self {
+        let n = workflow.jobs.len();
+        let mut rls = Rls::new(workflow.files.len());
+        for &(f, s) in placement {
+            rls.register(f, s);
+        }
+        let mut settings = settings;
+        if let Some(policy) = selector.replica_policy() {
+            settings.replica_policy = policy;
+        }
+        let mut missing_parents: Vec<usize> =
+            workflow.jobs.iter().map(|j| j.parents.len()).collect();
+        let mut ordering = vec![Vec::new(); n];
+        for (parent, child) in selector.prepare(&workflow, &sites) {
+            ordering[parent].push(child);
+            missing_parents[child] += 1;
+        }
+        let mut state = vec![JobState::Waiting; n];
+        let mut records = Records {
+            jobs: vec![JobRecord::default(); n],
+            transfers: Vec::new(),
+            sites: vec![Default::default(); sites.len()],
+            evictions: Vec::new(),
+        };
+        let mut ready = ReadyQueue::fifo();
+        for j in 0..n {
+            if missing_parents[j] == 0 {
+                state[j] = JobState::Ready;
+                records.jobs[j].ready = Some(0.0);
+                ready.push(j);
+            }
+        }
+        let counts = StateCounts {
+            waiting: n - ready.len(),
+            ready: ready.len(),
+            ..Default::default()
+        };
+        let m = sites.len();
+        let input_bytes = (0..n).map(|j| workflow.input_bytes(j)).collect();
+        let mut manager = Manager {
+            wf: workflow,
+            sites,
+            settings,
+            selector,
+            rls,
+            now: 0.0,
+            state,
+            missing_parents,
+            site_of: vec![0; n],
+            failures: vec![0; n],
+            replans: vec![0; n],
+            room_waits: vec![0; n],
+            avoid: HashMap::default(),
+            ordering,
+            inbound: HashMap::default(),
+            waiters: HashMap::default(),
+            staging: (0..n).map(|_| None).collect(),
+            staged: vec![Vec::new(); n],
+            ready,
+            nodes: NodeSettings::none(n),
+            throttle: Throttle::default(),
+            throttled: vec![false; n],
+            posts_running: 0,
+            posts_waiting: VecDeque::new(),
+            idle_waiting: VecDeque::new(),
+            next_prescript: 0.0,
+            prescripts_running: 0,
+            flights: IdWindow::default(),
+            next_transfer: 0,
+            serving: vec![0; m],
+            active: vec![0; m],
+            timers: EventQueue::new(),
+            counts,
+            records,
+            last_ended: None,
+            idle: VecDeque::new(),
+            killing: vec![false; n],
+            avoid_once: vec![None; n],
+            input_bytes,
+            changes: None,
+            job_dirty: vec![false; n],
+            eligible: Vec::new(),
+        };
+        manager.start_monit();
+        manager
+    }
+
+    /// Applies DAGMan's node settings; call before the first event. `DONE`
+    /// nodes are complete at once (their children released), priorities order
+    /// the ready jobs, categories get their `MAXJOBS`.
+    pub fn set_nodes(&mut self, nodes: NodeSettings) {
+        self.ready.set_priorities(nodes.priority.clone());
+        self.throttle = Throttle::new(nodes.category_limits.clone());
+        let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
+        self.nodes = nodes;
+        // Jobs are in topological order: a DONE node's DONE parents come first.
+        for j in done {
+            if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
+                self.complete_without_running(j);
+            }
+        }
+    }
+
+    /// Most jobs of each category that were ever in flight at once.
+    pub fn category_peaks(&self) -> &[usize] {
+        &self.throttle.peak
+    }
+
+    /// Feeds one event at nominal time `now` and appends the resulting commands
+    /// to `out`. Time never goes backwards: an earlier `now` counts as the last.
+    pub fn handle(&mut self, now: Time, event: Event, out: &mut Vec<Command>) {
+        if now > self.now {
+            self.now = now;
+        }
+        match event {
+            Event::Tick => {}
+            Event::TransferDone { id, result } => self.on_transfer_done(id, result, out),
+            Event::JobStarted { job, site } => self.on_job_started(job, site),
+            Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
+            Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
+            Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
+            Event::FileEvicted { site, file } => {
+                self.rls.unregister(file, site);
+                self.records.evictions.push(EvictionRecord {
+                    time: self.now,
+                    site,
+                    file,
+                });
+            }
+        }
+        self.pump(out);
+    }
+
+    /// When the manager next needs a [`Event::Tick`], if ever (nothing else
+    /// pending). Engines sleep until then or until another event comes.
+    pub fn next_wakeup(&self) -> Option<Time> {
+        let timer = self.timers.peek_time();
+        let prescript = (!self.ready.is_empty() && self.prescript_slot_free())
+            .then_some(self.next_prescript.max(self.now));
+        match (timer, prescript) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether no job can make progress any more (all done, failed or blocked).
+    pub fn is_finished(&self) -> bool {
+        let c = &self.counts;
+        c.done + c.failed + c.blocked == self.state.len()
+    }
+
+    /// Whether every job ended successfully.
+    pub fn succeeded(&self) -> bool {
+        self.counts.done == self.state.len()
+    }
+
+    /// Jobs per state.
+    pub fn counts(&self) -> StateCounts {
+        self.counts
+    }
+
+    /// A job's state.
+    pub fn job_state(&self, job: JobId) -> JobState {
+        self.state[job]
+    }
+
+    /// Prescripts running now.
+    pub fn prescripts_running(&self) -> usize {
+        self.prescripts_running
+    }
+
+    /// Transfers in flight now.
+    pub fn transfers_in_flight(&self) -> usize {
+        self.flights.len()
+    }
+
+    /// The replica catalogue.
+    pub fn rls(&self) -> &Rls {
+        &self.rls
+    }
+
+    /// The sites.
+    pub fn sites(&self) -> &[SiteInfo] {
+        &self.sites
+    }
+
+    /// The workflow.
+    pub fn workflow(&self) -> &Arc<Workflow> {
+        &self.wf
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ManagerSettings {
+        &self.settings
+    }
+
+    /// The control records so far.
+    pub fn records(&self) -> &Records {
+        &self.records
+    }
+
+    /// Takes the control records out at the end of a run.
+    pub fn into_records(self) -> Records {
+        self.records
+    }
+
+    /// Latest time seen.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    fn prescript_slot_free(&self) -> bool {
+        self.settings.maxpre == 0 || self.prescripts_running < self.settings.maxpre
+    }
+
+    /// Turns on change tracking for [`take_changes`](Self::take_changes) (a
+    /// control database writing records as they change).
+    pub fn track_changes(&mut self, on: bool) {
+        self.changes = on.then(Changes::default);
+    }
+
+    /// Jobs whose records changed and transfers started or ended since the
+    /// last call (each listed once), if tracking is on.
+    pub fn take_changes(&mut self) -> Option<Changes> {
+        let c = self.changes.as_mut()?;
+        for &j in &c.jobs {
+            self.job_dirty[j] = false;
+        }
+        Some(std::mem::take(c))
+    }
+
+    fn set_state(&mut self, job: JobId, to: JobState) {
+        if let Some(c) = self.changes.as_mut()
+            && !self.job_dirty[job]
+        {
+            self.job_dirty[job] = true;
+            c.jobs.push(job);
+        }
+        let from = std::mem::replace(&mut self.state[job], to);
+        *self.count_mut(from) -= 1;
+        *self.count_mut(to) += 1;
+        let flying = matches!(to, JobState::Staging | JobState::Queued | JobState::Running);
+        if self.throttled[job] && !flying {
+            self.throttled[job] = false;
+            if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
+                self.ready.push(held);
+            }
+        }
+    }
+
+    fn count_mut(&mut self, s: JobState) -> &mut usize {
+        let c = &mut self.counts;
+        match s {
+            JobState::Waiting => &mut c.waiting,
+            JobState::Ready => &mut c.ready,
+            JobState::Staging => &mut c.staging,
+            JobState::Queued => &mut c.queued,
+            JobState::Running => &mut c.running,
+            JobState::Done => &mut c.done,
+            JobState::Failed => &mut c.failed,
+            JobState::Blocked => &mut c.blocked,
+        }
+    }
+
+    fn schedule(&mut self, at: Time, timer: Timer) {
+        self.timers.push(at, timer);
+    }
+
+    /// Fires due timers, then starts the prescripts that MAXPRE and the interval
+    /// allow.
+    fn pump(&mut self, out: &mut Vec<Command>) {
+        while let Some(timer) = self.timers.pop_due(self.now) {
+            match timer {
+                Timer::RetryTransfer { job, attempt, file } => {
+                    if self.is_current(job, attempt)
+                        && let Some(st) = self.staging[job].as_mut()
+                    {
+                        st.pending.push_front(file);
+                        self.launch(job, out);
+                    }
+                }
+                Timer::Replan { job } => {
+                    if self.state[job] == JobState::Ready {
+                        self.ready.push(job);
+                    }
+                }
+                Timer::Monit => self.monit_queue(out),
+                Timer::Release { job } => self.make_ready(job),
+                Timer::Submit { job, attempt } => {
+                    if self.state[job] == JobState::Staging
+                        && self.records.jobs[job].attempts.len() == attempt + 1
+                    {
+                        self.enter_queue(job, out);
+                    }
+                }
+                Timer::Postscript { job, site } => self.node_done(job, site),
+                Timer::Script { job, kind } => {
+                    let live = match kind {
+                        ScriptKind::Pre => {
+                            self.staging[job].as_ref().is_some_and(|s| s.pre_running)
+                        }
+                        ScriptKind::Post => self.state[job] == JobState::Running,
+                    };
+                    if live {
+                        self.run_script(job, kind, out);
+                    }
+                }
+            }
+        }
+        // DAGMAN_MAX_JOBS_IDLE: submissions held while too many wait.
+        while self.nodes.max_jobs_idle > 0 && self.counts.queued < self.nodes.max_jobs_idle {
+            let Some(job) = self.idle_waiting.pop_front() else {
+                break;
+            };
+            if self.state[job] == JobState::Staging {
+                self.enter_queue(job, out);
+            }
+        }
+        while !self.ready.is_empty()
+            && self.prescript_slot_free()
+            && self.now >= self.next_prescript
+        {
+            let Some(job) = self.ready.pop() else {
+                break;
+            };
+            if self.state[job] != JobState::Ready {
+                continue; // completed while queued (a DONE node)
+            }
+            if !self.throttle.admit(self.nodes.category[job], job) {
+                continue; // held until a job of its category leaves
+            }
+            self.throttled[job] = self.nodes.category[job].is_some();
+            self.next_prescript = self.now + self.settings.prescript_interval;
+            self.start_prescript(job, out);
+        }
+    }
+
+    fn is_current(&self, job: JobId, attempt: usize) -> bool {
+        self.state[job] == JobState::Staging && self.records.jobs[job].attempts.len() == attempt + 1
+    }
+}

@@ -1,0 +1,133 @@
+//! Nothing lost: transfer retries, re-planning with back-off, failure for
+//! good (DAGMan's rescue semantics), and seed 002's MonitQueue, which kills
+//! jobs idling too long at a site and sends them back to the prescript.
+
+use super::*;
+
+/// How a job goes back to the prescript.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Retry {
+    /// At once, not its fault (an input vanished, a site that can never fit).
+    Now,
+    /// After a growing back-off, not its fault (no room now); never gives up.
+    Later,
+    /// After `replan_backoff`, counted against `max_retries`.
+    Counted,
+    /// Never: the node fails for good (DAGMan's `RETRY … UNLESS-EXIT`).
+    Never,
+}
+
+impl Manager {
+    /// Starts MonitQueue's periodic check if it is on.
+    pub(super) fn start_monit(&mut self) {
+        if self.settings.monit_interval > 0.0 && self.settings.max_idle.is_finite() {
+            let at = self.settings.monit_interval;
+            self.schedule(at, Timer::Monit);
+        }
+    }
+
+    pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
+        let backoff = self.settings.replan_backoff;
+        let (over, at) = match retry {
+            Retry::Counted => {
+                self.failures[job] += 1;
+                let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
+                (self.failures[job] > allowed, self.now + backoff)
+            }
+            Retry::Now => {
+                self.replans[job] += 1;
+                (self.replans[job] > self.settings.max_replans, self.now)
+            }
+            Retry::Never => (true, self.now),
+            Retry::Later => {
+                // No room now is nobody's fault and passes as jobs end and
+                // release their pins: wait longer each time, never give up
+                // (a site where the inputs can never fit says `never`).
+                self.room_waits[job] += 1;
+                let doubling = self.room_waits[job].min(7) - 1;
+                (false, self.now + backoff * f64::from(1u32 << doubling))
+            }
+        };
+        if over || matches!(retry, Retry::Never) {
+            self.fail_for_good(job);
+        } else if at <= self.now {
+            self.ready.push(job);
+        } else {
+            self.schedule(at, Timer::Replan { job });
+        }
+    }
+
+    /// The job will never run: its descendants are blocked (DAGMan), while the
+    /// jobs that were only ordered after it are released.
+    pub(super) fn fail_for_good(&mut self, job: JobId) {
+        self.set_state(job, JobState::Failed);
+        let wf = self.wf.clone();
+        let mut stack = vec![job];
+        while let Some(j) = stack.pop() {
+            for i in 0..self.ordering[j].len() {
+                let c = self.ordering[j][i];
+                self.release_child(c);
+            }
+            for &c in &wf.children[j] {
+                if self.state[c] == JobState::Waiting {
+                    self.set_state(c, JobState::Blocked);
+                    stack.push(c);
+                }
+            }
+        }
+    }
+
+    /// MonitQueue (seed 002 §4): kills the jobs idle in a site queue longer
+    /// than `max_idle`. Queued jobs are kept in submission order, so the scan
+    /// stops at the first one not yet overdue.
+    pub(super) fn monit_queue(&mut self, out: &mut Vec<Command>) {
+        while let Some(&(submitted, job, attempt)) = self.idle.front() {
+            let waiting = self.state[job] == JobState::Queued
+                && self.records.jobs[job].attempts.len() == attempt + 1
+                && !self.killing[job];
+            if waiting && self.now - submitted <= self.settings.max_idle {
+                break;
+            }
+            self.idle.pop_front();
+            if waiting {
+                self.killing[job] = true;
+                out.push(Command::Kill {
+                    job,
+                    site: self.site_of[job],
+                });
+            }
+        }
+        let at = self.now + self.settings.monit_interval;
+        self.schedule(at, Timer::Monit);
+    }
+
+    pub(super) fn on_job_killed(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        killed: bool,
+        out: &mut Vec<Command>,
+    ) {
+        if !self.killing[job] || self.site_of[job] != site {
+            return;
+        }
+        self.killing[job] = false;
+        if !killed || self.state[job] != JobState::Queued {
+            // It started first: it runs, the kill is void.
+            self.records.sites[site].kills_void += 1;
+            return;
+        }
+        self.active[site] -= 1;
+        self.records.sites[site].killed += 1;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Killed;
+        }
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        out.push(Command::Release { job, site, delete });
+        self.set_state(job, JobState::Ready);
+        self.avoid_once[job] = Some(site);
+        self.retry(job, Retry::Now);
+    }
+}

@@ -1,0 +1,46 @@
+//! Release of ready jobs: a node is ready when its parents ended (DAGMan);
+//! NOOP and DONE nodes complete without running.
+
+use super::*;
+
+impl Manager {
+    /// Ends a node that runs no job (`NOOP`) or already ran (`DONE`).
+    pub(super) fn complete_without_running(&mut self, job: JobId) {
+        self.set_state(job, JobState::Done);
+        self.records.jobs[job].ready.get_or_insert(self.now);
+        self.release_children(job);
+    }
+
+    /// `job` is over: its workflow and ordering children lose a parent.
+    pub(super) fn release_children(&mut self, job: JobId) {
+        let wf = self.wf.clone();
+        for &c in &wf.children[job] {
+            self.release_child(c);
+        }
+        for i in 0..self.ordering[job].len() {
+            let c = self.ordering[job][i];
+            self.release_child(c);
+        }
+    }
+
+    /// One parent of `c` is over; `c` is ready when none is left.
+    pub(super) fn release_child(&mut self, c: JobId) {
+        self.missing_parents[c] -= 1;
+        if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
+            if self.settings.release_overhead > 0.0 {
+                let at = self.now + self.settings.release_overhead;
+                self.schedule(at, Timer::Release { job: c });
+            } else {
+                self.make_ready(c);
+            }
+        }
+    }
+
+    pub(super) fn make_ready(&mut self, job: JobId) {
+        if self.state[job] == JobState::Waiting {
+            self.set_state(job, JobState::Ready);
+            self.records.jobs[job].ready = Some(self.now);
+            self.ready.push(job);
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The prescript (seed 000 §4): choose a site, pin the job's inputs there,
+//! stage every missing input from the least busy replica, then submit.
+
+use super::*;
+
+impl Manager {
+    pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let avoid = self.avoid.get(&job);
+        let need = self.input_bytes[job];
+        let mut eligible = std::mem::take(&mut self.eligible);
+        eligible.clear();
+        eligible.extend((0..self.sites.len()).filter(|&s| {
+            let site = &self.sites[s];
+            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
+        }));
+        if eligible.is_empty() {
+            self.eligible = eligible;
+            self.fail_for_good(job);
+            return;
+        }
+        // Re-planned by MonitQueue: anywhere but the site that killed it, if
+        // there is anywhere else.
+        if let Some(killer) = self.avoid_once[job].take()
+            && eligible.len() > 1
+        {
+            eligible.retain(|&s| s != killer);
+        }
+        let view = GridView {
+            workflow: &self.wf,
+            sites: &self.sites,
+            rls: &self.rls,
+            active: &self.active,
+            counters: &self.records.sites,
+            last_ended: self.last_ended,
+        };
+        let site = self.selector.select(job, &view, &eligible);
+        debug_assert!(
+            eligible.contains(&site),
+            "selector chose an ineligible site"
+        );
+        self.site_of[job] = site;
+        self.set_state(job, JobState::Staging);
+        self.prescripts_running += 1;
+        self.records.jobs[job].attempts.push(Attempt {
+            site,
+            prescript: self.now,
+            submitted: None,
+            started: None,
+            ended: None,
+            outcome: Outcome::Pending,
+            transfers: 0,
+        });
+        out.push(Command::Pin { job, site });
+        let mut pending = VecDeque::new();
+        self.records.sites[site].inputs_planned += self.wf.jobs[job].inputs.len() as u64;
+        for &f in &self.wf.jobs[job].inputs {
+            if self.rls.has(f, site) {
+                self.records.sites[site].cache_hits += 1;
+            } else if !pending.contains(&f) {
+                pending.push_back(f);
+            }
+        }
+        self.staging[job] = Some(Staging {
+            site,
+            pending,
+            in_flight: 0,
+            waiting: 0,
+            staged: Vec::new(),
+            tries: Vec::new(),
+            pre_running: self.nodes.pre[job],
+        });
+        if self.nodes.pre[job] {
+            self.run_script(job, ScriptKind::Pre, out);
+            return;
+        }
+        self.launch(job, out);
+    }
+
+    /// Orders the node's script at its site; POST scripts beyond
+    /// `DAGMAN_MAX_POST_SCRIPTS` wait for one to end.
+    pub(super) fn run_script(&mut self, job: JobId, kind: ScriptKind, out: &mut Vec<Command>) {
+        if kind == ScriptKind::Post {
+            if self.nodes.max_post > 0 && self.posts_running >= self.nodes.max_post {
+                self.posts_waiting.push_back(job);
+                return;
+            }
+            self.posts_running += 1;
+        }
+        out.push(Command::RunScript {
+            job,
+            site: self.site_of[job],
+            kind,
+            retry: self.failures[job],
+            status: 0,
+        });
+    }
+
+    /// Starts as many of the job's pending transfers as its prescript may run;
+    /// submits the job when nothing is left to stage.
+    pub(super) fn launch(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let streams = self.settings.prescript_streams.max(1);
+        loop {
+            let Some(st) = self.staging[job].as_mut() else {
+                return;
+            };
+            if st.pre_running {
+                return;
+            }
+            if st.pending.is_empty() && st.in_flight == 0 && st.waiting == 0 {
+                self.submit(job, out);
+                return;
+            }
+            if st.in_flight >= streams {
+                return;
+            }
+            let Some(file) = st.pending.pop_front() else {
+                return;
+            };
+            let to = st.site;
+            if self.settings.replica_policy == ReplicaPolicy::Caching {
+                // With caching a copy at the site serves every job: use one
+                // that arrived meanwhile, or wait for one on its way.
+                if self.rls.has(file, to) {
+                    continue;
+                }
+                if self.inbound.contains_key(&(file, to)) {
+                    let attempt = self.records.jobs[job].attempts.len() - 1;
+                    self.waiters
+                        .entry((file, to))
+                        .or_default()
+                        .push((job, attempt));
+                    st.waiting += 1;
+                    continue;
+                }
+            }
+            let earlier = st.tries.iter().find(|t| t.file == file);
+            let retry = earlier.is_some();
+            let (preferred, excluded): (Option<SiteId>, &[SiteId]) = match earlier {
+                Some(t) => (t.source, &t.excluded),
+                None => (None, &[]),
+            };
+            let holders = self.rls.holders(file);
+            let source = preferred.filter(|s| holders.contains(s)).or_else(|| {
+                holders
+                    .iter()
+                    .copied()
+                    .filter(|&s| s != to && !excluded.contains(&s))
+                    .min_by_key(|&s| (self.serving[s], s))
+            });
+            let Some(from) = source else {
+                let name = &self.wf.files[file].name;
+                let reason = format!("no usable replica of `{name}`");
+                self.abort_staging(job, reason, Retry::Counted, out);
+                return;
+            };
+            st.in_flight += 1;
+            let id = self.next_transfer;
+            self.next_transfer += 1;
+            if self.settings.replica_policy == ReplicaPolicy::Caching {
+                self.inbound.insert((file, to), id);
+            }
+            self.serving[from] += 1;
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            self.records.jobs[job].attempts[attempt].transfers += 1;
+            self.flights.insert(
+                id,
+                Flight {
+                    job,
+                    attempt,
+                    file,
+                    from,
+                },
+            );
+            if let Some(c) = self.changes.as_mut() {
+                c.transfers.push(id);
+            }
+            self.records.transfers.push(TransferRecord {
+                id,
+                job,
+                file,
+                from,
+                to,
+                start: self.now,
+                end: None,
+                bytes: 0,
+                failure: None,
+                retry,
+            });
+            out.push(Command::StartTransfer {
+                id,
+                job,
+                file,
+                from,
+                to,
+            });
+        }
+    }
+
+    /// The prescript is over: the job goes to its site's queue, after the
+    /// submit overhead if there is one.
+    pub(super) fn submit(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let Some(st) = self.staging[job].take() else {
+            return;
+        };
+        self.site_of[job] = st.site;
+        self.staged[job] = st.staged;
+        self.prescripts_running -= 1;
+        if self.nodes.noop[job] {
+            // DAGMan's NOOP: no job reaches the site; the POST script (if
+            // any) still runs.
+            self.set_state(job, JobState::Running);
+            self.job_succeeded(job, st.site, out);
+            return;
+        }
+        if self.settings.submit_overhead > 0.0 {
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            let at = self.now + self.settings.submit_overhead;
+            self.schedule(at, Timer::Submit { job, attempt });
+        } else {
+            self.enter_queue(job, out);
+        }
+    }
+
+    pub(super) fn enter_queue(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if self.nodes.max_jobs_idle > 0 && self.counts.queued >= self.nodes.max_jobs_idle {
+            self.idle_waiting.push_back(job);
+            return;
+        }
+        let site = self.site_of[job];
+        self.set_state(job, JobState::Queued);
+        self.active[site] += 1;
+        self.records.sites[site].submitted += 1;
+        if self.settings.monit_interval > 0.0 {
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            self.idle.push_back((self.now, job, attempt));
+        }
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.submitted = Some(self.now);
+        }
+        out.push(Command::Submit { job, site });
+    }
+
+    pub(super) fn on_transfer_done(
+        &mut self,
+        id: TransferId,
+        result: Result<u64, TransferFailure>,
+        out: &mut Vec<Command>,
+    ) {
+        let Some(fl) = self.flights.take(id) else {
+            return;
+        };
+        self.serving[fl.from] -= 1;
+        let key = (fl.file, self.records.transfers[id as usize].to);
+        if self.inbound.get(&key) == Some(&id) {
+            self.inbound.remove(&key);
+        }
+        if result.is_ok() && self.settings.replica_policy == ReplicaPolicy::Caching {
+            // A verified copy at the site: every later prescript may use it.
+            self.rls.register(key.0, key.1);
+        }
+        if let Some(c) = self.changes.as_mut() {
+            c.transfers.push(id);
+        }
+        let rec = &mut self.records.transfers[id as usize];
+        rec.end = Some(self.now);
+        match &result {
+            Ok(bytes) => {
+                rec.bytes = *bytes;
+                let to = rec.to;
+                self.records.sites[to].transfers_in += 1;
+                self.records.sites[to].bytes_in += bytes;
+                self.records.sites[fl.from].transfers_out += 1;
+            }
+            Err(e) => rec.failure = Some(e.clone()),
+        }
+        self.wake_waiters(key, result.is_ok(), out);
+        if !self.is_current(fl.job, fl.attempt) {
+            return; // the attempt was aborted; its stragglers only count
+        }
+        let job = fl.job;
+        let Some(st) = self.staging[job].as_mut() else {
+            return;
+        };
+        st.in_flight -= 1;
+        match result {
+            Ok(_) => {
+                st.staged.push(fl.file);
+                self.launch(job, out);
+            }
+            Err(TransferFailure::NoSpace { never }) => {
+                let site = st.site;
+                if never {
+                    self.avoid.entry(job).or_default().push(site);
+                    let reason = format!("`{}` can never fit", self.wf.files[fl.file].name);
+                    self.abort_staging(job, reason, Retry::Now, out);
+                } else {
+                    let reason = "no room at the site now".to_string();
+                    self.abort_staging(job, reason, Retry::Later, out);
+                }
+            }
+            Err(_) => {
+                let i = match st.tries.iter().position(|t| t.file == fl.file) {
+                    Some(i) => i,
+                    None => {
+                        st.tries.push(StageTry {
+                            file: fl.file,
+                            tries: 0,
+                            source: None,
+                            excluded: Vec::new(),
+                        });
+                        st.tries.len() - 1
+                    }
+                };
+                let t = &mut st.tries[i];
+                t.tries += 1;
+                if t.tries > self.settings.transfer_retries {
+                    t.excluded.push(fl.from);
+                    t.tries = 0;
+                    t.source = None;
+                } else {
+                    t.source = Some(fl.from);
+                }
+                let at = self.now + self.settings.transfer_backoff;
+                let timer = Timer::RetryTransfer {
+                    job,
+                    attempt: fl.attempt,
+                    file: fl.file,
+                };
+                self.schedule(at, timer);
+            }
+        }
+    }
+
+    /// A transfer of `key.0` to `key.1` ended: the prescripts waiting for it
+    /// go on (after a failure, each stages the file itself).
+    pub(super) fn wake_waiters(&mut self, key: (FileId, SiteId), ok: bool, out: &mut Vec<Command>) {
+        let Some(waiters) = self.waiters.remove(&key) else {
+            return;
+        };
+        for (job, attempt) in waiters {
+            if !self.is_current(job, attempt) {
+                continue;
+            }
+            if let Some(st) = self.staging[job].as_mut() {
+                st.waiting -= 1;
+                if !ok {
+                    st.pending.push_front(key.0);
+                }
+            }
+            self.launch(job, out);
+        }
+    }
+
+    /// Ends a prescript that cannot finish; the job goes back to be planned.
+    pub(super) fn abort_staging(
+        &mut self,
+        job: JobId,
+        reason: String,
+        retry: Retry,
+        out: &mut Vec<Command>,
+    ) {
+        let Some(st) = self.staging[job].take() else {
+            return;
+        };
+        self.prescripts_running -= 1;
+        let delete = self.postscript_replicas(st.site, &st.staged);
+        out.push(Command::Release {
+            job,
+            site: st.site,
+            delete,
+        });
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::StagingFailed(reason);
+        }
+        self.set_state(job, JobState::Ready);
+        self.retry(job, retry);
+    }
+}
