@@ -38,9 +38,11 @@
 //!   [`units`] reads sizes and rates; [`workflow`] generates and parses
 //!   workflows; [`report`] prints, plots and validates run records;
 //!   [`metrics`] exports Prometheus series; [`db`] is the control database.
+//! * [`cli`] is the command line, one file per command (with `sweep` and
+//!   `bench`); the binary's `main` only calls [`cli::main`].
 #![warn(missing_docs)]
 
-pub mod bench;
+pub mod cli;
 pub mod config;
 pub mod core;
 pub mod db;
@@ -50,6 +52,6 @@ pub mod metrics;
 pub mod policy;
 pub mod report;
 pub mod sim;
-pub mod sweep;
+
 pub mod units;
 pub mod workflow;

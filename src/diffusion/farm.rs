@@ -5,7 +5,7 @@
 //! the shared store (miss), caches what it read, then computes.
 //!
 //! Transfers share bandwidth fairly on the core's
-//! [`SharedLink`](crate::core::link::SharedLink) (processor sharing): the store's
+//! [`SharedLink`] (processor sharing): the store's
 //! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads, and
 //! each executor's link among the reads served from its cache. Executors are
 //! either all there from the start or come and go with the dynamic resource

@@ -11,7 +11,7 @@
 //! * **Transfers**: a transfer first waits for one of the source's
 //!   `max_connections` (FIFO, as 503-and-retry does live), holds it for the
 //!   source's `latency`, then streams on the source's
-//!   [`SharedLink`](crate::core::link::SharedLink): all streams leaving a site
+//!   [`SharedLink`]: all streams leaving a site
 //!   share its `bandwidth` fairly and each is capped at `stream_cap`. A
 //!   response the source's fault schedule corrupts ends as a corrupt transfer.
 //! * **Sites**: each is a [`Site`] — the same FIFO queue, slots, background
@@ -62,7 +62,7 @@ pub fn run(scenario: &Scenario) -> Result<SimRun, UnknownPolicy> {
 
 /// Runs `scenario`, writing the control records to `db` as it goes (in
 /// batches of [`DB_BATCH`] events). A database error does not stop the run; it
-/// is returned in [`SimRun::db_error`].
+/// is returned in [`RunResult::db_error`].
 pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, UnknownPolicy> {
     let started = Instant::now();
     let mut sim = Sim::new(scenario)?;

@@ -70,7 +70,12 @@ fn room_graph() -> (Graph, BTreeMap<String, String>) {
     let mut code_of = BTreeMap::new();
     for f in files {
         let rel = f.strip_prefix(&src).unwrap();
-        if rel == Path::new("lib.rs") || rel == Path::new("main.rs") {
+        // The crate root, the binary, and unit-test modules of their own
+        // file (`#[cfg(test)] mod tests;`) are not part of any room's code.
+        if rel == Path::new("lib.rs")
+            || rel == Path::new("main.rs")
+            || rel.file_name().is_some_and(|n| n == "tests.rs")
+        {
             continue;
         }
         let first = rel.components().next().unwrap().as_os_str();

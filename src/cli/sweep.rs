@@ -20,6 +20,9 @@ use crate::report::plot::{Bar, Series, bar_chart, line_chart};
 use crate::report::{Detail, RunRecord};
 use crate::sim;
 
+use super::CliError;
+use std::process::ExitCode;
+
 /// Options of `gridbed sweep`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
@@ -516,6 +519,76 @@ fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), 
         )?;
     }
     Ok(())
+}
+
+/// `gridbed sweep`: runs the grid and prints its rows and summary.
+pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
+    let rows = run(&args).map_err(|e| match e {
+        SweepError::Run(_) => CliError::failed(e),
+        SweepError::Config(_) | SweepError::Invalid(_) => CliError::input(e),
+    })?;
+    say!(
+        "{:<16} {:>5} {:>6} {:>5} {:>12} {:>10} {:>9} {:>8}",
+        "strategy",
+        "sites",
+        "maxpre",
+        "seed",
+        "makespan h",
+        "transfers",
+        "evicted",
+        "wall s"
+    );
+    for r in &rows {
+        say!(
+            "{:<16} {:>5} {:>6} {:>5} {:>12.2} {:>10} {:>9} {:>8.2}{}",
+            r.strategy,
+            r.sites,
+            r.maxpre,
+            r.seed,
+            r.makespan_s / 3600.0,
+            r.transfers,
+            r.evictions,
+            r.wall_s,
+            if r.succeeded {
+                ""
+            } else {
+                "  (did not complete)"
+            }
+        );
+    }
+    let summary = summarize(&rows);
+    if summary.iter().any(|s| s.runs > 1) {
+        say!(
+            "\n{:<16} {:>5} {:>6} {:>5} {:>14} {:>12} {:>14} {:>8}",
+            "strategy",
+            "sites",
+            "maxpre",
+            "runs",
+            "mean min",
+            "sd min",
+            "95% CI min",
+            "speedup"
+        );
+        for s in &summary {
+            say!(
+                "{:<16} {:>5} {:>6} {:>5} {:>14.1} {:>12.1} {:>14} {:>8.1}",
+                s.strategy,
+                s.sites,
+                s.maxpre,
+                s.runs,
+                s.mean_s / 60.0,
+                s.sd_s / 60.0,
+                format!("± {:.1}", s.ci95_s / 60.0),
+                s.speedup
+            );
+        }
+    }
+    say!("\nCSV and charts written to {}", args.out.display());
+    if rows.iter().all(|r| r.succeeded) {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Ok(ExitCode::from(1))
+    }
 }
 
 #[cfg(test)]

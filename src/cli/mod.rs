@@ -1,0 +1,194 @@
+//! The `gridbed` command line: each command's body in its own file, the
+//! binary's `main` only calls [`main`]. A command parses its arguments, loads
+//! the scenario, calls an engine and prints a report. Exit codes: 0 done, 1
+//! the run failed, 2 bad input ([`CliError`]).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{self, Overrides, Scenario};
+
+/// Prints a line to stdout; a closed pipe (`gridbed … | head`) is not an error
+/// worth a panic, so write errors are ignored.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+pub mod bench;
+mod farm;
+mod inspect;
+mod run;
+pub mod sweep;
+mod workflow;
+
+/// Why a command failed, which decides its exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad input: a testbed, a record, an option (exit 2).
+    #[error("{0}")]
+    Input(String),
+    /// The command could not do its work (exit 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    /// Bad input, said by `e`.
+    pub fn input(e: impl std::fmt::Display) -> Self {
+        CliError::Input(e.to_string())
+    }
+    /// A failure, said by `e`.
+    pub fn failed(e: impl std::fmt::Display) -> Self {
+        CliError::Failed(e.to_string())
+    }
+    /// The process's exit code for it.
+    pub fn code(&self) -> ExitCode {
+        match self {
+            CliError::Input(_) => ExitCode::from(2),
+            CliError::Failed(_) => ExitCode::from(1),
+        }
+    }
+}
+
+/// A live grid emulator with real transfers: runs a workflow across a mock grid
+/// of sites on loopback, with DAGMan semantics and the papers' site selectors,
+/// moving every byte for real.
+#[derive(Parser)]
+#[command(name = "gridbed", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a testbed (live by default, or simulated) and print a summary.
+    Run(run::RunArgs),
+    /// Validate a testbed (and its site catalogue) without running it.
+    Check(workflow::CheckArgs),
+    /// Run a testbed on both engines and compare them side by side.
+    Validate(run::ValidateArgs),
+    /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
+    Sweep(sweep::SweepArgs),
+    /// Look at a testbed's workflow.
+    #[command(subcommand)]
+    Workflow(workflow::WorkflowCmd),
+    /// Per-site submitted / ended / killed / ratio of a control database, and
+    /// one job's history.
+    Inspect(inspect::InspectArgs),
+    /// SVG plots of a finished run (Gantt, transfers, storage, queues) and an
+    /// index.html, from its run record.
+    Report(inspect::ReportArgs),
+    /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
+    Farm(farm::FarmArgs),
+    /// Measure the manager, the live dispatcher and transfer throughput.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Args)]
+struct ScenarioArgs {
+    /// The testbed file (e.g. testbeds/quickstart.toml).
+    testbed: PathBuf,
+    /// Site selector, overriding the testbed's `strategy`.
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Seed, overriding the testbed's `seed`.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Site catalogue, overriding the testbed's `sites_file`.
+    #[arg(long, value_name = "FILE")]
+    sites: Option<PathBuf>,
+    /// A workflow file (WfFormat JSON, Pegasus DAX or YAML, DAGMan .dag) run
+    /// instead of the testbed's workflow; its format is found from its content.
+    #[arg(long, value_name = "FILE")]
+    workflow: Option<PathBuf>,
+    /// The format of `--workflow` (or of a workflow file given to `workflow
+    /// stats`), instead of telling it from the content.
+    #[arg(long, value_parser = format_parser())]
+    format: Option<crate::workflow::formats::Format>,
+}
+
+/// `--format`'s values, from the workflow room's own list of formats.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = crate::workflow::formats::Format>
+{
+    use crate::workflow::formats::Format;
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        Format::ALL.map(|f| PossibleValue::new(f.name()).help(f.description())),
+    )
+    .map(|name| Format::from_name(&name).unwrap_or(Format::Auto))
+}
+
+/// Which engine runs a scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Engine {
+    /// Actix sites on loopback, real transfers, wall clock.
+    Live,
+    /// Discrete-event simulation on a virtual clock.
+    Sim,
+}
+
+fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
+    let overrides = Overrides {
+        strategy: args.strategy.clone(),
+        seed: args.seed,
+        sites_file: args.sites.clone(),
+        workflow: args.workflow.clone(),
+        format: args.format,
+    };
+    let s = config::load(&args.testbed, &overrides).map_err(CliError::input)?;
+    if let Some(src) = &s.source {
+        for w in &src.warnings {
+            eprintln!("warning: {}: {w}", src.path.display());
+        }
+    }
+    Ok(s)
+}
+
+/// Runs the command line: parses the arguments, runs the command, and
+/// turns its error into a message on stderr and an exit code.
+pub fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Run(args) => run::run(args),
+        Cmd::Check(args) => workflow::check(args),
+        Cmd::Validate(args) => run::validate(args),
+        Cmd::Sweep(args) => sweep::command(args),
+        Cmd::Inspect(args) => inspect::inspect(args),
+        Cmd::Report(args) => inspect::report(args),
+        Cmd::Farm(args) => farm::farm(args),
+        Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {
+            workflow::workflow_stats(&scenario, json)
+        }
+        Cmd::Bench(args) => bench::run(args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(CliError::failed),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        e.code()
+    })
+}
+
+/// Writes `value` as pretty JSON to `path`.
+fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<(), CliError> {
+    let fail =
+        |e: &dyn std::fmt::Display| CliError::Failed(format!("writing {}: {e}", path.display()));
+    let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
+    let mut out = std::io::BufWriter::new(file);
+    serde_json::to_writer_pretty(&mut out, value).map_err(|e| fail(&e))?;
+    std::io::Write::flush(&mut out).map_err(|e| fail(&e))
+}
