@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::farm::{Allocation, Drp, FarmSpec};
 use super::stream::{Arrivals, Popularity, Task, generate, parse_arrivals};
+use crate::config::source::Source;
 use crate::config::{ConfigError, Emulation};
 use crate::units::{Rate, Size};
 
@@ -134,29 +135,6 @@ struct StreamTable {
     zipf: Option<f64>,
 }
 
-/// The dotted field at byte `offset`: the last `[table]` above it and the
-/// key of its line.
-fn field_at(text: &str, offset: usize) -> String {
-    let offset = offset.min(text.len());
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-    let key = text[line_start..line_end]
-        .split_once('=')
-        .map(|(k, _)| k.trim().to_string())
-        .filter(|k| !k.starts_with('['));
-    let table = text[..line_start]
-        .lines()
-        .rev()
-        .find_map(|l| l.trim().strip_prefix('[').and_then(|r| r.split_once(']')))
-        .map(|(t, _)| t.trim().to_string());
-    match (table, key) {
-        (Some(t), Some(k)) => format!("{t}.{k}"),
-        (None, Some(k)) => k,
-        (Some(t), None) => t,
-        (None, None) => "(testbed)".into(),
-    }
-}
-
 /// A loaded farm testbed.
 #[derive(Debug, Clone)]
 pub struct FarmTestbed {
@@ -172,38 +150,9 @@ pub struct FarmTestbed {
 
 /// Loads a farm testbed.
 pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-        file: path.to_path_buf(),
-        line: 0,
-        column: 0,
-        field: "(file)".into(),
-        message: format!("cannot read: {e}"),
-    })?;
-    let at = |span: Option<std::ops::Range<usize>>, field: &str, message: String| {
-        let offset = span.map_or(0, |s| s.start).min(text.len());
-        let before = &text[..offset];
-        ConfigError {
-            file: path.to_path_buf(),
-            line: if offset == 0 {
-                0
-            } else {
-                before.matches('\n').count() + 1
-            },
-            column: before
-                .rsplit('\n')
-                .next()
-                .map_or(1, |l| l.chars().count() + 1),
-            field: field.to_string(),
-            message,
-        }
-    };
-    let f: FarmFile = toml::from_str(&text).map_err(|e| {
-        let field = e
-            .span()
-            .map_or_else(|| "(testbed)".to_string(), |s| field_at(&text, s.start));
-        at(e.span(), &field, e.message().to_string())
-    })?;
-    let bad = |field: &str, m: &str| at(None, field, m.to_string());
+    let src = Source::read(path)?;
+    let f: FarmFile = src.parse()?;
+    let bad = |field: &str, m: &str| src.error(None, Some(field.to_string()), m.to_string());
     if f.farm.executors == 0 || f.farm.cpus == 0 {
         return Err(bad("farm.executors", "expected executors ≥ 1 and cpus ≥ 1"));
     }

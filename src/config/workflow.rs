@@ -1,0 +1,190 @@
+//! The workflow of a testbed: a generator with its parameters (read with
+//! that generator's own type, so a mistake is reported at its line), a
+//! workflow file (WfFormat, DAX, Pegasus YAML, DAGMan), or `--workflow`;
+//! then Pegasus clustering if the testbed asks for it.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::source::Source;
+use super::{ConfigError, Overrides, TestbedFile, WorkflowSource};
+use crate::core::Workflow;
+use crate::workflow::WorkflowSpec;
+use crate::workflow::clustering::Clustering;
+use crate::workflow::formats::{self, FormatError};
+use crate::workflow::generators::{Coadd, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
+
+/// The workflow a scenario runs, where it was read from, and its
+/// clustering.
+pub(super) type Resolved = (Workflow, Option<WorkflowSource>, Option<Clustering>);
+
+/// The testbed's workflow (`base`: the testbed's folder), generated with
+/// `seed` or read from its file.
+pub(super) fn resolve(
+    tb: &TestbedFile<WorkflowSpec>,
+    src: &Source,
+    base: &Path,
+    overrides: &Overrides,
+    seed: u64,
+) -> Result<Resolved, ConfigError> {
+    let spec = tb.workflow.get_ref();
+    spec.validate().map_err(|(field, msg)| {
+        src.error(
+            Some(tb.workflow.span()),
+            Some(format!("workflow.{field}")),
+            msg,
+        )
+    })?;
+    let file = match (&overrides.workflow, spec) {
+        (Some(file), _) => Some((
+            file.clone(),
+            formats::Options {
+                format: overrides.format.unwrap_or(formats::Format::Auto),
+                ..Default::default()
+            },
+            false,
+        )),
+        (None, WorkflowSpec::File(f)) => Some((
+            base.join(&f.file),
+            f.options(base),
+            f.scripts == crate::workflow::generators::Scripts::Run,
+        )),
+        _ => None,
+    };
+    let (workflow, source) = match file {
+        Some((path, opts, run_scripts)) => {
+            let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {
+                file: e.file,
+                line: 0,
+                column: 0,
+                field: "(workflow file)".into(),
+                message: e.message,
+            })?;
+            let source = WorkflowSource {
+                path,
+                format: loaded.format,
+                warnings: loaded.warnings,
+                dagman: loaded.dagman,
+                run_scripts,
+            };
+            (Ok(loaded.workflow), Some(source))
+        }
+        None => (spec.generate(seed), None),
+    };
+    let workflow = workflow.map_err(|e| {
+        let located = match spec {
+            WorkflowSpec::Inline(inline) => inline.locate(&e),
+            _ => None,
+        };
+        match located {
+            Some((i, span)) => src.error(
+                Some(span),
+                Some(format!("workflow.job[{i}]")),
+                e.to_string(),
+            ),
+            None => src.error(
+                Some(tb.workflow.span()),
+                Some("workflow".into()),
+                e.to_string(),
+            ),
+        }
+    })?;
+    let (workflow, clustering) = match &tb.clustering {
+        None => (workflow, None),
+        Some(spec) => {
+            let at = |m: String| src.error(Some(spec.span()), None, m);
+            let techniques = crate::workflow::clustering::parse(spec.get_ref()).map_err(at)?;
+            let (clustered, map) = crate::workflow::clustering::apply(&workflow, &techniques)
+                .map_err(|e| at(format!("clustering makes an invalid workflow: {e}")))?;
+            (clustered, Some(map))
+        }
+    };
+    Ok((workflow, source, clustering))
+}
+
+/// Reads the generator name first, then the whole testbed with that
+/// generator's parameter type, so that a mistake in a parameter is reported at
+/// its own line (a tagged enum would buffer the table and lose the position).
+pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, ConfigError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        workflow: Option<ProbeWorkflow>,
+    }
+    #[derive(Deserialize)]
+    struct ProbeWorkflow {
+        generator: Option<Spanned<String>>,
+        // A string names a workflow file; the inline generator's
+        // `[[workflow.file]]` tables are something else.
+        file: Option<toml::Value>,
+    }
+    let probe: Probe = src.parse()?;
+    let (generator, file) = match probe.workflow {
+        Some(w) => (w.generator, w.file.filter(toml::Value::is_str)),
+        None => (None, None),
+    };
+    let generator = match (generator, file) {
+        (Some(g), None) => g,
+        (None, Some(_)) => {
+            return Ok(with(
+                src.parse::<TestbedFile<FileSpec>>()?,
+                WorkflowSpec::File,
+            ));
+        }
+        (Some(g), Some(_)) => {
+            let msg = "a workflow is generated or read from a file: expected `generator` or `file`, not both".to_string();
+            return Err(src.error(Some(g.span()), None, msg));
+        }
+        (None, None) => {
+            let msg = format!(
+                "expected a [workflow] table with `generator = …` (one of: {}) or `file = …` (a WfFormat, DAX, Pegasus YAML or DAGMan file)",
+                GENERATORS.join(", ")
+            );
+            return Err(src.error(None, Some("workflow".into()), msg));
+        }
+    };
+    fn with<W>(tb: TestbedFile<W>, f: fn(W) -> WorkflowSpec) -> TestbedFile<WorkflowSpec> {
+        let span = tb.workflow.span();
+        TestbedFile {
+            workflow: Spanned::new(span, f(tb.workflow.into_inner())),
+            name: tb.name,
+            description: tb.description,
+            seed: tb.seed,
+            sites_file: tb.sites_file,
+            strategy: tb.strategy,
+            replica_policy: tb.replica_policy,
+            eviction: tb.eviction,
+            origin: tb.origin,
+            emulation: tb.emulation,
+            manager: tb.manager,
+            site: tb.site,
+            clustering: tb.clustering,
+        }
+    }
+    match generator.get_ref().as_str() {
+        "pipeline" => Ok(with(
+            src.parse::<TestbedFile<Pipeline>>()?,
+            WorkflowSpec::Pipeline,
+        )),
+        "spatial" => Ok(with(
+            src.parse::<TestbedFile<Spatial>>()?,
+            WorkflowSpec::Spatial,
+        )),
+        "coadd" => Ok(with(
+            src.parse::<TestbedFile<Coadd>>()?,
+            WorkflowSpec::Coadd,
+        )),
+        "inline" => Ok(with(
+            src.parse::<TestbedFile<Inline>>()?,
+            WorkflowSpec::Inline,
+        )),
+        other => {
+            let msg = format!(
+                "unknown generator `{other}`; expected one of: {}",
+                GENERATORS.join(", ")
+            );
+            Err(src.error(Some(generator.span()), None, msg))
+        }
+    }
+}
