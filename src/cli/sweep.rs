@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::config::{self, ConfigError, Overrides, Scenario};
 use crate::live::{self, LiveOptions};
-use crate::report::plot::{Bar, Series, bar_chart, line_chart};
+use crate::report::plot::{Bar, PlotError, Series, bar_chart, line_chart};
 use crate::report::{Detail, RunRecord};
 use crate::sim;
 
@@ -207,9 +207,20 @@ pub enum SweepError {
     /// A parameter is out of range.
     #[error("{0}")]
     Invalid(String),
-    /// A run failed to run, or an output could not be written.
+    /// A run failed to run.
     #[error("{0}")]
     Run(String),
+    /// A chart could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+    /// An output file could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 fn load(args: &SweepArgs, strategy: &str, seed: u64) -> Result<Scenario, ConfigError> {
@@ -379,15 +390,15 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
-    write_csv(&args.out.join("sweep.csv"), &rows).map_err(SweepError::Run)?;
-    charts(&args.out, &base.name, args, &rows).map_err(SweepError::Run)?;
+    write_csv(&args.out.join("sweep.csv"), &rows)?;
+    charts(&args.out, &base.name, args, &rows)?;
     let summary = summarize(&rows);
-    write_summary(&args.out.join("summary.csv"), &summary).map_err(SweepError::Run)?;
-    bars(&args.out, &base.name, &summary).map_err(SweepError::Run)?;
+    write_summary(&args.out.join("summary.csv"), &summary)?;
+    bars(&args.out, &base.name, &summary)?;
     Ok(rows)
 }
 
-fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), String> {
+fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), SweepError> {
     let mut out = String::from("strategy,sites,maxpre,runs,mean_s,sd_s,ci95_s,speedup\n");
     for s in summary {
         let _ = writeln!(
@@ -396,12 +407,15 @@ fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), String> {
             s.strategy, s.sites, s.maxpre, s.runs, s.mean_s, s.sd_s, s.ci95_s, s.speedup
         );
     }
-    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, out).map_err(|source| SweepError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Seed 002's figures 8–9: mean makespan with its 95% CI, and speedup, per
 /// strategy, one pair of charts per (sites, MAXPRE).
-fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), String> {
+fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
     let mut cells: Vec<(usize, usize)> = Vec::new();
     for s in summary {
         if !cells.contains(&(s.sites, s.maxpre)) {
@@ -446,7 +460,7 @@ fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), String> {
     Ok(())
 }
 
-fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
+fn write_csv(path: &Path, rows: &[Row]) -> Result<(), SweepError> {
     let mut out = String::from(
         "strategy,sites,maxpre,seed,engine,succeeded,makespan_s,transfers,bytes,transfer_failures,evictions,cache_hits,replans,wall_s\n",
     );
@@ -470,7 +484,10 @@ fn write_csv(path: &Path, rows: &[Row]) -> Result<(), String> {
             r.wall_s
         );
     }
-    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, out).map_err(|source| SweepError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Mean of `f` over the seeds of each (strategy, sites) at `maxpre`.
@@ -499,7 +516,7 @@ fn series(args: &SweepArgs, rows: &[Row], maxpre: usize, f: impl Fn(&Row) -> f64
 
 /// Figure 4 (transfers by strategy and site count) and figures 5–7 (makespan
 /// by site count, one chart per MAXPRE).
-fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), String> {
+fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), PlotError> {
     for &maxpre in &args.maxpre {
         let t = series(args, rows, maxpre, |r| r.transfers as f64);
         line_chart(
@@ -524,8 +541,8 @@ fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), 
 /// `gridbed sweep`: runs the grid and prints its rows and summary.
 pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
     let rows = run(&args).map_err(|e| match e {
-        SweepError::Run(_) => CliError::failed(e),
         SweepError::Config(_) | SweepError::Invalid(_) => CliError::input(e),
+        SweepError::Run(_) | SweepError::Plot(_) | SweepError::Write { .. } => CliError::failed(e),
     })?;
     say!(
         "{:<16} {:>5} {:>6} {:>5} {:>12} {:>10} {:>9} {:>8}",

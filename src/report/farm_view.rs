@@ -2,7 +2,7 @@
 //! throughput against the ideal, the wait queue, executors allocated and
 //! busy, and where reads were served, per interval, as one SVG.
 
-use super::plot::{Panel, Series, stacked};
+use super::plot::{Panel, PlotError, Series, stacked};
 use crate::diffusion::farm::{FarmRun, FarmSpec, Interval};
 
 /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
@@ -13,7 +13,7 @@ pub fn summary_svg(
     path: &std::path::Path,
     title: &str,
     spec: &FarmSpec,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     let step = if spec.interval > 0.0 {
         spec.interval
     } else {

@@ -4,6 +4,26 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+/// Why a chart could not be drawn.
+#[derive(Debug, thiserror::Error)]
+#[error("plotting {}: {message}", path.display())]
+pub struct PlotError {
+    /// The chart's file.
+    pub path: std::path::PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PlotError {
+    /// The chart at `path` failed with `e`.
+    pub fn at(path: &Path, e: impl std::fmt::Display) -> Self {
+        PlotError {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// One named line of (x, y) points.
 pub struct Series {
     /// Legend label.
@@ -40,15 +60,15 @@ pub fn line_chart(
     x_label: &str,
     y_label: &str,
     series: &[Series],
-) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     let pts = || series.iter().flat_map(|s| s.points.iter());
     let (x0, x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| {
         (a.min(p.0), b.max(p.0))
     });
     let y1 = pts().fold(0.0_f64, |m, p| m.max(p.1));
     if !x0.is_finite() {
-        return Err(format!("plotting {}: no data", path.display()));
+        return Err(PlotError::at(path, "no data"));
     }
     let (x0, x1) = if x0 == x1 {
         (x0 - 1.0, x1 + 1.0)
@@ -139,8 +159,8 @@ pub struct Panel {
 
 /// Panels stacked top to bottom over one x axis, into an SVG at `path` (the
 /// summary views of seed 001's figures 4–10).
-pub fn stacked(path: &Path, title: &str, x_label: &str, panels: &[Panel]) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+pub fn stacked(path: &Path, title: &str, x_label: &str, panels: &[Panel]) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     let pts = || {
         panels
             .iter()
@@ -209,10 +229,10 @@ pub struct Bar {
 }
 
 /// Draws `bars` with confidence whiskers into an SVG file at `path`.
-pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     if bars.is_empty() {
-        return Err(format!("plotting {}: no data", path.display()));
+        return Err(PlotError::at(path, "no data"));
     }
     let top = bars.iter().map(|b| b.mean + b.ci).fold(0.0_f64, f64::max);
     let top = if top <= 0.0 { 1.0 } else { top * 1.1 };

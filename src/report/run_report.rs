@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 use super::RunRecord;
-use super::plot::{Series, colour, line_chart};
+use super::plot::{PlotError, Series, colour, line_chart};
 use crate::core::timeline::Sample;
 
 /// The plots `report` writes, in the order `index.html` shows them.
@@ -71,7 +71,7 @@ pub fn write_report(rec: &RunRecord, out: &Path) -> Result<Vec<PathBuf>, ReportE
     let mut written = Vec::new();
     let path = |name: &str| out.join(name);
 
-    gantt(rec, &path(PLOTS[0].0), end).map_err(ReportError::Output)?;
+    gantt(rec, &path(PLOTS[0].0), end).map_err(|e| ReportError::Output(e.to_string()))?;
 
     // Transfers into each site, binned over the makespan: bytes (cumulative)
     // and transfers ended per bin.
@@ -181,13 +181,14 @@ fn lines_or_note(
 ) -> Result<(), ReportError> {
     if series.is_empty() {
         return note(path, &format!("{title}: nothing to show in this run"))
-            .map_err(ReportError::Output);
+            .map_err(|e| ReportError::Output(e.to_string()));
     }
-    line_chart(path, title, "nominal time (s)", y_label, series).map_err(ReportError::Output)
+    line_chart(path, title, "nominal time (s)", y_label, series)
+        .map_err(|e| ReportError::Output(e.to_string()))
 }
 
-fn note(path: &Path, text: &str) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+fn note(path: &Path, text: &str) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     let root = SVGBackend::new(path, (800, 120)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     root.draw(&Text::new(text.to_string(), (20, 50), ("sans-serif", 18)))
@@ -198,8 +199,8 @@ fn note(path: &Path, text: &str) -> Result<(), String> {
 /// One bar per job attempt that ran, on a lane of its site: attempts are
 /// packed onto the fewest lanes that never overlap (at most the site's slots),
 /// sites stacked top to bottom; killed and failed attempts drawn in red.
-fn gantt(rec: &RunRecord, path: &Path, end: f64) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plotting {}: {e}", path.display());
+fn gantt(rec: &RunRecord, path: &Path, end: f64) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     let sites: Vec<&str> = rec.sites.iter().map(|s| s.name.as_str()).collect();
     let mut runs: Vec<Vec<(f64, f64, bool)>> = vec![Vec::new(); sites.len()];
     for a in rec.jobs.iter().flat_map(|j| &j.attempts) {
