@@ -41,6 +41,10 @@ pub(crate) struct RunArgs {
     /// beside the run record, `RECORD.db`, when `--json` is given).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
+    /// Write the run's engine-neutral trace here (JSON Lines: job phases,
+    /// transfers, evictions, in time order).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -115,6 +119,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
+            write_trace(args.trace.as_deref(), &result.records)?;
             say!(
                 "  simulated     {} events in {:.2} s wall",
                 result.events,
@@ -149,6 +154,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
+            write_trace(args.trace.as_deref(), &result.records)?;
             record
         }
     };
@@ -197,7 +203,8 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     };
     let live_run = live::run(&scenario, opts).map_err(CliError::failed)?;
     let live_record = RunRecord::from_run(&scenario, &live_run, &run_id, Detail::Full);
-    let cmp = Comparison::new(&sim_record, &live_record, args.tolerance);
+    let cmp = Comparison::new(&sim_record, &live_record, args.tolerance)
+        .with_traces(&sim_run.records.trace(), &live_run.records.trace());
     say!("{}", cmp.table().trim_end());
     if let Some(path) = &args.json {
         write_json(path, &cmp)?;
@@ -211,4 +218,16 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes the run's trace to `path`, if given.
+fn write_trace(
+    path: Option<&std::path::Path>,
+    records: &crate::core::records::Records,
+) -> Result<(), CliError> {
+    let Some(path) = path else { return Ok(()) };
+    crate::report::write_trace(path, &records.trace())
+        .map_err(|e| CliError::Failed(format!("writing {}: {e}", path.display())))?;
+    say!("trace written to {}", path.display());
+    Ok(())
 }

@@ -36,6 +36,7 @@ pub mod seams;
 pub mod site;
 pub mod storage;
 pub mod timeline;
+pub mod trace;
 pub mod window;
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};

@@ -11,7 +11,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use super::record::RunRecord;
+use crate::core::trace::TraceEvent;
 use crate::diffusion::farm::FarmRun;
 
 /// One compared figure.
@@ -59,6 +62,9 @@ pub struct Comparison {
     pub phases: Vec<Phase>,
     /// The phase holding the largest difference.
     pub dominant_phase: String,
+    /// Events of each kind in the two runs' traces, side by side.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Row>,
 }
 
 /// `(live − sim) / sim`; 0 when both are equal, `None` when only sim is 0.
@@ -219,7 +225,32 @@ impl Comparison {
             rows,
             phases,
             dominant_phase,
+            events: Vec::new(),
         }
+    }
+
+    /// Adds the count of every kind of event in the two runs' traces
+    /// ([`Records::trace`](crate::core::records::Records::trace)), side by
+    /// side: where the runs took different paths (more transfers failed,
+    /// more attempts, evictions), the kind of event says which.
+    pub fn with_traces(mut self, sim: &[TraceEvent<'_>], live: &[TraceEvent<'_>]) -> Self {
+        let mut counts: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
+        for e in sim {
+            counts.entry(e.kind()).or_default().0 += 1;
+        }
+        for e in live {
+            counts.entry(e.kind()).or_default().1 += 1;
+        }
+        self.events = counts
+            .into_iter()
+            .map(|(kind, (s, l))| Row {
+                name: format!("events: {kind}"),
+                sim: s as f64,
+                live: l as f64,
+                deviation: deviation(s as f64, l as f64),
+            })
+            .collect();
+        self
     }
 
     /// The side-by-side table.
@@ -232,6 +263,10 @@ impl Comparison {
         );
         out.push('\n');
         out.push_str(&rows_table(&self.rows));
+        if !self.events.is_empty() {
+            out.push('\n');
+            out.push_str(&rows_table(&self.events));
+        }
         let _ = writeln!(out, "\n  mean time per job, by phase (nominal s)");
         for p in &self.phases {
             let _ = writeln!(

@@ -403,3 +403,42 @@ arrivals = 50
         assert!(stderr.contains(what), "expected `{what}` in {stderr}");
     }
 }
+
+#[test]
+fn run_trace_writes_one_json_event_a_line_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let trace = dir.path().join("trace.jsonl");
+    let json = dir.path().join("run.json");
+    let (code, stdout, stderr) = gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("trace written to"), "{stdout}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let times: Vec<f64> = events.iter().map(|e| e["t"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
+    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let jobs = record["summary"]["jobs"].as_u64().unwrap() as usize;
+    assert_eq!(count("ready"), jobs);
+    assert!(count("ended") >= jobs);
+    assert_eq!(
+        count("transfer_started"),
+        record["transfers"].as_array().unwrap().len()
+    );
+}

@@ -599,3 +599,38 @@ fn a_fault_schedule_corrupts_the_same_responses_in_both_engines() {
         0
     );
 }
+
+#[test]
+fn both_engines_write_the_same_trace_events_of_a_deterministic_run() {
+    use gridbed::report::validate::Comparison;
+    use gridbed::report::{Detail, RunRecord};
+    // One execution site and one source: both engines take the same path,
+    // corrupt responses and retries included.
+    let (_dir, s) = common::scenario(&faulty_origin("corrupt_responses = 3"));
+    let sim = gridbed::sim::run(&s).unwrap();
+    let live = run(&s);
+    let (st, lt) = (sim.records.trace(), live.records.trace());
+    let cmp = Comparison::new(
+        &RunRecord::from_run(&s, &sim, "t", Detail::Full),
+        &RunRecord::from_run(&s, &live, "t", Detail::Full),
+        0.5,
+    )
+    .with_traces(&st, &lt);
+    let kinds: Vec<&str> = cmp.events.iter().map(|r| r.name.as_str()).collect();
+    for kind in ["ready", "prescript", "started", "ended", "transfer_ended"] {
+        assert!(
+            kinds.contains(&format!("events: {kind}").as_str()),
+            "{kinds:?}"
+        );
+    }
+    for row in &cmp.events {
+        assert_eq!(row.sim, row.live, "{}\n{}", row.name, cmp.table());
+    }
+    // 20 inputs arrive once each, after the 3 corrupted responses.
+    let transfers = cmp
+        .events
+        .iter()
+        .find(|r| r.name == "events: transfer_started");
+    assert_eq!(transfers.map(|r| r.sim), Some(23.0));
+    assert!(cmp.table().contains("events: transfer_ended"));
+}
