@@ -25,13 +25,6 @@ pub struct FaultSpec {
     pub probability: f64,
 }
 
-impl FaultSpec {
-    /// Whether the spec injects anything at all.
-    pub fn is_none(&self) -> bool {
-        self.first == 0 && self.probability <= 0.0
-    }
-}
-
 /// The faults a site injects.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SiteFaults {

@@ -98,13 +98,6 @@ impl std::ops::Deref for LiveRun {
     }
 }
 
-impl LiveRun {
-    /// Real wall time of the setup (pools, origin files, servers).
-    pub fn setup(&self) -> Duration {
-        self.live.as_ref().map_or(Duration::ZERO, |l| l.setup)
-    }
-}
-
 /// Why a live run could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
