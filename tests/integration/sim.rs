@@ -152,13 +152,29 @@ fn validate_on_the_quickstart_is_within_its_tolerance() {
     let mut s = quickstart();
     s.emulation.time_scale = 500.0;
     let sim = sim::run(&s).unwrap();
-    let live = live::run(&s, LiveOptions::default()).unwrap();
-    let cmp = Comparison::new(
-        &RunRecord::from_run(&s, &sim, "v", Detail::Full),
-        &RunRecord::from_run(&s, &live, "v", Detail::Full),
-        0.10,
-    );
-    assert!(cmp.within_tolerance, "{}", cmp.table());
+    let compare = || {
+        let live = live::run(&s, LiveOptions::default()).unwrap();
+        Comparison::new(
+            &RunRecord::from_run(&s, &sim, "v", Detail::Full),
+            &RunRecord::from_run(&s, &live, "v", Detail::Full),
+            0.10,
+        )
+    };
+    // At 500 nominal seconds a real second, a prescript and the registration
+    // of a replica 2 ms apart can swap on a loaded machine (CI runs the live
+    // tests side by side on 2 cores), and data-present's tie-break then
+    // takes another schedule: one second live run is allowed, as the farm's
+    // live test allows.
+    let first = compare();
+    if !first.within_tolerance {
+        let second = compare();
+        assert!(
+            second.within_tolerance,
+            "{}\n(first run)\n{}",
+            second.table(),
+            first.table()
+        );
+    }
 }
 
 #[test]
