@@ -328,30 +328,35 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     })
 }
 
+/// A small farm for unit tests: 200 files of 10 MB, a 50 MB/s store,
+/// 125 MB/s links, 2 CPUs an executor.
+#[cfg(test)]
+pub(crate) fn test_spec(policy: &str, executors: usize, cache: u64, caching: bool) -> FarmSpec {
+    FarmSpec {
+        executors,
+        drp: None,
+        cpus: 2,
+        cache,
+        eviction: "lru".into(),
+        policy: policy.into(),
+        files: 200,
+        file_size: 10_000_000,
+        compute: 0.01,
+        dispatch: 0.0,
+        store_bandwidth: 50e6,
+        peer_bandwidth: 125e6,
+        caching,
+        seed: 1,
+        interval: 10.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diffusion::stream::{Arrivals, Popularity, generate};
 
-    fn spec(policy: &str, executors: usize, cache: u64, caching: bool) -> FarmSpec {
-        FarmSpec {
-            executors,
-            drp: None,
-            cpus: 2,
-            cache,
-            eviction: "lru".into(),
-            policy: policy.into(),
-            files: 200,
-            file_size: 10_000_000,
-            compute: 0.01,
-            dispatch: 0.0,
-            store_bandwidth: 50e6,
-            peer_bandwidth: 125e6,
-            caching,
-            seed: 1,
-            interval: 10.0,
-        }
-    }
+    use super::test_spec as spec;
 
     #[test]
     fn every_read_is_a_local_hit_a_global_hit_or_a_miss_and_moves_what_it_says() {

@@ -81,23 +81,7 @@ mod tests {
             &Popularity::Uniform,
             2,
         );
-        let s = FarmSpec {
-            executors: 4,
-            drp: None,
-            cpus: 2,
-            cache: 200_000_000,
-            eviction: "lru".into(),
-            policy: "good-cache-compute".into(),
-            files: 200,
-            file_size: 10_000_000,
-            compute: 0.01,
-            dispatch: 0.0,
-            store_bandwidth: 50e6,
-            peer_bandwidth: 125e6,
-            caching: true,
-            seed: 1,
-            interval: 10.0,
-        };
+        let s = crate::diffusion::farm::test_spec("good-cache-compute", 4, 200_000_000, true);
         let r = crate::diffusion::farm::run(&s, &tasks).unwrap();
         let arrived: u64 = r.intervals.iter().map(|i| i.arrived).sum();
         let done: u64 = r.intervals.iter().map(|i| i.done).sum();
