@@ -13,7 +13,8 @@
 //!                │                    actix-web "gridftp", reqwest)
 //!                └──────► core ◄─────────────┘
 //!   Manager (DAGMan semantics) · Site (queue, slots, pool) · faults ·
-//!   event queue · RLS · control records · the seams policies plug into
+//!   farm Dispatcher · event queue · links · RLS · control records ·
+//!   results and traces · the seams policies plug into
 //! ```
 //!
 //! Every rule of the emulated world lives once in [`core`]; the engines only
@@ -23,17 +24,20 @@
 //! * [`core`] is sans-IO and imports no other room: the [`core::Manager`]
 //!   takes events stamped with the nominal time and returns commands;
 //!   [`core::site::Site`] is a site's rules and returns actions;
-//!   [`core::faults`] the seeded fault schedules; [`core::events`] the one
-//!   event queue; [`core::seams`] the traits policies implement.
+//!   [`core::farm::Dispatcher`] is the data-diffusion farm's dispatcher in
+//!   the manager's shape; [`core::faults`] the seeded fault schedules;
+//!   [`core::events`] the one event queue; [`core::link`] the one
+//!   shared-bandwidth link; [`core::seams`] the traits policies implement.
 //! * [`policy`] holds the site selectors, eviction and dispatch policies, one
 //!   file each, picked by name.
 //! * [`sim`] is the discrete-event engine: the same core on a virtual clock,
-//!   with the shared-bandwidth transfer model.
+//!   with the shared-bandwidth transfer model; [`sim::farm`] simulates the
+//!   farm.
 //! * [`live`] is the live engine: each site an actix actor owning a
 //!   capacity-limited temp-dir pool, plus a rate-limited HTTP file server on
 //!   loopback.
-//! * [`diffusion`] is the data-diffusion farm of seed 001 (dispatcher core,
-//!   simulated farm, task streams); [`live::farm`] runs it live.
+//! * [`diffusion`] holds the data-diffusion farm's inputs (seed 001's task
+//!   streams and farm testbeds); [`live::farm`] runs the farm live.
 //! * [`config`] loads `sites.toml` and testbeds with precise errors;
 //!   [`units`] reads sizes and rates; [`workflow`] generates and parses
 //!   workflows; [`report`] prints, plots and validates run records;

@@ -485,8 +485,9 @@ fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, String> {
 /// the ramp, 10,000 files of 10 MB read uniformly, 10 ms of compute, GPFS at
 /// 4 Gb/s, 1 Gb/s links, 4 GB caches; wall time and makespan per policy.
 fn diffusion_250k() -> Result<Vec<Figure>, String> {
-    use crate::diffusion::farm::{Allocation, Drp, FarmSpec, run};
+    use crate::core::farm::{Allocation, Drp, FarmSpec};
     use crate::diffusion::stream::{Arrivals, Popularity, generate};
+    use crate::sim::farm::run;
     let tasks = generate(
         250_000,
         10_000,
@@ -568,8 +569,7 @@ fn diffusion_250k() -> Result<Vec<Figure>, String> {
 /// loop to 64 executor actors of 2 CPUs with first-available; tasks ended
 /// per wall second, setup (the executors' pools and endpoints) excluded.
 fn farm_live_dispatch(n: usize) -> Result<Figure, String> {
-    use crate::diffusion::farm::FarmSpec;
-    use crate::diffusion::stream::Task;
+    use crate::core::farm::{FarmSpec, Task};
     let tasks: Vec<Task> = (0..n)
         .map(|_| Task {
             arrival: 0.0,

@@ -62,7 +62,8 @@ pub(crate) struct FarmArgs {
 }
 
 pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
-    use crate::diffusion::{config, farm};
+    use crate::diffusion::config;
+    use crate::sim::farm;
     let bad = CliError::Input;
     let mut tb = config::load(&args.testbed).map_err(|e| bad(e.to_string()))?;
     if let Some(p) = args.policy {
@@ -208,7 +209,7 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
 }
 
 /// Prints what a farm run measured.
-fn print_farm(r: &crate::diffusion::farm::FarmRun, tb: &crate::diffusion::config::FarmTestbed) {
+fn print_farm(r: &crate::core::farm::FarmRun, tb: &crate::diffusion::config::FarmTestbed) {
     let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
     let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
     let pct = |n: u64| 100.0 * n as f64 / reads;

@@ -24,6 +24,7 @@ pub mod background;
 pub mod cache_index;
 pub mod dag;
 pub mod events;
+pub mod farm;
 pub mod faults;
 pub mod link;
 pub mod manager;

@@ -1,9 +1,12 @@
 //! The seams where policies plug into the core: a [`SiteSelector`] chooses a
 //! job's site from a read-only [`GridView`], an [`EvictionPolicy`] ranks a
-//! pool's [`Candidate`]s. The core defines them and calls them; the policies
+//! pool's [`Candidate`]s, a [`DispatchPolicy`] places the farm's tasks
+//! (seed 001 §3.2: notify, then pick up from the [`TaskQueue`]) from a
+//! read-only [`FarmView`]. The core defines them and calls them; the policies
 //! themselves live in `crate::policy`, one file each, so the core never
 //! depends on a particular policy.
 
+use super::cache_index::{CacheIndex, ExecId};
 use super::records::SiteCounters;
 use super::{FileId, JobId, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
@@ -67,4 +70,56 @@ pub struct Candidate {
 pub trait EvictionPolicy: Send {
     /// The eviction key of `candidate` as it is now.
     fn key(&mut self, candidate: &Candidate) -> u64;
+}
+
+/// The wait queue as a policy sees it: tasks by position (0 is the head).
+pub trait TaskQueue {
+    /// Tasks waiting.
+    fn len(&self) -> usize;
+    /// The files task `i` reads.
+    fn files(&self, i: usize) -> &[FileId];
+    /// Whether no task waits.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A queue held as a slice of file lists.
+pub struct Tasks<'a>(pub &'a [Vec<FileId>]);
+
+impl TaskQueue for Tasks<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn files(&self, i: usize) -> &[FileId] {
+        &self.0[i]
+    }
+}
+
+/// What a dispatch policy may look at.
+pub struct FarmView<'a> {
+    /// Per registered executor: whether it has a free CPU slot.
+    pub free: &'a [bool],
+    /// Busy executors over registered ones (the paper's CPU utilization).
+    pub utilization: f64,
+    /// Which executor caches which file.
+    pub index: &'a CacheIndex,
+}
+
+/// A dispatch policy of the data-diffusion farm, in two parts as the
+/// paper's pseudo code.
+pub trait DispatchPolicy: Send {
+    /// Part 1: the executor to notify for a task reading `files` (the head
+    /// of the queue), or `None` to leave it waiting.
+    fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId>;
+
+    /// Part 2: executor `e`, notified, may take up to `max` more tasks:
+    /// their positions in `queue`, among the first `window()` only.
+    fn pick_up(
+        &mut self,
+        e: ExecId,
+        queue: &dyn TaskQueue,
+        max: usize,
+        view: &FarmView<'_>,
+    ) -> Vec<usize>;
 }

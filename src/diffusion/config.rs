@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::farm::{Allocation, Drp, FarmSpec};
-use super::stream::{Arrivals, Popularity, Task, generate, parse_arrivals};
+use super::stream::{Arrivals, Popularity, generate, parse_arrivals};
 use crate::config::source::Source;
 use crate::config::{ConfigError, Emulation};
+use crate::core::farm::{Allocation, Drp, FarmSpec, Task};
 use crate::units::{Rate, Size};
 
 #[derive(Deserialize)]

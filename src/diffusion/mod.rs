@@ -1,9 +1,7 @@
-//! Data diffusion (seed 001): a farm of executors with caches, fed by task
-//! streams, dispatched by data-aware policies. This room holds the farm's
-//! shared structures; the dispatch policies are in `policy::dispatch`.
+//! Data diffusion (seed 001): the farm's inputs. Task streams (the paper's
+//! arrival ramp, traces, popularity) and farm testbeds in TOML. The farm's
+//! world and its dispatcher are in `core::farm`, the dispatch policies in
+//! `policy::dispatch`, its engines in `sim::farm` and `live::farm`.
 
 pub mod config;
-pub mod dispatcher;
-pub mod farm;
-
 pub mod stream;

@@ -9,6 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::core::FileId;
+use crate::core::farm::Task;
 
 /// When tasks arrive.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,15 +112,6 @@ pub enum Popularity {
     /// Zipf with exponent `s`: file `k` (from 0) drawn with weight
     /// `1 / (k + 1)^s`.
     Zipf(f64),
-}
-
-/// One task: when it arrives and what it reads.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Task {
-    /// Arrival time (s).
-    pub arrival: f64,
-    /// Files it reads.
-    pub files: Vec<FileId>,
 }
 
 /// A stream of `tasks` tasks over `files` files, `per_task` files each,

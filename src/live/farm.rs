@@ -5,7 +5,7 @@
 //! shaped to its aggregate bandwidth (GPFS's 4 Gb/s in the paper).
 //!
 //! ```text
-//!   dispatcher loop (diffusion::Dispatcher, wall clock × time_scale)
+//!   dispatcher loop (core::farm::Dispatcher, wall clock × time_scale)
 //!      │ Run / Commit / Stop                    ▲ Fetched / Done
 //!      ▼                                        │
 //!   Executor × (static, or as the provisioner allocates)
@@ -25,7 +25,7 @@
 //! an executor's pool, endpoint and actor; release stops them and deletes
 //! the pool.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,10 +39,10 @@ use super::{EngineError, gridftp, names, transfer};
 use crate::config::Emulation;
 use crate::core::TransferFailure;
 use crate::core::cache_index::ExecId;
+use crate::core::farm::{
+    Counts, Dispatcher, FarmCommand, FarmEvent, FarmRun, FarmSpec, Fetched, Read, Source, Task,
+};
 use crate::core::faults::{FaultSchedule, FaultSpec};
-use crate::diffusion::dispatcher::{Counts, Dispatcher, Read, Source};
-use crate::diffusion::farm::{FarmRun, FarmSpec};
-use crate::diffusion::stream::Task;
 use crate::metrics::Metrics;
 
 /// Attempts of a read from the store before it counts as failed (its task
@@ -411,32 +411,31 @@ async fn run_async(
             reports: tx,
         }),
     };
-    let mut d = Dispatcher::new(spec, tasks)?;
-    let mut execs: Vec<Option<Started>> = (0..spec.executors).map(|_| None).collect();
-    let mut out = Tally::default();
-    for (e, slot) in execs.iter_mut().enumerate() {
+    let mut d = crate::policy::farm_dispatcher(spec, tasks)?;
+    let mut engine = Engine {
+        spec,
+        em,
+        starter,
+        execs: (0..spec.executors).map(|_| None).collect(),
+        parts: HashMap::new(),
+        metrics: &metrics,
+        tally: Tally::default(),
+    };
+    for e in 0..spec.executors {
         if d.is_registered(e) {
-            *slot = Some(starter.start(e)?);
-            out.started += 1;
+            engine.start(e)?;
         }
     }
     let setup = setup_start.elapsed();
 
     let mut progress = opts.progress;
-    let result = drive(
-        &mut d,
-        tasks,
-        spec,
-        em,
-        &starter,
-        &mut execs,
-        &mut rx,
-        &metrics,
-        &mut progress,
-        &mut out,
-    )
-    .await;
+    let result = engine.drive(&mut d, &mut rx, &mut progress).await;
     progress.finish();
+    let Engine {
+        mut execs,
+        tally: out,
+        ..
+    } = engine;
     let wall = out.wall;
 
     // Check every pool against the index, then tear down.
@@ -536,96 +535,155 @@ struct Tally {
     last: Counts,
 }
 
-/// The dispatcher loop: arrivals, provisioning and allocations on the
-/// wall clock, executors' reports as they come, dispatch after each.
-#[allow(clippy::too_many_arguments)]
-async fn drive(
-    d: &mut Dispatcher<'_>,
-    tasks: &[Task],
-    spec: &FarmSpec,
+/// The live farm's engine: it tells the dispatcher what the executors
+/// report and carries out its commands with real executors and bytes.
+struct Engine<'a> {
+    spec: &'a FarmSpec,
     em: Emulation,
-    starter: &Starter,
-    execs: &mut [Option<Started>],
-    rx: &mut mpsc::UnboundedReceiver<Report>,
-    metrics: &Metrics,
-    progress: &mut crate::core::observer::BoxedObserver,
-    out: &mut Tally,
-) -> Result<(), EngineError> {
-    let start = Instant::now();
-    let nominal = |at: Instant| at.duration_since(start).as_secs_f64() * em.time_scale;
-    let real_at = |t: f64| start + Duration::from_secs_f64(em.real_secs(t).max(0.0));
-    let mut next_task = 0;
-    let mut next_provision = if spec.drp.is_some() {
-        0.0
-    } else {
-        f64::INFINITY
-    };
-    let mut allocations: VecDeque<(f64, usize)> = VecDeque::new();
-    let mut reports: Vec<Report> = Vec::new();
-    let mut last_report = Instant::now();
-    loop {
-        let now = nominal(Instant::now());
-        d.advance(now);
-        for r in reports.drain(..) {
-            match r {
-                Report::Fetched {
+    starter: Starter,
+    execs: Vec<Option<Started>>,
+    /// What arrived in part files, until the dispatcher's commit: by
+    /// (executor, transfer).
+    parts: HashMap<(ExecId, u64), FileMeta>,
+    metrics: &'a Metrics,
+    tally: Tally,
+}
+
+impl Engine<'_> {
+    /// The dispatcher loop: executors' reports as they come and the
+    /// dispatcher's wake-ups on the wall clock, its commands carried out
+    /// after each.
+    async fn drive(
+        &mut self,
+        d: &mut Dispatcher<'_>,
+        rx: &mut mpsc::UnboundedReceiver<Report>,
+        progress: &mut crate::core::observer::BoxedObserver,
+    ) -> Result<(), EngineError> {
+        let start = Instant::now();
+        let em = self.em;
+        let nominal = |at: Instant| at.duration_since(start).as_secs_f64() * em.time_scale;
+        let real_at = |t: f64| start + Duration::from_secs_f64(em.real_secs(t).max(0.0));
+        let mut reports: Vec<Report> = Vec::new();
+        let mut commands = Vec::new();
+        let mut last_report = Instant::now();
+        loop {
+            let now = nominal(Instant::now());
+            for r in reports.drain(..) {
+                self.tell(d, now, r, &mut commands)?;
+            }
+            d.handle(now, FarmEvent::Tick, &mut commands);
+            self.carry_out(&mut commands).await?;
+            sync_metrics(d, self.spec, self.metrics, &mut self.tally.last);
+            progress.show(
+                d.done_tasks(),
+                &format!(
+                    "{} waiting, {}/{} executors busy, t = {now:.0} s nominal",
+                    d.waiting(),
+                    d.busy_executors(),
+                    d.executors()
+                ),
+            );
+            if d.finished() {
+                self.tally.wall = start.elapsed();
+                return Ok(());
+            }
+            let wake = d.next_wakeup();
+            let sleep = match wake {
+                Some(t) => tokio::time::sleep_until(real_at(t).into()),
+                None => tokio::time::sleep(STALL),
+            };
+            tokio::select! {
+                r = rx.recv() => {
+                    let Some(r) = r else {
+                        return Err(EngineError::Farm("every executor went away".into()));
+                    };
+                    reports.push(r);
+                    while let Ok(r) = rx.try_recv() {
+                        reports.push(r);
+                    }
+                    last_report = Instant::now();
+                }
+                () = sleep => {
+                    let stalled = wake.is_none() || last_report.elapsed() >= STALL;
+                    if stalled && (d.waiting() > 0 || d.busy_executors() > 0) {
+                        return Err(EngineError::Farm(format!(
+                            "stalled: no executor reported for {} s with {} tasks waiting and {} executors busy",
+                            STALL.as_secs(), d.waiting(), d.busy_executors()
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tells the dispatcher what an executor reported.
+    fn tell(
+        &mut self,
+        d: &mut Dispatcher<'_>,
+        now: f64,
+        r: Report,
+        commands: &mut Vec<FarmCommand>,
+    ) -> Result<(), EngineError> {
+        let event = match r {
+            Report::Fetched {
+                exec,
+                read,
+                served,
+                transfer,
+                meta,
+            } => {
+                self.tally.real_bytes += meta.size;
+                self.tally.transfers += 1;
+                if served != read.source {
+                    self.tally.rerouted += 1;
+                }
+                self.parts.insert((exec, transfer), meta);
+                FarmEvent::Fetched(vec![Fetched {
                     exec,
                     read,
                     served,
-                    transfer,
-                    meta,
-                } => {
-                    let was = d.cached(read.file, exec);
-                    out.real_bytes += meta.size;
-                    out.transfers += 1;
-                    if served != read.source {
-                        out.rerouted += 1;
-                    }
-                    let evict = d.fetched(now, exec, read, served);
-                    let keep = !was && d.cached(read.file, exec);
-                    if let Some(s) = &execs[exec] {
-                        s.addr.do_send(Commit {
-                            file: read.file,
-                            transfer,
-                            meta,
-                            keep,
-                            evict,
-                        });
+                    part: transfer,
+                }])
+            }
+            Report::Done { exec, task } => FarmEvent::Done { exec, task },
+            Report::Failed { read, why } => {
+                tracing::warn!("farm read failed: {why}");
+                self.tally.failed_reads += 1;
+                if self.tally.failed_reads > MAX_FAILED_READS {
+                    return Err(EngineError::Farm(format!(
+                        "more than {MAX_FAILED_READS} reads failed; the last: {why}"
+                    )));
+                }
+                FarmEvent::ReadFailed(read)
+            }
+            Report::Requeue { exec, task } => FarmEvent::Requeue { exec, task },
+        };
+        d.handle(now, event, commands);
+        Ok(())
+    }
+
+    /// Starts executor `e`: its pool, endpoint and actor.
+    fn start(&mut self, e: ExecId) -> Result<(), EngineError> {
+        self.execs[e] = Some(self.starter.start(e)?);
+        self.tally.started += 1;
+        Ok(())
+    }
+
+    /// Carries out the dispatcher's commands, in order.
+    async fn carry_out(&mut self, commands: &mut Vec<FarmCommand>) -> Result<(), EngineError> {
+        for c in commands.drain(..) {
+            match c {
+                FarmCommand::Start(ids) => {
+                    for e in ids {
+                        self.start(e)?;
                     }
                 }
-                Report::Done { exec, task } => d.done(now, exec, task),
-                Report::Failed { read, why } => {
-                    tracing::warn!("farm read failed: {why}");
-                    out.failed_reads += 1;
-                    if out.failed_reads > MAX_FAILED_READS {
-                        return Err(EngineError::Farm(format!(
-                            "more than {MAX_FAILED_READS} reads failed; the last: {why}"
-                        )));
-                    }
-                    d.read_failed(read);
-                }
-                Report::Requeue { exec, task } => d.requeue(now, exec, task),
-            }
-        }
-        while next_task < tasks.len() && tasks[next_task].arrival <= now {
-            d.arrive(now, next_task);
-            next_task += 1;
-        }
-        while allocations.front().is_some_and(|a| a.0 <= now) {
-            let Some((_, count)) = allocations.pop_front() else {
-                break;
-            };
-            for e in d.allocated(now, count) {
-                execs[e] = Some(starter.start(e)?);
-                out.started += 1;
-            }
-        }
-        if now >= next_provision {
-            let p = d.provision(now);
-            for e in p.released {
-                if let Some(s) = execs[e].take() {
-                    out.released_dirs.push(s.store.dir().to_path_buf());
-                    out.released += 1;
+                FarmCommand::Release(e) => {
+                    let Some(s) = self.execs[e].take() else {
+                        continue;
+                    };
+                    self.tally.released_dirs.push(s.store.dir().to_path_buf());
+                    self.tally.released += 1;
                     let server = s.server;
                     actix_rt::spawn(async move { server.stop(false).await });
                     // Waits for the pool's deletion (the executor's mailbox
@@ -635,95 +693,61 @@ async fn drive(
                         .await
                         .map_err(|e| EngineError::Mailbox(e.to_string()))?;
                 }
-            }
-            if p.allocate > 0
-                && let Some(drp) = spec.drp
-            {
-                allocations.push_back((now + drp.latency, p.allocate));
-            }
-            let every = spec.drp.map_or(1.0, |p| p.interval);
-            while next_provision <= now {
-                next_provision += every;
-            }
-        }
-        for p in d.dispatch(now) {
-            let Some(s) = &execs[p.exec] else {
-                return Err(EngineError::Farm(format!(
-                    "task {} placed on executor {}, which is not running",
-                    p.task, p.exec
-                )));
-            };
-            let mut reads = Vec::with_capacity(p.reads.len());
-            for r in p.reads {
-                let url = match r.source {
-                    Source::Local => None,
-                    Source::Store => Some(starter.shared.store_url.clone()),
-                    // The index only names registered executors, and a
-                    // serving executor is never released.
-                    Source::Peer(q) => match &execs[q] {
-                        Some(peer) => Some(peer.url.clone()),
-                        None => {
-                            return Err(EngineError::Farm(format!(
-                                "executor {q} serves a read but is not running"
-                            )));
-                        }
-                    },
-                };
-                reads.push((r, url));
-            }
-            s.addr.do_send(Run {
-                task: p.task,
-                reads,
-            });
-        }
-        sync_metrics(d, spec, metrics, &mut out.last);
-        progress.show(
-            d.done_tasks(),
-            &format!(
-                "{} waiting, {}/{} executors busy, t = {now:.0} s nominal",
-                d.waiting(),
-                d.busy_executors(),
-                d.executors()
-            ),
-        );
-        if d.finished() {
-            out.wall = start.elapsed();
-            return Ok(());
-        }
-        let mut wake = f64::INFINITY;
-        if let Some(t) = tasks.get(next_task) {
-            wake = wake.min(t.arrival);
-        }
-        if let Some(a) = allocations.front() {
-            wake = wake.min(a.0);
-        }
-        wake = wake.min(next_provision);
-        let sleep = if wake.is_finite() {
-            tokio::time::sleep_until(real_at(wake).into())
-        } else {
-            tokio::time::sleep(STALL)
-        };
-        tokio::select! {
-            r = rx.recv() => {
-                let Some(r) = r else {
-                    return Err(EngineError::Farm("every executor went away".into()));
-                };
-                reports.push(r);
-                while let Ok(r) = rx.try_recv() {
-                    reports.push(r);
+                FarmCommand::Commit {
+                    exec,
+                    file,
+                    part,
+                    keep,
+                    evicted,
+                } => {
+                    let meta = self.parts.remove(&(exec, part)).ok_or_else(|| {
+                        EngineError::Farm(format!(
+                            "executor {exec}: a commit of transfer {part}, which did not arrive"
+                        ))
+                    })?;
+                    if let Some(s) = &self.execs[exec] {
+                        s.addr.do_send(Commit {
+                            file,
+                            transfer: part,
+                            meta,
+                            keep,
+                            evict: evicted,
+                        });
+                    }
                 }
-                last_report = Instant::now();
-            }
-            () = sleep => {
-                let stalled = !wake.is_finite() || last_report.elapsed() >= STALL;
-                if stalled && (d.waiting() > 0 || d.busy_executors() > 0) {
-                    return Err(EngineError::Farm(format!(
-                        "stalled: no executor reported for {} s with {} tasks waiting and {} executors busy",
-                        STALL.as_secs(), d.waiting(), d.busy_executors()
-                    )));
+                FarmCommand::Run(p) => {
+                    let Some(s) = &self.execs[p.exec] else {
+                        return Err(EngineError::Farm(format!(
+                            "task {} placed on executor {}, which is not running",
+                            p.task, p.exec
+                        )));
+                    };
+                    let mut reads = Vec::with_capacity(p.reads.len());
+                    for r in p.reads {
+                        let url = match r.source {
+                            Source::Local => None,
+                            Source::Store => Some(self.starter.shared.store_url.clone()),
+                            // The index only names registered executors, and a
+                            // serving executor is never released.
+                            Source::Peer(q) => match &self.execs[q] {
+                                Some(peer) => Some(peer.url.clone()),
+                                None => {
+                                    return Err(EngineError::Farm(format!(
+                                        "executor {q} serves a read but is not running"
+                                    )));
+                                }
+                            },
+                        };
+                        reads.push((r, url));
+                    }
+                    s.addr.do_send(Run {
+                        task: p.task,
+                        reads,
+                    });
                 }
             }
         }
+        Ok(())
     }
 }
 

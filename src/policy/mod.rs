@@ -15,6 +15,9 @@ use rand_chacha::ChaCha8Rng;
 
 pub use crate::core::seams::{Candidate, EvictionPolicy, GridView, SiteSelector};
 
+use crate::core::cache_index::ExecId;
+use crate::core::farm::{Dispatcher, FarmSpec, Task};
+
 /// Inline parameters of a policy, as in `clustered[sequence=false]`.
 #[derive(Debug, Default)]
 pub struct Params {
@@ -198,6 +201,23 @@ pub fn dispatch_policy(
     seed: u64,
 ) -> Result<Box<dyn dispatch::DispatchPolicy>, UnknownPolicy> {
     resolve("dispatch policy", DISPATCHERS, spec, seed)
+}
+
+/// Falkon's dispatcher for `tasks` on the farm `spec`, with the spec's
+/// dispatch policy and each executor's eviction policy resolved (executor
+/// `e`'s seeded with `seed ^ (e + 1)`, so that executors differ).
+pub fn farm_dispatcher<'a>(
+    spec: &'a FarmSpec,
+    tasks: &'a [Task],
+) -> Result<Dispatcher<'a>, UnknownPolicy> {
+    let policy = dispatch_policy(&spec.policy, spec.seed)?;
+    let (name, seed) = (spec.eviction.clone(), spec.seed);
+    let per_exec = move |e: ExecId| eviction_policy(&name, seed ^ (e as u64 + 1));
+    // Resolved once here, so that the factory below cannot fail.
+    per_exec(0)?;
+    let eviction =
+        Box::new(move |e: ExecId| per_exec(e).expect("an eviction policy resolved once"));
+    Ok(Dispatcher::new(spec, tasks, policy, eviction))
 }
 
 #[cfg(test)]

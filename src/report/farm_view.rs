@@ -3,7 +3,7 @@
 //! busy, and where reads were served, per interval, as one SVG.
 
 use super::plot::{Panel, PlotError, Series, stacked};
-use crate::diffusion::farm::{FarmRun, FarmSpec, Interval};
+use crate::core::farm::{FarmRun, FarmSpec, Interval};
 
 /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
 /// throughput vs the ideal, the wait queue, executors allocated and busy,
@@ -81,8 +81,8 @@ mod tests {
             &Popularity::Uniform,
             2,
         );
-        let s = crate::diffusion::farm::test_spec("good-cache-compute", 4, 200_000_000, true);
-        let r = crate::diffusion::farm::run(&s, &tasks).unwrap();
+        let s = crate::sim::farm::test_spec("good-cache-compute", 4, 200_000_000, true);
+        let r = crate::sim::farm::run(&s, &tasks).unwrap();
         let arrived: u64 = r.intervals.iter().map(|i| i.arrived).sum();
         let done: u64 = r.intervals.iter().map(|i| i.done).sum();
         assert_eq!((arrived, done), (2000, 2000));

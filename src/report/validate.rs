@@ -14,8 +14,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::record::RunRecord;
+use crate::core::farm::FarmRun;
 use crate::core::trace::TraceEvent;
-use crate::diffusion::farm::FarmRun;
 
 /// One compared figure.
 #[derive(Debug, Clone, Serialize, PartialEq)]

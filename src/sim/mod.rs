@@ -18,6 +18,11 @@
 //!   load, input checks and pool (with the scenario's eviction policy) as the
 //!   live site actor drives; runs end after their nominal time, and bytes are
 //!   only counted.
+//!
+//! The data-diffusion farm has its own, smaller simulator in [`farm`],
+//! driving the core's farm dispatcher on the same event queue and links.
+
+pub mod farm;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -5,11 +5,12 @@
 use std::path::Path;
 
 use gridbed::config::Emulation;
+use gridbed::core::farm::{Allocation, Drp, FarmSpec, Task};
 use gridbed::diffusion::config;
-use gridbed::diffusion::farm::{self, Allocation, Drp, FarmSpec};
-use gridbed::diffusion::stream::{Arrivals, Popularity, Task, generate};
+use gridbed::diffusion::stream::{Arrivals, Popularity, generate};
 use gridbed::live::farm::{FarmOptions, LiveFarmRun};
 use gridbed::report::validate;
+use gridbed::sim::farm;
 
 use crate::common;
 

@@ -112,11 +112,11 @@ fn encode(s: &str) -> String {
 /// A farm of 4 executors that reads from peers, the store and its caches
 /// for a few seconds.
 fn small_farm() -> (
-    gridbed::diffusion::farm::FarmSpec,
-    Vec<gridbed::diffusion::stream::Task>,
+    gridbed::core::farm::FarmSpec,
+    Vec<gridbed::core::farm::Task>,
 ) {
     use gridbed::diffusion::stream::{Arrivals, Popularity, generate};
-    let spec = gridbed::diffusion::farm::FarmSpec {
+    let spec = gridbed::core::farm::FarmSpec {
         executors: 4,
         drp: None,
         cpus: 2,

@@ -356,7 +356,7 @@ fn the_testbeds_simulate_to_their_pinned_figures() {
     }
     let tb = gridbed::diffusion::config::load(&root.join("testbeds/falkon-diffusion-small.toml"))
         .unwrap();
-    let r = gridbed::diffusion::farm::run(&tb.spec, &tb.tasks).unwrap();
+    let r = gridbed::sim::farm::run(&tb.spec, &tb.tasks).unwrap();
     assert!((r.makespan - 128.4).abs() < 0.05, "farm: {}", r.makespan);
     assert_eq!((r.local_hits, r.global_hits, r.misses), (2080, 352, 568));
 }

@@ -15,59 +15,10 @@ pub use good_cache_compute::GoodCacheCompute;
 pub use max_cache_hit::MaxCacheHit;
 pub use max_compute_util::MaxComputeUtil;
 
+pub use crate::core::seams::{DispatchPolicy, FarmView, TaskQueue, Tasks};
+
 use crate::core::FileId;
-use crate::core::cache_index::{CacheIndex, ExecId};
-
-/// The wait queue as a policy sees it: tasks by position (0 is the head).
-pub trait TaskQueue {
-    /// Tasks waiting.
-    fn len(&self) -> usize;
-    /// The files task `i` reads.
-    fn files(&self, i: usize) -> &[FileId];
-    /// Whether no task waits.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A queue held as a slice of file lists.
-pub struct Tasks<'a>(pub &'a [Vec<FileId>]);
-
-impl TaskQueue for Tasks<'_> {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-    fn files(&self, i: usize) -> &[FileId] {
-        &self.0[i]
-    }
-}
-
-/// What a dispatch policy may look at.
-pub struct FarmView<'a> {
-    /// Per registered executor: whether it has a free CPU slot.
-    pub free: &'a [bool],
-    /// Busy executors over registered ones (the paper's CPU utilization).
-    pub utilization: f64,
-    /// Which executor caches which file.
-    pub index: &'a CacheIndex,
-}
-
-/// A dispatch policy.
-pub trait DispatchPolicy: Send {
-    /// Part 1: the executor to notify for a task reading `files` (the head
-    /// of the queue), or `None` to leave it waiting.
-    fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId>;
-
-    /// Part 2: executor `e`, notified, may take up to `max` more tasks:
-    /// their positions in `queue`, among the first `window()` only.
-    fn pick_up(
-        &mut self,
-        e: ExecId,
-        queue: &dyn TaskQueue,
-        max: usize,
-        view: &FarmView<'_>,
-    ) -> Vec<usize>;
-}
+use crate::core::cache_index::ExecId;
 
 /// Whether `e` may run a task reading `files` without raising any file it
 /// lacks to more than `replicas` copies (0: no limit).
@@ -209,6 +160,7 @@ fn pick_by_hits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::cache_index::CacheIndex;
 
     /// Three executors: 0 caches {0, 1}, 1 caches {2}, 2 caches nothing.
     fn index() -> CacheIndex {
