@@ -30,6 +30,7 @@
 mod completion;
 mod recovery;
 mod release;
+pub mod scripted;
 mod staging;
 #[cfg(test)]
 mod tests;

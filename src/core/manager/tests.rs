@@ -1,257 +1,25 @@
-//! A scripted fake world (no actix, no clock): transfers take `transfer`
-//! seconds, jobs their runtime, sites have FIFO queues and LRU pools.
+//! The manager's unit tests, in the scripted world (LRU pools).
 
+use super::scripted::ScriptedWorld as World;
 use super::*;
 use crate::core::storage::Pool;
 use crate::core::{File, JobSpec};
 use crate::policy::{eviction::Lru, site_selector};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
-struct World {
-    m: Manager,
-    pools: Vec<Pool>,
-    queues: Vec<VecDeque<JobId>>,
-    running: Vec<usize>,
-    events: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    payloads: Vec<Option<Event>>,
-    now: Time,
-    transfer: f64,
-    corrupt_first: usize,
-    fail_from: Option<SiteId>,
-    /// Sites whose slots are all taken by other users: nothing starts there.
-    blocked: Vec<bool>,
-    /// On a Kill, start the job first if it is next in line (the race).
-    start_before_kill: bool,
-    /// Scripts that fail (exit 1) the next time they run.
-    failing_scripts: Vec<(JobId, ScriptKind)>,
-    ended_ok: Vec<u32>,
-    pin_times: Vec<Time>,
-    max_prescripts: usize,
-    transfers: usize,
+fn world(wf: Workflow, sites: Vec<SiteInfo>, settings: ManagerSettings, strategy: &str) -> World {
+    world_with_origins(wf, sites, settings, strategy, &[0])
 }
 
-fn t(x: Time) -> u64 {
-    (x * 1000.0).round() as u64
-}
-
-impl World {
-    fn new(wf: Workflow, sites: Vec<SiteInfo>, settings: ManagerSettings, strategy: &str) -> Self {
-        Self::with_origins(wf, sites, settings, strategy, &[0])
-    }
-
-    /// A world whose inputs start on every site of `origins`.
-    fn with_origins(
-        wf: Workflow,
-        sites: Vec<SiteInfo>,
-        settings: ManagerSettings,
-        strategy: &str,
-        origins: &[SiteId],
-    ) -> Self {
-        let wf = Arc::new(wf);
-        let mut pools: Vec<Pool> = sites
-            .iter()
-            .map(|s| Pool::new(s.disk, Box::new(Lru)))
-            .collect();
-        let placement: Vec<(FileId, SiteId)> = wf
-            .inputs()
-            .flat_map(|f| origins.iter().map(move |&s| (f, s)))
-            .collect();
-        for &(f, s) in &placement {
-            pools[s].place_origin(f, wf.files[f].size).unwrap();
-        }
-        let n = wf.jobs.len();
-        let m = sites.len();
-        let sel = site_selector(strategy, 7).unwrap();
-        World {
-            m: Manager::new(wf, sites, &placement, settings, sel),
-            pools,
-            queues: vec![VecDeque::new(); m],
-            running: vec![0; m],
-            events: BinaryHeap::new(),
-            payloads: Vec::new(),
-            now: 0.0,
-            transfer: 5.0,
-            corrupt_first: 0,
-            fail_from: None,
-            blocked: vec![false; m],
-            start_before_kill: false,
-            failing_scripts: Vec::new(),
-            ended_ok: vec![0; n],
-            pin_times: Vec::new(),
-            max_prescripts: 0,
-            transfers: 0,
-        }
-    }
-
-    fn at(&mut self, when: Time, e: Event) {
-        self.payloads.push(Some(e));
-        let seq = self.payloads.len() as u64 - 1;
-        self.events.push(Reverse((t(when), seq, seq as usize)));
-    }
-
-    fn apply(&mut self, cmds: Vec<Command>) {
-        for c in cmds {
-            match c {
-                Command::Kill { job, site } => {
-                    if self.start_before_kill && self.queues[site].front() == Some(&job) {
-                        // The slot freed just before the kill arrived.
-                        self.blocked[site] = false;
-                        self.start_jobs(site);
-                        self.blocked[site] = true;
-                    }
-                    let q = &mut self.queues[site];
-                    let killed = match q.iter().position(|&j| j == job) {
-                        Some(i) => q.remove(i).is_some(),
-                        None => false,
-                    };
-                    self.at(self.now, Event::JobKilled { job, site, killed });
-                }
-                Command::Pin { job, site } => {
-                    self.pin_times.push(self.now);
-                    let inputs = self.m.workflow().jobs[job].inputs.clone();
-                    self.pools[site].pin_job(job, &inputs);
-                }
-                Command::StartTransfer { id, from, .. } if self.fail_from == Some(from) => {
-                    let result = Err(TransferFailure::Connection("refused".into()));
-                    self.at(self.now + 1.0, Event::TransferDone { id, result });
-                }
-                Command::StartTransfer {
-                    id, file, to, job, ..
-                } => {
-                    self.transfers += 1;
-                    let size = self.m.workflow().files[file].size;
-                    match self.pools[to].begin_write(file, size) {
-                        Ok(r) => {
-                            for f in r.evicted {
-                                self.at(self.now, Event::FileEvicted { site: to, file: f });
-                            }
-                            let ok = self.corrupt_first == 0;
-                            let result = if ok {
-                                self.pools[to].commit_write(file);
-                                Ok(size)
-                            } else {
-                                self.corrupt_first -= 1;
-                                self.pools[to].abort_write(file);
-                                Err(TransferFailure::Corrupt("flipped".into()))
-                            };
-                            self.at(self.now + self.transfer, Event::TransferDone { id, result });
-                        }
-                        Err(e) => {
-                            let wf = self.m.workflow().clone();
-                            let inputs = wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size));
-                            let never = e.never || !self.pools[to].could_ever_hold(inputs);
-                            let result = Err(TransferFailure::NoSpace { never });
-                            self.at(self.now, Event::TransferDone { id, result });
-                        }
-                    }
-                }
-                Command::Submit { job, site } => {
-                    self.queues[site].push_back(job);
-                    self.start_jobs(site);
-                }
-                Command::Release { job, site, delete } => {
-                    self.pools[site].release_job(job, &delete);
-                }
-                Command::RunScript { job, kind, .. } => {
-                    let status = i32::from(self.failing_scripts.contains(&(job, kind)));
-                    self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
-                    self.at(self.now, Event::ScriptDone { job, kind, status });
-                }
-            }
-        }
-    }
-
-    fn start_jobs(&mut self, site: SiteId) {
-        while !self.blocked[site] && self.running[site] < self.m.sites()[site].cpus {
-            let Some(job) = self.queues[site].pop_front() else {
-                return;
-            };
-            let wf = self.m.workflow().clone();
-            let missing = wf.jobs[job]
-                .inputs
-                .iter()
-                .find(|&&f| !self.pools[site].has(f));
-            if let Some(&f) = missing {
-                let failure = JobFailure::MissingInput(wf.files[f].name.clone());
-                self.at(
-                    self.now,
-                    Event::JobEnded {
-                        job,
-                        site,
-                        result: Err(failure),
-                    },
-                );
-                continue;
-            }
-            for &f in &wf.jobs[job].inputs {
-                self.pools[site].touch(f);
-            }
-            self.running[site] += 1;
-            self.at(self.now, Event::JobStarted { job, site });
-            for &o in &wf.jobs[job].outputs {
-                let r = self.pools[site].begin_write(o, wf.files[o].size).unwrap();
-                for file in r.evicted {
-                    self.at(self.now, Event::FileEvicted { site, file });
-                }
-                self.pools[site].commit_write(o);
-                self.pools[site].keep(o);
-            }
-            self.ended_ok[job] += 1;
-            // The end event frees the slot; the world starts the next job then.
-            let end = self.now + wf.jobs[job].runtime;
-            self.at(
-                end,
-                Event::JobEnded {
-                    job,
-                    site,
-                    result: Ok(()),
-                },
-            );
-        }
-    }
-}
-
-impl World {
-    /// Runs to the end; a slot frees when its job's end event is delivered.
-    fn run_with_slots(&mut self) {
-        let mut out = Vec::new();
-        self.m.handle(0.0, Event::Tick, &mut out);
-        self.apply(out);
-        for _ in 0..1_000_000 {
-            let next_event = self
-                .events
-                .peek()
-                .map(|Reverse((w, _, _))| *w as f64 / 1000.0);
-            let wake = self.m.next_wakeup();
-            let (when, ev) = match (next_event, wake) {
-                (Some(e), Some(w)) if w < e => (w, Event::Tick),
-                (Some(_), _) => {
-                    let Reverse((w, _, i)) = self.events.pop().unwrap();
-                    (w as f64 / 1000.0, self.payloads[i].take().unwrap())
-                }
-                (None, Some(w)) => (w, Event::Tick),
-                (None, None) => break,
-            };
-            self.now = when;
-            let freed = match &ev {
-                Event::JobEnded {
-                    site,
-                    result: Ok(()),
-                    ..
-                } => Some(*site),
-                _ => None,
-            };
-            let mut out = Vec::new();
-            self.m.handle(when, ev, &mut out);
-            self.max_prescripts = self.max_prescripts.max(self.m.prescripts_running());
-            self.apply(out);
-            if let Some(site) = freed {
-                self.running[site] -= 1;
-                self.start_jobs(site);
-            }
-        }
-    }
+/// A world whose inputs start on every site of `origins`.
+fn world_with_origins(
+    wf: Workflow,
+    sites: Vec<SiteInfo>,
+    settings: ManagerSettings,
+    strategy: &str,
+    origins: &[SiteId],
+) -> World {
+    let selector = site_selector(strategy, 7).unwrap();
+    World::new(wf, sites, settings, selector, |_| Box::new(Lru), origins)
 }
 
 fn pipeline(width: usize, files_per_job: usize) -> Workflow {
@@ -325,8 +93,8 @@ fn maxpre_and_interval_hold_and_every_job_ends_once() {
             prescript_interval: 1.0,
             ..Default::default()
         };
-        let mut w = World::new(pipeline(30, 3), sites(3, 2, 10_000), settings, strategy);
-        w.run_with_slots();
+        let mut w = world(pipeline(30, 3), sites(3, 2, 10_000), settings, strategy);
+        w.run();
         assert!(
             w.m.is_finished() && w.m.succeeded(),
             "{strategy}: {:?}",
@@ -357,8 +125,8 @@ fn delete_policy_transfers_every_missing_input_and_caching_reuses() {
             prescript_interval: 100.0,
             ..Default::default()
         };
-        let mut w = World::new(pipeline(14, 2), sites(1, 1, 10_000), settings, "random");
-        w.run_with_slots();
+        let mut w = world(pipeline(14, 2), sites(1, 1, 10_000), settings, "random");
+        w.run();
         assert!(w.m.succeeded());
         w.transfers
     };
@@ -371,9 +139,9 @@ fn delete_policy_transfers_every_missing_input_and_caching_reuses() {
 #[test]
 fn failed_transfers_are_retried_and_nothing_is_lost() {
     let settings = ManagerSettings::default();
-    let mut w = World::new(pipeline(5, 1), sites(2, 1, 10_000), settings, "round-robin");
+    let mut w = world(pipeline(5, 1), sites(2, 1, 10_000), settings, "round-robin");
     w.corrupt_first = 5;
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     let failed =
         w.m.records()
@@ -391,9 +159,9 @@ fn a_source_that_keeps_failing_is_replaced_by_another_replica() {
     mirror.name = "mirror".into();
     s.push(mirror);
     let settings = ManagerSettings::default();
-    let mut w = World::with_origins(pipeline(3, 1), s, settings, "random", &[0, 2]);
+    let mut w = world_with_origins(pipeline(3, 1), s, settings, "random", &[0, 2]);
     w.fail_from = Some(0); // the least busy holder (ties go to the lower id)
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     let t = &w.m.records().transfers;
     let failed: Vec<_> = t.iter().filter(|r| r.failure.is_some()).collect();
@@ -418,14 +186,14 @@ fn monitqueue() -> ManagerSettings {
 
 #[test]
 fn monitqueue_kills_jobs_idle_at_a_busy_site_and_they_end_elsewhere() {
-    let mut w = World::new(
+    let mut w = world(
         pipeline(6, 1),
         sites(2, 2, 10_000),
         monitqueue(),
         "round-robin",
     );
     w.blocked[1] = true; // s0: every slot taken by other users
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     assert!(
         w.ended_ok.iter().all(|&n| n == 1),
@@ -448,7 +216,7 @@ fn monitqueue_kills_jobs_idle_at_a_busy_site_and_they_end_elsewhere() {
 
 #[test]
 fn a_kill_racing_a_start_leaves_exactly_one_outcome() {
-    let mut w = World::new(
+    let mut w = world(
         pipeline(6, 1),
         sites(2, 2, 10_000),
         monitqueue(),
@@ -456,7 +224,7 @@ fn a_kill_racing_a_start_leaves_exactly_one_outcome() {
     );
     w.blocked[1] = true;
     w.start_before_kill = true;
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     assert!(
         w.ended_ok.iter().all(|&n| n == 1),
@@ -482,8 +250,8 @@ fn a_full_disk_evicts_and_the_run_still_completes() {
         replica_policy: ReplicaPolicy::Caching,
         ..Default::default()
     };
-    let mut w = World::new(pipeline(20, 1), sites(2, 1, 450), settings, "random");
-    w.run_with_slots();
+    let mut w = world(pipeline(20, 1), sites(2, 1, 450), settings, "random");
+    w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     let evictions: u64 = w.pools.iter().map(Pool::evictions).sum();
     assert!(evictions > 0);
@@ -500,9 +268,9 @@ fn a_full_disk_evicts_and_the_run_still_completes() {
 fn inputs_that_never_fit_avoid_the_site() {
     let mut s = sites(2, 1, 10_000);
     s[1].disk = 250; // two 100-byte inputs never fit beside the 100-byte origin
-    let mut w = World::new(pipeline(4, 2), s, ManagerSettings::default(), "round-robin");
+    let mut w = world(pipeline(4, 2), s, ManagerSettings::default(), "round-robin");
     w.pools[1].place_origin(99, 100).unwrap();
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     for j in (0..8).filter(|j| w.m.workflow().jobs[*j].name.starts_with('a')) {
         let last = w.m.records().jobs[j].attempts.last().unwrap();
@@ -511,9 +279,24 @@ fn inputs_that_never_fit_avoid_the_site() {
 }
 
 #[test]
+fn outputs_that_do_not_fit_fail_the_attempt_and_the_job_ends_elsewhere() {
+    // Site 1 holds a job's 100-byte input but not its 5-byte output beside it.
+    let mut s = sites(2, 1, 10_000);
+    s[1].disk = 100;
+    let mut w = world(pipeline(2, 1), s, ManagerSettings::default(), "round-robin");
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let full = Outcome::Failed(JobFailure::NoSpace { never: false });
+    let attempts = w.m.records().jobs.iter().flat_map(|j| &j.attempts);
+    let on_full: Vec<_> = attempts.filter(|a| a.outcome == full).collect();
+    assert!(!on_full.is_empty() && on_full.iter().all(|a| a.site == 1));
+    assert!(w.ended_ok.iter().all(|&n| n == 1), "each job ended once");
+}
+
+#[test]
 fn a_job_failing_everywhere_fails_for_good_and_blocks_its_children() {
     let wf = pipeline(1, 1);
-    let mut w = World::new(
+    let mut w = world(
         wf,
         sites(1, 1, 10_000),
         ManagerSettings::default(),
@@ -695,7 +478,7 @@ fn dagman_noop_and_done_nodes_run_no_job() {
 
 #[test]
 fn dagman_scripts_a_failed_pre_or_post_fails_the_attempt_and_retry_runs_it_again() {
-    let mut w = World::new(
+    let mut w = world(
         pipeline(2, 1),
         sites(1, 2, 10_000),
         ManagerSettings::default(),
@@ -708,7 +491,7 @@ fn dagman_scripts_a_failed_pre_or_post_fails_the_attempt_and_retry_runs_it_again
     nodes.retry = vec![Some(1); n];
     w.m.set_nodes(nodes);
     w.failing_scripts = vec![(0, ScriptKind::Pre), (1, ScriptKind::Post)];
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     let a = &w.m.records().jobs[0].attempts;
     assert_eq!(a.len(), 2);
@@ -729,7 +512,7 @@ fn dagman_scripts_a_failed_pre_or_post_fails_the_attempt_and_retry_runs_it_again
 }
 
 fn scripted_world() -> World {
-    World::new(
+    world(
         pipeline(3, 1),
         sites(1, 3, 10_000),
         ManagerSettings::default(),
@@ -747,7 +530,7 @@ fn dagman_retry_unless_exit_makes_that_exit_final() {
     nodes.retry_unless_exit = vec![Some(1); n];
     w.m.set_nodes(nodes);
     w.failing_scripts = vec![(0, ScriptKind::Pre)];
-    w.run_with_slots();
+    w.run();
     assert_eq!(w.m.job_state(0), JobState::Failed);
     assert_eq!(w.m.records().jobs[0].attempts.len(), 1, "RETRY 3 not used");
     let job = |name: &str| {
@@ -771,7 +554,7 @@ fn dagman_defer_runs_the_script_again_later_without_a_failure() {
     nodes.pre_defer = vec![Some((1, 30.0)); n];
     w.m.set_nodes(nodes);
     w.failing_scripts = vec![(0, ScriptKind::Pre)];
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     let a = &w.m.records().jobs[0].attempts;
     assert_eq!(a.len(), 1, "a deferral is not a failure");
@@ -781,7 +564,7 @@ fn dagman_defer_runs_the_script_again_later_without_a_failure() {
 #[test]
 fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
     // Six jobs, one slot: without a limit five would wait in the queue.
-    let mut w = World::new(
+    let mut w = world(
         pipeline(6, 1),
         sites(1, 1, 10_000),
         ManagerSettings {
@@ -795,7 +578,7 @@ fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
     let mut nodes = NodeSettings::none(n);
     nodes.max_jobs_idle = 2;
     w.m.set_nodes(nodes);
-    w.run_with_slots();
+    w.run();
     assert!(w.m.succeeded());
     let spans: Vec<(Time, Time)> =
         w.m.records()
