@@ -69,56 +69,97 @@ const BENCHMARKS: [&str; 10] = [
     "transfer",
 ];
 
+/// Why a benchmark failed inside: any error of the rooms it drives, or
+/// what it found wrong with a run.
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why `gridbed bench` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A benchmark name that does not exist (bad input).
+    #[error("unknown benchmark `{name}`; expected {valid}")]
+    Unknown {
+        /// The name given.
+        name: String,
+        /// The benchmarks there are.
+        valid: String,
+    },
+    /// A benchmark could not run, or its run did not do what it measures.
+    #[error("benchmark `{bench}`: {source}")]
+    Failed {
+        /// Which benchmark.
+        bench: &'static str,
+        /// Why.
+        source: Failure,
+    },
+    /// The markdown table could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Names a benchmark's failure.
+fn failed(bench: &'static str) -> impl FnOnce(Failure) -> BenchError {
+    move |source| BenchError::Failed { bench, source }
+}
+
 /// Runs the selected benchmarks and prints their figures.
-pub fn run(args: BenchArgs) -> Result<(), String> {
+pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     let chosen: Vec<&String> = args.which.iter().chain(&args.only).collect();
     if let Some(bad) = chosen.iter().find(|c| !BENCHMARKS.contains(&c.as_str())) {
-        return Err(format!(
-            "unknown benchmark `{bad}`; expected {}",
-            BENCHMARKS.join(", ")
-        ));
+        return Err(BenchError::Unknown {
+            name: bad.to_string(),
+            valid: BENCHMARKS.join(", "),
+        });
     }
     let want = |n: &str| chosen.is_empty() || chosen.iter().any(|o| *o == n);
     let shrink = args.shrink.max(1) as usize;
     let mut figures = Vec::new();
     // First, so that the peak RSS it reports is its own.
     if want("sim") {
-        figures.extend(sim_full_coadd()?);
+        figures.extend(sim_full_coadd().map_err(failed("sim"))?);
     }
     if want("db") {
         let rounds = if shrink > 1 { 2 } else { 20 };
-        figures.push(db_cost_command("testbeds/osg-12-pipeline.toml", rounds)?);
-        figures.push(db_cost("testbeds/osg-12-pipeline.toml", rounds)?);
-        figures.push(db_cost("testbeds/spcl-live-10.toml", rounds / 10 + 1)?);
+        figures
+            .push(db_cost_command("testbeds/osg-12-pipeline.toml", rounds).map_err(failed("db"))?);
+        figures.push(db_cost("testbeds/osg-12-pipeline.toml", rounds).map_err(failed("db"))?);
+        figures.push(db_cost("testbeds/spcl-live-10.toml", rounds / 10 + 1).map_err(failed("db"))?);
     }
     if want("manager") {
-        figures.extend(manager_decisions(10_000 / shrink)?);
+        figures.extend(manager_decisions(10_000 / shrink).map_err(failed("manager"))?);
     }
     if want("dispatch") {
-        figures.push(live_dispatch(10_000 / shrink)?);
+        figures.push(live_dispatch(10_000 / shrink).map_err(failed("dispatch"))?);
     }
     if want("wfformat") {
-        figures.extend(wfformat_parse_sim(std::path::Path::new(
-            "target/wfcommons",
-        ))?);
+        figures.extend(
+            wfformat_parse_sim(std::path::Path::new("target/wfcommons"))
+                .map_err(failed("wfformat"))?,
+        );
     }
     if want("diffusion") {
-        figures.extend(diffusion_250k()?);
+        figures.extend(diffusion_250k().map_err(failed("diffusion"))?);
     }
     if want("farm") {
-        figures.push(farm_live_dispatch(100_000 / shrink)?);
+        figures.push(farm_live_dispatch(100_000 / shrink).map_err(failed("farm"))?);
     }
     if want("decisions") {
-        figures.extend(dispatch_decisions(200_000 / shrink)?);
+        figures.extend(dispatch_decisions(200_000 / shrink).map_err(failed("decisions"))?);
     }
     if want("metrics") {
-        figures.push(metrics_overhead(
-            200_000 / shrink,
-            if shrink > 1 { 1 } else { 3 },
-        )?);
+        figures.push(
+            metrics_overhead(200_000 / shrink, if shrink > 1 { 1 } else { 3 })
+                .map_err(failed("metrics"))?,
+        );
     }
     if want("transfer") {
-        figures.push(transfer_throughput(16, (64 << 20) / shrink as u64)?);
+        figures
+            .push(transfer_throughput(16, (64 << 20) / shrink as u64).map_err(failed("transfer"))?);
     }
     let mut md = String::from("| benchmark | value | goal | met |\n|---|---:|---|---|\n");
     for f in &figures {
@@ -149,7 +190,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         );
     }
     if let Some(path) = args.markdown {
-        std::fs::write(&path, md).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        std::fs::write(&path, md).map_err(|source| BenchError::Write { path, source })?;
     }
     Ok(())
 }
@@ -209,7 +250,7 @@ fn grid3_sites() -> Vec<SiteInfo> {
 /// core's scripted world (FIFO queues, slots, pools; transfers of 5 s, jobs
 /// their runtime), jobs over the time spent in `Manager::handle` alone, so
 /// that the world's own bookkeeping does not count.
-fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
+fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, Failure> {
     let ra = (jobs / 50).max(1);
     let wf = Spatial {
         ra,
@@ -217,8 +258,7 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
         filters: 5,
         ..Default::default()
     }
-    .generate(1)
-    .map_err(|e| e.to_string())?;
+    .generate(1)?;
     // Grid3's CPUs with disks that never fill: the decisions of planning
     // and releasing, not of re-planning after a full disk.
     let mut sites = grid3_sites();
@@ -235,7 +275,7 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
             replica_policy: ReplicaPolicy::Caching,
             ..Default::default()
         };
-        let selector = policy::site_selector(strategy, 1).map_err(|e| e.to_string())?;
+        let selector = policy::site_selector(strategy, 1)?;
         let mut world = ScriptedWorld::new(
             wf.clone(),
             sites.clone(),
@@ -251,7 +291,7 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, String> {
             in_manager += start.elapsed();
         });
         if !world.m.succeeded() {
-            return Err(format!("manager bench ({strategy}) did not finish"));
+            return Err(format!("manager bench ({strategy}) did not finish").into());
         }
         let rate = wf.jobs.len() as f64 / in_manager.as_secs_f64();
         figures.push(Figure {
@@ -279,13 +319,11 @@ fn peak_rss() -> Option<u64> {
 
 /// The full SDSS coadd (44,400 jobs, 5.4 M references) on the 25 Grid3 sites,
 /// simulated with SPCL and with Random (the most transfers: every reference).
-fn sim_full_coadd() -> Result<Vec<Figure>, String> {
+fn sim_full_coadd() -> Result<Vec<Figure>, Failure> {
     let mut figures = Vec::new();
     for strategy in ["clustered", "random"] {
         let started = Instant::now();
-        let wf = crate::workflow::generators::Coadd::default()
-            .generate(1)
-            .map_err(|e| e.to_string())?;
+        let wf = crate::workflow::generators::Coadd::default().generate(1)?;
         let mut sites: Vec<SiteConfig> = grid3_sites()
             .into_iter()
             .map(|info| SiteConfig {
@@ -311,10 +349,10 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
             ..Default::default()
         };
         let scenario = bench_scenario("bench-coadd", sites, origin, wf, strategy, manager);
-        let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        let run = crate::sim::run(&scenario)?;
         let wall = started.elapsed().as_secs_f64();
         if !run.succeeded {
-            return Err(format!("sim bench ({strategy}) did not finish"));
+            return Err(format!("sim bench ({strategy}) did not finish").into());
         }
         let rss = peak_rss().unwrap_or(0) as f64 / 1e9;
         figures.push(Figure {
@@ -337,25 +375,28 @@ fn sim_full_coadd() -> Result<Vec<Figure>, String> {
 /// times. It explains the command figure: SQLite's fixed cost of creating,
 /// switching to WAL and closing a file (about 1 ms here) is larger than a small
 /// simulation, so this has no goal of its own.
-fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, String> {
+fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, Failure> {
     let path = std::path::Path::new(testbed);
     let scenario = crate::config::load(path, &Default::default())
         .map_err(|e| format!("{e} (run `gridbed bench db` from the repository root)"))?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir()?;
     let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
     for i in 0..rounds {
         let t = Instant::now();
-        crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        crate::sim::run(&scenario)?;
         without += t.elapsed();
         let t = Instant::now();
         let db_path = dir.path().join(format!("run{i}.db"));
-        let db =
-            crate::db::ControlDb::create(&db_path, &[], &scenario.site_infos(), &scenario.workflow)
-                .map_err(|e| e.to_string())?;
-        let run = crate::sim::run_recorded(&scenario, Some(db)).map_err(|e| e.to_string())?;
+        let db = crate::db::ControlDb::create(
+            &db_path,
+            &[],
+            &scenario.site_infos(),
+            &scenario.workflow,
+        )?;
+        let run = crate::sim::run_recorded(&scenario, Some(db))?;
         with += t.elapsed();
         if let Some(e) = &run.db_error {
-            return Err(e.clone());
+            return Err(e.clone().into());
         }
     }
     let ratio = with.as_secs_f64() / without.as_secs_f64();
@@ -376,11 +417,11 @@ fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, String> {
 /// The control database's cost as a user meets it: the whole `gridbed run
 /// --engine sim` command on `testbed`, with and without `--db`, alternated
 /// `rounds` times, as a ratio of total wall times.
-fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, Failure> {
+    let exe = std::env::current_exe()?;
+    let dir = tempfile::tempdir()?;
     let db_path = dir.path().join("run.db");
-    let run = |with_db: bool| -> Result<Duration, String> {
+    let run = |with_db: bool| -> Result<Duration, Failure> {
         let mut cmd = std::process::Command::new(&exe);
         cmd.args(["run", "--engine", "sim", "-q", testbed])
             .stdout(std::process::Stdio::null());
@@ -388,9 +429,9 @@ fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, String> {
             cmd.arg("--db").arg(&db_path);
         }
         let t = Instant::now();
-        let status = cmd.status().map_err(|e| e.to_string())?;
+        let status = cmd.status()?;
         if !status.success() {
-            return Err(format!("`gridbed run {testbed}` failed: {status}"));
+            return Err(format!("`gridbed run {testbed}` failed: {status}").into());
         }
         Ok(t.elapsed())
     };
@@ -417,7 +458,7 @@ fn db_cost_command(testbed: &str, rounds: usize) -> Result<Figure, String> {
 /// benchmark, Falkon: 1,322–1,666/s): 64 executors caching 10,000 files
 /// between them, a wait queue of 250,000 tasks of one uniformly drawn file,
 /// W = 3,200; a decision is a notification plus a pick-up of one more task.
-fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, String> {
+fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, Failure> {
     use crate::core::cache_index::CacheIndex;
     use crate::policy::dispatch::FarmView;
     use rand::{Rng, SeedableRng};
@@ -432,7 +473,7 @@ fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, String> {
         .collect();
     let mut figures = Vec::new();
     for name in ["max-cache-hit", "max-compute-util", "good-cache-compute"] {
-        let mut policy = crate::policy::dispatch_policy(name, 1).map_err(|e| e.to_string())?;
+        let mut policy = crate::policy::dispatch_policy(name, 1)?;
         let mut free = vec![true; executors];
         let started = Instant::now();
         let mut dispatched = 0usize;
@@ -468,7 +509,7 @@ fn dispatch_decisions(decisions: usize) -> Result<Vec<Figure>, String> {
 /// CPUs present from the start (the dynamic provisioner is not built yet):
 /// the ramp, 10,000 files of 10 MB read uniformly, 10 ms of compute, GPFS at
 /// 4 Gb/s, 1 Gb/s links, 4 GB caches; wall time and makespan per policy.
-fn diffusion_250k() -> Result<Vec<Figure>, String> {
+fn diffusion_250k() -> Result<Vec<Figure>, Failure> {
     use crate::core::farm::{Allocation, Drp, FarmSpec};
     use crate::diffusion::stream::{Arrivals, Popularity, generate};
     use crate::sim::farm::run;
@@ -515,7 +556,7 @@ fn diffusion_250k() -> Result<Vec<Figure>, String> {
             interval: 60.0,
         };
         let started = Instant::now();
-        let r = run(&spec, &tasks).map_err(|e| e.to_string())?;
+        let r = run(&spec, &tasks)?;
         let wall = started.elapsed().as_secs_f64();
         let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
         figures.push(Figure {
@@ -552,7 +593,7 @@ fn diffusion_250k() -> Result<Vec<Figure>, String> {
 /// and no compute, all waiting at the start, through the live dispatcher
 /// loop to 64 executor actors of 2 CPUs with first-available; tasks ended
 /// per wall second, setup (the executors' pools and endpoints) excluded.
-fn farm_live_dispatch(n: usize) -> Result<Figure, String> {
+fn farm_live_dispatch(n: usize) -> Result<Figure, Failure> {
     use crate::core::farm::{FarmSpec, Task};
     let tasks: Vec<Task> = (0..n)
         .map(|_| Task {
@@ -581,9 +622,9 @@ fn farm_live_dispatch(n: usize) -> Result<Figure, String> {
         time_scale: 1.0,
         byte_scale: 1.0,
     };
-    let r = live::farm::run(&spec, &tasks, em, Default::default()).map_err(|e| e.to_string())?;
+    let r = live::farm::run(&spec, &tasks, em, Default::default())?;
     if r.run.tasks != n {
-        return Err(format!("farm dispatch: {} of {n} tasks ended", r.run.tasks));
+        return Err(format!("farm dispatch: {} of {n} tasks ended", r.run.tasks).into());
     }
     let rate = n as f64 / r.wall.as_secs_f64();
     Ok(Figure {
@@ -606,7 +647,7 @@ fn reset_peak_rss() {
 /// WfCommons epigenomics instances of 10,000 and 100,000 tasks (written by
 /// `benches/wfcommons_gen.py` into `dir`) parsed and simulated on 4 sites of
 /// 10, 10, 4 and 4 CPUs: wall time and peak RSS of each.
-fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, String> {
+fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, Failure> {
     let mut figures = Vec::new();
     let mut per_task = Vec::new();
     for n in [10_000, 100_000] {
@@ -616,12 +657,11 @@ fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, String> {
                 "{} is missing: generate it with `python3 benches/wfcommons_gen.py {}` (needs `pip install wfcommons`)",
                 path.display(),
                 dir.display()
-            ));
+            ).into());
         }
         reset_peak_rss();
         let started = Instant::now();
-        let loaded = crate::workflow::formats::load(&path, &Default::default())
-            .map_err(|e| e.to_string())?;
+        let loaded = crate::workflow::formats::load(&path, &Default::default())?;
         let parsed = started.elapsed().as_secs_f64();
         let tasks = loaded.workflow.jobs.len();
         let mut sites = vec![bench_site("store", 0)];
@@ -636,10 +676,10 @@ fn wfformat_parse_sim(dir: &std::path::Path) -> Result<Vec<Figure>, String> {
             "round-robin",
             unthrottled(),
         );
-        let run = crate::sim::run(&scenario).map_err(|e| e.to_string())?;
+        let run = crate::sim::run(&scenario)?;
         let wall = started.elapsed().as_secs_f64();
         if !run.succeeded {
-            return Err(format!("epigenomics-{n}: the simulation did not finish"));
+            return Err(format!("epigenomics-{n}: the simulation did not finish").into());
         }
         let rss = peak_rss().unwrap_or(0) as f64 / 1e9;
         per_task.push(wall / tasks as f64);
@@ -686,7 +726,7 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
 /// Zero-work jobs through the whole live engine.
 /// `jobs` zero-runtime, input-less jobs round robin on 5 sites of 16 slots,
 /// MAXPRE unbounded, time_scale 1: the live engine's dispatch path alone.
-fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
+fn dispatch_scenario(jobs: usize) -> Result<Scenario, Failure> {
     let specs = (0..jobs)
         .map(|i| JobSpec {
             name: format!("j{i}"),
@@ -694,7 +734,7 @@ fn dispatch_scenario(jobs: usize) -> Result<Scenario, String> {
             ..Default::default()
         })
         .collect();
-    let wf = Workflow::build(Vec::<File>::new(), specs).map_err(|e| e.to_string())?;
+    let wf = Workflow::build(Vec::<File>::new(), specs)?;
     let mut sites = vec![bench_site("store", 0)];
     sites.extend((0..5).map(|i| bench_site(&format!("site{i}"), 16)));
     Ok(bench_scenario(
@@ -744,9 +784,9 @@ fn unthrottled() -> ManagerSettings {
     }
 }
 
-fn live_dispatch(jobs: usize) -> Result<Figure, String> {
+fn live_dispatch(jobs: usize) -> Result<Figure, Failure> {
     let scenario = dispatch_scenario(jobs)?;
-    let run = live::run(&scenario, live::LiveOptions::default()).map_err(|e| e.to_string())?;
+    let run = live::run(&scenario, live::LiveOptions::default())?;
     if !run.succeeded {
         return Err("dispatch bench: not every job ended".into());
     }
@@ -763,18 +803,16 @@ fn live_dispatch(jobs: usize) -> Result<Figure, String> {
 /// The metrics' cost: the live dispatch benchmark with `--metrics-addr` served
 /// and scraped every second (as Prometheus would) against the same run
 /// without, alternated `rounds` times, as a ratio of total wall times.
-fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, String> {
+fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, Failure> {
     use std::io::{Read, Write};
     use std::sync::atomic::{AtomicBool, Ordering};
     let scenario = dispatch_scenario(jobs)?;
     let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
     let mut scrapes = 0;
     for _ in 0..rounds {
-        let run = live::run(&scenario, live::LiveOptions::default()).map_err(|e| e.to_string())?;
+        let run = live::run(&scenario, live::LiveOptions::default())?;
         without += run.wall;
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?;
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr())?;
         let stop = Arc::new(AtomicBool::new(false));
         let scraper = {
             let stop = stop.clone();
@@ -807,7 +845,7 @@ fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, String> {
             metrics_addr: Some(addr),
             ..Default::default()
         };
-        let run = live::run(&scenario, opts).map_err(|e| e.to_string());
+        let run = live::run(&scenario, opts);
         stop.store(true, Ordering::Relaxed);
         scrapes += scraper.join().unwrap_or(0);
         with += run?.wall;
@@ -828,7 +866,7 @@ fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, String> {
 
 /// Pulls `files` files of `size` bytes from one gridftp endpoint to another
 /// pool, then copies the same files with `std::fs::copy` + sha256.
-fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
+fn transfer_throughput(files: usize, size: u64) -> Result<Figure, Failure> {
     // On a RAM file system where there is one, so that both sides measure the
     // software path (HTTP, hashing, copying) rather than the disk's writeback.
     let base = ["/dev/shm"]
@@ -836,21 +874,18 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
         .map(std::path::Path::new)
         .find(|p| p.is_dir())
         .map_or_else(std::env::temp_dir, |p| p.to_path_buf());
-    let dir = || tempfile::tempdir_in(&base).map_err(|e| e.to_string());
+    let dir = || tempfile::tempdir_in(&base);
     let (src_dir, dst_dir, copy_dir) = (dir()?, dir()?, dir()?);
     let src = store::Store::new(src_dir.path());
     let dst = store::Store::new(dst_dir.path());
     let names: Vec<String> = (0..files).map(|i| format!("f{i:02}")).collect();
     for n in &names {
-        store::write_generated(&src, n, 1, n, size).map_err(|e| e.to_string())?;
+        store::write_generated(&src, n, 1, n, size)?;
     }
     let total = (files as u64 * size) as f64;
-    let pulled: Result<Duration, String> = actix_rt::System::new().block_on(async {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        let url = format!(
-            "http://{}",
-            listener.local_addr().map_err(|e| e.to_string())?
-        );
+    let pulled: Result<Duration, Failure> = actix_rt::System::new().block_on(async {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let url = format!("http://{}", listener.local_addr()?);
         let limits = gridftp::Limits {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
@@ -858,13 +893,10 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
             latency: Duration::ZERO,
         };
         let state = Arc::new(gridftp::Gridftp::new(src.clone(), limits, Arc::default()));
-        let server = gridftp::serve(listener, state).map_err(|e| e.to_string())?;
+        let server = gridftp::serve(listener, state)?;
         let handle = server.handle();
         actix_rt::spawn(server);
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .map_err(|e| e.to_string())?;
+        let client = reqwest::Client::builder().no_proxy().build()?;
         let start = Instant::now();
         for (i, n) in names.iter().enumerate() {
             live::transfer::pull(&client, &url, &dst, n, i as u64)
@@ -879,8 +911,8 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, String> {
     let start = Instant::now();
     for n in &names {
         let to = copy_dir.path().join(n);
-        std::fs::copy(src.path(n), &to).map_err(|e| e.to_string())?;
-        let bytes = std::fs::read(&to).map_err(|e| e.to_string())?;
+        std::fs::copy(src.path(n), &to)?;
+        let bytes = std::fs::read(&to)?;
         std::hint::black_box(Sha256::digest(&bytes));
     }
     let copied = start.elapsed();

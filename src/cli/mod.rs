@@ -175,7 +175,10 @@ pub fn main() -> ExitCode {
         }
         Cmd::Bench(args) => bench::run(args)
             .map(|()| ExitCode::SUCCESS)
-            .map_err(CliError::failed),
+            .map_err(|e| match e {
+                bench::BenchError::Unknown { .. } => CliError::input(e),
+                _ => CliError::failed(e),
+            }),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e}");

@@ -442,3 +442,32 @@ fn run_trace_writes_one_json_event_a_line_in_time_order() {
         record["transfers"].as_array().unwrap().len()
     );
 }
+
+#[test]
+fn bench_prints_its_figures_and_a_markdown_table_and_refuses_an_unknown_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("bench.md");
+    let (code, stdout, stderr) = gridbed(&[
+        "bench",
+        "manager",
+        "--shrink",
+        "50",
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for strategy in ["random", "round-robin", "data-present"] {
+        assert!(
+            stdout.contains(&format!("{strategy} (time in Manager::handle")),
+            "{stdout}"
+        );
+    }
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert_eq!(table.lines().count(), 2 + 3, "{table}");
+    let (code, _, stderr) = gridbed(&["bench", "managr"]);
+    assert_eq!(code, Some(2), "bad input: {stderr}");
+    assert!(
+        stderr.contains("unknown benchmark `managr`; expected sim,"),
+        "{stderr}"
+    );
+}
