@@ -296,9 +296,10 @@ fn manager_decisions(jobs: usize) -> Result<Vec<Figure>, Failure> {
         let rate = wf.jobs.len() as f64 / in_manager.as_secs_f64();
         figures.push(Figure {
             name: format!(
-                "manager: jobs planned/s, {} jobs × {} refs, 25 sites, {strategy} (time in Manager::handle, scripted world)",
+                "manager: jobs planned/s, {} jobs × {} refs, 25 sites, {strategy} (time in Manager::handle, scripted world, {} transfers)",
                 wf.jobs.len(),
-                wf.references()
+                wf.references(),
+                world.transfers
             ),
             value: rate,
             unit: "jobs/s".into(),

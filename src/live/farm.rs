@@ -568,10 +568,12 @@ impl Engine<'_> {
         let mut last_report = Instant::now();
         loop {
             let now = nominal(Instant::now());
+            let mut events = Vec::with_capacity(reports.len() + 1);
             for r in reports.drain(..) {
-                self.tell(d, now, r, &mut commands)?;
+                events.push(self.event(r)?);
             }
-            d.handle(now, FarmEvent::Tick, &mut commands);
+            events.push(FarmEvent::Tick);
+            d.handle_all(now, events, &mut commands);
             self.carry_out(&mut commands).await?;
             sync_metrics(d, self.spec, self.metrics, &mut self.tally.last);
             progress.show(
@@ -616,15 +618,10 @@ impl Engine<'_> {
         }
     }
 
-    /// Tells the dispatcher what an executor reported.
-    fn tell(
-        &mut self,
-        d: &mut Dispatcher<'_>,
-        now: f64,
-        r: Report,
-        commands: &mut Vec<FarmCommand>,
-    ) -> Result<(), EngineError> {
-        let event = match r {
+    /// What an executor reported, as the dispatcher's event; counts the
+    /// bytes, transfers and failures.
+    fn event(&mut self, r: Report) -> Result<FarmEvent, EngineError> {
+        Ok(match r {
             Report::Fetched {
                 exec,
                 read,
@@ -638,12 +635,12 @@ impl Engine<'_> {
                     self.tally.rerouted += 1;
                 }
                 self.parts.insert((exec, transfer), meta);
-                FarmEvent::Fetched(vec![Fetched {
+                FarmEvent::Fetched(Fetched {
                     exec,
                     read,
                     served,
                     part: transfer,
-                }])
+                })
             }
             Report::Done { exec, task } => FarmEvent::Done { exec, task },
             Report::Failed { read, why } => {
@@ -657,9 +654,7 @@ impl Engine<'_> {
                 FarmEvent::ReadFailed(read)
             }
             Report::Requeue { exec, task } => FarmEvent::Requeue { exec, task },
-        };
-        d.handle(now, event, commands);
-        Ok(())
+        })
     }
 
     /// Starts executor `e`: its pool, endpoint and actor.

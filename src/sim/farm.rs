@@ -146,7 +146,8 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                         heap.push(now + spec.dispatch + spec.compute, Ev::Done(f.exec, f.task));
                     }
                 }
-                d.handle(now, FarmEvent::Fetched(fetched), &mut commands);
+                let fetched = fetched.into_iter().map(FarmEvent::Fetched);
+                d.handle_all(now, fetched, &mut commands);
             }
             Ev::Done(exec, task) => d.handle(now, FarmEvent::Done { exec, task }, &mut commands),
         }

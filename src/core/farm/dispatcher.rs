@@ -37,6 +37,10 @@ pub struct Dispatcher<'a> {
     /// Tasks of the stream that arrived (they arrive in stream order).
     arrived: usize,
     registered: Vec<bool>,
+    /// Executors registered, and tasks running on them (kept beside the
+    /// vectors so that a dispatch with every slot taken costs nothing).
+    live: usize,
+    running: usize,
     idle_since: Vec<f64>,
     /// Allocations requested and not yet registered: (when, how many).
     allocations: VecDeque<(f64, usize)>,
@@ -114,6 +118,8 @@ impl<'a> Dispatcher<'a> {
             waiting: VecDeque::new(),
             arrived: 0,
             registered: (0..n).map(|e| e < start).collect(),
+            live: start,
+            running: 0,
             idle_since: vec![0.0; n],
             allocations: VecDeque::new(),
             coming: 0,
@@ -144,30 +150,48 @@ impl<'a> Dispatcher<'a> {
     /// anything that may free a slot or change the caches, it places what
     /// it can.
     pub fn handle(&mut self, now: f64, event: FarmEvent, out: &mut Vec<FarmCommand>) {
+        self.handle_all(now, [event], out);
+    }
+
+    /// Handles `events`, all at `now`, placing what it can once after them
+    /// rather than after each (what happened at one instant is one event
+    /// to the dispatch policy; a [`FarmEvent::Tick`] among them still
+    /// places after each arrival, allocation and decision it brings).
+    pub fn handle_all(
+        &mut self,
+        now: f64,
+        events: impl IntoIterator<Item = FarmEvent>,
+        out: &mut Vec<FarmCommand>,
+    ) {
         self.advance(now);
-        match event {
-            FarmEvent::Tick => {
-                self.tick(now, out);
-                return;
-            }
-            FarmEvent::Fetched(reads) => {
-                for r in reads {
-                    self.fetched(now, r, out);
+        let mut changed = false;
+        for event in events {
+            match event {
+                FarmEvent::Tick => {
+                    if std::mem::take(&mut changed) {
+                        self.dispatch(now, out);
+                    }
+                    self.tick(now, out);
+                    continue;
                 }
-            }
-            FarmEvent::ReadFailed(read) => {
-                if let Source::Peer(p) = read.source {
-                    self.serving[p] = self.serving[p].saturating_sub(1);
+                FarmEvent::Fetched(r) => self.fetched(now, r, out),
+                FarmEvent::ReadFailed(read) => {
+                    if let Source::Peer(p) = read.source {
+                        self.serving[p] = self.serving[p].saturating_sub(1);
+                    }
                 }
+                FarmEvent::Requeue { exec, task } => {
+                    self.free_slot(now, exec);
+                    self.out.requeued += 1;
+                    self.waiting.push_front(task);
+                }
+                FarmEvent::Done { exec, task } => self.done(now, exec, task),
             }
-            FarmEvent::Requeue { exec, task } => {
-                self.free_slot(now, exec);
-                self.out.requeued += 1;
-                self.waiting.push_front(task);
-            }
-            FarmEvent::Done { exec, task } => self.done(now, exec, task),
+            changed = true;
         }
-        self.dispatch(now, out);
+        if changed {
+            self.dispatch(now, out);
+        }
     }
 
     /// When the dispatcher next has something to do with no event: the
@@ -195,7 +219,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Executors registered now.
     pub fn executors(&self) -> usize {
-        self.registered.iter().filter(|&&r| r).count()
+        self.live
     }
 
     /// Whether executor `e` is registered.
@@ -236,7 +260,7 @@ impl<'a> Dispatcher<'a> {
         } else {
             0.0
         };
-        out.final_executors = self.registered.iter().filter(|&&r| r).count();
+        out.final_executors = self.live;
         out.cpu_hours = self.registered_time * self.spec.cpus as f64 / 3600.0;
         out
     }
@@ -251,7 +275,7 @@ impl<'a> Dispatcher<'a> {
         b.executors = live;
         b.busy = busy_execs;
         let dt = (now - self.last_t).max(0.0);
-        self.busy_time += self.busy.iter().sum::<usize>() as f64 * dt;
+        self.busy_time += self.running as f64 * dt;
         self.registered_time += live as f64 * dt;
         self.last_t = self.last_t.max(now);
     }
@@ -328,6 +352,7 @@ impl<'a> Dispatcher<'a> {
                 && now - self.idle_since[e] >= d.idle
             {
                 self.registered[e] = false;
+                self.live -= 1;
                 self.index.remove_executor(e);
                 self.caches[e] = Pool::new(self.spec.cache, (self.eviction)(e));
                 out.push(FarmCommand::Release(e));
@@ -346,6 +371,7 @@ impl<'a> Dispatcher<'a> {
             }
             if !self.registered[e] {
                 self.registered[e] = true;
+                self.live += 1;
                 self.idle_since[e] = now;
                 ids.push(e);
             }
@@ -363,8 +389,16 @@ impl<'a> Dispatcher<'a> {
         let spec = self.spec;
         let n = spec.executors;
         self.out.peak_queue = self.out.peak_queue.max(self.waiting.len());
+        // A policy only notifies an executor with a free slot.
+        let full = |d: &Self| d.running >= d.live * spec.cpus;
+        if self.waiting.is_empty() || full(self) {
+            return;
+        }
         let mut free: Vec<bool> = vec![false; n];
         while let Some(&head) = self.waiting.front() {
+            if full(self) {
+                break;
+            }
             for (e, f) in free.iter_mut().enumerate() {
                 *f = self.registered[e] && self.busy[e] < spec.cpus;
             }
@@ -396,6 +430,7 @@ impl<'a> Dispatcher<'a> {
             }
             for task in chosen {
                 self.busy[e] += 1;
+                self.running += 1;
                 let reads = self.tasks[task]
                     .files
                     .iter()
@@ -489,7 +524,10 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn free_slot(&mut self, now: f64, e: ExecId) {
-        self.busy[e] = self.busy[e].saturating_sub(1);
+        if self.busy[e] > 0 {
+            self.busy[e] -= 1;
+            self.running -= 1;
+        }
         if self.busy[e] == 0 {
             self.idle_since[e] = now;
         }
@@ -569,12 +607,12 @@ mod tests {
     }
 
     fn fetched(exec: ExecId, read: Read, served: Source) -> FarmEvent {
-        FarmEvent::Fetched(vec![Fetched {
+        FarmEvent::Fetched(Fetched {
             exec,
             read,
             served,
             part: 7,
-        }])
+        })
     }
 
     fn sources(p: &Placement) -> Vec<Source> {

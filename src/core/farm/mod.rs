@@ -254,8 +254,9 @@ pub enum FarmEvent {
     /// decisions due by now happen (in that order, each followed by
     /// dispatching).
     Tick,
-    /// Reads that ended at the same instant.
-    Fetched(Vec<Fetched>),
+    /// A read ended (reads that end at one instant are handed over
+    /// together, with [`Dispatcher::handle_all`]).
+    Fetched(Fetched),
     /// A read of a task failed past the engine's retries: the planned peer
     /// no longer serves it (the engine then sends [`FarmEvent::Requeue`]
     /// for its task).
