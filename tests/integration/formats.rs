@@ -16,23 +16,19 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// A real file of `../shared/reference/` (see its README), which a clone of
-/// the repository on its own does not have: then the check that needs it is
-/// skipped, loudly, except in CI (`CI` set), where `../shared` is always
-/// beside the checkout and its absence is a failure.
-fn reference(name: &str) -> Option<PathBuf> {
+/// the repository on its own does not have. The tests that read one are
+/// `#[ignore = "needs ../shared/reference"]`, so that `cargo test` lists them
+/// as ignored there; `.ci/run` runs them with `--include-ignored`.
+fn reference(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/reference")
         .join(name);
-    if path.is_file() {
-        return Some(path);
-    }
     assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing in CI, where ../shared is beside the checkout",
+        path.is_file(),
+        "{} is missing: this test needs ../shared/reference beside the repository",
         path.display()
     );
-    eprintln!("SKIPPED: the check on {name} needs ../shared/reference beside the repository");
-    None
+    path
 }
 
 /// (job, runtime) pairs, (parent, child) edges, workflow-input bytes.
@@ -58,14 +54,13 @@ fn shape(wf: &Workflow) -> Shape {
 }
 
 #[test]
+#[ignore = "needs ../shared/reference"]
 fn five_wfformat_versions_of_one_montage_run_give_the_same_dag() {
     let mut shapes = Vec::new();
     for v in ["1.0", "1.2", "1.3", "1.4", "1.5"] {
-        let Some(path) = reference(&format!(
+        let path = reference(&format!(
             "wfformat-cross-version/montage-2mass-005d-v{v}.json"
-        )) else {
-            return;
-        };
+        ));
         let loaded =
             formats::load(&path, &Options::default()).unwrap_or_else(|e| panic!("v{v}: {e}"));
         assert_eq!(loaded.format, Format::Wfformat);
@@ -150,7 +145,7 @@ fn each_format_reads_its_corner_cases_into_the_same_diamond() {
 }
 
 #[test]
-fn dagman_reads_every_keyword_and_the_htcondor_test_file() {
+fn dagman_reads_every_keyword_of_the_fixture() {
     let loaded = formats::load(&fixture("every-keyword.dag"), &Options::default()).unwrap();
     assert_eq!(loaded.format, Format::Dagman);
     let info = loaded.dagman.unwrap();
@@ -196,10 +191,12 @@ fn dagman_reads_every_keyword_and_the_htcondor_test_file() {
     // PARENT a CHILD b c (continued) and PARENT b c CHILD d e: 2 + 4 edges.
     assert_eq!(edges.len(), 6, "{edges:?}");
     assert!(loaded.warnings.iter().any(|w| w.contains("DOT ignored")));
+}
 
-    let Some(prepost) = reference("job_dagman_prepost.dag") else {
-        return;
-    };
+#[test]
+#[ignore = "needs ../shared/reference"]
+fn htcondors_prepost_dag_reads_its_nodes_scripts_and_knobs() {
+    let prepost = reference("job_dagman_prepost.dag");
     let htc = formats::load(&prepost, &Options::default()).unwrap();
     let info = htc.dagman.unwrap();
     assert_eq!(info.nodes.len(), 20);
@@ -329,11 +326,8 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
     assert!(stderr.contains("no <adag> element: not a Pegasus DAX"));
 }
 
-#[test]
-fn a_testbed_runs_a_workflow_file_and_workflow_overrides_it() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(fixture("diamond.yml"), dir.path().join("diamond.yml")).unwrap();
-    let body = r#"
+/// Three sites running `diamond.yml` (copied beside the testbed).
+const DIAMOND_TESTBED: &str = r#"
 strategy = "round-robin"
 origin = "submit-host"
 [emulation]
@@ -348,9 +342,14 @@ name = "grid3-02"
 [workflow]
 file = "diamond.yml"
 "#;
-    let testbed = crate::common::write_testbed(dir.path(), "t.toml", body);
+
+/// Writes [`DIAMOND_TESTBED`] into `dir`; a function that runs it with
+/// extra arguments, asserts success and returns the output.
+fn diamond_testbed(dir: &Path) -> impl Fn(&[&str]) -> String {
+    std::fs::copy(fixture("diamond.yml"), dir.join("diamond.yml")).unwrap();
+    let testbed = crate::common::write_testbed(dir, "t.toml", DIAMOND_TESTBED);
     let catalog = crate::common::catalog();
-    let run = |extra: &[&str]| {
+    move |extra: &[&str]| {
         let mut args = vec![
             "run",
             testbed.to_str().unwrap(),
@@ -362,16 +361,32 @@ file = "diamond.yml"
         let (code, stdout, stderr) = crate::common::gridbed(&args);
         assert_eq!(code, Some(0), "{stdout}{stderr}");
         stdout
-    };
+    }
+}
+
+#[test]
+#[ignore = "needs ../shared/reference"]
+fn a_real_montage_run_replaces_a_testbeds_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = diamond_testbed(dir.path());
+    let montage = reference("wfformat-cross-version/montage-2mass-005d-v1.5.json");
+    let out = run(&["--engine", "sim", "--workflow", montage.to_str().unwrap()]);
+    assert!(out.contains("58 ended of 58"), "{out}");
+}
+
+#[test]
+fn a_testbed_runs_a_workflow_file_and_workflow_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = diamond_testbed(dir.path());
+    let body = DIAMOND_TESTBED;
+    let catalog = crate::common::catalog();
     for engine in ["sim", "live"] {
         let out = run(&["--engine", engine]);
         assert!(out.contains("4 ended of 4"), "{engine}: {out}");
     }
-    let Some(montage) = reference("wfformat-cross-version/montage-2mass-005d-v1.5.json") else {
-        return;
-    };
-    let out = run(&["--engine", "sim", "--workflow", montage.to_str().unwrap()]);
-    assert!(out.contains("58 ended of 58"), "{out}");
+    let other = fixture("epigenomics-wfcommons-1.6.json");
+    let out = run(&["--engine", "sim", "--workflow", other.to_str().unwrap()]);
+    assert!(out.contains("57 ended of 57"), "{out}");
     let bad = crate::common::write_testbed(
         dir.path(),
         "both.toml",
@@ -495,10 +510,9 @@ default_runtime = 1
 }
 
 #[test]
+#[ignore = "needs ../shared/reference"]
 fn htcondors_prepost_dag_runs_its_scripts_never_more_than_maxpre_pre_scripts_at_once() {
-    let Some(prepost) = reference("job_dagman_prepost.dag") else {
-        return;
-    };
+    let prepost = reference("job_dagman_prepost.dag");
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(prepost, dir.path().join("job_dagman_prepost.dag")).unwrap();
     // Stand-ins for the test suite's scripts, which are not published with
@@ -660,15 +674,62 @@ fn a_wfformat_1_6_file_written_by_the_wfcommons_package_reads_as_it_says() {
     );
 }
 
+/// An edit of a file's text: cut at, delete 16 characters at, insert at,
+/// swap at.
+type Edit = (usize, proptest::sample::Index, String);
+
+/// Applies `edits` to `path` and reads the result as `format`: a result or
+/// an error, never a panic.
+fn parse_edited(path: &Path, format: usize, edits: Vec<Edit>) {
+    let mut t: Vec<char> = std::fs::read_to_string(path).unwrap().chars().collect();
+    for (op, at, text) in edits {
+        let i = if t.is_empty() { 0 } else { at.index(t.len()) };
+        match op {
+            0 => t.truncate(i),
+            1 => {
+                let j = (i + 16).min(t.len());
+                t.drain(i..j);
+            }
+            2 => {
+                for (k, c) in text.chars().enumerate() {
+                    t.insert(i + k, c);
+                }
+            }
+            _ => {
+                if !t.is_empty() {
+                    let j = (i * 7 + 3) % t.len();
+                    t.swap(i, j);
+                }
+            }
+        }
+    }
+    let text: String = t.into_iter().collect();
+    let format = [
+        Format::Auto,
+        Format::Wfformat,
+        Format::Dax,
+        Format::PegasusYaml,
+        Format::Dagman,
+    ][format];
+    let _ = formats::load_text(
+        path,
+        &text,
+        &Options {
+            format,
+            ..Default::default()
+        },
+    );
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
 
-    /// Fuzzing (proptest, 256 cases a run): any edits of any fixture or
-    /// reference file — cuts, deletions, insertions of arbitrary text, swaps
-    /// — read as any format, give a result or an error, never a panic.
+    /// Fuzzing (proptest, 256 cases a run): any edits of any fixture — cuts,
+    /// deletions, insertions of arbitrary text, swaps — read as any format,
+    /// give a result or an error, never a panic.
     #[test]
     fn no_edit_of_a_fixture_panics_a_parser(
-        which in 0usize..11,
+        which in 0usize..16,
         format in 0usize..5,
         edits in proptest::collection::vec((0usize..4, proptest::prelude::any::<proptest::sample::Index>(), ".{0,12}"), 1..6),
     ) {
@@ -677,34 +738,19 @@ proptest::proptest! {
             .map(|e| e.unwrap().path())
             .collect();
         files.sort();
-        files.extend(reference("pegasus5-diamond-workflow.yml"));
-        files.extend(reference("job_dagman_prepost.dag"));
-        let path = &files[which % files.len()];
-        let mut t: Vec<char> = std::fs::read_to_string(path).unwrap().chars().collect();
-        for (op, at, text) in edits {
-            let i = if t.is_empty() { 0 } else { at.index(t.len()) };
-            match op {
-                0 => t.truncate(i),
-                1 => {
-                    let j = (i + 16).min(t.len());
-                    t.drain(i..j);
-                }
-                2 => {
-                    for (k, c) in text.chars().enumerate() {
-                        t.insert(i + k, c);
-                    }
-                }
-                _ => {
-                    if !t.is_empty() {
-                        let j = (i * 7 + 3) % t.len();
-                        t.swap(i, j);
-                    }
-                }
-            }
-        }
-        let text: String = t.into_iter().collect();
-        let format = [Format::Auto, Format::Wfformat, Format::Dax, Format::PegasusYaml, Format::Dagman][format];
-        let _ = formats::load_text(path, &text, &Options { format, ..Default::default() });
+        parse_edited(&files[which % files.len()], format, edits);
+    }
+
+    /// The same on real files of HTCondor and Pegasus.
+    #[test]
+    #[ignore = "needs ../shared/reference"]
+    fn no_edit_of_a_real_workflow_file_panics_a_parser(
+        which in 0usize..2,
+        format in 0usize..5,
+        edits in proptest::collection::vec((0usize..4, proptest::prelude::any::<proptest::sample::Index>(), ".{0,12}"), 1..6),
+    ) {
+        let file = ["pegasus5-diamond-workflow.yml", "job_dagman_prepost.dag"][which];
+        parse_edited(&reference(file), format, edits);
     }
 }
 
