@@ -54,8 +54,8 @@ pub(crate) struct FarmArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
     /// Live: keep /metrics up this many seconds after the run.
-    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
-    linger: f64,
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = super::seconds)]
+    linger: std::time::Duration,
     /// Live: where the executors' pools and the store go.
     #[arg(long, value_name = "DIR")]
     pool_dir: Option<PathBuf>,
@@ -128,7 +128,7 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
             progress: Box::new(Progress::counting(tb.tasks.len(), "tasks")),
             corrupt_store_responses: 0,
             metrics_addr: args.metrics_addr,
-            linger: std::time::Duration::from_secs_f64(args.linger.max(0.0)),
+            linger: args.linger,
             pool_root: args.pool_dir.clone(),
         };
         let r = crate::live::farm::run(&tb.spec, &tb.tasks, em, opts).map_err(CliError::failed)?;

@@ -134,6 +134,16 @@ enum Engine {
     Sim,
 }
 
+/// Parses seconds for an option: finite and ≥ 0, at most a year (a
+/// duration no run needs more of), so that no value can overflow a timer.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    const YEAR: f64 = 365.0 * 86_400.0;
+    match text.trim().parse::<f64>() {
+        Ok(s) if (0.0..=YEAR).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("expected seconds from 0 to {YEAR}, found `{text}`")),
+    }
+}
+
 fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
     let overrides = Overrides {
         strategy: args.strategy.clone(),

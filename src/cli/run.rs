@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use std::time::Duration;
 
 use super::{CliError, Engine, ScenarioArgs, SocketAddr, load, write_json};
 use crate::core::observer::BoxedObserver;
@@ -28,8 +27,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
     /// Keep /metrics up this many seconds after the run.
-    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
-    linger: f64,
+    #[arg(long, value_name = "SECS", default_value = "0", value_parser = super::seconds)]
+    linger: std::time::Duration,
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
@@ -67,12 +66,6 @@ pub(crate) struct ValidateArgs {
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let scenario = load(&args.scenario)?;
-    if !(args.linger.is_finite() && args.linger >= 0.0) {
-        return Err(CliError::Input(format!(
-            "--linger: expected seconds ≥ 0, found {}",
-            args.linger
-        )));
-    }
     let db_path = args
         .db
         .clone()
@@ -108,7 +101,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let record = match args.engine {
         Engine::Sim => {
-            if args.metrics_addr.is_some() || args.linger > 0.0 || args.pool_dir.is_some() {
+            if args.metrics_addr.is_some() || !args.linger.is_zero() || args.pool_dir.is_some() {
                 eprintln!(
                     "note: --metrics-addr, --linger and --pool-dir apply to the live engine only"
                 );
@@ -144,7 +137,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             };
             let opts = LiveOptions {
                 metrics_addr: args.metrics_addr,
-                linger: Duration::from_secs_f64(args.linger),
+                linger: args.linger,
                 progress,
                 run_id: run_id.clone(),
                 pool_root: args.pool_dir.clone(),

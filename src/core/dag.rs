@@ -100,7 +100,18 @@ pub enum DagError {
         /// The value.
         runtime: f64,
     },
+    /// The files' sizes add up to more than [`MAX_WORKFLOW_BYTES`].
+    #[error(
+        "the files of the workflow add up to more than {} bytes (2^60, an exabyte)",
+        MAX_WORKFLOW_BYTES
+    )]
+    TooLarge,
 }
+
+/// The most bytes a workflow's files may add up to (2^60, about an exabyte):
+/// far beyond any real workflow, and far enough below `u64::MAX` that no sum
+/// of sizes in a run (pools, transfers, records) can overflow.
+pub const MAX_WORKFLOW_BYTES: u64 = 1 << 60;
 
 /// A validated workflow: acyclic, every reference resolved, one writer per file.
 #[derive(Debug, Clone, Default)]
@@ -202,6 +213,11 @@ impl Workflow {
     /// come in any order; the result is topologically sorted, stable for ties.
     pub fn from_jobs(files: Vec<File>, jobs: Vec<Job>) -> Result<Workflow, DagError> {
         let n = jobs.len();
+        files
+            .iter()
+            .try_fold(0u64, |sum, f| sum.checked_add(f.size))
+            .filter(|&total| total <= MAX_WORKFLOW_BYTES)
+            .ok_or(DagError::TooLarge)?;
         for j in &jobs {
             if !(j.runtime.is_finite() && j.runtime >= 0.0) {
                 return Err(DagError::BadRuntime {

@@ -367,9 +367,11 @@ async fn run_async(
             let per_exec = if spec.caching {
                 em.real_bytes(spec.cache)
             } else {
-                real_size * spec.cpus as u64
+                real_size.saturating_mul(spec.cpus as u64)
             };
-            let worst = real_size * spec.files as u64 + per_exec * spec.executors as u64;
+            let worst = real_size
+                .saturating_mul(spec.files as u64)
+                .saturating_add(per_exec.saturating_mul(spec.executors as u64));
             super::pool_root_for(worst)
         }
     };
@@ -407,7 +409,7 @@ async fn run_async(
             client: super::http_client()?,
             store_url,
             names: names.clone(),
-            compute: Duration::from_secs_f64(em.real_secs(spec.compute + spec.dispatch).max(0.0)),
+            compute: super::site::real_duration(em.real_secs(spec.compute + spec.dispatch)),
             reports: tx,
         }),
     };
@@ -562,7 +564,7 @@ impl Engine<'_> {
         let start = Instant::now();
         let em = self.em;
         let nominal = |at: Instant| at.duration_since(start).as_secs_f64() * em.time_scale;
-        let real_at = |t: f64| start + Duration::from_secs_f64(em.real_secs(t).max(0.0));
+        let real_at = |t: f64| start + super::site::real_duration(em.real_secs(t));
         let mut reports: Vec<Report> = Vec::new();
         let mut commands = Vec::new();
         let mut last_report = Instant::now();

@@ -110,6 +110,19 @@ pub enum EngineError {
     /// The origin cannot hold the inputs.
     #[error("origin site `{0}` cannot hold the workflow's inputs")]
     OriginFull(String),
+    /// The inputs' real bytes do not fit where the pools go.
+    #[error(
+        "the workflow's inputs are {need} real bytes (nominal sizes over byte_scale), more than the {free} bytes free under {}",
+        root.display()
+    )]
+    NoRoom {
+        /// Real bytes of the inputs.
+        need: u64,
+        /// Bytes free there.
+        free: u64,
+        /// Where the pools go.
+        root: PathBuf,
+    },
     /// An actor went away mid-run.
     #[error("the live engine lost an actor: {0}")]
     Mailbox(String),
@@ -130,6 +143,16 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     let setup_start = Instant::now();
     let wf = scenario.workflow.clone();
     let em = scenario.emulation;
+    let root = match &opts.pool_root {
+        Some(r) => r.clone(),
+        None => pool_root(scenario),
+    };
+    let need = real_bytes(&wf, em, wf.inputs());
+    if let Some(free) = free_bytes(&root)
+        && need > free
+    {
+        return Err(EngineError::NoRoom { need, free, root });
+    }
     let metrics = Arc::new(Metrics::new(&opts.run_id));
     metrics
         .run_info
@@ -146,10 +169,6 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
 
     // Pools and the origin's files, before any clock starts.
     let encoded: Vec<String> = wf.files.iter().map(|f| names::encode(&f.name)).collect();
-    let root = match &opts.pool_root {
-        Some(r) => r.clone(),
-        None => pool_root(scenario),
-    };
     let mut dirs = Vec::new();
     let mut pools = Vec::new();
     let mut stores = Vec::new();
@@ -354,9 +373,21 @@ pub fn http_client() -> Result<reqwest::Client, EngineError> {
 pub fn pool_root(scenario: &Scenario) -> PathBuf {
     let wf = &scenario.workflow;
     let em = scenario.emulation;
-    let real: u64 = wf.files.iter().map(|f| em.real_bytes(f.size)).sum();
+    let real = real_bytes(wf, em, 0..wf.files.len());
     // Every file could be copied to every site at worst.
     pool_root_for(real.saturating_mul(scenario.sites.len() as u64))
+}
+
+/// Real bytes of `files`, saturating (an absurd `byte_scale` gives
+/// `u64::MAX`, which no file system has free, rather than an overflow).
+fn real_bytes(
+    wf: &Workflow,
+    em: Emulation,
+    files: impl Iterator<Item = crate::core::FileId>,
+) -> u64 {
+    files.fold(0u64, |sum, f| {
+        sum.saturating_add(em.real_bytes(wf.files[f].size))
+    })
 }
 
 /// Where pools holding at most `worst` real bytes go (see [`pool_root`]).

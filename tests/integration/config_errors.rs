@@ -282,3 +282,93 @@ fn a_fault_probability_outside_zero_to_one() {
     );
     expect(&e, &["bad.toml:10:23", "corrupt_probability in [0, 1]"]);
 }
+
+/// A pipeline testbed for the numeric extremes below.
+const PIPELINE: &str = r#"strategy = "data-present"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 100
+[manager]
+prescript_interval = 1.0
+transfer_backoff = 2.0
+[workflow]
+generator = "pipeline"
+levels = 2
+width = 3
+runtime = [300, 60]
+file_size = "1 MB"
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+"#;
+
+#[test]
+fn no_numeric_extreme_panics_it_runs_or_is_refused_with_its_field() {
+    // (replace, with, exit code of `check` and of a simulated run).
+    let cases: &[(&str, &str, i32)] = &[
+        ("time_scale = 100", "time_scale = 1e300", 0),
+        ("time_scale = 100", "time_scale = 1e-300", 0),
+        ("byte_scale = 100", "byte_scale = 1e-300", 0),
+        ("runtime = [300, 60]", "runtime = [1e300, 1e-300]", 0),
+        ("cpus = 2", "cpus = 2\nspeed = 1e-300", 0),
+        ("cpus = 2", "cpus = 2\nspeed = 1e300", 0),
+        ("cpus = 2", "cpus = 2\noverhead = 1e300", 0),
+        ("cpus = 2", "cpus = 2\nlatency = 1e300", 0),
+        ("cpus = 2", "cpus = 2\nbandwidth = \"1e-300 B/s\"", 0),
+        ("cpus = 2", "cpus = 1000000000000", 0),
+        ("cpus = 2", "cpus = 2\ndisk = \"1e30 TB\"", 0),
+        ("prescript_interval = 1.0", "prescript_interval = 1e300", 0),
+        ("transfer_backoff = 2.0", "transfer_backoff = 1e300", 0),
+        ("[manager]", "[manager]\nmax_retries = 4000000000", 0),
+        ("[manager]", "[manager]\nmaxpre = 100000000000000000000", 2),
+        ("width = 3", "width = 100000000000", 2),
+        ("file_size = \"1 MB\"", "file_size = \"1e30 TB\"", 2),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to, want) in cases {
+        assert!(PIPELINE.contains(from), "{from}");
+        let path = write_testbed(dir.path(), "x.toml", &PIPELINE.replacen(from, to, 1));
+        let sites = catalog();
+        for args in [
+            vec!["check", path.to_str().unwrap()],
+            vec!["run", path.to_str().unwrap(), "--engine", "sim", "-q"],
+        ] {
+            let mut args = args.clone();
+            args.extend(["--sites", sites.to_str().unwrap()]);
+            let (code, _, stderr) = crate::common::gridbed(&args);
+            assert!(!stderr.contains("panicked"), "{to}: {stderr}");
+            assert_eq!(code, Some(*want), "{to} ({}): {stderr}", args[0]);
+            if *want == 2 {
+                assert!(stderr.contains("x.toml:"), "{to}: where: {stderr}");
+            }
+        }
+    }
+    // Live: real bytes beyond any disk are refused before a file is written.
+    let path = write_testbed(
+        dir.path(),
+        "x.toml",
+        &PIPELINE.replacen("byte_scale = 100", "byte_scale = 1e-300", 1),
+    );
+    let sites = catalog();
+    let (code, _, stderr) = crate::common::gridbed(&[
+        "run",
+        path.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("real bytes") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    for linger in ["inf", "NaN", "-1", "1e300"] {
+        let flag = format!("--linger={linger}");
+        let (code, _, stderr) = crate::common::gridbed(&["run", path.to_str().unwrap(), &flag]);
+        assert_eq!(code, Some(2), "--linger {linger}: {stderr}");
+        assert!(stderr.contains("--linger"), "{stderr}");
+    }
+}

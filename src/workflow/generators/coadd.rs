@@ -103,7 +103,14 @@ impl Coadd {
         if !(self.sample > 0.0 && self.sample <= 1.0) {
             return Err(("sample", "expected a fraction in (0, 1]".into()));
         }
-        Ok(())
+        // Before sampling: the whole grid and its files are built first.
+        let jobs = self.ra as f64 * self.dec as f64 * self.filters as f64;
+        let rows = self.files_per_dec as f64 + (self.margin_dec[0] + self.margin_dec[1]) as f64;
+        let cols = self.files_per_ra.ceil() + 2.0 * self.margin_ra as f64;
+        let files = self.filters as f64
+            * (self.dec as f64 * self.files_per_dec as f64)
+            * (self.ra as f64 * self.files_per_ra);
+        super::bounded("ra", jobs.max(files), jobs * rows * cols)
     }
 
     /// File columns in all.

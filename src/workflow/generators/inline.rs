@@ -106,7 +106,7 @@ impl Inline {
             | DagError::ReadBeforeWrite { job, .. }
             | DagError::BadRuntime { job, .. } => job,
             DagError::TwoWriters { second, .. } => second,
-            DagError::DuplicateFile(_) => return None,
+            DagError::DuplicateFile(_) | DagError::TooLarge => return None,
         };
         let i = self.job.iter().position(|j| &j.get_ref().name == name)?;
         Some((i, self.job[i].span()))

@@ -83,6 +83,34 @@ impl FileSpec {
     }
 }
 
+/// The most jobs a generator builds: ten times the million-task runs this
+/// project is measured on, far below what would exhaust a machine's memory.
+pub const MAX_JOBS: f64 = 1e7;
+/// The most input references (job × file) a generator builds, for the same
+/// reason (the full SDSS coadd has 5.4 million).
+pub const MAX_REFERENCES: f64 = 5e8;
+
+/// Refuses parameters that would build more than [`MAX_JOBS`] jobs or
+/// [`MAX_REFERENCES`] references (counted in `f64`, so that no product
+/// overflows); `field` is the parameter the error names.
+fn bounded(field: &'static str, jobs: f64, references: f64) -> Result<(), (&'static str, String)> {
+    if jobs > MAX_JOBS {
+        return Err((
+            field,
+            format!("these parameters make {jobs:.3e} jobs; expected at most {MAX_JOBS:.0e}"),
+        ));
+    }
+    if references > MAX_REFERENCES {
+        return Err((
+            field,
+            format!(
+                "these parameters make {references:.3e} input references; expected at most {MAX_REFERENCES:.0e}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Generator names, for error messages.
 pub const GENERATORS: &[&str] = &["pipeline", "spatial", "coadd", "inline"];
 

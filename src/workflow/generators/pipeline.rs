@@ -75,7 +75,9 @@ impl Pipeline {
         if !(0.0..1.0).contains(&self.jitter) {
             return Err(("jitter", "expected a fraction in [0, 1)".into()));
         }
-        Ok(())
+        // At most three inputs a job: its parent's, the shared and its own.
+        let jobs = self.levels as f64 * self.width as f64;
+        super::bounded("width", jobs, 3.0 * jobs)
     }
 
     /// Builds the workflow.

@@ -73,7 +73,10 @@ impl Spatial {
         if !(0.0..1.0).contains(&self.jitter) {
             return Err(("jitter", "expected a fraction in [0, 1)".into()));
         }
-        Ok(())
+        let jobs = self.ra as f64 * self.dec as f64 * self.filters as f64;
+        let window = (2.0 * self.ra_radius as f64 + 1.0).min(self.ra as f64)
+            * (2.0 * self.dec_radius as f64 + 1.0).min(self.dec as f64);
+        super::bounded("ra", jobs, jobs * window)
     }
 
     /// Builds the workflow.
