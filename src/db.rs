@@ -21,22 +21,51 @@ use crate::core::{SiteInfo, Workflow};
 
 /// An error of the control database, with the file it concerns.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct DbError {
-    /// The database file.
-    pub path: String,
-    /// What went wrong.
-    pub message: String,
+pub enum DbError {
+    /// SQLite or the file system failed.
+    #[error("{path}: {message}")]
+    Failed {
+        /// The database file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// [`ControlDb::create`] was pointed at a file that gridbed did not
+    /// write, and left it alone.
+    #[error(
+        "{path} exists and is not a gridbed control database; not replacing it (choose another path, or pass --force)"
+    )]
+    NotOurs {
+        /// The file.
+        path: String,
+    },
 }
 
 impl DbError {
     /// An error about the database at `path`.
     fn at(path: &Path, message: impl std::fmt::Display) -> DbError {
-        DbError {
+        DbError::Failed {
             path: path.display().to_string(),
             message: message.to_string(),
         }
     }
+}
+
+/// The `application_id` in the header of every control database gridbed
+/// writes ("grbd"), by which it knows a file it may replace.
+const APPLICATION_ID: u32 = u32::from_be_bytes(*b"grbd");
+
+/// Whether the file at `path` may be replaced without `--force`: it is
+/// empty (nothing to lose) or a control database gridbed wrote (SQLite's
+/// header, with gridbed's `application_id` at offset 68).
+fn replaceable(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(72);
+    std::fs::File::open(path)?.take(72).read_to_end(&mut head)?;
+    Ok(head.is_empty()
+        || (head.len() == 72
+            && head.starts_with(b"SQLite format 3\0")
+            && head[68..72] == APPLICATION_ID.to_be_bytes()))
 }
 
 const SCHEMA: &str = "
@@ -108,16 +137,23 @@ fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
 }
 
 impl ControlDb {
-    /// Creates (replacing any old one) the database of a run, with its sites
-    /// and jobs. The file is opened here, so a bad path fails at once; the
-    /// schema and everything after are written by the writer thread.
+    /// Creates the database of a run, with its sites and jobs, replacing
+    /// an old control database at `path` (or, with `force`, any file). The
+    /// file is opened here, so a bad path fails at once; the schema and
+    /// everything after are written by the writer thread.
     pub fn create(
         path: &Path,
+        force: bool,
         run: &[(&str, String)],
         sites: &[SiteInfo],
         wf: &Workflow,
     ) -> Result<ControlDb, DbError> {
         let err = |e: &dyn std::fmt::Display| DbError::at(path, e);
+        if !force && path.exists() && !replaceable(path).map_err(|e| err(&e))? {
+            return Err(DbError::NotOurs {
+                path: path.display().to_string(),
+            });
+        }
         // What can be checked without SQLite is checked here, so that a bad
         // path fails before the run; SQLite's own set-up (about a
         // millisecond) happens on the writer thread, beside the run.
@@ -207,7 +243,7 @@ impl ControlDb {
         self.batches = None;
         match self.writer.take().map(JoinHandle::join) {
             Some(Ok(result)) => result,
-            Some(Err(_)) => Err(DbError {
+            Some(Err(_)) => Err(DbError::Failed {
                 path: String::new(),
                 message: "the database writer panicked".into(),
             }),
@@ -236,10 +272,14 @@ fn writer(
 ) -> Result<(), DbError> {
     let err = |e: rusqlite::Error| DbError::at(path, e);
     let mut conn = Connection::open(path).map_err(err)?;
-    // The run record is the durable account; this database only has to
-    // survive the process, so commits need not wait for the disk (set
-    // first: switching to WAL is itself a commit).
-    conn.pragma_update(None, "synchronous", "OFF")
+    // WAL with synchronous=NORMAL: a killed process loses nothing it
+    // committed, and a power loss at worst the last commits, never the
+    // file's consistency (with OFF, an OS crash could corrupt it). Commits
+    // wait for the disk only at checkpoints. Set first: switching to WAL is
+    // itself a commit.
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(err)?;
+    conn.pragma_update(None, "application_id", APPLICATION_ID as i32)
         .map_err(err)?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(err)?;

@@ -390,6 +390,7 @@ fn db_cost(testbed: &str, rounds: usize) -> Result<Figure, Failure> {
         let db_path = dir.path().join(format!("run{i}.db"));
         let db = crate::db::ControlDb::create(
             &db_path,
+            true,
             &[],
             &scenario.site_infos(),
             &scenario.workflow,

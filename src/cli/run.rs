@@ -40,6 +40,10 @@ pub(crate) struct RunArgs {
     /// beside the run record, `RECORD.db`, when `--json` is given).
     #[arg(long, value_name = "FILE")]
     db: Option<PathBuf>,
+    /// Let --db replace a file that is not a gridbed control database
+    /// (without it such a file is left alone and the run refused).
+    #[arg(long)]
+    force: bool,
     /// Write the run's engine-neutral trace here (JSON Lines: job phases,
     /// transfers, evictions, in time order).
     #[arg(long, value_name = "FILE")]
@@ -84,11 +88,15 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             ];
             let db = crate::db::ControlDb::create(
                 path,
+                args.force,
                 &run,
                 &scenario.site_infos(),
                 &scenario.workflow,
             )
-            .map_err(|e| CliError::Failed(format!("control database {e}")))?;
+            .map_err(|e| match e {
+                crate::db::DbError::NotOurs { .. } => CliError::input(format!("--db: {e}")),
+                _ => CliError::Failed(format!("control database {e}")),
+            })?;
             Some(db)
         }
         None => None,

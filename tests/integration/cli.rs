@@ -471,3 +471,85 @@ fn bench_prints_its_figures_and_a_markdown_table_and_refuses_an_unknown_name() {
         "{stderr}"
     );
 }
+
+#[test]
+fn db_replaces_only_its_own_files_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let db = dir.path().join("notes.txt");
+    std::fs::write(&db, "precious notes, not a database").unwrap();
+    let sites = catalog();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            tb.to_str().unwrap(),
+            "--sites",
+            sites.to_str().unwrap(),
+            "--engine",
+            "sim",
+            "--db",
+            db.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend(extra);
+        gridbed(&args)
+    };
+    let (code, _, stderr) = run(&[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a gridbed control database"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&db).unwrap(),
+        "precious notes, not a database",
+        "left alone"
+    );
+    let (code, _, stderr) = run(&["--force"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!gridbed::db::site_rows(&db).unwrap().is_empty());
+    // Its own database, from the run before, is replaced without --force.
+    let (code, _, stderr) = run(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn the_control_database_survives_a_kill_9_of_a_live_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let testbed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/quickstart.toml");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", testbed.to_str().unwrap(), "-q", "--db"])
+        .arg(&db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until the first attempts are committed (the run takes about 25 s).
+    let attempts = |db: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .and_then(|c| c.query_row("SELECT count(*) FROM attempts", [], |r| r.get(0)))
+            .unwrap_or(0)
+    };
+    let mut seen = 0;
+    for _ in 0..240 {
+        seen = attempts(&db);
+        if seen >= 10 || child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert!(seen >= 10, "no attempts committed within 60 s");
+    child.kill().unwrap(); // SIGKILL: no destructor, no last commit
+    child.wait().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    drop(conn);
+    assert!(attempts(&db) >= seen, "what was committed is still there");
+    let (code, stdout, stderr) = gridbed(&["inspect", db.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("grid3-01"), "{stdout}");
+}
