@@ -5,11 +5,13 @@
 //!   `X-Sha256`; `HEAD` gives the same headers; `GET /health` answers `ok`.
 //! * Only canonical pool names ([`super::names`]) are served: traversal
 //!   (`../`, `%2e%2e%2f`, absolute paths) gets 400, a missing file 404.
-//! * Egress is shaped by governor token buckets counted in bytes and applied to
-//!   every chunk: one shared by all responses (the site's aggregate bandwidth)
-//!   and, optionally, one per response (the per-stream cap). The bucket holds at
-//!   most one chunk, and a chunk is about 1/100 s of the slowest rate, so a
-//!   transfer takes `size / rate` within a few milliseconds.
+//! * Egress is shaped by governor token buckets applied to every chunk: one
+//!   shared by all responses (the site's aggregate bandwidth) and,
+//!   optionally, one per response (the per-stream cap). A bucket counts
+//!   bytes, or blocks of bytes at rates beyond governor's 10^9 cells/s, so
+//!   that any finite rate is enforced. It holds at most one chunk, and a
+//!   chunk is about 1/100 s of the slowest rate, so a transfer takes
+//!   `size / rate` within a few milliseconds.
 //! * More than `max_connections` responses at once get 503 with `Retry-After`
 //!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
 //!   second); the transfer client waits and retries.
@@ -89,21 +91,46 @@ pub struct Gridftp {
 /// whichever waiter wakes first win.
 struct Shared {
     turn: tokio::sync::Mutex<()>,
-    bucket: DefaultDirectRateLimiter,
+    bucket: ByteBucket,
 }
 
-/// A byte-rate bucket holding at most `chunk` bytes; None when unlimited.
-/// It starts empty: a full bucket would let a file smaller than a chunk
-/// through at once, and emulated files are often that small.
-fn limiter(rate: f64, chunk: usize) -> Option<DefaultDirectRateLimiter> {
-    if !rate.is_finite() || rate >= 1e9 {
-        return None;
+/// A byte-rate bucket. Governor refills at most one cell a nanosecond, so
+/// at rates beyond 10^8 bytes/s a cell stands for `unit` bytes (a chunk
+/// then waits for its bytes rounded up to whole cells, at most `unit - 1`
+/// bytes early: under a microsecond of the rate).
+struct ByteBucket {
+    limiter: DefaultDirectRateLimiter,
+    unit: u64,
+}
+
+/// Cells a second the buckets stay under.
+const MAX_CELL_RATE: f64 = 1e8;
+
+impl ByteBucket {
+    /// A bucket of `rate` bytes/s holding at most `chunk` bytes; None when
+    /// unlimited. It starts empty: a full bucket would let a file smaller
+    /// than a chunk through at once, and emulated files are often that
+    /// small.
+    fn new(rate: f64, chunk: usize) -> Option<ByteBucket> {
+        if !rate.is_finite() {
+            return None;
+        }
+        let rate = rate.max(1e-3);
+        let unit = (rate / MAX_CELL_RATE).ceil().max(1.0) as u64;
+        let period = Duration::from_secs_f64(unit as f64 / rate);
+        let burst = NonZeroU32::new((chunk as u64).div_ceil(unit).min(u32::MAX as u64) as u32)?;
+        let limiter = RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst));
+        let _ = limiter.check_n(burst);
+        Some(ByteBucket { limiter, unit })
     }
-    let period = Duration::from_secs_f64(1.0 / rate.max(1e-3));
-    let burst = NonZeroU32::new(chunk as u32)?;
-    let bucket = RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst));
-    let _ = bucket.check_n(burst);
-    Some(bucket)
+
+    /// Waits until `bytes` may go.
+    async fn take(&self, bytes: usize) {
+        let cells = (bytes as u64).div_ceil(self.unit).min(u32::MAX as u64) as u32;
+        if let Some(cells) = NonZeroU32::new(cells) {
+            let _ = self.limiter.until_n_ready(cells).await;
+        }
+    }
 }
 
 impl Gridftp {
@@ -116,7 +143,7 @@ impl Gridftp {
             1 << 20
         };
         Gridftp {
-            aggregate: limiter(limits.bandwidth, chunk).map(|bucket| {
+            aggregate: ByteBucket::new(limits.bandwidth, chunk).map(|bucket| {
                 Arc::new(Shared {
                     turn: tokio::sync::Mutex::new(()),
                     bucket,
@@ -232,7 +259,7 @@ struct Body {
     remaining: u64,
     chunk: usize,
     aggregate: Option<Arc<Shared>>,
-    stream: Option<DefaultDirectRateLimiter>,
+    stream: Option<ByteBucket>,
     corrupt: bool,
     _slot: Slot,
 }
@@ -273,7 +300,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         remaining: meta.size,
         chunk: st.chunk,
         aggregate: st.aggregate.clone(),
-        stream: limiter(st.limits.stream_cap, st.chunk),
+        stream: ByteBucket::new(st.limits.stream_cap, st.chunk),
         corrupt,
         _slot: slot,
     };
@@ -282,13 +309,12 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             return None;
         }
         let n = (b.chunk as u64).min(b.remaining) as usize;
-        let cells = NonZeroU32::new(n as u32)?;
         if let Some(l) = &b.stream {
-            let _ = l.until_n_ready(cells).await;
+            l.take(n).await;
         }
         if let Some(shared) = &b.aggregate {
             let _turn = shared.turn.lock().await;
-            let _ = shared.bucket.until_n_ready(cells).await;
+            shared.bucket.take(n).await;
         }
         let mut chunk = match &mut b.source {
             Source::Memory(bytes) => bytes.split_to(n),
@@ -319,6 +345,19 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // `test` is actix's here; this one is synchronous.
+    #[core::prelude::v1::test]
+    fn every_finite_rate_is_enforced_in_blocks_beyond_a_hundred_million_bytes_a_second() {
+        assert!(
+            ByteBucket::new(f64::INFINITY, 1 << 20).is_none(),
+            "unlimited"
+        );
+        for (rate, unit) in [(1e3, 1), (1e8, 1), (1e9, 10), (4e9, 40), (1e12, 10_000)] {
+            let b = ByteBucket::new(rate, 1 << 20).unwrap();
+            assert_eq!(b.unit, unit, "{rate} B/s");
+        }
+    }
     use actix_web::test;
 
     fn state(max_connections: usize) -> (tempfile::TempDir, web::Data<Gridftp>) {
