@@ -11,7 +11,13 @@ use prometheus::{
 };
 
 /// The `reason` label values of `gridbed_transfer_failures_total`.
-pub const FAILURE_REASONS: [&str; 4] = ["corrupt", "connection", "source_missing", "no_space"];
+pub const FAILURE_REASONS: [&str; 5] = [
+    "corrupt",
+    "connection",
+    "source_missing",
+    "busy",
+    "no_space",
+];
 
 /// All series of one run, in their own registry.
 pub struct Metrics {
@@ -36,8 +42,6 @@ pub struct Metrics {
     pub transfer_failures: IntCounterVec,
     /// Transfers started again after a failure, by source and destination.
     pub transfer_retries: IntCounterVec,
-    /// 503 answers waited out by source.
-    pub transfer_busy_waits: IntCounterVec,
     /// Wall duration of successful transfers.
     pub transfer_duration: HistogramVec,
     /// Transfers in flight.
@@ -226,11 +230,6 @@ impl Metrics {
                 "gridbed_transfer_retries_total",
                 "Transfers started again after a failed one (same source, or another replica)",
                 pair,
-            ),
-            transfer_busy_waits: icv(
-                "gridbed_transfer_busy_waits_total",
-                "503 answers (source at max_connections) waited out and retried",
-                &["source"],
             ),
             transfer_duration,
             transfers_in_flight: ig("gridbed_transfers_in_flight", "Transfers in flight"),

@@ -76,6 +76,10 @@ pub enum TransferFailure {
     Connection(String),
     /// The source no longer holds the file.
     SourceMissing,
+    /// The source was serving its `max_connections` transfers and refused
+    /// this one (HTTP 503): a failed try of that source, after which the
+    /// next try may go to another replica.
+    Busy,
     /// The destination cannot make room now; `never` when it never could.
     NoSpace {
         /// True when the file does not fit even in an empty pool.

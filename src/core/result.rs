@@ -49,8 +49,6 @@ pub struct RunResult {
 pub struct LiveTotals {
     /// Wall time of the setup (pools, origin files, servers).
     pub setup: Duration,
-    /// 503 answers waited out by the pulls.
-    pub busy_waits: u64,
     /// Real bytes pulled into all sites.
     pub real_bytes: u64,
     /// Files that failed the end-of-run check of their bytes (always 0 when

@@ -14,7 +14,8 @@
 //!   `size / rate` within a few milliseconds.
 //! * More than `max_connections` responses at once get 503 with `Retry-After`
 //!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
-//!   second); the transfer client waits and retries.
+//!   second); the transfer client reports it as a busy source, and the
+//!   manager retries (after `transfer_backoff`) or takes another replica.
 
 use std::net::TcpListener;
 use std::num::NonZeroU32;

@@ -109,8 +109,6 @@ pub struct SiteReport {
     pub capacity: u64,
     /// Jobs that ran here (started).
     pub jobs_run: u64,
-    /// 503 answers waited out by this site's pulls.
-    pub busy_waits: u64,
     /// Real bytes pulled into this site.
     pub real_bytes_in: u64,
 }

@@ -297,7 +297,6 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     result.db_error = db_error;
     result.live = Some(LiveTotals {
         setup,
-        busy_waits: reports.iter().map(|r| r.busy_waits).sum(),
         real_bytes: reports.iter().map(|r| r.real_bytes_in).sum(),
         corrupt_at_end: reports
             .iter()

@@ -44,7 +44,6 @@ pub struct SiteActor {
     store: Store,
     _dir: Arc<TempDir>,
     manager: Recipient<SiteEvent>,
-    busy_waits: u64,
     real_bytes_in: u64,
 }
 
@@ -57,12 +56,7 @@ impl Actor for SiteActor {
         // Per-site counters exist from the start (at 0), so that a rate or a
         // dashboard panel has a series before the first event.
         let m = &self.shared.metrics;
-        for counter in [
-            &m.evictions,
-            &m.jobs_killed,
-            &m.kills_void,
-            &m.transfer_busy_waits,
-        ] {
+        for counter in [&m.evictions, &m.jobs_killed, &m.kills_void] {
             counter.with_label_values(&[self.name()]);
         }
         self.schedule_load_change(Instant::now(), ctx);
@@ -111,7 +105,6 @@ impl SiteActor {
             store,
             _dir: dir,
             manager,
-            busy_waits: 0,
             real_bytes_in: 0,
         }
     }
@@ -211,7 +204,6 @@ impl SiteActor {
         let labels = [from, self.cfg.info.name.as_str()];
         let result = match res {
             Ok(p) => {
-                self.busy_waits += p.busy_waits as u64;
                 self.real_bytes_in += p.meta.size;
                 metrics.transfers.with_label_values(&labels).inc();
                 metrics
@@ -226,12 +218,6 @@ impl SiteActor {
                     .transfer_duration
                     .with_label_values(&labels)
                     .observe(took.as_secs_f64());
-                if p.busy_waits > 0 {
-                    metrics
-                        .transfer_busy_waits
-                        .with_label_values(&[from])
-                        .inc_by(p.busy_waits as u64);
-                }
                 Ok(size)
             }
             Err(e) => {
@@ -239,6 +225,7 @@ impl SiteActor {
                     TransferFailure::Corrupt(_) => "corrupt",
                     TransferFailure::Connection(_) => "connection",
                     TransferFailure::SourceMissing => "source_missing",
+                    TransferFailure::Busy => "busy",
                     TransferFailure::NoSpace { .. } => "no_space",
                 };
                 metrics
@@ -375,7 +362,6 @@ impl SiteActor {
             peak_used: self.site.peak_used(),
             capacity: self.site.pool().capacity(),
             jobs_run: self.site.jobs_run(),
-            busy_waits: self.busy_waits,
             real_bytes_in: self.real_bytes_in,
         }
     }

@@ -4,12 +4,10 @@
 //! The body streams into a hidden `.part` file in the destination pool while
 //! its sha256 is computed; only when length and hash match the source's
 //! `Content-Length` and `X-Sha256` is it renamed into place (atomic on one file
-//! system), so a corrupt or truncated copy is never listed nor registered. A 503
-//! (the source is at `max_connections`) is waited out here, as the extra
-//! transfers of the model wait for a connection; every other failure goes back to
-//! the manager, which decides whether to retry or take another replica.
-
-use std::time::Duration;
+//! system), so a corrupt or truncated copy is never listed nor registered.
+//! Every failure goes back to the manager, which decides whether to retry or
+//! take another replica: a 503 (the source is at `max_connections`) too, as
+//! [`TransferFailure::Busy`], a failed try of that source.
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
@@ -18,8 +16,6 @@ use tokio::io::AsyncWriteExt;
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
 
-/// Longest a transfer waits in total for a connection slot at its source.
-const MAX_BUSY_WAIT: Duration = Duration::from_secs(120);
 /// Bytes gathered before one write to the part file.
 const WRITE_BATCH: usize = 4 << 20;
 
@@ -28,8 +24,6 @@ const WRITE_BATCH: usize = 4 << 20;
 pub struct Pulled {
     /// The verified file.
     pub meta: FileMeta,
-    /// 503 answers waited out before the transfer got a slot.
-    pub busy_waits: u32,
 }
 
 /// Pulls `/files/{enc}` from `source` (a base URL such as
@@ -69,35 +63,21 @@ async fn fetch(
     list: bool,
 ) -> Result<Pulled, TransferFailure> {
     let url = format!("{source}/files/{enc}");
-    let mut busy_waits = 0u32;
-    let mut waited = Duration::ZERO;
-    let resp = loop {
-        let resp = client
-            .get(&url)
-            .send()
-            .await
-            .map_err(|e| TransferFailure::Connection(e.to_string()))?;
-        match resp.status().as_u16() {
-            200 => break resp,
-            503 if waited < MAX_BUSY_WAIT => {
-                let hint = resp
-                    .headers()
-                    .get("X-Retry-After-Ms")
-                    .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-                    .map(Duration::from_millis)
-                    .unwrap_or(Duration::from_secs(1));
-                busy_waits += 1;
-                waited += hint;
-                tokio::time::sleep(hint).await;
-            }
-            404 => return Err(TransferFailure::SourceMissing),
-            code => {
-                return Err(TransferFailure::Connection(format!(
-                    "HTTP {code} from {url}"
-                )));
-            }
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| TransferFailure::Connection(e.to_string()))?;
+    match resp.status().as_u16() {
+        200 => {}
+        503 => return Err(TransferFailure::Busy),
+        404 => return Err(TransferFailure::SourceMissing),
+        code => {
+            return Err(TransferFailure::Connection(format!(
+                "HTTP {code} from {url}"
+            )));
         }
-    };
+    }
     let expected_sha = resp
         .headers()
         .get("X-Sha256")
@@ -139,7 +119,7 @@ async fn fetch(
             if list {
                 dest.insert(enc, meta.clone());
             }
-            Ok(Pulled { meta, busy_waits })
+            Ok(Pulled { meta })
         }
         Err(e) => {
             let _ = tokio::fs::remove_file(&part).await;

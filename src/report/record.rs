@@ -109,8 +109,9 @@ pub struct Summary {
     pub cache_hits: u64,
     /// Files evicted.
     pub evictions: u64,
-    /// 503 answers waited out.
-    pub busy_waits: u64,
+    /// Transfers a source refused at its `max_connections` (HTTP 503; each
+    /// is a failed try, counted in `transfer_failures` too).
+    pub transfers_refused_busy: usize,
     /// Mean nominal wait in site queues (submitted → started).
     pub mean_queue_wait_s: f64,
     /// Files on disk that failed verification at the end (should be 0).
@@ -228,7 +229,6 @@ impl RunRecord {
         if let Some(live) = &run.live {
             rec.summary.wall_s = run.wall.as_secs_f64();
             rec.summary.setup_wall_s = live.setup.as_secs_f64();
-            rec.summary.busy_waits = live.busy_waits;
             rec.summary.real_bytes = live.real_bytes;
             rec.summary.corrupt_at_end = live.corrupt_at_end;
         }
@@ -329,7 +329,10 @@ impl RunRecord {
             real_bytes: 0,
             cache_hits: records.sites.iter().map(|s| s.cache_hits).sum(),
             evictions: 0,
-            busy_waits: 0,
+            transfers_refused_busy: t
+                .iter()
+                .filter(|t| t.failure == Some(TransferFailure::Busy))
+                .count(),
             mean_queue_wait_s: if waits.is_empty() {
                 0.0
             } else {
@@ -412,13 +415,13 @@ impl RunRecord {
         );
         let _ = writeln!(
             out,
-            "  transfers     {:>12} ({} nominal, {} real; {} failed, {} retries, {} busy waits)",
+            "  transfers     {:>12} ({} nominal, {} real; {} failed, {} retries, {} refused busy)",
             s.transfers,
             human_bytes(s.bytes as f64),
             human_bytes(s.real_bytes as f64),
             s.transfer_failures,
             s.transfer_retries,
-            s.busy_waits
+            s.transfers_refused_busy
         );
         let _ = writeln!(
             out,

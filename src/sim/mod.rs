@@ -8,9 +8,9 @@
 //! so a seed gives a byte-identical run record. The models mirror the live
 //! engine's, in nominal units:
 //!
-//! * **Transfers**: a transfer first waits for one of the source's
-//!   `max_connections` (FIFO, as 503-and-retry does live), holds it for the
-//!   source's `latency`, then streams on the source's
+//! * **Transfers**: a transfer takes one of the source's `max_connections`
+//!   (refused at once as busy when all are held, as a live endpoint answers
+//!   503), holds it for the source's `latency`, then streams on the source's
 //!   [`SharedLink`]: all streams leaving a site
 //!   share its `bandwidth` fairly and each is capped at `stream_cap`. A
 //!   response the source's fault schedule corrupts ends as a corrupt transfer.
@@ -113,8 +113,6 @@ struct Source {
     latency: f64,
     /// Connections held (waiting out latency or streaming).
     connections: usize,
-    /// Transfers waiting for a connection, FIFO.
-    waiting: VecDeque<TransferId>,
     /// The streams sharing its egress.
     link: SharedLink<TransferId>,
     /// Which responses it corrupts on purpose.
@@ -185,7 +183,6 @@ impl Sim {
                 max_connections: s.max_connections,
                 latency: s.latency,
                 connections: 0,
-                waiting: VecDeque::new(),
                 link: SharedLink::new(s.bandwidth, s.stream_cap),
                 corrupt: FaultSchedule::new(
                     s.faults.corrupt_responses,
@@ -391,8 +388,24 @@ impl Sim {
             let at = self.now + src.latency;
             self.at(at, Ev::Stream(id));
         } else {
-            src.waiting.push_back(id);
+            // Refused at once, as a live endpoint answers 503 (or 404
+            // first, when it does not hold the file).
+            let failure = if self.sites[from].serves(file) {
+                TransferFailure::Busy
+            } else {
+                TransferFailure::SourceMissing
+            };
+            self.refuse(id, failure);
         }
+    }
+
+    /// A transfer that never took a connection ends as `failure`.
+    fn refuse(&mut self, id: TransferId, failure: TransferFailure) {
+        let Some(flow) = self.flows.take(id) else {
+            return;
+        };
+        self.sites[flow.to].end_fetch(id, flow.file, Err(failure), &mut self.actions);
+        self.carry_out(flow.to);
     }
 
     /// Latency over: the source must still hold the file (live: 404 otherwise),
@@ -435,8 +448,7 @@ impl Sim {
         self.reschedule(site);
     }
 
-    /// A transfer is over: free its connection, admit a waiting one, and tell
-    /// the manager.
+    /// A transfer is over: free its connection and tell the manager.
     fn end_transfer(&mut self, id: TransferId, result: Result<u64, TransferFailure>) {
         let Some(flow) = self.flows.take(id) else {
             return;
@@ -445,13 +457,7 @@ impl Sim {
             self.transfers += 1;
         }
         self.sites[flow.to].end_fetch(id, flow.file, result, &mut self.actions);
-        let src = &mut self.sources[flow.from];
-        src.connections -= 1;
-        if let Some(next) = src.waiting.pop_front() {
-            src.connections += 1;
-            let at = self.now + src.latency;
-            self.at(at, Ev::Stream(next));
-        }
+        self.sources[flow.from].connections -= 1;
         self.carry_out(flow.to);
     }
 

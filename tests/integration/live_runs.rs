@@ -601,6 +601,32 @@ fn a_fault_schedule_corrupts_the_same_responses_in_both_engines() {
 }
 
 #[test]
+fn a_source_at_max_connections_refuses_and_every_job_still_ends_in_both_engines() {
+    // Twenty prescripts start together and stage from an origin serving
+    // one transfer at a time (1 MB at 100 kB/s: 10 s, 10 ms real, each).
+    let (_dir, s) = common::scenario(&faulty_origin(
+        "max_connections = 1\nstream_cap = \"100 kB/s\"\n\
+         [manager]\nprescript_interval = 0\nmaxpre = 20",
+    ));
+    let busy = |records: &gridbed::core::records::Records| {
+        records
+            .transfers
+            .iter()
+            .filter(|t| t.failure == Some(TransferFailure::Busy))
+            .count()
+    };
+    let sim = gridbed::sim::run(&s).unwrap();
+    assert!(sim.succeeded, "{:?}", sim.counts);
+    assert!(busy(&sim.records) > 0, "the simulator refuses too");
+    assert_eq!(sim.transfers, 20, "every input arrived once");
+    let live = run(&s);
+    assert_each_job_ended_once(&s, &live);
+    assert!(busy(&live.records) > 0, "the endpoint answered 503");
+    assert_eq!(live.transfers, 20);
+    assert_rls_matches_disk(&s, &live);
+}
+
+#[test]
 fn both_engines_write_the_same_trace_events_of_a_deterministic_run() {
     use gridbed::report::validate::Comparison;
     use gridbed::report::{Detail, RunRecord};

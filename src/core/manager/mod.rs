@@ -171,6 +171,9 @@ struct StageTry {
     tries: u32,
     source: Option<SiteId>,
     excluded: Vec<SiteId>,
+    /// Whether a source was excluded for being busy (it may free up, so
+    /// running out of sources is then nobody's fault).
+    excluded_busy: bool,
 }
 
 #[derive(Debug)]

@@ -32,6 +32,13 @@ pub struct ScriptedWorld {
     pub corrupt_first: usize,
     /// A source whose every transfer is refused.
     pub fail_from: Option<SiteId>,
+    /// Transfers every source serves at once; more are refused as busy
+    /// (none by default).
+    pub max_connections: Option<usize>,
+    /// Transfers each source is serving, and the source of each transfer
+    /// in flight.
+    serving: Vec<usize>,
+    sources: std::collections::HashMap<super::TransferId, SiteId>,
     /// Sites whose slots are all taken by other users: nothing starts there.
     pub blocked: Vec<bool>,
     /// On a Kill, start the job first if it is next in line (the race).
@@ -86,6 +93,9 @@ impl ScriptedWorld {
             transfer: 5.0,
             corrupt_first: 0,
             fail_from: None,
+            max_connections: None,
+            serving: vec![0; m],
+            sources: Default::default(),
             blocked: vec![false; m],
             start_before_kill: false,
             failing_scripts: Vec::new(),
@@ -126,10 +136,24 @@ impl ScriptedWorld {
                     let result = Err(TransferFailure::Connection("refused".into()));
                     self.at(self.now + 1.0, Event::TransferDone { id, result });
                 }
+                Command::StartTransfer { id, from, .. }
+                    if self
+                        .max_connections
+                        .is_some_and(|m| self.serving[from] >= m) =>
+                {
+                    let result = Err(TransferFailure::Busy);
+                    self.at(self.now, Event::TransferDone { id, result });
+                }
                 Command::StartTransfer {
-                    id, file, to, job, ..
+                    id,
+                    file,
+                    from,
+                    to,
+                    job,
                 } => {
                     self.transfers += 1;
+                    self.serving[from] += 1;
+                    self.sources.insert(id, from);
                     let size = self.m.workflow().files[file].size;
                     match self.pools[to].begin_write(file, size) {
                         Ok(r) => {
@@ -274,6 +298,11 @@ impl ScriptedWorld {
                 }
                 _ => None,
             };
+            if let Event::TransferDone { id, .. } = &ev
+                && let Some(from) = self.sources.remove(id)
+            {
+                self.serving[from] -= 1;
+            }
             handle(&mut self.m, when, ev, &mut out);
             self.max_prescripts = self.max_prescripts.max(self.m.prescripts_running());
             self.apply(&mut out);

@@ -149,8 +149,15 @@ impl Manager {
             });
             let Some(from) = source else {
                 let name = &self.wf.files[file].name;
-                let reason = format!("no usable replica of `{name}`");
-                self.abort_staging(job, reason, Retry::Counted, out);
+                if earlier.is_some_and(|t| t.excluded_busy) {
+                    // Busy sources free up as transfers end: wait, as for
+                    // room at the site, rather than count a failure.
+                    let reason = format!("every replica of `{name}` was busy");
+                    self.abort_staging(job, reason, Retry::Later, out);
+                } else {
+                    let reason = format!("no usable replica of `{name}`");
+                    self.abort_staging(job, reason, Retry::Counted, out);
+                }
                 return;
             };
             st.in_flight += 1;
@@ -298,7 +305,7 @@ impl Manager {
                     self.abort_staging(job, reason, Retry::Later, out);
                 }
             }
-            Err(_) => {
+            Err(failure) => {
                 let i = match st.tries.iter().position(|t| t.file == fl.file) {
                     Some(i) => i,
                     None => {
@@ -307,6 +314,7 @@ impl Manager {
                             tries: 0,
                             source: None,
                             excluded: Vec::new(),
+                            excluded_busy: false,
                         });
                         st.tries.len() - 1
                     }
@@ -315,7 +323,12 @@ impl Manager {
                 t.tries += 1;
                 if t.tries > self.settings.transfer_retries {
                     t.excluded.push(fl.from);
+                    t.excluded_busy |= failure == TransferFailure::Busy;
                     t.tries = 0;
+                    t.source = None;
+                } else if failure == TransferFailure::Busy {
+                    // A busy source is not a broken one: the next try goes
+                    // to the least loaded holder, which may be another.
                     t.source = None;
                 } else {
                     t.source = Some(fl.from);

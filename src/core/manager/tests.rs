@@ -176,6 +176,42 @@ fn a_source_that_keeps_failing_is_replaced_by_another_replica() {
     assert_eq!(failed.len(), 3 * 4);
 }
 
+#[test]
+fn a_busy_source_is_a_failed_try_and_its_jobs_wait_for_it_instead_of_failing() {
+    // One origin serving one transfer at a time to six hungry slots, one
+    // retry a source: most tries are refused, and the origin is excluded
+    // again and again, but no job fails for it.
+    let settings = ManagerSettings {
+        transfer_retries: 1,
+        transfer_backoff: 0.5,
+        max_retries: 0,
+        ..Default::default()
+    };
+    let mut w = world(
+        pipeline(12, 1),
+        sites(2, 3, 10_000),
+        settings,
+        "round-robin",
+    );
+    w.max_connections = Some(1);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1), "each job ended once");
+    let t = &w.m.records().transfers;
+    let busy = t
+        .iter()
+        .filter(|r| r.failure == Some(TransferFailure::Busy))
+        .count();
+    assert!(busy > 12, "refused {busy} times");
+    let waited =
+        w.m.records()
+            .jobs
+            .iter()
+            .flat_map(|j| &j.attempts)
+            .any(|a| matches!(&a.outcome, Outcome::StagingFailed(r) if r.contains("was busy")));
+    assert!(waited, "some job ran out of sources that were only busy");
+}
+
 fn monitqueue() -> ManagerSettings {
     ManagerSettings {
         monit_interval: 10.0,
