@@ -71,7 +71,8 @@ fn replaceable(path: &Path) -> std::io::Result<bool> {
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS run (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS sites (id INTEGER PRIMARY KEY, name TEXT NOT NULL, cpus INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL,
+    failure TEXT, blocked_by INTEGER);
 CREATE TABLE IF NOT EXISTS attempts (
     job INTEGER NOT NULL, attempt INTEGER NOT NULL, site INTEGER NOT NULL,
     prescript REAL NOT NULL, submitted REAL, started REAL, ended REAL,
@@ -119,9 +120,17 @@ struct TransferWrite {
     retry: bool,
 }
 
+/// A job that failed for good (why) or is blocked (by which job).
+struct JobEnd {
+    job: i64,
+    failure: Option<String>,
+    blocked_by: Option<i64>,
+}
+
 /// What one hand-over from an engine asks the writer to upsert.
 #[derive(Default)]
 struct Batch {
+    ends: Vec<JobEnd>,
     attempts: Vec<AttemptWrite>,
     transfers: Vec<TransferWrite>,
 }
@@ -193,7 +202,15 @@ impl ControlDb {
         };
         let mut batch = Batch::default();
         for &j in &changes.jobs {
-            for (k, a) in records.jobs[j].attempts.iter().enumerate() {
+            let r = &records.jobs[j];
+            if r.failure.is_some() || r.blocked_by.is_some() {
+                batch.ends.push(JobEnd {
+                    job: j as i64,
+                    failure: r.failure.clone(),
+                    blocked_by: r.blocked_by.map(|b| b as i64),
+                });
+            }
+            for (k, a) in r.attempts.iter().enumerate() {
                 let (outcome, reason) = outcome_text(&a.outcome);
                 batch.attempts.push(AttemptWrite {
                     job: j as i64,
@@ -323,8 +340,15 @@ fn writer(
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
                 .map_err(err)?;
+            let mut ends = tx
+                .prepare_cached("UPDATE jobs SET failure = ?2, blocked_by = ?3 WHERE id = ?1")
+                .map_err(err)?;
             // Whatever queued while the last transaction ran goes into this one.
             for batch in std::iter::once(first).chain(batches.try_iter()) {
+                for e in &batch.ends {
+                    ends.execute(params![e.job, e.failure, e.blocked_by])
+                        .map_err(err)?;
+                }
                 for a in &batch.attempts {
                     attempts
                         .execute(params![

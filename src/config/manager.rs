@@ -28,6 +28,7 @@ pub(super) struct ManagerFile {
     release_overhead: Option<Seconds>,
     submit_overhead: Option<Seconds>,
     postscript_overhead: Option<Seconds>,
+    cleanup: Option<bool>,
 }
 
 /// The site selector and eviction policy by name, checked against the
@@ -106,6 +107,7 @@ pub(super) fn settings<W>(
         release_overhead: m.release_overhead.map_or(0.0, |s| s.0),
         submit_overhead: m.submit_overhead.map_or(0.0, |s| s.0),
         postscript_overhead: m.postscript_overhead.map_or(0.0, |s| s.0),
+        cleanup: m.cleanup.unwrap_or(defaults.cleanup),
     };
     match (&m.monit_interval, &m.max_idle) {
         (None, None) => {}

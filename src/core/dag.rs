@@ -342,6 +342,17 @@ impl Workflow {
             .sum()
     }
 
+    /// Sum of the nominal sizes of a job's inputs and outputs: what must be
+    /// on its site's disk at once when it ends.
+    pub fn footprint(&self, job: JobId) -> u64 {
+        let outputs: u64 = self.jobs[job]
+            .outputs
+            .iter()
+            .map(|&f| self.files[f].size)
+            .sum();
+        self.input_bytes(job) + outputs
+    }
+
     /// Number of file references (sum over jobs of their inputs).
     pub fn references(&self) -> usize {
         self.jobs.iter().map(|j| j.inputs.len()).sum()

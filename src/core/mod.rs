@@ -231,4 +231,13 @@ pub enum Command {
         /// Staged copies to remove (replica policy `delete`).
         delete: Vec<FileId>,
     },
+    /// Every job reading `file`, an intermediate output, has ended (Pegasus's
+    /// in-place cleanup): the copy at `site` need no longer be kept, and may
+    /// be evicted like any cached copy. It stays registered until it is.
+    Cleanup {
+        /// The site.
+        site: SiteId,
+        /// The file.
+        file: FileId,
+    },
 }

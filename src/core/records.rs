@@ -25,6 +25,26 @@ pub enum Outcome {
     Killed,
 }
 
+impl Outcome {
+    /// How the attempt ended, in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Pending => "still going".into(),
+            Outcome::Ended => "ended".into(),
+            Outcome::StagingFailed(r) => format!("staging failed: {r}"),
+            Outcome::Failed(JobFailure::MissingInput(f)) => format!("input `{f}` missing"),
+            Outcome::Failed(JobFailure::NoSpace { never: false }) => {
+                "no room for its outputs".into()
+            }
+            Outcome::Failed(JobFailure::NoSpace { never: true }) => {
+                "its outputs can never fit".into()
+            }
+            Outcome::Failed(JobFailure::Failed(r)) => format!("failed: {r}"),
+            Outcome::Killed => "killed by MonitQueue".into(),
+        }
+    }
+}
+
 /// One pass of a job through prescript, queue and run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attempt {
@@ -51,6 +71,10 @@ pub struct JobRecord {
     pub ready: Option<Time>,
     /// Every attempt, in order.
     pub attempts: Vec<Attempt>,
+    /// Why it failed for good.
+    pub failure: Option<String>,
+    /// The failed ancestor that keeps it from running.
+    pub blocked_by: Option<JobId>,
 }
 
 /// One transfer attempt.

@@ -143,9 +143,7 @@ impl Site {
     ) -> bool {
         match self.pool.begin_write(file, self.wf.files[file].size) {
             Err(e) => {
-                let wf = &self.wf;
-                let inputs = wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size));
-                let never = e.never || !self.pool.could_ever_hold(inputs);
+                let never = e.never || !self.could_ever_run(job);
                 let result = Err(TransferFailure::NoSpace { never });
                 out.push(SiteAction::Emit(Event::TransferDone { id, result }));
                 false
@@ -207,6 +205,14 @@ impl Site {
         }
     }
 
+    /// In-place cleanup: every job reading `file` ended, so the copy here
+    /// is no longer kept and may be evicted, like any cached copy, when room
+    /// is needed. Nothing is deleted now, so a run with room to spare is
+    /// unchanged.
+    pub fn cleanup(&mut self, file: FileId) {
+        self.pool.unkeep(file);
+    }
+
     /// The nominal instant of the next background-load change, if any.
     pub fn next_load_change(&self) -> Option<Time> {
         self.load.as_ref().and_then(Load::next_change)
@@ -250,6 +256,14 @@ impl Site {
         }
     }
 
+    /// Whether `job`'s inputs and outputs could ever be here at once.
+    fn could_ever_run(&self, job: JobId) -> bool {
+        let (wf, spec) = (&self.wf, &self.wf.jobs[job]);
+        let files = spec.inputs.iter().chain(&spec.outputs);
+        self.pool
+            .could_ever_hold(files.map(|&f| (f, wf.files[f].size)))
+    }
+
     /// `job`'s run is over: reserves room for its outputs. `Some(outputs)`
     /// to write (the engine writes their bytes, then calls
     /// [`Site::outputs_written`]); `None` when they do not fit, in which case
@@ -267,7 +281,8 @@ impl Site {
                     for &r in &reserved {
                         self.pool.abort_write(r);
                     }
-                    self.finish(job, Err(JobFailure::NoSpace { never: e.never }), out);
+                    let never = e.never || !self.could_ever_run(job);
+                    self.finish(job, Err(JobFailure::NoSpace { never }), out);
                     return None;
                 }
             }

@@ -22,8 +22,10 @@ struct Entry {
     writing: u32,
     /// Jobs pinning it.
     pins: u32,
-    /// Origin copy or job output: never evicted nor deleted.
+    /// Origin copy or job output still needed: never evicted nor deleted.
     kept: bool,
+    /// An origin copy (initial placement): kept for the whole run.
+    origin: bool,
     /// Delete as soon as nothing pins it (replica policy `delete`).
     doomed: bool,
     inserted: u64,
@@ -65,6 +67,8 @@ pub struct Pool {
     capacity: u64,
     used: u64,
     kept_bytes: u64,
+    /// Bytes of origin copies, which no cleanup ever frees.
+    origin_bytes: u64,
     evictable_bytes: u64,
     entries: HashMap<FileId, Entry>,
     evictable: BTreeSet<(u64, FileId)>,
@@ -84,6 +88,7 @@ impl Pool {
             capacity,
             used: 0,
             kept_bytes: 0,
+            origin_bytes: 0,
             evictable_bytes: 0,
             entries: HashMap::default(),
             evictable: BTreeSet::new(),
@@ -126,18 +131,20 @@ impl Pool {
             .map(|(&f, _)| f)
     }
 
-    /// Whether `bytes` more could ever fit here, i.e. once every evictable file
-    /// is gone.
+    /// Whether `bytes` more could ever fit here: beside the origin copies,
+    /// once every other file is gone (evicted, or released by in-place
+    /// cleanup: a kept job output is kept only while jobs may read it).
     pub fn could_ever_fit(&self, bytes: u64) -> bool {
-        bytes <= self.capacity.saturating_sub(self.kept_bytes)
+        bytes <= self.capacity.saturating_sub(self.origin_bytes)
     }
 
-    /// Whether a job reading `inputs` (file, size) could ever have them all here
-    /// at once: the ones not kept here must fit beside the kept bytes.
+    /// Whether a job's `files` (file, size: its inputs and outputs) could
+    /// ever be here all at once: the ones that are not origin copies here
+    /// must fit beside the origin copies.
     pub fn could_ever_hold(&self, inputs: impl IntoIterator<Item = (FileId, u64)>) -> bool {
         let need: u64 = inputs
             .into_iter()
-            .filter(|(f, _)| !self.entries.get(f).is_some_and(|e| e.kept))
+            .filter(|(f, _)| !self.entries.get(f).is_some_and(|e| e.origin))
             .map(|(_, size)| size)
             .sum();
         self.could_ever_fit(need)
@@ -156,6 +163,8 @@ impl Pool {
         change(e);
         if e.kept && !was_kept {
             self.kept_bytes += e.size;
+        } else if was_kept && !e.kept {
+            self.kept_bytes -= e.size;
         }
         if e.evictable() {
             let key = self.eviction.key(&Candidate {
@@ -176,6 +185,10 @@ impl Pool {
         self.begin_write(file, size)?;
         self.commit_write(file);
         self.keep(file);
+        if self.entries.get(&file).is_some_and(|e| !e.origin) {
+            self.origin_bytes += size;
+            self.update(file, |e| e.origin = true);
+        }
         Ok(())
     }
 
@@ -185,6 +198,13 @@ impl Pool {
             e.kept = true;
             e.doomed = false;
         });
+    }
+
+    /// The workflow no longer needs `file` (every job reading it ended): a
+    /// job output becomes a cached copy, evicted when room is needed; an
+    /// origin copy stays.
+    pub fn unkeep(&mut self, file: FileId) {
+        self.update(file, |e| e.kept = e.origin);
     }
 
     /// Starts a job's staging here: pins its inputs that are present and
@@ -306,6 +326,7 @@ impl Pool {
                 writing: 1,
                 pins: 0,
                 kept: false,
+                origin: false,
                 doomed: false,
                 inserted: self.clock,
                 last_access: self.clock,

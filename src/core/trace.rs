@@ -228,6 +228,7 @@ mod tests {
                     outcome: Outcome::Ended,
                     transfers: 1,
                 }],
+                ..Default::default()
             }],
             transfers: vec![TransferRecord {
                 id: 0,

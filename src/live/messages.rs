@@ -69,6 +69,14 @@ pub struct Release {
     pub delete: Vec<FileId>,
 }
 
+/// Manager → site: every job reading `file` ended (in-place cleanup).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Cleanup {
+    /// The file, no longer kept.
+    pub file: FileId,
+}
+
 /// Site → manager: something happened (the manager stamps the time).
 #[derive(Message)]
 #[rtype(result = "()")]

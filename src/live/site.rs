@@ -17,7 +17,8 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteReport, Submit, TakeInventory,
+    Cleanup, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteReport, Submit,
+    TakeInventory,
 };
 use super::store::{self, Store};
 use super::{Shared, transfer};
@@ -401,6 +402,13 @@ impl Handler<Release> for SiteActor {
     fn handle(&mut self, m: Release, ctx: &mut Context<Self>) {
         self.site.release(m.job, &m.delete, &mut self.actions);
         self.carry_out(ctx);
+    }
+}
+
+impl Handler<Cleanup> for SiteActor {
+    type Result = ();
+    fn handle(&mut self, m: Cleanup, _: &mut Context<Self>) {
+        self.site.cleanup(m.file);
     }
 }
 

@@ -116,6 +116,10 @@ pub struct Summary {
     pub mean_queue_wait_s: f64,
     /// Files on disk that failed verification at the end (should be 0).
     pub corrupt_at_end: usize,
+    /// Every job that failed for good, and why (the jobs they block are
+    /// in `jobs_blocked`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<FailedJob>,
 }
 
 /// Per-site totals.
@@ -156,6 +160,22 @@ pub struct JobEntry {
     pub ready: Option<f64>,
     /// Its attempts.
     pub attempts: Vec<AttemptEntry>,
+    /// Why it failed for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// The failed ancestor that kept it from running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+}
+
+/// A job that failed for good, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FailedJob {
+    /// Job name.
+    pub job: String,
+    /// Why, in words (retries spent, no site can hold it, a deadlock on
+    /// disk space, …) with its last attempt's end.
+    pub reason: String,
 }
 
 /// One attempt of a job.
@@ -268,6 +288,8 @@ impl RunRecord {
                         transfers: a.transfers,
                     })
                     .collect(),
+                failure: r.failure.clone(),
+                blocked_by: r.blocked_by.map(|b| wf.jobs[b].name.clone()),
             })
             .collect();
         let transfers: Vec<TransferEntry> = records
@@ -339,6 +361,17 @@ impl RunRecord {
                 waits.iter().sum::<f64>() / waits.len() as f64
             },
             corrupt_at_end: 0,
+            failures: records
+                .jobs
+                .iter()
+                .enumerate()
+                .filter_map(|(j, r)| {
+                    Some(FailedJob {
+                        job: wf.jobs[j].name.clone(),
+                        reason: r.failure.clone()?,
+                    })
+                })
+                .collect(),
         };
         let sites = scenario
             .sites
@@ -413,6 +446,17 @@ impl RunRecord {
             "  jobs          {:>12} ended of {} ({} failed, {} blocked, {} re-plans, {} killed by MonitQueue)",
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked, s.replans, s.kills
         );
+        const SHOWN: usize = 5;
+        for f in s.failures.iter().take(SHOWN) {
+            let _ = writeln!(out, "  failed job    `{}`: {}", f.job, f.reason);
+        }
+        if s.failures.len() > SHOWN {
+            let more = s.failures.len() - SHOWN;
+            let _ = writeln!(
+                out,
+                "  … and {more} more failed jobs (summary.failures in --json)"
+            );
+        }
         let _ = writeln!(
             out,
             "  transfers     {:>12} ({} nominal, {} real; {} failed, {} retries, {} refused busy)",

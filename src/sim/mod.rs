@@ -338,6 +338,7 @@ impl Sim {
                 self.sites[site].kill(job, &mut self.actions);
                 self.carry_out(site);
             }
+            Command::Cleanup { site, file } => self.sites[site].cleanup(file),
         }
     }
 

@@ -10,5 +10,6 @@ mod farm;
 mod formats;
 mod gridftp;
 mod live_runs;
+mod pressure;
 mod prometheus;
 mod sim;

@@ -11,8 +11,12 @@
 //! the postscript applies the replica policy — `caching` registers the staged
 //! copies in the RLS, `delete` removes them — and registers the outputs.
 //!
-//! Outputs are registered where their job wrote them and stay there: they
-//! are the origin copy of derived data, which DESIGN.md says is never evicted.
+//! Outputs are registered where their job wrote them and kept there, the
+//! origin copy of derived data, as long as a job may still read them. When
+//! every job reading an output has ended (done, failed or blocked), the
+//! manager orders its in-place cleanup, as Pegasus's planner adds cleanup jobs:
+//! the copy is no longer kept and may be evicted when room is needed
+//! (`cleanup`, on by default). Final outputs, read by no job, stay.
 //!
 //! Failures are never dropped: a failed transfer is retried from the same source
 //! up to `transfer_retries` times after `transfer_backoff`, then from another
@@ -99,6 +103,9 @@ pub struct ManagerSettings {
     /// …and from its end at the site to its outputs registered and its
     /// children released (the postscript).
     pub postscript_overhead: f64,
+    /// In-place cleanup: an intermediate output is no longer kept once every
+    /// job reading it has ended.
+    pub cleanup: bool,
 }
 
 impl Default for ManagerSettings {
@@ -118,6 +125,7 @@ impl Default for ManagerSettings {
             release_overhead: 0.0,
             submit_overhead: 0.0,
             postscript_overhead: 0.0,
+            cleanup: true,
         }
     }
 }
@@ -253,6 +261,17 @@ pub struct Manager {
     failures: Vec<u32>,
     replans: Vec<u32>,
     room_waits: Vec<u32>,
+    /// Per job: waits for room in a row with no job ended in between, when
+    /// the first of them was, and `progress` at the last.
+    stalls: Vec<u32>,
+    stall_since: Vec<Time>,
+    room_progress: Vec<u64>,
+    /// Twice the longest a job can take from submission to its node's end
+    /// at any site: no job ending for longer means none is about to.
+    stall_horizon: Time,
+    /// Jobs ended so far: only an end frees room for good (a job that
+    /// enters a queue may yet fail for want of room for its outputs).
+    progress: u64,
     avoid: HashMap<JobId, Vec<SiteId>>,
     /// Caching: the transfer bringing a file to a site, while it is in flight.
     inbound: HashMap<(FileId, SiteId), TransferId>,
@@ -291,10 +310,16 @@ pub struct Manager {
     idle: VecDeque<(Time, JobId, usize)>,
     /// Per job: a Kill is out and unanswered.
     killing: Vec<bool>,
-    /// Per job: the site its next attempt must avoid (where it was killed).
+    /// Per job: the site its next attempt must avoid, if it can go elsewhere
+    /// (where MonitQueue killed it, or where it stalled for want of room).
     avoid_once: Vec<Option<SiteId>>,
-    /// Per job: nominal bytes of its inputs.
-    input_bytes: Vec<u64>,
+    /// Per job: nominal bytes of its inputs and outputs, which must be at
+    /// its site at once.
+    footprint: Vec<u64>,
+    /// Per file: jobs that read it and have not ended (in-place cleanup).
+    readers_left: Vec<u32>,
+    /// Intermediate outputs whose last reader ended, to clean up.
+    cleanup_due: Vec<FileId>,
     /// Change tracking for a control database, when on.
     changes: Option<Changes>,
     job_dirty: Vec<bool>,
@@ -350,7 +375,24 @@ impl Manager {
             ..Default::default()
         };
         let m = sites.len();
-        let input_bytes = (0..n).map(|j| workflow.input_bytes(j)).collect();
+        let footprint = (0..n).map(|j| workflow.footprint(j)).collect();
+        let longest = workflow.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
+        let slowest = sites
+            .iter()
+            .filter(|s| s.cpus > 0)
+            .map(|s| longest / s.speed + s.overhead)
+            .fold(0.0, f64::max);
+        let stall_horizon = 2.0
+            * (slowest
+                + settings.submit_overhead
+                + settings.postscript_overhead
+                + settings.release_overhead);
+        let mut readers_left = vec![0u32; workflow.files.len()];
+        for j in &workflow.jobs {
+            for &f in &j.inputs {
+                readers_left[f] += 1;
+            }
+        }
         let mut manager = Manager {
             wf: workflow,
             sites,
@@ -364,6 +406,11 @@ impl Manager {
             failures: vec![0; n],
             replans: vec![0; n],
             room_waits: vec![0; n],
+            stalls: vec![0; n],
+            stall_since: vec![0.0; n],
+            stall_horizon,
+            room_progress: vec![0; n],
+            progress: 0,
             avoid: HashMap::default(),
             ordering,
             inbound: HashMap::default(),
@@ -390,7 +437,9 @@ impl Manager {
             idle: VecDeque::new(),
             killing: vec![false; n],
             avoid_once: vec![None; n],
-            input_bytes,
+            footprint,
+            readers_left,
+            cleanup_due: Vec::new(),
             changes: None,
             job_dirty: vec![false; n],
             eligible: Vec::new(),
@@ -553,11 +602,28 @@ impl Manager {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
+        if matches!(to, JobState::Done | JobState::Failed | JobState::Blocked) {
+            self.reader_ended(job);
+        }
+        if to == JobState::Done {
+            self.progress += 1;
+        }
         let flying = matches!(to, JobState::Staging | JobState::Queued | JobState::Running);
         if self.throttled[job] && !flying {
             self.throttled[job] = false;
             if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
                 self.ready.push(held);
+            }
+        }
+    }
+
+    /// `job` will read its inputs no more: an intermediate output whose
+    /// last reader this was is due for cleanup.
+    fn reader_ended(&mut self, job: JobId) {
+        for &f in &self.wf.jobs[job].inputs {
+            self.readers_left[f] -= 1;
+            if self.readers_left[f] == 0 && self.wf.producer[f].is_some() && self.settings.cleanup {
+                self.cleanup_due.push(f);
             }
         }
     }
@@ -583,6 +649,11 @@ impl Manager {
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval
     /// allow.
     fn pump(&mut self, out: &mut Vec<Command>) {
+        for file in self.cleanup_due.drain(..) {
+            for &site in self.rls.holders(file) {
+                out.push(Command::Cleanup { site, file });
+            }
+        }
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {

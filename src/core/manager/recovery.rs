@@ -4,12 +4,19 @@
 
 use super::*;
 
+/// Waits for room in a row with no job ending anywhere in between, after
+/// which (and after the manager's stall horizon) a job fails: waits double
+/// up to 64 × `replan_backoff`, so ten are about 53 minutes of nominal time
+/// at the default 10 s.
+const MAX_STALLS: u32 = 10;
+
 /// How a job goes back to the prescript.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Retry {
     /// At once, not its fault (an input vanished, a site that can never fit).
     Now,
-    /// After a growing back-off, not its fault (no room now); never gives up.
+    /// After a growing back-off, not its fault (no room now); gives up only
+    /// when no job anywhere ends meanwhile (see [`MAX_STALLS`]).
     Later,
     /// After `replan_backoff`, counted against `max_retries`.
     Counted,
@@ -28,28 +35,69 @@ impl Manager {
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
         let backoff = self.settings.replan_backoff;
-        let (over, at) = match retry {
+        let last = self.records.jobs[job]
+            .attempts
+            .last()
+            .map_or_else(String::new, |a| a.outcome.describe());
+        let (why, at) = match retry {
             Retry::Counted => {
                 self.failures[job] += 1;
                 let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
-                (self.failures[job] > allowed, self.now + backoff)
+                let n = self.failures[job];
+                let why = (n > allowed).then(|| {
+                    format!("failed {n} times, more than its {allowed} retries; last: {last}")
+                });
+                (why, self.now + backoff)
             }
             Retry::Now => {
                 self.replans[job] += 1;
-                (self.replans[job] > self.settings.max_replans, self.now)
+                let (n, max) = (self.replans[job], self.settings.max_replans);
+                let why = (n > max).then(|| {
+                    format!("planned again {n} times, more than max_replans {max}; last: {last}")
+                });
+                (why, self.now)
             }
-            Retry::Never => (true, self.now),
+            Retry::Never => (
+                Some(format!("{last}, its RETRY's UNLESS-EXIT status")),
+                self.now,
+            ),
             Retry::Later => {
                 // No room now is nobody's fault and passes as jobs end and
-                // release their pins: wait longer each time, never give up
-                // (a site where the inputs can never fit says `never`).
+                // release their pins: wait longer each time. But when no job
+                // anywhere has ended in this job's last MAX_STALLS waits, over
+                // twice the longest a job can take to run, the waiting jobs
+                // are only taking turns at failing for room (a deadlock on
+                // disk space): the job fails rather than wait forever.
                 self.room_waits[job] += 1;
                 let doubling = self.room_waits[job].min(7) - 1;
-                (false, self.now + backoff * f64::from(1u32 << doubling))
+                if self.room_progress[job] == self.progress {
+                    self.stalls[job] += 1;
+                } else {
+                    self.stalls[job] = 0;
+                    self.stall_since[job] = self.now;
+                }
+                self.room_progress[job] = self.progress;
+                let stalled = self.now - self.stall_since[job];
+                // No job ended anywhere for as long as the longest job runs,
+                // so that site's room is not freeing up: try elsewhere next
+                // (a selector that follows the data would choose it again).
+                if self.stalls[job] > 0 && stalled >= self.stall_horizon / 2.0 {
+                    self.avoid_once[job] = Some(self.site_of[job]);
+                }
+                let why =
+                    (self.stalls[job] >= MAX_STALLS && stalled >= self.stall_horizon).then(|| {
+                        format!(
+                            "no room for its files at the sites it tried, {} times over \
+                             {stalled:.0} s in which no job ended anywhere (a deadlock on \
+                             disk space); last: {last}",
+                            self.stalls[job] + 1
+                        )
+                    });
+                (why, self.now + backoff * f64::from(1u32 << doubling))
             }
         };
-        if over || matches!(retry, Retry::Never) {
-            self.fail_for_good(job);
+        if let Some(why) = why {
+            self.fail_for_good(job, why);
         } else if at <= self.now {
             self.ready.push(job);
         } else {
@@ -59,8 +107,9 @@ impl Manager {
 
     /// The job will never run: its descendants are blocked (DAGMan), while the
     /// jobs that were only ordered after it are released.
-    pub(super) fn fail_for_good(&mut self, job: JobId) {
+    pub(super) fn fail_for_good(&mut self, job: JobId, why: String) {
         self.set_state(job, JobState::Failed);
+        self.records.jobs[job].failure = Some(why);
         let wf = self.wf.clone();
         let mut stack = vec![job];
         while let Some(j) = stack.pop() {
@@ -71,6 +120,7 @@ impl Manager {
             for &c in &wf.children[j] {
                 if self.state[c] == JobState::Waiting {
                     self.set_state(c, JobState::Blocked);
+                    self.records.jobs[c].blocked_by = Some(job);
                     stack.push(c);
                 }
             }

@@ -54,6 +54,8 @@ pub struct ScriptedWorld {
     pub max_prescripts: usize,
     /// Transfers started.
     pub transfers: usize,
+    /// Each [`Command::Cleanup`] (site, file), in order.
+    pub cleaned: Vec<(SiteId, FileId)>,
 }
 
 impl ScriptedWorld {
@@ -103,6 +105,7 @@ impl ScriptedWorld {
             pin_times: Vec::new(),
             max_prescripts: 0,
             transfers: 0,
+            cleaned: Vec::new(),
         }
     }
 
@@ -173,8 +176,7 @@ impl ScriptedWorld {
                         }
                         Err(e) => {
                             let wf = self.m.workflow().clone();
-                            let inputs = wf.jobs[job].inputs.iter().map(|&f| (f, wf.files[f].size));
-                            let never = e.never || !self.pools[to].could_ever_hold(inputs);
+                            let never = e.never || !self.could_ever_run(&wf, job, to);
                             let result = Err(TransferFailure::NoSpace { never });
                             self.at(self.now, Event::TransferDone { id, result });
                         }
@@ -187,6 +189,10 @@ impl ScriptedWorld {
                 Command::Release { job, site, delete } => {
                     self.pools[site].release_job(job, &delete);
                 }
+                Command::Cleanup { site, file } => {
+                    self.cleaned.push((site, file));
+                    self.pools[site].unkeep(file);
+                }
                 Command::RunScript { job, kind, .. } => {
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
@@ -194,6 +200,13 @@ impl ScriptedWorld {
                 }
             }
         }
+    }
+
+    /// Whether `job`'s inputs and outputs could ever be at `site` at once
+    /// (the site state machine's rule).
+    fn could_ever_run(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+        let files = wf.jobs[job].inputs.iter().chain(&wf.jobs[job].outputs);
+        self.pools[site].could_ever_hold(files.map(|&f| (f, wf.files[f].size)))
     }
 
     fn start_jobs(&mut self, site: SiteId) {
@@ -236,7 +249,8 @@ impl ScriptedWorld {
                         reserved.push(o);
                     }
                     Err(e) => {
-                        result = Err(JobFailure::NoSpace { never: e.never });
+                        let never = e.never || !self.could_ever_run(&wf, job, site);
+                        result = Err(JobFailure::NoSpace { never });
                         break;
                     }
                 }

@@ -6,7 +6,7 @@ use super::*;
 impl Manager {
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
         let avoid = self.avoid.get(&job);
-        let need = self.input_bytes[job];
+        let need = self.footprint[job];
         let mut eligible = std::mem::take(&mut self.eligible);
         eligible.clear();
         eligible.extend((0..self.sites.len()).filter(|&s| {
@@ -15,11 +15,20 @@ impl Manager {
         }));
         if eligible.is_empty() {
             self.eligible = eligible;
-            self.fail_for_good(job);
+            let why = format!(
+                "no site with CPUs can hold its inputs and outputs ({} bytes){}",
+                need,
+                if avoid.is_some() {
+                    " apart from those where its outputs never fit"
+                } else {
+                    ""
+                }
+            );
+            self.fail_for_good(job, why);
             return;
         }
-        // Re-planned by MonitQueue: anywhere but the site that killed it, if
-        // there is anywhere else.
+        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
+        // but that site, if there is anywhere else.
         if let Some(killer) = self.avoid_once[job].take()
             && eligible.len() > 1
         {

@@ -316,17 +316,143 @@ fn inputs_that_never_fit_avoid_the_site() {
 
 #[test]
 fn outputs_that_do_not_fit_fail_the_attempt_and_the_job_ends_elsewhere() {
-    // Site 1 holds a job's 100-byte input but not its 5-byte output beside it.
+    // Site 1 has room for a job's 100-byte input and 5-byte output, but
+    // holds a 5-byte origin copy of its own: the output never fits there.
     let mut s = sites(2, 1, 10_000);
-    s[1].disk = 100;
+    s[1].disk = 105;
     let mut w = world(pipeline(2, 1), s, ManagerSettings::default(), "round-robin");
+    w.pools[1].place_origin(99, 5).unwrap();
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    let full = Outcome::Failed(JobFailure::NoSpace { never: false });
+    let full = Outcome::Failed(JobFailure::NoSpace { never: true });
     let attempts = w.m.records().jobs.iter().flat_map(|j| &j.attempts);
     let on_full: Vec<_> = attempts.filter(|a| a.outcome == full).collect();
     assert!(!on_full.is_empty() && on_full.iter().all(|a| a.site == 1));
     assert!(w.ended_ok.iter().all(|&n| n == 1), "each job ended once");
+}
+
+/// A chain `c0 → c1 → …` in which `ck` reads `mk-1` (`c0` the origin's
+/// `in`) and writes `mk`, every file 40 bytes.
+fn chain(n: usize) -> Workflow {
+    let mut files = vec![File {
+        name: "in".into(),
+        size: 40,
+    }];
+    let mut jobs = Vec::new();
+    for k in 0..n {
+        files.push(File {
+            name: format!("m{k}"),
+            size: 40,
+        });
+        jobs.push(JobSpec {
+            name: format!("c{k}"),
+            runtime: 10.0,
+            inputs: vec![if k == 0 {
+                "in".into()
+            } else {
+                format!("m{}", k - 1)
+            }],
+            outputs: vec![format!("m{k}")],
+            parents: if k == 0 {
+                vec![]
+            } else {
+                vec![format!("c{}", k - 1)]
+            },
+            ..Default::default()
+        });
+    }
+    Workflow::build(files, jobs).unwrap()
+}
+
+#[test]
+fn an_intermediate_output_is_cleaned_up_after_its_last_reader_and_a_final_one_stays() {
+    let mut w = world(
+        pipeline(3, 1),
+        sites(1, 2, 10_000),
+        ManagerSettings::default(),
+        "random",
+    );
+    w.run();
+    assert!(w.m.succeeded());
+    let wf = w.m.workflow().clone();
+    let file = |name: &str| wf.files.iter().position(|f| f.name == name).unwrap();
+    let job = |name: &str| wf.jobs.iter().position(|j| j.name == name).unwrap();
+    let mut cleaned: Vec<_> = w
+        .cleaned
+        .iter()
+        .map(|&(s, f)| (s, wf.files[f].name.clone()))
+        .collect();
+    cleaned.sort();
+    let want: Vec<_> = (0..3).map(|i| (1, format!("mid-{i}"))).collect();
+    assert_eq!(
+        cleaned, want,
+        "each mid once, at the site that wrote it; no out, no input"
+    );
+    for i in 0..3 {
+        // Still on disk (nothing needed the room) and still registered.
+        assert!(w.pools[1].has(file(&format!("mid-{i}"))));
+        assert!(w.m.rls().has(file(&format!("mid-{i}")), 1));
+        let reader = &w.m.records().jobs[job(&format!("b{i}"))];
+        assert_eq!(reader.attempts.last().unwrap().outcome, Outcome::Ended);
+    }
+    let off = ManagerSettings {
+        cleanup: false,
+        ..Default::default()
+    };
+    let mut w = world(pipeline(3, 1), sites(1, 2, 10_000), off, "random");
+    w.run();
+    assert!(w.m.succeeded() && w.cleaned.is_empty());
+}
+
+#[test]
+fn cleanup_lets_a_chain_run_on_a_disk_that_holds_two_of_its_files() {
+    // 100 bytes hold a job's input and output (80) but not a third file:
+    // with every output kept, c2 finds no room, ever.
+    let mut w = world(
+        chain(5),
+        sites(1, 1, 100),
+        ManagerSettings::default(),
+        "random",
+    );
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.pools[1].evictions() > 0, "cleaned outputs made room");
+
+    let off = ManagerSettings {
+        cleanup: false,
+        ..Default::default()
+    };
+    let mut w = world(chain(5), sites(1, 1, 100), off, "random");
+    w.run();
+    assert!(w.m.is_finished() && !w.m.succeeded(), "{:?}", w.m.counts());
+    let r = w.m.records();
+    assert_eq!(w.m.job_state(2), JobState::Failed);
+    let why = r.jobs[2].failure.as_deref().unwrap();
+    assert!(why.contains("deadlock on disk space"), "{why}");
+    assert!(r.jobs[0].failure.is_none() && r.jobs[1].failure.is_none());
+    for k in 3..5 {
+        assert_eq!(w.m.job_state(k), JobState::Blocked);
+        assert_eq!(r.jobs[k].blocked_by, Some(2), "c{k} is blocked by c2");
+    }
+}
+
+#[test]
+fn a_job_that_fits_no_site_fails_at_once_and_says_why() {
+    let mut w = world(
+        chain(2),
+        sites(2, 1, 30),
+        ManagerSettings::default(),
+        "random",
+    );
+    w.run();
+    assert!(w.m.is_finished());
+    assert_eq!(w.m.job_state(0), JobState::Failed);
+    assert!(w.m.records().jobs[0].attempts.is_empty(), "never placed");
+    let why = w.m.records().jobs[0].failure.as_deref().unwrap();
+    assert!(
+        why.contains("no site with CPUs can hold its inputs and outputs (80 bytes)"),
+        "{why}"
+    );
 }
 
 #[test]
@@ -374,6 +500,11 @@ fn a_job_failing_everywhere_fails_for_good_and_blocks_its_children() {
         w.m.records().jobs[0].attempts.len(),
         4,
         "1 try + max_retries 3"
+    );
+    let why = w.m.records().jobs[0].failure.as_deref().unwrap();
+    assert!(
+        why.starts_with("failed 4 times, more than its 3 retries; last: failed: exit 1"),
+        "{why}"
     );
 }
 

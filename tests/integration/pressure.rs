@@ -1,0 +1,183 @@
+//! Bounded resources under pressure: in-place cleanup lets a workflow run on
+//! disks that hold only its working set, in both engines; a deadlock on disk
+//! space ends the run with an account of every failed job (summary, record,
+//! control database), in bounded time and memory.
+
+use std::time::{Duration, Instant};
+
+use crate::common::{catalog, gridbed, write_testbed};
+
+/// Four-level pipelines of 10 MB files on two 60 MB disks: each job needs
+/// 20 MB at once, but the outputs of every level (240 MB) fit only if those
+/// that were read are let go.
+fn tight(width: usize, cleanup: bool, disk: &str) -> String {
+    format!(
+        r#"
+name = "tight"
+strategy = "data-present"
+replica_policy = "caching"
+origin = "submit-host"
+[emulation]
+time_scale = 1000
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+cleanup = {cleanup}
+[workflow]
+generator = "pipeline"
+levels = 4
+width = {width}
+runtime = [10, 10, 10, 10]
+file_size = "10 MB"
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+disk = "{disk}"
+[[site]]
+name = "grid3-02"
+cpus = 1
+disk = "{disk}"
+"#
+    )
+}
+
+#[test]
+fn cleanup_lets_a_tight_disk_complete_in_both_engines_and_a_deadlock_is_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let sites = catalog();
+    for engine in ["sim", "live"] {
+        for cleanup in [true, false] {
+            let name = format!("{engine}-{cleanup}");
+            let tb = write_testbed(
+                dir.path(),
+                &format!("{name}.toml"),
+                &tight(6, cleanup, "60 MB"),
+            );
+            let json = dir.path().join(format!("{name}.json"));
+            let db = dir.path().join(format!("{name}.db"));
+            let (code, stdout, stderr) = gridbed(&[
+                "run",
+                tb.to_str().unwrap(),
+                "--sites",
+                sites.to_str().unwrap(),
+                "--engine",
+                engine,
+                "--json",
+                json.to_str().unwrap(),
+                "--db",
+                db.to_str().unwrap(),
+                "-q",
+            ]);
+            let rec: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let s = &rec["summary"];
+            if cleanup {
+                assert_eq!(code, Some(0), "{name}: {stdout}{stderr}");
+                assert_eq!(s["jobs_done"], 24, "{name}");
+                assert!(
+                    s["evictions"].as_u64().unwrap() > 0,
+                    "{name}: cleaned outputs made room"
+                );
+                assert!(s.get("failures").is_none(), "{name}");
+                continue;
+            }
+            // Without cleanup every level's outputs stay: the disks fill,
+            // nothing can run, and the run ends with why.
+            assert_eq!(code, Some(1), "{name}: {stdout}{stderr}");
+            let failed = s["jobs_failed"].as_u64().unwrap();
+            let blocked = s["jobs_blocked"].as_u64().unwrap();
+            let failures = s["failures"].as_array().unwrap();
+            assert!(failed > 0 && failures.len() as u64 == failed, "{name}: {s}");
+            for f in failures {
+                let why = f["reason"].as_str().unwrap();
+                assert!(why.contains("deadlock on disk space"), "{name}: {why}");
+            }
+            let first = format!("failed job    `{}`: ", failures[0]["job"].as_str().unwrap());
+            assert!(
+                stdout.contains(&first),
+                "{name}: the summary says why: {stdout}"
+            );
+            let jobs = rec["jobs"].as_array().unwrap();
+            let with_blocker = jobs.iter().filter(|j| j["blocked_by"].is_string()).count();
+            assert_eq!(
+                with_blocker as u64, blocked,
+                "{name}: every blocked job names its failed ancestor"
+            );
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            let count = |sql: &str| -> u64 {
+                conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap() as u64
+            };
+            assert_eq!(
+                count("SELECT count(*) FROM jobs WHERE failure LIKE '%deadlock on disk space%'"),
+                failed,
+                "{name}"
+            );
+            assert_eq!(
+                count("SELECT count(*) FROM jobs WHERE blocked_by IS NOT NULL"),
+                blocked,
+                "{name}"
+            );
+        }
+    }
+}
+
+/// Peak resident memory of a child process (VmHWM), polled until it exits
+/// or `limit` passes (then it is killed and the test fails).
+fn run_measuring_peak(args: &[&str], limit: Duration) -> (Option<i32>, u64) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let started = Instant::now();
+    let mut peak_kb = 0;
+    loop {
+        if let Some(code) = child.try_wait().unwrap() {
+            return (code.code(), peak_kb * 1024);
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("still running after {limit:?}, peak {peak_kb} kB so far");
+        }
+        if let Ok(text) = std::fs::read_to_string(&status)
+            && let Some(line) = text.lines().find(|l| l.starts_with("VmHWM:"))
+        {
+            let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+            peak_kb = peak_kb.max(kb);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_hundred_thousand_jobs_deadlocked_on_disk_space_end_in_bounded_memory() {
+    // 25,000 pipelines released level by level fill 4 GB of disk with
+    // first-level outputs whose readers then have no room for theirs: a
+    // true deadlock, where the manager used to retry for ever and grow.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "wide.toml", &tight(25_000, true, "2 GB"));
+    let sites = catalog();
+    let (code, peak) = run_measuring_peak(
+        &[
+            "run",
+            tb.to_str().unwrap(),
+            "--sites",
+            sites.to_str().unwrap(),
+            "--engine",
+            "sim",
+            "-q",
+        ],
+        Duration::from_secs(600),
+    );
+    assert_eq!(
+        code,
+        Some(1),
+        "the run ends, with jobs failed for want of room"
+    );
+    assert!(peak < 1 << 30, "peak resident memory {} MB", peak >> 20);
+}
