@@ -123,12 +123,14 @@ fn cleanup_lets_a_tight_disk_complete_in_both_engines_and_a_deadlock_is_explaine
     }
 }
 
-/// Peak resident memory of a child process (VmHWM), polled until it exits
-/// or `limit` passes (then it is killed and the test fails).
-fn run_measuring_peak(args: &[&str], limit: Duration) -> (Option<i32>, u64) {
+/// Runs gridbed with `args`: its exit code, peak resident memory (VmHWM,
+/// polled until it exits or `limit` passes, when it is killed and the test
+/// fails) and standard output.
+fn run_measuring_peak(args: &[&str], limit: Duration) -> (Option<i32>, u64, String) {
+    let mut out = tempfile::tempfile().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .args(args)
-        .stdout(std::process::Stdio::null())
+        .stdout(out.try_clone().unwrap())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -137,7 +139,11 @@ fn run_measuring_peak(args: &[&str], limit: Duration) -> (Option<i32>, u64) {
     let mut peak_kb = 0;
     loop {
         if let Some(code) = child.try_wait().unwrap() {
-            return (code.code(), peak_kb * 1024);
+            use std::io::{Read, Seek};
+            let mut stdout = String::new();
+            out.rewind().unwrap();
+            out.read_to_string(&mut stdout).unwrap();
+            return (code.code(), peak_kb * 1024, stdout);
         }
         if started.elapsed() > limit {
             child.kill().unwrap();
@@ -162,7 +168,7 @@ fn a_hundred_thousand_jobs_deadlocked_on_disk_space_end_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let tb = write_testbed(dir.path(), "wide.toml", &tight(25_000, true, "2 GB"));
     let sites = catalog();
-    let (code, peak) = run_measuring_peak(
+    let (code, peak, _) = run_measuring_peak(
         &[
             "run",
             tb.to_str().unwrap(),
@@ -180,4 +186,39 @@ fn a_hundred_thousand_jobs_deadlocked_on_disk_space_end_in_bounded_memory() {
         "the run ends, with jobs failed for want of room"
     );
     assert!(peak < 1 << 30, "peak resident memory {} MB", peak >> 20);
+}
+
+#[test]
+#[ignore = "needs target/wfcommons/epigenomics-100000.json: python3 benches/wfcommons_gen.py \
+            (with wfcommons 1.6; .ci/run writes it)"]
+fn wfcommons_epigenomics_100k_runs_to_its_end_on_the_quickstart_in_bounded_memory() {
+    // The issue's case: 99,997 tasks and 1.39 TB of inputs on five sites of
+    // 20-217 GB, where kept outputs filled every disk and the run grew
+    // past 24 GB within a minute.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let wf = root.join("target/wfcommons/epigenomics-100000.json");
+    assert!(
+        wf.is_file(),
+        "{} is missing: run benches/wfcommons_gen.py",
+        wf.display()
+    );
+    let testbed = root.join("testbeds/quickstart.toml");
+    let (code, peak, stdout) = run_measuring_peak(
+        &[
+            "run",
+            testbed.to_str().unwrap(),
+            "--engine",
+            "sim",
+            "--workflow",
+            wf.to_str().unwrap(),
+            "-q",
+        ],
+        Duration::from_secs(900),
+    );
+    assert!(peak < 1 << 30, "peak resident memory {} MB", peak >> 20);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains(" 99997 ended of 99997 (0 failed, 0 blocked"),
+        "{stdout}"
+    );
 }
