@@ -387,6 +387,8 @@ pub struct SiteRow {
     pub name: String,
     /// Attempts that entered its queue.
     pub submitted: u64,
+    /// Attempts that took a slot there.
+    pub started: u64,
     /// Attempts that ended there.
     pub ended: u64,
     /// Attempts MonitQueue killed there.
@@ -414,6 +416,7 @@ pub fn site_rows(path: &Path) -> Result<Vec<SiteRow>, DbError> {
         .prepare(
             "SELECT s.name, \
              (SELECT count(*) FROM attempts a WHERE a.site = s.id AND a.submitted IS NOT NULL), \
+             (SELECT count(*) FROM attempts a WHERE a.site = s.id AND a.started IS NOT NULL), \
              (SELECT count(*) FROM attempts a WHERE a.site = s.id AND a.outcome = 'ended'), \
              (SELECT count(*) FROM attempts a WHERE a.site = s.id AND a.outcome = 'killed') \
              FROM sites s WHERE s.cpus > 0 ORDER BY s.id",
@@ -424,8 +427,9 @@ pub fn site_rows(path: &Path) -> Result<Vec<SiteRow>, DbError> {
             Ok(SiteRow {
                 name: r.get(0)?,
                 submitted: r.get::<_, i64>(1)? as u64,
-                ended: r.get::<_, i64>(2)? as u64,
-                killed: r.get::<_, i64>(3)? as u64,
+                started: r.get::<_, i64>(2)? as u64,
+                ended: r.get::<_, i64>(3)? as u64,
+                killed: r.get::<_, i64>(4)? as u64,
             })
         })
         .map_err(err)?;

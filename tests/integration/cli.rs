@@ -186,7 +186,9 @@ fn the_control_database_agrees_with_the_run_record_and_inspect_refuses_bad_files
         .replace(
             "[emulation]",
             "[manager]\nmonit_interval = 10\nmax_idle = 30\n[emulation]",
-        );
+        )
+        .replace("name = \"grid3-01\"", "name = \"grid3-01\"\ncpus = 1")
+        .replace("name = \"grid3-02\"", "name = \"grid3-02\"\ncpus = 1");
     let dir = tempfile::tempdir().unwrap();
     let tb = write_testbed(dir.path(), "small.toml", &body);
     let json = dir.path().join("run.json");
@@ -203,20 +205,44 @@ fn the_control_database_agrees_with_the_run_record_and_inspect_refuses_bad_files
     let db = dir.path().join("run.db");
     assert!(stdout.contains("control database written"), "{stdout}");
     let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // A run that really queues and kills, so that no count agrees by being 0.
+    let summary = &record["summary"];
+    assert!(summary["kills"].as_u64().unwrap() > 0, "{summary}");
+    assert!(
+        summary["mean_queue_wait_s"].as_f64().unwrap() > 0.0,
+        "{summary}"
+    );
     let rows = gridbed::db::site_rows(&db).unwrap();
+    let attempts: Vec<&serde_json::Value> = record["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["attempts"].as_array().unwrap())
+        .collect();
     for site in record["sites"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["cpus"] != 0)
     {
-        let row = rows
-            .iter()
-            .find(|r| r.name == site["name"].as_str().unwrap())
-            .unwrap();
-        assert_eq!(serde_json::json!(row.ended), site["jobs_ended"]);
-        assert_eq!(serde_json::json!(row.killed), site["jobs_killed"]);
+        let name = site["name"].as_str().unwrap();
+        let row = rows.iter().find(|r| r.name == name).unwrap();
+        let here = |field: &str| {
+            attempts
+                .iter()
+                .filter(|a| a["site"] == name && !a[field].is_null())
+                .count() as u64
+        };
+        assert_eq!(row.submitted, here("submitted"), "{name}");
+        assert_eq!(row.started, here("started"), "{name}");
+        assert_eq!(serde_json::json!(row.ended), site["jobs_ended"], "{name}");
+        assert_eq!(serde_json::json!(row.killed), site["jobs_killed"], "{name}");
     }
+    assert!(rows.iter().map(|r| r.killed).sum::<u64>() > 0);
+    assert!(
+        rows.iter().any(|r| r.submitted > r.started),
+        "kills left attempts that never started"
+    );
     for job in record["jobs"].as_array().unwrap() {
         let history = gridbed::db::job_history(&db, job["name"].as_str().unwrap()).unwrap();
         let attempts = job["attempts"].as_array().unwrap();
