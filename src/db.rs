@@ -82,6 +82,8 @@ CREATE TABLE IF NOT EXISTS transfers (
     id INTEGER PRIMARY KEY, job INTEGER NOT NULL, file TEXT NOT NULL,
     source INTEGER NOT NULL, destination INTEGER NOT NULL, start REAL NOT NULL,
     end REAL, bytes INTEGER NOT NULL, failure TEXT, retry INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS faults (
+    t REAL NOT NULL, site INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
 ";
 
 /// An open control database: the connection lives on a writer thread, so
@@ -90,6 +92,8 @@ CREATE TABLE IF NOT EXISTS transfers (
 pub struct ControlDb {
     batches: Option<mpsc::Sender<Batch>>,
     writer: Option<JoinHandle<Result<(), DbError>>>,
+    /// Faults of the records already queued.
+    faults_written: usize,
 }
 
 /// One attempt as written.
@@ -127,9 +131,13 @@ struct JobEnd {
     blocked_by: Option<i64>,
 }
 
+/// One fault as written: time, site, kind, the fault as JSON.
+struct FaultWrite(f64, i64, &'static str, String);
+
 /// What one hand-over from an engine asks the writer to upsert.
 #[derive(Default)]
 struct Batch {
+    faults: Vec<FaultWrite>,
     ends: Vec<JobEnd>,
     attempts: Vec<AttemptWrite>,
     transfers: Vec<TransferWrite>,
@@ -191,6 +199,7 @@ impl ControlDb {
         Ok(ControlDb {
             batches: Some(tx),
             writer: Some(writer),
+            faults_written: 0,
         })
     }
 
@@ -201,6 +210,13 @@ impl ControlDb {
             return;
         };
         let mut batch = Batch::default();
+        for f in &records.faults[self.faults_written.min(records.faults.len())..] {
+            let detail = serde_json::to_string(&f.fault).unwrap_or_default();
+            batch
+                .faults
+                .push(FaultWrite(f.time, f.site as i64, f.fault.kind(), detail));
+        }
+        self.faults_written = records.faults.len();
         for &j in &changes.jobs {
             let r = &records.jobs[j];
             if r.failure.is_some() || r.blocked_by.is_some() {
@@ -343,8 +359,16 @@ fn writer(
             let mut ends = tx
                 .prepare_cached("UPDATE jobs SET failure = ?2, blocked_by = ?3 WHERE id = ?1")
                 .map_err(err)?;
+            let mut faults = tx
+                .prepare_cached(
+                    "INSERT INTO faults (t, site, kind, detail) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(err)?;
             // Whatever queued while the last transaction ran goes into this one.
             for batch in std::iter::once(first).chain(batches.try_iter()) {
+                for f in &batch.faults {
+                    faults.execute(params![f.0, f.1, f.2, f.3]).map_err(err)?;
+                }
                 for e in &batch.ends {
                     ends.execute(params![e.job, e.failure, e.blocked_by])
                         .map_err(err)?;

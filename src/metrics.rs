@@ -52,6 +52,8 @@ pub struct Metrics {
     pub storage_capacity: IntGaugeVec,
     /// Evictions per site.
     pub evictions: IntCounterVec,
+    /// Faults injected (`[[fault]]`), per site and kind.
+    pub faults: IntCounterVec,
     /// Jobs MonitQueue killed in a site queue, per site.
     pub jobs_killed: IntCounterVec,
     /// Kills that found the job already started, per site.
@@ -247,6 +249,11 @@ impl Metrics {
                 "gridbed_evictions_total",
                 "Files evicted per site",
                 &["site"],
+            ),
+            faults: icv(
+                "gridbed_faults_total",
+                "Faults injected per site and kind (crash, recover, slow, slow_end, shrink, reset, stall, corrupt)",
+                &["site", "kind"],
             ),
             jobs_killed: icv(
                 "gridbed_jobs_killed_total",

@@ -770,6 +770,7 @@ fn bench_scenario(
         strategy: strategy.into(),
         eviction: "lru".into(),
         manager,
+        faults: Default::default(),
         emulation: Emulation {
             time_scale: 1.0,
             byte_scale: 1.0,

@@ -167,7 +167,9 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // A reset injected on purpose (`[[fault]] kind = "reset"`)
+                // is an error to actix's HTTP layer, not to the user.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,actix_http=off")),
         )
         .with_writer(std::io::stderr)
         .init();

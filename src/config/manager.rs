@@ -29,6 +29,7 @@ pub(super) struct ManagerFile {
     submit_overhead: Option<Seconds>,
     postscript_overhead: Option<Seconds>,
     cleanup: Option<bool>,
+    reproduce_lost: Option<bool>,
 }
 
 /// The site selector and eviction policy by name, checked against the
@@ -108,6 +109,7 @@ pub(super) fn settings<W>(
         submit_overhead: m.submit_overhead.map_or(0.0, |s| s.0),
         postscript_overhead: m.postscript_overhead.map_or(0.0, |s| s.0),
         cleanup: m.cleanup.unwrap_or(defaults.cleanup),
+        reproduce_lost: m.reproduce_lost.unwrap_or(defaults.reproduce_lost),
     };
     match (&m.monit_interval, &m.max_idle) {
         (None, None) => {}

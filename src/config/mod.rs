@@ -5,6 +5,7 @@
 //! line and column, the field and what was expected; nothing here panics on
 //! input. The testbed format is documented in `docs/testbed.md`.
 
+mod faults;
 mod manager;
 mod sites;
 pub(crate) mod source;
@@ -145,6 +146,9 @@ pub struct Scenario {
     pub eviction: String,
     /// Manager tunables.
     pub manager: ManagerSettings,
+    /// Timed faults (`[[fault]]`); per-response ones are in each site's
+    /// `faults`.
+    pub faults: crate::core::faults::FaultPlan,
     /// Emulation factors.
     pub emulation: Emulation,
 }
@@ -250,6 +254,8 @@ pub(crate) struct TestbedFile<W> {
     manager: manager::ManagerFile,
     #[serde(default)]
     site: Vec<Spanned<sites::SiteFile>>,
+    #[serde(default)]
+    fault: Vec<Spanned<faults::FaultFile>>,
     /// Pegasus job clustering, e.g. `horizontal[size=4]`.
     clustering: Option<Spanned<String>>,
     workflow: Spanned<W>,
@@ -266,7 +272,8 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         (None, None) => sites::default_catalog(base),
     };
     let catalogue = sites::Catalogue::read(&catalog_path)?;
-    let sites = sites::resolve(&tb.site, &src, base, &catalogue)?;
+    let mut sites = sites::resolve(&tb.site, &src, base, &catalogue)?;
+    let faults = faults::resolve(&tb.fault, &mut sites, &src)?;
     let origin = sites::origin(&sites, &tb.origin, &src)?;
     let (strategy, eviction) = manager::policies(&tb, &src, overrides)?;
     let mut manager = manager::settings(&tb, &src, &strategy)?;
@@ -307,6 +314,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         strategy,
         eviction,
         manager,
+        faults,
         emulation: Emulation {
             time_scale: tb.emulation.time_scale.0,
             byte_scale: tb.emulation.byte_scale.0,

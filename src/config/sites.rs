@@ -379,6 +379,8 @@ fn merge(
                 // Checked by the caller, which has the value's span.
                 probability: s.corrupt_probability.as_ref().map_or(0.0, |p| *p.get_ref()),
             },
+            // Set by the testbed's [[fault]] table.
+            ..Default::default()
         },
         // Validated by the caller, which knows the file it was written in.
         background: None,

@@ -159,6 +159,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             emulation: tb.emulation,
             manager: tb.manager,
             site: tb.site,
+            fault: tb.fault,
             clustering: tb.clustering,
         }
     }

@@ -3,6 +3,22 @@
 //! like any other (DESIGN.md: "a corrupted or truncated transfer is detected
 //! by its sha256 and retried").
 //!
+//! Two kinds, both from the testbed's `[[fault]]` table:
+//!
+//! * **Timed** faults of a site at a nominal instant ([`FaultPlan`]): a crash
+//!   (its queue, running jobs and transfers are lost; its pool too, or kept,
+//!   by option) and the recovery; a slow spell (its CPUs run at a fraction
+//!   of their speed for jobs that start meanwhile); a disk that shrinks.
+//!   Both engines schedule them at the same nominal times and carry them out
+//!   through the site state machine ([`super::site::Site`]).
+//! * **Per-transfer** faults of a site's file server ([`SiteFaults`]): each
+//!   response that starts to stream steps the site's schedules, which say
+//!   whether it is corrupted, reset halfway or stalled.
+//!
+//! Every fault that happens reaches the manager as an
+//! [`super::Event::Fault`] and is kept in the control records, so the run
+//! record, the control database and the metrics list them.
+//!
 //! A schedule answers one question per step — is this one faulty? — from a
 //! fixed prefix (`first`: the first n steps) and a seeded probability for
 //! every later step. The engines decide where a step is; for the file
@@ -25,11 +41,29 @@ pub struct FaultSpec {
     pub probability: f64,
 }
 
-/// The faults a site injects.
+/// The faults a site's file server injects, per response.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct SiteFaults {
-    /// Responses of its file server that are corrupted (one byte flipped).
+    /// Responses that are corrupted (one byte flipped).
     pub corrupt_responses: FaultSpec,
+    /// Responses whose connection is reset when half their bytes are sent.
+    pub resets: FaultSpec,
+    /// Responses that stall for `stall_seconds` (nominal) before their bytes
+    /// flow, the connection held meanwhile.
+    pub stalls: FaultSpec,
+    /// How long a stall lasts, nominal seconds.
+    pub stall_seconds: f64,
+}
+
+/// The kinds of per-response schedule, each seeded apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseFault {
+    /// One byte flipped.
+    Corrupt,
+    /// Connection reset halfway.
+    Reset,
+    /// A stall before the bytes.
+    Stall,
 }
 
 impl SiteFaults {
@@ -37,6 +71,95 @@ impl SiteFaults {
     /// same in both engines, distinct from the background load's).
     pub fn seed(run_seed: u64, site: SiteId) -> u64 {
         run_seed ^ 0xd1b5_4a32_d192_ed03u64.wrapping_mul(site as u64 + 1)
+    }
+
+    /// Site `site`'s schedule of `kind` in a run seeded `run_seed`.
+    pub fn schedule(&self, kind: ResponseFault, run_seed: u64, site: SiteId) -> FaultSchedule {
+        let (spec, salt) = match kind {
+            ResponseFault::Corrupt => (self.corrupt_responses, 0),
+            ResponseFault::Reset => (self.resets, 0x9e37_79b9_7f4a_7c15),
+            ResponseFault::Stall => (self.stalls, 0xbf58_476d_1ce4_e5b9),
+        };
+        FaultSchedule::new(spec, Self::seed(run_seed, site) ^ salt)
+    }
+}
+
+/// A fault that happened, as the manager records it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Fault {
+    /// The site crashed: its queue, running jobs and transfers are lost, and
+    /// its pool too when `pool_lost`.
+    Crash {
+        /// Whether the pool's files are gone.
+        pool_lost: bool,
+    },
+    /// The site is back, with an empty pool if it was lost.
+    Recover,
+    /// Its CPUs run at `factor` of their speed for jobs starting from now.
+    Slow {
+        /// Speed factor (0, 1].
+        factor: f64,
+    },
+    /// Its CPUs are back to full speed.
+    SlowEnd,
+    /// Its disk shrinks to `disk` nominal bytes (files evicted to fit).
+    Shrink {
+        /// New capacity.
+        disk: u64,
+    },
+    /// Its file server reset transfer `transfer` halfway.
+    Reset {
+        /// The transfer.
+        transfer: super::TransferId,
+    },
+    /// Its file server stalled transfer `transfer` for `seconds`.
+    Stall {
+        /// The transfer.
+        transfer: super::TransferId,
+        /// Nominal seconds.
+        seconds: f64,
+    },
+    /// Its file server flipped a byte of transfer `transfer`.
+    Corrupt {
+        /// The transfer.
+        transfer: super::TransferId,
+    },
+}
+
+impl Fault {
+    /// Its kind in one word (metrics label, database column).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Crash { .. } => "crash",
+            Fault::Recover => "recover",
+            Fault::Slow { .. } => "slow",
+            Fault::SlowEnd => "slow_end",
+            Fault::Shrink { .. } => "shrink",
+            Fault::Reset { .. } => "reset",
+            Fault::Stall { .. } => "stall",
+            Fault::Corrupt { .. } => "corrupt",
+        }
+    }
+}
+
+/// The timed faults of a run: (nominal instant, site, fault), in time order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FaultPlan {
+    /// The faults, sorted by time (stable: ties keep the testbed's order).
+    pub timed: Vec<(super::Time, SiteId, Fault)>,
+}
+
+impl FaultPlan {
+    /// A plan of `timed` faults in any order.
+    pub fn new(mut timed: Vec<(super::Time, SiteId, Fault)>) -> Self {
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        FaultPlan { timed }
+    }
+
+    /// Whether nothing is planned.
+    pub fn is_empty(&self) -> bool {
+        self.timed.is_empty()
     }
 }
 

@@ -94,6 +94,13 @@ impl<K: Ord + Copy> SharedLink<K> {
         self.active.push(Reverse((Mark(self.served + bytes), id)));
     }
 
+    /// Stream `id` stops at `now` (its source crashed), its bytes unsent.
+    /// Call [`SharedLink::next_end`] after, since every stream's rate changed.
+    pub fn remove(&mut self, now: Time, id: K) {
+        self.advance(now);
+        self.active.retain(|Reverse((_, k))| *k != id);
+    }
+
     /// When the first stream ends at today's rate, and the generation to hand
     /// back to [`SharedLink::take_ended`] then; `None` when the link is idle.
     /// Any end computed earlier is stale from now on.

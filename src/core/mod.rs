@@ -166,6 +166,14 @@ pub enum Event {
         /// The file.
         file: FileId,
     },
+    /// A fault happened at `site` (see [`faults`]): recorded, and a crash
+    /// or a recovery changes where jobs may go and which replicas exist.
+    Fault {
+        /// The site.
+        site: SiteId,
+        /// What happened.
+        fault: faults::Fault,
+    },
 }
 
 /// An order from the manager to the engine.

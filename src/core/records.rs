@@ -153,6 +153,19 @@ pub struct Records {
     pub sites: Vec<SiteCounters>,
     /// Evictions, in the order the manager learnt of them.
     pub evictions: Vec<EvictionRecord>,
+    /// Faults, in the order the manager learnt of them.
+    pub faults: Vec<FaultRecord>,
+}
+
+/// A fault that happened at a site (see [`super::faults`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultRecord {
+    /// When the manager learnt of it.
+    pub time: Time,
+    /// The site.
+    pub site: SiteId,
+    /// What happened.
+    pub fault: super::faults::Fault,
 }
 
 impl Records {

@@ -48,6 +48,20 @@ impl Rls {
         }
     }
 
+    /// Forgets every replica at `site` (its pool was lost); returns the
+    /// files it held.
+    pub fn drop_site(&mut self, site: SiteId) -> Vec<FileId> {
+        let mut dropped = Vec::new();
+        for (file, h) in self.holders.iter_mut().enumerate() {
+            if let Some(i) = h.iter().position(|&s| s == site) {
+                h.swap_remove(i);
+                self.replicas -= 1;
+                dropped.push(file);
+            }
+        }
+        dropped
+    }
+
     /// Sites that hold `file`.
     pub fn holders(&self, file: FileId) -> &[SiteId] {
         &self.holders[file]

@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::background::Load;
+use super::faults::Fault;
 use super::storage::Pool;
 use super::{
     Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId, Workflow,
@@ -56,7 +57,13 @@ pub struct Site {
     wf: Arc<Workflow>,
     pool: Pool,
     queue: VecDeque<JobId>,
-    running: usize,
+    /// Jobs holding a slot: running, or writing their outputs (`ending`).
+    running: Vec<JobId>,
+    ending: Vec<JobId>,
+    /// Whether the site is up (not crashed).
+    up: bool,
+    /// Its CPUs' speed now, as a fraction of `info.speed` (a slow spell).
+    speed_factor: f64,
     /// Other users' load, and the slots it holds now.
     load: Option<Load>,
     busy: usize,
@@ -84,9 +91,17 @@ impl Site {
             peak_used: pool.used(),
             pool,
             queue: VecDeque::new(),
-            running: 0,
+            running: Vec::new(),
+            ending: Vec::new(),
+            up: true,
+            speed_factor: 1.0,
             jobs_run: 0,
         }
+    }
+
+    /// The site's id.
+    pub fn id(&self) -> SiteId {
+        self.id
     }
 
     /// The site's static description.
@@ -103,7 +118,16 @@ impl Site {
     }
     /// Jobs holding a slot.
     pub fn running(&self) -> usize {
-        self.running
+        self.running.len() + self.ending.len()
+    }
+    /// Whether the site is up (not crashed).
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+    /// Whether `job` ran here and its outputs are being written (a crash
+    /// meanwhile drops them).
+    pub fn is_ending(&self, job: JobId) -> bool {
+        self.ending.contains(&job)
     }
     /// Slots other users hold now.
     pub fn background_busy(&self) -> usize {
@@ -120,7 +144,7 @@ impl Site {
     /// Whether the site's file server can serve `file` (a live endpoint
     /// answers 404 otherwise).
     pub fn serves(&self, file: FileId) -> bool {
-        self.pool.has(file)
+        self.up && self.pool.has(file)
     }
 
     /// A prescript chose this site for `job`: pin its inputs here, present or
@@ -141,6 +165,11 @@ impl Site {
         file: FileId,
         out: &mut Vec<SiteAction>,
     ) -> bool {
+        if !self.up {
+            let result = Err(TransferFailure::Connection("site is down".into()));
+            out.push(SiteAction::Emit(Event::TransferDone { id, result }));
+            return false;
+        }
         match self.pool.begin_write(file, self.wf.files[file].size) {
             Err(e) => {
                 let never = e.never || !self.could_ever_run(job);
@@ -174,6 +203,14 @@ impl Site {
 
     /// Every input of `job` is staged: it joins the FIFO queue.
     pub fn submit(&mut self, job: JobId, out: &mut Vec<SiteAction>) {
+        if !self.up {
+            out.push(SiteAction::Emit(Event::JobEnded {
+                job,
+                site: self.id,
+                result: Err(JobFailure::Failed("site is down".into())),
+            }));
+            return;
+        }
         self.queue.push_back(job);
         self.try_start(out);
     }
@@ -213,6 +250,63 @@ impl Site {
         self.pool.unkeep(file);
     }
 
+    /// A timed fault of this site happens now (see [`crate::core::faults`]);
+    /// the manager hears of it first, then of what it did.
+    pub fn fault(&mut self, fault: &Fault, out: &mut Vec<SiteAction>) {
+        out.push(SiteAction::Emit(Event::Fault {
+            site: self.id,
+            fault: fault.clone(),
+        }));
+        match *fault {
+            Fault::Crash { pool_lost } => self.crash(pool_lost, out),
+            Fault::Recover => {
+                self.up = true;
+                self.try_start(out);
+            }
+            Fault::Slow { factor } => self.speed_factor = factor,
+            Fault::SlowEnd => self.speed_factor = 1.0,
+            Fault::Shrink { disk } => {
+                let evicted = self.pool.set_capacity(disk);
+                self.evicted(evicted, out);
+            }
+            // Per-transfer faults are the file server's (the engine's).
+            Fault::Reset { .. } | Fault::Stall { .. } | Fault::Corrupt { .. } => {}
+        }
+    }
+
+    /// The site crashes: every queued and running job ends as failed (the
+    /// manager plans it again, against its RETRY), outputs being written are
+    /// dropped, and with `pool_lost` every file goes. The engine ends the
+    /// transfers into and out of the site.
+    fn crash(&mut self, pool_lost: bool, out: &mut Vec<SiteAction>) {
+        self.up = false;
+        let wf = self.wf.clone();
+        for &job in &self.ending {
+            for &o in &wf.jobs[job].outputs {
+                self.pool.abort_write(o);
+            }
+        }
+        let lost: Vec<JobId> = self
+            .running
+            .drain(..)
+            .chain(self.ending.drain(..))
+            .chain(self.queue.drain(..))
+            .collect();
+        for job in lost {
+            out.push(SiteAction::Emit(Event::JobEnded {
+                job,
+                site: self.id,
+                result: Err(JobFailure::Failed("site crashed".into())),
+            }));
+        }
+        for file in self.pool.crash(pool_lost) {
+            out.push(SiteAction::Remove {
+                file,
+                evicted: false,
+            });
+        }
+    }
+
     /// The nominal instant of the next background-load change, if any.
     pub fn next_load_change(&self) -> Option<Time> {
         self.load.as_ref().and_then(Load::next_change)
@@ -231,7 +325,7 @@ impl Site {
     /// Starts queued jobs while slots are free, in FIFO order. A job whose
     /// input is gone fails at once and frees its turn.
     fn try_start(&mut self, out: &mut Vec<SiteAction>) {
-        while self.running < self.info.cpus.saturating_sub(self.busy) {
+        while self.up && self.running() < self.info.cpus.saturating_sub(self.busy) {
             let Some(job) = self.queue.pop_front() else {
                 return;
             };
@@ -248,9 +342,9 @@ impl Site {
             for &f in &spec.inputs {
                 self.pool.touch(f);
             }
-            self.running += 1;
+            self.running.push(job);
             self.jobs_run += 1;
-            let nominal = spec.runtime / self.info.speed + self.info.overhead;
+            let nominal = spec.runtime / (self.info.speed * self.speed_factor) + self.info.overhead;
             out.push(SiteAction::Emit(Event::JobStarted { job, site: self.id }));
             out.push(SiteAction::Run { job, nominal });
         }
@@ -269,6 +363,10 @@ impl Site {
     /// [`Site::outputs_written`]); `None` when they do not fit, in which case
     /// the job has already ended with [`JobFailure::NoSpace`].
     pub fn end_run(&mut self, job: JobId, out: &mut Vec<SiteAction>) -> Option<Vec<FileId>> {
+        // A run the site lost in a crash ends unseen.
+        let i = self.running.iter().position(|&j| j == job)?;
+        self.running.swap_remove(i);
+        self.ending.push(job);
         let wf = self.wf.clone();
         let mut reserved = Vec::new();
         for &o in &wf.jobs[job].outputs {
@@ -299,6 +397,9 @@ impl Site {
         written: Result<(), String>,
         out: &mut Vec<SiteAction>,
     ) {
+        if !self.ending.contains(&job) {
+            return; // lost in a crash meanwhile
+        }
         let wf = self.wf.clone();
         let result = match written {
             Ok(()) => {
@@ -321,12 +422,17 @@ impl Site {
     /// A running job failed before its outputs (an input did not verify):
     /// it ends with `failure` and frees its slot.
     pub fn fail_run(&mut self, job: JobId, failure: JobFailure, out: &mut Vec<SiteAction>) {
+        let Some(i) = self.running.iter().position(|&j| j == job) else {
+            return; // lost in a crash meanwhile
+        };
+        self.running.swap_remove(i);
+        self.ending.push(job);
         self.finish(job, Err(failure), out);
     }
 
     fn finish(&mut self, job: JobId, result: Result<(), JobFailure>, out: &mut Vec<SiteAction>) {
         self.peak_used = self.peak_used.max(self.pool.used());
-        self.running -= 1;
+        self.ending.retain(|&j| j != job);
         out.push(SiteAction::Emit(Event::JobEnded {
             job,
             site: self.id,
@@ -622,5 +728,94 @@ mod tests {
             }]
         );
         assert!(!s.serves(1));
+    }
+
+    #[test]
+    fn a_crash_ends_queued_and_running_jobs_drops_the_pool_and_its_runs_end_unseen() {
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        s.submit(0, &mut out);
+        s.submit(1, &mut out);
+        assert_eq!(started(&out), [0]);
+        out.clear();
+        s.fault(&Fault::Crash { pool_lost: true }, &mut out);
+        assert_eq!(
+            out[0],
+            Emit(Event::Fault {
+                site: 0,
+                fault: Fault::Crash { pool_lost: true }
+            }),
+            "the manager hears of the crash first"
+        );
+        let failed = Err(JobFailure::Failed("site crashed".into()));
+        assert_eq!(ended(&out), [(0, failed.clone()), (1, failed)]);
+        assert!(out.contains(&SiteAction::Remove {
+            file: 0,
+            evicted: false
+        }));
+        assert_eq!((s.pool().used(), s.running(), s.queued()), (0, 0, 0));
+        assert!(!s.serves(0) && !s.is_up());
+        // The run that was going ends unseen; nothing is accepted while down.
+        out.clear();
+        assert_eq!(s.end_run(0, &mut out), None);
+        assert!(out.is_empty());
+        s.submit(2, &mut out);
+        assert!(matches!(ended(&out)[..], [(2, Err(_))]));
+        out.clear();
+        assert!(!s.begin_fetch(9, 2, 0, &mut out));
+        out.clear();
+        s.fault(&Fault::Recover, &mut out);
+        assert!(s.is_up());
+        s.submit(2, &mut out);
+        // Its input went with the pool: it fails at once, as a missing input.
+        assert!(matches!(
+            ended(&out)[..],
+            [(2, Err(JobFailure::MissingInput(_)))]
+        ));
+    }
+
+    #[test]
+    fn a_crash_that_keeps_the_pool_keeps_its_files_and_unpins_them() {
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        s.pin(0);
+        s.submit(0, &mut out);
+        s.fault(&Fault::Crash { pool_lost: false }, &mut out);
+        assert!(s.pool().has(0) && !s.pool().is_pinned(0));
+        out.clear();
+        s.fault(&Fault::Recover, &mut out);
+        s.submit(1, &mut out);
+        assert_eq!(started(&out), [1], "its input is still here");
+    }
+
+    #[test]
+    fn a_slow_spell_stretches_the_runs_that_start_in_it_and_a_shrink_evicts() {
+        let mut s = site(2, 1000, 5, None);
+        let mut out = Vec::new();
+        s.fault(&Fault::Slow { factor: 0.5 }, &mut out);
+        s.submit(0, &mut out);
+        // runtime 60 / (speed 2 × 0.5) + overhead 5
+        assert!(out.contains(&Run {
+            job: 0,
+            nominal: 65.0
+        }));
+        s.fault(&Fault::SlowEnd, &mut out);
+        out.clear();
+        s.submit(1, &mut out);
+        assert!(out.contains(&Run {
+            job: 1,
+            nominal: 35.0
+        }));
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        s.submit(0, &mut out);
+        let outputs = s.end_run(0, &mut out).unwrap();
+        assert_eq!(outputs, [2]);
+        s.outputs_written(0, Ok(()), &mut out);
+        s.cleanup(2);
+        out.clear();
+        s.fault(&Fault::Shrink { disk: 12 }, &mut out);
+        assert!(out.contains(&Emit(Event::FileEvicted { site: 0, file: 2 })));
+        assert_eq!((s.pool().capacity(), s.pool().used()), (12, 10));
     }
 }

@@ -365,6 +365,48 @@ impl Pool {
         }
     }
 
+    /// The site crashed: every job's pins and wanted files are forgotten
+    /// (its jobs are gone); with `lose`, every file too, origin copies and
+    /// writes in flight included. Returns the complete files removed.
+    pub fn crash(&mut self, lose: bool) -> Vec<FileId> {
+        for (_, files) in std::mem::take(&mut self.job_pins) {
+            for f in files {
+                self.update(f, |e| e.pins = e.pins.saturating_sub(1));
+            }
+        }
+        self.wants.clear();
+        self.wanted_by.clear();
+        if !lose {
+            return Vec::new();
+        }
+        let gone = self.files().collect();
+        self.entries.clear();
+        self.evictable.clear();
+        self.used = 0;
+        self.kept_bytes = 0;
+        self.origin_bytes = 0;
+        self.evictable_bytes = 0;
+        gone
+    }
+
+    /// The disk shrinks (or grows) to `capacity`: evictable files go, by
+    /// the eviction policy, until the rest fits; returns them. What is kept
+    /// or pinned stays even beyond the new capacity, and writes fail until
+    /// it fits.
+    pub fn set_capacity(&mut self, capacity: u64) -> Vec<FileId> {
+        self.capacity = capacity;
+        let mut evicted = Vec::new();
+        while self.used > self.capacity {
+            let Some(&(_, victim)) = self.evictable.first() else {
+                break;
+            };
+            self.remove(victim);
+            self.evictions += 1;
+            evicted.push(victim);
+        }
+        evicted
+    }
+
     /// A job read `file`: recency and frequency for the eviction policy.
     pub fn touch(&mut self, file: FileId) {
         self.clock += 1;

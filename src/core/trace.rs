@@ -102,6 +102,15 @@ pub enum TraceEvent<'a> {
         /// The file.
         file: FileId,
     },
+    /// A fault happened at a site (`[[fault]]`).
+    Fault {
+        /// Nominal time.
+        t: Time,
+        /// The site.
+        site: SiteId,
+        /// What happened.
+        fault: &'a super::faults::Fault,
+    },
 }
 
 impl TraceEvent<'_> {
@@ -115,7 +124,8 @@ impl TraceEvent<'_> {
             | TraceEvent::Ended { t, .. }
             | TraceEvent::TransferStarted { t, .. }
             | TraceEvent::TransferEnded { t, .. }
-            | TraceEvent::Evicted { t, .. } => t,
+            | TraceEvent::Evicted { t, .. }
+            | TraceEvent::Fault { t, .. } => t,
         }
     }
 
@@ -130,6 +140,7 @@ impl TraceEvent<'_> {
             TraceEvent::TransferStarted { .. } => "transfer_started",
             TraceEvent::TransferEnded { .. } => "transfer_ended",
             TraceEvent::Evicted { .. } => "evicted",
+            TraceEvent::Fault { .. } => "fault",
         }
     }
 }
@@ -201,6 +212,13 @@ impl Records {
                 t: e.time,
                 site: e.site,
                 file: e.file,
+            });
+        }
+        for f in &self.faults {
+            events.push(TraceEvent::Fault {
+                t: f.time,
+                site: f.site,
+                fault: &f.fault,
             });
         }
         // A stable sort keeps the build order for ties.

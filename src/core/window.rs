@@ -61,6 +61,15 @@ impl<T> IdWindow<T> {
         Some(v)
     }
 
+    /// The stored (id, value) pairs, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
+        let base = self.base;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, v)| Some((base + i as u64, v.as_ref()?)))
+    }
+
     /// Values stored.
     pub fn len(&self) -> usize {
         self.live

@@ -16,11 +16,17 @@
 //!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
 //!   second); the transfer client reports it as a busy source, and the
 //!   manager retries (after `transfer_backoff`) or takes another replica.
+//! * Faults on purpose ([`Faults`]): each response that starts to stream
+//!   steps the site's schedules, which may flip one byte of it, reset the
+//!   connection when half its bytes are sent, or stall it before its first
+//!   byte; each injected fault is reported (the client names its transfer
+//!   in `X-Gridbed-Transfer`). While the site is down (crashed) every request
+//!   gets 502 and every response in flight is cut at its next chunk.
 
 use std::net::TcpListener;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix_web::body::SizedStream;
@@ -31,7 +37,7 @@ use tokio::io::AsyncReadExt;
 
 use super::names;
 use super::store::{FileMeta, Store};
-use crate::core::faults::FaultSchedule;
+use crate::core::faults::{Fault, FaultSchedule};
 
 /// Shaping and limits of one file server, in real units.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,11 +54,22 @@ pub struct Limits {
 }
 
 /// Deliberate faults in served responses: the site's schedules of
-/// [`crate::core::faults`], stepped once per response that starts to stream.
-#[derive(Debug)]
+/// [`crate::core::faults`], stepped once per response that starts to stream,
+/// and whether the site is down.
 pub struct Faults {
     /// Which responses get one byte flipped in their first chunk.
-    pub corrupt: std::sync::Mutex<FaultSchedule>,
+    corrupt: std::sync::Mutex<FaultSchedule>,
+    /// Which responses are reset when half their bytes are sent.
+    resets: std::sync::Mutex<FaultSchedule>,
+    /// Which responses stall for `stall` before their first byte.
+    stalls: std::sync::Mutex<FaultSchedule>,
+    stall: Duration,
+    /// Nominal seconds of a stall, as reported.
+    stall_nominal: f64,
+    /// The site crashed and has not recovered.
+    down: AtomicBool,
+    /// Tells the manager of each fault injected into a transfer.
+    report: Option<Box<dyn Fn(Fault) + Send + Sync>>,
 }
 
 /// A server that injects nothing.
@@ -62,17 +79,74 @@ impl Default for Faults {
     }
 }
 
+/// What the schedules say of one response.
+#[derive(Debug, Clone, Copy, Default)]
+struct Drawn {
+    corrupt: bool,
+    reset: bool,
+    stall: bool,
+}
+
 impl Faults {
-    /// Faults stepped by `corrupt`.
+    /// Faults stepped by `corrupt` only.
     pub fn new(corrupt: FaultSchedule) -> Self {
         Faults {
             corrupt: std::sync::Mutex::new(corrupt),
+            resets: std::sync::Mutex::new(FaultSchedule::none()),
+            stalls: std::sync::Mutex::new(FaultSchedule::none()),
+            stall: Duration::ZERO,
+            stall_nominal: 0.0,
+            down: AtomicBool::new(false),
+            report: None,
         }
     }
 
-    /// Whether the response starting now is corrupted.
-    fn corrupt_next(&self) -> bool {
-        self.corrupt.lock().map(|mut s| s.step()).unwrap_or(false)
+    /// With resets and stalls (`stall` real, `stall_nominal` as reported).
+    pub fn with(
+        mut self,
+        resets: FaultSchedule,
+        stalls: FaultSchedule,
+        stall: Duration,
+        stall_nominal: f64,
+    ) -> Self {
+        self.resets = std::sync::Mutex::new(resets);
+        self.stalls = std::sync::Mutex::new(stalls);
+        self.stall = stall;
+        self.stall_nominal = stall_nominal;
+        self
+    }
+
+    /// Reporting each injected fault to `report`.
+    pub fn reporting(mut self, report: impl Fn(Fault) + Send + Sync + 'static) -> Self {
+        self.report = Some(Box::new(report));
+        self
+    }
+
+    /// The site crashed (true) or recovered (false).
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::Release);
+    }
+
+    fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
+    }
+
+    /// The schedules' verdicts on the response starting now, in the
+    /// simulator's order (corrupt, reset, stall).
+    fn draw(&self) -> Drawn {
+        let step =
+            |s: &std::sync::Mutex<FaultSchedule>| s.lock().map(|mut s| s.step()).unwrap_or(false);
+        Drawn {
+            corrupt: step(&self.corrupt),
+            reset: step(&self.resets),
+            stall: step(&self.stalls),
+        }
+    }
+
+    fn tell(&self, fault: Fault) {
+        if let Some(r) = &self.report {
+            r(fault);
+        }
     }
 }
 
@@ -262,10 +336,17 @@ struct Body {
     aggregate: Option<Arc<Shared>>,
     stream: Option<ByteBucket>,
     corrupt: bool,
+    /// Bytes after which the connection is reset (a fault), if any.
+    reset_at: Option<u64>,
+    transfer: Option<u64>,
+    faults: Arc<Faults>,
     _slot: Slot,
 }
 
 async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
+    if st.faults.is_down() {
+        return HttpResponse::BadGateway().body("site is down");
+    }
     let (enc, meta) = match lookup(&req, &st) {
         Ok(found) => found,
         Err(refusal) => return refusal.response(),
@@ -295,21 +376,57 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if !st.limits.latency.is_zero() {
         tokio::time::sleep(st.limits.latency).await;
     }
-    let corrupt = meta.size > 0 && st.faults.corrupt_next();
+    let drawn = if meta.size > 0 {
+        st.faults.draw()
+    } else {
+        Drawn::default()
+    };
+    let transfer: Option<u64> = req
+        .headers()
+        .get("X-Gridbed-Transfer")
+        .and_then(|v| v.to_str().ok()?.parse().ok());
+    if let Some(transfer) = transfer {
+        if drawn.corrupt {
+            st.faults.tell(Fault::Corrupt { transfer });
+        }
+        if drawn.stall {
+            let seconds = st.faults.stall_nominal;
+            st.faults.tell(Fault::Stall { transfer, seconds });
+        }
+    }
+    if drawn.stall {
+        tokio::time::sleep(st.faults.stall).await;
+    }
     let body = Body {
         source,
         remaining: meta.size,
         chunk: st.chunk,
         aggregate: st.aggregate.clone(),
         stream: ByteBucket::new(st.limits.stream_cap, st.chunk),
-        corrupt,
+        corrupt: drawn.corrupt,
+        // Half the bytes go, and never all of them (the client would see
+        // a complete body).
+        reset_at: drawn.reset.then_some((meta.size / 2).max(1)),
+        transfer,
+        faults: st.faults.clone(),
         _slot: slot,
     };
     let stream = futures_util::stream::unfold(body, |mut b| async move {
         if b.remaining == 0 {
             return None;
         }
-        let n = (b.chunk as u64).min(b.remaining) as usize;
+        let reset = b.reset_at.is_some_and(|at| b.remaining <= at);
+        if reset || b.faults.is_down() {
+            if reset && let Some(transfer) = b.transfer {
+                b.faults.tell(Fault::Reset { transfer });
+            }
+            b.remaining = 0;
+            let e = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+            return Some((Err(e), b));
+        }
+        // A chunk never crosses the reset point.
+        let until_reset = b.reset_at.map_or(b.remaining, |at| b.remaining - at);
+        let n = (b.chunk as u64).min(b.remaining).min(until_reset) as usize;
         if let Some(l) = &b.stream {
             l.take(n).await;
         }

@@ -272,6 +272,15 @@ impl Handler<Start> for ManagerActor {
 impl Handler<SiteEvent> for ManagerActor {
     type Result = ();
     fn handle(&mut self, m: SiteEvent, ctx: &mut Context<Self>) {
+        if let Event::Fault { site, fault } = &m.0
+            && let Some(core) = &self.core
+        {
+            let name = &core.sites()[*site].name;
+            self.metrics
+                .faults
+                .with_label_values(&[name.as_str(), fault.kind()])
+                .inc();
+        }
         self.step(m.0, ctx);
     }
 }

@@ -77,6 +77,11 @@ pub struct Cleanup {
     pub file: FileId,
 }
 
+/// Engine → site: a timed fault of the site happens now (`[[fault]]`).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SiteFault(pub crate::core::faults::Fault);
+
 /// Site → manager: something happened (the manager stamps the time).
 #[derive(Message)]
 #[rtype(result = "()")]

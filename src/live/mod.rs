@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use crate::config::{Emulation, Scenario};
-use crate::core::Workflow;
-use crate::core::faults::{FaultSchedule, SiteFaults};
+use crate::core::faults::ResponseFault;
 use crate::core::observer::BoxedObserver;
 use crate::core::result::{LiveTotals, RunResult};
 use crate::core::storage::Pool;
+use crate::core::{Event, Workflow};
 use crate::metrics::Metrics;
 use crate::policy;
-use messages::{SiteReport, TakeInventory};
+use messages::{SiteEvent, SiteFault, SiteReport, TakeInventory};
 
 /// What every site actor shares, read-only.
 pub struct Shared {
@@ -49,6 +49,9 @@ pub struct Shared {
     pub site_names: Vec<String>,
     /// Base URL of every site's gridftp endpoint, by site id.
     pub urls: Vec<String>,
+    /// Every site's endpoint faults (down while the site is crashed), by
+    /// site id.
+    pub endpoints: Vec<Arc<gridftp::Faults>>,
     /// Emulation factors.
     pub emulation: Emulation,
     /// The run seed (file contents derive from it).
@@ -191,9 +194,12 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     }
     write_origin_files(&stores[scenario.origin], &wf, &encoded, em, scenario.seed).await?;
 
-    // One gridftp endpoint per site.
+    // One gridftp endpoint per site; the faults it injects reach the manager
+    // once it has started.
+    let reporter: Arc<std::sync::OnceLock<Recipient<SiteEvent>>> = Arc::default();
     let mut urls = Vec::new();
     let mut servers = Vec::new();
+    let mut endpoints = Vec::new();
     for (i, (s, store)) in scenario.sites.iter().zip(&stores).enumerate() {
         let limits = gridftp::Limits {
             bandwidth: em.real_rate(s.bandwidth),
@@ -201,13 +207,26 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
             max_connections: s.max_connections,
             latency: crate::live::site::real_duration(em.real_secs(s.latency)),
         };
-        let faults = Arc::new(gridftp::Faults::new(FaultSchedule::new(
-            s.faults.corrupt_responses,
-            SiteFaults::seed(scenario.seed, i),
-        )));
-        let (url, handle) = serve_gridftp(store, limits, faults)?;
+        let f = &s.faults;
+        let report = reporter.clone();
+        let faults = Arc::new(
+            gridftp::Faults::new(f.schedule(ResponseFault::Corrupt, scenario.seed, i))
+                .with(
+                    f.schedule(ResponseFault::Reset, scenario.seed, i),
+                    f.schedule(ResponseFault::Stall, scenario.seed, i),
+                    site::real_duration(em.real_secs(f.stall_seconds)),
+                    f.stall_seconds,
+                )
+                .reporting(move |fault| {
+                    if let Some(m) = report.get() {
+                        m.do_send(SiteEvent(Event::Fault { site: i, fault }));
+                    }
+                }),
+        );
+        let (url, handle) = serve_gridftp(store, limits, faults.clone())?;
         urls.push(url);
         servers.push(handle);
+        endpoints.push(faults);
     }
     let client = http_client()?;
     let shared = Arc::new(Shared {
@@ -215,6 +234,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         encoded,
         site_names: scenario.sites.iter().map(|s| s.info.name.clone()).collect(),
         urls,
+        endpoints,
         emulation: em,
         seed: scenario.seed,
         client,
@@ -250,6 +270,21 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         );
         sites.push(actor.start());
     }
+    let _ = reporter.set(manager_addr.clone().recipient());
+    // The timed faults, each at its nominal time on the run's clock.
+    let timed: Vec<_> = scenario
+        .faults
+        .timed
+        .iter()
+        .map(|(t, site, fault)| {
+            let (addr, fault) = (sites[*site].clone(), fault.clone());
+            let at = clock.start + site::real_duration(em.real_secs(*t));
+            actix_rt::spawn(async move {
+                tokio::time::sleep_until(at.into()).await;
+                addr.do_send(SiteFault(fault));
+            })
+        })
+        .collect();
     let (tx, rx) = tokio::sync::oneshot::channel();
     manager_addr.do_send(manager::Start {
         sites: sites.clone(),
@@ -257,6 +292,9 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     });
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
     let wall = clock.start.elapsed();
+    for t in timed {
+        t.abort();
+    }
     let manager::Taken { core, db, timeline } = manager_addr
         .send(manager::TakeManager)
         .await

@@ -17,13 +17,14 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Cleanup, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteReport, Submit,
-    TakeInventory,
+    Cleanup, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteFault, SiteReport,
+    Submit, TakeInventory,
 };
 use super::store::{self, Store};
 use super::{Shared, transfer};
 use crate::config::SiteConfig;
 use crate::core::background::Load;
+use crate::core::faults::Fault;
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
 use crate::core::{Event, JobFailure, JobId, SiteId, TransferFailure};
@@ -46,6 +47,8 @@ pub struct SiteActor {
     _dir: Arc<TempDir>,
     manager: Recipient<SiteEvent>,
     real_bytes_in: u64,
+    /// Transfers into the site in flight (a crash ends them at once).
+    fetching: rustc_hash::FxHashMap<crate::core::TransferId, crate::core::FileId>,
 }
 
 impl Actor for SiteActor {
@@ -107,6 +110,7 @@ impl SiteActor {
             _dir: dir,
             manager,
             real_bytes_in: 0,
+            fetching: Default::default(),
         }
     }
 
@@ -178,6 +182,7 @@ impl SiteActor {
         if !accepted {
             return;
         }
+        self.fetching.insert(m.id, m.file);
         let size = self.shared.workflow.files[m.file].size;
         let shared = self.shared.clone();
         let store = self.store.clone();
@@ -200,6 +205,13 @@ impl SiteActor {
         res: Result<transfer::Pulled, TransferFailure>,
         ctx: &mut Context<Self>,
     ) {
+        if self.fetching.remove(&m.id).is_none() {
+            // Ended by a crash of this site: what arrived meanwhile goes.
+            if res.is_ok() && !self.site.pool().has(m.file) {
+                self.store.remove(&self.shared.encoded[m.file]);
+            }
+            return;
+        }
         let metrics = &self.shared.metrics;
         let from = self.shared.site_names[m.from].as_str();
         let labels = [from, self.cfg.info.name.as_str()];
@@ -310,6 +322,15 @@ impl SiteActor {
             .unwrap_or_else(|e| Err(e.to_string()))
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
+            if !act.site.is_ending(job) {
+                // The site crashed while they were written: they go.
+                for &o in &act.shared.workflow.jobs[job].outputs {
+                    if !act.site.pool().has(o) {
+                        act.store.remove(&act.shared.encoded[o]);
+                    }
+                }
+                return;
+            }
             act.site.outputs_written(job, res, &mut act.actions);
             act.carry_out(ctx);
         }));
@@ -401,6 +422,28 @@ impl Handler<Release> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Release, ctx: &mut Context<Self>) {
         self.site.release(m.job, &m.delete, &mut self.actions);
+        self.carry_out(ctx);
+    }
+}
+
+impl Handler<SiteFault> for SiteActor {
+    type Result = ();
+    /// A timed fault: the site state machine carries it out; a crash also
+    /// takes the endpoint down and ends every transfer into the site.
+    fn handle(&mut self, m: SiteFault, ctx: &mut Context<Self>) {
+        let id = self.site.id();
+        self.site.fault(&m.0, &mut self.actions);
+        match m.0 {
+            Fault::Crash { .. } => {
+                self.shared.endpoints[id].set_down(true);
+                for (t, file) in self.fetching.drain() {
+                    let cut = Err(TransferFailure::Connection("site crashed".into()));
+                    self.site.end_fetch(t, file, cut, &mut self.actions);
+                }
+            }
+            Fault::Recover => self.shared.endpoints[id].set_down(false),
+            _ => {}
+        }
         self.carry_out(ctx);
     }
 }

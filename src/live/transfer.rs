@@ -65,6 +65,8 @@ async fn fetch(
     let url = format!("{source}/files/{enc}");
     let resp = client
         .get(&url)
+        // Names the transfer to the source, which reports faults it injects.
+        .header("X-Gridbed-Transfer", id)
         .send()
         .await
         .map_err(|e| TransferFailure::Connection(e.to_string()))?;

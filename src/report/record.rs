@@ -67,6 +67,22 @@ pub struct RunRecord {
     /// in `sites`).
     #[serde(default)]
     pub timeline: Timeline,
+    /// Every fault that happened (`[[fault]]`, a site's corruption), in the
+    /// order the manager learnt of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultEntry>,
+}
+
+/// One fault of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FaultEntry {
+    /// When (nominal s).
+    pub t: f64,
+    /// Site name.
+    pub site: String,
+    /// What happened: `kind` and its fields.
+    #[serde(flatten)]
+    pub fault: crate::core::faults::Fault,
 }
 
 /// Totals of a run.
@@ -410,6 +426,15 @@ impl RunRecord {
             jobs,
             transfers,
             timeline: Timeline::default(),
+            faults: records
+                .faults
+                .iter()
+                .map(|f| FaultEntry {
+                    t: f.time,
+                    site: site_name(f.site),
+                    fault: f.fault.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -472,6 +497,22 @@ impl RunRecord {
             "  cache hits    {:>12}    evictions {}    mean queue wait {:.1} s",
             s.cache_hits, s.evictions, s.mean_queue_wait_s
         );
+        if !self.faults.is_empty() {
+            let mut kinds: Vec<(&str, usize)> = Vec::new();
+            for f in &self.faults {
+                match kinds.iter_mut().find(|(k, _)| *k == f.fault.kind()) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((f.fault.kind(), 1)),
+                }
+            }
+            let list: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let _ = writeln!(
+                out,
+                "  faults        {:>12} ({})",
+                self.faults.len(),
+                list.join(", ")
+            );
+        }
         let _ = writeln!(
             out,
             "\n  {:<14} {:>5} {:>8} {:>7} {:>10} {:>12} {:>9} {:>9} {:>10}",

@@ -12,8 +12,12 @@
 //!   (refused at once as busy when all are held, as a live endpoint answers
 //!   503), holds it for the source's `latency`, then streams on the source's
 //!   [`SharedLink`]: all streams leaving a site
-//!   share its `bandwidth` fairly and each is capped at `stream_cap`. A
-//!   response the source's fault schedule corrupts ends as a corrupt transfer.
+//!   share its `bandwidth` fairly and each is capped at `stream_cap`. The
+//!   source's fault schedules, drawn once as a response starts to stream,
+//!   may corrupt it (it ends as a corrupt transfer), reset it (it fails when
+//!   half its bytes have flowed) or stall it (its bytes start later).
+//! * **Timed faults** (`[[fault]]`): at its nominal time each goes to its
+//!   [`Site`]; a crash also ends every transfer into or out of the site.
 //! * **Sites**: each is a [`Site`] — the same FIFO queue, slots, background
 //!   load, input checks and pool (with the scenario's eviction policy) as the
 //!   live site actor drives; runs end after their nominal time, and bytes are
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
 use crate::core::events::EventQueue;
-use crate::core::faults::{FaultSchedule, SiteFaults};
+use crate::core::faults::{Fault, FaultSchedule, ResponseFault};
 use crate::core::link::SharedLink;
 use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
@@ -86,6 +90,9 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
 /// What a corrupted response's check reports (the live client's words).
 const CORRUPT: &str = "sha256 mismatch";
 
+/// What a reset connection reports (the live client's words).
+pub const RESET: &str = "connection reset by the source";
+
 /// Events between two database batches.
 pub const DB_BATCH: u64 = 1_000;
 
@@ -105,6 +112,8 @@ enum Ev {
     JobDone { site: SiteId, job: JobId },
     /// A site's background load changes.
     Load { site: SiteId },
+    /// The scenario's timed fault of this index happens.
+    Fault(usize),
 }
 
 /// A site's file server as the transfer model sees it.
@@ -115,8 +124,11 @@ struct Source {
     connections: usize,
     /// The streams sharing its egress.
     link: SharedLink<TransferId>,
-    /// Which responses it corrupts on purpose.
+    /// Which responses it corrupts, resets and stalls on purpose.
     corrupt: FaultSchedule,
+    resets: FaultSchedule,
+    stalls: FaultSchedule,
+    stall_seconds: f64,
 }
 
 struct Flow {
@@ -126,6 +138,10 @@ struct Flow {
     size: u64,
     /// Its response was corrupted: the destination's check fails at the end.
     corrupt: bool,
+    /// Its connection is reset when half its bytes have flowed.
+    reset: bool,
+    /// The source's fault schedules were drawn for it.
+    drawn: bool,
 }
 
 struct Sim {
@@ -146,6 +162,8 @@ struct Sim {
     db: Option<ControlDb>,
     db_error: Option<String>,
     timeline: Timeline,
+    /// The scenario's timed faults.
+    faults: Vec<(Time, SiteId, Fault)>,
 }
 
 impl Sim {
@@ -184,10 +202,10 @@ impl Sim {
                 latency: s.latency,
                 connections: 0,
                 link: SharedLink::new(s.bandwidth, s.stream_cap),
-                corrupt: FaultSchedule::new(
-                    s.faults.corrupt_responses,
-                    SiteFaults::seed(scenario.seed, i),
-                ),
+                corrupt: s.faults.schedule(ResponseFault::Corrupt, scenario.seed, i),
+                resets: s.faults.schedule(ResponseFault::Reset, scenario.seed, i),
+                stalls: s.faults.schedule(ResponseFault::Stall, scenario.seed, i),
+                stall_seconds: s.faults.stall_seconds,
             });
         }
         let manager = scenario.new_manager()?;
@@ -208,7 +226,12 @@ impl Sim {
             db: None,
             db_error: None,
             timeline: Timeline::default(),
+            faults: scenario.faults.timed.clone(),
         };
+        for i in 0..sim.faults.len() {
+            let at = sim.faults[i].0;
+            sim.at(at, Ev::Fault(i));
+        }
         for site in 0..sim.sites.len() {
             if let Some(at) = sim.sites[site].next_load_change() {
                 sim.at(at, Ev::Load { site });
@@ -262,6 +285,7 @@ impl Sim {
                 Ev::SourceNext { site, generation } => self.source_next(site, generation),
                 Ev::JobDone { site, job } => self.job_done(site, job),
                 Ev::Load { site } => self.load_changes(site),
+                Ev::Fault(i) => self.fault(i),
             }
         }
     }
@@ -381,6 +405,8 @@ impl Sim {
                 to,
                 size,
                 corrupt: false,
+                reset: false,
+                drawn: false,
             },
         );
         let src = &mut self.sources[from];
@@ -410,22 +436,80 @@ impl Sim {
     }
 
     /// Latency over: the source must still hold the file (live: 404 otherwise),
-    /// then the bytes flow, corrupted if the source's fault schedule says so.
+    /// then the source's fault schedules are drawn (corrupt, reset, stall; a
+    /// stalled response comes back here when the stall is over) and the
+    /// bytes flow, half of them when the connection is to be reset.
     fn stream(&mut self, id: TransferId) {
         let Some(flow) = self.flows.get(id) else {
             return;
         };
-        let (from, file, size) = (flow.from, flow.file, flow.size);
-        if !self.sites[from].serves(file) {
+        let (from, file, size, drawn) = (flow.from, flow.file, flow.size, flow.drawn);
+        if !drawn && !self.sites[from].serves(file) {
             self.end_transfer(id, Err(TransferFailure::SourceMissing));
             return;
         }
-        let src = &mut self.sources[from];
-        if size > 0 && src.corrupt.step() {
-            self.flows.get_mut(id).expect("looked up above").corrupt = true;
+        if !drawn && size > 0 {
+            let src = &mut self.sources[from];
+            let (corrupt, reset, stall) =
+                (src.corrupt.step(), src.resets.step(), src.stalls.step());
+            let seconds = src.stall_seconds;
+            let flow = self.flows.get_mut(id).expect("looked up above");
+            (flow.corrupt, flow.reset, flow.drawn) = (corrupt, reset, true);
+            if corrupt {
+                self.fault_at(from, Fault::Corrupt { transfer: id });
+            }
+            if stall {
+                self.fault_at(
+                    from,
+                    Fault::Stall {
+                        transfer: id,
+                        seconds,
+                    },
+                );
+                self.at(self.now + seconds, Ev::Stream(id));
+                return;
+            }
         }
-        src.link.start(self.now, id, size as f64);
+        let bytes = if self.flows.get(id).is_some_and(|f| f.reset) {
+            size as f64 / 2.0
+        } else {
+            size as f64
+        };
+        self.sources[from].link.start(self.now, id, bytes);
         self.reschedule(from);
+    }
+
+    /// Tells the manager of a fault of `site`'s file server.
+    fn fault_at(&mut self, site: SiteId, fault: Fault) {
+        self.at(self.now, Ev::Deliver(Event::Fault { site, fault }));
+    }
+
+    /// The scenario's timed fault `i` happens: its site carries it out, and a
+    /// crash ends every transfer into or out of the site.
+    fn fault(&mut self, i: usize) {
+        let (_, site, fault) = self.faults[i].clone();
+        self.sites[site].fault(&fault, &mut self.actions);
+        self.carry_out(site);
+        if !matches!(fault, Fault::Crash { .. }) {
+            return;
+        }
+        let cut: Vec<(TransferId, SiteId)> = self
+            .flows
+            .iter()
+            .filter(|(_, f)| f.from == site || f.to == site)
+            .map(|(id, f)| (id, f.from))
+            .collect();
+        let mut sources = Vec::new();
+        for (id, from) in cut {
+            self.sources[from].link.remove(self.now, id);
+            self.end_transfer(id, Err(TransferFailure::Connection("site crashed".into())));
+            sources.push(from);
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        for from in sources {
+            self.reschedule(from);
+        }
     }
 
     /// Schedules the source's next stream end at the current shared rate.
@@ -441,6 +525,10 @@ impl Sim {
         };
         for id in done {
             let result = match self.flows.get(id) {
+                Some(f) if f.reset => {
+                    self.fault_at(site, Fault::Reset { transfer: id });
+                    Err(TransferFailure::Connection(RESET.into()))
+                }
                 Some(f) if f.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
                 f => Ok(f.map_or(0, |f| f.size)),
             };

@@ -372,3 +372,73 @@ fn no_numeric_extreme_panics_it_runs_or_is_refused_with_its_field() {
         assert!(stderr.contains("--linger"), "{stderr}");
     }
 }
+
+#[test]
+fn bad_fault_entries_say_which_and_why() {
+    let site = "name = \"grid3-01\"\n";
+    let fault = |body: &str| format!("{site}[[fault]]\n{body}\n");
+    for (body, parts) in [
+        (
+            "kind = \"meteor\"\nsite = \"grid3-01\"",
+            &[
+                "bad.toml:11:8",
+                "unknown fault kind `meteor`",
+                "crash, reset",
+            ][..],
+        ),
+        (
+            "kind = \"crash\"\nsite = \"grid3-09\"\nat = 5",
+            &[
+                "bad.toml:12:8",
+                "unknown site `grid3-09`",
+                "submit-host, grid3-01",
+            ],
+        ),
+        (
+            "kind = \"crash\"\nat = 5",
+            &["bad.toml:10:1", "a `crash` fault needs a `site`"],
+        ),
+        (
+            "kind = \"crash\"\nsite = \"grid3-01\"\nat = 50\nrecover = 20",
+            &["bad.toml:14:11", "expected recover > at (50 s)"],
+        ),
+        (
+            "kind = \"crash\"\nsite = \"grid3-01\"\nat = 5\npool = \"gone\"",
+            &[
+                "bad.toml:14:8",
+                "unknown pool `gone`; expected lost or kept",
+            ],
+        ),
+        (
+            "kind = \"reset\"\nprobability = 1.5",
+            &["bad.toml:12:15", "expected probability in [0, 1]"],
+        ),
+        (
+            "kind = \"reset\"",
+            &["a `reset` fault needs `probability` > 0 or `first` > 0"],
+        ),
+        (
+            "kind = \"stall\"\nprobability = 0.1",
+            &["a `stall` fault needs `seconds`"],
+        ),
+        (
+            "kind = \"reset\"\nprobability = 0.1\nat = 5",
+            &["a `reset` fault takes no `at`; expected probability, first"],
+        ),
+        (
+            "kind = \"slow\"\nsite = \"grid3-01\"\nfrom = 5\nfactor = 0",
+            &["bad.toml:14:10", "expected factor > 0"],
+        ),
+        (
+            "kind = \"shrink\"\nsite = \"grid3-01\"\nat = 5\ndisk = \"-3 GB\"",
+            &["bad.toml:14", "disk"],
+        ),
+        (
+            "kind = \"crash\"\nsite = \"grid3-01\"\nat = -1",
+            &["bad.toml:13", "expected seconds ≥ 0"],
+        ),
+    ] {
+        let e = check(site, &fault(body));
+        expect(&e, parts);
+    }
+}

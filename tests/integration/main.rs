@@ -7,6 +7,7 @@ mod clustering;
 mod common;
 mod config_errors;
 mod farm;
+mod faults;
 mod formats;
 mod gridftp;
 mod live_runs;

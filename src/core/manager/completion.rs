@@ -178,6 +178,9 @@ impl Manager {
         self.records.sites[site].ended += 1;
         self.last_ended = Some(site);
         self.set_state(job, JobState::Done);
+        if std::mem::take(&mut self.rerun[job]) {
+            return; // its children were released when it first ended
+        }
         self.release_children(job);
     }
 

@@ -49,7 +49,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::records::{Attempt, EvictionRecord, JobRecord, Outcome, Records, TransferRecord};
+use super::faults::Fault;
+use super::records::{
+    Attempt, EvictionRecord, FaultRecord, JobRecord, Outcome, Records, TransferRecord,
+};
 use super::seams::{GridView, SiteSelector};
 use super::window::IdWindow;
 use super::{
@@ -106,6 +109,10 @@ pub struct ManagerSettings {
     /// In-place cleanup: an intermediate output is no longer kept once every
     /// job reading it has ended.
     pub cleanup: bool,
+    /// A file whose every replica was lost (a site crashed with its pool) is
+    /// made again by running its producer again; otherwise the jobs that
+    /// need it fail.
+    pub reproduce_lost: bool,
 }
 
 impl Default for ManagerSettings {
@@ -126,6 +133,7 @@ impl Default for ManagerSettings {
             submit_overhead: 0.0,
             postscript_overhead: 0.0,
             cleanup: true,
+            reproduce_lost: true,
         }
     }
 }
@@ -320,6 +328,11 @@ pub struct Manager {
     readers_left: Vec<u32>,
     /// Intermediate outputs whose last reader ended, to clean up.
     cleanup_due: Vec<FileId>,
+    /// Per site: crashed and not yet recovered.
+    down: Vec<bool>,
+    /// Per job: running again to make a lost output anew (its children
+    /// were released the first time).
+    rerun: Vec<bool>,
     /// Change tracking for a control database, when on.
     changes: Option<Changes>,
     job_dirty: Vec<bool>,
@@ -360,6 +373,7 @@ impl Manager {
             transfers: Vec::new(),
             sites: vec![Default::default(); sites.len()],
             evictions: Vec::new(),
+            faults: Vec::new(),
         };
         let mut ready = ReadyQueue::fifo();
         for j in 0..n {
@@ -440,6 +454,8 @@ impl Manager {
             footprint,
             readers_left,
             cleanup_due: Vec::new(),
+            down: vec![false; m],
+            rerun: vec![false; n],
             changes: None,
             job_dirty: vec![false; n],
             eligible: Vec::new(),
@@ -490,6 +506,7 @@ impl Manager {
                     file,
                 });
             }
+            Event::Fault { site, fault } => self.on_fault(site, fault, out),
         }
         self.pump(out);
     }

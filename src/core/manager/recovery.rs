@@ -22,6 +22,10 @@ pub(super) enum Retry {
     Counted,
     /// Never: the node fails for good (DAGMan's `RETRY … UNLESS-EXIT`).
     Never,
+    /// After a growing back-off, not its fault: every site that could run it
+    /// is down; as [`Retry::Later`], it gives up only when no job anywhere
+    /// ends meanwhile.
+    SitesDown,
 }
 
 impl Manager {
@@ -61,7 +65,7 @@ impl Manager {
                 Some(format!("{last}, its RETRY's UNLESS-EXIT status")),
                 self.now,
             ),
-            Retry::Later => {
+            Retry::Later | Retry::SitesDown => {
                 // No room now is nobody's fault and passes as jobs end and
                 // release their pins: wait longer each time. But when no job
                 // anywhere has ended in this job's last MAX_STALLS waits, over
@@ -84,15 +88,20 @@ impl Manager {
                 if self.stalls[job] > 0 && stalled >= self.stall_horizon / 2.0 {
                     self.avoid_once[job] = Some(self.site_of[job]);
                 }
-                let why =
-                    (self.stalls[job] >= MAX_STALLS && stalled >= self.stall_horizon).then(|| {
-                        format!(
-                            "no room for its files at the sites it tried, {} times over \
+                let n = self.stalls[job] + 1;
+                let why = (self.stalls[job] >= MAX_STALLS && stalled >= self.stall_horizon).then(
+                    || match retry {
+                        Retry::SitesDown => format!(
+                            "every site that can run it was down, {n} times over {stalled:.0} s \
+                             in which no job ended anywhere"
+                        ),
+                        _ => format!(
+                            "no room for its files at the sites it tried, {n} times over \
                              {stalled:.0} s in which no job ended anywhere (a deadlock on \
-                             disk space); last: {last}",
-                            self.stalls[job] + 1
-                        )
-                    });
+                             disk space); last: {last}"
+                        ),
+                    },
+                );
                 (why, self.now + backoff * f64::from(1u32 << doubling))
             }
         };
@@ -125,6 +134,56 @@ impl Manager {
                 }
             }
         }
+    }
+
+    /// A fault at `site` is recorded; a crash takes the site out of every
+    /// plan (its staging prescripts fail, counted against RETRY; its queued
+    /// and running jobs follow, as the site reports them) and, with its
+    /// pool, every replica it held; a recovery lets jobs go there again.
+    pub(super) fn on_fault(&mut self, site: SiteId, fault: Fault, out: &mut Vec<Command>) {
+        match fault {
+            Fault::Crash { pool_lost } => {
+                self.down[site] = true;
+                if pool_lost {
+                    self.rls.drop_site(site);
+                }
+                let staging: Vec<JobId> = (0..self.staging.len())
+                    .filter(|&j| self.staging[j].as_ref().is_some_and(|st| st.site == site))
+                    .collect();
+                for job in staging {
+                    let reason = "its site crashed".to_string();
+                    self.abort_staging(job, reason, Retry::Counted, out);
+                }
+            }
+            Fault::Recover => self.down[site] = false,
+            _ => {}
+        }
+        self.records.faults.push(FaultRecord {
+            time: self.now,
+            site,
+            fault,
+        });
+    }
+
+    /// Every replica of `file` is lost: its producer runs again if it had
+    /// ended (and lost inputs of its own are made again the same way when it
+    /// stages). False when nothing can make it: a workflow input, or
+    /// `reproduce_lost` off.
+    pub(super) fn reproduce(&mut self, file: FileId) -> bool {
+        let Some(p) = self.wf.producer[file].filter(|_| self.settings.reproduce_lost) else {
+            return false;
+        };
+        if self.state[p] == JobState::Done {
+            self.rerun[p] = true;
+            self.set_state(p, JobState::Ready);
+            for i in 0..self.wf.jobs[p].inputs.len() {
+                let f = self.wf.jobs[p].inputs[i];
+                self.readers_left[f] += 1;
+            }
+            self.ready.push(p);
+        }
+        // Otherwise it is running again already, or has yet to end.
+        !matches!(self.state[p], JobState::Failed | JobState::Blocked)
     }
 
     /// MonitQueue (seed 002 §4): kills the jobs idle in a site queue longer

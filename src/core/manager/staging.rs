@@ -13,6 +13,13 @@ impl Manager {
             let site = &self.sites[s];
             site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
         }));
+        if !eligible.is_empty() && eligible.iter().all(|&s| self.down[s]) {
+            // Every site that could run it crashed: wait for a recovery.
+            self.eligible = eligible;
+            self.retry(job, Retry::SitesDown);
+            return;
+        }
+        eligible.retain(|&s| !self.down[s]);
         if eligible.is_empty() {
             self.eligible = eligible;
             let why = format!(
@@ -149,15 +156,35 @@ impl Manager {
                 None => (None, &[]),
             };
             let holders = self.rls.holders(file);
-            let source = preferred.filter(|s| holders.contains(s)).or_else(|| {
-                holders
-                    .iter()
-                    .copied()
-                    .filter(|&s| s != to && !excluded.contains(&s))
-                    .min_by_key(|&s| (self.serving[s], s))
-            });
+            let down = &self.down;
+            let source = preferred
+                .filter(|&s| holders.contains(&s) && !down[s])
+                .or_else(|| {
+                    holders
+                        .iter()
+                        .copied()
+                        .filter(|&s| s != to && !excluded.contains(&s) && !down[s])
+                        .min_by_key(|&s| (self.serving[s], s))
+                });
             let Some(from) = source else {
-                let name = &self.wf.files[file].name;
+                let name = self.wf.files[file].name.clone();
+                if holders.is_empty() {
+                    // Every replica was lost with a crashed site's pool.
+                    if self.reproduce(file) {
+                        let reason =
+                            format!("every replica of `{name}` was lost; it is made again");
+                        self.abort_staging(job, reason, Retry::Later, out);
+                    } else {
+                        let reason = format!("every replica of `{name}` was lost");
+                        self.abort_staging(job, reason, Retry::Never, out);
+                    }
+                    return;
+                }
+                if holders.iter().any(|&s| down[s]) {
+                    let reason = format!("every replica of `{name}` is on a site that is down");
+                    self.abort_staging(job, reason, Retry::SitesDown, out);
+                    return;
+                }
                 if earlier.is_some_and(|t| t.excluded_busy) {
                     // Busy sources free up as transfers end: wait, as for
                     // room at the site, rather than count a failure.
@@ -270,7 +297,10 @@ impl Manager {
         if self.inbound.get(&key) == Some(&id) {
             self.inbound.remove(&key);
         }
-        if result.is_ok() && self.settings.replica_policy == ReplicaPolicy::Caching {
+        if result.is_ok()
+            && self.settings.replica_policy == ReplicaPolicy::Caching
+            && !self.down[key.1]
+        {
             // A verified copy at the site: every later prescript may use it.
             self.rls.register(key.0, key.1);
         }
