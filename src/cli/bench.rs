@@ -8,6 +8,10 @@
 //!   wall second.
 //! * **transfer**: 1 GiB in 64 MB files pulled over loopback with sha256
 //!   verification, as a ratio to `std::fs::copy` + sha256 of the same bytes.
+//! * **faults**: the live dispatch of jobs that each pull one input, with 5%
+//!   of the responses reset halfway, as a ratio to the same run without; and
+//!   `testbeds/chaos.toml` live with its faults against the same testbed
+//!   without them.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -56,7 +60,7 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 10] = [
+const BENCHMARKS: [&str; 11] = [
     "sim",
     "diffusion",
     "farm",
@@ -67,6 +71,7 @@ const BENCHMARKS: [&str; 10] = [
     "dispatch",
     "metrics",
     "transfer",
+    "faults",
 ];
 
 /// Why a benchmark failed inside: any error of the rooms it drives, or
@@ -160,6 +165,10 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     if want("transfer") {
         figures
             .push(transfer_throughput(16, (64 << 20) / shrink as u64).map_err(failed("transfer"))?);
+    }
+    if want("faults") {
+        figures.push(dispatch_under_resets(2_000 / shrink).map_err(failed("faults"))?);
+        figures.push(chaos_vs_clean().map_err(failed("faults"))?);
     }
     let mut md = String::from("| benchmark | value | goal | met |\n|---|---:|---|---|\n");
     for f in &figures {
@@ -864,6 +873,96 @@ fn metrics_overhead(jobs: usize, rounds: usize) -> Result<Figure, Failure> {
         unit: "× wall".into(),
         goal: Some("≤ 1.05".into()),
         met: ratio <= 1.05,
+    })
+}
+
+/// Jobs that each pull one 10 kB input from the store, live, round robin on
+/// 5 sites (as the dispatch benchmark, with a transfer per job), with the
+/// store resetting 5% of its responses halfway against the same run
+/// without, alternated three times: the ratio of jobs ended per wall second.
+fn dispatch_under_resets(jobs: usize) -> Result<Figure, Failure> {
+    let files = (0..jobs)
+        .map(|i| File {
+            name: format!("in{i}"),
+            size: 10_000,
+        })
+        .collect();
+    let specs = (0..jobs)
+        .map(|i| JobSpec {
+            name: format!("j{i}"),
+            inputs: vec![format!("in{i}")],
+            ..Default::default()
+        })
+        .collect();
+    let wf = Workflow::build(files, specs)?;
+    let mut sites = vec![bench_site("store", 0)];
+    sites.extend((0..5).map(|i| bench_site(&format!("site{i}"), 16)));
+    let settings = ManagerSettings {
+        transfer_backoff: 0.0,
+        ..unthrottled()
+    };
+    let clean = bench_scenario("bench-resets", sites, 0, wf, "round-robin", settings);
+    let mut faulty = clean.clone();
+    faulty.sites[0].faults.resets = crate::core::faults::FaultSpec {
+        first: 0,
+        probability: 0.05,
+    };
+    let (mut t_clean, mut t_faulty, mut resets) = (Duration::ZERO, Duration::ZERO, 0);
+    for _ in 0..3 {
+        for (s, total) in [(&clean, &mut t_clean), (&faulty, &mut t_faulty)] {
+            let run = live::run(s, live::LiveOptions::default())?;
+            if !run.succeeded {
+                return Err("resets bench: not every job ended".into());
+            }
+            *total += run.wall;
+            resets += run.records.faults.len();
+        }
+    }
+    let ratio = t_clean.as_secs_f64() / t_faulty.as_secs_f64();
+    Ok(Figure {
+        name: format!(
+            "faults: live dispatch of {jobs} jobs pulling one 10 kB input each, 5% of responses \
+             reset vs none (3 runs each, {:.2} vs {:.2} s, {resets} resets in all)",
+            t_faulty.as_secs_f64() / 3.0,
+            t_clean.as_secs_f64() / 3.0
+        ),
+        value: ratio,
+        unit: "× jobs/s".into(),
+        goal: Some("≥ 0.8".into()),
+        met: ratio >= 0.8,
+    })
+}
+
+/// `testbeds/chaos.toml` live with its faults, against the same testbed with
+/// none: the ratio of wall times.
+fn chaos_vs_clean() -> Result<Figure, Failure> {
+    let path = std::path::Path::new("testbeds/chaos.toml");
+    let chaos = crate::config::load(path, &Default::default())
+        .map_err(|e| format!("{e} (run `gridbed bench faults` from the repository root)"))?;
+    let mut clean = chaos.clone();
+    clean.faults = Default::default();
+    for s in &mut clean.sites {
+        s.faults = Default::default();
+    }
+    let mut walls = Vec::new();
+    for s in [&chaos, &clean] {
+        let run = live::run(s, live::LiveOptions::default())?;
+        if !run.succeeded {
+            return Err("chaos bench: not every job ended".into());
+        }
+        walls.push((run.wall.as_secs_f64(), run.makespan));
+    }
+    let ratio = walls[0].0 / walls[1].0;
+    Ok(Figure {
+        name: format!(
+            "faults: testbeds/chaos.toml live (2,001 jobs, a crash, 5% resets, 1% corruption) vs \
+             without its faults: {:.1} vs {:.1} s wall, makespan {:.0} vs {:.0} s",
+            walls[0].0, walls[1].0, walls[0].1, walls[1].1
+        ),
+        value: ratio,
+        unit: "× wall".into(),
+        goal: None,
+        met: true,
     })
 }
 
