@@ -22,6 +22,12 @@
 //!   byte; each injected fault is reported (the client names its transfer
 //!   in `X-Gridbed-Transfer`). While the site is down (crashed) every request
 //!   gets 502 and every response in flight is cut at its next chunk.
+//! * Hostile input is bounded: a request head must arrive within 5 s, headers
+//!   over 8 KiB in all get 431 (beyond 128 KiB actix closes the connection
+//!   with 400 or 431), other methods 405, a `Range`
+//!   request the whole file (200: ranges are optional in HTTP, and a partial
+//!   copy is never what a transfer wants), and a worker holds at most 2,048
+//!   connections.
 
 use std::net::TcpListener;
 use std::num::NonZeroU32;
@@ -260,6 +266,12 @@ pub fn serve(listener: TcpListener, state: Arc<Gridftp>) -> std::io::Result<Serv
             .tcp_nodelay(true)
             .disable_signals()
             .shutdown_timeout(1)
+            // Hostile clients on the grid's open ports: a request head must
+            // arrive within 5 s (slowloris), be under actix's header limits
+            // (else 431/400), and a worker takes at most 2,048 connections.
+            .client_request_timeout(Duration::from_secs(5))
+            .client_disconnect_timeout(Duration::from_secs(1))
+            .max_connections(2048)
             .listen(listener)?
             .run(),
     )
@@ -298,7 +310,27 @@ fn lookup(req: &HttpRequest, st: &Gridftp) -> Result<(String, FileMeta), Refusal
     Ok((enc, meta))
 }
 
+/// Request headers beyond this many bytes in all get 431 (as nginx's and
+/// Apache's 8 KiB defaults); actix itself refuses heads beyond 128 KiB.
+const MAX_HEADER_BYTES: usize = 8 << 10;
+
+/// 431 for a request whose headers exceed [`MAX_HEADER_BYTES`].
+fn oversized(req: &HttpRequest) -> Option<HttpResponse> {
+    let bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum();
+    (bytes > MAX_HEADER_BYTES).then(|| {
+        HttpResponse::build(actix_web::http::StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+            .body("request headers over 8 KiB")
+    })
+}
+
 async fn head_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
+    if let Some(refused) = oversized(&req) {
+        return refused;
+    }
     match lookup(&req, &st) {
         Ok((_, meta)) => HttpResponse::Ok()
             .insert_header(("X-Sha256", meta.sha256))
@@ -344,6 +376,9 @@ struct Body {
 }
 
 async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
+    if let Some(refused) = oversized(&req) {
+        return refused;
+    }
     if st.faults.is_down() {
         return HttpResponse::BadGateway().body("site is down");
     }

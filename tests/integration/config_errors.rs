@@ -442,3 +442,72 @@ fn bad_fault_entries_say_which_and_why() {
         expect(&e, parts);
     }
 }
+
+/// Whether an edited text asks for a workflow too large to generate in a
+/// test (a run of 5 or more digits: 10,000+ pipelines or levels).
+fn huge(text: &str) -> bool {
+    text.as_bytes()
+        .windows(5)
+        .any(|w| w.iter().all(u8::is_ascii_digit))
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 192, ..Default::default() })]
+
+    /// Fuzzing (proptest): any edits of a testbed (with `[[fault]]`s, a
+    /// `[manager]`, sites with background load) or of the site catalogue
+    /// give a scenario or an error, never a panic.
+    #[test]
+    fn no_edit_of_a_testbed_or_the_catalogue_panics_the_loader(
+        which in 0usize..4,
+        edits in proptest::collection::vec((0usize..4, proptest::prelude::any::<proptest::sample::Index>(), ".{0,12}"), 1..6),
+    ) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = tempfile::tempdir().unwrap();
+        let (testbed, catalogue) = if which < 3 {
+            let name = ["quickstart.toml", "osg-12-pipeline.toml", "chaos.toml"][which];
+            let text = std::fs::read_to_string(root.join("testbeds").join(name)).unwrap();
+            (crate::common::edit(&text, edits), std::fs::read_to_string(catalog()).unwrap())
+        } else {
+            let text = std::fs::read_to_string(root.join("testbeds/quickstart.toml")).unwrap();
+            (text, crate::common::edit(&std::fs::read_to_string(catalog()).unwrap(), edits))
+        };
+        if !huge(&testbed) && !huge(&catalogue) {
+            let path = write_testbed(dir.path(), "t.toml", &testbed);
+            let sites = write_testbed(dir.path(), "sites.toml", &catalogue);
+            let overrides = gridbed::config::Overrides {
+                sites_file: Some(sites),
+                ..Default::default()
+            };
+            let _ = gridbed::config::load(&path, &overrides);
+        }
+    }
+
+    /// The same for a run record read by `gridbed report`: a record or an
+    /// error, and for a record, its pictures or an error.
+    #[test]
+    fn no_edit_of_a_run_record_panics_the_report(
+        edits in proptest::collection::vec((0usize..4, proptest::prelude::any::<proptest::sample::Index>(), ".{0,12}"), 1..6),
+    ) {
+        let text = crate::common::edit(record_text(), edits);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, text).unwrap();
+        if let Ok(rec) = gridbed::report::run_report::read_record(&path) {
+            let _ = gridbed::report::run_report::write_report(&rec, &dir.path().join("out"));
+        }
+    }
+}
+
+/// The run record of a small simulated run with faults, made once.
+fn record_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let body = BASE.to_string()
+            + "[[fault]]\nkind = \"corrupt\"\nfirst = 1\n[[fault]]\nkind = \"crash\"\nsite = \"grid3-01\"\nat = 5\nrecover = 8\n";
+        let (_d, s) = crate::common::scenario(&body);
+        let run = gridbed::sim::run(&s).unwrap();
+        let rec = gridbed::report::RunRecord::from_run(&s, &run, "fuzz", gridbed::report::Detail::Full);
+        serde_json::to_string_pretty(&rec).unwrap()
+    })
+}

@@ -674,36 +674,12 @@ fn a_wfformat_1_6_file_written_by_the_wfcommons_package_reads_as_it_says() {
     );
 }
 
-/// An edit of a file's text: cut at, delete 16 characters at, insert at,
-/// swap at.
-type Edit = (usize, proptest::sample::Index, String);
+use crate::common::Edit;
 
 /// Applies `edits` to `path` and reads the result as `format`: a result or
 /// an error, never a panic.
 fn parse_edited(path: &Path, format: usize, edits: Vec<Edit>) {
-    let mut t: Vec<char> = std::fs::read_to_string(path).unwrap().chars().collect();
-    for (op, at, text) in edits {
-        let i = if t.is_empty() { 0 } else { at.index(t.len()) };
-        match op {
-            0 => t.truncate(i),
-            1 => {
-                let j = (i + 16).min(t.len());
-                t.drain(i..j);
-            }
-            2 => {
-                for (k, c) in text.chars().enumerate() {
-                    t.insert(i + k, c);
-                }
-            }
-            _ => {
-                if !t.is_empty() {
-                    let j = (i * 7 + 3) % t.len();
-                    t.swap(i, j);
-                }
-            }
-        }
-    }
-    let text: String = t.into_iter().collect();
+    let text = crate::common::edit(&std::fs::read_to_string(path).unwrap(), edits);
     let format = [
         Format::Auto,
         Format::Wfformat,

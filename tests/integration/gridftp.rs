@@ -242,3 +242,160 @@ async fn over_max_connections_gets_503_a_busy_failure_and_a_later_try_succeeds()
     slow.await.unwrap().unwrap();
     h.stop(false).await;
 }
+
+/// Resident memory of this process, kB.
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// One hostile client: writes `request`, reads until the server answers or
+/// closes (at most `wait`); the status code, 0 when it closed silently.
+fn hostile(addr: &str, request: &[u8], wait: Duration) -> u16 {
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return 0;
+    };
+    s.set_read_timeout(Some(wait)).unwrap();
+    let _ = s.write_all(request);
+    let mut head = [0u8; 64];
+    match s.read(&mut head) {
+        Ok(n) => String::from_utf8_lossy(&head[..n])
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        Err(_) => u16::MAX, // still open after `wait`
+    }
+}
+
+/// A slowloris client: the request head a byte every 100 ms, never ending;
+/// how long until the server closed it (at most `limit`).
+fn slowloris(addr: &str, limit: Duration) -> Duration {
+    let t = Instant::now();
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return Duration::ZERO;
+    };
+    let _ = s.write_all(b"GET /files/big HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    while t.elapsed() < limit {
+        if s.write_all(b"a").is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        s.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 256];
+        let closed = matches!(s.read(&mut b), Ok(_));
+        s.set_nonblocking(false).unwrap();
+        if closed {
+            break; // an answer (408) or end of stream
+        }
+    }
+    t.elapsed()
+}
+
+#[actix_rt::test]
+async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_them_keeps_its_rate()
+ {
+    let (src, dst) = (site(), site());
+    store::write_generated(&src.store, "big", 1, "big", 4_000_000).unwrap();
+    let (url, h) = start(&src.store, limits(4e6, INF, 8));
+    let addr = url.trim_start_matches("http://").to_string();
+    let c = client();
+    let alone = timed_pull(&c, &url, &dst.store, "big", 1).await;
+    let rss_before = rss_kb();
+
+    // A range request gets the whole file (ranges are optional in HTTP).
+    let (code, resp) = {
+        let addr = addr.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            write!(
+                s,
+                "GET /files/big HTTP/1.1\r\nHost: x\r\nRange: bytes=0-99\r\n\r\n"
+            )
+            .unwrap();
+            let mut head = [0u8; 512];
+            let n = s.read(&mut head).unwrap();
+            let text = String::from_utf8_lossy(&head[..n]).into_owned();
+            (
+                text.split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse::<u16>()
+                    .unwrap(),
+                text,
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(code, 200, "{resp}");
+    assert!(
+        resp.to_lowercase().contains("content-length: 4000000"),
+        "{resp}"
+    );
+
+    // 1,000 at once: 600 slowloris, 200 oversized heads, 200 unknown methods.
+    let big_header = format!(
+        "GET /files/big HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(64 * 1024)
+    );
+    let mut threads = Vec::new();
+    for i in 0..1000 {
+        let addr = addr.clone();
+        let big = big_header.clone();
+        threads.push(std::thread::spawn(move || match i % 5 {
+            0 => (
+                "big header",
+                hostile(&addr, big.as_bytes(), Duration::from_secs(10)),
+            ),
+            1 => (
+                "unknown method",
+                hostile(
+                    &addr,
+                    b"BREW /files/big HTTP/1.1\r\nHost: x\r\n\r\n",
+                    Duration::from_secs(10),
+                ),
+            ),
+            _ => {
+                let took = slowloris(&addr, Duration::from_secs(20));
+                ("slowloris", u16::from(took < Duration::from_secs(15)))
+            }
+        }));
+    }
+    // Meanwhile a real transfer, verified, at the site's rate.
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_during = rss_kb();
+    let beside = timed_pull(&c, &url, &dst.store, "big", 2).await;
+    store::verify(&dst.store, "big").unwrap();
+    let answers: Vec<(&str, u16)> = tokio::task::spawn_blocking(move || {
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+    .await
+    .unwrap();
+    for (kind, code) in &answers {
+        match *kind {
+            "big header" => assert_eq!(*code, 431, "{kind}"),
+            "unknown method" => assert_eq!(*code, 405, "{kind}"),
+            _ => assert_eq!(*code, 1, "slowloris held past the request timeout"),
+        }
+    }
+    assert!(
+        within(beside, alone.as_secs_f64(), 0.25),
+        "alone {alone:?}, beside 1,000 hostile connections {beside:?}"
+    );
+    assert!(
+        rss_during.saturating_sub(rss_before) < 200_000,
+        "memory grew by {} kB",
+        rss_during - rss_before
+    );
+    // And the server still serves.
+    let again = timed_pull(&c, &url, &dst.store, "big", 3).await;
+    assert!(within(again, alone.as_secs_f64(), 0.25), "{again:?}");
+    h.stop(false).await;
+}

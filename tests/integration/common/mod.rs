@@ -139,3 +139,34 @@ pub fn gridbed<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, S
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// An edit of a file's text for fuzzing: cut at, delete 16 characters at,
+/// insert at, swap at.
+pub type Edit = (usize, proptest::sample::Index, String);
+
+/// `text` with `edits` applied in order.
+pub fn edit(text: &str, edits: Vec<Edit>) -> String {
+    let mut t: Vec<char> = text.chars().collect();
+    for (op, at, text) in edits {
+        let i = if t.is_empty() { 0 } else { at.index(t.len()) };
+        match op {
+            0 => t.truncate(i),
+            1 => {
+                let j = (i + 16).min(t.len());
+                t.drain(i..j);
+            }
+            2 => {
+                for (k, c) in text.chars().enumerate() {
+                    t.insert(i + k, c);
+                }
+            }
+            _ => {
+                if !t.is_empty() {
+                    let j = (i * 7 + 3) % t.len();
+                    t.swap(i, j);
+                }
+            }
+        }
+    }
+    t.into_iter().collect()
+}
