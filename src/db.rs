@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use crate::core::manager::Changes;
 use crate::core::records::{Outcome, Records};
-use crate::core::{SiteInfo, Workflow};
+use crate::core::{SiteId, SiteInfo, Workflow};
 
 /// An error of the control database, with the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +84,9 @@ CREATE TABLE IF NOT EXISTS transfers (
     end REAL, bytes INTEGER NOT NULL, failure TEXT, retry INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS faults (
     t REAL NOT NULL, site INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS replicas (
+    file TEXT NOT NULL, site INTEGER NOT NULL, real_bytes INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS pools (site INTEGER PRIMARY KEY, dir TEXT NOT NULL);
 ";
 
 /// An open control database: the connection lives on a writer thread, so
@@ -137,6 +140,10 @@ struct FaultWrite(f64, i64, &'static str, String);
 /// What one hand-over from an engine asks the writer to upsert.
 #[derive(Default)]
 struct Batch {
+    /// At the end of a run: the RLS (file, site, real bytes) and, when kept,
+    /// each site's pool directory.
+    replicas: Vec<(String, i64, i64)>,
+    pools: Vec<(i64, String)>,
     faults: Vec<FaultWrite>,
     ends: Vec<JobEnd>,
     attempts: Vec<AttemptWrite>,
@@ -270,6 +277,29 @@ impl ControlDb {
         }
     }
 
+    /// Queues the run's end state: every registered replica (file, site,
+    /// real bytes), and each site's pool directory when the pools are kept
+    /// on disk (`gridbed audit` compares them).
+    pub fn write_final(&mut self, replicas: Vec<(String, SiteId, u64)>, pools: &[(SiteId, &Path)]) {
+        let Some(tx) = &self.batches else {
+            return;
+        };
+        let batch = Batch {
+            replicas: replicas
+                .into_iter()
+                .map(|(f, s, b)| (f, s as i64, b as i64))
+                .collect(),
+            pools: pools
+                .iter()
+                .map(|(s, p)| (*s as i64, p.display().to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        if tx.send(batch).is_err() {
+            self.batches = None;
+        }
+    }
+
     /// Waits until everything queued is written and the file closed; the
     /// first error of the writer, if any.
     pub fn finish(mut self) -> Result<(), DbError> {
@@ -364,8 +394,20 @@ fn writer(
                     "INSERT INTO faults (t, site, kind, detail) VALUES (?1, ?2, ?3, ?4)",
                 )
                 .map_err(err)?;
+            let mut replicas = tx
+                .prepare_cached("INSERT INTO replicas (file, site, real_bytes) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            let mut pools = tx
+                .prepare_cached("INSERT OR REPLACE INTO pools (site, dir) VALUES (?1, ?2)")
+                .map_err(err)?;
             // Whatever queued while the last transaction ran goes into this one.
             for batch in std::iter::once(first).chain(batches.try_iter()) {
+                for (f, s, b) in &batch.replicas {
+                    replicas.execute(params![f, s, b]).map_err(err)?;
+                }
+                for (s, d) in &batch.pools {
+                    pools.execute(params![s, d]).map_err(err)?;
+                }
                 for f in &batch.faults {
                     faults.execute(params![f.0, f.1, f.2, f.3]).map_err(err)?;
                 }
@@ -430,6 +472,58 @@ fn open_existing(path: &Path) -> Result<Connection, DbError> {
     conn.query_row("SELECT count(*) FROM attempts", [], |r| r.get::<_, i64>(0))
         .map_err(|e| err(format!("not a gridbed control database: {e}")))?;
     Ok(conn)
+}
+
+/// The end state of a run as its control database holds it: what
+/// `gridbed audit` checks the pools on disk against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalState {
+    /// The run's seed (file contents derive from it).
+    pub seed: u64,
+    /// Site names, by site id.
+    pub sites: Vec<String>,
+    /// Every registered replica: file, site id, real bytes.
+    pub replicas: Vec<(String, usize, u64)>,
+    /// Pool directories kept on disk, by site id.
+    pub pools: Vec<(usize, std::path::PathBuf)>,
+}
+
+/// Reads the end state of the run in the database at `path`.
+pub fn final_state(path: &Path) -> Result<FinalState, DbError> {
+    let conn = open_existing(path)?;
+    let err = |e: rusqlite::Error| DbError::at(path, e);
+    let seed: String = conn
+        .query_row("SELECT value FROM run WHERE key = 'seed'", [], |r| r.get(0))
+        .map_err(err)?;
+    let seed = seed
+        .parse()
+        .map_err(|_| DbError::at(path, format!("run.seed is not a number: {seed}")))?;
+    let rows = |sql: &str| -> Result<Vec<(String, i64, i64)>, DbError> {
+        let mut st = conn.prepare(sql).map_err(err)?;
+        let it = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(err)?;
+        it.collect::<Result<Vec<_>, _>>().map_err(err)
+    };
+    let sites = rows("SELECT name, id, 0 FROM sites ORDER BY id")?
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    let replicas = rows("SELECT file, site, real_bytes FROM replicas ORDER BY site, file")
+        .map_err(|_| DbError::at(path, "no replicas table: written by an older gridbed"))?
+        .into_iter()
+        .map(|(f, s, b)| (f, s as usize, b as u64))
+        .collect();
+    let pools = rows("SELECT dir, site, 0 FROM pools ORDER BY site")?
+        .into_iter()
+        .map(|(d, s, _)| (s as usize, std::path::PathBuf::from(d)))
+        .collect();
+    Ok(FinalState {
+        seed,
+        sites,
+        replicas,
+        pools,
+    })
 }
 
 /// Per-site submitted / ended / killed counts of a database.

@@ -1,5 +1,6 @@
-//! `gridbed report` and `gridbed inspect`: what a finished run left, its run
-//! record drawn as plots, its control database read back.
+//! `gridbed report`, `gridbed inspect` and `gridbed audit`: what a finished
+//! run left, its run record drawn as plots, its control database read back
+//! and checked against the pools it kept.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +16,12 @@ pub(crate) struct ReportArgs {
     /// The directory to write the plots and index.html into.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct AuditArgs {
+    /// A control database written by `gridbed run --keep-pools DIR --db FILE`.
+    db: PathBuf,
 }
 
 #[derive(Args)]
@@ -34,6 +41,30 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
         say!("{}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `gridbed audit`: each difference between the run's replica catalogue and
+/// its kept pools on a line; exit 1 if there is any.
+pub(super) fn audit(args: AuditArgs) -> Result<ExitCode, CliError> {
+    use crate::live::audit::{AuditError, audit};
+    let differences = audit(&args.db).map_err(|e| match e {
+        AuditError::Unreadable { .. } => CliError::failed(e),
+        _ => CliError::input(e),
+    })?;
+    for d in &differences {
+        say!("{d}");
+    }
+    say!(
+        "audit of {}: {} difference{}",
+        args.db.display(),
+        differences.len(),
+        if differences.len() == 1 { "" } else { "s" }
+    );
+    Ok(if differences.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 pub(super) fn inspect(args: InspectArgs) -> Result<ExitCode, CliError> {

@@ -82,6 +82,9 @@ enum Cmd {
     /// Per-site submitted / ended / killed / ratio of a control database, and
     /// one job's history.
     Inspect(inspect::InspectArgs),
+    /// Check a live run's kept pools against its control database: every
+    /// registered replica on disk, intact, and nothing else there.
+    Audit(inspect::AuditArgs),
     /// SVG plots of a finished run (Gantt, transfers, storage, queues) and an
     /// index.html, from its run record.
     Report(inspect::ReportArgs),
@@ -180,6 +183,7 @@ pub fn main() -> ExitCode {
         Cmd::Validate(args) => run::validate(args),
         Cmd::Sweep(args) => sweep::command(args),
         Cmd::Inspect(args) => inspect::inspect(args),
+        Cmd::Audit(args) => inspect::audit(args),
         Cmd::Report(args) => inspect::report(args),
         Cmd::Farm(args) => farm::farm(args),
         Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {

@@ -36,6 +36,10 @@ pub(crate) struct RunArgs {
     /// fits there, else the system temp dir).
     #[arg(long, value_name = "DIR")]
     pool_dir: Option<PathBuf>,
+    /// Leave the live sites' pools in DIR after the run, their paths in the
+    /// control database (`gridbed audit` checks them against it).
+    #[arg(long, value_name = "DIR", conflicts_with = "pool_dir")]
+    keep_pools: Option<PathBuf>,
     /// Write the control database (SQLite) here as the run goes (default:
     /// beside the run record, `RECORD.db`, when `--json` is given).
     #[arg(long, value_name = "FILE")]
@@ -109,9 +113,13 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let record = match args.engine {
         Engine::Sim => {
-            if args.metrics_addr.is_some() || !args.linger.is_zero() || args.pool_dir.is_some() {
+            if args.metrics_addr.is_some()
+                || !args.linger.is_zero()
+                || args.pool_dir.is_some()
+                || args.keep_pools.is_some()
+            {
                 eprintln!(
-                    "note: --metrics-addr, --linger and --pool-dir apply to the live engine only"
+                    "note: --metrics-addr, --linger, --pool-dir and --keep-pools apply to the live engine only"
                 );
             }
             // A simulated run is a function of the scenario: its id is too.
@@ -148,8 +156,9 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 linger: args.linger,
                 progress,
                 run_id: run_id.clone(),
-                pool_root: args.pool_dir.clone(),
+                pool_root: args.keep_pools.clone().or_else(|| args.pool_dir.clone()),
                 db,
+                keep_pools: args.keep_pools.is_some(),
             };
             let result = live::run(&scenario, opts).map_err(CliError::failed)?;
             db_error = result.db_error.clone();

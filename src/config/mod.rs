@@ -66,6 +66,25 @@ impl Emulation {
         }
         ((nominal as f64 / self.byte_scale).round() as u64).max(1)
     }
+
+    /// The run's registered replicas as the control database keeps them at
+    /// the end: file name, site, real bytes.
+    pub fn replica_rows(
+        &self,
+        wf: &Workflow,
+        replicas: Vec<(crate::core::FileId, crate::core::SiteId)>,
+    ) -> Vec<(String, crate::core::SiteId, u64)> {
+        replicas
+            .into_iter()
+            .map(|(f, s)| {
+                (
+                    wf.files[f].name.clone(),
+                    s,
+                    self.real_bytes(wf.files[f].size),
+                )
+            })
+            .collect()
+    }
     /// Real bytes per real second for a nominal rate.
     pub fn real_rate(&self, nominal: f64) -> f64 {
         nominal / self.byte_scale * self.time_scale

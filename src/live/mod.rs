@@ -13,6 +13,7 @@
 //! [`run`] sets everything up (pools, origin files, servers), runs the workflow
 //! to the end, checks every site's files from disk, and tears down.
 
+pub mod audit;
 pub mod farm;
 pub mod gridftp;
 pub mod manager;
@@ -81,6 +82,9 @@ pub struct LiveOptions {
     pub pool_root: Option<PathBuf>,
     /// Control database to write as the run goes.
     pub db: Option<crate::db::ControlDb>,
+    /// Leave the sites' pool directories on disk after the run (their paths
+    /// go into the control database, for `gridbed audit`).
+    pub keep_pools: bool,
 }
 
 /// A finished live run: the engine-neutral [`RunResult`] (reached through
@@ -178,6 +182,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
     for (i, s) in scenario.sites.iter().enumerate() {
         let dir = tempfile::Builder::new()
             .prefix(&format!("gridbed-{}-", s.info.name))
+            .disable_cleanup(opts.keep_pools)
             .tempdir_in(&root)?;
         let store = store::Store::new(dir.path());
         let eviction = policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
@@ -193,6 +198,7 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         stores.push(store);
     }
     write_origin_files(&stores[scenario.origin], &wf, &encoded, em, scenario.seed).await?;
+    let pool_dirs: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
 
     // One gridftp endpoint per site; the faults it injects reach the manager
     // once it has started.
@@ -300,6 +306,14 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         .await
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
         .ok_or_else(|| EngineError::Mailbox("manager state taken twice".into()))?;
+    let db = db.map(|mut db| {
+        let kept: Vec<(usize, &std::path::Path)> = match opts.keep_pools {
+            true => pool_dirs.iter().map(|p| p.as_path()).enumerate().collect(),
+            false => Vec::new(),
+        };
+        db.write_final(em.replica_rows(&wf, core.replicas()), &kept);
+        db
+    });
     // Joining the writer blocks until its queue is written: off the runtime.
     let db_error = match db {
         Some(db) => tokio::task::spawn_blocking(move || db.finish())

@@ -116,6 +116,21 @@ pub fn content(seed: u64, name: &str, len: u64) -> Vec<u8> {
     buf
 }
 
+/// The sha256 (hex) of a generated file's bytes, computed in steps.
+pub fn generated_sha256(seed: u64, name: &str, len: u64) -> String {
+    let mut rng = content_rng(seed, name);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; STEP.min(len as usize)];
+    let mut left = len;
+    while left > 0 {
+        let n = (left as usize).min(STEP);
+        rng.fill_bytes(&mut buf[..n]);
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    hex::encode(hasher.finalize())
+}
+
 /// Lower-case hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

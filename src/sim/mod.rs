@@ -81,7 +81,11 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
     sim.db = db;
     sim.run();
     sim.flush_db();
-    if let Some(db) = sim.db.take() {
+    if let Some(mut db) = sim.db.take() {
+        let rows = scenario
+            .emulation
+            .replica_rows(&sim.wf, sim.manager.replicas());
+        db.write_final(rows, &[]);
         sim.db_error = db.finish().err().map(|e| e.to_string());
     }
     Ok(sim.finish(started.elapsed()))

@@ -579,3 +579,75 @@ fn the_control_database_survives_a_kill_9_of_a_live_run() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("grid3-01"), "{stdout}");
 }
+
+#[test]
+fn audit_finds_a_live_runs_pools_agree_with_its_database_and_reports_each_tampering() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let pools = dir.path().join("pools");
+    std::fs::create_dir(&pools).unwrap();
+    let db = dir.path().join("run.db");
+    let (code, _, stderr) = gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--keep-pools",
+        pools.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stdout, stderr) = gridbed(&["audit", db.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("0 differences"), "{stdout}");
+    // One file with a flipped byte, one gone, one stray.
+    let origin = std::fs::read_dir(&pools)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains("submit-host")
+        })
+        .unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(&origin)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    bytes[0] ^= 0xFF;
+    std::fs::write(&files[0], bytes).unwrap();
+    std::fs::remove_file(&files[1]).unwrap();
+    std::fs::write(origin.join("stray"), "not a pool file").unwrap();
+    let (code, stdout, _) = gridbed(&["audit", db.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stdout}");
+    for part in [
+        "does not match its sha256",
+        "is registered but not on disk",
+        "submit-host: `stray` is on disk but not registered",
+        "3 differences",
+    ] {
+        assert!(stdout.contains(part), "`{part}` in {stdout}");
+    }
+    // A run that kept no pools cannot be audited, and says how.
+    let sim_db = dir.path().join("sim.db");
+    let (code, _, _) = gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--engine",
+        "sim",
+        "--db",
+        sim_db.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(0));
+    let (code, _, stderr) = gridbed(&["audit", sim_db.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--keep-pools DIR"), "{stderr}");
+}

@@ -203,10 +203,13 @@ fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
     let db_path = db_dir.path().join("chaos.db");
     let wf = s.workflow.clone();
     let db = gridbed::db::ControlDb::create(&db_path, false, &[], &s.site_infos(), &wf).unwrap();
+    let pools = tempfile::tempdir().unwrap();
     let live_run = live::run(
         &s,
         LiveOptions {
             db: Some(db),
+            pool_root: Some(pools.path().to_path_buf()),
+            keep_pools: true,
             ..Default::default()
         },
     )

@@ -559,6 +559,13 @@ impl Manager {
         &self.rls
     }
 
+    /// Every registered replica (file, site), by file.
+    pub fn replicas(&self) -> Vec<(FileId, SiteId)> {
+        (0..self.wf.files.len())
+            .flat_map(|f| self.rls.holders(f).iter().map(move |&s| (f, s)))
+            .collect()
+    }
+
     /// The sites.
     pub fn sites(&self) -> &[SiteInfo] {
         &self.sites
