@@ -220,6 +220,19 @@ fn every_panel_expression_returns_data_from_a_real_prometheus_scraping_a_live_ru
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    // Prometheus hands new targets to its scrapers up to 5 s after it is
+    // ready (longer on a loaded machine): wait until it has tried our
+    // (not yet listening) endpoint once, so that it scrapes the whole run.
+    let first_try = Instant::now();
+    while !get(prom_addr, &format!("/api/v1/query?query={}", encode("up")))
+        .is_some_and(|b| b.contains(&format!("127.0.0.1:{metrics_port}")))
+    {
+        assert!(
+            first_try.elapsed() < Duration::from_secs(60),
+            "Prometheus never tried its target"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let (_d, s) = common::scenario(SCENARIO);
     let run_id = "prometheus-test";
     let start = SystemTime::now()
