@@ -25,7 +25,8 @@
 //!   takes events stamped with the nominal time and returns commands;
 //!   [`core::site::Site`] is a site's rules and returns actions;
 //!   [`core::farm::Dispatcher`] is the data-diffusion farm's dispatcher in
-//!   the manager's shape; [`core::faults`] the seeded fault schedules;
+//!   the manager's shape; [`core::faults`] the testbed's faults and the
+//!   seeded per-response schedules;
 //!   [`core::events`] the one event queue; [`core::link`] the one
 //!   shared-bandwidth link; [`core::seams`] the traits policies implement.
 //! * [`policy`] holds the site selectors, eviction and dispatch policies, one
@@ -35,7 +36,8 @@
 //!   farm.
 //! * [`live`] is the live engine: each site an actix actor owning a
 //!   capacity-limited temp-dir pool, plus a rate-limited HTTP file server on
-//!   loopback.
+//!   loopback; [`live::audit`] checks pools kept on disk against a control
+//!   database.
 //! * [`diffusion`] holds the data-diffusion farm's inputs (seed 001's task
 //!   streams and farm testbeds); [`live::farm`] runs the farm live.
 //! * [`config`] loads `sites.toml` and testbeds with precise errors;
