@@ -9,7 +9,7 @@
 //! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads, and
 //! each executor's link among the reads served from its cache. Executors are
 //! either all there from the start or come and go with the dynamic resource
-//! provisioner ([`Drp`]): allocated, after a latency, while the wait queue is
+//! provisioner ([`Drp`](crate::core::farm::Drp)): allocated, after a latency, while the wait queue is
 //! long; released after idling, their caches dropped (only idle executors
 //! go, so no task is ever lost with one).
 
