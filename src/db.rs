@@ -97,6 +97,22 @@ pub struct ControlDb {
     writer: Option<JoinHandle<Result<(), DbError>>>,
     /// Faults of the records already queued.
     faults_written: usize,
+    /// A resumed run's attempts and transfers go after the interrupted
+    /// run's: per job, attempts it already has; transfers already written.
+    attempt_base: Vec<i64>,
+    transfer_base: i64,
+}
+
+/// What the control database of an interrupted run says of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    /// Its `run` table (testbed path, overrides, seed, engine…).
+    pub run: std::collections::BTreeMap<String, String>,
+    /// Job names, by job id.
+    pub jobs: Vec<String>,
+    /// Per job: the site its last attempt ended well at (its node ended,
+    /// postscript included), or `None`.
+    pub ended_at: Vec<Option<SiteId>>,
 }
 
 /// One attempt as written.
@@ -207,7 +223,98 @@ impl ControlDb {
             batches: Some(tx),
             writer: Some(writer),
             faults_written: 0,
+            attempt_base: Vec::new(),
+            transfer_base: 0,
         })
+    }
+
+    /// Opens the control database of an interrupted run to write its resumed
+    /// run on (`gridbed resume`): what it holds, and a handle whose attempts
+    /// and transfers are numbered after the ones already there.
+    pub fn reopen(path: &Path) -> Result<(ControlDb, Interrupted), DbError> {
+        let conn = open_existing(path)?;
+        let err = |e: rusqlite::Error| DbError::at(path, e);
+        let pairs = |sql: &str| -> Result<Vec<(String, String)>, DbError> {
+            let mut st = conn.prepare(sql).map_err(err)?;
+            let it = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            it.collect::<Result<Vec<_>, _>>().map_err(err)
+        };
+        let run = pairs("SELECT key, value FROM run")?.into_iter().collect();
+        let jobs: Vec<String> = pairs("SELECT name, CAST(id AS TEXT) FROM jobs ORDER BY id")?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let mut ended_at = vec![None; jobs.len()];
+        let mut attempt_base = vec![0i64; jobs.len()];
+        {
+            let mut st = conn
+                .prepare(
+                    "SELECT a.job, a.attempt, a.site, a.outcome FROM attempts a \
+                     WHERE a.attempt = (SELECT max(b.attempt) FROM attempts b WHERE b.job = a.job)",
+                )
+                .map_err(err)?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(err)?;
+            for row in rows {
+                let (job, attempt, site, outcome) = row.map_err(err)?;
+                let Some(j) = usize::try_from(job).ok().filter(|&j| j < jobs.len()) else {
+                    continue;
+                };
+                attempt_base[j] = attempt + 1;
+                if outcome == "ended" {
+                    ended_at[j] = usize::try_from(site).ok();
+                }
+            }
+        }
+        let transfer_base: i64 = conn
+            .query_row("SELECT coalesce(max(id) + 1, 0) FROM transfers", [], |r| {
+                r.get(0)
+            })
+            .map_err(err)?;
+        let resumed = run_count(&run) + 1;
+        drop(conn);
+        // The attempts the interrupted run left going end as interrupted.
+        Connection::open(path)
+            .and_then(|c| {
+                c.execute(
+                    "UPDATE attempts SET outcome = 'interrupted', \
+                     reason = 'the run stopped before this attempt ended' \
+                     WHERE outcome = 'pending'",
+                    [],
+                )
+            })
+            .map_err(err)?;
+        let (tx, rx) = mpsc::channel();
+        let owned = path.to_path_buf();
+        let keys = vec![("resumed".to_string(), resumed.to_string())];
+        let writer = std::thread::Builder::new()
+            .name("gridbed-db".into())
+            .spawn(move || writer(&owned, keys, Vec::new(), Vec::new(), rx))
+            .map_err(|e| DbError::at(path, e))?;
+        Ok((
+            ControlDb {
+                batches: Some(tx),
+                writer: Some(writer),
+                faults_written: 0,
+                attempt_base,
+                transfer_base,
+            },
+            Interrupted {
+                run,
+                jobs,
+                ended_at,
+            },
+        ))
     }
 
     /// Queues for writing what `changes` lists, as `records` has it now. A
@@ -237,7 +344,7 @@ impl ControlDb {
                 let (outcome, reason) = outcome_text(&a.outcome);
                 batch.attempts.push(AttemptWrite {
                     job: j as i64,
-                    attempt: k as i64,
+                    attempt: k as i64 + self.attempt_base.get(j).copied().unwrap_or(0),
                     site: a.site as i64,
                     prescript: a.prescript,
                     submitted: a.submitted,
@@ -256,7 +363,7 @@ impl ControlDb {
         for id in ids {
             let t = &records.transfers[id as usize];
             batch.transfers.push(TransferWrite {
-                id: t.id as i64,
+                id: t.id as i64 + self.transfer_base,
                 job: t.job as i64,
                 file: wf.files[t.file].name.clone(),
                 from: t.from as i64,
@@ -350,7 +457,7 @@ fn writer(
     tx.execute_batch(SCHEMA).map_err(err)?;
     {
         let mut st = tx
-            .prepare("INSERT INTO run (key, value) VALUES (?1, ?2)")
+            .prepare("INSERT OR REPLACE INTO run (key, value) VALUES (?1, ?2)")
             .map_err(err)?;
         for (k, v) in &run {
             st.execute(params![k, v]).map_err(err)?;
@@ -402,6 +509,11 @@ fn writer(
                 .map_err(err)?;
             // Whatever queued while the last transaction ran goes into this one.
             for batch in std::iter::once(first).chain(batches.try_iter()) {
+                if !batch.replicas.is_empty() || !batch.pools.is_empty() {
+                    // The run's end state replaces an earlier run's.
+                    tx.execute_batch("DELETE FROM replicas; DELETE FROM pools;")
+                        .map_err(err)?;
+                }
                 for (f, s, b) in &batch.replicas {
                     replicas.execute(params![f, s, b]).map_err(err)?;
                 }
@@ -472,6 +584,11 @@ fn open_existing(path: &Path) -> Result<Connection, DbError> {
     conn.query_row("SELECT count(*) FROM attempts", [], |r| r.get::<_, i64>(0))
         .map_err(|e| err(format!("not a gridbed control database: {e}")))?;
     Ok(conn)
+}
+
+/// How often the run of `run` (a `run` table) was resumed already.
+fn run_count(run: &std::collections::BTreeMap<String, String>) -> u64 {
+    run.get("resumed").and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// The end state of a run as its control database holds it: what

@@ -780,6 +780,7 @@ fn bench_scenario(
         eviction: "lru".into(),
         manager,
         faults: Default::default(),
+        resume: None,
         emulation: Emulation {
             time_scale: 1.0,
             byte_scale: 1.0,

@@ -72,6 +72,9 @@ enum Cmd {
     Run(run::RunArgs),
     /// Validate a testbed (and its site catalogue) without running it.
     Check(workflow::CheckArgs),
+    /// Finish an interrupted run (a `kill -9`, a crash) from its control
+    /// database: what ended does not run again, the rest runs.
+    Resume(run::ResumeArgs),
     /// Run a testbed on both engines and compare them side by side.
     Validate(run::ValidateArgs),
     /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
@@ -137,6 +140,23 @@ enum Engine {
     Sim,
 }
 
+impl Engine {
+    /// Its name on the command line.
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Live => "live",
+            Engine::Sim => "sim",
+        }
+    }
+
+    /// The engine of that name.
+    fn from_name(name: &str) -> Option<Engine> {
+        [Engine::Live, Engine::Sim]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
+}
+
 /// Parses seconds for an option: finite and ≥ 0, at most a year (a
 /// duration no run needs more of), so that no value can overflow a timer.
 fn seconds(text: &str) -> Result<std::time::Duration, String> {
@@ -183,6 +203,7 @@ pub fn main() -> ExitCode {
         Cmd::Validate(args) => run::validate(args),
         Cmd::Sweep(args) => sweep::command(args),
         Cmd::Inspect(args) => inspect::inspect(args),
+        Cmd::Resume(args) => run::resume(args),
         Cmd::Audit(args) => inspect::audit(args),
         Cmd::Report(args) => inspect::report(args),
         Cmd::Farm(args) => farm::farm(args),

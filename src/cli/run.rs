@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{CliError, Engine, ScenarioArgs, SocketAddr, load, write_json};
+use crate::config::Scenario;
 use crate::core::observer::BoxedObserver;
 use crate::live::{self, LiveOptions};
 use crate::report::validate::Comparison;
@@ -52,6 +53,10 @@ pub(crate) struct RunArgs {
     /// transfers, evictions, in time order).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// If the run does not complete, write the rest of its workflow here (a
+    /// rescue file, WfFormat 1.5) for `gridbed run --workflow`.
+    #[arg(long, value_name = "FILE")]
+    rescue: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -78,18 +83,10 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .db
         .clone()
         .or_else(|| args.json.as_ref().map(|j| j.with_extension("db")));
-    let engine_name = match args.engine {
-        Engine::Live => "live",
-        Engine::Sim => "sim",
-    };
     let db = match &db_path {
         Some(path) => {
-            let run = [
-                ("testbed", scenario.name.clone()),
-                ("strategy", scenario.strategy.clone()),
-                ("engine", engine_name.to_string()),
-                ("seed", scenario.seed.to_string()),
-            ];
+            let run = run_keys(&args.scenario, &scenario, args.engine);
+            let run: Vec<(&str, String)> = run.iter().map(|(k, v)| (*k, v.clone())).collect();
             let db = crate::db::ControlDb::create(
                 path,
                 args.force,
@@ -97,26 +94,195 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 &scenario.site_infos(),
                 &scenario.workflow,
             )
-            .map_err(|e| match e {
-                crate::db::DbError::NotOurs { .. } => CliError::input(format!("--db: {e}")),
-                _ => CliError::Failed(format!("control database {e}")),
-            })?;
+            .map_err(db_error)?;
             Some(db)
         }
         None => None,
     };
+    let ex = Execution {
+        engine: args.engine,
+        json: args.json,
+        metrics_addr: args.metrics_addr,
+        linger: args.linger,
+        quiet: args.quiet,
+        pool_dir: args.pool_dir,
+        keep_pools: args.keep_pools,
+        trace: args.trace,
+        rescue: args.rescue,
+    };
+    execute(&scenario, &ex, db, db_path.as_deref())
+}
+
+#[derive(Args)]
+pub(crate) struct ResumeArgs {
+    /// The control database of the interrupted run (`gridbed run --db FILE`);
+    /// the resumed run goes on writing it.
+    db: PathBuf,
+    /// The engine (default: the interrupted run's).
+    #[arg(long, value_enum)]
+    engine: Option<Engine>,
+    /// Write the resumed run's record (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Where the live sites keep their pools.
+    #[arg(long, value_name = "DIR")]
+    pool_dir: Option<PathBuf>,
+    /// Leave the live sites' pools in DIR after the run (for `gridbed audit`).
+    #[arg(long, value_name = "DIR", conflicts_with = "pool_dir")]
+    keep_pools: Option<PathBuf>,
+    /// Write the resumed run's trace here.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// If the run does not complete, write the rest of its workflow here.
+    #[arg(long, value_name = "FILE")]
+    rescue: Option<PathBuf>,
+}
+
+/// `gridbed resume`: loads the interrupted run's scenario again, as its
+/// control database names it, marks the jobs that ended DONE (their outputs
+/// where they were written), and runs the rest, writing on in the same
+/// database.
+pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
+    let (db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
+    let key = |k: &str| was.run.get(k).cloned();
+    let testbed = key("testbed_path").ok_or_else(|| {
+        CliError::input(format!(
+            "{}: its run names no testbed_path (written by an older gridbed): resume needs it",
+            args.db.display()
+        ))
+    })?;
+    let scenario_args = ScenarioArgs {
+        testbed: PathBuf::from(testbed),
+        strategy: key("strategy"),
+        seed: key("seed").and_then(|s| s.parse().ok()),
+        sites: key("sites_file").map(PathBuf::from),
+        workflow: key("workflow").map(PathBuf::from),
+        format: key("format").and_then(|f| crate::workflow::formats::Format::from_name(&f)),
+    };
+    let mut scenario = load(&scenario_args)?;
+    let same = scenario.workflow.jobs.len() == was.jobs.len()
+        && scenario
+            .workflow
+            .jobs
+            .iter()
+            .zip(&was.jobs)
+            .all(|(j, name)| &j.name == name);
+    if !same {
+        return Err(CliError::input(format!(
+            "{}: the workflow of {} is not the one the database recorded ({} jobs there, {} now)",
+            args.db.display(),
+            scenario_args.testbed.display(),
+            was.jobs.len(),
+            scenario.workflow.jobs.len()
+        )));
+    }
+    let resume = crate::config::Resume::new(
+        &scenario.workflow,
+        &was.ended_at,
+        &scenario.sites,
+        scenario.origin,
+    );
+    let ended = resume.done.iter().filter(|&&d| d).count();
+    say!(
+        "resuming `{}` from {}: {ended} of {} jobs ended before and do not run again",
+        scenario.name,
+        args.db.display(),
+        resume.done.len()
+    );
+    scenario.resume = Some(resume);
+    let engine = args
+        .engine
+        .or_else(|| key("engine").and_then(|e| Engine::from_name(&e)))
+        .unwrap_or(Engine::Live);
+    let ex = Execution {
+        engine,
+        json: args.json,
+        metrics_addr: None,
+        linger: std::time::Duration::ZERO,
+        quiet: args.quiet,
+        pool_dir: args.pool_dir,
+        keep_pools: args.keep_pools,
+        trace: args.trace,
+        rescue: args.rescue,
+    };
+    execute(&scenario, &ex, Some(db), Some(&args.db))
+}
+
+/// What a control database keeps of how its run was asked for, so that
+/// `gridbed resume` can load the same scenario again.
+fn run_keys(
+    args: &ScenarioArgs,
+    scenario: &Scenario,
+    engine: Engine,
+) -> Vec<(&'static str, String)> {
+    let absolute = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .unwrap_or_else(|_| p.to_path_buf())
+            .display()
+            .to_string()
+    };
+    let mut keys = vec![
+        ("testbed", scenario.name.clone()),
+        ("strategy", scenario.strategy.clone()),
+        ("engine", engine.name().to_string()),
+        ("seed", scenario.seed.to_string()),
+        ("testbed_path", absolute(&args.testbed)),
+    ];
+    if let Some(p) = &args.sites {
+        keys.push(("sites_file", absolute(p)));
+    }
+    if let Some(p) = &args.workflow {
+        keys.push(("workflow", absolute(p)));
+    }
+    if let Some(f) = args.format {
+        keys.push(("format", f.name().to_string()));
+    }
+    keys
+}
+
+fn db_error(e: crate::db::DbError) -> CliError {
+    match e {
+        crate::db::DbError::NotOurs { .. } => CliError::input(format!("--db: {e}")),
+        _ => CliError::Failed(format!("control database {e}")),
+    }
+}
+
+/// How a scenario is run and what the run writes (`run` and `resume`).
+struct Execution {
+    engine: Engine,
+    json: Option<PathBuf>,
+    metrics_addr: Option<SocketAddr>,
+    linger: std::time::Duration,
+    quiet: bool,
+    pool_dir: Option<PathBuf>,
+    keep_pools: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    rescue: Option<PathBuf>,
+}
+
+/// Runs `scenario` as `ex` says, writing `db` (at `db_path`) as it goes;
+/// prints the summary and writes the record and trace.
+fn execute(
+    scenario: &Scenario,
+    ex: &Execution,
+    db: Option<crate::db::ControlDb>,
+    db_path: Option<&std::path::Path>,
+) -> Result<ExitCode, CliError> {
     let db_error;
-    let detail = if args.json.is_some() {
+    let detail = if ex.json.is_some() {
         Detail::Full
     } else {
         Detail::Summary
     };
-    let record = match args.engine {
+    let (record, done) = match ex.engine {
         Engine::Sim => {
-            if args.metrics_addr.is_some()
-                || !args.linger.is_zero()
-                || args.pool_dir.is_some()
-                || args.keep_pools.is_some()
+            if ex.metrics_addr.is_some()
+                || !ex.linger.is_zero()
+                || ex.pool_dir.is_some()
+                || ex.keep_pools.is_some()
             {
                 eprintln!(
                     "note: --metrics-addr, --linger, --pool-dir and --keep-pools apply to the live engine only"
@@ -124,17 +290,17 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             }
             // A simulated run is a function of the scenario: its id is too.
             let run_id = format!("{}-{}-sim", scenario.name, scenario.seed);
-            let result = sim::run_recorded(&scenario, db).map_err(CliError::input)?;
+            let result = sim::run_recorded(scenario, db).map_err(CliError::input)?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(args.trace.as_deref(), &result.records)?;
+            write_trace(ex.trace.as_deref(), &result.records)?;
             say!(
                 "  simulated     {} events in {:.2} s wall",
                 result.events,
                 result.wall.as_secs_f64()
             );
-            record
+            (record, result.result.done)
         }
         Engine::Live => {
             let run_id = format!(
@@ -146,33 +312,33 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                     .map(|d| d.as_secs())
                     .unwrap_or(0)
             );
-            let progress: BoxedObserver = if args.quiet {
+            let progress: BoxedObserver = if ex.quiet {
                 Box::new(Progress::Hidden)
             } else {
                 Box::new(Progress::for_stderr(scenario.workflow.jobs.len()))
             };
             let opts = LiveOptions {
-                metrics_addr: args.metrics_addr,
-                linger: args.linger,
+                metrics_addr: ex.metrics_addr,
+                linger: ex.linger,
                 progress,
                 run_id: run_id.clone(),
-                pool_root: args.keep_pools.clone().or_else(|| args.pool_dir.clone()),
+                pool_root: ex.keep_pools.clone().or_else(|| ex.pool_dir.clone()),
                 db,
-                keep_pools: args.keep_pools.is_some(),
+                keep_pools: ex.keep_pools.is_some(),
             };
-            let result = live::run(&scenario, opts).map_err(CliError::failed)?;
+            let result = live::run(scenario, opts).map_err(CliError::failed)?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_run(&scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(args.trace.as_deref(), &result.records)?;
-            record
+            write_trace(ex.trace.as_deref(), &result.records)?;
+            (record, result.result.done)
         }
     };
-    if let Some(path) = &args.json {
+    if let Some(path) = &ex.json {
         write_json(path, &record)?;
         say!("\nrun record written to {}", path.display());
     }
-    if let Some(path) = &db_path {
+    if let Some(path) = db_path {
         say!("control database written to {}", path.display());
     }
     if let Some(e) = db_error {
@@ -182,6 +348,16 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     if s.succeeded && s.corrupt_at_end == 0 {
         Ok(ExitCode::SUCCESS)
     } else {
+        if let Some(path) = &ex.rescue {
+            let name = format!("{}-rescue", scenario.name);
+            let rest = crate::workflow::formats::wfformat::rest(&scenario.workflow, &done, &name);
+            write_json(path, &rest)?;
+            let left = done.iter().filter(|&&d| !d).count();
+            say!(
+                "rescue file with the {left} jobs left written to {} (gridbed run --workflow)",
+                path.display()
+            );
+        }
         Err(CliError::Failed(format!(
             "the run did not complete: {} of {} jobs ended ({} failed, {} blocked)",
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked

@@ -168,6 +168,9 @@ pub struct Scenario {
     /// Timed faults (`[[fault]]`); per-response ones are in each site's
     /// `faults`.
     pub faults: crate::core::faults::FaultPlan,
+    /// What an interrupted run finished, when this one picks it up again
+    /// (`gridbed resume`).
+    pub resume: Option<Resume>,
     /// Emulation factors.
     pub emulation: Emulation,
 }
@@ -184,10 +187,20 @@ impl Scenario {
             self.manager.clone(),
             selector,
         );
-        if let Some(src) = &self.source
-            && let Some(info) = &src.dagman
-        {
-            m.set_nodes(info.node_settings(&self.workflow, src.run_scripts));
+        let dagman = self.source.as_ref().and_then(|src| {
+            let info = src.dagman.as_ref()?;
+            Some(info.node_settings(&self.workflow, src.run_scripts))
+        });
+        if dagman.is_some() || self.resume.is_some() {
+            let n = self.workflow.jobs.len();
+            let mut nodes = dagman.unwrap_or_else(|| crate::core::nodes::NodeSettings::none(n));
+            // What the interrupted run finished is DONE, as in a rescue DAG.
+            if let Some(r) = &self.resume {
+                for (d, &ended) in nodes.done.iter_mut().zip(&r.done) {
+                    *d |= ended;
+                }
+            }
+            m.set_nodes(nodes);
         }
         Ok(m)
     }
@@ -196,9 +209,65 @@ impl Scenario {
     pub fn site_infos(&self) -> Vec<SiteInfo> {
         self.sites.iter().map(|s| s.info.clone()).collect()
     }
-    /// Initial replicas: every workflow input at the origin.
+    /// The outputs an interrupted run left at `site` (none unless resuming).
+    pub fn resumed_outputs(&self, site: SiteId) -> impl Iterator<Item = crate::core::FileId> + '_ {
+        self.resume
+            .iter()
+            .flat_map(|r| r.outputs.iter())
+            .filter(move |&&(_, s)| s == site)
+            .map(|&(f, _)| f)
+    }
+
+    /// Initial replicas: every workflow input at the origin, and when
+    /// resuming, the outputs the interrupted run's ended jobs left.
     pub fn placement(&self) -> Vec<(usize, SiteId)> {
-        self.workflow.inputs().map(|f| (f, self.origin)).collect()
+        let resumed = self.resume.iter().flat_map(|r| r.outputs.iter().copied());
+        self.workflow
+            .inputs()
+            .map(|f| (f, self.origin))
+            .chain(resumed)
+            .collect()
+    }
+}
+
+/// What an interrupted run finished: its ended jobs (they do not run again)
+/// and the outputs they left, each at the site its job ended at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resume {
+    /// Per job: it ended.
+    pub done: Vec<bool>,
+    /// (file, site): an ended job's output where it was written.
+    pub outputs: Vec<(crate::core::FileId, SiteId)>,
+}
+
+impl Resume {
+    /// From the site each job ended at (`None`: it did not end): its outputs
+    /// are placed there as far as the site's disk holds them (an output
+    /// that does not fit is lost, and made again if a job needs it).
+    pub fn new(
+        wf: &Workflow,
+        ended_at: &[Option<SiteId>],
+        sites: &[SiteConfig],
+        origin: SiteId,
+    ) -> Resume {
+        let mut room: Vec<u64> = sites.iter().map(|s| s.info.disk).collect();
+        let inputs: u64 = wf.inputs().map(|f| wf.files[f].size).sum();
+        room[origin] = room[origin].saturating_sub(inputs);
+        let mut outputs = Vec::new();
+        for (job, site) in ended_at.iter().enumerate() {
+            let Some(site) = *site else { continue };
+            for &f in &wf.jobs[job].outputs {
+                let size = wf.files[f].size;
+                if size <= room[site] {
+                    room[site] -= size;
+                    outputs.push((f, site));
+                }
+            }
+        }
+        Resume {
+            done: ended_at.iter().map(Option::is_some).collect(),
+            outputs,
+        }
     }
 }
 
@@ -334,6 +403,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         eviction,
         manager,
         faults,
+        resume: None,
         emulation: Emulation {
             time_scale: tb.emulation.time_scale.0,
             byte_scale: tb.emulation.byte_scale.0,

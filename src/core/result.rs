@@ -20,6 +20,8 @@ pub struct RunResult {
     pub records: Records,
     /// Final job counts.
     pub counts: StateCounts,
+    /// Per job: it ended (in this run, or before it: DAGMan DONE, resumed).
+    pub done: Vec<bool>,
     /// Whether every job ended successfully.
     pub succeeded: bool,
     /// Nominal makespan (last job end).
@@ -72,6 +74,9 @@ impl RunResult {
         RunResult {
             engine,
             counts: manager.counts(),
+            done: (0..manager.workflow().jobs.len())
+                .map(|j| manager.job_state(j) == super::manager::JobState::Done)
+                .collect(),
             succeeded: manager.succeeded(),
             makespan: manager.records().makespan(),
             rls,

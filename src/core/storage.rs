@@ -192,6 +192,15 @@ impl Pool {
         Ok(())
     }
 
+    /// Places a job's output left by an interrupted run (`gridbed resume`):
+    /// kept, as the job had just written it.
+    pub fn place_output(&mut self, file: FileId, size: u64) -> Result<(), NoSpace> {
+        self.begin_write(file, size)?;
+        self.commit_write(file);
+        self.keep(file);
+        Ok(())
+    }
+
     /// Marks `file` as an origin copy (a job's output is the origin of its data).
     pub fn keep(&mut self, file: FileId) {
         self.update(file, |e| {

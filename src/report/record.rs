@@ -255,7 +255,7 @@ impl RunRecord {
             detail,
         );
         rec.summary.succeeded = run.succeeded;
-        rec.set_counts(run.counts.failed, run.counts.blocked);
+        rec.set_counts(run.counts.done, run.counts.failed, run.counts.blocked);
         rec.summary.evictions = run.evictions.iter().sum();
         rec.timeline = run.timeline.clone();
         for ((entry, ev), used) in rec.sites.iter_mut().zip(&run.evictions).zip(&run.used) {
@@ -438,8 +438,11 @@ impl RunRecord {
         }
     }
 
-    /// Sets the final job counts (failed and blocked need the manager's view).
-    pub fn set_counts(&mut self, failed: usize, blocked: usize) {
+    /// Sets the final job counts from the manager's view.
+    /// Jobs done include DAGMan's `DONE` nodes and those a resumed run
+    /// found ended, which have no attempt in this run.
+    pub fn set_counts(&mut self, done: usize, failed: usize, blocked: usize) {
+        self.summary.jobs_done = done;
         self.summary.jobs_failed = failed;
         self.summary.jobs_blocked = blocked;
     }

@@ -196,6 +196,10 @@ impl Sim {
                     let _ = pool.place_origin(f, wf.files[f].size);
                 }
             }
+            for f in scenario.resumed_outputs(i) {
+                // `Resume::new` placed only what fits.
+                let _ = pool.place_output(f, wf.files[f].size);
+            }
             let load = s
                 .background
                 .clone()

@@ -13,4 +13,5 @@ mod gridftp;
 mod live_runs;
 mod pressure;
 mod prometheus;
+mod resume;
 mod sim;

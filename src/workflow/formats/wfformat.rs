@@ -116,6 +116,54 @@ fn transformation_of(name: &str) -> String {
 /// Task types of Pegasus traces that move data rather than compute.
 const AUXILIARY: [&str; 2] = ["auxiliary", "transfer"];
 
+/// The rest of a workflow, as a WfFormat 1.5 instance: the jobs not `done`,
+/// with their runtimes, files and the edges among them. What the done jobs
+/// wrote becomes the instance's input files, so that `gridbed run
+/// --workflow` finishes the work from there (a rescue file: DAGMan's rescue
+/// DAG marks its ended nodes DONE; this one leaves them out).
+pub fn rest(wf: &crate::core::Workflow, done: &[bool], name: &str) -> serde_json::Value {
+    use serde_json::json;
+    let left: Vec<usize> = (0..wf.jobs.len()).filter(|&j| !done[j]).collect();
+    let mut files = std::collections::BTreeSet::new();
+    let tasks: Vec<serde_json::Value> = left
+        .iter()
+        .map(|&j| {
+            let job = &wf.jobs[j];
+            files.extend(job.inputs.iter().chain(&job.outputs).copied());
+            let names = |ids: &mut dyn Iterator<Item = usize>| -> Vec<&str> {
+                ids.filter(|&p| !done[p])
+                    .map(|p| wf.jobs[p].name.as_str())
+                    .collect()
+            };
+            json!({
+                "name": job.name,
+                "id": job.name,
+                "parents": names(&mut job.parents.iter().copied()),
+                "children": names(&mut wf.children[j].iter().copied()),
+                "inputFiles": job.inputs.iter().map(|&f| &wf.files[f].name).collect::<Vec<_>>(),
+                "outputFiles": job.outputs.iter().map(|&f| &wf.files[f].name).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let files: Vec<serde_json::Value> = files
+        .into_iter()
+        .map(|f| json!({"id": wf.files[f].name, "sizeInBytes": wf.files[f].size}))
+        .collect();
+    let runtimes: Vec<serde_json::Value> = left
+        .iter()
+        .map(|&j| json!({"id": wf.jobs[j].name, "runtimeInSeconds": wf.jobs[j].runtime}))
+        .collect();
+    json!({
+        "name": name,
+        "description": "the rest of an unfinished gridbed run (a rescue file)",
+        "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {"tasks": tasks, "files": files},
+            "execution": {"makespanInSeconds": 0, "tasks": runtimes},
+        },
+    })
+}
+
 /// Parses WfFormat text.
 pub fn parse(
     text: &str,

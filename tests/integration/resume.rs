@@ -1,0 +1,283 @@
+//! Manager crash and resume: `kill -9` of a live `gridbed run` while jobs
+//! stage, wait in queues or run their postscripts, then `gridbed resume` on
+//! its control database finishes the run. Nothing that ended runs again,
+//! every job ends exactly once, and the attempts the kill cut are marked.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{catalog, gridbed, write_testbed};
+
+/// Two levels of 12 pipelines on two 2-slot sites: staging waits out a
+/// 20 s latency, queues form, a job runs 1 s and its postscript 100 s.
+const TESTBED: &str = r#"
+strategy = "round-robin"
+replica_policy = "caching"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+maxpre = 6
+prescript_interval = 1
+postscript_overhead = 100
+[workflow]
+generator = "pipeline"
+levels = 2
+width = 12
+runtime = [1, 1]
+file_size = "1 MB"
+[[site]]
+name = "submit-host"
+latency = 20
+[[site]]
+name = "grid3-01"
+cpus = 2
+[[site]]
+name = "grid3-02"
+cpus = 2
+"#;
+
+fn count(db: &Path, sql: &str) -> i64 {
+    rusqlite::Connection::open(db)
+        .and_then(|c| c.query_row(sql, [], |r| r.get(0)))
+        .unwrap_or(0)
+}
+
+/// Starts a live run of `testbed` writing `db`, kills it (SIGKILL) once
+/// `when` counts at least one attempt, and returns the jobs that had ended
+/// by then.
+fn kill_when(dir: &Path, testbed: &str, db: &Path, when: &str) -> Vec<i64> {
+    let tb = write_testbed(dir, "t.toml", testbed);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args([
+            "run",
+            tb.to_str().unwrap(),
+            "--sites",
+            catalog().to_str().unwrap(),
+            "-q",
+            "--db",
+        ])
+        .arg(db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while count(db, &format!("SELECT count(*) FROM attempts WHERE {when}")) == 0 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before `{when}`"
+        );
+        assert!(t.elapsed() < Duration::from_secs(60), "never `{when}`");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT DISTINCT job FROM attempts WHERE outcome = 'ended' ORDER BY job")
+        .unwrap();
+    st.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn attempts_of(db: &Path, job: i64) -> i64 {
+    count(
+        db,
+        &format!("SELECT count(*) FROM attempts WHERE job = {job}"),
+    )
+}
+
+#[test]
+fn a_run_killed_while_staging_queueing_or_in_postscripts_resumes_to_its_end() {
+    // Jobs of 100 s on one slot a site: the others queue.
+    let queueing = TESTBED
+        .replace("runtime = [1, 1]", "runtime = [100, 100]")
+        .replace("cpus = 2", "cpus = 1");
+    let staging = "submitted IS NULL AND outcome = 'pending' AND transfers > 0";
+    let queued = "submitted IS NOT NULL AND started IS NULL AND outcome = 'pending'";
+    // A job runs 1 s and its postscript 100 s: a job that started and has
+    // not ended is in its postscript.
+    let postscript = "started IS NOT NULL AND outcome = 'pending'";
+    for (point, testbed, when) in [
+        ("staging", TESTBED, staging),
+        ("queued", queueing.as_str(), queued),
+        ("postscript", TESTBED, postscript),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("run.db");
+        let ended = kill_when(dir.path(), testbed, &db, when);
+        let before: Vec<i64> = ended.iter().map(|&j| attempts_of(&db, j)).collect();
+        let cut = count(
+            &db,
+            "SELECT count(*) FROM attempts WHERE outcome = 'pending'",
+        );
+        assert!(cut > 0, "{point}: the kill cut nothing");
+        let (code, stdout, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q"]);
+        assert_eq!(code, Some(0), "{point}: {stdout}{stderr}");
+        assert!(
+            stdout.contains(&format!("{} of 24 jobs ended before", ended.len())),
+            "{point}: {stdout}"
+        );
+        assert!(stdout.contains("24 ended of 24"), "{point}: {stdout}");
+        // Every job ended exactly once, over both runs.
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM attempts WHERE outcome = 'ended'"),
+            24,
+            "{point}"
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(DISTINCT job) FROM attempts WHERE outcome = 'ended'"
+            ),
+            24,
+            "{point}"
+        );
+        // What had ended did not run again.
+        for (j, n) in ended.iter().zip(&before) {
+            assert_eq!(attempts_of(&db, *j), *n, "{point}: job {j} ran again");
+        }
+        // The attempts the kill cut are marked, none left pending.
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM attempts WHERE outcome = 'pending'"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM attempts WHERE outcome = 'interrupted'"
+            ),
+            cut,
+            "{point}"
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT CAST(value AS INTEGER) FROM run WHERE key = 'resumed'"
+            ),
+            1
+        );
+    }
+}
+
+#[test]
+fn resume_refuses_what_it_cannot_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, "not a database").unwrap();
+    let (code, _, stderr) = gridbed(&["resume", junk.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a gridbed control database"),
+        "{stderr}"
+    );
+    // A database of another workflow than the testbed's now.
+    let db = dir.path().join("run.db");
+    let tb = write_testbed(dir.path(), "t.toml", TESTBED);
+    let (code, _, stderr) = gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--engine",
+        "sim",
+        "--db",
+        db.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    write_testbed(
+        dir.path(),
+        "t.toml",
+        &TESTBED.replace("width = 12", "width = 13"),
+    );
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not the one the database recorded"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_run_that_fails_writes_a_rescue_file_that_finishes_the_rest() {
+    // Three-level pipelines whose outputs are all kept (no cleanup) on a
+    // 25 MB disk: a deadlock on disk space fails some jobs and blocks the
+    // rest; on a larger disk, the rescue file runs to its end.
+    let testbed = |disk: &str| {
+        format!(
+            r#"
+strategy = "data-present"
+origin = "submit-host"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+cleanup = false
+[workflow]
+generator = "pipeline"
+levels = 3
+width = 4
+runtime = [10, 10, 10]
+file_size = "5 MB"
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+disk = "{disk}"
+"#
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let failing = write_testbed(dir.path(), "failing.toml", &testbed("25 MB"));
+    let rescue = dir.path().join("rescue.json");
+    let sites = catalog();
+    let (code, stdout, _) = gridbed(&[
+        "run",
+        failing.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "-q",
+        "--rescue",
+        rescue.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{stdout}");
+    let left: usize = stdout
+        .split("rescue file with the ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(left > 0 && left < 12, "{stdout}");
+    let rest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rescue).unwrap()).unwrap();
+    assert_eq!(rest["schemaVersion"], "1.5");
+    let fixed = write_testbed(dir.path(), "fixed.toml", &testbed("200 MB"));
+    let (code, stdout, stderr) = gridbed(&[
+        "run",
+        fixed.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "-q",
+        "--workflow",
+        rescue.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("{left} ended of {left}")),
+        "{stdout}"
+    );
+}
