@@ -156,6 +156,8 @@ struct FaultWrite(f64, i64, &'static str, String);
 /// What one hand-over from an engine asks the writer to upsert.
 #[derive(Default)]
 struct Batch {
+    /// `run` keys to set.
+    run: Vec<(String, String)>,
     /// At the end of a run: the RLS (file, site, real bytes) and, when kept,
     /// each site's pool directory.
     replicas: Vec<(String, i64, i64)>,
@@ -384,6 +386,25 @@ impl ControlDb {
         }
     }
 
+    /// Notes where a live run's pools are while it runs (`run` keys
+    /// `pool_dir.<site>`): a resumed run removes what a killed one left.
+    pub fn note_pool_dirs(&mut self, dirs: &[std::path::PathBuf]) {
+        let Some(tx) = &self.batches else {
+            return;
+        };
+        let batch = Batch {
+            run: dirs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (format!("pool_dir.{i}"), d.display().to_string()))
+                .collect(),
+            ..Default::default()
+        };
+        if tx.send(batch).is_err() {
+            self.batches = None;
+        }
+    }
+
     /// Queues the run's end state: every registered replica (file, site,
     /// real bytes), and each site's pool directory when the pools are kept
     /// on disk (`gridbed audit` compares them).
@@ -508,7 +529,13 @@ fn writer(
                 .prepare_cached("INSERT OR REPLACE INTO pools (site, dir) VALUES (?1, ?2)")
                 .map_err(err)?;
             // Whatever queued while the last transaction ran goes into this one.
+            let mut run_keys = tx
+                .prepare_cached("INSERT OR REPLACE INTO run (key, value) VALUES (?1, ?2)")
+                .map_err(err)?;
             for batch in std::iter::once(first).chain(batches.try_iter()) {
+                for (k, v) in &batch.run {
+                    run_keys.execute(params![k, v]).map_err(err)?;
+                }
                 if !batch.replicas.is_empty() || !batch.pools.is_empty() {
                     // The run's end state replaces an earlier run's.
                     tx.execute_batch("DELETE FROM replicas; DELETE FROM pools;")

@@ -148,6 +148,21 @@ pub(crate) struct ResumeArgs {
 pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     let (db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
     let key = |k: &str| was.run.get(k).cloned();
+    // The pools a killed live run left behind (its temp dirs had no chance
+    // to go), as it noted them.
+    let mut removed = 0;
+    for (k, dir) in &was.run {
+        let dir = std::path::Path::new(dir);
+        let ours = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("gridbed-"));
+        if k.starts_with("pool_dir.") && ours && std::fs::remove_dir_all(dir).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        say!("removed the {removed} pool directories the interrupted run left");
+    }
     let testbed = key("testbed_path").ok_or_else(|| {
         CliError::input(format!(
             "{}: its run names no testbed_path (written by an older gridbed): resume needs it",

@@ -146,7 +146,7 @@ pub fn run(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, EngineErro
     actix_rt::System::new().block_on(run_async(scenario, opts))
 }
 
-async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, EngineError> {
+async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun, EngineError> {
     let setup_start = Instant::now();
     let wf = scenario.workflow.clone();
     let em = scenario.emulation;
@@ -206,6 +206,13 @@ async fn run_async(scenario: &Scenario, opts: LiveOptions) -> Result<LiveRun, En
         write_files(store, &wf, &encoded, em, scenario.seed, resumed).await?;
     }
     let pool_dirs: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+    // Where the pools are, so that `gridbed resume` can remove those of a
+    // run killed before it could (its temp dirs outlive a `kill -9`).
+    if let Some(db) = opts.db.as_mut()
+        && !opts.keep_pools
+    {
+        db.note_pool_dirs(&pool_dirs);
+    }
 
     // One gridftp endpoint per site; the faults it injects reach the manager
     // once it has started.

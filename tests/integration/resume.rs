@@ -85,6 +85,18 @@ fn kill_when(dir: &Path, testbed: &str, db: &Path, when: &str) -> Vec<i64> {
         .collect()
 }
 
+/// The pool directories a run noted in its control database.
+fn pool_dirs(db: &Path) -> Vec<std::path::PathBuf> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT value FROM run WHERE key LIKE 'pool_dir.%'")
+        .unwrap();
+    st.query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|p| std::path::PathBuf::from(p.unwrap()))
+        .collect()
+}
+
 fn attempts_of(db: &Path, job: i64) -> i64 {
     count(
         db,
@@ -117,8 +129,17 @@ fn a_run_killed_while_staging_queueing_or_in_postscripts_resumes_to_its_end() {
             "SELECT count(*) FROM attempts WHERE outcome = 'pending'",
         );
         assert!(cut > 0, "{point}: the kill cut nothing");
+        // The killed run's pools outlived it; resume removes them.
+        let left_behind = pool_dirs(&db);
+        assert_eq!(left_behind.len(), 3, "{point}: {left_behind:?}");
+        assert!(left_behind.iter().all(|d| d.is_dir()), "{point}");
         let (code, stdout, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q"]);
         assert_eq!(code, Some(0), "{point}: {stdout}{stderr}");
+        assert!(left_behind.iter().all(|d| !d.exists()), "{point}: {stdout}");
+        assert!(
+            stdout.contains("removed the 3 pool directories"),
+            "{point}: {stdout}"
+        );
         assert!(
             stdout.contains(&format!("{} of 24 jobs ended before", ended.len())),
             "{point}: {stdout}"
