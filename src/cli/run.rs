@@ -21,15 +21,30 @@ pub(crate) struct RunArgs {
     /// The engine.
     #[arg(long, value_enum, default_value_t = Engine::Live)]
     engine: Engine,
-    /// Write the run record (JSON, see docs/run-record.md) here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
     /// Keep /metrics up this many seconds after the run.
     #[arg(long, value_name = "SECS", default_value = "0", value_parser = super::seconds)]
     linger: std::time::Duration,
+    /// Write the control database (SQLite) here as the run goes (default:
+    /// beside the run record, `RECORD.db`, when `--json` is given).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Let --db replace a file that is not a gridbed control database
+    /// (without it such a file is left alone and the run refused).
+    #[arg(long)]
+    force: bool,
+}
+
+/// What a run writes and where its pools go (`run` and `resume`).
+#[derive(Args)]
+struct OutputArgs {
+    /// Write the run record (JSON, see docs/run-record.md) here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
     /// No progress display.
     #[arg(long, short)]
     quiet: bool,
@@ -41,14 +56,6 @@ pub(crate) struct RunArgs {
     /// control database (`gridbed audit` checks them against it).
     #[arg(long, value_name = "DIR", conflicts_with = "pool_dir")]
     keep_pools: Option<PathBuf>,
-    /// Write the control database (SQLite) here as the run goes (default:
-    /// beside the run record, `RECORD.db`, when `--json` is given).
-    #[arg(long, value_name = "FILE")]
-    db: Option<PathBuf>,
-    /// Let --db replace a file that is not a gridbed control database
-    /// (without it such a file is left alone and the run refused).
-    #[arg(long)]
-    force: bool,
     /// Write the run's engine-neutral trace here (JSON Lines: job phases,
     /// transfers, evictions, in time order).
     #[arg(long, value_name = "FILE")]
@@ -82,7 +89,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let db_path = args
         .db
         .clone()
-        .or_else(|| args.json.as_ref().map(|j| j.with_extension("db")));
+        .or_else(|| args.out.json.as_ref().map(|j| j.with_extension("db")));
     let db = match &db_path {
         Some(path) => {
             let run = run_keys(&args.scenario, &scenario, args.engine);
@@ -101,14 +108,9 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let ex = Execution {
         engine: args.engine,
-        json: args.json,
         metrics_addr: args.metrics_addr,
         linger: args.linger,
-        quiet: args.quiet,
-        pool_dir: args.pool_dir,
-        keep_pools: args.keep_pools,
-        trace: args.trace,
-        rescue: args.rescue,
+        out: args.out,
     };
     execute(&scenario, &ex, db, db_path.as_deref())
 }
@@ -121,24 +123,8 @@ pub(crate) struct ResumeArgs {
     /// The engine (default: the interrupted run's).
     #[arg(long, value_enum)]
     engine: Option<Engine>,
-    /// Write the resumed run's record (JSON) here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// No progress display.
-    #[arg(long, short)]
-    quiet: bool,
-    /// Where the live sites keep their pools.
-    #[arg(long, value_name = "DIR")]
-    pool_dir: Option<PathBuf>,
-    /// Leave the live sites' pools in DIR after the run (for `gridbed audit`).
-    #[arg(long, value_name = "DIR", conflicts_with = "pool_dir")]
-    keep_pools: Option<PathBuf>,
-    /// Write the resumed run's trace here.
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// If the run does not complete, write the rest of its workflow here.
-    #[arg(long, value_name = "FILE")]
-    rescue: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 /// `gridbed resume`: loads the interrupted run's scenario again, as its
@@ -214,14 +200,9 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         .unwrap_or(Engine::Live);
     let ex = Execution {
         engine,
-        json: args.json,
         metrics_addr: None,
         linger: std::time::Duration::ZERO,
-        quiet: args.quiet,
-        pool_dir: args.pool_dir,
-        keep_pools: args.keep_pools,
-        trace: args.trace,
-        rescue: args.rescue,
+        out: args.out,
     };
     execute(&scenario, &ex, Some(db), Some(&args.db))
 }
@@ -268,14 +249,9 @@ fn db_error(e: crate::db::DbError) -> CliError {
 /// How a scenario is run and what the run writes (`run` and `resume`).
 struct Execution {
     engine: Engine,
-    json: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
     linger: std::time::Duration,
-    quiet: bool,
-    pool_dir: Option<PathBuf>,
-    keep_pools: Option<PathBuf>,
-    trace: Option<PathBuf>,
-    rescue: Option<PathBuf>,
+    out: OutputArgs,
 }
 
 /// Runs `scenario` as `ex` says, writing `db` (at `db_path`) as it goes;
@@ -287,7 +263,7 @@ fn execute(
     db_path: Option<&std::path::Path>,
 ) -> Result<ExitCode, CliError> {
     let db_error;
-    let detail = if ex.json.is_some() {
+    let detail = if ex.out.json.is_some() {
         Detail::Full
     } else {
         Detail::Summary
@@ -296,8 +272,8 @@ fn execute(
         Engine::Sim => {
             if ex.metrics_addr.is_some()
                 || !ex.linger.is_zero()
-                || ex.pool_dir.is_some()
-                || ex.keep_pools.is_some()
+                || ex.out.pool_dir.is_some()
+                || ex.out.keep_pools.is_some()
             {
                 eprintln!(
                     "note: --metrics-addr, --linger, --pool-dir and --keep-pools apply to the live engine only"
@@ -309,7 +285,7 @@ fn execute(
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(ex.trace.as_deref(), &result.records)?;
+            write_trace(ex.out.trace.as_deref(), &result.records)?;
             say!(
                 "  simulated     {} events in {:.2} s wall",
                 result.events,
@@ -327,7 +303,7 @@ fn execute(
                     .map(|d| d.as_secs())
                     .unwrap_or(0)
             );
-            let progress: BoxedObserver = if ex.quiet {
+            let progress: BoxedObserver = if ex.out.quiet {
                 Box::new(Progress::Hidden)
             } else {
                 Box::new(Progress::for_stderr(scenario.workflow.jobs.len()))
@@ -337,19 +313,23 @@ fn execute(
                 linger: ex.linger,
                 progress,
                 run_id: run_id.clone(),
-                pool_root: ex.keep_pools.clone().or_else(|| ex.pool_dir.clone()),
+                pool_root: ex
+                    .out
+                    .keep_pools
+                    .clone()
+                    .or_else(|| ex.out.pool_dir.clone()),
                 db,
-                keep_pools: ex.keep_pools.is_some(),
+                keep_pools: ex.out.keep_pools.is_some(),
             };
             let result = live::run(scenario, opts).map_err(CliError::failed)?;
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(ex.trace.as_deref(), &result.records)?;
+            write_trace(ex.out.trace.as_deref(), &result.records)?;
             (record, result.result.done)
         }
     };
-    if let Some(path) = &ex.json {
+    if let Some(path) = &ex.out.json {
         write_json(path, &record)?;
         say!("\nrun record written to {}", path.display());
     }
@@ -363,7 +343,7 @@ fn execute(
     if s.succeeded && s.corrupt_at_end == 0 {
         Ok(ExitCode::SUCCESS)
     } else {
-        if let Some(path) = &ex.rescue {
+        if let Some(path) = &ex.out.rescue {
             let name = format!("{}-rescue", scenario.name);
             let rest = crate::workflow::formats::wfformat::rest(&scenario.workflow, &done, &name);
             write_json(path, &rest)?;

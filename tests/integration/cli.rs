@@ -1,6 +1,6 @@
 //! Commands end to end through the binary: sweep, workflow stats, validate.
 
-use crate::common::{catalog, gridbed, write_testbed};
+use crate::common::{catalog, gridbed, run_testbed, write_testbed};
 
 const SMALL: &str = r#"
 strategy = "random"
@@ -587,17 +587,15 @@ fn audit_finds_a_live_runs_pools_agree_with_its_database_and_reports_each_tamper
     let pools = dir.path().join("pools");
     std::fs::create_dir(&pools).unwrap();
     let db = dir.path().join("run.db");
-    let (code, _, stderr) = gridbed(&[
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog().to_str().unwrap(),
-        "--keep-pools",
-        pools.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "-q",
-    ]);
+    let (code, _, stderr) = run_testbed(
+        &tb,
+        &[
+            "--keep-pools",
+            pools.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
     assert_eq!(code, Some(0), "{stderr}");
     let (code, stdout, stderr) = gridbed(&["audit", db.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -635,17 +633,7 @@ fn audit_finds_a_live_runs_pools_agree_with_its_database_and_reports_each_tamper
     }
     // A run that kept no pools cannot be audited, and says how.
     let sim_db = dir.path().join("sim.db");
-    let (code, _, _) = gridbed(&[
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog().to_str().unwrap(),
-        "--engine",
-        "sim",
-        "--db",
-        sim_db.to_str().unwrap(),
-        "-q",
-    ]);
+    let (code, _, _) = run_testbed(&tb, &["--engine", "sim", "--db", sim_db.to_str().unwrap()]);
     assert_eq!(code, Some(0));
     let (code, _, stderr) = gridbed(&["audit", sim_db.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{stderr}");

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{catalog, gridbed, write_testbed};
+use crate::common::{catalog, run_testbed, write_testbed};
 
 /// Four-level pipelines of 10 MB files on two 60 MB disks: each job needs
 /// 20 MB at once, but the outputs of every level (240 MB) fit only if those
@@ -46,7 +46,6 @@ disk = "{disk}"
 #[test]
 fn cleanup_lets_a_tight_disk_complete_in_both_engines_and_a_deadlock_is_explained() {
     let dir = tempfile::tempdir().unwrap();
-    let sites = catalog();
     for engine in ["sim", "live"] {
         for cleanup in [true, false] {
             let name = format!("{engine}-{cleanup}");
@@ -57,19 +56,17 @@ fn cleanup_lets_a_tight_disk_complete_in_both_engines_and_a_deadlock_is_explaine
             );
             let json = dir.path().join(format!("{name}.json"));
             let db = dir.path().join(format!("{name}.db"));
-            let (code, stdout, stderr) = gridbed(&[
-                "run",
-                tb.to_str().unwrap(),
-                "--sites",
-                sites.to_str().unwrap(),
-                "--engine",
-                engine,
-                "--json",
-                json.to_str().unwrap(),
-                "--db",
-                db.to_str().unwrap(),
-                "-q",
-            ]);
+            let (code, stdout, stderr) = run_testbed(
+                &tb,
+                &[
+                    "--engine",
+                    engine,
+                    "--json",
+                    json.to_str().unwrap(),
+                    "--db",
+                    db.to_str().unwrap(),
+                ],
+            );
             let rec: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
             let s = &rec["summary"];

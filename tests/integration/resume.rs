@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{catalog, gridbed, write_testbed};
+use crate::common::{catalog, gridbed, run_testbed, write_testbed};
 
 /// Two levels of 12 pipelines on two 2-slot sites: staging waits out a
 /// 20 s latency, queues form, a job runs 1 s and its postscript 100 s.
@@ -203,17 +203,7 @@ fn resume_refuses_what_it_cannot_resume() {
     // A database of another workflow than the testbed's now.
     let db = dir.path().join("run.db");
     let tb = write_testbed(dir.path(), "t.toml", TESTBED);
-    let (code, _, stderr) = gridbed(&[
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog().to_str().unwrap(),
-        "--engine",
-        "sim",
-        "--db",
-        db.to_str().unwrap(),
-        "-q",
-    ]);
+    let (code, _, stderr) = run_testbed(&tb, &["--engine", "sim", "--db", db.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
     write_testbed(
         dir.path(),
@@ -262,18 +252,10 @@ disk = "{disk}"
     let dir = tempfile::tempdir().unwrap();
     let failing = write_testbed(dir.path(), "failing.toml", &testbed("25 MB"));
     let rescue = dir.path().join("rescue.json");
-    let sites = catalog();
-    let (code, stdout, _) = gridbed(&[
-        "run",
-        failing.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--engine",
-        "sim",
-        "-q",
-        "--rescue",
-        rescue.to_str().unwrap(),
-    ]);
+    let (code, stdout, _) = run_testbed(
+        &failing,
+        &["--engine", "sim", "--rescue", rescue.to_str().unwrap()],
+    );
     assert_eq!(code, Some(1), "{stdout}");
     let left: usize = stdout
         .split("rescue file with the ")
@@ -285,17 +267,10 @@ disk = "{disk}"
         serde_json::from_str(&std::fs::read_to_string(&rescue).unwrap()).unwrap();
     assert_eq!(rest["schemaVersion"], "1.5");
     let fixed = write_testbed(dir.path(), "fixed.toml", &testbed("200 MB"));
-    let (code, stdout, stderr) = gridbed(&[
-        "run",
-        fixed.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--engine",
-        "sim",
-        "-q",
-        "--workflow",
-        rescue.to_str().unwrap(),
-    ]);
+    let (code, stdout, stderr) = run_testbed(
+        &fixed,
+        &["--engine", "sim", "--workflow", rescue.to_str().unwrap()],
+    );
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(
         stdout.contains(&format!("{left} ended of {left}")),

@@ -39,16 +39,21 @@ impl Manager {
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
         let backoff = self.settings.replan_backoff;
-        let last = self.records.jobs[job]
-            .attempts
-            .last()
-            .map_or_else(String::new, |a| a.outcome.describe());
+        // Described only for a job that fails for good: retries are a hot
+        // path (millions in a deadlocked run).
+        let last = |m: &Manager| {
+            m.records.jobs[job]
+                .attempts
+                .last()
+                .map_or_else(String::new, |a| a.outcome.describe())
+        };
         let (why, at) = match retry {
             Retry::Counted => {
                 self.failures[job] += 1;
                 let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
                 let n = self.failures[job];
                 let why = (n > allowed).then(|| {
+                    let last = last(self);
                     format!("failed {n} times, more than its {allowed} retries; last: {last}")
                 });
                 (why, self.now + backoff)
@@ -57,12 +62,13 @@ impl Manager {
                 self.replans[job] += 1;
                 let (n, max) = (self.replans[job], self.settings.max_replans);
                 let why = (n > max).then(|| {
+                    let last = last(self);
                     format!("planned again {n} times, more than max_replans {max}; last: {last}")
                 });
                 (why, self.now)
             }
             Retry::Never => (
-                Some(format!("{last}, its RETRY's UNLESS-EXIT status")),
+                Some(format!("{}, its RETRY's UNLESS-EXIT status", last(self))),
                 self.now,
             ),
             Retry::Later | Retry::SitesDown => {
@@ -98,7 +104,8 @@ impl Manager {
                         _ => format!(
                             "no room for its files at the sites it tried, {n} times over \
                              {stalled:.0} s in which no job ended anywhere (a deadlock on \
-                             disk space); last: {last}"
+                             disk space); last: {}",
+                            last(self)
                         ),
                     },
                 );

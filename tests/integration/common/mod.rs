@@ -127,6 +127,15 @@ pub fn dashboard_metrics() -> std::collections::BTreeSet<String> {
     names
 }
 
+/// `gridbed run TESTBED --sites <the repository's catalogue> -q ARGS…`:
+/// (exit code, stdout, stderr).
+pub fn run_testbed(testbed: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let (tb, sites) = (testbed.to_str().unwrap(), catalog());
+    let mut all = vec!["run", tb, "--sites", sites.to_str().unwrap(), "-q"];
+    all.extend_from_slice(args);
+    gridbed(&all)
+}
+
 /// Runs the `gridbed` binary with `args`: (exit code, stdout, stderr).
 pub fn gridbed<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
