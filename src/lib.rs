@@ -43,11 +43,14 @@
 //! * [`config`] loads `sites.toml` and testbeds with precise errors;
 //!   [`units`] reads sizes and rates; [`workflow`] generates and parses
 //!   workflows; [`report`] prints, plots and validates run records;
-//!   [`metrics`] exports Prometheus series; [`db`] is the control database.
+//!   [`metrics`] exports Prometheus series; [`db`] is the control database;
+//!   [`calibrate`] predicts real runs (WfCommons traces) and fits the WMS
+//!   model's knobs to them.
 //! * [`cli`] is the command line, one file per command (with `sweep` and
 //!   `bench`); the binary's `main` only calls [`cli::main`].
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod core;

@@ -21,6 +21,7 @@ macro_rules! say {
 }
 
 pub mod bench;
+mod calibrate;
 mod farm;
 mod inspect;
 mod run;
@@ -77,6 +78,9 @@ enum Cmd {
     Resume(run::ResumeArgs),
     /// Run a testbed on both engines and compare them side by side.
     Validate(run::ValidateArgs),
+    /// Fit the WMS model's knobs to WfCommons traces of real runs of one
+    /// platform (least squares on makespan) and predict other traces.
+    Calibrate(calibrate::CalibrateArgs),
     /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
     Sweep(sweep::SweepArgs),
     /// Look at a testbed's workflow.
@@ -201,6 +205,7 @@ pub fn main() -> ExitCode {
         Cmd::Run(args) => run::run(args),
         Cmd::Check(args) => workflow::check(args),
         Cmd::Validate(args) => run::validate(args),
+        Cmd::Calibrate(args) => calibrate::calibrate(args),
         Cmd::Sweep(args) => sweep::command(args),
         Cmd::Inspect(args) => inspect::inspect(args),
         Cmd::Resume(args) => run::resume(args),

@@ -82,6 +82,11 @@ pub(crate) struct ValidateArgs {
     /// Where the live sites keep their pools (default as for `run`).
     #[arg(long, value_name = "DIR")]
     pool_dir: Option<PathBuf>,
+    /// Instead of live vs sim: run this WfCommons trace of a real run on the
+    /// testbed (its machines as the execution sites) and set the predicted
+    /// makespan beside the recorded one.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
@@ -361,6 +366,14 @@ fn execute(
 }
 
 pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
+    if let Some(trace) = &args.trace {
+        return super::calibrate::validate_trace(
+            &args.scenario.testbed,
+            trace,
+            args.scenario.seed,
+            args.json.as_deref(),
+        );
+    }
     let scenario = load(&args.scenario)?;
     if !(args.tolerance.is_finite() && args.tolerance >= 0.0) {
         return Err(CliError::Input(format!(

@@ -10,6 +10,7 @@ use toml::Spanned;
 use super::source::Source;
 use super::{ConfigError, Overrides, Seconds, TestbedFile};
 use crate::core::ManagerSettings;
+use crate::core::wms::{Latency, WmsSettings};
 use crate::policy;
 
 #[derive(Debug, Deserialize, Default)]
@@ -25,11 +26,13 @@ pub(super) struct ManagerFile {
     max_replans: Option<u32>,
     monit_interval: Option<Spanned<Seconds>>,
     max_idle: Option<Spanned<Seconds>>,
-    release_overhead: Option<Seconds>,
-    submit_overhead: Option<Seconds>,
-    postscript_overhead: Option<Seconds>,
+    release_overhead: Option<LatencyFile>,
+    submit_overhead: Option<LatencyFile>,
+    postscript_overhead: Option<LatencyFile>,
     cleanup: Option<bool>,
     reproduce_lost: Option<bool>,
+    /// `[manager.wms]`: the serial stages of an HTCondor pool (`core::wms`).
+    wms: Option<WmsFile>,
 }
 
 /// The site selector and eviction policy by name, checked against the
@@ -105,9 +108,13 @@ pub(super) fn settings<W>(
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
         monit_interval: defaults.monit_interval,
         max_idle: defaults.max_idle,
-        release_overhead: m.release_overhead.map_or(0.0, |s| s.0),
-        submit_overhead: m.submit_overhead.map_or(0.0, |s| s.0),
-        postscript_overhead: m.postscript_overhead.map_or(0.0, |s| s.0),
+        release_overhead: m.release_overhead.map_or(Latency::default(), |l| l.0),
+        submit_overhead: m.submit_overhead.map_or(Latency::default(), |l| l.0),
+        postscript_overhead: m.postscript_overhead.map_or(Latency::default(), |l| l.0),
+        wms: m
+            .wms
+            .as_ref()
+            .map_or(WmsSettings::default(), WmsFile::settings),
         cleanup: m.cleanup.unwrap_or(defaults.cleanup),
         reproduce_lost: m.reproduce_lost.unwrap_or(defaults.reproduce_lost),
     };
@@ -137,4 +144,130 @@ pub(super) fn settings<W>(
         manager.replica_policy = p;
     }
     Ok(manager)
+}
+
+/// A per-job latency: seconds, or a distribution
+/// `{ dist = "fixed" | "uniform" | "exponential" | "lognormal", … }`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LatencyFile(pub(super) Latency);
+
+impl<'de> Deserialize<'de> for LatencyFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        let latency = match v {
+            toml::Value::Integer(i) => Latency::fixed(i as f64),
+            toml::Value::Float(f) => Latency::fixed(f),
+            toml::Value::Table(t) => {
+                let num = |key: &str| -> Result<f64, D::Error> {
+                    match t.get(key) {
+                        Some(toml::Value::Integer(i)) => Ok(*i as f64),
+                        Some(toml::Value::Float(f)) => Ok(*f),
+                        Some(other) => Err(D::Error::custom(format!(
+                            "`{key}`: expected seconds, found {}",
+                            other.type_str()
+                        ))),
+                        None => Err(D::Error::custom(format!("missing `{key}`"))),
+                    }
+                };
+                let dist = t.get("dist").and_then(|d| d.as_str()).ok_or_else(|| {
+                    D::Error::custom(
+                        "expected `dist = \"fixed\" | \"uniform\" | \"exponential\" | \"lognormal\"`",
+                    )
+                })?;
+                let (latency, keys): (Latency, &[&str]) = match dist {
+                    "fixed" => (Latency::fixed(num("value")?), &["value"]),
+                    "uniform" => (
+                        Latency::Uniform {
+                            min: num("min")?,
+                            max: num("max")?,
+                        },
+                        &["min", "max"],
+                    ),
+                    "exponential" => (Latency::Exponential { mean: num("mean")? }, &["mean"]),
+                    "lognormal" => (
+                        Latency::Lognormal {
+                            mean: num("mean")?,
+                            sd: num("sd")?,
+                        },
+                        &["mean", "sd"],
+                    ),
+                    other => {
+                        return Err(D::Error::custom(format!(
+                            "unknown dist `{other}`: expected fixed, uniform, exponential or lognormal"
+                        )));
+                    }
+                };
+                if let Some(k) = t
+                    .keys()
+                    .find(|k| *k != "dist" && !keys.contains(&k.as_str()))
+                {
+                    return Err(D::Error::custom(format!(
+                        "unknown field `{k}` of a {dist} latency: expected {}",
+                        keys.join(", ")
+                    )));
+                }
+                latency
+            }
+            other => {
+                return Err(D::Error::custom(format!(
+                    "expected seconds or {{ dist = … }}, found {}",
+                    other.type_str()
+                )));
+            }
+        };
+        latency.check().map_err(D::Error::custom)?;
+        Ok(LatencyFile(latency))
+    }
+}
+
+/// The `[manager.wms]` table: the serial stages of an HTCondor pool, each field
+/// named after its knob. Unset fields take HTCondor's defaults
+/// (`model = "htcondor"`) or none (`model = "ideal"`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WmsFile {
+    model: Option<WmsModel>,
+    dagman_user_log_scan_interval: Option<Seconds>,
+    dagman_max_submits_per_interval: Option<usize>,
+    dagman_submit_delay: Option<Seconds>,
+    negotiator_interval: Option<Seconds>,
+    claim_worklife: Option<Seconds>,
+    job_start_delay: Option<Seconds>,
+    job_start_count: Option<std::num::NonZeroUsize>,
+}
+
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum WmsModel {
+    Htcondor,
+    Ideal,
+}
+
+impl WmsFile {
+    fn settings(&self) -> WmsSettings {
+        let base = match self.model {
+            Some(WmsModel::Ideal) => WmsSettings::default(),
+            _ => WmsSettings::htcondor(),
+        };
+        WmsSettings {
+            user_log_scan_interval: self
+                .dagman_user_log_scan_interval
+                .map_or(base.user_log_scan_interval, |s| s.0),
+            max_submits_per_interval: self
+                .dagman_max_submits_per_interval
+                .unwrap_or(base.max_submits_per_interval),
+            submit_delay: self.dagman_submit_delay.map_or(base.submit_delay, |s| s.0),
+            negotiator_interval: self
+                .negotiator_interval
+                .map_or(base.negotiator_interval, |s| s.0),
+            claim_worklife: self.claim_worklife.map_or(base.claim_worklife, |s| s.0),
+            job_start_delay: self.job_start_delay.map_or(base.job_start_delay, |s| s.0),
+            job_start_count: self
+                .job_start_count
+                .map_or(base.job_start_count, |n| n.get()),
+            seed: base.seed,
+            random_phase: base.random_phase,
+        }
+    }
 }

@@ -366,6 +366,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
     let (strategy, eviction) = manager::policies(&tb, &src, overrides)?;
     let mut manager = manager::settings(&tb, &src, &strategy)?;
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
+    manager.wms.seed = seed;
     let (workflow, source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
     let origin_name = &sites[origin].info.name;
     let input_bytes: u64 = workflow.inputs().map(|f| workflow.files[f].size).sum();

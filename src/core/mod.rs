@@ -39,6 +39,7 @@ pub mod storage;
 pub mod timeline;
 pub mod trace;
 pub mod window;
+pub mod wms;
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{Manager, ManagerSettings, ReplicaPolicy};

@@ -511,3 +511,37 @@ fn record_text() -> &'static str {
         serde_json::to_string_pretty(&rec).unwrap()
     })
 }
+
+#[test]
+fn bad_latencies_and_wms_knobs() {
+    let manager = "[workflow]\ngenerator";
+    let with = |table: &str| check(manager, &format!("{table}\n[workflow]\ngenerator"));
+    expect(
+        &with("[manager]\npostscript_overhead = { dist = \"gamma\", mean = 3 }"),
+        &["bad.toml:", "postscript_overhead", "unknown dist `gamma`"],
+    );
+    expect(
+        &with("[manager]\nsubmit_overhead = { dist = \"uniform\", min = 5, max = 1 }"),
+        &["submit_overhead", "0 ≤ min ≤ max"],
+    );
+    expect(
+        &with("[manager]\nrelease_overhead = { dist = \"lognormal\", mean = 3 }"),
+        &["release_overhead", "missing `sd`"],
+    );
+    expect(
+        &with("[manager]\nrelease_overhead = { dist = \"fixed\", value = 3, sd = 1 }"),
+        &["unknown field `sd` of a fixed latency"],
+    );
+    expect(
+        &with("[manager.wms]\nnegotiator_interval = -1"),
+        &["negotiator_interval", "expected seconds ≥ 0"],
+    );
+    expect(
+        &with("[manager.wms]\njob_start_count = 0"),
+        &["job_start_count"],
+    );
+    expect(
+        &with("[manager.wms]\nnegotiator_cycle = 20"),
+        &["unknown field `negotiator_cycle`"],
+    );
+}

@@ -15,3 +15,4 @@ mod pressure;
 mod prometheus;
 mod resume;
 mod sim;
+mod traces;

@@ -41,13 +41,20 @@ impl Manager {
             return;
         }
         self.active[site] -= 1;
+        self.leave_slot(job, site, out);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
         let attempt = self.records.jobs[job].attempts.last_mut();
         match result {
             Ok(()) => {
                 out.push(Command::Release { job, site, delete });
-                self.job_succeeded(job, site, out);
+                // DAGMan learns of the end at its next log scan.
+                let noticed = self.wms.noticed(self.now);
+                if noticed > self.now {
+                    self.schedule(noticed, Timer::Noticed { job, site });
+                } else {
+                    self.job_succeeded(job, site, out);
+                }
             }
             Err(failure) => {
                 if let Some(a) = attempt {
@@ -83,9 +90,9 @@ impl Manager {
 
     /// The postscript, after its overhead if there is one.
     pub(super) fn postscript(&mut self, job: JobId, site: SiteId) {
-        if self.settings.postscript_overhead > 0.0 {
-            let at = self.now + self.settings.postscript_overhead;
-            self.schedule(at, Timer::Postscript { job, site });
+        let delay = self.wms.draw(&self.settings.postscript_overhead);
+        if delay > 0.0 {
+            self.schedule(self.now + delay, Timer::Postscript { job, site });
         } else {
             self.node_done(job, site);
         }

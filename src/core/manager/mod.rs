@@ -55,6 +55,7 @@ use super::records::{
 };
 use super::seams::{GridView, SiteSelector};
 use super::window::IdWindow;
+use super::wms::{Latency, Wms, WmsSettings};
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     Workflow, rls::Rls,
@@ -97,15 +98,18 @@ pub struct ManagerSettings {
     /// MonitQueue: longest a job may wait in a site queue before it is killed
     /// there and planned again elsewhere.
     pub max_idle: f64,
-    /// Per-job overheads of a real WMS (nominal s): from its last parent's
+    /// Per-job latencies of a real WMS (nominal s): from its last parent's
     /// end to its release as ready (DAGMan's release latency)…
-    pub release_overhead: f64,
-    /// …from its staged inputs to its arrival in the site queue (submission
-    /// through the batch system)…
-    pub submit_overhead: f64,
-    /// …and from its end at the site to its outputs registered and its
-    /// children released (the postscript).
-    pub postscript_overhead: f64,
+    pub release_overhead: Latency,
+    /// …from its submission to its arrival in the schedd (`condor_submit`,
+    /// in parallel with others)…
+    pub submit_overhead: Latency,
+    /// …and from its end noticed to its outputs registered and its children
+    /// released (the postscript, e.g. `pegasus-exitcode`).
+    pub postscript_overhead: Latency,
+    /// The serial stages of the pool (DAGMan's event loop, the negotiator,
+    /// the schedd); off by default.
+    pub wms: WmsSettings,
     /// In-place cleanup: an intermediate output is no longer kept once every
     /// job reading it has ended.
     pub cleanup: bool,
@@ -129,9 +133,10 @@ impl Default for ManagerSettings {
             replica_policy: ReplicaPolicy::Caching,
             monit_interval: 0.0,
             max_idle: f64::INFINITY,
-            release_overhead: 0.0,
-            submit_overhead: 0.0,
-            postscript_overhead: 0.0,
+            release_overhead: Latency::default(),
+            submit_overhead: Latency::default(),
+            postscript_overhead: Latency::default(),
+            wms: WmsSettings::default(),
             cleanup: true,
             reproduce_lost: true,
         }
@@ -239,6 +244,20 @@ enum Timer {
         job: JobId,
         site: SiteId,
     },
+    /// DAGMan's log scan noticed the job's end at its site.
+    Noticed {
+        job: JobId,
+        site: SiteId,
+    },
+    /// DAGMan's event loop: submit ready nodes.
+    DagmanTick,
+    /// A negotiation cycle: match idle jobs to slots.
+    Negotiate,
+    /// The schedd starts a matched job (its shadow).
+    Start {
+        job: JobId,
+        attempt: usize,
+    },
     /// `SCRIPT DEFER` elapsed: run the script again.
     Script {
         job: JobId,
@@ -338,6 +357,10 @@ pub struct Manager {
     job_dirty: Vec<bool>,
     /// Reused buffer of eligible sites.
     eligible: Vec<SiteId>,
+    /// The pool's serial stages.
+    wms: Wms,
+    /// Per job: sent to its site's queue (matched and started by the schedd).
+    at_site: Vec<bool>,
 }
 
 impl Manager {
@@ -398,15 +421,22 @@ impl Manager {
             .fold(0.0, f64::max);
         let stall_horizon = 2.0
             * (slowest
-                + settings.submit_overhead
-                + settings.postscript_overhead
-                + settings.release_overhead);
+                + settings.submit_overhead.mean()
+                + settings.postscript_overhead.mean()
+                + settings.release_overhead.mean()
+                + settings.wms.negotiator_interval
+                + settings.wms.user_log_scan_interval);
         let mut readers_left = vec![0u32; workflow.files.len()];
         for j in &workflow.jobs {
             for &f in &j.inputs {
                 readers_left[f] += 1;
             }
         }
+        let wms = Wms::new(
+            settings.wms.clone(),
+            sites.iter().map(|s| s.cpus).collect(),
+            n,
+        );
         let mut manager = Manager {
             wf: workflow,
             sites,
@@ -459,6 +489,8 @@ impl Manager {
             changes: None,
             job_dirty: vec![false; n],
             eligible: Vec::new(),
+            wms,
+            at_site: vec![false; n],
         };
         manager.start_monit();
         manager
@@ -703,6 +735,18 @@ impl Manager {
                     }
                 }
                 Timer::Postscript { job, site } => self.node_done(job, site),
+                Timer::Noticed { job, site } => {
+                    if self.state[job] == JobState::Running && self.site_of[job] == site {
+                        self.job_succeeded(job, site, out);
+                    }
+                }
+                Timer::DagmanTick => self.dagman_tick(),
+                Timer::Negotiate => self.negotiate(out),
+                Timer::Start { job, attempt } => {
+                    if self.is_idle(job, attempt) {
+                        self.send_to_site(job, out);
+                    }
+                }
                 Timer::Script { job, kind } => {
                     let live = match kind {
                         ScriptKind::Pre => {

@@ -161,6 +161,19 @@ impl Manager {
                     let reason = "its site crashed".to_string();
                     self.abort_staging(job, reason, Retry::Counted, out);
                 }
+                // Jobs idle in the schedd for the site never reached it: they
+                // fail as its queued ones do.
+                let idle: Vec<JobId> = (0..self.state.len())
+                    .filter(|&j| {
+                        self.state[j] == JobState::Queued
+                            && self.site_of[j] == site
+                            && !self.at_site[j]
+                    })
+                    .collect();
+                for job in idle {
+                    let failure = JobFailure::Failed("its site crashed".into());
+                    self.on_job_ended(job, site, Err(failure), out);
+                }
             }
             Fault::Recover => self.down[site] = false,
             _ => {}
@@ -207,10 +220,13 @@ impl Manager {
             self.idle.pop_front();
             if waiting {
                 self.killing[job] = true;
-                out.push(Command::Kill {
-                    job,
-                    site: self.site_of[job],
-                });
+                let site = self.site_of[job];
+                if self.at_site[job] {
+                    out.push(Command::Kill { job, site });
+                } else {
+                    // Still idle in the schedd: removed there, at once.
+                    self.on_job_killed(job, site, true, out);
+                }
             }
         }
         let at = self.now + self.settings.monit_interval;
@@ -234,6 +250,7 @@ impl Manager {
             return;
         }
         self.active[site] -= 1;
+        self.leave_slot(job, site, out);
         self.records.sites[site].killed += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);

@@ -27,9 +27,9 @@ impl Manager {
     pub(super) fn release_child(&mut self, c: JobId) {
         self.missing_parents[c] -= 1;
         if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
-            if self.settings.release_overhead > 0.0 {
-                let at = self.now + self.settings.release_overhead;
-                self.schedule(at, Timer::Release { job: c });
+            let delay = self.wms.draw(&self.settings.release_overhead);
+            if delay > 0.0 {
+                self.schedule(self.now + delay, Timer::Release { job: c });
             } else {
                 self.make_ready(c);
             }

@@ -3,6 +3,17 @@
 
 use super::*;
 
+macro_rules! idle_view {
+    ($m:expr) => {
+        IdleView {
+            state: &$m.state,
+            jobs: &$m.records.jobs,
+            at_site: &$m.at_site,
+            killing: &$m.killing,
+        }
+    };
+}
+
 impl Manager {
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
         let avoid = self.avoid.get(&job);
@@ -255,12 +266,42 @@ impl Manager {
             self.job_succeeded(job, st.site, out);
             return;
         }
-        if self.settings.submit_overhead > 0.0 {
-            let attempt = self.records.jobs[job].attempts.len() - 1;
-            let at = self.now + self.settings.submit_overhead;
+        let attempt = self.records.jobs[job].attempts.len() - 1;
+        if self.wms.settings.dagman_cycle() {
+            if let Some(at) = self.wms.queue_submit(job, attempt, self.now) {
+                self.schedule(at, Timer::DagmanTick);
+            }
+            return;
+        }
+        self.condor_submit(job, attempt, self.now, out);
+    }
+
+    /// `condor_submit` of `job` ends at `at`: it reaches the schedd after the
+    /// submit overhead.
+    fn condor_submit(&mut self, job: JobId, attempt: usize, at: Time, out: &mut Vec<Command>) {
+        let at = at + self.wms.draw(&self.settings.submit_overhead);
+        if at > self.now {
             self.schedule(at, Timer::Submit { job, attempt });
         } else {
             self.enter_queue(job, out);
+        }
+    }
+
+    /// DAGMan's event loop: submits the staged jobs its limit allows.
+    pub(super) fn dagman_tick(&mut self) {
+        let (made, next) = {
+            let (state, attempts) = (&self.state, &self.records.jobs);
+            self.wms.dagman_tick(self.now, |j, a| {
+                state[j] == JobState::Staging && attempts[j].attempts.len() == a + 1
+            })
+        };
+        let mut out = Vec::new();
+        for (job, attempt, at) in made {
+            self.condor_submit(job, attempt, at, &mut out);
+        }
+        debug_assert!(out.is_empty(), "a submission ends after its tick");
+        if let Some(at) = next {
+            self.schedule(at, Timer::DagmanTick);
         }
     }
 
@@ -277,10 +318,78 @@ impl Manager {
             let attempt = self.records.jobs[job].attempts.len() - 1;
             self.idle.push_back((self.now, job, attempt));
         }
+        let attempt = self.records.jobs[job].attempts.len() - 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.submitted = Some(self.now);
         }
-        out.push(Command::Submit { job, site });
+        if self.wms.negotiates() {
+            // Idle in the schedd until the negotiator matches it to a slot.
+            if let Some(at) = self.wms.idle(job, attempt, site, self.now) {
+                self.schedule(at, Timer::Negotiate);
+            }
+        } else {
+            self.start_matched(job, out);
+        }
+    }
+
+    /// Whether (job, attempt) is idle in the schedd: submitted, not yet at
+    /// its site.
+    pub(super) fn is_idle(&self, job: JobId, attempt: usize) -> bool {
+        idle_view!(self).waits(job, attempt)
+    }
+
+    /// A negotiation cycle: matched jobs start.
+    pub(super) fn negotiate(&mut self, out: &mut Vec<Command>) {
+        let (matched, next) = {
+            let idle = idle_view!(self);
+            self.wms.negotiate(self.now, |j, a| idle.waits(j, a))
+        };
+        for (job, _) in matched {
+            self.start_matched(job, out);
+        }
+        if let Some(at) = next {
+            self.schedule(at, Timer::Negotiate);
+        }
+    }
+
+    /// A job with a slot: the schedd starts it (its shadow) as its start
+    /// rate allows, and it enters its site's queue.
+    pub(super) fn start_matched(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let at = self.wms.start_at(self.now);
+        if at > self.now {
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            self.schedule(at, Timer::Start { job, attempt });
+            // Held by the start throttle, it is still idle; the timer finds it
+            // so. Its claim is held meanwhile.
+            return;
+        }
+        self.send_to_site(job, out);
+    }
+
+    /// The schedd started `job`: it enters its site's queue.
+    pub(super) fn send_to_site(&mut self, job: JobId, out: &mut Vec<Command>) {
+        self.at_site[job] = true;
+        out.push(Command::Submit {
+            job,
+            site: self.site_of[job],
+        });
+    }
+
+    /// `job` left its slot at `site` (ended, failed, killed): its claim goes
+    /// to the site's next idle job, if any.
+    pub(super) fn leave_slot(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        self.at_site[job] = false;
+        if !self.wms.negotiates() {
+            return;
+        }
+        let next = {
+            let idle = idle_view!(self);
+            self.wms
+                .release_claim(job, site, self.now, |j, a| idle.waits(j, a))
+        };
+        if let Some((next, _)) = next {
+            self.start_matched(next, out);
+        }
     }
 
     pub(super) fn on_transfer_done(
@@ -427,5 +536,24 @@ impl Manager {
         }
         self.set_state(job, JobState::Ready);
         self.retry(job, retry);
+    }
+}
+
+/// What tells whether a job is idle in the schedd, borrowed field by field
+/// so that the WMS stages that ask stay free to change.
+struct IdleView<'a> {
+    state: &'a [JobState],
+    jobs: &'a [JobRecord],
+    at_site: &'a [bool],
+    killing: &'a [bool],
+}
+
+impl IdleView<'_> {
+    /// Submitted (this attempt), not yet sent to its site, not being killed.
+    fn waits(&self, job: JobId, attempt: usize) -> bool {
+        self.state[job] == JobState::Queued
+            && self.jobs[job].attempts.len() == attempt + 1
+            && !self.at_site[job]
+            && !self.killing[job]
     }
 }

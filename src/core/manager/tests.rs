@@ -761,3 +761,123 @@ fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
         .unwrap();
     assert_eq!(peak, 2, "{spans:?}");
 }
+
+/// `n` jobs of `runtime` s that move no data; each a child of the previous
+/// one when `chain`.
+fn dataless(n: usize, runtime: f64, chain: bool) -> Workflow {
+    let jobs = (0..n)
+        .map(|i| JobSpec {
+            name: format!("j{i}"),
+            runtime,
+            parents: if chain && i > 0 {
+                vec![format!("j{}", i - 1)]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        })
+        .collect();
+    Workflow::build(vec![], jobs).unwrap()
+}
+
+/// The makespan of a run of `wf` on one site of `cpus` slots with these WMS
+/// stages (prescripts unthrottled).
+fn wms_makespan(wf: Workflow, cpus: usize, wms: WmsSettings) -> f64 {
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        wms: WmsSettings {
+            random_phase: false,
+            ..wms
+        },
+        ..Default::default()
+    };
+    let mut w = world(wf, sites(1, cpus, 10_000), settings, "round-robin");
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1));
+    w.m.records()
+        .jobs
+        .iter()
+        .filter_map(|j| j.attempts.last()?.ended)
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn a_chain_waits_a_negotiation_cycle_per_job_when_claims_lapse() {
+    let wms = WmsSettings {
+        negotiator_interval: 60.0,
+        ..WmsSettings::default()
+    };
+    // j0 matched at 0, ends at 10; nothing idle then, so its claim goes
+    // back; j1 is matched at 60, j2 at 120.
+    assert_eq!(wms_makespan(dataless(3, 10.0, true), 4, wms), 130.0);
+}
+
+#[test]
+fn claims_pass_from_job_to_job_without_a_cycle() {
+    let wms = WmsSettings {
+        negotiator_interval: 60.0,
+        ..WmsSettings::default()
+    };
+    // Two slots matched at 0; each end hands its claim to the next idle job.
+    assert_eq!(wms_makespan(dataless(8, 10.0, false), 2, wms.clone()), 40.0);
+    // With a claim worklife shorter than a job, every claim lapses: two
+    // jobs per cycle.
+    let short = WmsSettings {
+        claim_worklife: 5.0,
+        ..wms
+    };
+    assert_eq!(wms_makespan(dataless(8, 10.0, false), 2, short), 190.0);
+}
+
+#[test]
+fn the_schedd_starts_job_start_count_jobs_per_job_start_delay() {
+    let wms = WmsSettings {
+        job_start_delay: 5.0,
+        job_start_count: 2,
+        ..WmsSettings::default()
+    };
+    // Starts at 0, 0, 5, 5, 10, 10: the last ends at 20.
+    assert_eq!(wms_makespan(dataless(6, 10.0, false), 6, wms), 20.0);
+}
+
+#[test]
+fn dagman_submits_its_limit_per_scan_and_notices_ends_at_scans() {
+    let wms = WmsSettings {
+        user_log_scan_interval: 5.0,
+        max_submits_per_interval: 2,
+        submit_delay: 1.0,
+        ..WmsSettings::default()
+    };
+    // Submitted at 1, 2 (tick 0), 6, 7 (tick 5), 11, 12 (tick 10); the last
+    // ends at 22 and is noticed at the scan of 25.
+    assert_eq!(wms_makespan(dataless(6, 10.0, false), 6, wms), 25.0);
+}
+
+#[test]
+fn per_job_latencies_are_drawn_from_their_distribution() {
+    let settings = |postscript_overhead| ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        postscript_overhead,
+        ..Default::default()
+    };
+    let run = |l| {
+        let mut w = world(
+            dataless(200, 1.0, true),
+            sites(1, 1, 10_000),
+            settings(l),
+            "random",
+        );
+        w.run();
+        w.m.records().jobs.last().unwrap().attempts[0]
+            .ended
+            .unwrap()
+    };
+    // 200 jobs in a chain: 200 s of work and 200 postscripts.
+    let fixed = run(Latency::fixed(3.0));
+    assert!((fixed - 800.0).abs() < 1e-6, "{fixed}");
+    let drawn = run(Latency::Exponential { mean: 3.0 });
+    assert!((drawn - 800.0).abs() < 120.0 && drawn != fixed, "{drawn}");
+}

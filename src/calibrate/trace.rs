@@ -1,0 +1,204 @@
+//! A recorded run (WfFormat `execution`), the scenario that replays it, and
+//! the prediction set beside the record.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{self, Overrides, Scenario};
+
+/// Why a trace cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file could not be read or is not JSON.
+    #[error("{path}: {message}")]
+    Read {
+        /// The trace.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The testbed or the trace's workflow is wrong.
+    #[error("{0}")]
+    Config(#[from] config::ConfigError),
+    /// The testbed names an unknown policy.
+    #[error("{0}")]
+    Policy(String),
+}
+
+/// What a trace recorded of its run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trace {
+    /// The file.
+    pub path: PathBuf,
+    /// Its file name without extension.
+    pub name: String,
+    /// Recorded makespan (s).
+    pub makespan: f64,
+    /// The machines (name, cores) the run used.
+    pub machines: Vec<(String, usize)>,
+}
+
+impl Trace {
+    /// Reads the execution section of a WfFormat instance (1.5's
+    /// `workflow.execution`, or the older `workflow.makespan…`/`machines`).
+    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+        let err = |message: String| TraceError::Read {
+            path: path.to_path_buf(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| err(e.to_string()))?;
+        let wf = v
+            .get("workflow")
+            .ok_or_else(|| err("no `workflow` object: not a WfFormat instance".into()))?;
+        let ex = wf.get("execution").unwrap_or(wf);
+        let makespan = ["makespanInSeconds", "makespan"]
+            .iter()
+            .find_map(|k| ex.get(*k).and_then(Value::as_f64))
+            .filter(|m| *m > 0.0)
+            .ok_or_else(|| {
+                err("workflow.execution.makespanInSeconds: expected the recorded makespan (> 0 s); \
+                     a trace must be a run, not only a specification"
+                    .into())
+            })?;
+        let machines: Vec<(String, usize)> = ex
+            .get("machines")
+            .and_then(Value::as_array)
+            .map(|ms| {
+                ms.iter()
+                    .filter_map(|m| {
+                        let name = m.get("nodeName")?.as_str()?.to_string();
+                        let cores = m.get("cpu")?.get("coreCount")?.as_u64()? as usize;
+                        Some((name, cores.max(1)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if machines.is_empty() {
+            return Err(err(
+                "workflow.execution.machines: expected machines with nodeName and cpu.coreCount"
+                    .into(),
+            ));
+        }
+        Ok(Trace {
+            path: path.to_path_buf(),
+            name: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            makespan,
+            machines,
+        })
+    }
+}
+
+/// The scenario that replays `trace` on `testbed`: the trace's workflow, and
+/// its machines as the execution sites (each a copy of the testbed's first
+/// execution site with the machine's name and cores); storage sites stay.
+pub fn scenario_for(
+    testbed: &Path,
+    trace: &Trace,
+    seed: Option<u64>,
+) -> Result<Scenario, TraceError> {
+    let overrides = Overrides {
+        workflow: Some(trace.path.clone()),
+        seed,
+        ..Overrides::default()
+    };
+    let mut scenario = config::load(testbed, &overrides)?;
+    let template = scenario
+        .sites
+        .iter()
+        .find(|s| !s.storage)
+        .cloned()
+        .ok_or_else(|| TraceError::Policy("the testbed has no execution site".into()))?;
+    let origin = scenario.sites[scenario.origin].info.name.clone();
+    let mut sites: Vec<_> = scenario
+        .sites
+        .iter()
+        .filter(|s| s.storage)
+        .cloned()
+        .collect();
+    for (name, cores) in &trace.machines {
+        let mut site = template.clone();
+        site.info.name = name.clone();
+        site.info.cpus = *cores;
+        sites.push(site);
+    }
+    scenario.origin = sites
+        .iter()
+        .position(|s| s.info.name == origin)
+        .ok_or_else(|| {
+            TraceError::Policy(format!(
+                "the testbed's origin `{origin}` must be a storage site to replay a trace"
+            ))
+        })?;
+    scenario.sites = sites;
+    Ok(scenario)
+}
+
+/// When the last job of one level (longest distance from a root) ended.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LevelFinish {
+    /// The level, 0 for the roots.
+    pub level: usize,
+    /// Its jobs.
+    pub jobs: usize,
+    /// Predicted finish (s).
+    pub predicted: f64,
+}
+
+/// A trace's recorded makespan beside the simulator's.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Prediction {
+    /// The trace's name.
+    pub trace: String,
+    /// Jobs run.
+    pub jobs: usize,
+    /// Recorded makespan (s).
+    pub recorded: f64,
+    /// Predicted makespan (s).
+    pub predicted: f64,
+    /// `(predicted − recorded) / recorded`.
+    pub error: f64,
+    /// Per-level finish times of the prediction.
+    pub levels: Vec<LevelFinish>,
+}
+
+/// Runs `scenario` (a trace's) on the simulator.
+pub fn predict(trace: &Trace, scenario: &Scenario) -> Result<Prediction, TraceError> {
+    let run = crate::sim::run(scenario).map_err(|e| TraceError::Policy(e.to_string()))?;
+    let wf = &scenario.workflow;
+    let mut level = vec![0usize; wf.jobs.len()];
+    let mut levels: Vec<LevelFinish> = Vec::new();
+    // Jobs are in topological order.
+    for (j, job) in wf.jobs.iter().enumerate() {
+        level[j] = job.parents.iter().map(|&p| level[p] + 1).max().unwrap_or(0);
+        if levels.len() <= level[j] {
+            levels.resize_with(level[j] + 1, || LevelFinish {
+                level: 0,
+                jobs: 0,
+                predicted: 0.0,
+            });
+        }
+        let l = &mut levels[level[j]];
+        l.level = level[j];
+        l.jobs += 1;
+        let ended = run.records.jobs[j]
+            .attempts
+            .last()
+            .and_then(|a| a.ended)
+            .unwrap_or(f64::NAN);
+        l.predicted = l.predicted.max(ended);
+    }
+    Ok(Prediction {
+        trace: trace.name.clone(),
+        jobs: wf.jobs.len(),
+        recorded: trace.makespan,
+        predicted: run.makespan,
+        error: (run.makespan - trace.makespan) / trace.makespan,
+        levels,
+    })
+}

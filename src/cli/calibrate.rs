@@ -1,0 +1,172 @@
+//! `gridbed calibrate` and `gridbed validate --trace`: real runs as the
+//! yardstick (the work is in [`crate::calibrate`]).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::CliError;
+use crate::calibrate::{self, Fit, Knob, Prediction, Trace};
+
+/// `gridbed calibrate`'s arguments.
+#[derive(Args)]
+pub(crate) struct CalibrateArgs {
+    /// WfCommons traces (WfFormat instances with an execution section) of
+    /// real runs on one platform, fitted on.
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+    /// The testbed describing the platform's WMS (`[manager]`,
+    /// `[manager.wms]`), links and storage; its execution sites are replaced
+    /// by each trace's machines.
+    #[arg(long, value_name = "TESTBED")]
+    testbed: PathBuf,
+    /// Knobs to fit, comma-separated (default: job_start_delay; with two or
+    /// more traces, negotiator_interval and postscript_overhead too). Known:
+    /// job_start_delay, negotiator_interval, postscript_overhead,
+    /// dagman_submit_delay, dagman_user_log_scan_interval, submit_overhead,
+    /// release_overhead.
+    #[arg(long, value_delimiter = ',')]
+    fit: Vec<String>,
+    /// Traces predicted with the fit but not fitted on.
+    #[arg(long, value_name = "TRACE", num_args = 1..)]
+    predict: Vec<PathBuf>,
+    /// Write the fitted `[manager]` and `[manager.wms]` tables here.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write the fit and every prediction (JSON) here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Seed of the runs' draws.
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+fn load(
+    testbed: &Path,
+    paths: &[PathBuf],
+    seed: Option<u64>,
+) -> Result<Vec<(Trace, crate::config::Scenario)>, CliError> {
+    paths
+        .iter()
+        .map(|p| {
+            let t = Trace::read(p).map_err(CliError::input)?;
+            let s = calibrate::scenario_for(testbed, &t, seed).map_err(CliError::input)?;
+            Ok((t, s))
+        })
+        .collect()
+}
+
+fn print_predictions(title: &str, ps: &[Prediction]) {
+    if ps.is_empty() {
+        return;
+    }
+    say!("{title}");
+    say!(
+        "  {:<44} {:>6} {:>10} {:>10} {:>8}",
+        "trace",
+        "jobs",
+        "recorded",
+        "predicted",
+        "error"
+    );
+    for p in ps {
+        say!(
+            "  {:<44} {:>6} {:>9.0}s {:>9.0}s {:>+7.1}%",
+            p.trace,
+            p.jobs,
+            p.recorded,
+            p.predicted,
+            100.0 * p.error
+        );
+    }
+}
+
+pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
+    let fit_on = load(&args.testbed, &args.traces, args.seed)?;
+    let others = load(&args.testbed, &args.predict, args.seed)?;
+    let knobs: Vec<Knob> = if args.fit.is_empty() {
+        if fit_on.len() >= 2 {
+            vec![
+                Knob::JobStartDelay,
+                Knob::NegotiatorInterval,
+                Knob::PostscriptOverhead,
+            ]
+        } else {
+            vec![Knob::JobStartDelay]
+        }
+    } else {
+        args.fit
+            .iter()
+            .map(|n| {
+                Knob::from_name(n.trim()).ok_or_else(|| {
+                    let known: Vec<&str> = Knob::ALL.iter().map(|k| k.name()).collect();
+                    CliError::Input(format!(
+                        "--fit: unknown knob `{n}`: expected one of {}",
+                        known.join(", ")
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let fit: Fit = calibrate::calibrate(&fit_on, &knobs, &others).map_err(CliError::input)?;
+    say!(
+        "calibrated {} on {} trace(s) in {:.2} s ({} simulations)",
+        knobs
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        fit_on.len(),
+        fit.wall.as_secs_f64(),
+        fit.evaluations
+    );
+    for (k, v) in &fit.knobs {
+        say!("  {:<32} = {v:.3}", k.name());
+    }
+    print_predictions("fitted on:", &fit.fitted);
+    print_predictions("predicted:", &fit.predicted);
+    let table = calibrate::fitted_table(&fit);
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &table)
+                .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+            say!("wrote {}", path.display());
+        }
+        None => say!("\n{table}"),
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&fit).map_err(CliError::failed)?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gridbed validate TESTBED --trace FILE`: the trace predicted beside its
+/// record, with the predicted finish of each level.
+pub(super) fn validate_trace(
+    testbed: &Path,
+    trace: &Path,
+    seed: Option<u64>,
+    json: Option<&Path>,
+) -> Result<ExitCode, CliError> {
+    let t = Trace::read(trace).map_err(CliError::input)?;
+    let s = calibrate::scenario_for(testbed, &t, seed).map_err(CliError::input)?;
+    let p = calibrate::predict(&t, &s).map_err(CliError::input)?;
+    print_predictions(
+        &format!("{} on {}:", t.name, testbed.display()),
+        std::slice::from_ref(&p),
+    );
+    say!("  per level (the trace records no task times; predicted only):");
+    say!("  {:>5} {:>6} {:>10}", "level", "jobs", "finish");
+    for l in &p.levels {
+        say!("  {:>5} {:>6} {:>9.0}s", l.level, l.jobs, l.predicted);
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&p).map_err(CliError::failed)?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
