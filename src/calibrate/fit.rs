@@ -1,5 +1,8 @@
 //! Least squares on makespan: the chosen knobs are fitted so that the sum of
-//! squared relative makespan errors over the traces is least. A makespan is a
+//! squared relative makespan errors over the traces is least; a trace with
+//! task times (an instance gridbed wrote, or any with `executedAt` per task)
+//! adds the squared RMS of its task start/end differences, as a fraction of
+//! its makespan. A makespan is a
 //! step function of interval knobs (ticks), so the search takes no
 //! derivatives: a log-spaced grid over each knob's range, then Nelder–Mead
 //! in log space from the grid's best point.
@@ -124,8 +127,8 @@ pub struct Fit {
     pub settings: ManagerSettings,
 }
 
-/// One trace's scenario with the knobs set to `x`; its relative error.
-fn error_at(
+/// One trace's scenario with the knobs set to `x`; its cost.
+fn cost_at(
     trace: &Trace,
     scenario: &Scenario,
     knobs: &[Knob],
@@ -135,7 +138,7 @@ fn error_at(
     for (k, v) in knobs.iter().zip(x) {
         k.set(&mut s.manager, *v);
     }
-    Ok(predict(trace, &s)?.error)
+    Ok(predict(trace, &s)?.cost())
 }
 
 /// Fits `knobs` to the makespans of `fit_on`, then predicts `predict_only`
@@ -152,7 +155,7 @@ pub fn calibrate(
         let mut sum = 0.0;
         for (t, s) in fit_on {
             evaluations += 1;
-            sum += error_at(t, s, knobs, &x)?.powi(2);
+            sum += cost_at(t, s, knobs, &x)?;
         }
         Ok(sum)
     };

@@ -1,6 +1,7 @@
 //! A recorded run (WfFormat `execution`), the scenario that replays it, and
 //! the prediction set beside the record.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -38,6 +39,53 @@ pub struct Trace {
     pub makespan: f64,
     /// The machines (name, cores) the run used.
     pub machines: Vec<(String, usize)>,
+    /// Each task's recorded start and end (s after the run's start), by
+    /// task name, when the trace has them (`executedAt` of the run and of
+    /// each task, as gridbed's `--wfformat` writes; Pegasus's WfInstances
+    /// traces have none).
+    #[serde(skip)]
+    pub times: HashMap<String, (f64, f64)>,
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 timestamp.
+fn seconds(v: &Value) -> Option<f64> {
+    let at = humantime::parse_rfc3339_weak(v.as_str()?).ok()?;
+    Some(at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64())
+}
+
+/// Task starts and ends by task name, relative to the run's `executedAt`;
+/// empty unless every executed task has a readable start.
+fn task_times(wf: &Value, ex: &Value) -> HashMap<String, (f64, f64)> {
+    let mut times = HashMap::new();
+    let Some(t0) = ex.get("executedAt").and_then(seconds) else {
+        return times;
+    };
+    let names: HashMap<&str, &str> = wf
+        .get("specification")
+        .and_then(|s| s.get("tasks"))
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .filter_map(|t| Some((t.get("id")?.as_str()?, t.get("name")?.as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    for t in ex
+        .get("tasks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let start = t.get("executedAt").and_then(seconds);
+        let runtime = t.get("runtimeInSeconds").and_then(Value::as_f64);
+        let id = t.get("id").and_then(Value::as_str);
+        let (Some(start), Some(runtime), Some(id)) = (start, runtime, id) else {
+            return HashMap::new();
+        };
+        let name = names.get(id).copied().unwrap_or(id);
+        times.insert(name.to_string(), (start - t0, start - t0 + runtime));
+    }
+    times
 }
 
 impl Trace {
@@ -82,7 +130,9 @@ impl Trace {
                     .into(),
             ));
         }
+        let times = task_times(wf, ex);
         Ok(Trace {
+            times,
             path: path.to_path_buf(),
             name: path
                 .file_stem()
@@ -139,7 +189,8 @@ pub fn scenario_for(
     Ok(scenario)
 }
 
-/// When the last job of one level (longest distance from a root) ended.
+/// When the last job of one level (longest distance from a root) ended:
+/// its program's end, as a trace records a task's (start + runtime).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LevelFinish {
     /// The level, 0 for the roots.
@@ -148,6 +199,8 @@ pub struct LevelFinish {
     pub jobs: usize,
     /// Predicted finish (s).
     pub predicted: f64,
+    /// Recorded finish (s), when the trace has task times.
+    pub recorded: Option<f64>,
 }
 
 /// A trace's recorded makespan beside the simulator's.
@@ -165,6 +218,20 @@ pub struct Prediction {
     pub error: f64,
     /// Per-level finish times of the prediction.
     pub levels: Vec<LevelFinish>,
+    /// Tasks whose recorded start and end were set beside the predicted
+    /// ones (0 when the trace has no task times).
+    pub tasks_compared: usize,
+    /// Root mean square of the differences of those starts and ends, as a
+    /// fraction of the recorded makespan.
+    pub task_error: Option<f64>,
+}
+
+impl Prediction {
+    /// What the fit minimises for this trace: the squared makespan error,
+    /// plus the squared task-time error where the trace has task times.
+    pub fn cost(&self) -> f64 {
+        self.error.powi(2) + self.task_error.map_or(0.0, |e| e.powi(2))
+    }
 }
 
 /// Runs `scenario` (a trace's) on the simulator.
@@ -173,6 +240,7 @@ pub fn predict(trace: &Trace, scenario: &Scenario) -> Result<Prediction, TraceEr
     let wf = &scenario.workflow;
     let mut level = vec![0usize; wf.jobs.len()];
     let mut levels: Vec<LevelFinish> = Vec::new();
+    let (mut squares, mut compared) = (0.0, 0usize);
     // Jobs are in topological order.
     for (j, job) in wf.jobs.iter().enumerate() {
         level[j] = job.parents.iter().map(|&p| level[p] + 1).max().unwrap_or(0);
@@ -181,19 +249,29 @@ pub fn predict(trace: &Trace, scenario: &Scenario) -> Result<Prediction, TraceEr
                 level: 0,
                 jobs: 0,
                 predicted: 0.0,
+                recorded: None,
             });
         }
         let l = &mut levels[level[j]];
         l.level = level[j];
         l.jobs += 1;
-        let ended = run.records.jobs[j]
-            .attempts
-            .last()
-            .and_then(|a| a.ended)
-            .unwrap_or(f64::NAN);
+        let last = run.records.jobs[j].attempts.last();
+        let ended = last.and_then(|a| a.finished).unwrap_or(f64::NAN);
         l.predicted = l.predicted.max(ended);
+        if let Some(&(start, end)) = trace.times.get(&job.name) {
+            l.recorded = Some(l.recorded.map_or(end, |r: f64| r.max(end)));
+            let started = last.and_then(|a| a.started).unwrap_or(f64::NAN);
+            squares += (started - start).powi(2) + (ended - end).powi(2);
+            compared += 1;
+        }
     }
+    let task_error = (compared > 0)
+        .then(|| (squares / (2 * compared) as f64).sqrt() / trace.makespan)
+        // A job that never ran compares as far off as the whole run.
+        .map(|e| if e.is_finite() { e } else { 1.0 });
     Ok(Prediction {
+        tasks_compared: compared,
+        task_error,
         trace: trace.name.clone(),
         jobs: wf.jobs.len(),
         recorded: trace.makespan,

@@ -158,10 +158,29 @@ pub(super) fn validate_trace(
         &format!("{} on {}:", t.name, testbed.display()),
         std::slice::from_ref(&p),
     );
-    say!("  per level (the trace records no task times; predicted only):");
-    say!("  {:>5} {:>6} {:>10}", "level", "jobs", "finish");
+    match p.task_error {
+        Some(e) => say!(
+            "  task starts and ends: {} tasks, rms difference {:.1}% of the makespan",
+            p.tasks_compared,
+            100.0 * e
+        ),
+        None => say!("  per level (the trace records no task times; predicted only):"),
+    }
+    say!(
+        "  {:>5} {:>6} {:>10} {:>10}",
+        "level",
+        "jobs",
+        "finish",
+        "recorded"
+    );
     for l in &p.levels {
-        say!("  {:>5} {:>6} {:>9.0}s", l.level, l.jobs, l.predicted);
+        let recorded = l.recorded.map(|r| format!("{r:.0}s")).unwrap_or_default();
+        say!(
+            "  {:>5} {:>6} {:>9.0}s {recorded:>10}",
+            l.level,
+            l.jobs,
+            l.predicted
+        );
     }
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&p).map_err(CliError::failed)?;

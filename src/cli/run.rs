@@ -64,6 +64,11 @@ struct OutputArgs {
     /// rescue file, WfFormat 1.5) for `gridbed run --workflow`.
     #[arg(long, value_name = "FILE")]
     rescue: Option<PathBuf>,
+    /// Write the run as a WfCommons instance (WfFormat 1.5: the workflow,
+    /// and each task's start, runtime, site and bytes) here, for WfCommons'
+    /// tools, WRENCH or `gridbed calibrate`.
+    #[arg(long, value_name = "FILE")]
+    wfformat: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -268,6 +273,7 @@ fn execute(
     db_path: Option<&std::path::Path>,
 ) -> Result<ExitCode, CliError> {
     let db_error;
+    let epoch = std::time::SystemTime::now();
     let detail = if ex.out.json.is_some() {
         Detail::Full
     } else {
@@ -291,6 +297,7 @@ fn execute(
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             write_trace(ex.out.trace.as_deref(), &result.records)?;
+            write_wfformat(ex.out.wfformat.as_deref(), scenario, &result, epoch)?;
             say!(
                 "  simulated     {} events in {:.2} s wall",
                 result.events,
@@ -331,6 +338,7 @@ fn execute(
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             write_trace(ex.out.trace.as_deref(), &result.records)?;
+            write_wfformat(ex.out.wfformat.as_deref(), scenario, &result, epoch)?;
             (record, result.result.done)
         }
     };
@@ -412,6 +420,26 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes the run as a WfCommons instance to `path`, if given.
+fn write_wfformat(
+    path: Option<&std::path::Path>,
+    scenario: &Scenario,
+    run: &crate::core::result::RunResult,
+    epoch: std::time::SystemTime,
+) -> Result<(), CliError> {
+    let Some(path) = path else { return Ok(()) };
+    let doc = crate::report::wfinstance::instance(
+        scenario,
+        &run.records,
+        run.engine,
+        run.makespan,
+        epoch,
+    );
+    write_json(path, &doc)?;
+    say!("WfCommons instance written to {}", path.display());
+    Ok(())
 }
 
 /// Writes the run's trace to `path`, if given.

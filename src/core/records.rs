@@ -56,7 +56,10 @@ pub struct Attempt {
     pub submitted: Option<Time>,
     /// Took a CPU slot.
     pub started: Option<Time>,
-    /// Finished running (or failed).
+    /// The site reported the run's end (the program's end, as Pegasus's
+    /// kickstart records it; before DAGMan noticed it and the postscript).
+    pub finished: Option<Time>,
+    /// The node ended: after the postscript, or the failure.
     pub ended: Option<Time>,
     /// How it ended.
     pub outcome: Outcome,

@@ -242,6 +242,7 @@ mod tests {
                     prescript: 1.0,
                     submitted: Some(7.0),
                     started: Some(7.0),
+                    finished: Some(37.0),
                     ended: Some(37.0),
                     outcome: Outcome::Ended,
                     transfers: 1,

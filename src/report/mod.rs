@@ -7,6 +7,7 @@ mod progress;
 pub mod record;
 pub mod run_report;
 pub mod validate;
+pub mod wfinstance;
 
 pub use progress::Progress;
 pub use record::{Detail, RunRecord};

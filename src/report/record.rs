@@ -205,7 +205,10 @@ pub struct AttemptEntry {
     pub submitted: Option<f64>,
     /// Started running.
     pub started: Option<f64>,
-    /// Ended.
+    /// The site reported the run's end (before the postscript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<f64>,
+    /// The node ended (after the postscript, or the failure).
     pub ended: Option<f64>,
     /// How it ended.
     pub outcome: Outcome,
@@ -299,6 +302,7 @@ impl RunRecord {
                         prescript: a.prescript,
                         submitted: a.submitted,
                         started: a.started,
+                        finished: a.finished,
                         ended: a.ended,
                         outcome: a.outcome.clone(),
                         transfers: a.transfers,

@@ -16,3 +16,4 @@ mod prometheus;
 mod resume;
 mod sim;
 mod traces;
+mod wfinstance;

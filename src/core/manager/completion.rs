@@ -44,7 +44,10 @@ impl Manager {
         self.leave_slot(job, site, out);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
-        let attempt = self.records.jobs[job].attempts.last_mut();
+        let mut attempt = self.records.jobs[job].attempts.last_mut();
+        if let Some(a) = attempt.as_mut() {
+            a.finished = Some(self.now);
+        }
         match result {
             Ok(()) => {
                 out.push(Command::Release { job, site, delete });

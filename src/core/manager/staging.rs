@@ -73,6 +73,7 @@ impl Manager {
             prescript: self.now,
             submitted: None,
             started: None,
+            finished: None,
             ended: None,
             outcome: Outcome::Pending,
             transfers: 0,

@@ -24,7 +24,14 @@ use crate::core::{File, JobSpec};
 struct Doc {
     #[serde(rename = "schemaVersion")]
     schema_version: Option<String>,
+    #[serde(rename = "runtimeSystem")]
+    runtime_system: Option<RuntimeSystem>,
     workflow: Workflow,
+}
+
+#[derive(Deserialize)]
+struct RuntimeSystem {
+    name: String,
 }
 
 #[derive(Deserialize)]
@@ -164,6 +171,43 @@ pub fn rest(wf: &crate::core::Workflow, done: &[bool], name: &str) -> serde_json
     })
 }
 
+/// `runtimeSystem.name` of the instances gridbed writes (`gridbed run
+/// --wfformat`, `report::wfinstance`).
+pub const RUNTIME_SYSTEM: &str = "gridbed";
+
+/// `name` escaped to a WfFormat id: bytes outside `[0-9a-zA-Z-_.]` and the
+/// extra characters `also` become `#XX`.
+pub fn escape_id(name: &str, also: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        let c = b as char;
+        if c.is_ascii_alphanumeric() || "-_.".contains(c) || (c != '#' && also.contains(c)) {
+            out.push(c);
+        } else {
+            out.push_str(&format!("#{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The inverse of [`escape_id`]; `None` if `id` is not one it wrote.
+pub fn unescape_id(id: &str) -> Option<String> {
+    let bytes = id.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'#' {
+            let hex = id.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// Parses WfFormat text.
 pub fn parse(
     text: &str,
@@ -181,6 +225,15 @@ pub fn parse(
         ))
     })?;
     let mut warnings = Vec::new();
+    // gridbed escapes the bytes WfFormat forbids in file ids (`#XX`, see
+    // `report::wfinstance`); its own instances read back to the names run.
+    let ours = doc.runtime_system.is_some_and(|r| r.name == RUNTIME_SYSTEM);
+    let file_name = |id: String| -> String {
+        match ours {
+            true => unescape_id(&id).unwrap_or(id),
+            false => id,
+        }
+    };
     let wf = doc.workflow;
     let (mut tasks, spec_files, runtimes) = match (wf.specification, wf.tasks.or(wf.jobs)) {
         (Some(spec), _) => {
@@ -248,13 +301,19 @@ pub fn parse(
     let mut sizes: HashMap<String, Option<f64>> = HashMap::default();
     if let Some(files) = spec_files {
         for f in files {
-            sizes.insert(f.id, f.size_in_bytes.or(f.size));
+            sizes.insert(file_name(f.id), f.size_in_bytes.or(f.size));
         }
     }
     let mut io: Vec<(Vec<String>, Vec<String>)> = Vec::with_capacity(tasks.len());
     for t in &mut tasks {
-        let mut inputs = std::mem::take(&mut t.input_files);
-        let mut outputs = std::mem::take(&mut t.output_files);
+        let mut inputs: Vec<String> = std::mem::take(&mut t.input_files)
+            .into_iter()
+            .map(file_name)
+            .collect();
+        let mut outputs: Vec<String> = std::mem::take(&mut t.output_files)
+            .into_iter()
+            .map(file_name)
+            .collect();
         for u in std::mem::take(&mut t.files) {
             let Some(name) = u.name.or(u.id) else {
                 return Err(err(format!(
@@ -399,4 +458,32 @@ pub fn parse(
         warnings,
         dagman: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tid(n: &str) -> String {
+        escape_id(n, "")
+    }
+
+    fn fid(n: &str) -> String {
+        escape_id(n, "/:")
+    }
+
+    #[test]
+    fn ids_escape_what_wfformat_forbids_and_decode_back() {
+        assert_eq!(tid("mProject_ID0001"), "mProject_ID0001");
+        assert_eq!(tid("S1+A"), "S1#2BA");
+        assert_eq!(tid("a#b"), "a#23b");
+        assert_eq!(fid("dir/f:1 x"), "dir/f:1#20x");
+        for name in ["S1+A", "a#b", "dir/f:1 x", "ä b", "plain"] {
+            assert_eq!(unescape_id(&fid(name)).as_deref(), Some(name));
+            assert_eq!(unescape_id(&tid(name)).as_deref(), Some(name));
+        }
+        assert_eq!(unescape_id("bad#Z"), None);
+        // Distinct names stay distinct ids.
+        assert_ne!(tid("a+b"), tid("a#2Bb"));
+    }
 }
