@@ -379,11 +379,12 @@ pub fn fitted_table(fit: &Fit) -> String {
         "submit_overhead = {}",
         latency_toml(&m.submit_overhead)
     );
-    let _ = writeln!(
-        out,
-        "postscript_overhead = {}",
-        latency_toml(&m.postscript_overhead)
-    );
+    for (name, l) in [
+        ("postscript_overhead", &m.postscript_overhead),
+        ("script_time", &m.script_time),
+    ] {
+        let _ = writeln!(out, "{name} = {}", latency_toml(l));
+    }
     let _ = writeln!(out, "cleanup = {}", m.cleanup);
     let _ = writeln!(out, "reproduce_lost = {}", m.reproduce_lost);
     out.push_str("\n[manager.wms]\nmodel = \"ideal\"            # every stage below, as fitted\n");

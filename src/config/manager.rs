@@ -29,6 +29,7 @@ pub(super) struct ManagerFile {
     release_overhead: Option<LatencyFile>,
     submit_overhead: Option<LatencyFile>,
     postscript_overhead: Option<LatencyFile>,
+    script_time: Option<LatencyFile>,
     cleanup: Option<bool>,
     reproduce_lost: Option<bool>,
     /// `[manager.wms]`: the serial stages of an HTCondor pool (`core::wms`).
@@ -111,6 +112,7 @@ pub(super) fn settings<W>(
         release_overhead: m.release_overhead.map_or(Latency::default(), |l| l.0),
         submit_overhead: m.submit_overhead.map_or(Latency::default(), |l| l.0),
         postscript_overhead: m.postscript_overhead.map_or(Latency::default(), |l| l.0),
+        script_time: m.script_time.map_or(Latency::default(), |l| l.0),
         wms: m
             .wms
             .as_ref()

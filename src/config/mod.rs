@@ -176,6 +176,23 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Each job's DAGMan PRE/POST scripts, executables resolved against the
+    /// `.dag`'s folder, when the testbed runs them (`scripts = "run"`);
+    /// empty otherwise.
+    pub fn node_scripts(&self) -> Vec<Option<formats::dagman::NodeScripts>> {
+        match &self.source {
+            Some(src) if src.run_scripts => src
+                .dagman
+                .as_ref()
+                .map(|d| {
+                    let dir = src.path.parent().unwrap_or(std::path::Path::new("."));
+                    d.scripts(&self.workflow, dir)
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The workflow manager of this scenario: its site selector, the initial
     /// replicas, and DAGMan's node settings when the workflow is a `.dag`.
     pub fn new_manager(&self) -> Result<crate::core::Manager, policy::UnknownPolicy> {

@@ -101,6 +101,10 @@ pub enum JobFailure {
     },
     /// The job itself failed (a real command's non-zero exit, an I/O error).
     Failed(String),
+    /// The job's program ran to its end and exited with this non-zero
+    /// status (DAGMan's `$RETURN`): its outputs are not kept, and its POST
+    /// script, if it has one, decides the node.
+    Exit(i32),
 }
 
 /// Which of a DAGMan node's scripts.
@@ -207,6 +211,9 @@ pub enum Command {
         job: JobId,
         /// The site.
         site: SiteId,
+        /// The status its program exits with on this attempt (0: success;
+        /// a DAG sidecar's `exit` list sets others).
+        exit: i32,
     },
     /// MonitQueue: remove `job` from `site`'s queue if it has not started;
     /// answer with [`Event::JobKilled`].
@@ -229,6 +236,9 @@ pub enum Command {
         retry: u32,
         /// `$RETURN` for a POST script: the job's exit status.
         status: i32,
+        /// How long the script takes in the simulator (nominal s; the
+        /// live engine runs it in its real time).
+        duration: f64,
     },
     /// Postscript (or an aborted attempt): unpin the job's files at `site` and
     /// delete `delete` once no other job pins them.

@@ -3,7 +3,8 @@
 //! attempts of one node, `PRIORITY` orders the release of ready nodes
 //! (higher first, ties first come), `CATEGORY` + `MAXJOBS` bound the nodes of
 //! a category in flight at once, `NOOP` nodes run no job, `DONE` nodes are
-//! complete before the run starts. A workflow without DAGMan settings gets
+//! complete before the run starts, `ABORT-DAG-ON` stops the DAG, and the
+//! `FINAL` node runs last whatever happened before. A workflow without DAGMan settings gets
 //! [`NodeSettings::none`]: FIFO release, no categories, the manager's
 //! `max_retries` for every job.
 
@@ -43,6 +44,16 @@ pub struct NodeSettings {
     /// `DAGMAN_MAX_JOBS_IDLE`: jobs submitted and not started at once, over
     /// all sites (0: no limit); more wait before their submission.
     pub max_jobs_idle: usize,
+    /// The status each job's program exits with, per attempt (the last
+    /// repeats; empty: 0). A DAG's sidecar sets it (`exit = [1, 0]`).
+    pub exits: Vec<Vec<i32>>,
+    /// `ABORT-DAG-ON`: (exit value, DAG return value) per node: its PRE
+    /// script, its POST script, or its job when it has no POST, exiting
+    /// with that value aborts the DAG.
+    pub abort_on: Vec<Vec<(i32, Option<i32>)>>,
+    /// `FINAL`: the node that runs once every other node is done, failed or
+    /// will never run (after an abort too); its outcome is the DAG's.
+    pub final_node: Option<JobId>,
 }
 
 impl NodeSettings {
@@ -62,6 +73,9 @@ impl NodeSettings {
             post_defer: vec![None; jobs],
             max_post: 0,
             max_jobs_idle: 0,
+            exits: vec![Vec::new(); jobs],
+            abort_on: vec![Vec::new(); jobs],
+            final_node: None,
         }
     }
 }

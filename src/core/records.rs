@@ -40,6 +40,7 @@ impl Outcome {
                 "its outputs can never fit".into()
             }
             Outcome::Failed(JobFailure::Failed(r)) => format!("failed: {r}"),
+            Outcome::Failed(JobFailure::Exit(status)) => format!("exited {status}"),
             Outcome::Killed => "killed by MonitQueue".into(),
         }
     }

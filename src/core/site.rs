@@ -15,7 +15,7 @@
 //!   engine ◄── Emit(Event) / Run { job, nominal } / Remove ──┘
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::background::Load;
@@ -69,6 +69,8 @@ pub struct Site {
     busy: usize,
     peak_used: u64,
     jobs_run: u64,
+    /// Queued or running jobs whose program exits non-zero this attempt.
+    exits: HashMap<JobId, i32>,
 }
 
 impl Site {
@@ -96,6 +98,7 @@ impl Site {
             up: true,
             speed_factor: 1.0,
             jobs_run: 0,
+            exits: HashMap::new(),
         }
     }
 
@@ -202,7 +205,12 @@ impl Site {
     }
 
     /// Every input of `job` is staged: it joins the FIFO queue.
-    pub fn submit(&mut self, job: JobId, out: &mut Vec<SiteAction>) {
+    pub fn submit(&mut self, job: JobId, exit: i32, out: &mut Vec<SiteAction>) {
+        if exit != 0 {
+            self.exits.insert(job, exit);
+        } else {
+            self.exits.remove(&job);
+        }
         if !self.up {
             out.push(SiteAction::Emit(Event::JobEnded {
                 job,
@@ -367,6 +375,11 @@ impl Site {
         let i = self.running.iter().position(|&j| j == job)?;
         self.running.swap_remove(i);
         self.ending.push(job);
+        // A program that exits non-zero leaves no outputs behind.
+        if let Some(status) = self.exits.remove(&job) {
+            self.finish(job, Err(JobFailure::Exit(status)), out);
+            return None;
+        }
         let wf = self.wf.clone();
         let mut reserved = Vec::new();
         for &o in &wf.jobs[job].outputs {
@@ -537,7 +550,7 @@ mod tests {
         let mut s = site(2, 1000, 5, None);
         let mut out = Vec::new();
         for j in [2, 0, 1] {
-            s.submit(j, &mut out);
+            s.submit(j, 0, &mut out);
         }
         assert_eq!(started(&out), vec![2, 0]);
         assert_eq!(
@@ -567,7 +580,7 @@ mod tests {
         assert_eq!(s.background_busy(), 2);
         let mut out = Vec::new();
         for j in 0..3 {
-            s.submit(j, &mut out);
+            s.submit(j, 0, &mut out);
         }
         assert_eq!(started(&out), vec![0], "one slot of three is free");
         assert_eq!(s.next_load_change(), Some(10.0));
@@ -582,8 +595,8 @@ mod tests {
     fn a_job_whose_input_is_missing_fails_at_once_and_frees_its_turn() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(3, &mut out);
-        s.submit(0, &mut out);
+        s.submit(3, 0, &mut out);
+        s.submit(0, 0, &mut out);
         assert_eq!(
             ended(&out),
             vec![(3, Err(JobFailure::MissingInput("absent".into())))]
@@ -630,8 +643,8 @@ mod tests {
         // 10 B of input leave no room for a 20 B output in 25 B.
         let mut s = site(1, 25, 20, None);
         let mut out = Vec::new();
-        s.submit(0, &mut out);
-        s.submit(1, &mut out);
+        s.submit(0, 0, &mut out);
+        s.submit(1, 0, &mut out);
         out.clear();
         assert!(s.end_run(0, &mut out).is_none());
         assert_eq!(
@@ -642,7 +655,7 @@ mod tests {
         assert_eq!(s.pool().used(), 10);
         out.clear();
         let mut s = site(1, 1000, 5, None);
-        s.submit(0, &mut out);
+        s.submit(0, 0, &mut out);
         assert_eq!(s.end_run(0, &mut out), Some(vec![2]));
         assert_eq!(s.pool().used(), 15);
         s.outputs_written(0, Err("disk full".into()), &mut out);
@@ -658,8 +671,8 @@ mod tests {
     fn a_kill_removes_a_queued_job_and_is_void_for_a_running_one() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, &mut out);
-        s.submit(1, &mut out);
+        s.submit(0, 0, &mut out);
+        s.submit(1, 0, &mut out);
         out.clear();
         assert!(s.kill(1, &mut out));
         assert!(!s.kill(0, &mut out));
@@ -694,7 +707,7 @@ mod tests {
         out.clear();
         // `in` and the unpinned `absent` (20 B) leave room for o0 and o1.
         for j in 0..3 {
-            s.submit(j, &mut out);
+            s.submit(j, 0, &mut out);
         }
         complete(&mut s, 0, &mut out);
         complete(&mut s, 1, &mut out);
@@ -734,8 +747,8 @@ mod tests {
     fn a_crash_ends_queued_and_running_jobs_drops_the_pool_and_its_runs_end_unseen() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, &mut out);
-        s.submit(1, &mut out);
+        s.submit(0, 0, &mut out);
+        s.submit(1, 0, &mut out);
         assert_eq!(started(&out), [0]);
         out.clear();
         s.fault(&Fault::Crash { pool_lost: true }, &mut out);
@@ -759,14 +772,14 @@ mod tests {
         out.clear();
         assert_eq!(s.end_run(0, &mut out), None);
         assert!(out.is_empty());
-        s.submit(2, &mut out);
+        s.submit(2, 0, &mut out);
         assert!(matches!(ended(&out)[..], [(2, Err(_))]));
         out.clear();
         assert!(!s.begin_fetch(9, 2, 0, &mut out));
         out.clear();
         s.fault(&Fault::Recover, &mut out);
         assert!(s.is_up());
-        s.submit(2, &mut out);
+        s.submit(2, 0, &mut out);
         // Its input went with the pool: it fails at once, as a missing input.
         assert!(matches!(
             ended(&out)[..],
@@ -779,12 +792,12 @@ mod tests {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
         s.pin(0);
-        s.submit(0, &mut out);
+        s.submit(0, 0, &mut out);
         s.fault(&Fault::Crash { pool_lost: false }, &mut out);
         assert!(s.pool().has(0) && !s.pool().is_pinned(0));
         out.clear();
         s.fault(&Fault::Recover, &mut out);
-        s.submit(1, &mut out);
+        s.submit(1, 0, &mut out);
         assert_eq!(started(&out), [1], "its input is still here");
     }
 
@@ -793,7 +806,7 @@ mod tests {
         let mut s = site(2, 1000, 5, None);
         let mut out = Vec::new();
         s.fault(&Fault::Slow { factor: 0.5 }, &mut out);
-        s.submit(0, &mut out);
+        s.submit(0, 0, &mut out);
         // runtime 60 / (speed 2 × 0.5) + overhead 5
         assert!(out.contains(&Run {
             job: 0,
@@ -801,14 +814,14 @@ mod tests {
         }));
         s.fault(&Fault::SlowEnd, &mut out);
         out.clear();
-        s.submit(1, &mut out);
+        s.submit(1, 0, &mut out);
         assert!(out.contains(&Run {
             job: 1,
             nominal: 35.0
         }));
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, &mut out);
+        s.submit(0, 0, &mut out);
         let outputs = s.end_run(0, &mut out).unwrap();
         assert_eq!(outputs, [2]);
         s.outputs_written(0, Ok(()), &mut out);

@@ -125,7 +125,9 @@ impl ManagerActor {
                         from,
                     })
                 }
-                Command::Submit { job, site } => self.sites[site].do_send(Submit { job }),
+                Command::Submit { job, site, exit } => {
+                    self.sites[site].do_send(Submit { job, exit })
+                }
                 Command::Kill { job, site } => self.sites[site].do_send(Kill { job }),
                 Command::RunScript {
                     job,
@@ -133,6 +135,7 @@ impl ManagerActor {
                     kind,
                     retry,
                     status,
+                    ..
                 } => self.sites[site].do_send(RunScript {
                     job,
                     kind,

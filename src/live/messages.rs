@@ -33,6 +33,8 @@ pub struct Fetch {
 pub struct Submit {
     /// The job.
     pub job: JobId,
+    /// The status its program exits with (0: success).
+    pub exit: i32,
 }
 
 /// Manager → site (MonitQueue): take `job` out of the queue if it has not

@@ -263,14 +263,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         seed: scenario.seed,
         client,
         metrics: metrics.clone(),
-        scripts: match &scenario.source {
-            Some(src) if src.run_scripts => src
-                .dagman
-                .as_ref()
-                .map(|d| d.scripts(&wf, src.path.parent().unwrap_or(std::path::Path::new("."))))
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        },
+        scripts: scenario.node_scripts(),
     });
 
     let core = scenario.new_manager()?;

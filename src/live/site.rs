@@ -406,7 +406,7 @@ impl Handler<Fetch> for SiteActor {
 impl Handler<Submit> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
-        self.site.submit(m.job, &mut self.actions);
+        self.site.submit(m.job, m.exit, &mut self.actions);
         self.carry_out(ctx);
     }
 }
@@ -473,15 +473,9 @@ impl Handler<RunScript> for SiteActor {
             .scripts
             .get(m.job)
             .and_then(Option::as_ref)
-            .and_then(|n| {
-                let s = match m.kind {
-                    crate::core::ScriptKind::Pre => n.pre.as_ref(),
-                    crate::core::ScriptKind::Post => n.post.as_ref(),
-                }?;
-                Some((s.0.clone(), n.args(&s.1, m.retry, m.status)))
-            });
+            .and_then(|n| n.invocation(m.kind, m.retry, m.status));
         let (job, kind) = (m.job, m.kind);
-        let Some((exe, args)) = script else {
+        let Some(call) = script else {
             self.emit(Event::ScriptDone {
                 job,
                 kind,
@@ -491,21 +485,14 @@ impl Handler<RunScript> for SiteActor {
         };
         let dir = self.store.dir().to_path_buf();
         let fut = async move {
-            match tokio::process::Command::new(&exe)
-                .args(&args)
-                .current_dir(&dir)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .await
-            {
-                Ok(st) => {
-                    use std::os::unix::process::ExitStatusExt;
-                    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
-                }
+            let status = match call.command(&dir) {
+                Ok(c) => tokio::process::Command::from(c).status().await,
+                Err(e) => Err(e),
+            };
+            match status {
+                Ok(st) => crate::workflow::formats::dagman::exit_status(st),
                 Err(e) => {
-                    tracing::warn!("script {}: {e}", exe.display());
+                    tracing::warn!("script {}: {e}", call.executable.display());
                     127
                 }
             }

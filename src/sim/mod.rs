@@ -168,9 +168,47 @@ struct Sim {
     timeline: Timeline,
     /// The scenario's timed faults.
     faults: Vec<(Time, SiteId, Fault)>,
+    /// The DAG's PRE/POST scripts, when the testbed runs them, and the
+    /// folder they run in (made at the first).
+    scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
+    script_dir: Option<tempfile::TempDir>,
 }
 
 impl Sim {
+    /// Runs a node's script as a process (in a folder of the run's own) and
+    /// returns its exit status: 0 for a node without one, 127 when it
+    /// cannot be started.
+    fn run_script(
+        &mut self,
+        job: JobId,
+        kind: crate::core::ScriptKind,
+        retry: u32,
+        status: i32,
+    ) -> i32 {
+        let Some(call) = self
+            .scripts
+            .get(job)
+            .and_then(Option::as_ref)
+            .and_then(|n| n.invocation(kind, retry, status))
+        else {
+            return 0;
+        };
+        if self.script_dir.is_none() {
+            match tempfile::Builder::new()
+                .prefix("gridbed-scripts-")
+                .tempdir()
+            {
+                Ok(d) => self.script_dir = Some(d),
+                Err(e) => {
+                    tracing::warn!("no folder for scripts: {e}");
+                    return 127;
+                }
+            }
+        }
+        let dir = self.script_dir.as_ref().map(|d| d.path().to_path_buf());
+        call.run_blocking(dir.as_deref().unwrap_or(std::path::Path::new(".")))
+    }
+
     /// Writes the control records changed since the last batch.
     fn flush_db(&mut self) {
         let Some(db) = self.db.as_mut() else {
@@ -235,6 +273,8 @@ impl Sim {
             db_error: None,
             timeline: Timeline::default(),
             faults: scenario.faults.timed.clone(),
+            scripts: scenario.node_scripts(),
+            script_dir: None,
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -349,23 +389,30 @@ impl Sim {
                 from,
                 to,
             } => self.start_transfer(id, job, file, from, to),
-            Command::Submit { job, site } => {
-                self.sites[site].submit(job, &mut self.actions);
+            Command::Submit { job, site, exit } => {
+                self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
             }
             Command::Release { job, site, delete } => {
                 self.sites[site].release(job, &delete, &mut self.actions);
                 self.carry_out(site);
             }
-            // Scripts are not run in the simulator: each ends at once, well.
-            Command::RunScript { job, kind, .. } => self.at(
-                self.now,
-                Ev::Deliver(Event::ScriptDone {
-                    job,
-                    kind,
-                    status: 0,
-                }),
-            ),
+            // The script runs for its exit status; it takes the testbed's
+            // `script_time`, not its real time.
+            Command::RunScript {
+                job,
+                kind,
+                retry,
+                status,
+                duration,
+                ..
+            } => {
+                let status = self.run_script(job, kind, retry, status);
+                self.at(
+                    self.now + duration,
+                    Ev::Deliver(Event::ScriptDone { job, kind, status }),
+                );
+            }
             Command::Kill { job, site } => {
                 self.sites[site].kill(job, &mut self.actions);
                 self.carry_out(site);

@@ -6,6 +6,7 @@ mod cli;
 mod clustering;
 mod common;
 mod config_errors;
+mod dagman;
 mod farm;
 mod faults;
 mod formats;

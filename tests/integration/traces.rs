@@ -148,7 +148,13 @@ fn validate_trace_sets_the_prediction_beside_the_record() {
     );
     let levels = p["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 3);
-    assert_eq!(levels[2]["predicted"].as_f64(), Some(predicted));
+    // The last level's program ends before the run: DAGMan notices it
+    // (≤ 5 s) and its postscript runs (5 s).
+    let last = levels[2]["predicted"].as_f64().unwrap();
+    assert!(
+        last <= predicted && last >= predicted - 10.0 - 1e-9,
+        "{last} vs {predicted}"
+    );
     assert!(out.contains("recorded") && out.contains("400s"), "{out}");
 }
 

@@ -59,6 +59,13 @@ impl Manager {
                     self.job_succeeded(job, site, out);
                 }
             }
+            // DAGMan runs the POST script after a failed job too, `$RETURN`
+            // its exit status; the POST script's exit decides the node.
+            Err(JobFailure::Exit(status)) if self.nodes.post[job] => {
+                out.push(Command::Release { job, site, delete });
+                self.exited[job] = Some(status);
+                self.run_script(job, ScriptKind::Post, status, out);
+            }
             Err(failure) => {
                 if let Some(a) = attempt {
                     a.ended = Some(self.now);
@@ -75,6 +82,10 @@ impl Manager {
                     }
                     JobFailure::NoSpace { never: false } => Retry::Later,
                     JobFailure::Failed(_) => Retry::Counted,
+                    JobFailure::Exit(status) => {
+                        self.abort_on(job, status);
+                        self.unless_exit(job, status)
+                    }
                 };
                 self.retry(job, retry);
             }
@@ -85,9 +96,19 @@ impl Manager {
     /// the postscript.
     pub(super) fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         if self.nodes.post[job] {
-            self.run_script(job, ScriptKind::Post, out);
+            self.run_script(job, ScriptKind::Post, 0, out);
         } else {
+            self.abort_on(job, 0);
             self.postscript(job, site);
+        }
+    }
+
+    /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
+    fn unless_exit(&self, job: JobId, status: i32) -> Retry {
+        if self.nodes.retry_unless_exit[job] == Some(status) {
+            Retry::Never
+        } else {
+            Retry::Counted
         }
     }
 
@@ -116,12 +137,7 @@ impl Manager {
             ScriptKind::Pre => self.nodes.pre_defer[job],
             ScriptKind::Post => self.nodes.post_defer[job],
         };
-        // RETRY … UNLESS-EXIT: that exit is final.
-        let retry = if self.nodes.retry_unless_exit[job] == Some(status) {
-            Retry::Never
-        } else {
-            Retry::Counted
-        };
+        let retry = self.unless_exit(job, status);
         match kind {
             ScriptKind::Pre => {
                 let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {
@@ -134,6 +150,7 @@ impl Manager {
                     return;
                 }
                 st.pre_running = false;
+                self.abort_on(job, status);
                 if status == 0 {
                     self.launch(job, out);
                 } else {
@@ -147,7 +164,8 @@ impl Manager {
                 }
                 self.posts_running = self.posts_running.saturating_sub(1);
                 if let Some(next) = self.posts_waiting.pop_front() {
-                    self.run_script(next, ScriptKind::Post, out);
+                    let status = self.exited[next].unwrap_or(0);
+                    self.run_script(next, ScriptKind::Post, status, out);
                 }
                 if let Some((deferred, time)) = defer
                     && deferred == status
@@ -156,12 +174,16 @@ impl Manager {
                     return;
                 }
                 let site = self.site_of[job];
+                self.abort_on(job, status);
                 if status == 0 {
+                    // A POST script that exits 0 rescues a failed job.
                     self.postscript(job, site);
                     return;
                 }
-                for &o in &self.wf.jobs[job].outputs {
-                    self.rls.register(o, site);
+                if self.exited[job].is_none() {
+                    for &o in &self.wf.jobs[job].outputs {
+                        self.rls.register(o, site);
+                    }
                 }
                 if let Some(a) = self.records.jobs[job].attempts.last_mut() {
                     a.ended = Some(self.now);
@@ -182,8 +204,11 @@ impl Manager {
             a.ended = Some(self.now);
             a.outcome = Outcome::Ended;
         }
-        for &o in &self.wf.jobs[job].outputs {
-            self.rls.register(o, site);
+        // A job its POST script rescued wrote nothing.
+        if self.exited[job].take().is_none() {
+            for &o in &self.wf.jobs[job].outputs {
+                self.rls.register(o, site);
+            }
         }
         self.records.sites[site].ended += 1;
         self.last_ended = Some(site);

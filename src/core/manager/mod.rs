@@ -107,6 +107,9 @@ pub struct ManagerSettings {
     /// …and from its end noticed to its outputs registered and its children
     /// released (the postscript, e.g. `pegasus-exitcode`).
     pub postscript_overhead: Latency,
+    /// How long a DAG node's PRE or POST script takes in the simulator
+    /// (nominal s; the live engine runs the real script in real time).
+    pub script_time: Latency,
     /// The serial stages of the pool (DAGMan's event loop, the negotiator,
     /// the schedd); off by default.
     pub wms: WmsSettings,
@@ -136,6 +139,7 @@ impl Default for ManagerSettings {
             release_overhead: Latency::default(),
             submit_overhead: Latency::default(),
             postscript_overhead: Latency::default(),
+            script_time: Latency::default(),
             wms: WmsSettings::default(),
             cleanup: true,
             reproduce_lost: true,
@@ -361,6 +365,23 @@ pub struct Manager {
     wms: Wms,
     /// Per job: sent to its site's queue (matched and started by the schedd).
     at_site: Vec<bool>,
+    /// Per job: the non-zero status its program exited with on this attempt
+    /// (it wrote no outputs; its POST script decides the node).
+    exited: Vec<Option<i32>>,
+    /// `ABORT-DAG-ON` took effect.
+    abort: Option<DagAbort>,
+}
+
+/// An `ABORT-DAG-ON` that took effect: no node starts any more but the
+/// `FINAL` one; the nodes in flight end as they do, without retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DagAbort {
+    /// The node whose exit aborted the DAG.
+    pub node: JobId,
+    /// The value it exited with.
+    pub status: i32,
+    /// The DAG's exit value (`RETURN`, else the node's).
+    pub dag_return: i32,
 }
 
 impl Manager {
@@ -491,6 +512,8 @@ impl Manager {
             eligible: Vec::new(),
             wms,
             at_site: vec![false; n],
+            exited: vec![None; n],
+            abort: None,
         };
         manager.start_monit();
         manager
@@ -504,6 +527,15 @@ impl Manager {
         self.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
         self.nodes = nodes;
+        // The FINAL node waits for every other one (its ready-queue entry is
+        // skipped as stale).
+        if let Some(f) = self.nodes.final_node
+            && self.state[f] == JobState::Ready
+        {
+            self.set_state(f, JobState::Waiting);
+            self.records.jobs[f].ready = None;
+            self.release_final();
+        }
         // Jobs are in topological order: a DONE node's DONE parents come first.
         for j in done {
             if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
@@ -561,9 +593,20 @@ impl Manager {
         c.done + c.failed + c.blocked == self.state.len()
     }
 
-    /// Whether every job ended successfully.
+    /// Whether the DAG succeeded: every job ended well; with a `FINAL`
+    /// node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON` without
+    /// one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
-        self.counts.done == self.state.len()
+        match (self.nodes.final_node, self.abort) {
+            (Some(f), _) => self.state[f] == JobState::Done,
+            (None, Some(a)) => a.dag_return == 0,
+            (None, None) => self.counts.done == self.state.len(),
+        }
+    }
+
+    /// The `ABORT-DAG-ON` that stopped the DAG, if one did.
+    pub fn dag_abort(&self) -> Option<DagAbort> {
+        self.abort
     }
 
     /// Jobs per state.
@@ -660,6 +703,7 @@ impl Manager {
         *self.count_mut(to) += 1;
         if matches!(to, JobState::Done | JobState::Failed | JobState::Blocked) {
             self.reader_ended(job);
+            self.release_final();
         }
         if to == JobState::Done {
             self.progress += 1;
@@ -755,7 +799,8 @@ impl Manager {
                         ScriptKind::Post => self.state[job] == JobState::Running,
                     };
                     if live {
-                        self.run_script(job, kind, out);
+                        let status = self.exited[job].unwrap_or(0);
+                        self.run_script(job, kind, status, out);
                     }
                 }
             }

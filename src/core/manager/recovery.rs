@@ -38,6 +38,17 @@ impl Manager {
     }
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
+        if let Some(a) = self.abort
+            && Some(job) != self.nodes.final_node
+        {
+            let node = &self.wf.jobs[a.node].name;
+            let why = format!(
+                "the DAG was aborted (ABORT-DAG-ON: `{node}` exited {})",
+                a.status
+            );
+            self.fail_for_good(job, why);
+            return;
+        }
         let backoff = self.settings.replan_backoff;
         // Described only for a job that fails for good: retries are a hot
         // path (millions in a deadlocked run).

@@ -45,6 +45,11 @@ pub struct ScriptedWorld {
     pub start_before_kill: bool,
     /// Scripts that fail (exit 1) the next time they run.
     pub failing_scripts: Vec<(JobId, ScriptKind)>,
+    /// The exit status of each queued job's program (as the manager's
+    /// [`Command::Submit`] said; absent: 0).
+    exits: std::collections::HashMap<JobId, i32>,
+    /// Each DAGMan script run: (job, kind, `$RETURN` passed), in order.
+    pub scripts_run: Vec<(JobId, ScriptKind, i32)>,
     /// Per job: runs that ended successfully (exactly 1 at the end of a
     /// run where nothing is lost or run twice).
     pub ended_ok: Vec<u32>,
@@ -101,6 +106,8 @@ impl ScriptedWorld {
             blocked: vec![false; m],
             start_before_kill: false,
             failing_scripts: Vec::new(),
+            exits: Default::default(),
+            scripts_run: Vec::new(),
             ended_ok: vec![0; n],
             pin_times: Vec::new(),
             max_prescripts: 0,
@@ -182,7 +189,8 @@ impl ScriptedWorld {
                         }
                     }
                 }
-                Command::Submit { job, site } => {
+                Command::Submit { job, site, exit } => {
+                    self.exits.insert(job, exit);
                     self.queues[site].push_back(job);
                     self.start_jobs(site);
                 }
@@ -193,7 +201,10 @@ impl ScriptedWorld {
                     self.cleaned.push((site, file));
                     self.pools[site].unkeep(file);
                 }
-                Command::RunScript { job, kind, .. } => {
+                Command::RunScript {
+                    job, kind, status, ..
+                } => {
+                    self.scripts_run.push((job, kind, status));
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
                     self.at(self.now, Event::ScriptDone { job, kind, status });
@@ -238,9 +249,12 @@ impl ScriptedWorld {
             self.at(self.now, Event::JobStarted { job, site });
             // Outputs are reserved as the job starts and listed when all
             // fit; otherwise none is, and the job ends without them.
-            let mut result = Ok(());
+            let mut result = match self.exits.remove(&job).unwrap_or(0) {
+                0 => Ok(()),
+                status => Err(JobFailure::Exit(status)),
+            };
             let mut reserved = Vec::new();
-            for &o in &wf.jobs[job].outputs {
+            for &o in wf.jobs[job].outputs.iter().filter(|_| result.is_ok()) {
                 match self.pools[site].begin_write(o, wf.files[o].size) {
                     Ok(r) => {
                         for file in r.evicted {

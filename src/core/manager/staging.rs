@@ -16,6 +16,7 @@ macro_rules! idle_view {
 
 impl Manager {
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
+        self.exited[job] = None;
         let avoid = self.avoid.get(&job);
         let need = self.footprint[job];
         let mut eligible = std::mem::take(&mut self.eligible);
@@ -98,7 +99,7 @@ impl Manager {
             pre_running: self.nodes.pre[job],
         });
         if self.nodes.pre[job] {
-            self.run_script(job, ScriptKind::Pre, out);
+            self.run_script(job, ScriptKind::Pre, 0, out);
             return;
         }
         self.launch(job, out);
@@ -106,7 +107,13 @@ impl Manager {
 
     /// Orders the node's script at its site; POST scripts beyond
     /// `DAGMAN_MAX_POST_SCRIPTS` wait for one to end.
-    pub(super) fn run_script(&mut self, job: JobId, kind: ScriptKind, out: &mut Vec<Command>) {
+    pub(super) fn run_script(
+        &mut self,
+        job: JobId,
+        kind: ScriptKind,
+        status: i32,
+        out: &mut Vec<Command>,
+    ) {
         if kind == ScriptKind::Post {
             if self.nodes.max_post > 0 && self.posts_running >= self.nodes.max_post {
                 self.posts_waiting.push_back(job);
@@ -119,7 +126,8 @@ impl Manager {
             site: self.site_of[job],
             kind,
             retry: self.failures[job],
-            status: 0,
+            status,
+            duration: self.wms.draw(&self.settings.script_time),
         });
     }
 
@@ -370,9 +378,12 @@ impl Manager {
     /// The schedd started `job`: it enters its site's queue.
     pub(super) fn send_to_site(&mut self, job: JobId, out: &mut Vec<Command>) {
         self.at_site[job] = true;
+        let exits = &self.nodes.exits[job];
+        let attempt = self.failures[job] as usize;
         out.push(Command::Submit {
             job,
             site: self.site_of[job],
+            exit: exits.get(attempt).or(exits.last()).copied().unwrap_or(0),
         });
     }
 

@@ -478,7 +478,7 @@ fn a_job_failing_everywhere_fails_for_good_and_blocks_its_children() {
                     },
                     &mut out,
                 ),
-                Command::Submit { job, site } => w.m.handle(
+                Command::Submit { job, site, .. } => w.m.handle(
                     now,
                     Event::JobEnded {
                         job,
@@ -548,7 +548,7 @@ fn run_nodes(
     m.handle(now, Event::Tick, &mut out);
     for _ in 0..10_000 {
         for c in std::mem::take(&mut out) {
-            if let Command::Submit { job, site } = c {
+            if let Command::Submit { job, site, .. } = c {
                 order.push(job);
                 m.handle(now, Event::JobStarted { job, site }, &mut Vec::new());
                 running.push((now + 10.0, job, site));
@@ -880,4 +880,181 @@ fn per_job_latencies_are_drawn_from_their_distribution() {
     assert!((fixed - 800.0).abs() < 1e-6, "{fixed}");
     let drawn = run(Latency::Exponential { mean: 3.0 });
     assert!((drawn - 800.0).abs() < 120.0 && drawn != fixed, "{drawn}");
+}
+
+/// A chain of `n` dataless 10-s jobs and, when `with_final`, a last job
+/// with no edges as the FINAL node; one site of 4 slots, the DAG's settings
+/// as `set` makes them.
+fn dag_world(n: usize, with_final: bool, set: impl FnOnce(&mut NodeSettings)) -> World {
+    let mut jobs = dataless(n, 10.0, true).jobs;
+    if with_final {
+        jobs.push(crate::core::Job {
+            name: "final".into(),
+            runtime: 10.0,
+            inputs: vec![],
+            outputs: vec![],
+            parents: vec![],
+            position: None,
+            transformation: None,
+            label: None,
+        });
+    }
+    let specs = jobs
+        .iter()
+        .map(|j| JobSpec {
+            name: j.name.clone(),
+            runtime: j.runtime,
+            parents: j.parents.iter().map(|&p| jobs[p].name.clone()).collect(),
+            ..Default::default()
+        })
+        .collect();
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(vec![], specs).unwrap();
+    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(n + usize::from(with_final));
+    if with_final {
+        nodes.final_node = Some(n);
+    }
+    set(&mut nodes);
+    w.m.set_nodes(nodes);
+    w
+}
+
+#[test]
+fn a_failed_job_runs_its_post_script_with_its_exit_status_and_post_0_rescues_it() {
+    // j1's program exits 3 on its first attempt; its POST script (exit 0
+    // unless told otherwise) rescues the node: no retry, j2 runs.
+    let mut w = dag_world(3, false, |n| {
+        n.post = vec![true; 3];
+        n.exits[1] = vec![3];
+        n.retry = vec![Some(2); 3];
+    });
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let posts: Vec<(JobId, i32)> = w
+        .scripts_run
+        .iter()
+        .filter(|s| s.1 == ScriptKind::Post)
+        .map(|s| (s.0, s.2))
+        .collect();
+    assert_eq!(posts, [(0, 0), (1, 3), (2, 0)]);
+    assert_eq!(w.m.records().jobs[1].attempts.len(), 1);
+    assert_eq!(w.m.records().jobs[1].attempts[0].outcome, Outcome::Ended);
+    assert_eq!(
+        w.ended_ok[1], 0,
+        "the program failed: nothing ended well at the site"
+    );
+}
+
+#[test]
+fn a_failed_post_script_after_a_failed_job_retries_the_node() {
+    // j0 exits 2, then 0; its POST fails on the first run.
+    let mut w = dag_world(2, false, |n| {
+        n.post[0] = true;
+        n.exits[0] = vec![2, 0];
+        n.retry = vec![Some(1); 2];
+    });
+    w.failing_scripts = vec![(0, ScriptKind::Post)];
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let a = &w.m.records().jobs[0].attempts;
+    assert_eq!(a.len(), 2);
+    assert!(
+        matches!(&a[0].outcome, Outcome::Failed(JobFailure::Failed(m)) if m == "POST script exited 1")
+    );
+    let posts: Vec<i32> = w
+        .scripts_run
+        .iter()
+        .filter(|s| s.0 == 0)
+        .map(|s| s.2)
+        .collect();
+    assert_eq!(posts, [2, 0], "$RETURN of each attempt");
+    // Without a POST script the exit fails the attempt; RETRY runs it again.
+    let mut w = dag_world(2, false, |n| {
+        n.exits[0] = vec![2, 0];
+        n.retry = vec![Some(1); 2];
+    });
+    w.run();
+    assert!(w.m.succeeded());
+    let a = &w.m.records().jobs[0].attempts;
+    assert_eq!(a[0].outcome, Outcome::Failed(JobFailure::Exit(2)));
+    assert_eq!(a[1].outcome, Outcome::Ended);
+}
+
+#[test]
+fn the_final_node_runs_last_even_after_a_failure_and_decides_the_dag() {
+    // j1 always exits 1: j2 never runs; FINAL runs after everything.
+    let mut w = dag_world(3, true, |n| {
+        n.exits[1] = vec![1];
+        n.retry = vec![Some(1); 4];
+    });
+    w.run();
+    assert_eq!(w.m.job_state(1), JobState::Failed);
+    assert_eq!(w.m.job_state(2), JobState::Blocked);
+    assert_eq!(w.m.job_state(3), JobState::Done);
+    let r = w.m.records();
+    let last_other = (0..3)
+        .filter_map(|j| r.jobs[j].attempts.last().and_then(|a| a.ended))
+        .fold(0.0, f64::max);
+    let fin = &r.jobs[3].attempts[0];
+    assert!(
+        fin.prescript >= last_other,
+        "FINAL started before the others ended"
+    );
+    assert!(w.m.succeeded(), "the FINAL node succeeded: so did the DAG");
+    // Without the failure FINAL still comes last.
+    let mut w = dag_world(3, true, |_| {});
+    w.run();
+    assert!(w.m.succeeded());
+    let r = w.m.records();
+    assert!(r.jobs[3].attempts[0].prescript >= r.jobs[2].attempts[0].ended.unwrap());
+}
+
+#[test]
+fn abort_dag_on_stops_the_dag_and_the_final_node_still_runs() {
+    // j0 exits 7: ABORT-DAG-ON j0 7 RETURN 2. Nothing after it runs but FINAL.
+    let mut w = dag_world(3, true, |n| {
+        n.exits[0] = vec![7];
+        n.retry = vec![Some(5); 4];
+        n.abort_on[0] = vec![(7, Some(2))];
+    });
+    w.run();
+    let a = w.m.dag_abort().expect("aborted");
+    assert_eq!((a.node, a.status, a.dag_return), (0, 7, 2));
+    assert_eq!(
+        w.m.job_state(0),
+        JobState::Failed,
+        "an abort overrides RETRY"
+    );
+    assert_eq!(w.m.records().jobs[0].attempts.len(), 1);
+    assert_eq!(w.m.job_state(1), JobState::Blocked);
+    assert_eq!(w.m.job_state(3), JobState::Done);
+    assert!(w.m.is_finished());
+    // Without a FINAL node the DAG's return value decides: 2 is a failure,
+    // RETURN 0 a success.
+    for (ret, ok) in [(Some(2), false), (Some(0), true)] {
+        let mut w = dag_world(3, false, |n| {
+            n.exits[0] = vec![7];
+            n.abort_on[0] = vec![(7, ret)];
+        });
+        w.run();
+        assert!(w.m.is_finished());
+        assert_eq!(w.m.succeeded(), ok);
+    }
+    // A POST script's exit aborts too (here the job succeeds, POST exits 1).
+    let mut w = dag_world(3, false, |n| {
+        n.post = vec![true; 3];
+        n.abort_on[1] = vec![(1, None)];
+    });
+    w.failing_scripts = vec![(1, ScriptKind::Post)];
+    w.run();
+    assert_eq!(
+        w.m.dag_abort().map(|a| (a.node, a.dag_return)),
+        Some((1, 1))
+    );
+    assert_eq!(w.m.job_state(2), JobState::Blocked);
 }

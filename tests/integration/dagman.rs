@@ -1,0 +1,298 @@
+//! DAGMan as HTCondor writes it: each construct parsed to the DAG DAGMan
+//! would run, and the semantics of what is read carried out by both engines
+//! (a POST script after a failed job, FINAL, ABORT-DAG-ON, script time and
+//! DEBUG files).
+
+use std::path::Path;
+
+use gridbed::workflow::formats::{self, Options, dagman::DagmanInfo};
+
+use crate::common::{load, write_testbed};
+
+/// A parsed DAG: its DAGMan info, job names and edges (parent, child).
+type Dag = (DagmanInfo, Vec<String>, Vec<(String, String)>);
+
+/// Parses `dag` (written to a temporary `.dag`).
+fn parse(dag: &str) -> Result<Dag, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.dag");
+    std::fs::write(&path, dag).unwrap();
+    let loaded = formats::load(&path, &Options::default()).map_err(|e| e.to_string())?;
+    let wf = &loaded.workflow;
+    let names = wf.jobs.iter().map(|j| j.name.clone()).collect();
+    let edges = wf
+        .jobs
+        .iter()
+        .flat_map(|j| {
+            j.parents
+                .iter()
+                .map(|&p| (wf.jobs[p].name.clone(), j.name.clone()))
+        })
+        .collect();
+    Ok((loaded.dagman.unwrap(), names, edges))
+}
+
+fn node<'a>(info: &'a DagmanInfo, name: &str) -> &'a formats::dagman::NodeInfo {
+    info.nodes.iter().find(|n| n.name == name).unwrap()
+}
+
+#[test]
+fn vars_take_spaces_around_equals_classad_attributes_and_all_nodes() {
+    let (info, _, _) = parse(
+        r#"JOB A a.sub
+JOB B a.sub
+JOB C a.sub
+VARS A name="alphaNode"
+VARS ALL_NODES name = "$(JOB)"   +accounting_group = "ligo"
+VARS B name ="nodeB"  My.rank= "3"
+VARS C APPEND extra="x \"quoted\" y"
+"#,
+    )
+    .unwrap();
+    let vars = |n: &str| node(&info, n).vars.clone();
+    let v = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    // The last command to set a macro wins: ALL_NODES overrode A's, B's
+    // own line came after it.
+    assert_eq!(
+        vars("A"),
+        v(&[("name", "$(JOB)"), ("+accounting_group", "ligo")])
+    );
+    assert_eq!(
+        vars("B"),
+        v(&[
+            ("+accounting_group", "ligo"),
+            ("name", "nodeB"),
+            ("My.rank", "3")
+        ])
+    );
+    assert_eq!(vars("C")[2], ("extra".into(), "x \"quoted\" y".into()));
+    for bad in ["VARS A name", "VARS A na$me=\"x\"", "VARS A name=\"open"] {
+        let e = parse(&format!("JOB A a.sub\n{bad}\n")).unwrap_err();
+        assert!(e.contains("line 2: "), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn all_nodes_applies_in_file_order_and_skips_the_final_node() {
+    let (info, names, edges) = parse(
+        r#"JOB A a.sub
+JOB B a.sub
+FINAL F f.sub NOOP
+PARENT A CHILD B
+SCRIPT PRE ALL_NODES pre.sh $JOB
+SCRIPT POST F cleanup.sh $RETURN
+RETRY all_nodes 3
+RETRY A 10
+PRIORITY ALL_NODES 5
+CATEGORY ALL_NODES c1
+ABORT-DAG-ON ALL_NODES 9 RETURN 1
+"#,
+    )
+    .unwrap();
+    assert_eq!(names, ["A", "B", "F"]);
+    assert_eq!(
+        edges,
+        [("A".to_string(), "B".to_string())],
+        "FINAL has no edges"
+    );
+    let (a, b, f) = (node(&info, "A"), node(&info, "B"), node(&info, "F"));
+    assert_eq!((a.retry, b.retry, f.retry), (10, 3, 0));
+    assert_eq!(a.pre.as_ref().unwrap().args, ["$JOB"]);
+    assert!(b.pre.is_some() && f.pre.is_none());
+    assert_eq!(f.post.as_ref().unwrap().executable, "cleanup.sh");
+    assert_eq!((a.priority, f.priority), (5, 0));
+    assert_eq!(b.category.as_deref(), Some("c1"));
+    assert!(f.category.is_none());
+    assert_eq!(a.abort_on, [(9, Some(1))]);
+    assert!(f.is_final && f.noop && f.abort_on.is_empty());
+}
+
+#[test]
+fn final_abort_dag_on_script_debug_and_reject_read_or_fail_at_their_line() {
+    let (info, _, _) = parse(
+        r#"JOB A a.sub
+SCRIPT DEFER 4 30 DEBUG a.log ALL POST A post.sh $RETURN
+SCRIPT DEBUG pre.out STDOUT PRE A pre.sh
+ABORT-DAG-ON A 3
+SCRIPT HOLD A hold.sh
+"#,
+    )
+    .unwrap();
+    let a = node(&info, "A");
+    let post = a.post.as_ref().unwrap();
+    assert_eq!(post.defer, Some((4, 30)));
+    assert_eq!(post.debug, Some(("a.log".into(), "ALL".into())));
+    assert_eq!(
+        a.pre.as_ref().unwrap().debug,
+        Some(("pre.out".into(), "STDOUT".into()))
+    );
+    assert_eq!(a.abort_on, [(3, None)]);
+    for (dag, line, what) in [
+        ("JOB A a.sub\nREJECT\n", 2, "REJECT"),
+        (
+            "JOB A a.sub\nFINAL F f.sub\nFINAL G g.sub\n",
+            3,
+            "a second FINAL",
+        ),
+        (
+            "JOB A a.sub\nFINAL F f.sub\nPARENT A CHILD F\n",
+            3,
+            "FINAL node",
+        ),
+        ("FINAL F f.sub\nRETRY F 2\n", 2, "FINAL node"),
+        ("JOB A a.sub\nABORT-DAG-ON A x\n", 2, "ABORT-DAG-ON"),
+        ("JOB A a.sub\nABORT-DAG-ON A 1 EXIT 2\n", 2, "RETURN"),
+        (
+            "JOB A a.sub\nSCRIPT DEBUG f BOTH POST A p.sh\n",
+            2,
+            "STDOUT, STDERR or ALL",
+        ),
+        ("JOB A a.sub\nSPLICE S s.dag\n", 2, "SPLICE"),
+    ] {
+        let e = parse(dag).unwrap_err();
+        assert!(
+            e.contains(&format!("line {line}:")) && e.contains(what),
+            "{dag:?}: {e}"
+        );
+    }
+}
+
+/// A three-node chain with a FINAL node, where `b`'s job exits 5 on its
+/// first attempt and its POST script records `$RETURN` and exits 0 (a
+/// rescue); every script writes to `scripts.log` through DEBUG.
+const RESCUED: &str = r#"JOB a n.sub
+JOB b n.sub
+JOB c n.sub
+FINAL fin n.sub
+PARENT a CHILD b
+PARENT b CHILD c
+SCRIPT DEBUG scripts.log STDOUT POST b post.sh $JOB $RETURN
+SCRIPT DEBUG scripts.log STDOUT POST fin post.sh $JOB $RETURN
+RETRY b 2
+"#;
+
+const POST_SH: &str = "#!/bin/sh\necho \"$1 returned $2\"\nexit 0\n";
+
+const SIDECAR: &str = r#"
+[[job]]
+name = "b"
+runtime = 20
+exit = [5, 0]
+"#;
+
+fn rescued_testbed(dir: &Path, engine_script_time: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("w.dag"), RESCUED).unwrap();
+    std::fs::write(dir.join("w.toml"), SIDECAR).unwrap();
+    let post = dir.join("post.sh");
+    std::fs::write(&post, POST_SH).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let body = format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1
+[manager]
+maxpre = 0
+prescript_interval = 0
+{engine_script_time}
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+[workflow]
+file = "w.dag"
+sidecar = "w.toml"
+scripts = "run"
+default_runtime = 10
+"#
+    );
+    write_testbed(dir, "t.toml", &body)
+}
+
+/// The rescued DAG on one engine: the POST script saw `$RETURN` 5, the
+/// node was not retried, `c` and FINAL ran, the run succeeded.
+fn assert_rescued(
+    run: &gridbed::core::result::RunResult,
+    dir: &Path,
+    s: &gridbed::config::Scenario,
+) {
+    assert!(run.succeeded, "{:?}", run.counts);
+    let log = std::fs::read_to_string(dir.join("scripts.log")).unwrap();
+    assert_eq!(
+        log, "b returned 5\nfin returned 0\n",
+        "POST script output (DEBUG)"
+    );
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    let b = &run.records.jobs[job("b")].attempts;
+    assert_eq!(b.len(), 1, "rescued by its POST script: not retried");
+    assert_eq!(b[0].outcome, gridbed::core::records::Outcome::Ended);
+    let fin = &run.records.jobs[job("fin")].attempts[0];
+    let c_end = run.records.jobs[job("c")].attempts[0].ended.unwrap();
+    assert!(fin.prescript >= c_end, "FINAL ran last");
+}
+
+#[test]
+fn a_failed_jobs_post_script_gets_its_exit_and_rescues_it_in_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = load(&rescued_testbed(dir.path(), "script_time = 7"));
+    let run = gridbed::sim::run(&s).unwrap().result;
+    assert_rescued(&run, dir.path(), &s);
+    // The scripts took the testbed's 7 s: a (10 s), b (20 s) + POST 7,
+    // c (10 s), FINAL (10 s) + POST 7.
+    assert!((run.makespan - 64.0).abs() < 1e-6, "{}", run.makespan);
+}
+
+#[test]
+fn a_failed_jobs_post_script_gets_its_exit_and_rescues_it_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = load(&rescued_testbed(dir.path(), ""));
+    let run = gridbed::live::run(&s, Default::default()).unwrap();
+    assert_rescued(&run.result, dir.path(), &s);
+}
+
+#[test]
+fn abort_dag_on_stops_both_engines_and_final_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let dag = "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nFINAL fin n.sub\nPARENT a CHILD b\nPARENT b CHILD c\nRETRY b 3\nABORT-DAG-ON b 5 RETURN 2\n";
+    std::fs::write(dir.path().join("w.dag"), dag).unwrap();
+    std::fs::write(dir.path().join("w.toml"), SIDECAR).unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1
+[manager]
+maxpre = 0
+prescript_interval = 0
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+[workflow]
+file = "w.dag"
+sidecar = "w.toml"
+default_runtime = 10
+"#;
+    let s = load(&write_testbed(dir.path(), "t.toml", body));
+    let sim = gridbed::sim::run(&s).unwrap().result;
+    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+    for run in [&sim, &live] {
+        let attempts = |n: usize| run.records.jobs[n].attempts.len();
+        // b exits 5 and aborts: no retry, c never runs, FINAL does, and
+        // FINAL's success is the DAG's.
+        assert_eq!((attempts(1), attempts(2), attempts(3)), (1, 0, 1));
+        assert!(run.succeeded);
+        assert_eq!(run.counts.blocked, 1);
+    }
+}
