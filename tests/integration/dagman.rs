@@ -3,6 +3,7 @@
 //! (a POST script after a failed job, FINAL, ABORT-DAG-ON, script time and
 //! DEBUG files).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use gridbed::workflow::formats::{self, Options, dagman::DagmanInfo};
@@ -10,7 +11,7 @@ use gridbed::workflow::formats::{self, Options, dagman::DagmanInfo};
 use crate::common::{load, write_testbed};
 
 /// A parsed DAG: its DAGMan info, job names and edges (parent, child).
-type Dag = (DagmanInfo, Vec<String>, Vec<(String, String)>);
+type Dag = (DagmanInfo, Vec<String>, BTreeSet<(String, String)>);
 
 /// Parses `dag` (written to a temporary `.dag`).
 fn parse(dag: &str) -> Result<Dag, String> {
@@ -95,11 +96,8 @@ ABORT-DAG-ON ALL_NODES 9 RETURN 1
     )
     .unwrap();
     assert_eq!(names, ["A", "B", "F"]);
-    assert_eq!(
-        edges,
-        [("A".to_string(), "B".to_string())],
-        "FINAL has no edges"
-    );
+    let ab = ("A".to_string(), "B".to_string());
+    assert_eq!(edges, BTreeSet::from([ab]), "FINAL has no edges");
     let (a, b, f) = (node(&info, "A"), node(&info, "B"), node(&info, "F"));
     assert_eq!((a.retry, b.retry, f.retry), (10, 3, 0));
     assert_eq!(a.pre.as_ref().unwrap().args, ["$JOB"]);
@@ -185,13 +183,11 @@ runtime = 20
 exit = [5, 0]
 "#;
 
-fn rescued_testbed(dir: &Path, engine_script_time: &str) -> std::path::PathBuf {
-    std::fs::write(dir.join("w.dag"), RESCUED).unwrap();
+/// A testbed running `dag` with the sidecar above on one 2-slot site; its
+/// `[manager]` gets `manager` (script time), `[workflow]` `workflow`.
+fn dag_testbed(dir: &Path, dag: &str, manager: &str, workflow: &str) -> std::path::PathBuf {
+    std::fs::write(dir.join("w.dag"), dag).unwrap();
     std::fs::write(dir.join("w.toml"), SIDECAR).unwrap();
-    let post = dir.join("post.sh");
-    std::fs::write(&post, POST_SH).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
     let body = format!(
         r#"
 strategy = "round-robin"
@@ -202,7 +198,7 @@ byte_scale = 1
 [manager]
 maxpre = 0
 prescript_interval = 0
-{engine_script_time}
+{manager}
 [[site]]
 name = "submit-host"
 [[site]]
@@ -211,11 +207,19 @@ cpus = 2
 [workflow]
 file = "w.dag"
 sidecar = "w.toml"
-scripts = "run"
 default_runtime = 10
+{workflow}
 "#
     );
     write_testbed(dir, "t.toml", &body)
+}
+
+fn rescued_testbed(dir: &Path, script_time: &str) -> std::path::PathBuf {
+    let post = dir.join("post.sh");
+    std::fs::write(&post, POST_SH).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dag_testbed(dir, RESCUED, script_time, "scripts = \"run\"")
 }
 
 /// The rescued DAG on one engine: the POST script saw `$RETURN` 5, the
@@ -263,28 +267,7 @@ fn a_failed_jobs_post_script_gets_its_exit_and_rescues_it_live() {
 fn abort_dag_on_stops_both_engines_and_final_decides() {
     let dir = tempfile::tempdir().unwrap();
     let dag = "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nFINAL fin n.sub\nPARENT a CHILD b\nPARENT b CHILD c\nRETRY b 3\nABORT-DAG-ON b 5 RETURN 2\n";
-    std::fs::write(dir.path().join("w.dag"), dag).unwrap();
-    std::fs::write(dir.path().join("w.toml"), SIDECAR).unwrap();
-    let body = r#"
-strategy = "round-robin"
-origin = "submit-host"
-[emulation]
-time_scale = 50
-byte_scale = 1
-[manager]
-maxpre = 0
-prescript_interval = 0
-[[site]]
-name = "submit-host"
-[[site]]
-name = "grid3-01"
-cpus = 2
-[workflow]
-file = "w.dag"
-sidecar = "w.toml"
-default_runtime = 10
-"#;
-    let s = load(&write_testbed(dir.path(), "t.toml", body));
+    let s = load(&dag_testbed(dir.path(), dag, "", ""));
     let sim = gridbed::sim::run(&s).unwrap().result;
     let live = gridbed::live::run(&s, Default::default()).unwrap().result;
     for run in [&sim, &live] {

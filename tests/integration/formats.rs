@@ -40,15 +40,7 @@ fn shape(wf: &Workflow) -> Shape {
         .iter()
         .map(|j| (j.name.clone(), format!("{:.3}", j.runtime)))
         .collect();
-    let edges = wf
-        .jobs
-        .iter()
-        .flat_map(|j| {
-            j.parents
-                .iter()
-                .map(|&p| (wf.jobs[p].name.clone(), j.name.clone()))
-        })
-        .collect();
+    let edges = crate::common::edges(wf);
     let input_bytes = wf.inputs().map(|f| wf.files[f].size).sum();
     (jobs, edges, input_bytes)
 }

@@ -82,15 +82,7 @@ fn shape(wf: &Workflow) -> Shape {
         .iter()
         .map(|j| (j.name.clone(), names(&j.inputs), names(&j.outputs)))
         .collect();
-    let edges = wf
-        .jobs
-        .iter()
-        .flat_map(|j| {
-            j.parents
-                .iter()
-                .map(|&p| (wf.jobs[p].name.clone(), j.name.clone()))
-        })
-        .collect();
+    let edges = crate::common::edges(wf);
     let files = wf.files.iter().map(|f| (f.name.clone(), f.size)).collect();
     (jobs, edges, files)
 }

@@ -4,6 +4,18 @@ use std::path::{Path, PathBuf};
 
 use gridbed::config::{self, Overrides, Scenario};
 
+/// A workflow's edges as (parent, child) names.
+pub fn edges(wf: &gridbed::core::Workflow) -> std::collections::BTreeSet<(String, String)> {
+    wf.jobs
+        .iter()
+        .flat_map(|j| {
+            j.parents
+                .iter()
+                .map(|&p| (wf.jobs[p].name.clone(), j.name.clone()))
+        })
+        .collect()
+}
+
 /// The repository's site catalogue.
 pub fn catalog() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("sites.toml")
