@@ -279,3 +279,193 @@ fn abort_dag_on_stops_both_engines_and_final_decides() {
         assert_eq!(run.counts.blocked, 1);
     }
 }
+
+/// Writes `files` (name, text) into a temporary folder; parses the first.
+fn parse_files(files: &[(&str, &str)]) -> Result<Dag, String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    let path = dir.path().join(files[0].0);
+    let loaded = formats::load(&path, &Options::default()).map_err(|e| e.to_string())?;
+    Ok((
+        loaded.dagman.unwrap(),
+        loaded
+            .workflow
+            .jobs
+            .iter()
+            .map(|j| j.name.clone())
+            .collect(),
+        crate::common::edges(&loaded.workflow),
+    ))
+}
+
+fn edge_set(edges: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    edges
+        .iter()
+        .map(|(p, c)| (p.to_string(), c.to_string()))
+        .collect()
+}
+
+const DIAMOND: &str = "JOB B b.sub\nJOB C c.sub\nJOB D d.sub\nJOB E e.sub\n\
+PARENT B CHILD C D\nPARENT C D CHILD E\nCATEGORY C local\nCATEGORY D +shared\n\
+MAXJOBS local 1\nSPLICE N leaf.dag\nPARENT E CHILD N\n";
+
+#[test]
+fn splices_flatten_with_prefixed_names_and_stand_for_their_roots_and_leaves() {
+    let (info, names, edges) = parse_files(&[
+        (
+            "top.dag",
+            "JOB A a.sub\nSPLICE S1 diamond.dag\nSPLICE S2 diamond.dag DIR sub\nJOB Z z.sub\n\
+             PARENT A CHILD S1\nPARENT S1 CHILD S2\nPARENT S2 CHILD Z\nMAXJOBS shared 2\n",
+        ),
+        ("diamond.dag", DIAMOND),
+        ("leaf.dag", "JOB X x.sub\n"),
+        ("sub/diamond.dag", DIAMOND),
+        ("sub/leaf.dag", "JOB X x.sub\n"),
+    ])
+    .unwrap();
+    assert_eq!(names.len(), 2 + 2 * 5);
+    let mut expected = edge_set(&[("A", "S1+B"), ("S1+N+X", "S2+B"), ("S2+N+X", "Z")]);
+    for s in ["S1", "S2"] {
+        for (p, c) in [("B", "C"), ("B", "D"), ("C", "E"), ("D", "E"), ("E", "N+X")] {
+            expected.insert((format!("{s}+{p}"), format!("{s}+{c}")));
+        }
+    }
+    assert_eq!(edges, expected);
+    // A splice's categories are its own unless `+`-named; DIR carries down.
+    let n = |name: &str| node(&info, name);
+    assert_eq!(n("S1+C").category.as_deref(), Some("S1+local"));
+    assert_eq!(n("S2+D").category.as_deref(), Some("shared"));
+    assert_eq!(info.max_jobs.get("S1+local"), Some(&1));
+    assert_eq!(info.max_jobs.get("shared"), Some(&2));
+    assert_eq!(n("S2+N+X").dir.as_deref(), Some("sub/"));
+    assert_eq!(n("S1+B").dir, None);
+}
+
+#[test]
+fn connect_joins_output_pins_to_input_pins_of_the_same_number() {
+    let files = |consumer: &'static str| {
+        [
+            (
+                "top.dag",
+                "SPLICE P producer.dag\nSPLICE C consumer.dag\nCONNECT P C\n",
+            ),
+            (
+                "producer.dag",
+                "JOB O1 o.sub\nJOB O2 o.sub\nPIN_OUT O1 1\nPIN_OUT O2 2\n",
+            ),
+            ("consumer.dag", consumer),
+        ]
+    };
+    let (_, _, edges) = parse_files(&files(
+        "JOB I1 i.sub\nJOB I2 i.sub\nPIN_IN I1 1\nPIN_IN I2 2\n",
+    ))
+    .unwrap();
+    assert_eq!(edges, edge_set(&[("P+O1", "C+I1"), ("P+O2", "C+I2")]));
+    let e = parse_files(&files("JOB I1 i.sub\nPIN_IN I1 1\n")).unwrap_err();
+    assert!(
+        e.contains("line 3: CONNECT P C") && e.contains("[1, 2]"),
+        "{e}"
+    );
+    let e = parse_files(&files("JOB I1 i.sub\nPIN_IN I9 1\n")).unwrap_err();
+    assert!(
+        e.contains("consumer.dag: line 2: PIN") && e.contains("I9"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_subdag_is_one_node_that_ends_when_its_dag_ends_and_include_reads_inline() {
+    let (info, names, edges) = parse_files(&[
+        (
+            "top.dag",
+            "INCLUDE nodes.inc\nSUBDAG EXTERNAL S inner.dag\nPARENT A CHILD S\nPARENT S CHILD Z\n\
+             SCRIPT PRE S pre.sh\nSCRIPT POST S post.sh\n",
+        ),
+        ("nodes.inc", "JOB A a.sub\nJOB Z z.sub\n"),
+        ("inner.dag", "JOB X x.sub\nJOB Y y.sub\nPARENT X CHILD Y\n"),
+    ])
+    .unwrap();
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert_eq!(
+        edges,
+        edge_set(&[
+            ("A", "S+PRE"),
+            ("S+PRE", "S+X"),
+            ("S+X", "S+Y"),
+            ("S+Y", "S"),
+            ("S", "Z")
+        ])
+    );
+    let s = node(&info, "S");
+    assert!(s.noop && s.pre.is_none() && s.post.is_some());
+    assert!(node(&info, "S+PRE").pre.is_some());
+    for (files, what) in [
+        (
+            &[("top.dag", "INCLUDE top.dag\n")][..],
+            "nested more than 32",
+        ),
+        (
+            &[
+                ("top.dag", "SPLICE S s.dag\n"),
+                ("s.dag", "FINAL F f.sub\n"),
+            ][..],
+            "FINAL F",
+        ),
+        (
+            &[("top.dag", "SUBDAG EXTERNAL S missing.dag\n")][..],
+            "SUBDAG EXTERNAL S: cannot read",
+        ),
+        (
+            &[("top.dag", "SUBDAG INTERNAL S s.dag\n")][..],
+            "line 1: SUBDAG",
+        ),
+    ] {
+        let e = parse_files(files).unwrap_err();
+        assert!(e.contains(what), "{what}: {e}");
+    }
+}
+
+#[test]
+fn a_spliced_dag_with_a_subdag_runs_every_node_in_dependency_order() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("leaf.dag"), "JOB X x.sub\n").unwrap();
+    std::fs::write(dir.path().join("diamond.dag"), DIAMOND).unwrap();
+    std::fs::write(
+        dir.path().join("inner.dag"),
+        "JOB X x.sub\nJOB Y y.sub\nPARENT X CHILD Y\n",
+    )
+    .unwrap();
+    let top = "JOB A a.sub\nSPLICE S diamond.dag\nSUBDAG EXTERNAL Sub inner.dag\n\
+               PARENT A CHILD S\nPARENT S CHILD Sub\n";
+    let tb = dag_testbed(dir.path(), top, "", "");
+    // The sidecar names `b`, no node of this DAG: a clear error.
+    let e = gridbed::config::load(&tb, &Default::default()).unwrap_err();
+    assert!(e.to_string().contains("`b` is no JOB"), "{e}");
+    std::fs::write(dir.path().join("w.toml"), "").unwrap();
+    let s = load(&tb);
+    let run = gridbed::sim::run(&s).unwrap().result;
+    assert!(run.succeeded, "{:?}", run.counts);
+    let wf = &s.workflow;
+    for (j, job) in wf.jobs.iter().enumerate() {
+        let start = run.records.jobs[j].attempts[0].prescript;
+        for &p in &job.parents {
+            let end = run.records.jobs[p].attempts[0].ended.unwrap();
+            assert!(
+                start >= end,
+                "{} began before {} ended",
+                job.name,
+                wf.jobs[p].name
+            );
+        }
+    }
+    let at = |n: &str| wf.jobs.iter().position(|j| j.name == n).unwrap();
+    let ended = |n: &str| run.records.jobs[at(n)].attempts[0].ended.unwrap();
+    assert!(
+        ended("Sub") >= ended("Sub+Y"),
+        "the SUBDAG node ends with its DAG"
+    );
+}

@@ -275,7 +275,7 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
         (
             "edge.dag",
             "JOB a a.sub\nPARENT a CHILD b\n",
-            "line 2: PARENT/CHILD: no JOB named `b`",
+            "line 2: PARENT/CHILD: no JOB, SUBDAG or SPLICE named `b`",
         ),
         (
             "quote.dag",
@@ -285,7 +285,7 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
         (
             "splice.dag",
             "JOB a a.sub\nSPLICE s other.dag\n",
-            "SPLICE is not supported",
+            "line 2: SPLICE s: cannot read",
         ),
         (
             "loop.dag",

@@ -230,7 +230,7 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
         Some(Format::Wfformat) => wfformat::parse(text, opts, &err)?,
         Some(Format::Dax) => dax::parse(text, opts, &err)?,
         Some(Format::PegasusYaml) => pegasus_yaml::parse(text, opts, &err)?,
-        Some(Format::Dagman) => dagman::parse(text, opts, &err)?,
+        Some(Format::Dagman) => dagman::parse(path, text, opts)?,
         Some(Format::Auto) | None => {
             return Err(err("cannot tell the format: expected WfFormat JSON, Pegasus DAX XML, Pegasus 5 YAML or a DAGMan .dag file (or name it with `format`)".into()));
         }

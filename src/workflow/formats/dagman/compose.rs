@@ -1,0 +1,324 @@
+//! Splices and sub-DAGs flattened into one DAG (HTCondor manual, "DAG
+//! Splicing" and "SUBDAG EXTERNAL").
+//!
+//! A splice's nodes join the DAG named `splice+node` (nested splices chain
+//! the prefixes, `outer+inner+node`, as DAGMan names them); a splice as a
+//! parent stands for its leaves, as a child for its roots; `CONNECT out in`
+//! joins the nodes of each `PIN_OUT` number of `out` to those of the same
+//! `PIN_IN` number of `in`. A splice's categories are its own (prefixed)
+//! unless their names start with `+`.
+//!
+//! A `SUBDAG EXTERNAL` node is one node of its parent that ends when its own
+//! DAG ends: its DAG's nodes join as `node+inner`, after the node's parents,
+//! and the node itself becomes a no-op that follows every one of them (so
+//! its POST script and its children wait for the whole sub-DAG, and a
+//! failure inside blocks it). A PRE script of the node runs in a no-op
+//! `node+PRE` before the sub-DAG starts. DAGMan runs a sub-DAG as its own
+//! DAGMan job; here its nodes share the parent's throttles.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::NodeInfo;
+use super::grammar::{self, At, DagFile};
+use crate::workflow::formats::FormatError;
+
+/// Splices and sub-DAGs nested deeper than this are a cycle.
+const MAX_DEPTH: usize = 32;
+
+/// The flattened DAG.
+#[derive(Default)]
+pub(super) struct Flat {
+    /// Every node, named as DAGMan names it.
+    pub nodes: Vec<NodeInfo>,
+    /// Each node's parents, by name.
+    pub parents: Vec<Vec<String>>,
+    /// MAXJOBS of every category, local ones prefixed.
+    pub max_jobs: BTreeMap<String, usize>,
+    pub warnings: Vec<String>,
+}
+
+/// What one flattened file offers its parent: its roots and leaves, and the
+/// nodes of each of its pins.
+struct Piece {
+    roots: Vec<String>,
+    leaves: Vec<String>,
+    pins_in: BTreeMap<usize, Vec<String>>,
+    pins_out: BTreeMap<usize, Vec<String>>,
+}
+
+/// `dir` then `sub`, either of which may be absent.
+fn joined(dir: Option<&Path>, sub: Option<&str>) -> Option<PathBuf> {
+    match (dir, sub) {
+        (Some(d), Some(s)) => Some(d.join(s)),
+        (None, Some(s)) => Some(PathBuf::from(s)),
+        (d, None) => d.map(Path::to_path_buf),
+    }
+}
+
+fn at_err(at: &At, message: String) -> FormatError {
+    FormatError {
+        file: at.0.clone(),
+        message: format!("line {}: {message}", at.1),
+    }
+}
+
+/// Reads the `.dag` at `path`; `err` words a failure to read it.
+fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile, FormatError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    grammar::read(path, &text)
+}
+
+/// Flattens the top `file`, read from `path`, into `out`.
+pub(super) fn flatten(file: DagFile, path: &Path, out: &mut Flat) -> Result<(), FormatError> {
+    let top = path.parent().unwrap_or(Path::new("."));
+    flatten_piece(file, path, top, "", None, 0, out).map(|_| ())
+}
+
+/// Flattens `file` (read from `path`) into `out`: its nodes named with
+/// `prefix` before their names, running in `dir` (relative to `top`, the
+/// top DAG's folder, where DAGMan runs: splice and sub-DAG files are found
+/// there, or in their DIR).
+fn flatten_piece(
+    file: DagFile,
+    path: &Path,
+    top: &Path,
+    prefix: &str,
+    dir: Option<&Path>,
+    depth: usize,
+    out: &mut Flat,
+) -> Result<Piece, FormatError> {
+    let first = out.nodes.len();
+    let nested = !prefix.is_empty();
+    let category = |c: &str| match c.strip_prefix('+') {
+        Some(global) => global.to_string(),
+        None if nested => format!("{prefix}{c}"),
+        None => c.to_string(),
+    };
+    out.warnings.extend(file.warnings);
+    if nested && file.info.config.is_some() {
+        out.warnings.push(format!(
+            "{}: CONFIG of a splice or sub-DAG ignored (the top DAG's applies)",
+            path.display()
+        ));
+    }
+    for (c, n) in &file.info.max_jobs {
+        out.max_jobs.insert(category(c), *n);
+    }
+    // What each name of this file stands for: as a parent, as a child.
+    let mut as_parent: HashMap<String, Vec<String>> = HashMap::new();
+    let mut as_child: HashMap<String, Vec<String>> = HashMap::new();
+    let mut subdags = Vec::new();
+    for mut n in file.info.nodes {
+        let local = n.name.clone();
+        if nested && n.is_final {
+            return Err(FormatError {
+                file: path.to_path_buf(),
+                message: format!(
+                    "FINAL {local}: a splice or sub-DAG may not have a FINAL node here"
+                ),
+            });
+        }
+        n.name = format!("{prefix}{local}");
+        n.category = n.category.as_deref().map(category);
+        if let Some(d) = dir {
+            n.dir = Some(d.join(n.dir.as_deref().unwrap_or("")).display().to_string());
+        }
+        if n.subdag.is_some() && !n.done && !n.noop {
+            subdags.push((out.nodes.len(), n.dir.clone()));
+        }
+        as_parent.insert(local.clone(), vec![n.name.clone()]);
+        as_child.insert(local, vec![n.name.clone()]);
+        out.nodes.push(n);
+        out.parents.push(Vec::new());
+    }
+    let mut pieces: HashMap<String, Piece> = HashMap::new();
+    for s in file.splices {
+        if depth >= MAX_DEPTH {
+            return Err(at_err(
+                &s.at,
+                format!("SPLICE {}: nested more than {MAX_DEPTH} deep", s.name),
+            ));
+        }
+        let inner_dir = joined(dir, s.dir.as_deref());
+        let spath = top
+            .join(inner_dir.as_deref().unwrap_or(Path::new("")))
+            .join(&s.file);
+        let what = format!("SPLICE {}", s.name);
+        let sfile = read_file(&spath, |m| at_err(&s.at, format!("{what}: {m}")))?;
+        let piece = flatten_piece(
+            sfile,
+            &spath,
+            top,
+            &format!("{prefix}{}+", s.name),
+            inner_dir.as_deref(),
+            depth + 1,
+            out,
+        )?;
+        as_parent.insert(s.name.clone(), piece.leaves.clone());
+        as_child.insert(s.name.clone(), piece.roots.clone());
+        pieces.insert(s.name, piece);
+    }
+    for (i, local_dir) in subdags {
+        let n = &out.nodes[i];
+        let err = |m: String| FormatError {
+            file: path.to_path_buf(),
+            message: format!("SUBDAG EXTERNAL {}: {m}", n.name),
+        };
+        if depth >= MAX_DEPTH {
+            return Err(err(format!("nested more than {MAX_DEPTH} deep")));
+        }
+        let inner_dir = joined(dir, local_dir.as_deref());
+        let spath = top
+            .join(inner_dir.as_deref().unwrap_or(Path::new("")))
+            .join(n.subdag.as_deref().unwrap_or_default());
+        let sfile = read_file(&spath, err)?;
+        let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
+        let piece = flatten_piece(
+            sfile,
+            &spath,
+            top,
+            &format!("{name}+"),
+            inner_dir.as_deref(),
+            depth + 1,
+            out,
+        )?;
+        // The node ends when its DAG ends; its PRE script runs before it starts.
+        let node = &mut out.nodes[i];
+        node.noop = true;
+        let pre = node.pre.take();
+        let roots = match pre {
+            Some(pre) => {
+                let entry = NodeInfo {
+                    name: format!("{name}+PRE"),
+                    noop: true,
+                    pre: Some(pre),
+                    ..Default::default()
+                };
+                for r in &piece.roots {
+                    let j = out.nodes.iter().position(|x| &x.name == r).unwrap_or(0);
+                    out.parents[j].push(entry.name.clone());
+                }
+                let entry_name = entry.name.clone();
+                out.nodes.push(entry);
+                out.parents.push(Vec::new());
+                vec![entry_name]
+            }
+            None => piece.roots.clone(),
+        };
+        out.parents[i].extend(piece.leaves.iter().cloned());
+        if !roots.is_empty() {
+            as_child.insert(local, roots);
+        }
+    }
+    let index: HashMap<String, usize> = out.nodes[first..]
+        .iter()
+        .enumerate()
+        .map(|(k, n)| (n.name.clone(), first + k))
+        .collect();
+    let edge = |out: &mut Flat, p: &str, c: &str| {
+        let ci = index[c];
+        if !out.parents[ci].iter().any(|x| x == p) {
+            out.parents[ci].push(p.to_string());
+        }
+    };
+    for (at, p, c) in &file.edges {
+        let find = |map: &HashMap<String, Vec<String>>, n: &String| {
+            let names = map.get(n).ok_or_else(|| {
+                at_err(
+                    at,
+                    format!("PARENT/CHILD: no JOB, SUBDAG or SPLICE named `{n}`"),
+                )
+            })?;
+            if let Some(&i) = names.first().and_then(|x| index.get(x))
+                && out.nodes[i].is_final
+            {
+                return Err(at_err(
+                    at,
+                    format!(
+                        "PARENT/CHILD: `{n}` is the FINAL node, which runs after every other and has no edges"
+                    ),
+                ));
+            }
+            Ok(names.clone())
+        };
+        let (ps, cs) = (find(&as_parent, p)?, find(&as_child, c)?);
+        for p in &ps {
+            for c in &cs {
+                edge(out, p, c);
+            }
+        }
+    }
+    for (at, o, i) in &file.connects {
+        let piece = |n: &String| {
+            pieces
+                .get(n)
+                .ok_or_else(|| at_err(at, format!("CONNECT: no SPLICE named `{n}`")))
+        };
+        let (po, pi) = (piece(o)?, piece(i)?);
+        let outs: Vec<usize> = po.pins_out.keys().copied().collect();
+        let ins: Vec<usize> = pi.pins_in.keys().copied().collect();
+        if outs.is_empty() || outs != ins {
+            return Err(at_err(
+                at,
+                format!(
+                    "CONNECT {o} {i}: `{o}` has output pins {outs:?} and `{i}` input pins {ins:?}; they must be the same numbers"
+                ),
+            ));
+        }
+        for (n, from) in &po.pins_out {
+            for p in from {
+                for c in &pi.pins_in[n] {
+                    edge(out, p, c);
+                }
+            }
+        }
+    }
+    let mut pins_in: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut pins_out: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (pins, into) in [
+        (&file.pins_in, &mut pins_in),
+        (&file.pins_out, &mut pins_out),
+    ] {
+        for (at, node, n) in pins {
+            let full = format!("{prefix}{node}");
+            if !index.contains_key(&full) {
+                return Err(at_err(
+                    at,
+                    format!("PIN: no JOB named `{node}` in this file"),
+                ));
+            }
+            into.entry(*n).or_default().push(full);
+        }
+    }
+    // Roots and leaves among the nodes this file brought in.
+    let mut has_child = vec![false; out.nodes.len() - first];
+    for k in first..out.nodes.len() {
+        for p in &out.parents[k] {
+            if let Some(&i) = index.get(p) {
+                has_child[i - first] = true;
+            }
+        }
+    }
+    let mut roots = Vec::new();
+    let mut leaves = Vec::new();
+    for k in first..out.nodes.len() {
+        let n = &out.nodes[k];
+        if n.is_final {
+            continue;
+        }
+        if out.parents[k].is_empty() {
+            roots.push(n.name.clone());
+        }
+        if !has_child[k - first] {
+            leaves.push(n.name.clone());
+        }
+    }
+    Ok(Piece {
+        roots,
+        leaves,
+        pins_in,
+        pins_out,
+    })
+}

@@ -1,0 +1,486 @@
+//! HTCondor DAGMan `.dag` files (HTCondor manual, "DAGMan Quick
+//! Reference"): `JOB` (with `DIR`, `NOOP`, `DONE`), `FINAL`, `PARENT …
+//! CHILD …` (many on both sides), `SCRIPT [DEFER s t] [DEBUG file type]
+//! PRE|POST`, `RETRY [UNLESS-EXIT v]`, `VARS [PREPEND|APPEND]` (spaces around
+//! `=`, `+attr` and `My.attr` ClassAd attributes), `PRIORITY`, `CATEGORY` +
+//! `MAXJOBS`, `ABORT-DAG-ON [RETURN v]`, `DONE`, `CONFIG`
+//! (`DAGMAN_MAX_PRE_SCRIPTS`, `DAGMAN_MAX_POST_SCRIPTS`,
+//! `DAGMAN_MAX_JOBS_IDLE`), `ALL_NODES` wherever DAGMan takes it (every
+//! node but the FINAL one; node commands apply in file order, the last one
+//! to set a property winning), `REJECT` (refused, as DAGMan does), `#`
+//! comments and `\` line continuations. Keywords are case-insensitive
+//! (HTCondor's own test files write `Job`, `Script`). Commands that only
+//! shape DAGMan's own logs (`DOT`, `NODE_STATUS_FILE`, `JOBSTATE_LOG`, …) and
+//! `SCRIPT HOLD` are read and ignored with a warning; `INCLUDE` reads a file
+//! inline; `SPLICE` (with `CONNECT`, `PIN_IN`, `PIN_OUT`) and `SUBDAG
+//! EXTERNAL` are flattened into one DAG ([`compose`]); `SERVICE`,
+//! `PROVISIONER`, `SUBMIT-DESCRIPTION` and `TOLERANCE` are errors naming
+//! their line.
+//!
+//! [`grammar`] reads one file; [`compose`] joins the files.
+//!
+//! A `.dag` gives the graph and the node settings, not what a job computes:
+//! runtimes are [`super::Options::default_runtime`] and jobs have no files
+//! unless a sidecar says otherwise.
+
+mod compose;
+mod grammar;
+
+pub use grammar::looks_like;
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{FormatError, Options, Parsed};
+use crate::core::JobSpec;
+
+/// A PRE or POST script of a node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// The executable, as written.
+    pub executable: String,
+    /// Its arguments, as written (macros such as `$JOB`, `$RETURN`, `$RETRY`
+    /// unsubstituted).
+    pub args: Vec<String>,
+    /// `DEFER status time`: an exit with `status` runs it again after `time` s.
+    pub defer: Option<(i32, u64)>,
+    /// `DEBUG file type`: the file its output goes to and which streams
+    /// (`STDOUT`, `STDERR` or `ALL`).
+    pub debug: Option<(String, String)>,
+}
+
+/// What a `.dag` says of one node besides its edges.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeInfo {
+    /// Node name.
+    pub name: String,
+    /// Its submit description file.
+    pub submit: String,
+    /// `SUBDAG EXTERNAL`: the node's own DAG file (flattened into the DAG;
+    /// the node ends when its DAG ends).
+    pub subdag: Option<String>,
+    /// `DIR`: the directory it runs in.
+    pub dir: Option<String>,
+    /// `NOOP`: the node runs no job (its scripts still run).
+    pub noop: bool,
+    /// `DONE`: already completed; neither it nor its scripts run.
+    pub done: bool,
+    /// `SCRIPT PRE`.
+    pub pre: Option<Script>,
+    /// `SCRIPT POST`.
+    pub post: Option<Script>,
+    /// `RETRY N`: attempts after the first.
+    pub retry: u32,
+    /// `RETRY … UNLESS-EXIT v`: this exit status is not retried.
+    pub retry_unless_exit: Option<i32>,
+    /// `VARS`: macro name → value.
+    pub vars: Vec<(String, String)>,
+    /// `PRIORITY`: higher is released first among ready nodes.
+    pub priority: i32,
+    /// `CATEGORY`.
+    pub category: Option<String>,
+    /// `FINAL`: the node that runs last, whatever happened before.
+    pub is_final: bool,
+    /// `ABORT-DAG-ON`: exit values that abort the DAG, each with the DAG's
+    /// return value if given.
+    pub abort_on: Vec<(i32, Option<i32>)>,
+    /// The exit status of the node's job on each attempt (a sidecar's
+    /// `exit`; the last repeats; empty: 0).
+    pub exits: Vec<i32>,
+}
+
+/// DAGMan's settings of a whole `.dag` file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DagmanInfo {
+    /// Nodes in file order.
+    pub nodes: Vec<NodeInfo>,
+    /// `MAXJOBS category N`.
+    pub max_jobs: BTreeMap<String, usize>,
+    /// `DAGMAN_MAX_PRE_SCRIPTS` (from `CONFIG`).
+    pub max_pre: Option<usize>,
+    /// `DAGMAN_MAX_POST_SCRIPTS` (from `CONFIG`).
+    pub max_post: Option<usize>,
+    /// `DAGMAN_MAX_JOBS_IDLE` (from `CONFIG`).
+    pub max_jobs_idle: Option<usize>,
+    /// `CONFIG file`, as written (relative to the `.dag`).
+    pub config: Option<String>,
+}
+
+/// One script ready to run: its executable resolved against the `.dag`'s
+/// folder, its arguments as written, where `DEBUG` sends its output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptCall {
+    /// The executable.
+    pub executable: std::path::PathBuf,
+    /// Its arguments, macros unsubstituted.
+    pub args: Vec<String>,
+    /// `DEBUG file type`: the file (resolved) and whether stdout and stderr
+    /// go there.
+    pub debug: Option<(std::path::PathBuf, bool, bool)>,
+}
+
+/// A run of a script: what to execute, with what, and where its output goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    /// The executable.
+    pub executable: std::path::PathBuf,
+    /// Its arguments, macros substituted.
+    pub args: Vec<String>,
+    /// `DEBUG`: the file its output is appended to, stdout, stderr.
+    pub debug: Option<(std::path::PathBuf, bool, bool)>,
+}
+
+impl Invocation {
+    /// Runs it to its end in `dir` (stdin empty; output to the DEBUG file
+    /// or nowhere) and returns DAGMan's reading of its exit: its code, 128 +
+    /// the signal that killed it, 127 when it cannot start.
+    pub fn run_blocking(&self, dir: &std::path::Path) -> i32 {
+        match self.command(dir).and_then(|mut c| c.status()) {
+            Ok(st) => exit_status(st),
+            Err(e) => {
+                tracing::warn!("script {}: {e}", self.executable.display());
+                127
+            }
+        }
+    }
+
+    /// The process to start, its streams set up.
+    pub fn command(&self, dir: &std::path::Path) -> std::io::Result<std::process::Command> {
+        use std::process::Stdio;
+        let mut cmd = std::process::Command::new(&self.executable);
+        cmd.args(&self.args).current_dir(dir).stdin(Stdio::null());
+        let (mut out, mut err) = (Stdio::null(), Stdio::null());
+        if let Some((file, stdout, stderr)) = &self.debug {
+            // DAGMan appends to the DEBUG file, creating it if need be.
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)?;
+            if *stdout {
+                out = Stdio::from(f.try_clone()?);
+            }
+            if *stderr {
+                err = Stdio::from(f);
+            }
+        }
+        cmd.stdout(out).stderr(err);
+        Ok(cmd)
+    }
+}
+
+/// A node's scripts ready to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeScripts {
+    /// Node name (`$JOB`).
+    pub node: String,
+    /// `RETRY` (`$MAX_RETRIES`).
+    pub max_retries: u32,
+    /// PRE.
+    pub pre: Option<ScriptCall>,
+    /// POST.
+    pub post: Option<ScriptCall>,
+}
+
+impl NodeScripts {
+    /// The PRE or POST script's run, DAGMan's macros substituted, if the
+    /// node has that script.
+    pub fn invocation(
+        &self,
+        kind: crate::core::ScriptKind,
+        retry: u32,
+        status: i32,
+    ) -> Option<Invocation> {
+        let call = match kind {
+            crate::core::ScriptKind::Pre => self.pre.as_ref(),
+            crate::core::ScriptKind::Post => self.post.as_ref(),
+        }?;
+        Some(Invocation {
+            executable: call.executable.clone(),
+            args: self.args(&call.args, retry, status),
+            debug: call.debug.clone(),
+        })
+    }
+
+    /// The arguments of a script with DAGMan's macros substituted: `$JOB`
+    /// and `$NODE`, `$RETRY`, `$MAX_RETRIES`, `$RETURN` (each a whole
+    /// argument, as DAGMan substitutes them).
+    pub fn args(&self, args: &[String], retry: u32, status: i32) -> Vec<String> {
+        args.iter()
+            .map(|a| match a.as_str() {
+                "$JOB" | "$NODE" => self.node.clone(),
+                "$RETRY" => retry.to_string(),
+                "$MAX_RETRIES" => self.max_retries.to_string(),
+                "$RETURN" => status.to_string(),
+                _ => a.clone(),
+            })
+            .collect()
+    }
+}
+
+/// A script's exit as DAGMan reads it: its exit code, or 128 + the signal
+/// that killed it.
+pub fn exit_status(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+impl DagmanInfo {
+    /// Every job's scripts (None for a job with none), by job id of `wf`;
+    /// relative executables are taken from `dag_dir`.
+    pub fn scripts(
+        &self,
+        wf: &crate::core::Workflow,
+        dag_dir: &std::path::Path,
+    ) -> Vec<Option<NodeScripts>> {
+        let by_name: HashMap<&str, &NodeInfo> =
+            self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        // A node's scripts run in its DIR, as its job does.
+        let resolve = |n: &NodeInfo, s: &Option<Script>| {
+            let dir = dag_dir.join(n.dir.as_deref().unwrap_or(""));
+            s.as_ref().map(|s| ScriptCall {
+                executable: dir.join(&s.executable),
+                args: s.args.clone(),
+                debug: s
+                    .debug
+                    .as_ref()
+                    .map(|(file, kind)| (dir.join(file), kind != "STDERR", kind != "STDOUT")),
+            })
+        };
+        wf.jobs
+            .iter()
+            .map(|j| {
+                let n = by_name.get(j.name.as_str())?;
+                (n.pre.is_some() || n.post.is_some()).then(|| NodeScripts {
+                    node: n.name.clone(),
+                    max_retries: n.retry,
+                    pre: resolve(n, &n.pre),
+                    post: resolve(n, &n.post),
+                })
+            })
+            .collect()
+    }
+
+    /// The node settings the manager honours, indexed by the job ids of `wf`
+    /// (built from this file: every node is a job of the same name); with
+    /// `run_scripts`, the nodes' PRE and POST scripts are run.
+    pub fn node_settings(
+        &self,
+        wf: &crate::core::Workflow,
+        run_scripts: bool,
+    ) -> crate::core::nodes::NodeSettings {
+        let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
+        s.max_post = self.max_post.unwrap_or(0);
+        s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
+        let categories: Vec<&String> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.category.as_ref())
+            .chain(self.max_jobs.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        s.category_limits = categories
+            .iter()
+            .map(|c| self.max_jobs.get(*c).copied().unwrap_or(usize::MAX))
+            .collect();
+        let by_name: HashMap<&str, &NodeInfo> =
+            self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        for (j, job) in wf.jobs.iter().enumerate() {
+            let Some(n) = by_name.get(job.name.as_str()) else {
+                continue;
+            };
+            s.retry[j] = Some(n.retry);
+            s.priority[j] = n.priority;
+            s.category[j] = n
+                .category
+                .as_ref()
+                .and_then(|c| categories.iter().position(|x| *x == c));
+            s.noop[j] = n.noop;
+            s.done[j] = n.done;
+            s.pre[j] = run_scripts && n.pre.is_some();
+            s.post[j] = run_scripts && n.post.is_some();
+            s.retry_unless_exit[j] = n.retry_unless_exit;
+            let defer = |sc: &Option<Script>| {
+                sc.as_ref()
+                    .and_then(|x| x.defer)
+                    .map(|(st, t)| (st, t as f64))
+            };
+            s.pre_defer[j] = defer(&n.pre);
+            s.post_defer[j] = defer(&n.post);
+            s.abort_on[j] = n.abort_on.clone();
+            s.exits[j] = n.exits.clone();
+            if n.is_final {
+                s.final_node = Some(j);
+            }
+        }
+        s
+    }
+}
+
+/// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings into `info`.
+pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, String)> {
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err((n + 1, format!("expected `NAME = value`, found `{line}`")));
+        };
+        let key = key.trim().to_ascii_uppercase();
+        let slot = match key.as_str() {
+            "DAGMAN_MAX_PRE_SCRIPTS" => &mut info.max_pre,
+            "DAGMAN_MAX_POST_SCRIPTS" => &mut info.max_post,
+            "DAGMAN_MAX_JOBS_IDLE" => &mut info.max_jobs_idle,
+            _ => continue,
+        };
+        *slot = Some(value.trim().parse().map_err(|_| {
+            (
+                n + 1,
+                format!(
+                    "{key}: expected a whole number ≥ 0, found `{}`",
+                    value.trim()
+                ),
+            )
+        })?);
+    }
+    Ok(())
+}
+
+/// A sidecar's job: what a `.dag` does not say.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SidecarJob {
+    name: toml::Spanned<String>,
+    runtime: Option<f64>,
+    #[serde(default)]
+    inputs: Vec<String>,
+    #[serde(default)]
+    outputs: Vec<String>,
+    /// The job's exit status on each attempt (the last repeats).
+    #[serde(default)]
+    exit: Vec<i32>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Sidecar {
+    #[serde(default)]
+    file: Vec<crate::workflow::generators::InlineFile>,
+    #[serde(default)]
+    job: Vec<SidecarJob>,
+}
+
+/// Completes `parsed` (a `.dag`) with the runtimes, inputs, outputs and file
+/// sizes of a TOML sidecar: `[[file]]` (`name`, `size`) and `[[job]]`
+/// (`name`, `runtime`, `inputs`, `outputs`, and `exit`: the status its
+/// program exits with on each attempt, the last repeating).
+pub fn apply_sidecar(path: &std::path::Path, parsed: &mut Parsed) -> Result<(), FormatError> {
+    let err = |message: String| FormatError {
+        file: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let sidecar: Sidecar = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!("line {}: ", line(s.start)))
+            .unwrap_or_default();
+        err(format!("{at}{}", e.message()))
+    })?;
+    let index: HashMap<String, usize> = parsed
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.name.clone(), i))
+        .collect();
+    for j in sidecar.job {
+        let Some(&i) = index.get(j.name.get_ref()) else {
+            return Err(err(format!(
+                "line {}: job `{}` is no JOB of the DAG",
+                line(j.name.span().start),
+                j.name.get_ref()
+            )));
+        };
+        let spec = &mut parsed.jobs[i];
+        if let Some(r) = j.runtime {
+            if !(r.is_finite() && r >= 0.0) {
+                return Err(err(format!(
+                    "line {}: job `{}`: runtime {r}; expected seconds ≥ 0",
+                    line(j.name.span().start),
+                    spec.name
+                )));
+            }
+            spec.runtime = r;
+        }
+        spec.inputs = j.inputs;
+        spec.outputs = j.outputs;
+        if let Some(node) = parsed.dagman.as_mut().and_then(|d| d.nodes.get_mut(i)) {
+            node.exits = j.exit;
+        }
+    }
+    parsed.files = sidecar
+        .file
+        .into_iter()
+        .map(|f| crate::core::File {
+            name: f.name,
+            size: f.size.0,
+        })
+        .collect();
+    parsed
+        .warnings
+        .retain(|w| !w.starts_with("a .dag gives no runtimes or files"));
+    Ok(())
+}
+
+/// Parses the `.dag` at `path` (its text `text`): its INCLUDEs inline, its
+/// splices and sub-DAGs flattened (see [`compose`]).
+pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parsed, FormatError> {
+    let top = grammar::read(path, text)?;
+    let (config, max_pre, max_post, max_jobs_idle) = (
+        top.info.config.clone(),
+        top.info.max_pre,
+        top.info.max_post,
+        top.info.max_jobs_idle,
+    );
+    let mut flat = compose::Flat::default();
+    compose::flatten(top, path, &mut flat)?;
+    if flat.nodes.is_empty() {
+        return Err(FormatError {
+            file: path.to_path_buf(),
+            message: "no JOB line: not a DAGMan file".into(),
+        });
+    }
+    let jobs = flat
+        .nodes
+        .iter()
+        .zip(flat.parents)
+        .map(|(n, ps)| JobSpec {
+            name: n.name.clone(),
+            runtime: if n.noop { 0.0 } else { opts.default_runtime },
+            parents: ps,
+            transformation: Some(n.submit.clone()).filter(|s| !s.is_empty()),
+            ..Default::default()
+        })
+        .collect();
+    let mut warnings = flat.warnings;
+    warnings.push(format!(
+        "a .dag gives no runtimes or files: every job runs {} s and moves no data",
+        opts.default_runtime
+    ));
+    Ok(Parsed {
+        files: Vec::new(),
+        jobs,
+        warnings,
+        dagman: Some(DagmanInfo {
+            nodes: flat.nodes,
+            max_jobs: flat.max_jobs,
+            max_pre,
+            max_post,
+            max_jobs_idle,
+            config,
+        }),
+    })
+}
