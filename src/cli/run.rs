@@ -296,8 +296,7 @@ fn execute(
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(ex.out.trace.as_deref(), &result.records)?;
-            write_wfformat(ex.out.wfformat.as_deref(), scenario, &result, epoch)?;
+            write_outputs(&ex.out, scenario, &result, epoch)?;
             say!(
                 "  simulated     {} events in {:.2} s wall",
                 result.events,
@@ -337,8 +336,7 @@ fn execute(
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
-            write_trace(ex.out.trace.as_deref(), &result.records)?;
-            write_wfformat(ex.out.wfformat.as_deref(), scenario, &result, epoch)?;
+            write_outputs(&ex.out, scenario, &result, epoch)?;
             (record, result.result.done)
         }
     };
@@ -422,23 +420,32 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     })
 }
 
-/// Writes the run as a WfCommons instance to `path`, if given.
-fn write_wfformat(
-    path: Option<&std::path::Path>,
+/// Writes what the run is asked to write besides its record: its trace,
+/// its WfCommons instance, and the files its `.dag` names (JOBSTATE_LOG,
+/// NODE_STATUS_FILE, DOT).
+fn write_outputs(
+    out: &OutputArgs,
     scenario: &Scenario,
     run: &crate::core::result::RunResult,
     epoch: std::time::SystemTime,
 ) -> Result<(), CliError> {
-    let Some(path) = path else { return Ok(()) };
-    let doc = crate::report::wfinstance::instance(
-        scenario,
-        &run.records,
-        run.engine,
-        run.makespan,
-        epoch,
-    );
-    write_json(path, &doc)?;
-    say!("WfCommons instance written to {}", path.display());
+    write_trace(out.trace.as_deref(), &run.records)?;
+    if let Some(path) = &out.wfformat {
+        let doc = crate::report::wfinstance::instance(
+            scenario,
+            &run.records,
+            run.engine,
+            run.makespan,
+            epoch,
+        );
+        write_json(path, &doc)?;
+        say!("WfCommons instance written to {}", path.display());
+    }
+    let written = crate::report::dagman_files::write(scenario, run, epoch)
+        .map_err(|e| CliError::Failed(format!("writing the DAG's files: {e}")))?;
+    for path in written {
+        say!("{} written (as the .dag asks)", path.display());
+    }
     Ok(())
 }
 

@@ -108,7 +108,8 @@ pub enum JobFailure {
 }
 
 /// Which of a DAGMan node's scripts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ScriptKind {
     /// `SCRIPT PRE`: runs before the job; a non-zero exit fails the attempt.
     Pre,

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::{JobFailure, JobId, SiteId, Time, TransferFailure, TransferId};
+use super::{JobFailure, JobId, ScriptKind, SiteId, Time, TransferFailure, TransferId};
 
 /// How one attempt of a job ended.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -66,6 +66,23 @@ pub struct Attempt {
     pub outcome: Outcome,
     /// Transfers that staged its inputs.
     pub transfers: u32,
+    /// The status its program exited with, when it ran to its end.
+    pub exit: Option<i32>,
+    /// Its DAGMan PRE and POST script runs, in order.
+    pub scripts: Vec<ScriptRun>,
+}
+
+/// One run of a node's PRE or POST script.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct ScriptRun {
+    /// PRE or POST.
+    pub kind: ScriptKind,
+    /// Started.
+    pub start: Time,
+    /// Ended, with this exit status.
+    pub end: Option<Time>,
+    /// Its exit status.
+    pub status: Option<i32>,
 }
 
 /// Per-job control record.

@@ -22,8 +22,12 @@ pub struct RunResult {
     pub counts: StateCounts,
     /// Per job: it ended (in this run, or before it: DAGMan DONE, resumed).
     pub done: Vec<bool>,
-    /// Whether every job ended successfully.
+    /// Whether every job ended successfully (a DAG with a FINAL node: whether
+    /// FINAL did).
     pub succeeded: bool,
+    /// The DAG's exit status as DAGMan reports it: 0 when it succeeded, an
+    /// `ABORT-DAG-ON`'s return value, else 1.
+    pub dag_exit: i32,
     /// Nominal makespan (last job end).
     pub makespan: Time,
     /// Final RLS: holders of every file.
@@ -78,6 +82,11 @@ impl RunResult {
                 .map(|j| manager.job_state(j) == super::manager::JobState::Done)
                 .collect(),
             succeeded: manager.succeeded(),
+            dag_exit: match (manager.succeeded(), manager.dag_abort()) {
+                (true, _) => 0,
+                (false, Some(a)) => a.dag_return,
+                (false, None) => 1,
+            },
             makespan: manager.records().makespan(),
             rls,
             evictions: Vec::new(),

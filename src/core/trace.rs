@@ -246,6 +246,8 @@ mod tests {
                     ended: Some(37.0),
                     outcome: Outcome::Ended,
                     transfers: 1,
+                    exit: Some(0),
+                    scripts: Vec::new(),
                 }],
                 ..Default::default()
             }],

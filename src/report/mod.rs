@@ -1,6 +1,7 @@
 //! What a run shows: the progress display while it runs, the run record
 //! (`--json`, schema in `docs/run-record.md`) and the summary table at the end.
 
+pub mod dagman_files;
 pub mod farm_view;
 pub mod plot;
 mod progress;

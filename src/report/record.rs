@@ -214,6 +214,12 @@ pub struct AttemptEntry {
     pub outcome: Outcome,
     /// Transfers its prescript started.
     pub transfers: u32,
+    /// The status its program exited with, when it ran to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// Its DAGMan PRE and POST script runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<crate::core::records::ScriptRun>,
 }
 
 /// One transfer attempt.
@@ -306,6 +312,8 @@ impl RunRecord {
                         ended: a.ended,
                         outcome: a.outcome.clone(),
                         transfers: a.transfers,
+                        exit: a.exit,
+                        scripts: a.scripts.clone(),
                     })
                     .collect(),
                 failure: r.failure.clone(),

@@ -469,3 +469,123 @@ fn a_spliced_dag_with_a_subdag_runs_every_node_in_dependency_order() {
         "the SUBDAG node ends with its DAG"
     );
 }
+
+/// The event names of `node` in a jobstate.log, in order.
+fn node_events<'a>(log: &'a str, node: &str) -> Vec<&'a str> {
+    log.lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .filter(|f| f.get(1) == Some(&node))
+        .map(|f| f[2])
+        .collect()
+}
+
+#[test]
+fn a_run_writes_the_jobstate_log_node_status_file_and_dot_its_dag_asks_for() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = rescued_testbed(d, "");
+        let dag = format!(
+            "{RESCUED}JOBSTATE_LOG jobstate.log\nNODE_STATUS_FILE w.status 30 ALWAYS-UPDATE\n\
+             DOT w.dot UPDATE INCLUDE header.dot\n"
+        );
+        std::fs::write(d.join("w.dag"), dag).unwrap();
+        std::fs::write(d.join("header.dot"), "    rankdir=LR;\n").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let log = std::fs::read_to_string(d.join("jobstate.log")).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert!(
+            lines[0].ends_with("INTERNAL *** DAGMAN_STARTED 0.0 ***"),
+            "{log}"
+        );
+        assert!(
+            lines
+                .last()
+                .unwrap()
+                .ends_with("INTERNAL *** DAGMAN_FINISHED 0 ***")
+        );
+        assert_eq!(
+            node_events(&log, "b"),
+            [
+                "SUBMIT",
+                "EXECUTE",
+                "JOB_TERMINATED",
+                "JOB_FAILURE",
+                "POST_SCRIPT_STARTED",
+                "POST_SCRIPT_TERMINATED",
+                "POST_SCRIPT_SUCCESS"
+            ],
+            "{engine}: {log}"
+        );
+        let b_failure = lines
+            .iter()
+            .find(|l| l.contains(" b JOB_FAILURE "))
+            .unwrap();
+        assert!(
+            b_failure.ends_with("JOB_FAILURE 5 grid3-01 - 2"),
+            "{b_failure}"
+        );
+        // Timestamps never go back; a, b, c, fin are attempts 1 to 4.
+        let times: Vec<u64> = lines
+            .iter()
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{log}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(" fin SUBMIT ") && l.ends_with(" - 4"))
+        );
+        let status = std::fs::read_to_string(d.join("w.status")).unwrap();
+        assert!(
+            status.contains("DagFiles = {\n    \"w.dag\"\n  };"),
+            "{status}"
+        );
+        assert!(status.contains("NodesTotal = 4;") && status.contains("NodesDone = 4;"));
+        assert_eq!(status.matches("Type = \"NodeStatus\"").count(), 4);
+        assert!(
+            status.contains("Node = \"b\";\n  NodeStatus = 5;"),
+            "{status}"
+        );
+        assert!(status.trim_end().ends_with("NextUpdate = 0;\n]"));
+        let dot = std::fs::read_to_string(d.join("w.dot")).unwrap();
+        assert!(dot.starts_with("digraph DAG {\n    rankdir=LR;\n"), "{dot}");
+        assert!(
+            dot.contains("\"a\" -> \"b\"")
+                && dot.contains("\"b\" [shape=ellipse label=\"b (Done)\"]")
+        );
+    }
+}
+
+#[test]
+fn an_aborted_dags_status_file_marks_the_nodes_that_never_ran_futile() {
+    let dir = tempfile::tempdir().unwrap();
+    let dag = "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nPARENT a CHILD b\nPARENT b CHILD c\n\
+               ABORT-DAG-ON b 5 RETURN 3\nJOBSTATE_LOG j.log\nNODE_STATUS_FILE w.status\n";
+    let tb = dag_testbed(dir.path(), dag, "", "");
+    let (code, _, _) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(1), "the DAG did not succeed");
+    let status = std::fs::read_to_string(dir.path().join("w.status")).unwrap();
+    assert!(status.contains("DagStatus = 6;"), "{status}");
+    assert!(
+        status.contains("Node = \"c\";\n  NodeStatus = 7;"),
+        "{status}"
+    );
+    assert!(
+        status.contains("Node = \"b\";\n  NodeStatus = 6;"),
+        "{status}"
+    );
+    let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+    assert!(log.trim_end().ends_with("DAGMAN_FINISHED 3 ***"), "{log}");
+    for (dag, what) in [
+        (
+            "JOB a n.sub\nDOT g.dot SIDEWAYS\n",
+            "`SIDEWAYS` is no option of DOT",
+        ),
+        ("JOB a n.sub\nNODE_STATUS_FILE s x\n", "`X` is no option"),
+    ] {
+        let e = parse(dag).unwrap_err();
+        assert!(e.contains("line 2:") && e.contains(what), "{e}");
+    }
+}

@@ -47,6 +47,11 @@ impl Manager {
         let mut attempt = self.records.jobs[job].attempts.last_mut();
         if let Some(a) = attempt.as_mut() {
             a.finished = Some(self.now);
+            a.exit = match &result {
+                Ok(()) => Some(0),
+                Err(JobFailure::Exit(status)) => Some(*status),
+                Err(_) => None,
+            };
         }
         match result {
             Ok(()) => {
@@ -138,6 +143,15 @@ impl Manager {
             ScriptKind::Post => self.nodes.post_defer[job],
         };
         let retry = self.unless_exit(job, status);
+        if let Some(run) = self.records.jobs[job].attempts.last_mut().and_then(|a| {
+            a.scripts
+                .iter_mut()
+                .rev()
+                .find(|r| r.kind == kind && r.end.is_none())
+        }) {
+            run.end = Some(self.now);
+            run.status = Some(status);
+        }
         match kind {
             ScriptKind::Pre => {
                 let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {

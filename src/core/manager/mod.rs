@@ -51,7 +51,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::faults::Fault;
 use super::records::{
-    Attempt, EvictionRecord, FaultRecord, JobRecord, Outcome, Records, TransferRecord,
+    Attempt, EvictionRecord, FaultRecord, JobRecord, Outcome, Records, ScriptRun, TransferRecord,
 };
 use super::seams::{GridView, SiteSelector};
 use super::window::IdWindow;

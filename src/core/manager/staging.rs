@@ -78,6 +78,8 @@ impl Manager {
             ended: None,
             outcome: Outcome::Pending,
             transfers: 0,
+            exit: None,
+            scripts: Vec::new(),
         });
         out.push(Command::Pin { job, site });
         let mut pending = VecDeque::new();
@@ -120,6 +122,14 @@ impl Manager {
                 return;
             }
             self.posts_running += 1;
+        }
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.scripts.push(ScriptRun {
+                kind,
+                start: self.now,
+                end: None,
+                status: None,
+            });
         }
         out.push(Command::RunScript {
             job,

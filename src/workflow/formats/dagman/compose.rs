@@ -97,9 +97,15 @@ fn flatten_piece(
         None => c.to_string(),
     };
     out.warnings.extend(file.warnings);
-    if nested && file.info.config.is_some() {
+    let i = &file.info;
+    if nested
+        && (i.config.is_some()
+            || i.dot.is_some()
+            || i.node_status_file.is_some()
+            || i.jobstate_log.is_some())
+    {
         out.warnings.push(format!(
-            "{}: CONFIG of a splice or sub-DAG ignored (the top DAG's applies)",
+            "{}: CONFIG, DOT, NODE_STATUS_FILE and JOBSTATE_LOG of a splice or sub-DAG are ignored (the top DAG's apply)",
             path.display()
         ));
     }

@@ -10,21 +10,13 @@ use crate::workflow::formats::FormatError;
 
 /// Commands that only configure DAGMan's own output or the DAGMan job
 /// itself: read, ignored.
-const IGNORED: [&str; 7] = [
-    "DOT",
-    "NODE_STATUS_FILE",
-    "JOBSTATE_LOG",
-    "SET_JOB_ATTR",
-    "PRE_SKIP",
-    "ENV",
-    "SAVE_POINT_FILE",
-];
+const IGNORED: [&str; 4] = ["SET_JOB_ATTR", "PRE_SKIP", "ENV", "SAVE_POINT_FILE"];
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
 const UNSUPPORTED: [&str; 4] = ["SERVICE", "PROVISIONER", "SUBMIT-DESCRIPTION", "TOLERANCE"];
 
-const KEYWORDS: [&str; 19] = [
+const KEYWORDS: [&str; 22] = [
     "JOB",
     "FINAL",
     "PARENT",
@@ -44,6 +36,9 @@ const KEYWORDS: [&str; 19] = [
     "CONNECT",
     "PIN_IN",
     "PIN_OUT",
+    "DOT",
+    "NODE_STATUS_FILE",
+    "JOBSTATE_LOG",
 ];
 
 /// A node command's target: one node, or `ALL_NODES` (every node of the
@@ -562,6 +557,36 @@ impl Parser {
                 info.nodes[i].done = true;
             }
             "CONFIG" => info.config = Some(arg(1, "a configuration file")?),
+            "DOT" | "NODE_STATUS_FILE" | "JOBSTATE_LOG" => {
+                let file = arg(1, "a file name")?;
+                let mut include = None;
+                let mut k = 2;
+                while let Some(opt) = w.get(k) {
+                    let opt = opt.to_ascii_uppercase();
+                    match (kw.as_str(), opt.as_str()) {
+                        ("DOT", "UPDATE" | "DONT-UPDATE" | "OVERWRITE" | "DONT-OVERWRITE") => {}
+                        ("DOT", "INCLUDE") => {
+                            k += 1;
+                            include = Some(arg(k, "a header file after INCLUDE")?);
+                        }
+                        ("NODE_STATUS_FILE", "ALWAYS-UPDATE") => {}
+                        ("NODE_STATUS_FILE", n) if k == 2 && n.parse::<u64>().is_ok() => {}
+                        _ => return Err(at(format!("{kw} {file}: `{opt}` is no option of {kw}"))),
+                    }
+                    k += 1;
+                }
+                let slot_taken = match kw.as_str() {
+                    "DOT" => info.dot.replace((file, include)).is_some(),
+                    "NODE_STATUS_FILE" => info.node_status_file.replace(file).is_some(),
+                    _ => info.jobstate_log.replace(file).is_some(),
+                };
+                if slot_taken {
+                    self.file.warnings.push(format!(
+                        "{} line {line}: a second {kw}: this one is used",
+                        path.display()
+                    ));
+                }
+            }
             "REJECT" => {
                 return Err(at(
                     "REJECT: this DAG file is marked rejected; DAGMan refuses to run it".into(),

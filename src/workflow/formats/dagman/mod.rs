@@ -9,9 +9,10 @@
 //! node but the FINAL one; node commands apply in file order, the last one
 //! to set a property winning), `REJECT` (refused, as DAGMan does), `#`
 //! comments and `\` line continuations. Keywords are case-insensitive
-//! (HTCondor's own test files write `Job`, `Script`). Commands that only
-//! shape DAGMan's own logs (`DOT`, `NODE_STATUS_FILE`, `JOBSTATE_LOG`, …) and
-//! `SCRIPT HOLD` are read and ignored with a warning; `INCLUDE` reads a file
+//! (HTCondor's own test files write `Job`, `Script`). `DOT`,
+//! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
+//! `report::dagman_files`); `SET_JOB_ATTR`, `ENV`, `PRE_SKIP`,
+//! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; `INCLUDE` reads a file
 //! inline; `SPLICE` (with `CONNECT`, `PIN_IN`, `PIN_OUT`) and `SUBDAG
 //! EXTERNAL` are flattened into one DAG ([`compose`]); `SERVICE`,
 //! `PROVISIONER`, `SUBMIT-DESCRIPTION` and `TOLERANCE` are errors naming
@@ -103,6 +104,13 @@ pub struct DagmanInfo {
     pub max_jobs_idle: Option<usize>,
     /// `CONFIG file`, as written (relative to the `.dag`).
     pub config: Option<String>,
+    /// `DOT file [INCLUDE header]`: the DAG drawn for Graphviz, with its
+    /// nodes' states at the end of the run.
+    pub dot: Option<(String, Option<String>)>,
+    /// `NODE_STATUS_FILE file`: the nodes' states at the end of the run.
+    pub node_status_file: Option<String>,
+    /// `JOBSTATE_LOG file`: the run's node events, as Pegasus reads them.
+    pub jobstate_log: Option<String>,
 }
 
 /// One script ready to run: its executable resolved against the `.dag`'s
@@ -439,12 +447,11 @@ pub fn apply_sidecar(path: &std::path::Path, parsed: &mut Parsed) -> Result<(), 
 /// splices and sub-DAGs flattened (see [`compose`]).
 pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parsed, FormatError> {
     let top = grammar::read(path, text)?;
-    let (config, max_pre, max_post, max_jobs_idle) = (
-        top.info.config.clone(),
-        top.info.max_pre,
-        top.info.max_post,
-        top.info.max_jobs_idle,
-    );
+    let settings = DagmanInfo {
+        nodes: Vec::new(),
+        max_jobs: BTreeMap::new(),
+        ..top.info.clone()
+    };
     let mut flat = compose::Flat::default();
     compose::flatten(top, path, &mut flat)?;
     if flat.nodes.is_empty() {
@@ -477,10 +484,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         dagman: Some(DagmanInfo {
             nodes: flat.nodes,
             max_jobs: flat.max_jobs,
-            max_pre,
-            max_post,
-            max_jobs_idle,
-            config,
+            ..settings
         }),
     })
 }
