@@ -17,6 +17,13 @@
 //! seconds = 30              # stall only: how long
 //!
 //! [[fault]]
+//! kind = "exit"             # a program run (a job, or a clustered job's member)
+//! site = "grid3-01"         # optional: every site when absent
+//! first = 1                 # exits `status` instead of 0: the first n runs,
+//! probability = 0.01        # and each later one, seeded
+//! status = 3                # default 1
+//!
+//! [[fault]]
 //! kind = "slow"             # jobs starting in [from, until) run at factor × speed
 //! site = "grid3-01"
 //! from = 100
@@ -53,9 +60,10 @@ pub(super) struct FaultFile {
     until: Option<Spanned<Seconds>>,
     factor: Option<Spanned<f64>>,
     disk: Option<Size>,
+    status: Option<i32>,
 }
 
-const KINDS: &str = "crash, reset, corrupt, stall, slow, shrink";
+const KINDS: &str = "crash, reset, corrupt, stall, exit, slow, shrink";
 
 /// Fields each kind takes, beyond `kind` and `site`.
 fn allowed(kind: &str) -> &'static [&'static str] {
@@ -63,6 +71,7 @@ fn allowed(kind: &str) -> &'static [&'static str] {
         "crash" => &["at", "recover", "pool"],
         "reset" | "corrupt" => &["probability", "first"],
         "stall" => &["probability", "first", "seconds"],
+        "exit" => &["probability", "first", "status"],
         "slow" => &["from", "until", "factor"],
         "shrink" => &["at", "disk"],
         _ => &[],
@@ -97,6 +106,7 @@ pub(super) fn resolve(
             ("until", f.until.is_some()),
             ("factor", f.factor.is_some()),
             ("disk", f.disk.is_some()),
+            ("status", f.status.is_some()),
         ];
         if let Some((field, _)) = given
             .iter()
@@ -216,6 +226,10 @@ pub(super) fn resolve(
                     match kind {
                         "reset" => faults.resets = spec,
                         "corrupt" => faults.corrupt_responses = spec,
+                        "exit" => {
+                            faults.exits = spec;
+                            faults.exit_status = f.status.unwrap_or(1);
+                        }
                         _ => {
                             faults.stalls = spec;
                             faults.stall_seconds = seconds;

@@ -42,6 +42,20 @@ pub struct Job {
     pub transformation: Option<String>,
     /// A Pegasus `label` profile, for label clustering.
     pub label: Option<String>,
+    /// A clustered job's members, in the order `seqexec` runs them one
+    /// after another in its slot (empty: the job is one program).
+    pub members: Vec<Member>,
+}
+
+/// One program of a clustered job (seed 004: Pegasus's `seqexec`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// The original job's name.
+    pub name: String,
+    /// Its nominal runtime on a site of speed 1.
+    pub runtime: f64,
+    /// The outputs it writes as it ends (of its cluster's outputs).
+    pub outputs: Vec<FileId>,
 }
 
 /// Why a set of jobs and files is not a valid workflow.
@@ -145,6 +159,8 @@ pub struct JobSpec {
     pub transformation: Option<String>,
     /// A Pegasus `label` profile, for label clustering.
     pub label: Option<String>,
+    /// A clustered job's members in seqexec order: (name, runtime, outputs).
+    pub members: Vec<(String, f64, Vec<String>)>,
 }
 
 impl Workflow {
@@ -201,6 +217,17 @@ impl Workflow {
                 position: j.position,
                 transformation: j.transformation.clone(),
                 label: j.label.clone(),
+                members: j
+                    .members
+                    .iter()
+                    .map(|(name, runtime, outputs)| {
+                        Ok(Member {
+                            name: name.clone(),
+                            runtime: *runtime,
+                            outputs: resolve_files(&j.name, outputs)?,
+                        })
+                    })
+                    .collect::<Result<_, DagError>>()?,
             });
         }
         drop(file_ids);

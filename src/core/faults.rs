@@ -53,6 +53,12 @@ pub struct SiteFaults {
     pub stalls: FaultSpec,
     /// How long a stall lasts, nominal seconds.
     pub stall_seconds: f64,
+    /// Program runs (a job, or a clustered job's member) that exit
+    /// `exit_status` instead of 0, stepped by the site state machine as
+    /// each run ends.
+    pub exits: FaultSpec,
+    /// The status of those runs (0 is read as 1).
+    pub exit_status: i32,
 }
 
 /// The kinds of per-response schedule, each seeded apart.
@@ -71,6 +77,18 @@ impl SiteFaults {
     /// same in both engines, distinct from the background load's).
     pub fn seed(run_seed: u64, site: SiteId) -> u64 {
         run_seed ^ 0xd1b5_4a32_d192_ed03u64.wrapping_mul(site as u64 + 1)
+    }
+
+    /// Site `site`'s schedule of failing program runs in a run seeded
+    /// `run_seed`, and their exit status.
+    pub fn exit_schedule(&self, run_seed: u64, site: SiteId) -> (FaultSchedule, i32) {
+        let seed = Self::seed(run_seed, site) ^ 0x94d0_49bb_1331_11eb;
+        let status = if self.exit_status == 0 {
+            1
+        } else {
+            self.exit_status
+        };
+        (FaultSchedule::new(self.exits, seed), status)
     }
 
     /// Site `site`'s schedule of `kind` in a run seeded `run_seed`.
@@ -125,6 +143,14 @@ pub enum Fault {
         /// The transfer.
         transfer: super::TransferId,
     },
+    /// A program run of `job` (the job, or its cluster's current member)
+    /// exited `status` on purpose.
+    Exit {
+        /// The job.
+        job: super::JobId,
+        /// Its exit status.
+        status: i32,
+    },
 }
 
 impl Fault {
@@ -139,6 +165,7 @@ impl Fault {
             Fault::Reset { .. } => "reset",
             Fault::Stall { .. } => "stall",
             Fault::Corrupt { .. } => "corrupt",
+            Fault::Exit { .. } => "exit",
         }
     }
 }

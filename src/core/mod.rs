@@ -145,6 +145,19 @@ pub enum Event {
         /// Success, or why not.
         result: Result<(), JobFailure>,
     },
+    /// A member of a clustered job ended (seqexec): 0 when it ran well
+    /// and its outputs are written, else its exit status (the cluster
+    /// then ends, failed, with no later member run).
+    MemberEnded {
+        /// The clustered job.
+        job: JobId,
+        /// Where it runs.
+        site: SiteId,
+        /// The member's index in [`Job::members`](crate::core::Job).
+        member: usize,
+        /// Its exit status.
+        status: i32,
+    },
     /// A site answered a [`Command::Kill`]: `killed` when the job was still in
     /// its queue and is gone from it, false when it had already started (it
     /// then runs to its end as usual). Exactly one of the two happens.

@@ -70,6 +70,21 @@ pub struct Attempt {
     pub exit: Option<i32>,
     /// Its DAGMan PRE and POST script runs, in order.
     pub scripts: Vec<ScriptRun>,
+    /// A clustered job's members as seqexec ran them, in order.
+    pub members: Vec<MemberRun>,
+}
+
+/// One member of a clustered job, as it ran in its cluster's slot.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct MemberRun {
+    /// The member's (original job's) name.
+    pub name: String,
+    /// Started (its predecessor's end, or the cluster's start).
+    pub start: Time,
+    /// Ended.
+    pub end: Time,
+    /// Its exit status (not 0: the cluster stopped there).
+    pub status: i32,
 }
 
 /// One run of a node's PRE or POST script.

@@ -19,7 +19,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::background::Load;
-use super::faults::Fault;
+use super::faults::{Fault, FaultSchedule};
 use super::storage::Pool;
 use super::{
     Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId, Workflow,
@@ -71,6 +71,12 @@ pub struct Site {
     jobs_run: u64,
     /// Queued or running jobs whose program exits non-zero this attempt.
     exits: HashMap<JobId, i32>,
+    /// Program runs that fail on purpose (`[[fault]] kind = "exit"`), and
+    /// their status.
+    exit_faults: FaultSchedule,
+    exit_status: i32,
+    /// The member a running clustered job is at (seqexec).
+    member_at: HashMap<JobId, usize>,
 }
 
 impl Site {
@@ -99,7 +105,17 @@ impl Site {
             speed_factor: 1.0,
             jobs_run: 0,
             exits: HashMap::new(),
+            exit_faults: FaultSchedule::none(),
+            exit_status: 1,
+            member_at: HashMap::new(),
         }
+    }
+
+    /// Program runs fail on purpose as `schedule` says, exiting `status`.
+    pub fn with_exit_faults(mut self, (schedule, status): (FaultSchedule, i32)) -> Self {
+        self.exit_faults = schedule;
+        self.exit_status = status;
+        self
     }
 
     /// The site's id.
@@ -278,7 +294,10 @@ impl Site {
                 self.evicted(evicted, out);
             }
             // Per-transfer faults are the file server's (the engine's).
-            Fault::Reset { .. } | Fault::Stall { .. } | Fault::Corrupt { .. } => {}
+            Fault::Reset { .. }
+            | Fault::Stall { .. }
+            | Fault::Corrupt { .. }
+            | Fault::Exit { .. } => {}
         }
     }
 
@@ -288,12 +307,13 @@ impl Site {
     /// transfers into and out of the site.
     fn crash(&mut self, pool_lost: bool, out: &mut Vec<SiteAction>) {
         self.up = false;
-        let wf = self.wf.clone();
-        for &job in &self.ending {
-            for &o in &wf.jobs[job].outputs {
+        for i in 0..self.ending.len() {
+            let job = self.ending[i];
+            for o in self.writing(job).to_vec() {
                 self.pool.abort_write(o);
             }
         }
+        self.member_at.clear();
         let lost: Vec<JobId> = self
             .running
             .drain(..)
@@ -352,7 +372,15 @@ impl Site {
             }
             self.running.push(job);
             self.jobs_run += 1;
-            let nominal = spec.runtime / (self.info.speed * self.speed_factor) + self.info.overhead;
+            // A clustered job's slot runs its first member first (seqexec).
+            let runtime = match spec.members.first() {
+                Some(m) => {
+                    self.member_at.insert(job, 0);
+                    m.runtime
+                }
+                None => spec.runtime,
+            };
+            let nominal = runtime / (self.info.speed * self.speed_factor) + self.info.overhead;
             out.push(SiteAction::Emit(Event::JobStarted { job, site: self.id }));
             out.push(SiteAction::Run { job, nominal });
         }
@@ -375,14 +403,34 @@ impl Site {
         let i = self.running.iter().position(|&j| j == job)?;
         self.running.swap_remove(i);
         self.ending.push(job);
-        // A program that exits non-zero leaves no outputs behind.
-        if let Some(status) = self.exits.remove(&job) {
+        let wf = self.wf.clone();
+        let member = self.member_at.get(&job).copied();
+        let last = member.is_none_or(|k| k + 1 == wf.jobs[job].members.len());
+        // A program that exits non-zero leaves no outputs behind; the first
+        // member to fail stops its cluster (seqexec's firstjobfail).
+        let status = if self.exit_faults.step() {
+            out.push(SiteAction::Emit(Event::Fault {
+                site: self.id,
+                fault: Fault::Exit {
+                    job,
+                    status: self.exit_status,
+                },
+            }));
+            self.exit_status
+        } else if last {
+            self.exits.get(&job).copied().unwrap_or(0)
+        } else {
+            0
+        };
+        if status != 0 {
+            if let Some(k) = member {
+                self.member_ended(job, k, status, out);
+            }
             self.finish(job, Err(JobFailure::Exit(status)), out);
             return None;
         }
-        let wf = self.wf.clone();
         let mut reserved = Vec::new();
-        for &o in &wf.jobs[job].outputs {
+        for o in self.writing(job).to_vec() {
             match self.pool.begin_write(o, wf.files[o].size) {
                 Ok(r) => {
                     self.evicted(r.evicted, out);
@@ -414,22 +462,55 @@ impl Site {
             return; // lost in a crash meanwhile
         }
         let wf = self.wf.clone();
+        let files = self.writing(job).to_vec();
         let result = match written {
             Ok(()) => {
-                for &o in &wf.jobs[job].outputs {
+                for &o in &files {
                     self.pool.commit_write(o);
                     self.pool.keep(o);
                 }
                 Ok(())
             }
             Err(msg) => {
-                for &o in &wf.jobs[job].outputs {
+                for &o in &files {
                     self.pool.abort_write(o);
                 }
                 Err(JobFailure::Failed(msg))
             }
         };
+        // A member that ended well hands the slot to the next member.
+        if let (Ok(()), Some(k)) = (&result, self.member_at.get(&job).copied()) {
+            self.member_ended(job, k, 0, out);
+            let members = &wf.jobs[job].members;
+            if k + 1 < members.len() {
+                self.member_at.insert(job, k + 1);
+                self.ending.retain(|&j| j != job);
+                self.running.push(job);
+                let nominal = members[k + 1].runtime / (self.info.speed * self.speed_factor);
+                out.push(SiteAction::Run { job, nominal });
+                return;
+            }
+        }
         self.finish(job, result, out);
+    }
+
+    /// The outputs `job` writes as its current program ends: its current
+    /// member's, or all of a job that is one program.
+    fn writing(&self, job: JobId) -> &[FileId] {
+        let spec = &self.wf.jobs[job];
+        match self.member_at.get(&job) {
+            Some(&k) => &spec.members[k].outputs,
+            None => &spec.outputs,
+        }
+    }
+
+    fn member_ended(&self, job: JobId, member: usize, status: i32, out: &mut Vec<SiteAction>) {
+        out.push(SiteAction::Emit(Event::MemberEnded {
+            job,
+            site: self.id,
+            member,
+            status,
+        }));
     }
 
     /// A running job failed before its outputs (an input did not verify):
@@ -446,6 +527,8 @@ impl Site {
     fn finish(&mut self, job: JobId, result: Result<(), JobFailure>, out: &mut Vec<SiteAction>) {
         self.peak_used = self.peak_used.max(self.pool.used());
         self.ending.retain(|&j| j != job);
+        self.member_at.remove(&job);
+        self.exits.remove(&job);
         out.push(SiteAction::Emit(Event::JobEnded {
             job,
             site: self.id,
@@ -571,6 +654,126 @@ mod tests {
         assert_eq!(started(&out), vec![1]);
         assert!(s.pool().has(2), "o0 (file 2) written and kept");
         assert_eq!(s.jobs_run(), 3);
+    }
+
+    /// One clustered job of three members (20, 40, 60 s, each writing its
+    /// own output) on a site of speed 2 and 5 s overhead.
+    fn cluster_site(faults: crate::core::faults::FaultSpec) -> Site {
+        let files: Vec<File> = ["in", "m0", "m1", "m2"]
+            .iter()
+            .map(|n| File {
+                name: n.to_string(),
+                size: 10,
+            })
+            .collect();
+        let members = (0..3)
+            .map(|k| {
+                (
+                    format!("m{k}"),
+                    20.0 * (k + 1) as f64,
+                    vec![format!("m{k}")],
+                )
+            })
+            .collect();
+        let wf = Workflow::build(
+            files,
+            vec![JobSpec {
+                name: "cluster".into(),
+                runtime: 120.0,
+                inputs: vec!["in".into()],
+                outputs: vec!["m0".into(), "m1".into(), "m2".into()],
+                members,
+                ..Default::default()
+            }],
+        )
+        .unwrap();
+        let mut pool = Pool::new(1000, crate::policy::eviction_policy("lru", 1).unwrap());
+        pool.place_origin(0, 10).unwrap();
+        let info = SiteInfo {
+            name: "s".into(),
+            cpus: 1,
+            disk: 1000,
+            speed: 2.0,
+            overhead: 5.0,
+        };
+        let schedule = crate::core::faults::FaultSchedule::new(faults, 1);
+        Site::new(0, info, Arc::new(wf), pool, None).with_exit_faults((schedule, 3))
+    }
+
+    fn member_ends(out: &[SiteAction]) -> Vec<(usize, i32)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Emit(Event::MemberEnded { member, status, .. }) => Some((*member, *status)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_clusters_members_run_one_after_another_each_writing_its_outputs() {
+        let mut s = cluster_site(Default::default());
+        let mut out = Vec::new();
+        s.submit(0, 0, &mut out);
+        // The slot runs the first member (with the job's overhead) ...
+        assert_eq!(
+            out[1],
+            Run {
+                job: 0,
+                nominal: 20.0 / 2.0 + 5.0
+            }
+        );
+        for k in 0..3 {
+            out.clear();
+            complete(&mut s, 0, &mut out);
+            assert_eq!(member_ends(&out), [(k, 0)]);
+            assert!(
+                s.pool().has(1 + k),
+                "member {k}'s output written as it ended"
+            );
+            assert!(k == 2 || !s.pool().has(2 + k), "the next member's not yet");
+            if k < 2 {
+                // ... then each next one in the same slot, no overhead.
+                let next = 20.0 * (k + 2) as f64 / 2.0;
+                assert_eq!(
+                    out.last(),
+                    Some(&Run {
+                        job: 0,
+                        nominal: next
+                    })
+                );
+                assert!(ended(&out).is_empty());
+            }
+        }
+        assert_eq!(ended(&out), [(0, Ok(()))]);
+        assert_eq!(s.running(), 0);
+    }
+
+    #[test]
+    fn a_failing_member_stops_and_fails_its_cluster_as_seqexec_does() {
+        // The first program run at the site exits 3: the first member
+        // fails, the others never run, nothing is written.
+        let once = crate::core::faults::FaultSpec {
+            first: 1,
+            probability: 0.0,
+        };
+        let mut s = cluster_site(once);
+        let mut out = Vec::new();
+        s.submit(0, 0, &mut out);
+        out.clear();
+        assert!(s.end_run(0, &mut out).is_none());
+        assert_eq!(member_ends(&out), [(0, 3)]);
+        assert_eq!(ended(&out), [(0, Err(JobFailure::Exit(3)))]);
+        assert!((1..4).all(|f| !s.pool().has(f)));
+        assert_eq!(s.running(), 0, "the slot is free");
+        // Run again, the cluster starts over from its first member.
+        out.clear();
+        s.submit(0, 0, &mut out);
+        for k in 0..3 {
+            out.clear();
+            complete(&mut s, 0, &mut out);
+            assert_eq!(member_ends(&out), [(k, 0)]);
+        }
+        assert_eq!(ended(&out), [(0, Ok(()))]);
     }
 
     #[test]

@@ -248,6 +248,7 @@ mod tests {
                     transfers: 1,
                     exit: Some(0),
                     scripts: Vec::new(),
+                    members: Vec::new(),
                 }],
                 ..Default::default()
             }],

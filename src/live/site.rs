@@ -100,7 +100,8 @@ impl SiteActor {
             let seed = SiteConfig::load_seed(shared.seed, id);
             Load::new(model, cfg.info.cpus, seed)
         });
-        let site = Site::new(id, cfg.info.clone(), shared.workflow.clone(), pool, load);
+        let site = Site::new(id, cfg.info.clone(), shared.workflow.clone(), pool, load)
+            .with_exit_faults(cfg.faults.exit_schedule(shared.seed, id));
         SiteActor {
             cfg,
             shared,

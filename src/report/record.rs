@@ -220,6 +220,9 @@ pub struct AttemptEntry {
     /// Its DAGMan PRE and POST script runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scripts: Vec<crate::core::records::ScriptRun>,
+    /// A clustered job's members as seqexec ran them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<crate::core::records::MemberRun>,
 }
 
 /// One transfer attempt.
@@ -314,6 +317,7 @@ impl RunRecord {
                         transfers: a.transfers,
                         exit: a.exit,
                         scripts: a.scripts.clone(),
+                        members: a.members.clone(),
                     })
                     .collect(),
                 failure: r.failure.clone(),

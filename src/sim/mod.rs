@@ -242,7 +242,10 @@ impl Sim {
                 .background
                 .clone()
                 .map(|b| Load::new(b, s.info.cpus, SiteConfig::load_seed(scenario.seed, i)));
-            sites.push(Site::new(i, s.info.clone(), wf.clone(), pool, load));
+            sites.push(
+                Site::new(i, s.info.clone(), wf.clone(), pool, load)
+                    .with_exit_faults(s.faults.exit_schedule(scenario.seed, i)),
+            );
             sources.push(Source {
                 max_connections: s.max_connections,
                 latency: s.latency,

@@ -285,3 +285,112 @@ fn a_clustered_run_ends_the_same_jobs_with_fewer_submissions() {
         assert_eq!((submitted(&a), submitted(&b)), (30, 9), "{engine}");
     }
 }
+
+/// One level of six 10-s jobs in clusters of three on one 2-slot site,
+/// the site's first program run exiting 2 when `fail_first`.
+fn seqexec(fail_first: bool) -> (tempfile::TempDir, Scenario) {
+    let fault = if fail_first {
+        "[[fault]]\nkind = \"exit\"\nsite = \"grid3-01\"\nfirst = 1\nstatus = 2\n"
+    } else {
+        ""
+    };
+    common::scenario(&format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+clustering = "horizontal[size=3]"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+speed = 1
+overhead = 0
+[workflow]
+generator = "pipeline"
+levels = 1
+width = 6
+runtime = [10]
+jitter = 0
+file_size = "1 MB"
+{fault}"#
+    ))
+}
+
+/// Every clustered job's last attempt ran its members in order, one after
+/// another from the cluster's start to its program's end.
+fn assert_members_ran_in_turn(s: &Scenario, run: &gridbed::core::result::RunResult, exact: bool) {
+    assert!(run.succeeded, "{:?}", run.counts);
+    let c = s.clustering.as_ref().unwrap();
+    for (j, names) in c.members.iter().enumerate() {
+        let a = run.records.jobs[j].attempts.last().unwrap();
+        let ran: Vec<&str> = a.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(ran, names.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(a.members[0].start, a.started.unwrap());
+        // Live: the cluster's end reaches the manager a moment after its
+        // last member's.
+        let gap = a.finished.unwrap() - a.members.last().unwrap().end;
+        assert!(
+            gap.abs() < 1e-9 || (!exact && (0.0..0.5).contains(&gap)),
+            "{gap}"
+        );
+        for w in a.members.windows(2) {
+            assert_eq!(w[0].end, w[1].start, "one after another");
+        }
+        for m in &a.members {
+            assert_eq!(m.status, 0);
+            if exact {
+                assert!((m.end - m.start - 10.0).abs() < 1e-9, "{m:?}");
+            } else {
+                assert!(m.end - m.start >= 10.0 - 1e-6, "{m:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_clustered_run_records_every_members_start_and_end_in_both_engines() {
+    let (_d, s) = seqexec(false);
+    assert_eq!(s.workflow.jobs.len(), 2);
+    let sim = gridbed::sim::run(&s).unwrap().result;
+    assert_members_ran_in_turn(&s, &sim, true);
+    // Two clusters side by side, three 10-s members each.
+    assert!((sim.makespan - 30.0).abs() < 5.0, "{}", sim.makespan);
+    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+    assert_members_ran_in_turn(&s, &live, false);
+}
+
+#[test]
+fn a_members_failure_fails_its_cluster_as_seqexec_does_in_both_engines() {
+    let (_d, s) = seqexec(true);
+    let sim = gridbed::sim::run(&s).unwrap().result;
+    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+    for run in [&sim, &live] {
+        assert_members_ran_in_turn(&s, run, std::ptr::eq(run, &sim));
+        // The site's first program run was a cluster's first member: it
+        // exited 2, the rest of that cluster never ran, and the cluster
+        // ran again from its first member.
+        let failed: Vec<_> = run
+            .records
+            .jobs
+            .iter()
+            .filter(|r| r.attempts.len() == 2)
+            .collect();
+        assert_eq!(failed.len(), 1, "{:?}", run.records.jobs);
+        let first = &failed[0].attempts[0];
+        assert_eq!(first.members.len(), 1);
+        assert_eq!(first.members[0].status, 2);
+        assert_eq!(first.exit, Some(2));
+        let kinds: Vec<&str> = run.records.faults.iter().map(|f| f.fault.kind()).collect();
+        assert_eq!(kinds, ["exit"], "the fault is an event of the run");
+        assert_eq!(
+            first.outcome,
+            gridbed::core::records::Outcome::Failed(gridbed::core::JobFailure::Exit(2))
+        );
+    }
+}

@@ -29,6 +29,36 @@ impl Manager {
         }
     }
 
+    /// A member of a clustered job ended at `site`: recorded, and its
+    /// outputs, written as it ended, registered there.
+    pub(super) fn on_member_ended(&mut self, job: JobId, site: SiteId, member: usize, status: i32) {
+        if self.state[job] != JobState::Running || self.site_of[job] != site {
+            return;
+        }
+        let Some(m) = self.wf.jobs[job].members.get(member) else {
+            return;
+        };
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            let start = a
+                .members
+                .last()
+                .map(|r| r.end)
+                .or(a.started)
+                .unwrap_or(self.now);
+            a.members.push(MemberRun {
+                name: m.name.clone(),
+                start,
+                end: self.now,
+                status,
+            });
+        }
+        if status == 0 {
+            for &o in &m.outputs {
+                self.rls.register(o, site);
+            }
+        }
+    }
+
     pub(super) fn on_job_ended(
         &mut self,
         job: JobId,

@@ -51,7 +51,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::faults::Fault;
 use super::records::{
-    Attempt, EvictionRecord, FaultRecord, JobRecord, Outcome, Records, ScriptRun, TransferRecord,
+    Attempt, EvictionRecord, FaultRecord, JobRecord, MemberRun, Outcome, Records, ScriptRun,
+    TransferRecord,
 };
 use super::seams::{GridView, SiteSelector};
 use super::window::IdWindow;
@@ -560,6 +561,12 @@ impl Manager {
             Event::TransferDone { id, result } => self.on_transfer_done(id, result, out),
             Event::JobStarted { job, site } => self.on_job_started(job, site),
             Event::JobEnded { job, site, result } => self.on_job_ended(job, site, result, out),
+            Event::MemberEnded {
+                job,
+                site,
+                member,
+                status,
+            } => self.on_member_ended(job, site, member, status),
             Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => {

@@ -80,6 +80,7 @@ impl Manager {
             transfers: 0,
             exit: None,
             scripts: Vec::new(),
+            members: Vec::new(),
         });
         out.push(Command::Pin { job, site });
         let mut pending = VecDeque::new();

@@ -897,6 +897,7 @@ fn dag_world(n: usize, with_final: bool, set: impl FnOnce(&mut NodeSettings)) ->
             position: None,
             transformation: None,
             label: None,
+            members: Vec::new(),
         });
     }
     let specs = jobs

@@ -1,7 +1,10 @@
 //! Pegasus job clustering (seed 004, §11.2.1), applied to a workflow before
 //! planning: many small jobs become fewer clustered jobs, each run by
-//! `seqexec` — its members one after another on one slot, the cluster failing
-//! as a unit if one fails.
+//! `seqexec` — its members one after another on one slot, each writing its
+//! outputs as it ends and recorded on its own; the first member to fail
+//! stops the cluster and fails it (Pegasus's default,
+//! `pegasus.clusterer.job.aggregator.seqexec.firstjobfail = true`). The site
+//! state machine runs the members ([`crate::core::site`]).
 //!
 //! * `horizontal[size=N]` / `horizontal[num=N]` ([`horizontal`]): per level
 //!   (the *longest* distance from a root) and transformation, clusters of N
@@ -263,6 +266,25 @@ fn merge(
         parents.sort_unstable();
         parents.dedup();
         let first = &wf.jobs[m[0]];
+        // seqexec's programs: each member, or the members of a member that
+        // an earlier technique clustered.
+        let names = |fs: &[usize]| -> Vec<String> {
+            fs.iter().map(|&f| wf.files[f].name.clone()).collect()
+        };
+        let programs: Vec<(String, f64, Vec<String>)> = m
+            .iter()
+            .flat_map(|&j| {
+                let job = &wf.jobs[j];
+                if job.members.is_empty() {
+                    vec![(job.name.clone(), job.runtime, names(&job.outputs))]
+                } else {
+                    job.members
+                        .iter()
+                        .map(|x| (x.name.clone(), x.runtime, names(&x.outputs)))
+                        .collect()
+                }
+            })
+            .collect();
         specs.push(JobSpec {
             name: name(g),
             runtime: m.iter().map(|&j| wf.jobs[j].runtime).sum(),
@@ -272,6 +294,11 @@ fn merge(
             position: (m.len() == 1).then_some(first.position).flatten(),
             transformation: first.transformation.clone(),
             label: first.label.clone(),
+            members: if programs.len() > 1 {
+                programs
+            } else {
+                Vec::new()
+            },
         });
     }
     let files: Vec<File> = wf.files.clone();

@@ -417,6 +417,7 @@ pub fn parse(
                     .unwrap_or_else(|| transformation_of(&t.name)),
             ),
             label: None,
+            members: Vec::new(),
         });
     }
     if missing_runtime > 0 {

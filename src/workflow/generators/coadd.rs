@@ -176,6 +176,7 @@ impl Coadd {
                         position: Some([i as u32, j as u32, f as u32]),
                         transformation: Some("coadd".into()),
                         label: None,
+                        members: Vec::new(),
                     });
                 }
             }

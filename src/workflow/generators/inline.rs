@@ -91,6 +91,7 @@ impl Inline {
                     position: None,
                     transformation: j.transformation.clone(),
                     label: j.label.clone(),
+                    members: Vec::new(),
                 }
             })
             .collect();

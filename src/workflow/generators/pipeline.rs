@@ -124,6 +124,7 @@ impl Pipeline {
                     position: None,
                     transformation: Some(format!("P{}", l + 1)),
                     label: None,
+                    members: Vec::new(),
                 });
             }
         }

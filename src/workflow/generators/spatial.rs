@@ -126,6 +126,7 @@ impl Spatial {
                         position: Some([r as u32, d as u32, f as u32]),
                         transformation: Some("coadd".into()),
                         label: None,
+                        members: Vec::new(),
                     });
                 }
             }
