@@ -45,6 +45,10 @@ pub struct Job {
     /// A clustered job's members, in the order `seqexec` runs them one
     /// after another in its slot (empty: the job is one program).
     pub members: Vec<Member>,
+    /// The execution site its workflow file records (a trace's machine),
+    /// when known before planning: clustering groups per site, as Pegasus
+    /// clusters after its site selection.
+    pub site: Option<String>,
 }
 
 /// One program of a clustered job (seed 004: Pegasus's `seqexec`).
@@ -161,6 +165,8 @@ pub struct JobSpec {
     pub label: Option<String>,
     /// A clustered job's members in seqexec order: (name, runtime, outputs).
     pub members: Vec<(String, f64, Vec<String>)>,
+    /// The execution site its file records, if any.
+    pub site: Option<String>,
 }
 
 impl Workflow {
@@ -228,6 +234,7 @@ impl Workflow {
                         })
                     })
                     .collect::<Result<_, DagError>>()?,
+                site: j.site.clone(),
             });
         }
         drop(file_ids);

@@ -394,3 +394,55 @@ fn a_members_failure_fails_its_cluster_as_seqexec_does_in_both_engines() {
         );
     }
 }
+
+#[test]
+fn jobs_are_grouped_per_execution_site_where_the_file_records_one() {
+    // Four tasks of one level and program; a trace ran two on each machine.
+    let task = |i: usize| {
+        format!(
+            r#"{{"name": "t_{i}", "id": "t_{i}", "category": "t", "parents": [], "children": []}}"#
+        )
+    };
+    let run = |i: usize, m: &str| {
+        format!(r#"{{"id": "t_{i}", "runtimeInSeconds": 5, "machines": ["{m}"]}}"#)
+    };
+    let tasks: Vec<String> = (0..4).map(task).collect();
+    let runs: Vec<String> = ["m1", "m2", "m1", "m2"]
+        .iter()
+        .enumerate()
+        .map(|(i, m)| run(i, m))
+        .collect();
+    let instance = format!(
+        r#"{{"name": "w", "schemaVersion": "1.5", "workflow": {{
+            "specification": {{"tasks": [{}], "files": []}},
+            "execution": {{"makespanInSeconds": 10, "executedAt": "2026-01-01T00:00:00Z",
+                           "tasks": [{}]}}}}}}"#,
+        tasks.join(","),
+        runs.join(",")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.json"), instance).unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+clustering = "horizontal[size=4]"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+[workflow]
+file = "w.json"
+"#;
+    let s = common::load(&common::write_testbed(dir.path(), "t.toml", body));
+    let members: BTreeSet<Vec<String>> = s.clustering.unwrap().members.into_iter().collect();
+    let want: BTreeSet<Vec<String>> = [["t_0", "t_2"], ["t_1", "t_3"]]
+        .iter()
+        .map(|v| v.iter().map(|s| s.to_string()).collect())
+        .collect();
+    assert_eq!(members, want, "one cluster per machine, not one of four");
+    let sites: BTreeSet<Option<&str>> = s.workflow.jobs.iter().map(|j| j.site.as_deref()).collect();
+    assert_eq!(sites, BTreeSet::from([Some("m1"), Some("m2")]));
+}

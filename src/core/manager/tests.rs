@@ -898,6 +898,7 @@ fn dag_world(n: usize, with_final: bool, set: impl FnOnce(&mut NodeSettings)) ->
             transformation: None,
             label: None,
             members: Vec::new(),
+            site: None,
         });
     }
     let specs = jobs

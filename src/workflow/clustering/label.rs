@@ -8,15 +8,15 @@ use std::collections::HashMap;
 
 use crate::core::Workflow;
 
-/// One group per label (in order of first appearance), and one per
-/// unlabelled job.
+/// One group per label and execution site where known (in order of first
+/// appearance), and one per unlabelled job.
 pub fn groups(wf: &Workflow) -> Vec<Vec<usize>> {
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut index: HashMap<(&str, Option<&str>), usize> = HashMap::new();
     let mut out: Vec<Vec<usize>> = Vec::new();
     for (j, job) in wf.jobs.iter().enumerate() {
         match job.label.as_deref() {
             Some(l) => {
-                let g = *index.entry(l).or_insert_with(|| {
+                let g = *index.entry((l, job.site.as_deref())).or_insert_with(|| {
                     out.push(Vec::new());
                     out.len() - 1
                 });

@@ -18,8 +18,11 @@
 //! * A comma-separated list applies them one after the other (recursive
 //!   clustering), e.g. `label,horizontal[size=2]`.
 //!
-//! The paper groups per execution site too; gridbed clusters before a site
-//! is chosen, so a cluster's site is chosen for the whole cluster. The
+//! The paper groups per execution site too, after Pegasus's site selection;
+//! gridbed clusters before its manager chooses sites, so it groups per site
+//! where the workflow file already records one (a trace's machines,
+//! [`crate::core::Job::site`]), and otherwise a cluster's site is chosen for
+//! the whole cluster. The
 //! parameters apply to every transformation alike (the paper's profiles per
 //! transformation and site are not modelled). A cluster of one job is the job.
 
@@ -174,17 +177,20 @@ pub fn levels(wf: &Workflow) -> Vec<usize> {
     level
 }
 
-/// Jobs grouped per (level, transformation), groups and members in job order.
+/// Jobs grouped per (level, transformation, execution site where known),
+/// groups and members in job order.
 fn level_groups(wf: &Workflow) -> Vec<Vec<usize>> {
     let level = levels(wf);
-    let mut index: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut index: HashMap<(usize, &str, Option<&str>), usize> = HashMap::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (j, job) in wf.jobs.iter().enumerate() {
         let tx = job.transformation.as_deref().unwrap_or("");
-        let g = *index.entry((level[j], tx)).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
+        let g = *index
+            .entry((level[j], tx, job.site.as_deref()))
+            .or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
         groups[g].push(j);
     }
     groups
@@ -299,6 +305,7 @@ fn merge(
             } else {
                 Vec::new()
             },
+            site: first.site.clone(),
         });
     }
     let files: Vec<File> = wf.files.clone();

@@ -62,6 +62,8 @@ struct Task {
     #[serde(rename = "outputFiles", default)]
     output_files: Vec<String>,
     category: Option<String>,
+    /// The machine it ran on (1.0–1.4 traces).
+    machine: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +103,8 @@ struct ExecTask {
     #[serde(rename = "runtimeInSeconds")]
     runtime_in_seconds: Option<f64>,
     runtime: Option<f64>,
+    #[serde(default)]
+    machines: Vec<String>,
 }
 
 /// The program of a task without a `category`: its name less a trailing
@@ -237,12 +241,16 @@ pub fn parse(
     let wf = doc.workflow;
     let (mut tasks, spec_files, runtimes) = match (wf.specification, wf.tasks.or(wf.jobs)) {
         (Some(spec), _) => {
-            let runtimes: HashMap<String, f64> = wf
+            // Each executed task's runtime and the machine it ran on.
+            let runtimes: HashMap<String, (Option<f64>, Option<String>)> = wf
                 .execution
                 .map(|e| e.tasks)
                 .unwrap_or_default()
                 .into_iter()
-                .filter_map(|t| Some((t.id, t.runtime_in_seconds.or(t.runtime)?)))
+                .map(|t| {
+                    let machine = t.machines.into_iter().next();
+                    (t.id, (t.runtime_in_seconds.or(t.runtime), machine))
+                })
                 .collect();
             (spec.tasks, Some(spec.files), runtimes)
         }
@@ -389,11 +397,18 @@ pub fn parse(
             continue;
         }
         let t = &tasks[i];
+        let executed =
+            t.id.as_ref()
+                .and_then(|id| runtimes.get(id))
+                .or_else(|| runtimes.get(&t.name));
         let runtime = t
             .runtime_in_seconds
             .or(t.runtime)
-            .or_else(|| t.id.as_ref().and_then(|id| runtimes.get(id)).copied())
-            .or_else(|| runtimes.get(&t.name).copied());
+            .or_else(|| executed.and_then(|e| e.0));
+        let site = t
+            .machine
+            .clone()
+            .or_else(|| executed.and_then(|e| e.1.clone()));
         let runtime = runtime.unwrap_or_else(|| {
             missing_runtime += 1;
             opts.default_runtime
@@ -418,6 +433,7 @@ pub fn parse(
             ),
             label: None,
             members: Vec::new(),
+            site,
         });
     }
     if missing_runtime > 0 {

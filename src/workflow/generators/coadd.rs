@@ -177,6 +177,7 @@ impl Coadd {
                         transformation: Some("coadd".into()),
                         label: None,
                         members: Vec::new(),
+                        site: None,
                     });
                 }
             }

@@ -92,6 +92,7 @@ impl Inline {
                     transformation: j.transformation.clone(),
                     label: j.label.clone(),
                     members: Vec::new(),
+                    site: None,
                 }
             })
             .collect();

@@ -125,6 +125,7 @@ impl Pipeline {
                     transformation: Some(format!("P{}", l + 1)),
                     label: None,
                     members: Vec::new(),
+                    site: None,
                 });
             }
         }

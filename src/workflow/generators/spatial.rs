@@ -127,6 +127,7 @@ impl Spatial {
                         transformation: Some("coadd".into()),
                         label: None,
                         members: Vec::new(),
+                        site: None,
                     });
                 }
             }
