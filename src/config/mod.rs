@@ -363,6 +363,8 @@ pub(crate) struct TestbedFile<W> {
     fault: Vec<Spanned<faults::FaultFile>>,
     /// Pegasus job clustering, e.g. `horizontal[size=4]`.
     clustering: Option<Spanned<String>>,
+    /// Pegasus's auxiliary jobs (create-dir, stage-in/out, registration).
+    planner: Option<Spanned<workflow::PlannerFile>>,
     workflow: Spanned<W>,
 }
 

@@ -101,7 +101,58 @@ pub(super) fn resolve(
             (clustered, Some(map))
         }
     };
-    Ok((workflow, source, clustering))
+    // Pegasus adds its auxiliary jobs after clustering them.
+    let Some(planner) = &tb.planner else {
+        return Ok((workflow, source, clustering));
+    };
+    let at = |m: String| src.error(Some(planner.span()), Some("planner".into()), m);
+    let planned = crate::workflow::planner::apply(&workflow, &planner.get_ref().settings())
+        .map_err(|e| at(format!("the planner's jobs make an invalid workflow: {e}")))?;
+    // A clustered job keeps its members; the planner's jobs are their own.
+    let clustering = clustering.map(|c| {
+        let index: std::collections::HashMap<&str, usize> = workflow
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| (job.name.as_str(), j))
+            .collect();
+        Clustering {
+            members: planned
+                .jobs
+                .iter()
+                .map(|job| match index.get(job.name.as_str()) {
+                    Some(&j) => c.members[j].clone(),
+                    None => vec![job.name.clone()],
+                })
+                .collect(),
+        }
+    });
+    Ok((planned, source, clustering))
+}
+
+/// `[planner]`: the auxiliary jobs Pegasus's planner adds
+/// ([`crate::workflow::planner`]); every field defaults to Pegasus's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PlannerFile {
+    create_dir: Option<bool>,
+    stagein_clusters: Option<usize>,
+    stageout_clusters: Option<usize>,
+    register: Option<bool>,
+    runtime: Option<super::Seconds>,
+}
+
+impl PlannerFile {
+    fn settings(&self) -> crate::workflow::planner::Planner {
+        let d = crate::workflow::planner::Planner::default();
+        crate::workflow::planner::Planner {
+            create_dir: self.create_dir.unwrap_or(d.create_dir),
+            stagein_clusters: self.stagein_clusters.unwrap_or(d.stagein_clusters),
+            stageout_clusters: self.stageout_clusters.unwrap_or(d.stageout_clusters),
+            register: self.register.unwrap_or(d.register),
+            runtime: self.runtime.as_ref().map_or(d.runtime, |s| s.0),
+        }
+    }
 }
 
 /// Reads the generator name first, then the whole testbed with that
@@ -161,6 +212,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             site: tb.site,
             fault: tb.fault,
             clustering: tb.clustering,
+            planner: tb.planner,
         }
     }
     match generator.get_ref().as_str() {

@@ -5,5 +5,6 @@
 pub mod clustering;
 pub mod formats;
 pub mod generators;
+pub mod planner;
 
 pub use generators::WorkflowSpec;

@@ -446,3 +446,64 @@ file = "w.json"
     let sites: BTreeSet<Option<&str>> = s.workflow.jobs.iter().map(|j| j.site.as_deref()).collect();
     assert_eq!(sites, BTreeSet::from([Some("m1"), Some("m2")]));
 }
+
+#[test]
+fn the_planner_adds_pegasus_auxiliary_jobs_after_clustering_and_they_run() {
+    let (_d, plain) = pipeline(Some("horizontal[size=5]"));
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+clustering = "horizontal[size=5]"
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[planner]
+stageout_clusters = 1
+runtime = 3
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 4
+[workflow]
+generator = "pipeline"
+levels = 3
+width = 10
+runtime = [100, 50, 20]
+jitter = 0
+file_size = "1 MB"
+"#;
+    let s = common::load(&common::write_testbed(dir.path(), "t.toml", body));
+    // Two clusters a level; create-dir, two stage-ins for each level that
+    // reads workflow inputs first (levels 0 and 1: the generator's shared
+    // data), one stage-out and one registration for the last level's
+    // outputs.
+    assert_eq!(plain.workflow.jobs.len(), 6);
+    let names: Vec<&str> = s.workflow.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(s.workflow.jobs.len(), 6 + 1 + 4 + 1 + 1, "{names:?}");
+    let c = s.clustering.as_ref().unwrap();
+    assert_eq!(c.members.len(), s.workflow.jobs.len());
+    assert_eq!(c.clusters(), 6, "the clusters keep their members");
+    let run = gridbed::sim::run(&s).unwrap().result;
+    assert!(run.succeeded, "{:?}", run.counts);
+    let end = |n: &str| {
+        let j = s
+            .workflow
+            .jobs
+            .iter()
+            .position(|j| j.name.starts_with(n))
+            .unwrap();
+        run.records.jobs[j].attempts[0].ended.unwrap()
+    };
+    assert!(end("register_2_0") >= end("stage_out_2_0") + 3.0);
+    // A field the planner does not know is an error at its line.
+    let bad = body.replace("runtime = 3", "runtime = 3\nstage_in = 2");
+    let e = gridbed::config::load(
+        &common::write_testbed(dir.path(), "b.toml", &bad),
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("b.toml:11") && e.contains("stage_in"), "{e}");
+}

@@ -18,5 +18,11 @@ for pair in "2mass-005d 2mass-02d" "2mass-025d 2mass-04d" "dss-05d dss-15d"; do
   echo "## $1 + $2 (default: job_start_delay, negotiator_interval, postscript_overhead)"
   $G calibrate "$small" "$large" --testbed $T --out /dev/null
 done
+echo "## with Pegasus's auxiliary jobs ([planner]): job_start_delay fitted on the small run"
+for pair in "2mass-005d 2mass-02d" "2mass-025d 2mass-04d" "dss-05d dss-15d"; do
+  set -- $pair
+  $G calibrate "$R/montage-chameleon-$1-001.json" --predict "$R/montage-chameleon-$2-001.json" \
+    --testbed testbeds/traces/chameleon-planner.toml --out /dev/null
+done
 echo "## all six with HTCondor's defaults, nothing fitted"
 for f in "$R"/montage-chameleon-*.json; do $G validate $T --trace "$f" | sed -n 3p; done
