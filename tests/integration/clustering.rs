@@ -507,3 +507,63 @@ file_size = "1 MB"
     .to_string();
     assert!(e.contains("b.toml:11") && e.contains("stage_in"), "{e}");
 }
+
+/// Two levels of 200 five-second jobs on 4 sites of 8 CPUs, each charging
+/// `overhead` seconds a job; clustered by `spec`. The makespan.
+fn short_jobs_makespan(overhead: f64, spec: Option<&str>) -> f64 {
+    let clustering = spec
+        .map(|s| format!("clustering = \"{s}\"\n"))
+        .unwrap_or_default();
+    let sites: String = (1..=4)
+        .map(|i| {
+            format!(
+                "[[site]]\nname = \"grid3-0{i}\"\ncpus = 8\noverhead = {overhead}\nstream_cap = \"unlimited\"\n"
+            )
+        })
+        .collect();
+    let (_d, s) = common::scenario(&format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+{clustering}[emulation]
+time_scale = 100
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+maxpre = 0
+[[site]]
+name = "submit-host"
+stream_cap = "unlimited"
+{sites}[workflow]
+generator = "pipeline"
+levels = 2
+width = 200
+runtime = [5, 5]
+jitter = 0
+file_size = "1 kB"
+"#
+    ));
+    let run = gridbed::sim::run(&s).unwrap().result;
+    assert!(run.succeeded, "{:?}", run.counts);
+    run.makespan
+}
+
+/// Seed 004's premise: "the overhead of running any job on the grid is
+/// usually 60 seconds or more. Hence, it makes sense to cluster small
+/// independent jobs" — and, when jobs cost nothing, it does not.
+#[test]
+fn clustering_pays_when_jobs_cost_60_s_and_not_when_they_are_free() {
+    let (none, clustered) = (
+        short_jobs_makespan(60.0, None),
+        short_jobs_makespan(60.0, Some("horizontal[size=8]")),
+    );
+    assert!(
+        clustered < 0.5 * none,
+        "60 s overhead: {clustered} vs {none}"
+    );
+    let (none, clustered) = (
+        short_jobs_makespan(0.0, None),
+        short_jobs_makespan(0.0, Some("horizontal[size=8]")),
+    );
+    assert!(clustered > none, "no overhead: {clustered} vs {none}");
+}

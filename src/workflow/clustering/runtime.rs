@@ -63,7 +63,8 @@ pub fn by_num(wf: &Workflow, groups: &[Vec<usize>], num: usize) -> Vec<Vec<usize
                 heap.push(Reverse((sum + add, b)));
             }
         }
-        out.extend(bins);
+        // Jobs of no runtime all go to the first bin: others may stay empty.
+        out.extend(bins.into_iter().filter(|b| !b.is_empty()));
     }
     out
 }
@@ -105,5 +106,9 @@ mod tests {
         // Decreasing: 50, 40, 30 open the three bins; 20 goes to the
         // shortest (30), 10 to the next shortest (40): 50, 50, 50.
         assert_eq!(by_num(&w, &all, 3), [vec![1], vec![3, 0], vec![4, 2]]);
+        // Jobs of no runtime leave bins empty: those are not clusters.
+        let w = wf(&[0.0, 0.0, 0.0]);
+        let all = vec![(0..3).collect::<Vec<_>>()];
+        assert_eq!(by_num(&w, &all, 2), [vec![0, 1, 2]]);
     }
 }
