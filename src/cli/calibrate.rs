@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::CliError;
+use super::{CliError, write_json};
 use crate::calibrate::{self, Fit, Knob, Prediction, Trace};
 
 /// `gridbed calibrate`'s arguments.
@@ -136,9 +136,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
         None => say!("\n{table}"),
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&fit).map_err(CliError::failed)?;
-        std::fs::write(path, text)
-            .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+        write_json(path, &fit)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -183,9 +181,7 @@ pub(super) fn validate_trace(
         );
     }
     if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&p).map_err(CliError::failed)?;
-        std::fs::write(path, text)
-            .map_err(|e| CliError::failed(format!("{}: {e}", path.display())))?;
+        write_json(path, &p)?;
     }
     Ok(ExitCode::SUCCESS)
 }

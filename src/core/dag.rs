@@ -362,6 +362,35 @@ impl Workflow {
         seen
     }
 
+    /// Job `j` as a builder writes it, references by name: the inverse of
+    /// [`Workflow::build`], for transforms that add jobs or edges.
+    pub fn spec(&self, j: JobId) -> JobSpec {
+        let names = |fs: &[FileId]| -> Vec<String> {
+            fs.iter().map(|&f| self.files[f].name.clone()).collect()
+        };
+        let job = &self.jobs[j];
+        JobSpec {
+            name: job.name.clone(),
+            runtime: job.runtime,
+            inputs: names(&job.inputs),
+            outputs: names(&job.outputs),
+            parents: job
+                .parents
+                .iter()
+                .map(|&p| self.jobs[p].name.clone())
+                .collect(),
+            position: job.position,
+            transformation: job.transformation.clone(),
+            label: job.label.clone(),
+            members: job
+                .members
+                .iter()
+                .map(|m| (m.name.clone(), m.runtime, names(&m.outputs)))
+                .collect(),
+            site: job.site.clone(),
+        }
+    }
+
     /// Files no job writes: they must be placed on a site before the run.
     pub fn inputs(&self) -> impl Iterator<Item = FileId> + '_ {
         (0..self.files.len()).filter(|&f| self.producer[f].is_none())

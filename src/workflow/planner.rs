@@ -61,37 +61,7 @@ pub fn apply(wf: &Workflow, p: &Planner) -> Result<Workflow, DagError> {
     let level = super::clustering::levels(wf);
     let depth = level.iter().max().map_or(0, |l| l + 1);
     let name = |j: usize| wf.jobs[j].name.clone();
-    let mut specs: Vec<JobSpec> = wf
-        .jobs
-        .iter()
-        .map(|j| JobSpec {
-            name: j.name.clone(),
-            runtime: j.runtime,
-            inputs: j.inputs.iter().map(|&f| wf.files[f].name.clone()).collect(),
-            outputs: j
-                .outputs
-                .iter()
-                .map(|&f| wf.files[f].name.clone())
-                .collect(),
-            parents: j.parents.iter().map(|&q| name(q)).collect(),
-            position: j.position,
-            transformation: j.transformation.clone(),
-            label: j.label.clone(),
-            members: j
-                .members
-                .iter()
-                .map(|m| {
-                    let outs = m
-                        .outputs
-                        .iter()
-                        .map(|&f| wf.files[f].name.clone())
-                        .collect();
-                    (m.name.clone(), m.runtime, outs)
-                })
-                .collect(),
-            site: j.site.clone(),
-        })
-        .collect();
+    let mut specs: Vec<JobSpec> = (0..wf.jobs.len()).map(|j| wf.spec(j)).collect();
     let aux = |name: String, program: &str, parents: Vec<String>| JobSpec {
         name,
         runtime: p.runtime,

@@ -886,30 +886,15 @@ fn per_job_latencies_are_drawn_from_their_distribution() {
 /// with no edges as the FINAL node; one site of 4 slots, the DAG's settings
 /// as `set` makes them.
 fn dag_world(n: usize, with_final: bool, set: impl FnOnce(&mut NodeSettings)) -> World {
-    let mut jobs = dataless(n, 10.0, true).jobs;
+    let chain = dataless(n, 10.0, true);
+    let mut specs: Vec<JobSpec> = (0..n).map(|j| chain.spec(j)).collect();
     if with_final {
-        jobs.push(crate::core::Job {
+        specs.push(JobSpec {
             name: "final".into(),
             runtime: 10.0,
-            inputs: vec![],
-            outputs: vec![],
-            parents: vec![],
-            position: None,
-            transformation: None,
-            label: None,
-            members: Vec::new(),
-            site: None,
+            ..Default::default()
         });
     }
-    let specs = jobs
-        .iter()
-        .map(|j| JobSpec {
-            name: j.name.clone(),
-            runtime: j.runtime,
-            parents: j.parents.iter().map(|&p| jobs[p].name.clone()).collect(),
-            ..Default::default()
-        })
-        .collect();
     let settings = ManagerSettings {
         prescript_interval: 0.0,
         maxpre: 0,

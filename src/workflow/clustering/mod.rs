@@ -274,20 +274,14 @@ fn merge(
         let first = &wf.jobs[m[0]];
         // seqexec's programs: each member, or the members of a member that
         // an earlier technique clustered.
-        let names = |fs: &[usize]| -> Vec<String> {
-            fs.iter().map(|&f| wf.files[f].name.clone()).collect()
-        };
         let programs: Vec<(String, f64, Vec<String>)> = m
             .iter()
             .flat_map(|&j| {
-                let job = &wf.jobs[j];
-                if job.members.is_empty() {
-                    vec![(job.name.clone(), job.runtime, names(&job.outputs))]
+                let spec = wf.spec(j);
+                if spec.members.is_empty() {
+                    vec![(spec.name, spec.runtime, spec.outputs)]
                 } else {
-                    job.members
-                        .iter()
-                        .map(|x| (x.name.clone(), x.runtime, names(&x.outputs)))
-                        .collect()
+                    spec.members
                 }
             })
             .collect();

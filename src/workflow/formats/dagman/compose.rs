@@ -181,6 +181,7 @@ fn flatten_piece(
             .join(n.subdag.as_deref().unwrap_or_default());
         let sfile = read_file(&spath, err)?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
+        let inner = out.nodes.len();
         let piece = flatten_piece(
             sfile,
             &spath,
@@ -202,9 +203,11 @@ fn flatten_piece(
                     pre: Some(pre),
                     ..Default::default()
                 };
-                for r in &piece.roots {
-                    let j = out.nodes.iter().position(|x| &x.name == r).unwrap_or(0);
-                    out.parents[j].push(entry.name.clone());
+                // The sub-DAG's roots: its nodes without parents.
+                for j in inner..out.nodes.len() {
+                    if out.parents[j].is_empty() {
+                        out.parents[j].push(entry.name.clone());
+                    }
                 }
                 let entry_name = entry.name.clone();
                 out.nodes.push(entry);
