@@ -431,12 +431,14 @@ fn write_outputs(
 ) -> Result<(), CliError> {
     write_trace(out.trace.as_deref(), &run.records)?;
     if let Some(path) = &out.wfformat {
+        let ids = crate::report::wfinstance::ids(scenario);
         let doc = crate::report::wfinstance::instance(
             scenario,
             &run.records,
             run.engine,
             run.makespan,
             epoch,
+            &ids,
         );
         write_json(path, &doc)?;
         say!("WfCommons instance written to {}", path.display());

@@ -21,59 +21,144 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::config::Scenario;
 use crate::core::records::{Outcome, Records};
 use crate::workflow::formats::wfformat::{RUNTIME_SYSTEM, escape_id};
-
-fn task_id(name: &str) -> String {
-    escape_id(name, "")
-}
-
-fn file_id(name: &str) -> String {
-    escape_id(name, "/:")
-}
 
 fn timestamp(epoch: SystemTime, t: f64) -> String {
     let at = epoch + Duration::from_secs_f64(t.max(0.0));
     humantime::format_rfc3339_micros(at).to_string()
 }
 
-/// The run as a WfFormat 1.5 instance.
-pub fn instance(
-    scenario: &Scenario,
+/// A WfFormat 1.5 instance, serialised as it is built: names are borrowed
+/// and every id escaped once.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Instance<'a> {
+    name: &'a str,
+    description: String,
+    created_at: String,
+    schema_version: &'static str,
+    runtime_system: RuntimeSystem,
+    workflow: WorkflowOut<'a>,
+}
+
+#[derive(Serialize)]
+struct RuntimeSystem {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct WorkflowOut<'a> {
+    specification: Specification<'a>,
+    execution: Execution<'a>,
+}
+
+#[derive(Serialize)]
+struct Specification<'a> {
+    tasks: Vec<SpecTask<'a>>,
+    files: Vec<SpecFile<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecTask<'a> {
+    name: &'a str,
+    id: &'a str,
+    parents: Vec<&'a str>,
+    children: Vec<&'a str>,
+    input_files: Vec<&'a str>,
+    output_files: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecFile<'a> {
+    id: &'a str,
+    size_in_bytes: u64,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution<'a> {
+    makespan_in_seconds: f64,
+    executed_at: String,
+    tasks: Vec<ExecTask<'a>>,
+    machines: Vec<Machine<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecTask<'a> {
+    id: &'a str,
+    runtime_in_seconds: f64,
+    executed_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<Command<'a>>,
+    core_count: u32,
+    read_bytes: u64,
+    written_bytes: u64,
+    machines: [&'a str; 1],
+}
+
+#[derive(Serialize)]
+struct Command<'a> {
+    program: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Machine<'a> {
+    node_name: &'a str,
+    cpu: Cpu,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Cpu {
+    core_count: usize,
+}
+
+/// The run as a WfFormat 1.5 instance; `ids` and `file_ids` are the
+/// escaped ids of [`ids`].
+pub fn instance<'a>(
+    scenario: &'a Scenario,
     records: &Records,
     engine: &str,
     makespan: f64,
     epoch: SystemTime,
-) -> Value {
+    (ids, file_ids): &'a (Vec<String>, Vec<String>),
+) -> Instance<'a> {
     let wf = &scenario.workflow;
-    let ids: Vec<String> = wf.jobs.iter().map(|j| task_id(&j.name)).collect();
     let files =
-        |fs: &[usize]| -> Vec<String> { fs.iter().map(|&f| file_id(&wf.files[f].name)).collect() };
-    let tasks: Vec<Value> = wf
+        |fs: &[usize]| -> Vec<&'a str> { fs.iter().map(|&f| file_ids[f].as_str()).collect() };
+    let tasks = wf
         .jobs
         .iter()
         .enumerate()
-        .map(|(j, job)| {
-            json!({
-                "name": job.name,
-                "id": ids[j],
-                "parents": job.parents.iter().map(|&p| &ids[p]).collect::<Vec<_>>(),
-                "children": wf.children[j].iter().map(|&c| &ids[c]).collect::<Vec<_>>(),
-                "inputFiles": files(&job.inputs),
-                "outputFiles": files(&job.outputs),
-            })
+        .map(|(j, job)| SpecTask {
+            name: &job.name,
+            id: &ids[j],
+            parents: job.parents.iter().map(|&p| ids[p].as_str()).collect(),
+            children: wf.children[j].iter().map(|&c| ids[c].as_str()).collect(),
+            input_files: files(&job.inputs),
+            output_files: files(&job.outputs),
         })
         .collect();
-    let spec_files: Vec<Value> = wf
+    let spec_files = wf
         .files
         .iter()
-        .map(|f| json!({"id": file_id(&f.name), "sizeInBytes": f.size}))
+        .zip(file_ids)
+        .map(|(f, id)| SpecFile {
+            id,
+            size_in_bytes: f.size,
+        })
         .collect();
     let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
-    let executed: Vec<Value> = records
+    let executed = records
         .jobs
         .iter()
         .enumerate()
@@ -85,44 +170,65 @@ pub fn instance(
                 .find(|a| a.outcome == Outcome::Ended)?;
             let (start, end) = (a.started?, a.finished?);
             let job = &wf.jobs[j];
-            let mut task = json!({
-                "id": ids[j],
-                "runtimeInSeconds": end - start,
-                "executedAt": timestamp(epoch, start),
-                "coreCount": 1,
-                "readBytes": bytes(&job.inputs),
-                "writtenBytes": bytes(&job.outputs),
-                "machines": [scenario.sites[a.site].info.name],
-            });
-            if let Some(program) = &job.transformation {
-                task["command"] = json!({ "program": program });
-            }
-            Some(task)
+            Some(ExecTask {
+                id: &ids[j],
+                runtime_in_seconds: end - start,
+                executed_at: timestamp(epoch, start),
+                command: job
+                    .transformation
+                    .as_deref()
+                    .map(|program| Command { program }),
+                core_count: 1,
+                read_bytes: bytes(&job.inputs),
+                written_bytes: bytes(&job.outputs),
+                machines: [&scenario.sites[a.site].info.name],
+            })
         })
         .collect();
-    let machines: Vec<Value> = scenario
+    let machines = scenario
         .sites
         .iter()
         .filter(|s| s.info.cpus > 0)
-        .map(|s| json!({"nodeName": s.info.name, "cpu": {"coreCount": s.info.cpus}}))
+        .map(|s| Machine {
+            node_name: &s.info.name,
+            cpu: Cpu {
+                core_count: s.info.cpus,
+            },
+        })
         .collect();
-    json!({
-        "name": scenario.name,
-        "description": format!(
+    Instance {
+        name: &scenario.name,
+        description: format!(
             "a gridbed {engine} run of testbed `{}` (site selector {}, seed {})",
             scenario.name, scenario.strategy, scenario.seed
         ),
-        "createdAt": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        "schemaVersion": "1.5",
-        "runtimeSystem": {"name": RUNTIME_SYSTEM, "version": env!("CARGO_PKG_VERSION")},
-        "workflow": {
-            "specification": {"tasks": tasks, "files": spec_files},
-            "execution": {
-                "makespanInSeconds": makespan,
-                "executedAt": timestamp(epoch, 0.0),
-                "tasks": executed,
-                "machines": machines,
+        created_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        schema_version: "1.5",
+        runtime_system: RuntimeSystem {
+            name: RUNTIME_SYSTEM,
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        workflow: WorkflowOut {
+            specification: Specification {
+                tasks,
+                files: spec_files,
+            },
+            execution: Execution {
+                makespan_in_seconds: makespan,
+                executed_at: timestamp(epoch, 0.0),
+                tasks: executed,
+                machines,
             },
         },
-    })
+    }
+}
+
+/// The WfFormat ids of `scenario`'s jobs and files (escaped where WfFormat
+/// forbids a byte), for [`instance`] to borrow.
+pub fn ids(scenario: &Scenario) -> (Vec<String>, Vec<String>) {
+    let wf = &scenario.workflow;
+    (
+        wf.jobs.iter().map(|j| escape_id(&j.name, "")).collect(),
+        wf.files.iter().map(|f| escape_id(&f.name, "/:")).collect(),
+    )
 }
