@@ -347,7 +347,10 @@ fn assert_members_ran_in_turn(s: &Scenario, run: &gridbed::core::result::RunResu
             if exact {
                 assert!((m.end - m.start - 10.0).abs() < 1e-9, "{m:?}");
             } else {
-                assert!(m.end - m.start >= 10.0 - 1e-6, "{m:?}");
+                // Live times are when the manager heard of each end: a
+                // member looks a few ms (here 1 ms real = 0.1 nominal s)
+                // shorter when its predecessor's end reached it late.
+                assert!(m.end - m.start >= 10.0 - 0.5, "{m:?}");
             }
         }
     }
