@@ -77,6 +77,12 @@ struct FarmTable {
     policy: String,
     store_bandwidth: Rate,
     peer_bandwidth: Rate,
+    /// Each executor's local disk (unlimited when absent).
+    #[serde(default)]
+    disk_bandwidth: Option<Rate>,
+    /// Set-up seconds of each peer read.
+    #[serde(default)]
+    peer_latency: f64,
     #[serde(default)]
     dispatch: f64,
     #[serde(default = "yes")]
@@ -161,6 +167,12 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
     }
     if f.stream.files == 0 || f.stream.tasks == 0 {
         return Err(bad("stream.files", "expected tasks ≥ 1 and files ≥ 1"));
+    }
+    if !(f.farm.peer_latency.is_finite() && f.farm.peer_latency >= 0.0) {
+        return Err(bad("farm.peer_latency", "expected seconds ≥ 0"));
+    }
+    if f.farm.disk_bandwidth.is_some_and(|r| !(r.0 > 0.0)) {
+        return Err(bad("farm.disk_bandwidth", "expected a rate > 0"));
     }
     let policy_ok = crate::policy::dispatch_policy(&f.farm.policy, f.seed);
     if let Err(e) = policy_ok {
@@ -314,6 +326,8 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             dispatch: f.farm.dispatch.max(0.0),
             store_bandwidth: f.farm.store_bandwidth.0,
             peer_bandwidth: f.farm.peer_bandwidth.0,
+            disk_bandwidth: f.farm.disk_bandwidth.map_or(f64::INFINITY, |r| r.0),
+            peer_latency: f.farm.peer_latency,
             caching: f.farm.caching,
             seed: f.seed,
             interval: f.farm.interval.filter(|&i| i > 0.0).unwrap_or(10.0),

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use futures_util::FutureExt as _;
 use tokio::sync::mpsc;
 
 use super::store::{self, FileMeta, Store};
@@ -144,6 +145,8 @@ struct Executor {
     dir: Option<tempfile::TempDir>,
     shared: Arc<Shared>,
     next_transfer: u64,
+    /// The local disk its cached files are read through (None: free).
+    disk: Option<Arc<gridftp::Shaper>>,
 }
 
 impl Actor for Executor {
@@ -187,30 +190,62 @@ impl Handler<Run> for Executor {
         let store = self.store.clone();
         let exec = self.id;
         let mut pulls = Vec::new();
+        let mut locals = Vec::new();
         for (read, url) in m.reads {
-            let Some(url) = url else { continue };
+            let Some(url) = url else {
+                if let Some(disk) = &self.disk {
+                    // Opened now, in mailbox order: an eviction committed
+                    // after this task's placement cannot take it away.
+                    let path = self.store.path(&shared.names[read.file]);
+                    locals.push((read, std::fs::File::open(path), disk.clone()));
+                }
+                continue;
+            };
             self.next_transfer += 1;
             let transfer = self.next_transfer;
             let (shared, store) = (shared.clone(), store.clone());
-            pulls.push(async move {
-                let r = read_file(&shared, &store, read, &url, transfer).await;
-                let report = match r {
-                    Ok((served, meta)) => Report::Fetched {
-                        exec,
-                        read,
-                        served,
-                        transfer,
-                        meta,
-                    },
-                    Err(e) => Report::Failed {
-                        read,
-                        why: format!("file {}: {e:?}", shared.names[read.file]),
-                    },
-                };
-                let failed = matches!(report, Report::Failed { .. });
-                let _ = shared.reports.send(report);
-                failed
-            });
+            pulls.push(
+                async move {
+                    let r = read_file(&shared, &store, read, &url, transfer).await;
+                    let report = match r {
+                        Ok((served, meta)) => Report::Fetched {
+                            exec,
+                            read,
+                            served,
+                            transfer,
+                            meta,
+                        },
+                        Err(e) => Report::Failed {
+                            read,
+                            why: format!("file {}: {e:?}", shared.names[read.file]),
+                        },
+                    };
+                    let failed = matches!(report, Report::Failed { .. });
+                    let _ = shared.reports.send(report);
+                    failed
+                }
+                .boxed_local(),
+            );
+        }
+        for (read, file, disk) in locals {
+            let shared = shared.clone();
+            pulls.push(
+                async move {
+                    let r = match file {
+                        Ok(file) => read_local(file, &disk).await,
+                        Err(e) => Err(e),
+                    };
+                    match r {
+                        Ok(()) => false,
+                        Err(e) => {
+                            let why = format!("cached file {}: {e}", shared.names[read.file]);
+                            let _ = shared.reports.send(Report::Failed { read, why });
+                            true
+                        }
+                    }
+                }
+                .boxed_local(),
+            );
         }
         let task = m.task;
         ctx.spawn(
@@ -227,6 +262,21 @@ impl Handler<Run> for Executor {
             }
             .into_actor(self),
         );
+    }
+}
+
+/// Reads a cached file off the executor's local disk, its bytes through the
+/// disk's shaper.
+async fn read_local(file: std::fs::File, disk: &gridftp::Shaper) -> std::io::Result<()> {
+    use tokio::io::AsyncReadExt;
+    let mut file = tokio::fs::File::from_std(file);
+    let mut buf = vec![0u8; disk.chunk()];
+    loop {
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        disk.pass(n).await;
     }
 }
 
@@ -310,6 +360,8 @@ struct Started {
 struct Starter {
     root: PathBuf,
     limits: gridftp::Limits,
+    /// Real bytes/s of each executor's local disk.
+    disk: f64,
     shared: Arc<Shared>,
 }
 
@@ -326,6 +378,7 @@ impl Starter {
             dir: Some(dir),
             shared: self.shared.clone(),
             next_transfer: 0,
+            disk: gridftp::Shaper::new(self.disk, gridftp::chunk_for(self.disk)).map(Arc::new),
         }
         .start();
         Ok(Started {
@@ -404,7 +457,11 @@ async fn run_async(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let starter = Starter {
         root,
-        limits: endpoint(em.real_rate(spec.peer_bandwidth)),
+        limits: gridftp::Limits {
+            latency: super::site::real_duration(em.real_secs(spec.peer_latency)),
+            ..endpoint(em.real_rate(spec.peer_bandwidth))
+        },
+        disk: em.real_rate(spec.disk_bandwidth),
         shared: Arc::new(Shared {
             client: super::http_client()?,
             store_url,
@@ -513,7 +570,7 @@ async fn run_async(
 
 /// A farm endpoint's limits: its aggregate bandwidth (real bytes/s) shared
 /// fairly, no per-stream cap, no connection limit that matters, no latency
-/// (the farm model has none).
+/// (the caller sets the peer reads' set-up time).
 fn endpoint(bandwidth: f64) -> gridftp::Limits {
     gridftp::Limits {
         bandwidth,

@@ -161,18 +161,44 @@ pub struct Gridftp {
     store: Store,
     limits: Limits,
     chunk: usize,
-    aggregate: Option<Arc<Shared>>,
+    aggregate: Option<Arc<Shaper>>,
     active: Arc<AtomicUsize>,
     faults: Arc<Faults>,
 }
 
-/// The site's aggregate bucket. Responses take their turn through a FIFO lock
-/// (tokio's mutex is fair), so concurrent streams get equal shares of the
-/// bandwidth, as the simulator's fair-share model assumes; governor alone lets
-/// whichever waiter wakes first win.
-struct Shared {
+/// A byte rate shared fairly by whoever passes bytes through it: a site's
+/// aggregate bandwidth, or an executor's local disk. Streams take their turn
+/// through a FIFO lock (tokio's mutex is fair), so concurrent streams get
+/// equal shares of the rate, as the simulator's fair-share model assumes;
+/// governor alone lets whichever waiter wakes first win.
+pub struct Shaper {
     turn: tokio::sync::Mutex<()>,
     bucket: ByteBucket,
+    chunk: usize,
+}
+
+impl Shaper {
+    /// A shaper of `rate` bytes/s letting at most `chunk` bytes through at
+    /// once; None when the rate is unlimited.
+    pub fn new(rate: f64, chunk: usize) -> Option<Shaper> {
+        ByteBucket::new(rate, chunk).map(|bucket| Shaper {
+            turn: tokio::sync::Mutex::new(()),
+            bucket,
+            chunk,
+        })
+    }
+
+    /// The most bytes one [`Shaper::pass`] lets through.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// Waits for this stream's turn and until `bytes` (at most a chunk) may
+    /// pass.
+    pub async fn pass(&self, bytes: usize) {
+        let _turn = self.turn.lock().await;
+        self.bucket.take(bytes).await;
+    }
 }
 
 /// A byte-rate bucket. Governor refills at most one cell a nanosecond, so
@@ -214,22 +240,22 @@ impl ByteBucket {
     }
 }
 
+/// The chunk shaped streams move at `rate` bytes/s: about 1/100 s of it, so
+/// a transfer takes `size / rate` within a few milliseconds.
+pub fn chunk_for(rate: f64) -> usize {
+    if rate.is_finite() && rate < 1e9 {
+        ((rate / 100.0) as usize).clamp(512, 256 * 1024)
+    } else {
+        1 << 20
+    }
+}
+
 impl Gridftp {
     /// Handler state for `store` with `limits` and `faults`.
     pub fn new(store: Store, limits: Limits, faults: Arc<Faults>) -> Self {
-        let slowest = limits.bandwidth.min(limits.stream_cap);
-        let chunk = if slowest.is_finite() && slowest < 1e9 {
-            ((slowest / 100.0) as usize).clamp(512, 256 * 1024)
-        } else {
-            1 << 20
-        };
+        let chunk = chunk_for(limits.bandwidth.min(limits.stream_cap));
         Gridftp {
-            aggregate: ByteBucket::new(limits.bandwidth, chunk).map(|bucket| {
-                Arc::new(Shared {
-                    turn: tokio::sync::Mutex::new(()),
-                    bucket,
-                })
-            }),
+            aggregate: Shaper::new(limits.bandwidth, chunk).map(Arc::new),
             store,
             limits,
             chunk,
@@ -365,7 +391,7 @@ struct Body {
     source: Source,
     remaining: u64,
     chunk: usize,
-    aggregate: Option<Arc<Shared>>,
+    aggregate: Option<Arc<Shaper>>,
     stream: Option<ByteBucket>,
     corrupt: bool,
     /// Bytes after which the connection is reset (a fault), if any.
@@ -465,9 +491,8 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         if let Some(l) = &b.stream {
             l.take(n).await;
         }
-        if let Some(shared) = &b.aggregate {
-            let _turn = shared.turn.lock().await;
-            shared.bucket.take(n).await;
+        if let Some(shaper) = &b.aggregate {
+            shaper.pass(n).await;
         }
         let mut chunk = match &mut b.source {
             Source::Memory(bytes) => bytes.split_to(n),

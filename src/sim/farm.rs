@@ -6,8 +6,10 @@
 //!
 //! Transfers share bandwidth fairly on the core's
 //! [`SharedLink`] (processor sharing): the store's
-//! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads, and
-//! each executor's link among the reads served from its cache. Executors are
+//! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads,
+//! each executor's link among the reads served from its cache (each after
+//! the peer read's set-up time), and each executor's local disk among the
+//! reads of its own cache. Executors are
 //! either all there from the start or come and go with the dynamic resource
 //! provisioner ([`Drp`](crate::core::farm::Drp)): allocated, after a latency, while the wait queue is
 //! long; released after idling, their caches dropped (only idle executors
@@ -31,8 +33,11 @@ struct Flow {
 
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 enum Ev {
-    /// Server (0: the store, 1 + e: executor e's link) may have a flow done.
+    /// Server (0: the store, 1 + e: executor e's link, 1 + E + e: its
+    /// disk) may have a flow done.
     Flow(usize, u64),
+    /// A peer read's set-up ended: its bytes start to flow on this server.
+    Begin(usize, u64),
     /// A task's compute ended on this executor.
     Done(ExecId, usize),
 }
@@ -40,8 +45,9 @@ enum Ev {
 /// The farm's links and reads in flight: what the simulator carries out.
 struct Links<'a> {
     spec: &'a FarmSpec,
-    /// Server 0 is the store, 1 + e executor e's link, each shared fairly
-    /// among the reads it serves (no per-read cap in the paper's model).
+    /// Server 0 is the store, 1 + e executor e's link, 1 + E + e its local
+    /// disk (when the disk is not free), each shared fairly among the
+    /// reads it serves (no per-read cap in the paper's model).
     servers: Vec<SharedLink<u64>>,
     flows: IdWindow<Flow>,
     next_flow: u64,
@@ -54,11 +60,13 @@ impl Links<'_> {
     /// once); the other commands move no simulated bytes.
     fn carry_out(&mut self, now: f64, commands: &mut Vec<FarmCommand>, heap: &mut EventQueue<Ev>) {
         let spec = self.spec;
+        let disks = spec.disk_bandwidth.is_finite();
         for c in commands.drain(..) {
             let FarmCommand::Run(p) = c else { continue };
             let mut needs = 0;
             for read in p.reads {
                 let s = match read.source {
+                    Source::Local if disks => 1 + spec.executors + p.exec,
                     Source::Local => continue,
                     Source::Peer(peer) => 1 + peer,
                     Source::Store => 0,
@@ -73,9 +81,10 @@ impl Links<'_> {
                         read,
                     },
                 );
-                self.servers[s].start(now, id, spec.file_size as f64);
-                if let Some((at, generation)) = self.servers[s].next_end(now) {
-                    heap.push(at, Ev::Flow(s, generation));
+                if matches!(read.source, Source::Peer(_)) && spec.peer_latency > 0.0 {
+                    heap.push(now + spec.peer_latency, Ev::Begin(s, id));
+                } else {
+                    self.begin(now, s, id, heap);
                 }
                 needs += 1;
             }
@@ -85,19 +94,32 @@ impl Links<'_> {
             }
         }
     }
+
+    /// Flow `id`'s bytes start on server `s`.
+    fn begin(&mut self, now: f64, s: usize, id: u64, heap: &mut EventQueue<Ev>) {
+        self.servers[s].start(now, id, self.spec.file_size as f64);
+        if let Some((at, generation)) = self.servers[s].next_end(now) {
+            heap.push(at, Ev::Flow(s, generation));
+        }
+    }
 }
 
 /// Runs `tasks` through the farm `spec` to the end.
 pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let mut d = policy::farm_dispatcher(spec, tasks)?;
+    let disks = if spec.disk_bandwidth.is_finite() {
+        spec.executors
+    } else {
+        0
+    };
     let mut links = Links {
         spec,
-        servers: (0..=spec.executors)
+        servers: (0..1 + spec.executors + disks)
             .map(|i| {
-                let rate = if i == 0 {
-                    spec.store_bandwidth
-                } else {
-                    spec.peer_bandwidth
+                let rate = match i {
+                    0 => spec.store_bandwidth,
+                    i if i <= spec.executors => spec.peer_bandwidth,
+                    _ => spec.disk_bandwidth,
                 };
                 SharedLink::new(rate, f64::INFINITY)
             })
@@ -135,12 +157,15 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                 let mut fetched = Vec::with_capacity(done.len());
                 for id in done {
                     let f = links.flows.take(id).expect("a flow on a link is in flight");
-                    fetched.push(Fetched {
-                        exec: f.exec,
-                        read: f.read,
-                        served: f.read.source,
-                        part: id,
-                    });
+                    // A local read only takes time: nothing arrives.
+                    if f.read.source != Source::Local {
+                        fetched.push(Fetched {
+                            exec: f.exec,
+                            read: f.read,
+                            served: f.read.source,
+                            part: id,
+                        });
+                    }
                     links.pending[f.task] -= 1;
                     if links.pending[f.task] == 0 {
                         heap.push(now + spec.dispatch + spec.compute, Ev::Done(f.exec, f.task));
@@ -149,6 +174,7 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
                 let fetched = fetched.into_iter().map(FarmEvent::Fetched);
                 d.handle_all(now, fetched, &mut commands);
             }
+            Ev::Begin(s, id) => links.begin(now, s, id, &mut heap),
             Ev::Done(exec, task) => d.handle(now, FarmEvent::Done { exec, task }, &mut commands),
         }
         links.carry_out(now, &mut commands, &mut heap);
@@ -176,6 +202,8 @@ pub(crate) fn test_spec(policy: &str, executors: usize, cache: u64, caching: boo
         dispatch: 0.0,
         store_bandwidth: 50e6,
         peer_bandwidth: 125e6,
+        disk_bandwidth: f64::INFINITY,
+        peer_latency: 0.0,
         caching,
         seed: 1,
         interval: 10.0,

@@ -118,6 +118,70 @@ fn a_scaled_live_run_of_the_diffusion_testbed_agrees_with_sim_within_validate_to
     );
 }
 
+/// Two executors of one CPU: task A (t = 0) misses file 0 on executor 0;
+/// at t = 1, B reads it there off the 10 MB/s local disk (1 s) while C,
+/// with the holder busy, goes to executor 1 under max-compute-util and
+/// reads it from executor 0 after the 2 s peer set-up (then 0.2 s at
+/// 50 MB/s): C ends at 1 + 2 + 0.2 + 0.1 = 3.3 s. Without the two costs
+/// the run would end at 1.3 s.
+fn costs_spec() -> (FarmSpec, Vec<Task>) {
+    let spec = FarmSpec {
+        executors: 2,
+        drp: None,
+        cpus: 1,
+        cache: 100_000_000,
+        eviction: "lru".into(),
+        policy: "max-compute-util".into(),
+        files: 4,
+        file_size: 10_000_000,
+        compute: 0.1,
+        dispatch: 0.0,
+        store_bandwidth: 100e6,
+        peer_bandwidth: 50e6,
+        disk_bandwidth: 10e6,
+        peer_latency: 2.0,
+        caching: true,
+        seed: 1,
+        interval: 1.0,
+    };
+    let task = |arrival: f64| Task {
+        arrival,
+        files: vec![0],
+    };
+    (spec, vec![task(0.0), task(1.0), task(1.0)])
+}
+
+#[test]
+fn local_disk_reads_and_peer_set_up_take_their_nominal_time_in_both_engines() {
+    let (spec, tasks) = costs_spec();
+    let sim = farm::run(&spec, &tasks).unwrap();
+    assert!((sim.makespan - 3.3).abs() < 1e-9, "{sim:?}");
+    assert_eq!((sim.local_hits, sim.global_hits, sim.misses), (1, 1, 1));
+    let free = farm::run(
+        &FarmSpec {
+            disk_bandwidth: f64::INFINITY,
+            peer_latency: 0.0,
+            ..spec.clone()
+        },
+        &tasks,
+    )
+    .unwrap();
+    assert!((free.makespan - 1.3).abs() < 1e-9, "{free:?}");
+    let em = Emulation {
+        time_scale: 2.0,
+        byte_scale: 1000.0,
+    };
+    let r = live(&spec, &tasks, em);
+    check_accounting(&r, &spec, &tasks, em);
+    assert_eq!((r.run.local_hits, r.run.global_hits), (1, 1), "{r:?}");
+    // Live adds the manager's lag and loopback time, never takes any away.
+    assert!(
+        r.run.makespan > 3.1 && r.run.makespan < 4.5,
+        "live {} vs sim 3.3",
+        r.run.makespan
+    );
+}
+
 #[test]
 fn the_live_provisioner_starts_executors_under_load_and_stops_them_deleting_their_pools() {
     // A burst of 60 tasks/s for 10 s, a lull, one last task at 60 s.
@@ -153,6 +217,8 @@ fn the_live_provisioner_starts_executors_under_load_and_stops_them_deleting_thei
         dispatch: 0.0,
         store_bandwidth: 100e6,
         peer_bandwidth: 50e6,
+        disk_bandwidth: f64::INFINITY,
+        peer_latency: 0.0,
         caching: true,
         seed: 3,
         interval: 5.0,
@@ -270,6 +336,8 @@ fn corrupt_reads_are_retried_and_a_task_whose_read_keeps_failing_is_placed_again
         dispatch: 0.0,
         store_bandwidth: 100e6,
         peer_bandwidth: 100e6,
+        disk_bandwidth: f64::INFINITY,
+        peer_latency: 0.0,
         caching: true,
         seed: 5,
         interval: 5.0,

@@ -130,6 +130,8 @@ fn small_farm() -> (
         dispatch: 0.0,
         store_bandwidth: 50e6,
         peer_bandwidth: 50e6,
+        disk_bandwidth: f64::INFINITY,
+        peer_latency: 0.0,
         caching: true,
         seed: 2,
         interval: 5.0,

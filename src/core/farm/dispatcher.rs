@@ -564,6 +564,8 @@ mod tests {
             dispatch: 0.0,
             store_bandwidth: 1.0,
             peer_bandwidth: 1.0,
+            disk_bandwidth: f64::INFINITY,
+            peer_latency: 0.0,
             caching: true,
             seed: 1,
             interval: 10.0,

@@ -42,6 +42,13 @@ pub struct FarmSpec {
     pub store_bandwidth: f64,
     /// Each executor's link, serving its cache to peers (bytes/s).
     pub peer_bandwidth: f64,
+    /// Each executor's local disk, shared by the reads of its own cache
+    /// (bytes/s; infinite: a local hit costs no time). Falkon's executors
+    /// read a cached file from local disk before computing (seed 001 §5.2).
+    pub disk_bandwidth: f64,
+    /// Set-up time of each read from a peer's cache (s), before its bytes
+    /// flow: the per-transfer cost of Falkon's executor-to-executor copies.
+    pub peer_latency: f64,
     /// Whether executors cache what they read (false: every read goes to the
     /// store, as first-available on GPFS in the paper).
     pub caching: bool,
