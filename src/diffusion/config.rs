@@ -171,7 +171,7 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
     if !(f.farm.peer_latency.is_finite() && f.farm.peer_latency >= 0.0) {
         return Err(bad("farm.peer_latency", "expected seconds ≥ 0"));
     }
-    if f.farm.disk_bandwidth.is_some_and(|r| !(r.0 > 0.0)) {
+    if f.farm.disk_bandwidth.is_some_and(|r| r.0.is_nan() || r.0 <= 0.0) {
         return Err(bad("farm.disk_bandwidth", "expected a rate > 0"));
     }
     let policy_ok = crate::policy::dispatch_policy(&f.farm.policy, f.seed);
