@@ -1,7 +1,7 @@
 //! `gridbed farm`: a data-diffusion task farm (seed 001) simulated, live, or
 //! both side by side.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -20,6 +20,13 @@ pub(crate) struct FarmArgs {
     /// Cache per executor (e.g. "1.5 GB"), overriding the testbed's.
     #[arg(long)]
     cache: Option<String>,
+    /// Each executor's local disk (e.g. "200 MB/s", or "none" for free local
+    /// reads), overriding the testbed's.
+    #[arg(long, value_name = "RATE")]
+    disk_bandwidth: Option<String>,
+    /// Set-up seconds of each peer read, overriding the testbed's.
+    #[arg(long, value_name = "SECS")]
+    peer_latency: Option<f64>,
     /// Executors from the start instead of the provisioner.
     #[arg(long = "static")]
     fixed: bool,
@@ -50,6 +57,13 @@ pub(crate) struct FarmArgs {
     /// Largest makespan deviation (live vs sim) `--validate` accepts.
     #[arg(long, default_value_t = 0.10)]
     tolerance: f64,
+    /// Run seed 001's LAN experiment set on this testbed in the simulator
+    /// (first-available on the store; good-cache-compute with 1, 1.5, 2 and
+    /// 4 GB caches and with 4 GB on static executors; max-cache-hit and
+    /// max-compute-util with 4 GB) and write its table (summary.csv,
+    /// summary.json), each run's summary view and figures 12–15 here.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["validate", "policy", "cache", "fixed", "no_cache"])]
+    experiments: Option<PathBuf>,
     /// Live: serve Prometheus metrics on this address.
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
@@ -79,8 +93,30 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
     if args.fixed {
         tb.spec.drp = None;
     }
+    if let Some(d) = args.disk_bandwidth {
+        tb.spec.disk_bandwidth = if d == "none" {
+            f64::INFINITY
+        } else {
+            let rate: crate::units::Rate = toml::Value::String(d.clone())
+                .try_into()
+                .map_err(|e| bad(format!("--disk-bandwidth `{d}`: {e}")))?;
+            if rate.0.is_nan() || rate.0 <= 0.0 {
+                return Err(bad(format!("--disk-bandwidth `{d}`: expected a rate > 0")));
+            }
+            rate.0
+        };
+    }
+    if let Some(l) = args.peer_latency {
+        if !(l.is_finite() && l >= 0.0) {
+            return Err(bad(format!("--peer-latency {l}: expected seconds ≥ 0")));
+        }
+        tb.spec.peer_latency = l;
+    }
     if args.no_cache {
         tb.spec.caching = false;
+    }
+    if let Some(dir) = &args.experiments {
+        return experiments(&tb, dir);
     }
     if !(args.tolerance.is_finite() && args.tolerance >= 0.0) {
         return Err(bad(format!(
@@ -208,6 +244,85 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs seed 001's experiment set on `tb` (simulated) and writes its table
+/// and figures into `dir`.
+fn experiments(
+    tb: &crate::diffusion::config::FarmTestbed,
+    dir: &Path,
+) -> Result<ExitCode, CliError> {
+    use crate::diffusion::experiments as ex;
+    let failed = |e: &dyn std::fmt::Display| CliError::Failed(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(|e| failed(&e))?;
+    let set = ex::paper_set();
+    let mut runs = Vec::with_capacity(set.len());
+    for e in &set {
+        let spec = e.spec(&tb.spec);
+        let started = std::time::Instant::now();
+        let r =
+            crate::sim::farm::run(&spec, &tb.tasks).map_err(|e| CliError::Input(e.to_string()))?;
+        say!(
+            "{:<22} makespan {:>8.1} s  ({:.1} s wall)",
+            e.name,
+            r.makespan,
+            started.elapsed().as_secs_f64()
+        );
+        let title = format!("{} — {}", tb.name, e.name);
+        crate::report::farm_view::summary_svg(
+            &r,
+            &dir.join(format!("{}.svg", e.name)),
+            &title,
+            &spec,
+        )
+        .map_err(CliError::failed)?;
+        runs.push((e.name.to_string(), r));
+    }
+    let ideal = ex::ideal_makespan(&tb.tasks, &tb.spec);
+    let figs = ex::figures(&runs, &tb.spec, ideal);
+    let steps: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|(_, r)| ex::slowdown_by_step(r, tb.step, tb.spec.interval))
+        .collect();
+    crate::report::farm_view::experiment_figures(dir, &figs, &steps).map_err(CliError::failed)?;
+    let csv = dir.join("summary.csv");
+    std::fs::write(&csv, ex::summary_csv(&set, &figs)).map_err(|e| failed(&e))?;
+    let record = serde_json::json!({
+        "testbed": tb.name,
+        "seed": tb.spec.seed,
+        "ideal_s": ideal,
+        "step_s": tb.step,
+        "runs": figs,
+        "slowdown_by_step": runs.iter().zip(&steps).map(|((n, _), s)| (n.clone(), s.clone())).collect::<std::collections::BTreeMap<_, _>>(),
+    });
+    write_json(&dir.join("summary.json"), &record)?;
+    say!(
+        "\n{:<22} {:>9} {:>8} {:>7} {:>6} {:>8} {:>9}  local/global/miss",
+        "run",
+        "makespan",
+        "speedup",
+        "CPU h",
+        "PI",
+        "slowdown",
+        "response"
+    );
+    for f in &figs {
+        say!(
+            "{:<22} {:>9.1} {:>8.2} {:>7.1} {:>6.2} {:>8.2} {:>9.1}  {:.1} / {:.1} / {:.1}%",
+            f.name,
+            f.makespan,
+            f.speedup,
+            f.cpu_hours,
+            f.performance_index,
+            f.slowdown,
+            f.response_mean,
+            f.reads_pct[0],
+            f.reads_pct[1],
+            f.reads_pct[2]
+        );
+    }
+    say!("  table           {}", csv.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Prints what a farm run measured.
 fn print_farm(r: &crate::core::farm::FarmRun, tb: &crate::diffusion::config::FarmTestbed) {
     let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
@@ -234,4 +349,9 @@ fn print_farm(r: &crate::core::farm::FarmRun, tb: &crate::diffusion::config::Far
         100.0 * r.utilization
     );
     say!("  longest queue   {} tasks", r.peak_queue);
+    say!(
+        "  response time   mean {:.1} s (arrival to end); slowdown {:.2}",
+        r.response_mean,
+        r.makespan / ideal.max(1e-9)
+    );
 }

@@ -150,6 +150,9 @@ pub struct FarmTestbed {
     pub spec: FarmSpec,
     /// The task stream.
     pub tasks: Vec<Task>,
+    /// Seconds of one arrival-rate step (the ramp's interval; the reported
+    /// interval for other arrivals): seed 001's slowdown is per step.
+    pub step: f64,
     /// How the live engine scales it (`[emulation]`; 1 and 1 by default).
     pub emulation: Emulation,
 }
@@ -171,7 +174,10 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
     if !(f.farm.peer_latency.is_finite() && f.farm.peer_latency >= 0.0) {
         return Err(bad("farm.peer_latency", "expected seconds ≥ 0"));
     }
-    if f.farm.disk_bandwidth.is_some_and(|r| r.0.is_nan() || r.0 <= 0.0) {
+    if f.farm
+        .disk_bandwidth
+        .is_some_and(|r| r.0.is_nan() || r.0 <= 0.0)
+    {
         return Err(bad("farm.disk_bandwidth", "expected a rate > 0"));
     }
     let policy_ok = crate::policy::dispatch_policy(&f.farm.policy, f.seed);
@@ -299,6 +305,11 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             ));
         }
     };
+    let interval = f.farm.interval.filter(|&i| i > 0.0).unwrap_or(10.0);
+    let step = match &arrivals {
+        Arrivals::Ramp { interval: i, .. } => *i,
+        _ => interval,
+    };
     let tasks = generate(
         f.stream.tasks,
         f.stream.files,
@@ -330,9 +341,10 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
             peer_latency: f.farm.peer_latency,
             caching: f.farm.caching,
             seed: f.seed,
-            interval: f.farm.interval.filter(|&i| i > 0.0).unwrap_or(10.0),
+            interval,
         },
         tasks,
+        step,
         emulation,
     })
 }

@@ -4,4 +4,5 @@
 //! `policy::dispatch`, its engines in `sim::farm` and `live::farm`.
 
 pub mod config;
+pub mod experiments;
 pub mod stream;

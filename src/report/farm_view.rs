@@ -1,9 +1,11 @@
 //! The data-diffusion farm's summary view (seed 001 §5, figures 4–10):
 //! throughput against the ideal, the wait queue, executors allocated and
-//! busy, and where reads were served, per interval, as one SVG.
+//! busy, and where reads were served, per interval, as one SVG; and the
+//! comparison figures of an experiment set (figures 12–15).
 
-use super::plot::{Panel, PlotError, Series, stacked};
+use super::plot::{Group, Panel, PlotError, Series, grouped_bars, line_chart, stacked};
 use crate::core::farm::{FarmRun, FarmSpec, Interval};
+use crate::diffusion::experiments::Figures;
 
 /// The summary view of seed 001's figures 4–10 as an SVG at `path`:
 /// throughput vs the ideal, the wait queue, executors allocated and busy,
@@ -64,6 +66,69 @@ pub fn summary_svg(
         },
     ];
     stacked(path, title, "time (s)", &panels)
+}
+
+/// Seed 001's comparison figures of an experiment set into `dir`:
+/// throughput by source and its 99th percentile (figure 12), speedup and
+/// performance index (13), slowdown per arrival-rate step (14) and average
+/// response time (15, on a log10 axis). `steps` holds each run's
+/// (arrival rate, slowdown) points.
+pub fn experiment_figures(
+    dir: &std::path::Path,
+    figs: &[Figures],
+    steps: &[Vec<(f64, f64)>],
+) -> Result<(), PlotError> {
+    let names: Vec<String> = figs.iter().map(|f| f.name.clone()).collect();
+    let group = |name: &str, f: &dyn Fn(&Figures) -> f64| Group {
+        name: name.into(),
+        values: figs.iter().map(f).collect(),
+    };
+    grouped_bars(
+        &dir.join("throughput.svg"),
+        "Average and peak (99th percentile) throughput",
+        "Gb/s",
+        &names,
+        &[
+            group("local cache", &|f| f.throughput_gbps[0]),
+            group("remote cache", &|f| f.throughput_gbps[1]),
+            group("store", &|f| f.throughput_gbps[2]),
+            group("peak (p99 of intervals)", &|f| f.throughput_p99_gbps),
+        ],
+    )?;
+    grouped_bars(
+        &dir.join("speedup-pi.svg"),
+        "Speedup (vs first-available) and performance index",
+        "SP, PI",
+        &names,
+        &[
+            group("speedup", &|f| f.speedup),
+            group("performance index", &|f| f.performance_index),
+        ],
+    )?;
+    let series: Vec<Series> = figs
+        .iter()
+        .zip(steps)
+        .map(|(f, pts)| Series {
+            name: f.name.clone(),
+            points: pts.clone(),
+        })
+        .collect();
+    line_chart(
+        &dir.join("slowdown.svg"),
+        "Slowdown per arrival-rate step",
+        "arrival rate (tasks/s)",
+        "slowdown",
+        &series,
+    )?;
+    grouped_bars(
+        &dir.join("response.svg"),
+        "Average response time",
+        "log10 of seconds",
+        &names,
+        &[group("mean response time (log10 s)", &|f| {
+            f.response_mean.max(1e-3).log10().max(0.0)
+        })],
+    )
 }
 
 #[cfg(test)]

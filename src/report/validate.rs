@@ -139,7 +139,7 @@ fn share(r: &FarmRun, n: u64) -> f64 {
 /// A data-diffusion farm's figures, sim beside live (seed 001's metrics).
 pub fn farm_rows(sim: &FarmRun, live: &FarmRun) -> Vec<Row> {
     type Figure = fn(&FarmRun) -> f64;
-    let figures: [(&str, Figure); 8] = [
+    let figures: [(&str, Figure); 9] = [
         ("makespan (s)", |r| r.makespan),
         ("tasks", |r| r.tasks as f64),
         ("cache hit local (%)", |r| share(r, r.local_hits)),
@@ -148,6 +148,7 @@ pub fn farm_rows(sim: &FarmRun, live: &FarmRun) -> Vec<Row> {
         ("bytes moved (GB)", |r| r.bytes_moved as f64 / 1e9),
         ("peak executors", |r| r.peak_executors as f64),
         ("CPU hours", |r| r.cpu_hours),
+        ("mean response time (s)", |r| r.response_mean),
     ];
     figures
         .iter()

@@ -240,6 +240,68 @@ fn the_live_provisioner_starts_executors_under_load_and_stops_them_deleting_thei
 }
 
 #[test]
+fn gridbed_farm_experiments_writes_the_papers_table_and_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml"),
+    )
+    .unwrap()
+    .replace("tasks = 3000", "tasks = 600");
+    let tb = dir.path().join("farm.toml");
+    std::fs::write(&tb, text).unwrap();
+    let out_dir = dir.path().join("set");
+    let (code, out, err) = common::gridbed(&[
+        "farm".as_ref(),
+        tb.as_os_str(),
+        "--experiments".as_ref(),
+        out_dir.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 1 + 8, "{csv}");
+    assert!(rows[1].starts_with("first-available,") && rows[1].contains(",5011,"));
+    for name in [
+        "first-available",
+        "gcc-1.5GB",
+        "max-cache-hit-4GB",
+        "throughput",
+        "speedup-pi",
+        "slowdown",
+        "response",
+    ] {
+        let svg = std::fs::read_to_string(out_dir.join(format!("{name}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{name}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["speedup"], 1.0);
+    let best = runs
+        .iter()
+        .map(|r| r["performance_index"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert_eq!(best, 1.0);
+    // One slowdown point per ramp step (5 s) with arrivals.
+    assert!(
+        json["slowdown_by_step"]["gcc-4GB"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 5
+    );
+    let (code, _, err) = common::gridbed(&[
+        "farm".as_ref(),
+        tb.as_os_str(),
+        "--experiments".as_ref(),
+        out_dir.as_os_str(),
+        "--validate".as_ref(),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
 fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
     let dir = tempfile::tempdir().unwrap();
     // The small testbed with fewer tasks, so the CLI test stays short.
@@ -362,4 +424,49 @@ fn corrupt_reads_are_retried_and_a_task_whose_read_keeps_failing_is_placed_again
     // the other four tasks hit the cache.
     assert_eq!((r.run.misses, r.run.local_hits), (1, 4));
     assert_eq!(r.real_bytes, em.real_bytes(spec.file_size));
+}
+
+/// Seed 001 §5.2 at 4 GB: good-cache-compute (1,427 s) ≤ max-compute-util
+/// (2,037 s) ≤ max-cache-hit (2,888 s) < first-available on the store
+/// (5,011 s); max-cache-hit has the best local hit rate and
+/// max-compute-util the most remote hits. The ordering rests on the
+/// executors' costs (local disk, peer set-up): without them all three
+/// data-aware policies reach the ideal (docs/reproduction/diffusion.md).
+#[test]
+fn the_papers_ordering_of_dispatch_policies_holds_at_4_gb() {
+    use gridbed::diffusion::experiments::paper_set;
+    let tb =
+        config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion.toml"))
+            .unwrap();
+    let set = paper_set();
+    let run = |name: &str| {
+        let e = set.iter().find(|e| e.name == name).unwrap();
+        farm::run(&e.spec(&tb.spec), &tb.tasks).unwrap()
+    };
+    let fa = run("first-available");
+    let gcc = run("gcc-4GB");
+    let mcu = run("max-compute-util-4GB");
+    let mch = run("max-cache-hit-4GB");
+    let m = |r: &gridbed::core::farm::FarmRun| r.makespan;
+    assert!(
+        m(&gcc) <= m(&mcu) && m(&mcu) <= m(&mch) && m(&mch) < m(&fa),
+        "gcc {} mcu {} mch {} fa {}",
+        m(&gcc),
+        m(&mcu),
+        m(&mch),
+        m(&fa)
+    );
+    let local = |r: &gridbed::core::farm::FarmRun| r.local_hits;
+    assert!(local(&mch) > local(&gcc) && local(&gcc) > local(&mcu));
+    assert!(mcu.global_hits > gcc.global_hits && gcc.global_hits > mch.global_hits);
+    // Without the executors' costs every data-aware policy keeps up.
+    let free = |name: &str| {
+        let e = set.iter().find(|e| e.name == name).unwrap();
+        let mut spec = e.spec(&tb.spec);
+        spec.disk_bandwidth = f64::INFINITY;
+        spec.peer_latency = 0.0;
+        farm::run(&spec, &tb.tasks).unwrap().makespan
+    };
+    let ideal = tb.tasks.last().unwrap().arrival + tb.spec.compute;
+    assert!(free("max-cache-hit-4GB") < ideal + 1.0);
 }

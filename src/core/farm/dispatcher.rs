@@ -542,6 +542,12 @@ impl<'a> Dispatcher<'a> {
         b.done += 1;
         b.read += reads * self.spec.file_size;
         self.out.makespan = self.out.makespan.max(now);
+        // Seed 001's response time and slowdown count by arrival.
+        let arrival = self.tasks[task].arrival;
+        let a = bucket(&mut self.out.intervals, self.step, arrival);
+        a.response += now - arrival;
+        a.last_end = a.last_end.max(now);
+        self.out.response_mean += (now - arrival - self.out.response_mean) / self.out.tasks as f64;
     }
 }
 

@@ -83,6 +83,11 @@ pub struct Interval {
     pub executors: usize,
     /// Executors running a task at the end of the interval.
     pub busy: usize,
+    /// Summed response times (arrival to end, s) of the tasks that arrived
+    /// in the interval.
+    pub response: f64,
+    /// When the last of the tasks that arrived in the interval ended (s).
+    pub last_end: f64,
 }
 
 /// How many executors one allocation asks for (Falkon's provisioner
@@ -133,6 +138,10 @@ pub struct FarmRun {
     pub bytes_moved: u64,
     /// Longest wait queue.
     pub peak_queue: usize,
+    /// Mean response time (s): from a task's arrival to its end, seed
+    /// 001's `AR_T` (wait queue, reads and compute; results are delivered
+    /// at once).
+    pub response_mean: f64,
     /// Busy slots over registered slots, averaged over the makespan.
     pub utilization: f64,
     /// Tasks put back into the wait queue after a failed read.
