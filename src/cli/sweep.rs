@@ -60,6 +60,10 @@ pub struct SweepArgs {
     /// Site catalogue, overriding the testbed's.
     #[arg(long, value_name = "FILE")]
     pub sites_file: Option<PathBuf>,
+    /// The testbed's MonitQueue only for these strategies (seed 002 pairs
+    /// it with Opportunistic); the others run without it.
+    #[arg(long, value_delimiter = ',', value_name = "STRATEGIES")]
+    pub monitqueue_for: Option<Vec<String>>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -256,6 +260,11 @@ fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
     let mut s = load(args, strategy, cell.seed).map_err(|e| e.to_string())?;
     first_sites(&mut s, cell.sites);
     s.manager.maxpre = cell.maxpre;
+    if let Some(with) = &args.monitqueue_for
+        && !with.contains(strategy)
+    {
+        s.manager.monit_interval = 0.0;
+    }
     let id = format!(
         "{}-{strategy}-{}-{}-{}",
         s.name, cell.sites, cell.maxpre, cell.seed
@@ -313,6 +322,17 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         return Err(SweepError::Invalid(
             "every axis needs at least one value".into(),
         ));
+    }
+    if let Some(st) = args
+        .monitqueue_for
+        .iter()
+        .flatten()
+        .find(|st| !args.strategies.contains(st))
+    {
+        return Err(SweepError::Invalid(format!(
+            "--monitqueue-for: `{st}` is not one of --strategies ({})",
+            args.strategies.join(", ")
+        )));
     }
     // Validate the testbed and every strategy name once, up front.
     let base = load(args, &args.strategies[0], args.seeds[0])?;

@@ -119,8 +119,9 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     ("round-robin", |_, _| {
         Ok(Box::new(selector::RoundRobin::default()))
     }),
-    ("data-present", |rng, _| {
-        Ok(Box::new(selector::DataPresent::new(rng)))
+    ("data-present", |rng, p| {
+        let caching = p.get("caching", true)?;
+        Ok(Box::new(selector::DataPresent::new(rng).caching(caching)))
     }),
     ("random-caching", |rng, _| {
         Ok(Box::new(selector::RandomCaching::new(rng)))

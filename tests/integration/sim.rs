@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use gridbed::core::manager::ReplicaPolicy;
 use gridbed::core::records::Outcome;
 use gridbed::live::{self, LiveOptions};
 use gridbed::report::validate::Comparison;
@@ -228,8 +229,11 @@ name = "grid3-04"
     assert!((clustered as usize) < 2 * s.workflow.inputs().count());
 }
 
+/// Seed 002's result with its pairing: Opportunistic with MonitQueue has the
+/// best mean makespan over 10 seeds against the other four selectors
+/// without it, and, with VDS's replica deletion, every run succeeds.
 #[test]
-fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
+fn with_the_papers_pairing_opportunistic_has_the_best_mean_makespan_on_the_osg_testbed() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/osg-12-pipeline.toml");
     let mean = |strategy: &str| {
         let total: f64 = (1..=10)
@@ -240,7 +244,11 @@ fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
                     sites_file: Some(common::catalog()),
                     ..Default::default()
                 };
-                let s = gridbed::config::load(&path, &overrides).unwrap();
+                let mut s = gridbed::config::load(&path, &overrides).unwrap();
+                assert_eq!(s.manager.replica_policy, ReplicaPolicy::Delete);
+                if strategy != "opportunistic" {
+                    s.manager.monit_interval = 0.0;
+                }
                 let run = sim::run(&s).unwrap();
                 assert!(run.succeeded, "{strategy} seed {seed}");
                 run.makespan
@@ -248,11 +256,19 @@ fn with_background_load_opportunistic_beats_round_robin_on_the_osg_testbed() {
             .sum();
         total / 10.0
     };
-    let (opportunistic, round_robin) = (mean("opportunistic"), mean("round-robin"));
-    assert!(
-        opportunistic < round_robin,
-        "{opportunistic} vs {round_robin}"
-    );
+    let opportunistic = mean("opportunistic");
+    for other in [
+        "weighted-linear-random",
+        "round-robin",
+        "last-recent-used",
+        "data-present[caching=false]",
+    ] {
+        let m = mean(other);
+        assert!(
+            opportunistic < m,
+            "opportunistic {opportunistic} vs {other} {m}"
+        );
+    }
 }
 
 #[test]
@@ -343,7 +359,7 @@ fn the_testbeds_simulate_to_their_pinned_figures() {
     for (testbed, makespan, transfers) in [
         ("quickstart", 2527.3, 70),
         ("spcl-live-10", 5726.0, 110_075),
-        ("osg-12-pipeline", 1241.5, 321),
+        ("osg-12-pipeline", 1261.5, 481),
     ] {
         let s = common::load(&root.join(format!("testbeds/{testbed}.toml")));
         let r = sim::run(&s).unwrap();

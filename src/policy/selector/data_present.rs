@@ -4,6 +4,9 @@
 //! more than several small ones; with equal sizes it is the file count.
 //! "The DataPresent strategy also caches data" (seed 000 §5.2): it implies the
 //! `caching` replica policy, without which no staged copy would ever be present.
+//! Seed 002 ran it under VDS's planner, which erases staged inputs after each
+//! job: `data-present[caching=false]` leaves the replica policy to the
+//! testbed, and only job outputs are then "present".
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -14,6 +17,7 @@ use crate::policy::{GridView, SiteSelector};
 /// Picks the eligible site holding the most needed input bytes; ties random.
 pub struct DataPresent {
     rng: ChaCha8Rng,
+    caching: bool,
     bytes: Vec<u64>,
     tied: Vec<SiteId>,
 }
@@ -23,9 +27,19 @@ impl DataPresent {
     pub fn new(rng: ChaCha8Rng) -> Self {
         DataPresent {
             rng,
+            caching: true,
             bytes: Vec::new(),
             tied: Vec::new(),
         }
+    }
+}
+
+impl DataPresent {
+    /// Whether it implies the caching replica policy (seed 000's) or
+    /// leaves the policy to the testbed (seed 002's, under VDS).
+    pub fn caching(mut self, caching: bool) -> Self {
+        self.caching = caching;
+        self
     }
 }
 
@@ -47,7 +61,7 @@ impl SiteSelector for DataPresent {
     }
 
     fn replica_policy(&self) -> Option<ReplicaPolicy> {
-        Some(ReplicaPolicy::Caching)
+        self.caching.then_some(ReplicaPolicy::Caching)
     }
 }
 
@@ -56,6 +70,18 @@ mod tests {
     use super::*;
     use crate::core::{File, JobSpec, SiteInfo, Workflow, rls::Rls};
     use rand::SeedableRng;
+
+    #[test]
+    fn it_implies_caching_unless_told_to_leave_the_replica_policy_to_the_testbed() {
+        let p = |spec: &str| {
+            crate::policy::site_selector(spec, 1)
+                .unwrap()
+                .replica_policy()
+        };
+        assert_eq!(p("data-present"), Some(ReplicaPolicy::Caching));
+        assert_eq!(p("data-present[caching=false]"), None);
+        assert!(crate::policy::site_selector("data-present[cache=no]", 1).is_err());
+    }
 
     #[test]
     fn prefers_the_site_with_most_input_bytes_and_breaks_ties_randomly() {
