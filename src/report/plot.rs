@@ -218,6 +218,17 @@ pub fn stacked(path: &Path, title: &str, x_label: &str, panels: &[Panel]) -> Res
     root.present().map_err(|e| err(&e))
 }
 
+/// The label of the bar at `x` (bars sit at whole numbers; other ticks
+/// get none).
+fn label_at(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
 /// One bar: a label, a mean and the half-width of its confidence interval.
 pub struct Bar {
     /// Label under the bar.
@@ -251,14 +262,7 @@ pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Resul
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| label_at(&labels, *x))
         .y_desc(y_label)
         .draw()
         .map_err(|e| err(&e))?;
@@ -325,14 +329,7 @@ pub fn grouped_bars(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(n)
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                categories.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| label_at(categories, *x))
         .x_label_style(("sans-serif", 11))
         .y_desc(y_label)
         .draw()
