@@ -229,6 +229,46 @@ fn label_at(labels: &[String], x: f64) -> String {
     }
 }
 
+/// A chart on `root` with one x position per label (bars sit at whole
+/// numbers) and y from 0 to `top`, its mesh drawn.
+fn category_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    labels: &[String],
+    top: f64,
+    label_size: u32,
+) -> Result<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    PlotError,
+> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let n = labels.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| label_at(labels, *x))
+        .x_label_style(("sans-serif", label_size))
+        .y_desc(y_label)
+        .draw()
+        .map_err(|e| err(&e))?;
+    Ok(chart)
+}
+
 /// One bar: a label, a mean and the half-width of its confidence interval.
 pub struct Bar {
     /// Label under the bar.
@@ -247,25 +287,9 @@ pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Resul
     }
     let top = bars.iter().map(|b| b.mean + b.ci).fold(0.0_f64, f64::max);
     let top = if top <= 0.0 { 1.0 } else { top * 1.1 };
-    let n = bars.len();
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
-        .map_err(|e| err(&e))?;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| label_at(&labels, *x))
-        .y_desc(y_label)
-        .draw()
-        .map_err(|e| err(&e))?;
+    let mut chart = category_chart(&root, path, title, y_label, &labels, top, 12)?;
     for (i, b) in bars.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         let x = i as f64;
@@ -315,25 +339,8 @@ pub fn grouped_bars(
         .flat_map(|g| g.values.iter().copied())
         .fold(0.0_f64, f64::max);
     let top = if top <= 0.0 { 1.0 } else { top * 1.15 };
-    let n = categories.len();
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..top)
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_formatter(&|x| label_at(categories, *x))
-        .x_label_style(("sans-serif", 11))
-        .y_desc(y_label)
-        .draw()
-        .map_err(|e| err(&e))?;
+    let mut chart = category_chart(&root, path, title, y_label, categories, top, 11)?;
     let width = 0.8 / groups.len() as f64;
     for (g, group) in groups.iter().enumerate() {
         let c = colour(g, groups.len());
