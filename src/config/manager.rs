@@ -9,8 +9,8 @@ use toml::Spanned;
 
 use super::source::Source;
 use super::{ConfigError, Overrides, Seconds, TestbedFile};
-use crate::core::ManagerSettings;
 use crate::core::wms::{Latency, WmsSettings};
+use crate::core::{ManagerSettings, Registration};
 use crate::policy;
 
 #[derive(Debug, Deserialize, Default)]
@@ -32,6 +32,8 @@ pub(super) struct ManagerFile {
     script_time: Option<LatencyFile>,
     cleanup: Option<bool>,
     reproduce_lost: Option<bool>,
+    /// When kept staged copies enter the catalogue: `arrival` or `postscript`.
+    registration: Option<Registration>,
     /// `[manager.wms]`: the serial stages of an HTCondor pool (`core::wms`).
     wms: Option<WmsFile>,
 }
@@ -107,6 +109,7 @@ pub(super) fn settings<W>(
         replan_backoff: m.replan_backoff.map_or(defaults.replan_backoff, |s| s.0),
         max_replans: m.max_replans.unwrap_or(defaults.max_replans),
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
+        registration: m.registration.unwrap_or(defaults.registration),
         monit_interval: defaults.monit_interval,
         max_idle: defaults.max_idle,
         release_overhead: m.release_overhead.map_or(Latency::default(), |l| l.0),

@@ -8,8 +8,15 @@ impl Manager {
     /// registers them, delete returns them for removal (never a registered one).
     pub(super) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
         match self.settings.replica_policy {
-            // Registered when they arrived (see `on_transfer_done`).
-            ReplicaPolicy::Caching => Vec::new(),
+            // Registered when they arrived (see `on_transfer_done`), or now.
+            ReplicaPolicy::Caching => {
+                if let Some(c) = self.catalogue.as_mut() {
+                    for &f in staged.iter().filter(|&&f| self.rls.has(f, site)) {
+                        c.register(f, site);
+                    }
+                }
+                Vec::new()
+            }
             ReplicaPolicy::Delete => staged
                 .iter()
                 .copied()
@@ -35,7 +42,8 @@ impl Manager {
         if self.state[job] != JobState::Running || self.site_of[job] != site {
             return;
         }
-        let Some(m) = self.wf.jobs[job].members.get(member) else {
+        let wf = self.wf.clone();
+        let Some(m) = wf.jobs[job].members.get(member) else {
             return;
         };
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
@@ -54,7 +62,7 @@ impl Manager {
         }
         if status == 0 {
             for &o in &m.outputs {
-                self.rls.register(o, site);
+                self.register(o, site);
             }
         }
     }
@@ -225,8 +233,8 @@ impl Manager {
                     return;
                 }
                 if self.exited[job].is_none() {
-                    for &o in &self.wf.jobs[job].outputs {
-                        self.rls.register(o, site);
+                    for &o in &self.wf.clone().jobs[job].outputs {
+                        self.register(o, site);
                     }
                 }
                 if let Some(a) = self.records.jobs[job].attempts.last_mut() {
@@ -250,8 +258,8 @@ impl Manager {
         }
         // A job its POST script rescued wrote nothing.
         if self.exited[job].take().is_none() {
-            for &o in &self.wf.jobs[job].outputs {
-                self.rls.register(o, site);
+            for &o in &self.wf.clone().jobs[job].outputs {
+                self.register(o, site);
             }
         }
         self.records.sites[site].ended += 1;

@@ -72,6 +72,21 @@ pub enum ReplicaPolicy {
     Caching,
 }
 
+/// When a staged copy enters the replica catalogue that site selectors read
+/// (with the `caching` replica policy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Registration {
+    /// As soon as it is verified at the site (a caching RLS).
+    #[default]
+    Arrival,
+    /// In the postscript of the job that staged it, after the job ran: seed
+    /// 000's simulator (§4, "the postscript ... is responsible for registering
+    /// ... the new replicas in the RLS"). Until then the copy serves jobs at
+    /// its own site, but selectors and other sites' prescripts do not see it.
+    Postscript,
+}
+
 /// The manager's tunables, in nominal seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManagerSettings {
@@ -94,6 +109,8 @@ pub struct ManagerSettings {
     pub max_replans: u32,
     /// What happens to staged inputs after the job.
     pub replica_policy: ReplicaPolicy,
+    /// When a kept staged copy is registered for the selectors.
+    pub registration: Registration,
     /// MonitQueue: how often queues are checked (0: MonitQueue off).
     pub monit_interval: f64,
     /// MonitQueue: longest a job may wait in a site queue before it is killed
@@ -135,6 +152,7 @@ impl Default for ManagerSettings {
             replan_backoff: 10.0,
             max_replans: 100,
             replica_policy: ReplicaPolicy::Caching,
+            registration: Registration::Arrival,
             monit_interval: 0.0,
             max_idle: f64::INFINITY,
             release_overhead: Latency::default(),
@@ -285,7 +303,12 @@ pub struct Manager {
     sites: Vec<SiteInfo>,
     settings: ManagerSettings,
     selector: Box<dyn SiteSelector>,
+    /// Every replica the manager knows of, used to stage (a copy at the site
+    /// itself is reused as soon as it arrives).
     rls: Rls,
+    /// With [`Registration::Postscript`], the catalogue selectors and
+    /// transfer sources read: staged copies enter it in their job's postscript.
+    catalogue: Option<Rls>,
     now: Time,
     state: Vec<JobState>,
     missing_parents: Vec<usize>,
@@ -459,11 +482,13 @@ impl Manager {
             sites.iter().map(|s| s.cpus).collect(),
             n,
         );
+        let catalogue = (settings.registration == Registration::Postscript).then(|| rls.clone());
         let mut manager = Manager {
             wf: workflow,
             sites,
             settings,
             selector,
+            catalogue,
             rls,
             now: 0.0,
             state,
@@ -571,6 +596,9 @@ impl Manager {
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => {
                 self.rls.unregister(file, site);
+                if let Some(c) = self.catalogue.as_mut() {
+                    c.unregister(file, site);
+                }
                 self.records.evictions.push(EvictionRecord {
                     time: self.now,
                     site,
@@ -634,6 +662,15 @@ impl Manager {
     /// Transfers in flight now.
     pub fn transfers_in_flight(&self) -> usize {
         self.flights.len()
+    }
+
+    /// A replica now at `site`, registered for everyone (an output, or a
+    /// staged copy in its job's postscript).
+    pub(super) fn register(&mut self, file: FileId, site: SiteId) {
+        self.rls.register(file, site);
+        if let Some(c) = self.catalogue.as_mut() {
+            c.register(file, site);
+        }
     }
 
     /// The replica catalogue.

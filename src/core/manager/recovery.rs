@@ -164,6 +164,9 @@ impl Manager {
                 self.down[site] = true;
                 if pool_lost {
                     self.rls.drop_site(site);
+                    if let Some(c) = self.catalogue.as_mut() {
+                        c.drop_site(site);
+                    }
                 }
                 let staging: Vec<JobId> = (0..self.staging.len())
                     .filter(|&j| self.staging[j].as_ref().is_some_and(|st| st.site == site))

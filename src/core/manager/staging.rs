@@ -56,7 +56,7 @@ impl Manager {
         let view = GridView {
             workflow: &self.wf,
             sites: &self.sites,
-            rls: &self.rls,
+            rls: self.catalogue.as_ref().unwrap_or(&self.rls),
             active: &self.active,
             counters: &self.records.sites,
             last_ended: self.last_ended,
@@ -186,7 +186,7 @@ impl Manager {
                 Some(t) => (t.source, &t.excluded),
                 None => (None, &[]),
             };
-            let holders = self.rls.holders(file);
+            let holders = self.catalogue.as_ref().unwrap_or(&self.rls).holders(file);
             let down = &self.down;
             let source = preferred
                 .filter(|&s| holders.contains(&s) && !down[s])

@@ -1045,3 +1045,55 @@ fn abort_dag_on_stops_the_dag_and_the_final_node_still_runs() {
     );
     assert_eq!(w.m.job_state(2), JobState::Blocked);
 }
+
+/// Seed 000's simulator registers a staged copy in its job's postscript:
+/// DataPresent does not follow a copy whose job has not run yet, while a
+/// job at the copy's own site reuses it at once; on arrival, every later
+/// prescript follows it.
+#[test]
+fn postscript_registration_hides_a_staged_copy_from_selectors_until_its_job_ran() {
+    let wf = || {
+        let files = vec![File {
+            name: "x".into(),
+            size: 100,
+        }];
+        let jobs = (0..8)
+            .map(|i| JobSpec {
+                name: format!("j{i}"),
+                runtime: 60.0,
+                inputs: vec!["x".into()],
+                ..Default::default()
+            })
+            .collect();
+        Workflow::build(files, jobs).unwrap()
+    };
+    let run = |registration| {
+        // Prescripts 10 s apart, transfers of 5 s, jobs of 60 s: j0's copy
+        // arrives at 5 and its postscript is at 65, between j6's and j7's
+        // prescripts.
+        let settings = ManagerSettings {
+            prescript_interval: 10.0,
+            registration,
+            ..Default::default()
+        };
+        let mut w = world(wf(), sites(4, 8, 10_000), settings, "data-present");
+        w.run();
+        assert!(w.m.succeeded());
+        let site: Vec<SiteId> = (0..8)
+            .map(|j| w.m.records().jobs[j].attempts[0].site)
+            .collect();
+        (site, w.transfers)
+    };
+    let (site, transfers) = run(Registration::Arrival);
+    assert!(site.iter().all(|&s| s == site[0]), "{site:?}");
+    assert_eq!(transfers, 1);
+    let (site, transfers) = run(Registration::Postscript);
+    let mut before: Vec<SiteId> = site[..7].to_vec();
+    before.sort_unstable();
+    before.dedup();
+    assert!(before.len() > 1, "ties broken at random: {site:?}");
+    // One copy per site: jobs at a site reuse its unregistered copy.
+    assert_eq!(transfers, before.len());
+    // By j7's prescript only j0 has run: its copy is the one registered.
+    assert_eq!(site[7], site[0], "{site:?}");
+}
