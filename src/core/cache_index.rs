@@ -14,6 +14,10 @@ pub type ExecId = usize;
 pub struct CacheIndex {
     holders: Vec<Vec<ExecId>>,
     files: Vec<FxHashSet<FileId>>,
+    /// Files with at least one holder.
+    distinct: usize,
+    /// Cached copies over all executors.
+    copies: usize,
 }
 
 impl CacheIndex {
@@ -22,6 +26,8 @@ impl CacheIndex {
         CacheIndex {
             holders: vec![Vec::new(); files],
             files: vec![FxHashSet::default(); executors],
+            distinct: 0,
+            copies: 0,
         }
     }
 
@@ -37,13 +43,25 @@ impl CacheIndex {
         self.ensure_executor(e);
         if self.files[e].insert(f) {
             self.holders[f].push(e);
+            self.copies += 1;
+            if self.holders[f].len() == 1 {
+                self.distinct += 1;
+            }
         }
     }
 
     /// `e` evicted `f`.
     pub fn evict(&mut self, f: FileId, e: ExecId) {
         if self.files.get_mut(e).is_some_and(|s| s.remove(&f)) {
-            self.holders[f].retain(|&x| x != e);
+            self.drop_holder(f, e);
+        }
+    }
+
+    fn drop_holder(&mut self, f: FileId, e: ExecId) {
+        self.holders[f].retain(|&x| x != e);
+        self.copies -= 1;
+        if self.holders[f].is_empty() {
+            self.distinct -= 1;
         }
     }
 
@@ -53,7 +71,7 @@ impl CacheIndex {
             return;
         };
         for f in std::mem::take(files) {
-            self.holders[f].retain(|&x| x != e);
+            self.drop_holder(f, e);
         }
     }
 
@@ -65,6 +83,13 @@ impl CacheIndex {
     /// Whether `e` caches `f`.
     pub fn cached(&self, f: FileId, e: ExecId) -> bool {
         self.files.get(e).is_some_and(|s| s.contains(&f))
+    }
+
+    /// Distinct files cached anywhere, and the copies of them over all
+    /// executors: how well the caches partition the working set (seed 001
+    /// §5.2.2 blames the 1 GB run's misses on copies crowding out files).
+    pub fn replication(&self) -> (usize, usize) {
+        (self.distinct, self.copies)
     }
 
     /// Files `e` caches.
@@ -85,7 +110,10 @@ mod tests {
         ix.insert(0, 1);
         ix.insert(2, 1);
         assert_eq!(ix.holders(0), [0, 1]);
+        assert_eq!(ix.replication(), (2, 3), "files 0 and 2; three copies");
         ix.evict(0, 0);
+        ix.evict(0, 0);
+        assert_eq!(ix.replication(), (2, 2), "a second evict is void");
         assert_eq!(ix.holders(0), [1]);
         assert!(
             !ix.cached(0, 0),
@@ -96,5 +124,6 @@ mod tests {
         ix.remove_executor(1);
         assert!(ix.holders(0).is_empty() && ix.holders(2).is_empty());
         assert_eq!((ix.cached_count(1), ix.cached_count(4)), (0, 1));
+        assert_eq!(ix.replication(), (1, 1));
     }
 }

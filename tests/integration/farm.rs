@@ -344,7 +344,9 @@ fn gridbed_farm_validate_runs_both_engines_and_reports_the_deviation() {
         .collect();
     assert!(rows[0].starts_with("t_s,arrived,done"));
     assert!(
-        rows[0].ends_with("throughput_gbps,ideal_gbps,local_pct,global_pct,miss_pct"),
+        rows[0].ends_with(
+            "throughput_gbps,ideal_gbps,local_pct,global_pct,miss_pct,cached_files,cached_copies"
+        ),
         "{}",
         rows[0]
     );

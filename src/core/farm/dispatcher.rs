@@ -79,13 +79,23 @@ fn bucket(intervals: &mut Vec<Interval>, step: f64, now: f64) -> &mut Interval {
     let k = (now / step).floor().max(0.0) as usize;
     while intervals.len() <= k {
         let t = intervals.len() as f64 * step;
-        let carry = intervals.last().map(|l| (l.queue, l.executors, l.busy));
-        let (queue, executors, busy) = carry.unwrap_or_default();
+        let carry = intervals.last().map(|l| {
+            (
+                l.queue,
+                l.executors,
+                l.busy,
+                l.cached_files,
+                l.cached_copies,
+            )
+        });
+        let (queue, executors, busy, cached_files, cached_copies) = carry.unwrap_or_default();
         intervals.push(Interval {
             t,
             queue,
             executors,
             busy,
+            cached_files,
+            cached_copies,
             ..Default::default()
         });
     }
@@ -274,6 +284,7 @@ impl<'a> Dispatcher<'a> {
         b.queue = self.waiting.len();
         b.executors = live;
         b.busy = busy_execs;
+        (b.cached_files, b.cached_copies) = self.index.replication();
         let dt = (now - self.last_t).max(0.0);
         self.busy_time += self.running as f64 * dt;
         self.registered_time += live as f64 * dt;

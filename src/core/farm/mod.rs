@@ -83,6 +83,10 @@ pub struct Interval {
     pub executors: usize,
     /// Executors running a task at the end of the interval.
     pub busy: usize,
+    /// Distinct files in the executors' caches at the end of the interval.
+    pub cached_files: usize,
+    /// Copies of them, over all caches, at the end of the interval.
+    pub cached_copies: usize,
     /// Summed response times (arrival to end, s) of the tasks that arrived
     /// in the interval.
     pub response: f64,
@@ -173,14 +177,15 @@ impl FarmRun {
         let gbps = |bytes: f64| bytes * 8.0 / step / 1e9;
         let mut out = String::from(
             "t_s,arrived,done,bytes_read,local,global,miss,wait_queue,executors,busy,\
-             arrival_rate,throughput_tasks_s,throughput_gbps,ideal_gbps,local_pct,global_pct,miss_pct\n",
+             arrival_rate,throughput_tasks_s,throughput_gbps,ideal_gbps,local_pct,global_pct,miss_pct,\
+             cached_files,cached_copies\n",
         );
         for i in &self.intervals {
             let reads = (i.local + i.global + i.miss).max(1) as f64;
             let pct = |n: u64| 100.0 * n as f64 / reads;
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.2},{:.2},{:.2}",
+                "{},{},{},{},{},{},{},{},{},{},{:.3},{:.3},{:.4},{:.4},{:.2},{:.2},{:.2},{},{}",
                 i.t,
                 i.arrived,
                 i.done,
@@ -197,7 +202,9 @@ impl FarmRun {
                 gbps(i.arrived_reads as f64 * spec.file_size as f64),
                 pct(i.local),
                 pct(i.global),
-                pct(i.miss)
+                pct(i.miss),
+                i.cached_files,
+                i.cached_copies
             );
         }
         out
