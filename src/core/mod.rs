@@ -42,7 +42,7 @@ pub mod window;
 pub mod wms;
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
-pub use manager::{Manager, ManagerSettings, Registration, ReplicaPolicy};
+pub use manager::{JobState, Manager, ManagerSettings, Registration, ReplicaPolicy};
 pub use rls::Rls;
 
 /// Index of a site in the scenario's site list.

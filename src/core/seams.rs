@@ -8,7 +8,7 @@
 
 use super::cache_index::{CacheIndex, ExecId};
 use super::records::SiteCounters;
-use super::{FileId, JobId, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
+use super::{FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
 /// What a site selector may look at when a prescript plans a job.
 pub struct GridView<'a> {
@@ -25,6 +25,19 @@ pub struct GridView<'a> {
     pub counters: &'a [SiteCounters],
     /// The site where a job ended most recently.
     pub last_ended: Option<SiteId>,
+    /// Per site: jobs holding one of its slots, from their prescript's start
+    /// to their end (staging there, queued or running) — Condor's claimed
+    /// slots, so a site is free while this is below its CPUs.
+    pub claimed: &'a [usize],
+    /// Every job's state now.
+    pub states: &'a [JobState],
+}
+
+impl GridView<'_> {
+    /// Whether `site` has a slot no job holds (Condor's unclaimed machine).
+    pub fn is_free(&self, site: SiteId) -> bool {
+        self.claimed[site] < self.sites[site].cpus
+    }
 }
 
 /// Chooses the execution site for a job (the prescript's first task, seed 000 §4).
@@ -32,6 +45,16 @@ pub trait SiteSelector: Send {
     /// `eligible` is never empty: execution sites the job may use for this
     /// attempt, in site order. Returns one of them.
     fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId;
+
+    /// Where the ready `job` goes now, or `None` to hold it, ready, until
+    /// the grid changes (a job leaves its slot, a site goes down or comes
+    /// back), when it is offered again. Condor's matchmaker places a job
+    /// only on a free machine (seed 003 §3); a planner with a scheduling
+    /// horizon leaves the DAGs beyond it unplanned (seed 003 §5.2). By
+    /// default every job is placed at once by [`select`](Self::select).
+    fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
+        Some(self.select(job, view, eligible))
+    }
 
     /// Called once before the run: extra (parent, child) ordering edges the
     /// manager must honour on top of the workflow's (SPCL sequences the

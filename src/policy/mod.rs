@@ -138,6 +138,8 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     ("opportunistic", |_, _| {
         Ok(Box::new(selector::Opportunistic::default()))
     }),
+    ("orig", |_, _| Ok(Box::new(selector::Orig))),
+    ("job-c", |_, _| Ok(Box::new(selector::JobC::default()))),
 ];
 
 /// Eviction policies by name.

@@ -385,6 +385,13 @@ pub struct Manager {
     job_dirty: Vec<bool>,
     /// Reused buffer of eligible sites.
     eligible: Vec<SiteId>,
+    /// Per site: jobs staging there, queued or running (claimed slots).
+    claimed: Vec<usize>,
+    /// Ready jobs the selector holds until the grid changes.
+    held: Vec<JobId>,
+    /// A job left its slot or a site went down or up since the held jobs
+    /// were last offered.
+    grid_changed: bool,
     /// The pool's serial stages.
     wms: Wms,
     /// Per job: sent to its site's queue (matched and started by the schedd).
@@ -536,6 +543,9 @@ impl Manager {
             changes: None,
             job_dirty: vec![false; n],
             eligible: Vec::new(),
+            claimed: vec![0; m],
+            held: Vec::new(),
+            grid_changed: false,
             wms,
             at_site: vec![false; n],
             exited: vec![None; n],
@@ -605,7 +615,10 @@ impl Manager {
                     file,
                 });
             }
-            Event::Fault { site, fault } => self.on_fault(site, fault, out),
+            Event::Fault { site, fault } => {
+                self.grid_changed = true;
+                self.on_fault(site, fault, out);
+            }
         }
         self.pump(out);
     }
@@ -745,6 +758,16 @@ impl Manager {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
+        let claims =
+            |s: JobState| matches!(s, JobState::Staging | JobState::Queued | JobState::Running);
+        match (claims(from), claims(to)) {
+            (true, false) => {
+                self.claimed[self.site_of[job]] -= 1;
+                self.grid_changed = true;
+            }
+            (false, true) => self.claimed[self.site_of[job]] += 1,
+            _ => {}
+        }
         if matches!(to, JobState::Done | JobState::Failed | JobState::Blocked) {
             self.reader_ended(job);
             self.release_final();
@@ -752,12 +775,16 @@ impl Manager {
         if to == JobState::Done {
             self.progress += 1;
         }
-        let flying = matches!(to, JobState::Staging | JobState::Queued | JobState::Running);
-        if self.throttled[job] && !flying {
-            self.throttled[job] = false;
-            if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
-                self.ready.push(held);
-            }
+        if self.throttled[job] && !claims(to) {
+            self.unthrottle(job);
+        }
+    }
+
+    /// `job` no longer counts against its category's MAXJOBS.
+    fn unthrottle(&mut self, job: JobId) {
+        self.throttled[job] = false;
+        if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
+            self.ready.push(held);
         }
     }
 
@@ -858,6 +885,11 @@ impl Manager {
                 self.enter_queue(job, out);
             }
         }
+        if std::mem::take(&mut self.grid_changed) {
+            for job in self.held.drain(..) {
+                self.ready.push(job);
+            }
+        }
         while !self.ready.is_empty()
             && self.prescript_slot_free()
             && self.now >= self.next_prescript
@@ -872,8 +904,15 @@ impl Manager {
                 continue; // held until a job of its category leaves
             }
             self.throttled[job] = self.nodes.category[job].is_some();
-            self.next_prescript = self.now + self.settings.prescript_interval;
-            self.start_prescript(job, out);
+            if self.start_prescript(job, out) {
+                self.next_prescript = self.now + self.settings.prescript_interval;
+            } else {
+                // Held by the selector: it waits without a prescript.
+                if self.throttled[job] {
+                    self.unthrottle(job);
+                }
+                self.held.push(job);
+            }
         }
     }
 

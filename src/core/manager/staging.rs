@@ -15,7 +15,9 @@ macro_rules! idle_view {
 }
 
 impl Manager {
-    pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) {
+    /// Starts `job`'s prescript; false when the selector holds the job
+    /// (nothing started, no prescript interval used).
+    pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
         self.exited[job] = None;
         let avoid = self.avoid.get(&job);
         let need = self.footprint[job];
@@ -29,7 +31,7 @@ impl Manager {
             // Every site that could run it crashed: wait for a recovery.
             self.eligible = eligible;
             self.retry(job, Retry::SitesDown);
-            return;
+            return true;
         }
         eligible.retain(|&s| !self.down[s]);
         if eligible.is_empty() {
@@ -44,7 +46,7 @@ impl Manager {
                 }
             );
             self.fail_for_good(job, why);
-            return;
+            return true;
         }
         // Re-planned by MonitQueue or after a stalled wait for room: anywhere
         // but that site, if there is anywhere else.
@@ -60,10 +62,16 @@ impl Manager {
             active: &self.active,
             counters: &self.records.sites,
             last_ended: self.last_ended,
+            claimed: &self.claimed,
+            states: &self.state,
         };
-        let site = self.selector.select(job, &view, &eligible);
+        let site = self.selector.place(job, &view, &eligible);
+        self.eligible = eligible;
+        let Some(site) = site else {
+            return false;
+        };
         debug_assert!(
-            eligible.contains(&site),
+            self.eligible.contains(&site),
             "selector chose an ineligible site"
         );
         self.site_of[job] = site;
@@ -103,9 +111,10 @@ impl Manager {
         });
         if self.nodes.pre[job] {
             self.run_script(job, ScriptKind::Pre, 0, out);
-            return;
+        } else {
+            self.launch(job, out);
         }
-        self.launch(job, out);
+        true
     }
 
     /// Orders the node's script at its site; POST scripts beyond

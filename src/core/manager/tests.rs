@@ -1097,3 +1097,31 @@ fn postscript_registration_hides_a_staged_copy_from_selectors_until_its_job_ran(
     // By j7's prescript only j0 has run: its copy is the one registered.
     assert_eq!(site[7], site[0], "{site:?}");
 }
+
+#[test]
+fn a_matchmaker_holds_ready_jobs_until_a_slot_is_free_and_every_job_ends_once() {
+    for strategy in ["orig", "job-c"] {
+        let mut w = world(
+            pipeline(30, 3),
+            sites(3, 2, 100_000),
+            ManagerSettings::default(),
+            strategy,
+        );
+        w.run();
+        assert!(w.m.succeeded(), "{strategy}: {:?}", w.m.counts());
+        assert!(w.ended_ok.iter().all(|&n| n == 1), "{strategy}");
+        // A site's claims (prescript start to end) never outnumber its CPUs.
+        let mut edges: Vec<(f64, i32, SiteId)> = Vec::new();
+        for a in w.m.records().jobs.iter().flat_map(|j| &j.attempts) {
+            let end = a.ended.expect("every attempt ended");
+            edges.push((a.prescript, 1, a.site));
+            edges.push((end, -1, a.site));
+        }
+        edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut claims = [0i32; 4];
+        for (_, d, s) in edges {
+            claims[s] += d;
+            assert!(claims[s] <= 2, "{strategy}: site {s} claimed thrice");
+        }
+    }
+}

@@ -270,6 +270,8 @@ mod tests {
             active: &[0; 4],
             counters: &[],
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

@@ -119,6 +119,8 @@ mod tests {
             active: &active,
             counters: &[],
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let mut dp = DataPresent::new(ChaCha8Rng::seed_from_u64(3));
         assert_eq!(dp.select(0, &view, &[0, 1, 2]), 1);

@@ -37,6 +37,8 @@ mod tests {
             active: &[],
             counters: &[],
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let mut s = LastRecentUsed::default();
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 1);

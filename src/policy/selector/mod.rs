@@ -1,10 +1,13 @@
 //! Site selectors: the prescript's choice of execution site (seed 000 §5.1,
-//! seed 002 §5).
+//! seed 002 §5), and Condor's matchmaking with and without execute-machine
+//! caches (seed 003 §9: ORIG, Job-C).
 
 mod clustered;
 mod data_present;
+mod job_c;
 mod last_recent_used;
 mod opportunistic;
+mod orig;
 mod random;
 mod random_caching;
 mod round_robin;
@@ -12,8 +15,10 @@ mod weighted_linear_random;
 
 pub use clustered::Clustered;
 pub use data_present::DataPresent;
+pub use job_c::JobC;
 pub use last_recent_used::LastRecentUsed;
 pub use opportunistic::Opportunistic;
+pub use orig::Orig;
 pub use random::Random;
 pub use random_caching::RandomCaching;
 pub use round_robin::RoundRobin;

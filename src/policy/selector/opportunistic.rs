@@ -106,6 +106,8 @@ mod tests {
                 active: &[],
                 counters,
                 last_ended: None,
+                claimed: &[],
+                states: &[],
             };
             o.select(job, &view, eligible)
         };
@@ -136,6 +138,8 @@ mod tests {
             active: &[],
             counters: &counters,
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let mut o = Opportunistic {
             scheduled: vec![0, 1, 1],

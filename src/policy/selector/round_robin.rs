@@ -41,6 +41,8 @@ mod tests {
             active: &[],
             counters: &[],
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let mut rr = RoundRobin::default();
         let picks: Vec<_> = (0..5).map(|j| rr.select(j, &view, &[1, 2, 4])).collect();

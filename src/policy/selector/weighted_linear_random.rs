@@ -62,6 +62,8 @@ mod tests {
             active: &[0; 3],
             counters: &[],
             last_ended: None,
+            claimed: &[],
+            states: &[],
         };
         let mut w = WeightedLinearRandom::new(ChaCha8Rng::seed_from_u64(1));
         let mut n = [0usize; 3];

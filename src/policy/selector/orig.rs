@@ -1,0 +1,35 @@
+//! ORIG: plain Condor as seed 003 §3 and §9 describe it. DAGMan submits a
+//! job once its parents ended; the matchmaker places it on an unclaimed
+//! machine, with no notion of where its data is: "for each job, the list of
+//! available machines is scanned, and the machine with the highest rank
+//! that satisfies the job's requirements is chosen" (no rank here, so the
+//! first). With no machine free, the job waits in the schedd. Nothing is
+//! cached on execute machines: staged inputs are deleted after the job.
+
+use crate::core::{JobId, ReplicaPolicy, SiteId};
+use crate::policy::{GridView, SiteSelector};
+
+/// Places a ready job on the first free eligible site, or holds it.
+#[derive(Debug, Default)]
+pub struct Orig;
+
+impl SiteSelector for Orig {
+    fn select(&mut self, _job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
+        eligible
+            .iter()
+            .copied()
+            .find(|&s| view.is_free(s))
+            .unwrap_or(eligible[0])
+    }
+
+    fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
+        eligible
+            .iter()
+            .any(|&s| view.is_free(s))
+            .then(|| self.select(job, view, eligible))
+    }
+
+    fn replica_policy(&self) -> Option<ReplicaPolicy> {
+        Some(ReplicaPolicy::Delete)
+    }
+}
