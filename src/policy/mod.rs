@@ -140,6 +140,9 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     }),
     ("orig", |_, _| Ok(Box::new(selector::Orig))),
     ("job-c", |_, _| Ok(Box::new(selector::JobC::default()))),
+    ("dag-c", |_, p| {
+        Ok(Box::new(selector::DagC::with_params(p)?))
+    }),
 ];
 
 /// Eviction policies by name.

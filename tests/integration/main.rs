@@ -6,6 +6,7 @@ mod cli;
 mod clustering;
 mod common;
 mod config_errors;
+mod dag_condor;
 mod dagman;
 mod farm;
 mod faults;
