@@ -14,7 +14,7 @@ use crate::core::Workflow;
 use crate::workflow::WorkflowSpec;
 use crate::workflow::clustering::Clustering;
 use crate::workflow::formats::{self, FormatError};
-use crate::workflow::generators::{Coadd, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
+use crate::workflow::generators::{Coadd, Dags, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
 
 /// The workflow a scenario runs, where it was read from, and its
 /// clustering.
@@ -228,6 +228,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             src.parse::<TestbedFile<Coadd>>()?,
             WorkflowSpec::Coadd,
         )),
+        "dags" => Ok(with(src.parse::<TestbedFile<Dags>>()?, WorkflowSpec::Dags)),
         "inline" => Ok(with(
             src.parse::<TestbedFile<Inline>>()?,
             WorkflowSpec::Inline,

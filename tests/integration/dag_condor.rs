@@ -104,3 +104,26 @@ fn a_lost_machines_dags_are_planned_again_and_every_job_ends_once() {
         );
     }
 }
+
+#[test]
+fn on_the_table_3_testbed_dag_c_is_fastest_then_job_c_then_orig_at_every_file_size() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/dag-condor.toml");
+    let body = std::fs::read_to_string(path).unwrap();
+    for size in ["100 MB", "1 GB", "1.5 GB", "2 GB"] {
+        let body = body.replace("pipeline = \"1 GB\"", &format!("pipeline = \"{size}\""));
+        let makespan = |strategy: &str| {
+            let body = body.replace(
+                "strategy = \"dag-c\"",
+                &format!("strategy = \"{strategy}\""),
+            );
+            record(&body).summary.makespan_s
+        };
+        let (orig, job_c, dag_c) = (makespan("orig"), makespan("job-c"), makespan("dag-c"));
+        assert!(
+            dag_c <= job_c && job_c <= orig,
+            "{size}: DAG-C {dag_c}, Job-C {job_c}, ORIG {orig}"
+        );
+        // DAG-C moves no pipeline file: its makespan does not grow with them.
+        assert!(dag_c < 5100.0, "{size}: {dag_c}");
+    }
+}

@@ -2,11 +2,13 @@
 //! testbed's `[workflow]` table.
 
 mod coadd;
+mod dags;
 mod inline;
 mod pipeline;
 mod spatial;
 
 pub use coadd::Coadd;
+pub use dags::{Dags, Shape as DagShape};
 pub use inline::{Inline, InlineFile, InlineJob};
 pub use pipeline::Pipeline;
 pub use spatial::Spatial;
@@ -24,6 +26,8 @@ pub enum WorkflowSpec {
     Inline(Inline),
     /// The SDSS coadd of seed 000.
     Coadd(Coadd),
+    /// Seed 003's workflows of many DAGs (BLAST, fan, chain).
+    Dags(Dags),
     /// A workflow file users bring (WfFormat, DAX, Pegasus YAML, DAGMan).
     File(FileSpec),
 }
@@ -112,7 +116,7 @@ fn bounded(field: &'static str, jobs: f64, references: f64) -> Result<(), (&'sta
 }
 
 /// Generator names, for error messages.
-pub const GENERATORS: &[&str] = &["pipeline", "spatial", "coadd", "inline"];
+pub const GENERATORS: &[&str] = &["pipeline", "spatial", "coadd", "dags", "inline"];
 
 /// A value or a list of values.
 fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -143,6 +147,7 @@ impl WorkflowSpec {
             WorkflowSpec::Spatial(s) => s.generate(seed),
             WorkflowSpec::Inline(i) => i.generate(),
             WorkflowSpec::Coadd(c) => c.generate(seed),
+            WorkflowSpec::Dags(d) => d.generate(),
             // Read by the scenario loader, which knows the testbed's folder.
             WorkflowSpec::File(_) => Ok(Workflow::default()),
         }
@@ -155,6 +160,7 @@ impl WorkflowSpec {
             WorkflowSpec::Spatial(s) => s.validate(),
             WorkflowSpec::Inline(i) => i.validate(),
             WorkflowSpec::Coadd(c) => c.validate(),
+            WorkflowSpec::Dags(d) => d.validate(),
             WorkflowSpec::File(f) => match f.default_runtime {
                 Some(r) if !(r.is_finite() && r >= 0.0) => Err((
                     "default_runtime",
