@@ -38,6 +38,11 @@ impl GridView<'_> {
     pub fn is_free(&self, site: SiteId) -> bool {
         self.claimed[site] < self.sites[site].cpus
     }
+
+    /// Whether any of `sites` is free.
+    pub fn any_free(&self, sites: &[SiteId]) -> bool {
+        sites.iter().any(|&s| self.is_free(s))
+    }
 }
 
 /// Chooses the execution site for a job (the prescript's first task, seed 000 §4).

@@ -490,19 +490,29 @@ mod tests {
         Workflow::build(files, jobs).unwrap()
     }
 
-    fn plan_all(wf: &Workflow, sites: &[SiteInfo], rls: &Rls, planner: &mut DagC) -> Vec<String> {
-        let states = vec![JobState::Waiting; wf.jobs.len()];
-        let claimed = vec![0; sites.len()];
-        let view = GridView {
+    fn view<'a>(
+        wf: &'a Workflow,
+        sites: &'a [SiteInfo],
+        rls: &'a Rls,
+        claimed: &'a [usize],
+        states: &'a [JobState],
+    ) -> GridView<'a> {
+        GridView {
             workflow: wf,
             sites,
             rls,
             active: &[],
             counters: &[],
             last_ended: None,
-            claimed: &claimed,
-            states: &states,
-        };
+            claimed,
+            states,
+        }
+    }
+
+    fn plan_all(wf: &Workflow, sites: &[SiteInfo], rls: &Rls, planner: &mut DagC) -> Vec<String> {
+        let states = vec![JobState::Waiting; wf.jobs.len()];
+        let claimed = vec![0; sites.len()];
+        let view = view(wf, sites, rls, &claimed, &states);
         let all: Vec<SiteId> = (0..sites.len()).collect();
         (0..wf.jobs.len())
             .map(|j| {
@@ -574,24 +584,6 @@ mod tests {
         let mut states = vec![JobState::Waiting; wf.jobs.len()];
         let claimed = vec![0; 2];
         let mut dag_c = DagC::new(12.5e6, Some(1800.0));
-        fn view<'a>(
-            wf: &'a Workflow,
-            sites: &'a [SiteInfo],
-            rls: &'a Rls,
-            claimed: &'a [usize],
-            states: &'a [JobState],
-        ) -> GridView<'a> {
-            GridView {
-                workflow: wf,
-                sites,
-                rls,
-                active: &[],
-                counters: &[],
-                last_ended: None,
-                claimed,
-                states,
-            }
-        }
         // A DAG is 30 minutes: one DAG reaches the horizon on each machine.
         assert_eq!(
             dag_c.place(0, &view(&wf, &sites, &rls, &claimed, &states), &[0, 1]),

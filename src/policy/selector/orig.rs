@@ -23,9 +23,7 @@ impl SiteSelector for Orig {
     }
 
     fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
-        eligible
-            .iter()
-            .any(|&s| view.is_free(s))
+        view.any_free(eligible)
             .then(|| self.select(job, view, eligible))
     }
 
