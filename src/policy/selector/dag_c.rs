@@ -189,20 +189,31 @@ impl DagC {
         site: SiteId,
         with_output: bool,
     ) -> u64 {
+        let mut bytes = Self::inputs_from_outside(view, jobs, |f| !self.holds(view, site, f));
+        if with_output {
+            bytes += Self::outputs_out(view, jobs);
+        }
+        bytes
+    }
+
+    /// Bytes of the part's inputs made outside it (each file once) that
+    /// `counts` accepts.
+    fn inputs_from_outside(
+        view: &GridView<'_>,
+        jobs: &[JobId],
+        counts: impl Fn(FileId) -> bool,
+    ) -> u64 {
         let wf = view.workflow;
         let mut seen: Vec<FileId> = Vec::new();
         let mut bytes = 0;
         for &j in jobs {
             for &f in &wf.jobs[j].inputs {
                 let made_inside = wf.producer[f].is_some_and(|p| jobs.contains(&p));
-                if !made_inside && !seen.contains(&f) && !self.holds(view, site, f) {
+                if !made_inside && !seen.contains(&f) && counts(f) {
                     seen.push(f);
                     bytes += wf.files[f].size;
                 }
             }
-        }
-        if with_output {
-            bytes += Self::outputs_out(view, jobs);
         }
         bytes
     }
@@ -384,21 +395,10 @@ impl DagC {
                 }
                 let (best, added) = self.best_machine(view, &part, &light, loads, true);
                 let cputime: f64 = part.iter().map(|&j| Self::cost(view, j, heavy)).sum();
-                let mut io = Self::outputs_out(view, &part);
-                let mut seen: Vec<FileId> = Vec::new();
-                for &j in &part {
-                    for &f in &wf.jobs[j].inputs {
-                        let made_inside = wf.producer[f].is_some_and(|p| part.contains(&p));
-                        if !made_inside
-                            && !seen.contains(&f)
-                            && self.holds(view, heavy, f)
-                            && !self.holds(view, best, f)
-                        {
-                            seen.push(f);
-                            io += wf.files[f].size;
-                        }
-                    }
-                }
+                let io = Self::outputs_out(view, &part)
+                    + Self::inputs_from_outside(view, &part, |f| {
+                        self.holds(view, heavy, f) && !self.holds(view, best, f)
+                    });
                 let savetime = cputime - io as f64 / self.bandwidth;
                 if savetime > 0.0 {
                     self.assign(view, &part, best);

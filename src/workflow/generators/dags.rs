@@ -81,44 +81,33 @@ impl Dags {
         }
     }
 
-    fn blast_shape(&self) -> bool {
-        self.shape == Shape::Blast
+    /// The shape's default: BLAST's (table 2) or the other DAGs' (tables 3-6).
+    fn or_default<T>(&self, value: Option<T>, others: T, blast: T) -> T {
+        value.unwrap_or(if self.shape == Shape::Blast {
+            blast
+        } else {
+            others
+        })
     }
 
     /// Each job's runtime (s).
     pub fn runtime(&self) -> f64 {
-        let d = if self.blast_shape() { 1320.0 } else { 600.0 };
-        self.runtime.unwrap_or(d)
+        self.or_default(self.runtime, 600.0, 1320.0)
     }
 
     /// Each pipeline file's size.
     pub fn pipeline(&self) -> u64 {
-        let d = if self.blast_shape() {
-            2_000_000
-        } else {
-            100_000_000
-        };
-        self.pipeline.map_or(d, |s| s.0)
+        self.or_default(self.pipeline.map(|s| s.0), 100_000_000, 2_000_000)
     }
 
     /// The batch input's size.
     pub fn batch(&self) -> u64 {
-        let d = if self.blast_shape() {
-            3_880_000_000
-        } else {
-            100_000_000
-        };
-        self.batch.map_or(d, |s| s.0)
+        self.or_default(self.batch.map(|s| s.0), 100_000_000, 3_880_000_000)
     }
 
     /// Each executable's size.
     pub fn executable(&self) -> u64 {
-        let d = if self.blast_shape() {
-            10_000_000
-        } else {
-            1_000_000
-        };
-        self.executable.map_or(d, |s| s.0)
+        self.or_default(self.executable.map(|s| s.0), 1_000_000, 10_000_000)
     }
 
     /// Checks the parameters; the error names the field.
