@@ -17,7 +17,7 @@ impl Manager {
                 }
                 Vec::new()
             }
-            ReplicaPolicy::Delete => staged
+            ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
                 .iter()
                 .copied()
                 .filter(|&f| !self.rls.has(f, site))
@@ -79,9 +79,9 @@ impl Manager {
             return;
         }
         self.active[site] -= 1;
-        self.leave_slot(job, site, out);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
+        let home_bound = result.is_ok() && self.sends_home(job, site);
         let mut attempt = self.records.jobs[job].attempts.last_mut();
         if let Some(a) = attempt.as_mut() {
             a.finished = Some(self.now);
@@ -92,19 +92,14 @@ impl Manager {
             };
         }
         match result {
-            Ok(()) => {
-                out.push(Command::Release { job, site, delete });
-                // DAGMan learns of the end at its next log scan.
-                let noticed = self.wms.noticed(self.now);
-                if noticed > self.now {
-                    self.schedule(noticed, Timer::Noticed { job, site });
-                } else {
-                    self.job_succeeded(job, site, out);
-                }
-            }
+            // With the `return` policy the slot stays claimed while the
+            // outputs go home.
+            Ok(()) if home_bound => self.start_stage_out(job, site, delete, out),
+            Ok(()) => self.ended_well(job, site, delete, out),
             // DAGMan runs the POST script after a failed job too, `$RETURN`
             // its exit status; the POST script's exit decides the node.
             Err(JobFailure::Exit(status)) if self.nodes.post[job] => {
+                self.leave_slot(job, site, out);
                 out.push(Command::Release { job, site, delete });
                 self.exited[job] = Some(status);
                 self.run_script(job, ScriptKind::Post, status, out);
@@ -115,6 +110,7 @@ impl Manager {
                     a.outcome = Outcome::Failed(failure.clone());
                 }
                 self.records.sites[site].failed += 1;
+                self.leave_slot(job, site, out);
                 out.push(Command::Release { job, site, delete });
                 self.set_state(job, JobState::Ready);
                 let retry = match failure {
@@ -132,6 +128,25 @@ impl Manager {
                 };
                 self.retry(job, retry);
             }
+        }
+    }
+
+    /// The job ended well at `site` and left its slot: the site deletes
+    /// `delete`, and DAGMan learns of the end at its next log scan.
+    pub(super) fn ended_well(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+        out: &mut Vec<Command>,
+    ) {
+        self.leave_slot(job, site, out);
+        out.push(Command::Release { job, site, delete });
+        let noticed = self.wms.noticed(self.now);
+        if noticed > self.now {
+            self.schedule(noticed, Timer::Noticed { job, site });
+        } else {
+            self.job_succeeded(job, site, out);
         }
     }
 
@@ -258,8 +273,9 @@ impl Manager {
         }
         // A job its POST script rescued wrote nothing.
         if self.exited[job].take().is_none() {
+            let at = self.output_site(job, site);
             for &o in &self.wf.clone().jobs[job].outputs {
-                self.register(o, site);
+                self.register(o, at);
             }
         }
         self.records.sites[site].ended += 1;

@@ -35,6 +35,7 @@ mod completion;
 mod recovery;
 mod release;
 pub mod scripted;
+mod stage_out;
 mod staging;
 #[cfg(test)]
 mod tests;
@@ -70,6 +71,11 @@ pub enum ReplicaPolicy {
     Delete,
     /// Staged copies stay and are registered for other jobs (RandomCaching).
     Caching,
+    /// Condor's own file transfer (seed 003 §3, ORIG): staged copies are
+    /// deleted after the job, and its outputs are sent back to its submit
+    /// machine and deleted at the execute machine, so every input comes
+    /// from a submit machine.
+    Return,
 }
 
 /// When a staged copy enters the replica catalogue that site selectors read
@@ -240,6 +246,8 @@ struct Flight {
     attempt: usize,
     file: FileId,
     from: SiteId,
+    /// An output on its way home (the `return` policy), not an input.
+    stage_out: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -251,6 +259,12 @@ enum Timer {
     },
     Replan {
         job: JobId,
+    },
+    /// Try again to send an output home.
+    RetryStageOut {
+        job: JobId,
+        attempt: usize,
+        file: FileId,
     },
     Monit,
     /// `release_overhead` elapsed: the job is ready.
@@ -338,6 +352,12 @@ pub struct Manager {
     staging: Vec<Option<Staging>>,
     /// Per job: inputs its last prescript transferred, for the postscript.
     staged: Vec<Vec<FileId>>,
+    /// Per job: its submit machine, where the site holding its first
+    /// initially placed input (else its first parent's home; else the
+    /// first placement's site). The `return` policy sends outputs there.
+    home: Vec<SiteId>,
+    /// Per job: its outputs on their way home.
+    stage_outs: Vec<Option<stage_out::StageOut>>,
     ready: ReadyQueue,
     /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
     nodes: NodeSettings,
@@ -490,6 +510,7 @@ impl Manager {
             n,
         );
         let catalogue = (settings.registration == Registration::Postscript).then(|| rls.clone());
+        let home = submit_machines(&workflow, placement);
         let mut manager = Manager {
             wf: workflow,
             sites,
@@ -515,6 +536,8 @@ impl Manager {
             waiters: HashMap::default(),
             staging: (0..n).map(|_| None).collect(),
             staged: vec![Vec::new(); n],
+            home,
+            stage_outs: (0..n).map(|_| None).collect(),
             ready,
             nodes: NodeSettings::none(n),
             throttle: Throttle::default(),
@@ -840,6 +863,9 @@ impl Manager {
                         self.ready.push(job);
                     }
                 }
+                Timer::RetryStageOut { job, attempt, file } => {
+                    self.retry_stage_out(job, attempt, file, out)
+                }
                 Timer::Monit => self.monit_queue(out),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
@@ -855,7 +881,7 @@ impl Manager {
                         self.job_succeeded(job, site, out);
                     }
                 }
-                Timer::DagmanTick => self.dagman_tick(),
+                Timer::DagmanTick => self.dagman_tick(out),
                 Timer::Negotiate => self.negotiate(out),
                 Timer::Start { job, attempt } => {
                     if self.is_idle(job, attempt) {
@@ -919,4 +945,24 @@ impl Manager {
     fn is_current(&self, job: JobId, attempt: usize) -> bool {
         self.state[job] == JobState::Staging && self.records.jobs[job].attempts.len() == attempt + 1
     }
+}
+
+/// Each job's submit machine (see `Manager::home`): jobs come parents first.
+fn submit_machines(wf: &Workflow, placement: &[(FileId, SiteId)]) -> Vec<SiteId> {
+    let mut placed = vec![None; wf.files.len()];
+    for &(f, s) in placement.iter().rev() {
+        placed[f] = Some(s);
+    }
+    let fallback = placement.first().map_or(0, |&(_, s)| s);
+    let mut home: Vec<SiteId> = Vec::with_capacity(wf.jobs.len());
+    for j in &wf.jobs {
+        let h = j
+            .inputs
+            .iter()
+            .find_map(|&f| placed[f])
+            .or_else(|| j.parents.first().map(|&p| home[p]))
+            .unwrap_or(fallback);
+        home.push(h);
+    }
+    home
 }

@@ -252,6 +252,7 @@ impl Manager {
                     attempt,
                     file,
                     from,
+                    stage_out: false,
                 },
             );
             if let Some(c) = self.changes.as_mut() {
@@ -317,18 +318,18 @@ impl Manager {
     }
 
     /// DAGMan's event loop: submits the staged jobs its limit allows.
-    pub(super) fn dagman_tick(&mut self) {
+    pub(super) fn dagman_tick(&mut self, out: &mut Vec<Command>) {
         let (made, next) = {
             let (state, attempts) = (&self.state, &self.records.jobs);
             self.wms.dagman_tick(self.now, |j, a| {
                 state[j] == JobState::Staging && attempts[j].attempts.len() == a + 1
             })
         };
-        let mut out = Vec::new();
+        // With no submit delay a submission ends at its tick and the job
+        // goes to its site at once.
         for (job, attempt, at) in made {
-            self.condor_submit(job, attempt, at, &mut out);
+            self.condor_submit(job, attempt, at, out);
         }
-        debug_assert!(out.is_empty(), "a submission ends after its tick");
         if let Some(at) = next {
             self.schedule(at, Timer::DagmanTick);
         }
@@ -450,6 +451,7 @@ impl Manager {
         }
         let rec = &mut self.records.transfers[id as usize];
         rec.end = Some(self.now);
+
         match &result {
             Ok(bytes) => {
                 rec.bytes = *bytes;
@@ -459,6 +461,10 @@ impl Manager {
                 self.records.sites[fl.from].transfers_out += 1;
             }
             Err(e) => rec.failure = Some(e.clone()),
+        }
+        if fl.stage_out {
+            self.on_stage_out_done(fl.job, fl.attempt, fl.file, result.is_ok(), out);
+            return;
         }
         self.wake_waiters(key, result.is_ok(), out);
         if !self.is_current(fl.job, fl.attempt) {

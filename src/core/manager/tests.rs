@@ -856,6 +856,18 @@ fn dagman_submits_its_limit_per_scan_and_notices_ends_at_scans() {
 }
 
 #[test]
+fn dagman_scans_without_a_submit_delay_send_jobs_to_their_site_at_the_tick() {
+    // Seed 003's ORIG and Job-C: only the 5-s log scan, submissions free.
+    let wms = WmsSettings {
+        user_log_scan_interval: 5.0,
+        ..WmsSettings::default()
+    };
+    // j0 submitted at tick 0, ends at 12, noticed at 15; j1 submitted at
+    // that tick, ends at 27, noticed at 30.
+    assert_eq!(wms_makespan(dataless(2, 12.0, true), 1, wms), 30.0);
+}
+
+#[test]
 fn per_job_latencies_are_drawn_from_their_distribution() {
     let settings = |postscript_overhead| ManagerSettings {
         prescript_interval: 0.0,
@@ -1124,4 +1136,60 @@ fn a_matchmaker_holds_ready_jobs_until_a_slot_is_free_and_every_job_ends_once() 
             assert!(claims[s] <= 2, "{strategy}: site {s} claimed thrice");
         }
     }
+}
+
+#[test]
+fn orig_sends_outputs_home_holds_the_slot_meanwhile_and_leaves_execute_disks_empty() {
+    let mut w = world(
+        pipeline(6, 1),
+        sites(2, 1, 10_000),
+        ManagerSettings::default(),
+        "orig",
+    );
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1));
+    let rec = w.m.records();
+    let wf = w.m.workflow().clone();
+    for (j, job) in wf.jobs.iter().enumerate() {
+        let a = rec.jobs[j].attempts.last().unwrap();
+        for &o in &job.outputs {
+            // Every output went from where its job ran to the submit machine,
+            // before the node ended (the claim held meanwhile).
+            let t = rec
+                .transfers
+                .iter()
+                .find(|t| t.file == o && t.to == 0)
+                .expect("output sent home");
+            assert_eq!(t.from, a.site);
+            assert!(t.end.unwrap() <= a.ended.unwrap());
+            assert_eq!(w.m.rls().holders(o), [0]);
+        }
+    }
+    // Every input came from the submit machine; nothing stays where jobs ran.
+    assert!(rec.transfers.iter().all(|t| t.from == 0 || t.to == 0));
+    assert_eq!(w.pools[1].used() + w.pools[2].used(), 0);
+}
+
+#[test]
+fn an_output_that_cannot_go_home_fails_the_attempt_and_the_job_is_retried() {
+    let mut w = world(
+        pipeline(1, 1),
+        sites(1, 1, 10_000),
+        ManagerSettings::default(),
+        "orig",
+    );
+    w.fail_from = Some(1);
+    w.run();
+    assert!(w.m.is_finished() && !w.m.succeeded());
+    let attempts = &w.m.records().jobs[0].attempts;
+    assert_eq!(attempts.len(), 4, "RETRY 3 after the first");
+    for a in attempts {
+        assert!(
+            a.outcome.describe().contains("could not send `mid-0`"),
+            "{}",
+            a.outcome.describe()
+        );
+    }
+    assert!(w.m.rls().holders(1).is_empty(), "mid-0 is nowhere");
 }

@@ -4,7 +4,9 @@
 //! available machines is scanned, and the machine with the highest rank
 //! that satisfies the job's requirements is chosen" (no rank here, so the
 //! first). With no machine free, the job waits in the schedd. Nothing is
-//! cached on execute machines: staged inputs are deleted after the job.
+//! cached on execute machines: the `return` replica policy deletes staged
+//! inputs after the job and sends its outputs back to the submit machine
+//! (the claim held meanwhile), so every input comes from there.
 
 use crate::core::{JobId, ReplicaPolicy, SiteId};
 use crate::policy::{GridView, SiteSelector};
@@ -28,6 +30,6 @@ impl SiteSelector for Orig {
     }
 
     fn replica_policy(&self) -> Option<ReplicaPolicy> {
-        Some(ReplicaPolicy::Delete)
+        Some(ReplicaPolicy::Return)
     }
 }

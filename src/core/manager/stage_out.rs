@@ -1,0 +1,211 @@
+//! Condor's own file transfer (seed 003 §3, the `return` replica policy of
+//! ORIG): after a job ends, its starter sends every output back to the job's
+//! submit machine and then deletes it, with the job's inputs, from the
+//! execute machine. The slot stays claimed until the last output is home, so
+//! a matchmaker does not offer the machine meanwhile; the node ends (and its
+//! children are released) only then, and every later reader stages the
+//! outputs from the submit machine.
+//!
+//! An output that cannot be sent home after `transfer_retries` tries is lost
+//! with the execute machine's copy: the job runs again, against its RETRY.
+
+use super::*;
+
+/// A job's outputs on their way home.
+#[derive(Debug)]
+pub(super) struct StageOut {
+    site: SiteId,
+    attempt: usize,
+    /// Transfers not yet ended well.
+    left: usize,
+    /// Failed tries so far, per output.
+    tries: Vec<(FileId, u32)>,
+    /// Staged inputs the postscript deletes with the outputs.
+    delete: Vec<FileId>,
+}
+
+impl Manager {
+    /// The site a job's outputs are registered at when its node ends: its
+    /// submit machine with the `return` policy, else where it ran.
+    pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
+        match self.settings.replica_policy {
+            ReplicaPolicy::Return => self.home[job],
+            _ => ran_at,
+        }
+    }
+
+    /// Whether `job`, ended well at `site`, sends its outputs home before
+    /// its node ends: with the `return` policy, when it has outputs and ran
+    /// away from home.
+    pub(super) fn sends_home(&self, job: JobId, site: SiteId) -> bool {
+        self.settings.replica_policy == ReplicaPolicy::Return
+            && site != self.home[job]
+            && !self.wf.jobs[job].outputs.is_empty()
+    }
+
+    /// Starts sending `job`'s outputs from `site` home (see
+    /// [`sends_home`](Self::sends_home)).
+    pub(super) fn start_stage_out(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+        out: &mut Vec<Command>,
+    ) {
+        let outputs = self.wf.jobs[job].outputs.clone();
+        let attempt = self.records.jobs[job].attempts.len() - 1;
+        self.stage_outs[job] = Some(StageOut {
+            site,
+            attempt,
+            left: outputs.len(),
+            tries: Vec::new(),
+            delete,
+        });
+        for file in outputs {
+            self.send_home(job, file, out);
+        }
+    }
+
+    /// One output of `job` leaves for its submit machine.
+    fn send_home(&mut self, job: JobId, file: FileId, out: &mut Vec<Command>) {
+        let Some(so) = self.stage_outs[job].as_ref() else {
+            return;
+        };
+        let (from, to, attempt) = (so.site, self.home[job], so.attempt);
+        let retry = so.tries.iter().any(|&(f, _)| f == file);
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        self.serving[from] += 1;
+        self.records.jobs[job].attempts[attempt].transfers += 1;
+        self.flights.insert(
+            id,
+            Flight {
+                job,
+                attempt,
+                file,
+                from,
+                stage_out: true,
+            },
+        );
+        if let Some(c) = self.changes.as_mut() {
+            c.transfers.push(id);
+        }
+        self.records.transfers.push(TransferRecord {
+            id,
+            job,
+            file,
+            from,
+            to,
+            start: self.now,
+            end: None,
+            bytes: 0,
+            failure: None,
+            retry,
+        });
+        out.push(Command::StartTransfer {
+            id,
+            job,
+            file,
+            from,
+            to,
+        });
+    }
+
+    /// A transfer of an output home ended.
+    pub(super) fn on_stage_out_done(
+        &mut self,
+        job: JobId,
+        attempt: usize,
+        file: FileId,
+        ok: bool,
+        out: &mut Vec<Command>,
+    ) {
+        let retries = self.settings.transfer_retries;
+        let Some(so) = self.stage_outs[job]
+            .as_mut()
+            .filter(|so| so.attempt == attempt)
+        else {
+            return;
+        };
+        if ok {
+            so.left -= 1;
+            if so.left == 0 {
+                self.finish_stage_out(job, out);
+            }
+            return;
+        }
+        let tries = match so.tries.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                so.tries.push((file, 1));
+                1
+            }
+        };
+        if tries <= retries {
+            let at = self.now + self.settings.transfer_backoff;
+            self.schedule(at, Timer::RetryStageOut { job, attempt, file });
+            return;
+        }
+        // The only copy could not be sent: the job's work is lost.
+        let Some(so) = self.stage_outs[job].take() else {
+            return;
+        };
+        let name = &self.wf.files[file].name;
+        let reason = format!("could not send `{name}` back to the submit machine");
+        let mut delete = so.delete;
+        delete.extend(self.own_outputs(job, so.site, out));
+        self.leave_slot(job, so.site, out);
+        out.push(Command::Release {
+            job,
+            site: so.site,
+            delete,
+        });
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Failed(JobFailure::Failed(reason));
+        }
+        self.records.sites[so.site].failed += 1;
+        self.set_state(job, JobState::Ready);
+        self.retry(job, Retry::Counted);
+    }
+
+    /// A retry timer of an output's transfer home fired.
+    pub(super) fn retry_stage_out(
+        &mut self,
+        job: JobId,
+        attempt: usize,
+        file: FileId,
+        out: &mut Vec<Command>,
+    ) {
+        if self.stage_outs[job]
+            .as_ref()
+            .is_some_and(|so| so.attempt == attempt)
+        {
+            self.send_home(job, file, out);
+        }
+    }
+
+    /// Every output is home: the execute machine's copies and staged inputs
+    /// go, the slot is free, and the job ends as any other.
+    fn finish_stage_out(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let Some(so) = self.stage_outs[job].take() else {
+            return;
+        };
+        let mut delete = so.delete;
+        delete.extend(self.own_outputs(job, so.site, out));
+        self.ended_well(job, so.site, delete, out);
+    }
+
+    /// `job`'s outputs at `site`, no longer kept there (so that a release
+    /// may delete them).
+    fn own_outputs(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) -> Vec<FileId> {
+        let outputs = self.wf.jobs[job].outputs.clone();
+        for &file in &outputs {
+            out.push(Command::Cleanup { site, file });
+        }
+        outputs
+    }
+}
