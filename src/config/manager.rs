@@ -12,6 +12,7 @@ use super::{ConfigError, Overrides, Seconds, TestbedFile};
 use crate::core::wms::{Latency, WmsSettings};
 use crate::core::{ManagerSettings, Registration};
 use crate::policy;
+use crate::units::Size;
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +37,10 @@ pub(super) struct ManagerFile {
     registration: Option<Registration>,
     /// `[manager.wms]`: the serial stages of an HTCondor pool (`core::wms`).
     wms: Option<WmsFile>,
+    /// Seed 003 §6: an execute site's cache bound, checked after each job.
+    cache_bound: Option<Spanned<Size>>,
+    /// Seed 003 §6.2: k-replication's k.
+    replicas: Option<usize>,
 }
 
 /// The site selector and eviction policy by name, checked against the
@@ -122,7 +127,23 @@ pub(super) fn settings<W>(
             .map_or(WmsSettings::default(), WmsFile::settings),
         cleanup: m.cleanup.unwrap_or(defaults.cleanup),
         reproduce_lost: m.reproduce_lost.unwrap_or(defaults.reproduce_lost),
+        cache_bound: m.cache_bound.as_ref().map(|b| b.get_ref().0),
+        replicas: m.replicas.unwrap_or(defaults.replicas),
     };
+    if let Some(b) = &m.cache_bound {
+        let eviction = tb.eviction.as_ref().map_or("lru", |e| e.get_ref().as_str());
+        if let Err(e) = policy::cache_worth(eviction) {
+            let msg = format!(
+                "cache_bound ranks the cache by the eviction policy, which must be lru, lfu or worth: {e}"
+            );
+            return Err(src.error(Some(b.span()), None, msg));
+        }
+    }
+    if m.replicas.is_some_and(|k| k > 0) && m.cache_bound.is_none() {
+        let msg =
+            "replicas (k-replication) acts when cache_bound deletes a file: set cache_bound too";
+        return Err(src.error(None, Some("manager".into()), msg.into()));
+    }
     match (&m.monit_interval, &m.max_idle) {
         (None, None) => {}
         (Some(i), Some(idle)) => {

@@ -204,6 +204,9 @@ impl Scenario {
             self.manager.clone(),
             selector,
         );
+        if self.manager.cache_bound.is_some() {
+            m.set_cache_worth(policy::cache_worth(&self.eviction)?);
+        }
         let dagman = self.source.as_ref().and_then(|src| {
             let info = src.dagman.as_ref()?;
             Some(info.node_settings(&self.workflow, src.run_scripts))

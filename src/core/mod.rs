@@ -273,4 +273,13 @@ pub enum Command {
         /// The file.
         file: FileId,
     },
+    /// Cache maintenance (seed 003 §6): delete the copy of `file` at `site`
+    /// now, or as soon as no job pins it. The manager has already
+    /// forgotten it.
+    Delete {
+        /// The site.
+        site: SiteId,
+        /// The file.
+        file: FileId,
+    },
 }

@@ -69,6 +69,13 @@ pub trait SiteSelector: Send {
         Vec::new()
     }
 
+    /// The site a planner has put `job` on ahead of its release, if any
+    /// (seed 003's job schedule): the cache maintenance keeps the files of
+    /// jobs planned on a site (§6.1).
+    fn planned(&self, _job: JobId) -> Option<SiteId> {
+        None
+    }
+
     /// The replica policy this strategy implies, if any (RandomCaching is
     /// Random with caching); `None` leaves it to the testbed.
     fn replica_policy(&self) -> Option<ReplicaPolicy> {
@@ -98,6 +105,30 @@ pub struct Candidate {
 pub trait EvictionPolicy: Send {
     /// The eviction key of `candidate` as it is now.
     fn key(&mut self, candidate: &Candidate) -> u64;
+}
+
+/// A file in an execute site's long-term cache as seed 003's cache
+/// maintenance weighs it (§6.1), when the site is above its bound.
+#[derive(Debug, Clone, Copy)]
+pub struct CachedFile<'a> {
+    /// The file.
+    pub file: FileId,
+    /// Its size (nominal bytes).
+    pub size: u64,
+    /// Registered copies in the grid (the RLS), this one included.
+    pub copies: usize,
+    /// When each job that used it (read or wrote it, anywhere) was
+    /// submitted, oldest first (nominal s).
+    pub uses: &'a [f64],
+    /// The time now (nominal s).
+    pub now: f64,
+}
+
+/// Ranks a site's cached files for deletion after a job (seed 003 §6.1):
+/// files go in increasing worth, ties to the lower file id.
+pub trait CacheWorth: Send {
+    /// The worth of keeping `file` cached.
+    fn worth(&mut self, file: &CachedFile<'_>) -> f64;
 }
 
 /// The wait queue as a policy sees it: tasks by position (0 is the head).

@@ -266,6 +266,16 @@ impl Site {
         }
     }
 
+    /// Cache maintenance deletes `file` here (now, or once no job pins it).
+    pub fn delete(&mut self, file: FileId, out: &mut Vec<SiteAction>) {
+        if self.pool.evict(file) {
+            out.push(SiteAction::Remove {
+                file,
+                evicted: false,
+            });
+        }
+    }
+
     /// In-place cleanup: every job reading `file` ended, so the copy here
     /// is no longer kept and may be evicted, like any cached copy, when room
     /// is needed. Nothing is deleted now, so a run with room to spare is

@@ -279,21 +279,37 @@ impl Pool {
                 }
             }
         }
-        let mut gone = Vec::new();
-        for &f in delete {
-            let Some(e) = self.entries.get_mut(&f) else {
-                continue;
-            };
-            if e.kept {
-                continue;
-            }
-            e.doomed = true;
-            if e.pins == 0 && e.writing == 0 {
-                self.remove(f);
-                gone.push(f);
-            }
+        delete.iter().copied().filter(|&f| self.delete(f)).collect()
+    }
+
+    /// Cache maintenance evicts `file` (counted as an eviction): see
+    /// [`delete`](Self::delete).
+    pub fn evict(&mut self, file: FileId) -> bool {
+        if self
+            .entries
+            .get(&file)
+            .is_some_and(|e| !e.kept && !e.doomed)
+        {
+            self.evictions += 1;
         }
-        gone
+        self.delete(file)
+    }
+
+    /// Deletes `file` unless it is kept: now (true) or, if pinned or being
+    /// written, once nothing holds it.
+    pub fn delete(&mut self, file: FileId) -> bool {
+        let Some(e) = self.entries.get_mut(&file) else {
+            return false;
+        };
+        if e.kept {
+            return false;
+        }
+        e.doomed = true;
+        if e.pins == 0 && e.writing == 0 {
+            self.remove(file);
+            return true;
+        }
+        false
     }
 
     /// Reserves room for writing `file` (`size` bytes), evicting unpinned files if

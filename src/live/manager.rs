@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::messages::{Cleanup, Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
+use super::messages::{Cleanup, Delete, Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
 use super::site::SiteActor;
 use crate::core::observer::BoxedObserver;
 use crate::core::{Command, Event, Manager, Time};
@@ -146,6 +146,7 @@ impl ManagerActor {
                     self.sites[site].do_send(Release { job, delete })
                 }
                 Command::Cleanup { site, file } => self.sites[site].do_send(Cleanup { file }),
+                Command::Delete { site, file } => self.sites[site].do_send(Delete { file }),
             }
         }
         if let Some(h) = self.tick.take() {

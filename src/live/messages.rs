@@ -79,6 +79,14 @@ pub struct Cleanup {
     pub file: FileId,
 }
 
+/// Manager → site: cache maintenance deletes a file (seed 003 §6).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Delete {
+    /// The file.
+    pub file: FileId,
+}
+
 /// Engine → site: a timed fault of the site happens now (`[[fault]]`).
 #[derive(Message)]
 #[rtype(result = "()")]

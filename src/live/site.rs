@@ -17,8 +17,8 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Cleanup, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteFault, SiteReport,
-    Submit, TakeInventory,
+    Cleanup, Delete, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteFault,
+    SiteReport, Submit, TakeInventory,
 };
 use super::store::{self, Store};
 use super::{Shared, transfer};
@@ -423,6 +423,14 @@ impl Handler<Release> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Release, ctx: &mut Context<Self>) {
         self.site.release(m.job, &m.delete, &mut self.actions);
+        self.carry_out(ctx);
+    }
+}
+
+impl Handler<Delete> for SiteActor {
+    type Result = ();
+    fn handle(&mut self, m: Delete, ctx: &mut Context<Self>) {
+        self.site.delete(m.file, &mut self.actions);
         self.carry_out(ctx);
     }
 }

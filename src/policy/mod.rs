@@ -13,7 +13,9 @@ pub mod selector;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-pub use crate::core::seams::{Candidate, EvictionPolicy, GridView, SiteSelector};
+pub use crate::core::seams::{
+    CacheWorth, CachedFile, Candidate, EvictionPolicy, GridView, SiteSelector,
+};
 
 use crate::core::cache_index::ExecId;
 use crate::core::farm::{Dispatcher, FarmSpec, Task};
@@ -151,6 +153,19 @@ pub const EVICTIONS: &[(&str, EvictionCtor)] = &[
     ("fifo", |_, _| Ok(Box::new(eviction::Fifo))),
     ("lfu", |_, _| Ok(Box::new(eviction::Lfu))),
     ("random", |rng, _| Ok(Box::new(eviction::Random::new(rng)))),
+    ("worth", |_, p| {
+        Ok(Box::new(eviction::Worth::with_params(p)?))
+    }),
+];
+
+/// The eviction policies that also rank a site's cache for the manager's
+/// cache maintenance (seed 003 §6.1), by name.
+pub const CACHE_WORTHS: &[(&str, Ctor<dyn CacheWorth>)] = &[
+    ("lru", |_, _| Ok(Box::new(eviction::Lru))),
+    ("lfu", |_, _| Ok(Box::new(eviction::Lfu))),
+    ("worth", |_, p| {
+        Ok(Box::new(eviction::Worth::with_params(p)?))
+    }),
 ];
 
 /// A policy name that is unknown, or parameters it does not take.
@@ -194,6 +209,11 @@ fn resolve<T: ?Sized>(
 /// such as `clustered[sequence=false]`), seeded with `seed`.
 pub fn site_selector(spec: &str, seed: u64) -> Result<Box<dyn SiteSelector>, UnknownPolicy> {
     resolve("strategy", SELECTORS, spec, seed)
+}
+
+/// Builds the cache-maintenance ranking of eviction policy `spec`.
+pub fn cache_worth(spec: &str) -> Result<Box<dyn CacheWorth>, UnknownPolicy> {
+    resolve("cache maintenance eviction", CACHE_WORTHS, spec, 0)
 }
 
 /// Builds the eviction policy `spec`, seeded with `seed`.

@@ -421,6 +421,10 @@ impl Sim {
                 self.carry_out(site);
             }
             Command::Cleanup { site, file } => self.sites[site].cleanup(file),
+            Command::Delete { site, file } => {
+                self.sites[site].delete(file, &mut self.actions);
+                self.carry_out(site);
+            }
         }
     }
 

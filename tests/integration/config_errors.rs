@@ -545,3 +545,22 @@ fn bad_latencies_and_wms_knobs() {
         &["unknown field `negotiator_cycle`"],
     );
 }
+
+#[test]
+fn cache_maintenance_needs_a_ranking_eviction_and_k_needs_a_bound() {
+    let e = check(
+        "origin = \"submit-host\"",
+        "origin = \"submit-host\"\neviction = \"fifo\"\n[manager]\ncache_bound = \"1 GB\"",
+    );
+    expect(&e, &["bad.toml:5", "cache_bound", "lru, lfu or worth"]);
+    let e = check(
+        "origin = \"submit-host\"",
+        "origin = \"submit-host\"\n[manager]\nreplicas = 2",
+    );
+    expect(&e, &["bad.toml", "manager", "set cache_bound too"]);
+    let e = check(
+        "origin = \"submit-host\"",
+        "origin = \"submit-host\"\neviction = \"worth[lambda=2]\"",
+    );
+    expect(&e, &["bad.toml", "lambda: expected 0 to 1, found 2"]);
+}

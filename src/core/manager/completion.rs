@@ -276,7 +276,11 @@ impl Manager {
             let at = self.output_site(job, site);
             for &o in &self.wf.clone().jobs[job].outputs {
                 self.register(o, at);
+                self.made_at[o] = Some(at);
             }
+        }
+        if self.settings.cache_bound.is_some() {
+            self.maintenance_due.push((site, job));
         }
         self.records.sites[site].ended += 1;
         self.last_ended = Some(site);

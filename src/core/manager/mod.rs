@@ -32,6 +32,7 @@
 //! `release` how ready jobs are released to the prescripts.
 
 mod completion;
+mod maintenance;
 mod recovery;
 mod release;
 pub mod scripted;
@@ -55,7 +56,7 @@ use super::records::{
     Attempt, EvictionRecord, FaultRecord, JobRecord, MemberRun, Outcome, Records, ScriptRun,
     TransferRecord,
 };
-use super::seams::{GridView, SiteSelector};
+use super::seams::{CacheWorth, GridView, SiteSelector};
 use super::window::IdWindow;
 use super::wms::{Latency, Wms, WmsSettings};
 use super::{
@@ -144,6 +145,13 @@ pub struct ManagerSettings {
     /// made again by running its producer again; otherwise the jobs that
     /// need it fail.
     pub reproduce_lost: bool,
+    /// Seed 003 §6: the most bytes an execute site's cache may hold after a
+    /// job; above it, files are deleted in increasing worth (none: no
+    /// maintenance, pools evict only to make room).
+    pub cache_bound: Option<u64>,
+    /// Seed 003 §6.2's k: a file about to lose one of its last k copies is
+    /// moved to the site with most free room first (0: off).
+    pub replicas: usize,
 }
 
 impl Default for ManagerSettings {
@@ -168,6 +176,8 @@ impl Default for ManagerSettings {
             wms: WmsSettings::default(),
             cleanup: true,
             reproduce_lost: true,
+            cache_bound: None,
+            replicas: 0,
         }
     }
 }
@@ -246,8 +256,19 @@ struct Flight {
     attempt: usize,
     file: FileId,
     from: SiteId,
-    /// An output on its way home (the `return` policy), not an input.
-    stage_out: bool,
+    /// What the transfer is for.
+    kind: FlightKind,
+}
+
+/// What a transfer in flight is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FlightKind {
+    /// An input a prescript stages.
+    Stage,
+    /// An output on its way home (the `return` policy).
+    StageOut,
+    /// A copy k-replication moves away from a full cache.
+    Replica,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,6 +379,17 @@ pub struct Manager {
     home: Vec<SiteId>,
     /// Per job: its outputs on their way home.
     stage_outs: Vec<Option<stage_out::StageOut>>,
+    /// Cache maintenance: the ranking, per file the submission times of
+    /// the jobs that used it, where it was written, whether no job reads
+    /// it, the initial copies (sorted), copies being moved (file, from),
+    /// and the sites whose cache a job's end asks to check.
+    worth: Option<Box<dyn CacheWorth>>,
+    uses: Vec<Vec<Time>>,
+    made_at: Vec<Option<SiteId>>,
+    unread: Vec<bool>,
+    origin_copies: Vec<(FileId, SiteId)>,
+    replicating: Vec<(FileId, SiteId)>,
+    maintenance_due: Vec<(SiteId, JobId)>,
     ready: ReadyQueue,
     /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
     nodes: NodeSettings,
@@ -511,6 +543,10 @@ impl Manager {
         );
         let catalogue = (settings.registration == Registration::Postscript).then(|| rls.clone());
         let home = submit_machines(&workflow, placement);
+        let unread = readers_left.iter().map(|&r| r == 0).collect();
+        let files = workflow.files.len();
+        let mut origin_copies = placement.to_vec();
+        origin_copies.sort_unstable();
         let mut manager = Manager {
             wf: workflow,
             sites,
@@ -538,6 +574,13 @@ impl Manager {
             staged: vec![Vec::new(); n],
             home,
             stage_outs: (0..n).map(|_| None).collect(),
+            worth: None,
+            uses: vec![Vec::new(); files],
+            made_at: vec![None; files],
+            unread,
+            origin_copies,
+            replicating: Vec::new(),
+            maintenance_due: Vec::new(),
             ready,
             nodes: NodeSettings::none(n),
             throttle: Throttle::default(),
@@ -847,6 +890,9 @@ impl Manager {
             for &site in self.rls.holders(file) {
                 out.push(Command::Cleanup { site, file });
             }
+        }
+        for (site, job) in std::mem::take(&mut self.maintenance_due) {
+            self.maintain_cache(site, job, out);
         }
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {

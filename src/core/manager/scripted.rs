@@ -201,6 +201,9 @@ impl ScriptedWorld {
                     self.cleaned.push((site, file));
                     self.pools[site].unkeep(file);
                 }
+                Command::Delete { site, file } => {
+                    self.pools[site].evict(file);
+                }
                 Command::RunScript {
                     job, kind, status, ..
                 } => {

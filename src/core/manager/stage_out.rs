@@ -84,7 +84,7 @@ impl Manager {
                 attempt,
                 file,
                 from,
-                stage_out: true,
+                kind: FlightKind::StageOut,
             },
         );
         if let Some(c) = self.changes.as_mut() {

@@ -252,7 +252,7 @@ impl Manager {
                     attempt,
                     file,
                     from,
-                    stage_out: false,
+                    kind: FlightKind::Stage,
                 },
             );
             if let Some(c) = self.changes.as_mut() {
@@ -341,6 +341,7 @@ impl Manager {
             return;
         }
         let site = self.site_of[job];
+        self.note_uses(job);
         self.set_state(job, JobState::Queued);
         self.active[site] += 1;
         self.records.sites[site].submitted += 1;
@@ -462,9 +463,16 @@ impl Manager {
             }
             Err(e) => rec.failure = Some(e.clone()),
         }
-        if fl.stage_out {
-            self.on_stage_out_done(fl.job, fl.attempt, fl.file, result.is_ok(), out);
-            return;
+        match fl.kind {
+            FlightKind::Stage => {}
+            FlightKind::StageOut => {
+                self.on_stage_out_done(fl.job, fl.attempt, fl.file, result.is_ok(), out);
+                return;
+            }
+            FlightKind::Replica => {
+                self.on_replica_done(fl.file, fl.from, key.1, result.is_ok(), out);
+                return;
+            }
         }
         self.wake_waiters(key, result.is_ok(), out);
         if !self.is_current(fl.job, fl.attempt) {

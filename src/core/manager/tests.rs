@@ -1193,3 +1193,137 @@ fn an_output_that_cannot_go_home_fails_the_attempt_and_the_job_is_retried() {
     }
     assert!(w.m.rls().holders(1).is_empty(), "mid-0 is nowhere");
 }
+
+/// A planner that put every job on a fixed site ahead of time (caching).
+struct Fixed {
+    plan: Vec<SiteId>,
+    announce: bool,
+}
+
+impl SiteSelector for Fixed {
+    fn select(&mut self, job: JobId, _: &GridView<'_>, _: &[SiteId]) -> SiteId {
+        self.plan[job]
+    }
+    fn planned(&self, job: JobId) -> Option<SiteId> {
+        self.announce.then(|| self.plan[job])
+    }
+    fn replica_policy(&self) -> Option<ReplicaPolicy> {
+        Some(ReplicaPolicy::Caching)
+    }
+}
+
+/// A world of `specs` (files `files`) on a storage site and `execute`
+/// one-CPU sites, each job where `plan` says, caches bounded at `bound`.
+fn cache_world(
+    files: &[(&str, u64)],
+    specs: Vec<JobSpec>,
+    execute: usize,
+    plan: Vec<SiteId>,
+    announce: bool,
+    bound: u64,
+    replicas: usize,
+) -> World {
+    let files = files
+        .iter()
+        .map(|&(name, size)| File {
+            name: name.into(),
+            size,
+        })
+        .collect();
+    let wf = Workflow::build(files, specs).unwrap();
+    let settings = ManagerSettings {
+        cache_bound: Some(bound),
+        replicas,
+        ..Default::default()
+    };
+    let selector = Box::new(Fixed { plan, announce });
+    let mut w = World::new(
+        wf,
+        sites(execute, 1, 10_000),
+        settings,
+        selector,
+        |_| Box::new(Lru),
+        &[0],
+    );
+    w.m.set_cache_worth(Box::new(Lru));
+    w
+}
+
+fn spec(name: &str, runtime: f64, inputs: &[&str], outputs: &[&str], parents: &[&str]) -> JobSpec {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    JobSpec {
+        name: name.into(),
+        runtime,
+        inputs: strings(inputs),
+        outputs: strings(outputs),
+        parents: strings(parents),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn cache_maintenance_keeps_the_files_of_jobs_planned_on_the_site() {
+    // p and q read x at s1; q waits for r at s2. The cache of s1 (bound 10)
+    // is over after p, but q is planned there: x stays and is staged once.
+    let run = |announce| {
+        let specs = vec![
+            spec("p", 10.0, &["x"], &[], &[]),
+            spec("r", 500.0, &[], &["y"], &[]),
+            spec("q", 10.0, &["x", "y"], &[], &["r"]),
+        ];
+        let files = [("x", 20), ("y", 1)];
+        let mut w = cache_world(&files, specs, 2, vec![1, 2, 1], announce, 10, 0);
+        w.run();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        let rec = w.m.records();
+        let x_to_s1 = rec.transfers.iter().filter(|t| t.file == 0 && t.to == 1);
+        (x_to_s1.count(), rec.evictions.clone())
+    };
+    let (staged, evictions) = run(true);
+    assert_eq!(staged, 1);
+    // x goes only after q, its last planned reader, ended (at 500 + …).
+    assert!(evictions.iter().all(|e| e.file != 0 || e.time > 500.0));
+    assert!(evictions.iter().any(|e| e.file == 0 && e.site == 1));
+    // Without the plan, x goes after p and comes back for q.
+    let (staged, _) = run(false);
+    assert_eq!(staged, 2);
+}
+
+#[test]
+fn k_replication_moves_a_last_copy_when_a_site_has_room_and_deletes_it_otherwise() {
+    // a writes m (30) at s1, b reads it there and writes o (1, final).
+    // After b, s1 holds 31 > 30; m's readers ended, so m may go — but it
+    // is its only copy.
+    let specs = || {
+        vec![
+            spec("a", 10.0, &[], &["m"], &[]),
+            spec("b", 10.0, &["m"], &["o"], &["a"]),
+        ]
+    };
+    let files = [("m", 30), ("o", 1)];
+    // k = 1 and s2 has room: m moves to s2, then goes from s1.
+    let mut w = cache_world(&files, specs(), 2, vec![1, 1], true, 30, 1);
+    w.run();
+    assert!(w.m.succeeded());
+    let moved: Vec<_> =
+        w.m.records()
+            .transfers
+            .iter()
+            .filter(|t| t.file == 0)
+            .collect();
+    assert_eq!(moved.len(), 1);
+    assert_eq!((moved[0].from, moved[0].to), (1, 2));
+    assert_eq!(w.m.rls().holders(0), [2]);
+    assert!(!w.pools[1].has(0) && w.pools[2].has(0));
+    assert!(w.pools[1].has(1), "the final output stays");
+    // No other execute site: m is deleted without a copy.
+    let mut w = cache_world(&files, specs(), 1, vec![1, 1], true, 30, 1);
+    w.run();
+    assert!(w.m.succeeded());
+    assert!(w.m.records().transfers.is_empty());
+    assert!(w.m.rls().holders(0).is_empty() && !w.pools[1].has(0));
+    // k = 0: deleted even with room elsewhere.
+    let mut w = cache_world(&files, specs(), 2, vec![1, 1], true, 30, 0);
+    w.run();
+    assert!(w.m.records().transfers.is_empty() && !w.pools[1].has(0));
+}

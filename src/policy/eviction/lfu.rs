@@ -14,3 +14,11 @@ impl EvictionPolicy for Lfu {
         (candidate.accesses.min((1 << 24) - 1) << 40) | (candidate.last_access & ((1 << 40) - 1))
     }
 }
+
+impl crate::policy::CacheWorth for Lfu {
+    /// The number of uses; among equals, the least recently used first.
+    fn worth(&mut self, f: &crate::policy::CachedFile<'_>) -> f64 {
+        let last = f.uses.last().copied().unwrap_or(0.0).max(0.0);
+        f.uses.len() as f64 + 0.5 * last / (f.now.max(last) + 1.0)
+    }
+}

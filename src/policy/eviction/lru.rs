@@ -12,3 +12,10 @@ impl EvictionPolicy for Lru {
         candidate.last_access
     }
 }
+
+impl crate::policy::CacheWorth for Lru {
+    /// The time of the last use: the least recently used file goes first.
+    fn worth(&mut self, f: &crate::policy::CachedFile<'_>) -> f64 {
+        f.uses.last().copied().unwrap_or(f64::NEG_INFINITY)
+    }
+}

@@ -137,11 +137,6 @@ impl DagC {
         Ok(DagC::new(mbs * 1e6, (horizon > 0.0).then_some(horizon)))
     }
 
-    /// The site `job` is planned on, if it is.
-    pub fn planned(&self, job: JobId) -> Option<SiteId> {
-        self.plan.get(job).copied().flatten()
-    }
-
     /// Planning cycles so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
@@ -434,6 +429,10 @@ impl SiteSelector for DagC {
             self.cycle(view, eligible, &mut loads);
         }
         self.plan[job].filter(|s| eligible.contains(s))
+    }
+
+    fn planned(&self, job: JobId) -> Option<SiteId> {
+        self.plan.get(job).copied().flatten()
     }
 
     fn replica_policy(&self) -> Option<ReplicaPolicy> {

@@ -1,0 +1,202 @@
+//! Cache maintenance and k-replication (seed 003 §6): after a job ends at a
+//! site, if the files cached there exceed the site's bound
+//! (`cache_bound`), files are deleted in increasing worth until the cache
+//! is below it. Files needed by jobs planned on or claiming the site are
+//! exempt (§6.1), and so are copies the grid keeps — the submit machine's
+//! inputs, and an output where it was written while a job may still read
+//! it (or, final, for good). With `replicas = k`, a file whose copies
+//! would fall below k is first moved to the execute site with the most
+//! free room under its bound that lacks a copy, and deleted here once it
+//! arrived; with no room anywhere, it is deleted without a copy (§6.2).
+
+use super::*;
+use crate::core::seams::{CacheWorth, CachedFile};
+
+impl Manager {
+    /// Ranks caches for maintenance with `worth` (after each job, when a
+    /// bound is set).
+    pub fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
+        self.worth = Some(worth);
+    }
+
+    /// `job` was submitted now: a use of each of its files.
+    pub(super) fn note_uses(&mut self, job: JobId) {
+        if self.settings.cache_bound.is_none() {
+            return;
+        }
+        let j = &self.wf.jobs[job];
+        for &f in j.inputs.iter().chain(&j.outputs) {
+            self.uses[f].push(self.now);
+        }
+    }
+
+    /// Registered bytes per site.
+    fn cached_bytes(&self) -> Vec<u64> {
+        let mut bytes = vec![0u64; self.sites.len()];
+        for f in 0..self.wf.files.len() {
+            for &s in self.rls.holders(f) {
+                bytes[s] += self.wf.files[f].size;
+            }
+        }
+        bytes
+    }
+
+    /// Whether the copy of `file` at `site` is one the grid keeps there.
+    fn kept_at(&self, file: FileId, site: SiteId) -> bool {
+        self.origin_copies.binary_search(&(file, site)).is_ok()
+            || (self.made_at[file] == Some(site)
+                && (self.readers_left[file] > 0 || self.unread[file]))
+    }
+
+    /// A job ended at `site`: bring its cache back under the bound.
+    pub(super) fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
+        let Some(bound) = self.settings.cache_bound else {
+            return;
+        };
+        if self.sites[site].cpus == 0 || self.down[site] {
+            return;
+        }
+        let mut bytes = self.cached_bytes();
+        if bytes[site] <= bound {
+            return;
+        }
+        // Files of the jobs planned here or holding a slot here.
+        let mut exempt: Vec<FileId> = Vec::new();
+        for (j, st) in self.state.iter().enumerate() {
+            let here = match st {
+                JobState::Staging | JobState::Queued | JobState::Running => self.site_of[j] == site,
+                JobState::Waiting | JobState::Ready => self.selector.planned(j) == Some(site),
+                _ => false,
+            };
+            if here {
+                let jb = &self.wf.jobs[j];
+                exempt.extend(jb.inputs.iter().chain(&jb.outputs));
+            }
+        }
+        exempt.sort_unstable();
+        let now = self.now;
+        let Some(mut worth) = self.worth.take() else {
+            return;
+        };
+        let mut ranked: Vec<(f64, FileId)> = (0..self.wf.files.len())
+            .filter(|&f| self.rls.has(f, site))
+            .filter(|&f| !self.kept_at(f, site) && exempt.binary_search(&f).is_err())
+            .filter(|&f| !self.replicating.contains(&(f, site)))
+            .map(|f| {
+                let c = CachedFile {
+                    file: f,
+                    size: self.wf.files[f].size,
+                    copies: self.rls.holders(f).len(),
+                    uses: &self.uses[f],
+                    now,
+                };
+                (worth.worth(&c), f)
+            })
+            .collect();
+        self.worth = Some(worth);
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let k = self.settings.replicas;
+        for (_, file) in ranked {
+            if bytes[site] <= bound {
+                break;
+            }
+            let size = self.wf.files[file].size;
+            bytes[site] -= size;
+            if k > 0 && self.rls.holders(file).len() <= k {
+                let target = (0..self.sites.len())
+                    .filter(|&s| s != site && self.sites[s].cpus > 0 && !self.down[s])
+                    .filter(|&s| !self.rls.has(file, s) && bytes[s] + size <= bound)
+                    .max_by_key(|&s| (bound - bytes[s], std::cmp::Reverse(s)));
+                if let Some(to) = target {
+                    bytes[to] += size;
+                    self.replicate(file, site, to, job, out);
+                    continue;
+                }
+            }
+            self.delete_copy(file, site, out);
+        }
+    }
+
+    /// The copy of `file` at `site` goes: forgotten, then deleted.
+    fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
+        self.rls.unregister(file, site);
+        if let Some(c) = self.catalogue.as_mut() {
+            c.unregister(file, site);
+        }
+        self.records.evictions.push(EvictionRecord {
+            time: self.now,
+            site,
+            file,
+        });
+        out.push(Command::Delete { site, file });
+    }
+
+    /// k-replication: `file` moves from `from` to `to` before it is deleted
+    /// at `from`.
+    fn replicate(
+        &mut self,
+        file: FileId,
+        from: SiteId,
+        to: SiteId,
+        job: JobId,
+        out: &mut Vec<Command>,
+    ) {
+        self.replicating.push((file, from));
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        self.serving[from] += 1;
+        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
+        self.flights.insert(
+            id,
+            Flight {
+                job,
+                attempt,
+                file,
+                from,
+                kind: FlightKind::Replica,
+            },
+        );
+        if let Some(c) = self.changes.as_mut() {
+            c.transfers.push(id);
+        }
+        self.records.transfers.push(TransferRecord {
+            id,
+            job,
+            file,
+            from,
+            to,
+            start: self.now,
+            end: None,
+            bytes: 0,
+            failure: None,
+            retry: false,
+        });
+        out.push(Command::StartTransfer {
+            id,
+            job,
+            file,
+            from,
+            to,
+        });
+    }
+
+    /// A k-replication transfer ended: the new copy is registered and the
+    /// old one deleted; if it failed, the old one stays (nothing is lost).
+    pub(super) fn on_replica_done(
+        &mut self,
+        file: FileId,
+        from: SiteId,
+        to: SiteId,
+        ok: bool,
+        out: &mut Vec<Command>,
+    ) {
+        self.replicating.retain(|&c| c != (file, from));
+        if !ok || self.down[to] {
+            return;
+        }
+        self.register(file, to);
+        if self.rls.has(file, from) {
+            self.delete_copy(file, from, out);
+        }
+    }
+}
