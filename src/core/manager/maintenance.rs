@@ -119,15 +119,7 @@ impl Manager {
 
     /// The copy of `file` at `site` goes: forgotten, then deleted.
     fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
-        self.rls.unregister(file, site);
-        if let Some(c) = self.catalogue.as_mut() {
-            c.unregister(file, site);
-        }
-        self.records.evictions.push(EvictionRecord {
-            time: self.now,
-            site,
-            file,
-        });
+        self.forget_copy(file, site);
         out.push(Command::Delete { site, file });
     }
 
@@ -142,42 +134,9 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         self.replicating.push((file, from));
-        let id = self.next_transfer;
-        self.next_transfer += 1;
-        self.serving[from] += 1;
         let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-        self.flights.insert(
-            id,
-            Flight {
-                job,
-                attempt,
-                file,
-                from,
-                kind: FlightKind::Replica,
-            },
-        );
-        if let Some(c) = self.changes.as_mut() {
-            c.transfers.push(id);
-        }
-        self.records.transfers.push(TransferRecord {
-            id,
-            job,
-            file,
-            from,
-            to,
-            start: self.now,
-            end: None,
-            bytes: 0,
-            failure: None,
-            retry: false,
-        });
-        out.push(Command::StartTransfer {
-            id,
-            job,
-            file,
-            from,
-            to,
-        });
+        let kind = FlightKind::Replica;
+        self.start_flight((job, attempt), file, from, to, kind, false, out);
     }
 
     /// A k-replication transfer ended: the new copy is registered and the

@@ -670,17 +670,7 @@ impl Manager {
             } => self.on_member_ended(job, site, member, status),
             Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
-            Event::FileEvicted { site, file } => {
-                self.rls.unregister(file, site);
-                if let Some(c) = self.catalogue.as_mut() {
-                    c.unregister(file, site);
-                }
-                self.records.evictions.push(EvictionRecord {
-                    time: self.now,
-                    site,
-                    file,
-                });
-            }
+            Event::FileEvicted { site, file } => self.forget_copy(file, site),
             Event::Fault { site, fault } => {
                 self.grid_changed = true;
                 self.on_fault(site, fault, out);
@@ -986,6 +976,75 @@ impl Manager {
                 self.held.push(job);
             }
         }
+    }
+
+    /// Orders the transfer of `file` from `from` to `to` for `job`'s
+    /// `attempt` and records it; returns its id.
+    #[allow(clippy::too_many_arguments)]
+    fn start_flight(
+        &mut self,
+        (job, attempt): (JobId, usize),
+        file: FileId,
+        from: SiteId,
+        to: SiteId,
+        kind: FlightKind,
+        retry: bool,
+        out: &mut Vec<Command>,
+    ) -> TransferId {
+        let id = self.next_transfer;
+        self.next_transfer += 1;
+        self.serving[from] += 1;
+        // A k-replication move is the cache's, not the attempt's.
+        if kind != FlightKind::Replica
+            && let Some(a) = self.records.jobs[job].attempts.get_mut(attempt)
+        {
+            a.transfers += 1;
+        }
+        let flight = Flight {
+            job,
+            attempt,
+            file,
+            from,
+            kind,
+        };
+        self.flights.insert(id, flight);
+        if let Some(c) = self.changes.as_mut() {
+            c.transfers.push(id);
+        }
+        self.records.transfers.push(TransferRecord {
+            id,
+            job,
+            file,
+            from,
+            to,
+            start: self.now,
+            end: None,
+            bytes: 0,
+            failure: None,
+            retry,
+        });
+        out.push(Command::StartTransfer {
+            id,
+            job,
+            file,
+            from,
+            to,
+        });
+        id
+    }
+
+    /// The copy of `file` at `site` is gone (evicted, deleted): forgotten
+    /// and recorded.
+    fn forget_copy(&mut self, file: FileId, site: SiteId) {
+        self.rls.unregister(file, site);
+        if let Some(c) = self.catalogue.as_mut() {
+            c.unregister(file, site);
+        }
+        self.records.evictions.push(EvictionRecord {
+            time: self.now,
+            site,
+            file,
+        });
     }
 
     fn is_current(&self, job: JobId, attempt: usize) -> bool {

@@ -73,42 +73,8 @@ impl Manager {
         };
         let (from, to, attempt) = (so.site, self.home[job], so.attempt);
         let retry = so.tries.iter().any(|&(f, _)| f == file);
-        let id = self.next_transfer;
-        self.next_transfer += 1;
-        self.serving[from] += 1;
-        self.records.jobs[job].attempts[attempt].transfers += 1;
-        self.flights.insert(
-            id,
-            Flight {
-                job,
-                attempt,
-                file,
-                from,
-                kind: FlightKind::StageOut,
-            },
-        );
-        if let Some(c) = self.changes.as_mut() {
-            c.transfers.push(id);
-        }
-        self.records.transfers.push(TransferRecord {
-            id,
-            job,
-            file,
-            from,
-            to,
-            start: self.now,
-            end: None,
-            bytes: 0,
-            failure: None,
-            retry,
-        });
-        out.push(Command::StartTransfer {
-            id,
-            job,
-            file,
-            from,
-            to,
-        });
+        let kind = FlightKind::StageOut;
+        self.start_flight((job, attempt), file, from, to, kind, retry, out);
     }
 
     /// A transfer of an output home ended.

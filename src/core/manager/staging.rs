@@ -237,46 +237,19 @@ impl Manager {
                 return;
             };
             st.in_flight += 1;
-            let id = self.next_transfer;
-            self.next_transfer += 1;
+            let attempt = self.records.jobs[job].attempts.len() - 1;
+            let id = self.start_flight(
+                (job, attempt),
+                file,
+                from,
+                to,
+                FlightKind::Stage,
+                retry,
+                out,
+            );
             if self.settings.replica_policy == ReplicaPolicy::Caching {
                 self.inbound.insert((file, to), id);
             }
-            self.serving[from] += 1;
-            let attempt = self.records.jobs[job].attempts.len() - 1;
-            self.records.jobs[job].attempts[attempt].transfers += 1;
-            self.flights.insert(
-                id,
-                Flight {
-                    job,
-                    attempt,
-                    file,
-                    from,
-                    kind: FlightKind::Stage,
-                },
-            );
-            if let Some(c) = self.changes.as_mut() {
-                c.transfers.push(id);
-            }
-            self.records.transfers.push(TransferRecord {
-                id,
-                job,
-                file,
-                from,
-                to,
-                start: self.now,
-                end: None,
-                bytes: 0,
-                failure: None,
-                retry,
-            });
-            out.push(Command::StartTransfer {
-                id,
-                job,
-                file,
-                from,
-                to,
-            });
         }
     }
 
