@@ -164,7 +164,6 @@ pub fn scenario_for(
         .find(|s| !s.storage)
         .cloned()
         .ok_or_else(|| TraceError::Policy("the testbed has no execution site".into()))?;
-    let origin = scenario.sites[scenario.origin].info.name.clone();
     let mut sites: Vec<_> = scenario
         .sites
         .iter()
@@ -177,15 +176,11 @@ pub fn scenario_for(
         site.info.cpus = *cores;
         sites.push(site);
     }
-    scenario.origin = sites
-        .iter()
-        .position(|s| s.info.name == origin)
-        .ok_or_else(|| {
-            TraceError::Policy(format!(
-                "the testbed's origin `{origin}` must be a storage site to replay a trace"
-            ))
-        })?;
-    scenario.sites = sites;
+    scenario.replace_sites(sites).map_err(|name| {
+        TraceError::Policy(format!(
+            "the testbed's submit machine `{name}` must be a storage site to replay a trace"
+        ))
+    })?;
     Ok(scenario)
 }
 

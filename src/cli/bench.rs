@@ -777,6 +777,7 @@ fn bench_scenario(
         seed: 1,
         sites,
         origin,
+        submissions: crate::core::submissions::Submissions::single(workflow.jobs.len(), origin),
         workflow: Arc::new(workflow),
         source: None,
         clustering: None,

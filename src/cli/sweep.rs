@@ -239,20 +239,20 @@ fn load(args: &SweepArgs, strategy: &str, seed: u64) -> Result<Scenario, ConfigE
 
 /// Keeps the storage sites and the first `n` execution sites.
 fn first_sites(s: &mut Scenario, n: usize) {
-    let origin_name = s.sites[s.origin].info.name.clone();
+    let mut submit: Vec<crate::core::SiteId> =
+        s.submissions.list.iter().map(|w| w.origin).collect();
+    submit.push(s.origin);
     let mut exec = 0;
-    s.sites.retain(|site| {
-        if site.info.cpus == 0 {
-            return true;
-        }
-        exec += 1;
-        exec <= n
-    });
-    s.origin = s
-        .sites
-        .iter()
-        .position(|x| x.info.name == origin_name)
-        .unwrap_or(0);
+    let sites = (0..s.sites.len())
+        .filter(|&i| {
+            let runs = s.sites[i].info.cpus > 0;
+            exec += usize::from(runs);
+            !runs || exec <= n || submit.contains(&i)
+        })
+        .map(|i| s.sites[i].clone())
+        .collect();
+    // Every submit machine is kept, so every one is found again.
+    let _ = s.replace_sites(sites);
 }
 
 fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {

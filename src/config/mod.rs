@@ -9,6 +9,7 @@ mod faults;
 mod manager;
 mod sites;
 pub(crate) mod source;
+mod submissions;
 mod workflow;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use toml::Spanned;
 
 use crate::core::background::Background;
 use crate::core::faults::SiteFaults;
+use crate::core::submissions::Submissions;
 use crate::core::{ManagerSettings, ReplicaPolicy, SiteId, SiteInfo, Workflow};
 use crate::policy;
 use crate::units;
@@ -151,8 +153,11 @@ pub struct Scenario {
     pub seed: u64,
     /// Sites, indexed by [`SiteId`].
     pub sites: Vec<SiteConfig>,
-    /// Where the workflow's input files start (never evicted there).
+    /// The testbed's `origin`: the default submit machine.
     pub origin: SiteId,
+    /// The workflows users submit (`[[submission]]`), each from its
+    /// submit machine, where its inputs start (never evicted there).
+    pub submissions: Submissions,
     /// The workflow.
     pub workflow: Arc<Workflow>,
     /// Where the workflow was read from, when it was not generated.
@@ -204,6 +209,7 @@ impl Scenario {
             self.manager.clone(),
             selector,
         );
+        m.set_submissions(self.submissions.clone());
         if self.manager.cache_bound.is_some() {
             m.set_cache_worth(policy::cache_worth(&self.eviction)?);
         }
@@ -238,15 +244,45 @@ impl Scenario {
             .map(|&(f, _)| f)
     }
 
-    /// Initial replicas: every workflow input at the origin, and when
-    /// resuming, the outputs the interrupted run's ended jobs left.
+    /// Initial replicas: every workflow input at its submit machines, and
+    /// when resuming, the outputs the interrupted run's ended jobs left.
     pub fn placement(&self) -> Vec<(usize, SiteId)> {
         let resumed = self.resume.iter().flat_map(|r| r.outputs.iter().copied());
-        self.workflow
-            .inputs()
-            .map(|f| (f, self.origin))
+        self.submissions
+            .placement(&self.workflow)
+            .into_iter()
             .chain(resumed)
             .collect()
+    }
+
+    /// Per site: the workflow inputs that start there (on submit machines).
+    pub fn inputs_by_site(&self) -> Vec<Vec<crate::core::FileId>> {
+        let mut at = vec![Vec::new(); self.sites.len()];
+        for (f, s) in self.submissions.placement(&self.workflow) {
+            at[s].push(f);
+        }
+        at
+    }
+
+    /// Replaces the sites with `sites`, finding the origin and every submit
+    /// machine again by name; the error names one that is gone.
+    pub fn replace_sites(&mut self, sites: Vec<SiteConfig>) -> Result<(), String> {
+        let find = |old: SiteId| {
+            let name = &self.sites[old].info.name;
+            sites
+                .iter()
+                .position(|s| &s.info.name == name)
+                .ok_or_else(|| name.clone())
+        };
+        let origin = find(self.origin)?;
+        let mut submissions = self.submissions.clone();
+        for sub in &mut submissions.list {
+            sub.origin = find(sub.origin)?;
+        }
+        self.origin = origin;
+        self.submissions = submissions;
+        self.sites = sites;
+        Ok(())
     }
 }
 
@@ -368,6 +404,9 @@ pub(crate) struct TestbedFile<W> {
     clustering: Option<Spanned<String>>,
     /// Pegasus's auxiliary jobs (create-dir, stage-in/out, registration).
     planner: Option<Spanned<workflow::PlannerFile>>,
+    /// Workflows submitted from several submit machines, over time.
+    #[serde(default)]
+    submission: Vec<Spanned<submissions::SubmissionFile>>,
     workflow: Spanned<W>,
 }
 
@@ -390,15 +429,21 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
     manager.wms.seed = seed;
     let (workflow, source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
-    let origin_name = &sites[origin].info.name;
-    let input_bytes: u64 = workflow.inputs().map(|f| workflow.files[f].size).sum();
-    if input_bytes > sites[origin].info.disk {
-        let msg = format!(
-            "the workflow's inputs ({}) do not fit on the origin `{origin_name}` ({})",
-            units::human_bytes(input_bytes as f64),
-            units::human_bytes(sites[origin].info.disk as f64)
-        );
-        return Err(src.error(Some(tb.origin.span()), None, msg));
+    let submissions = submissions::resolve(&tb.submission, &workflow, &sites, origin, &src)?;
+    let mut input_bytes = vec![0u64; sites.len()];
+    for (f, s) in submissions.placement(&workflow) {
+        input_bytes[s] += workflow.files[f].size;
+    }
+    for (s, &bytes) in input_bytes.iter().enumerate() {
+        if bytes > sites[s].info.disk {
+            let msg = format!(
+                "the workflow's inputs ({}) do not fit on the submit machine `{}` ({})",
+                units::human_bytes(bytes as f64),
+                sites[s].info.name,
+                units::human_bytes(sites[s].info.disk as f64)
+            );
+            return Err(src.error(Some(tb.origin.span()), None, msg));
+        }
     }
 
     // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE.
@@ -419,6 +464,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         seed,
         sites,
         origin,
+        submissions,
         workflow: Arc::new(workflow),
         source,
         clustering,

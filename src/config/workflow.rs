@@ -213,6 +213,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             fault: tb.fault,
             clustering: tb.clustering,
             planner: tb.planner,
+            submission: tb.submission,
         }
     }
     match generator.get_ref().as_str() {

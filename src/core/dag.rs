@@ -396,6 +396,41 @@ impl Workflow {
         (0..self.files.len()).filter(|&f| self.producer[f].is_none())
     }
 
+    /// The workflow's DAGs in seed 003's sense: its weakly connected
+    /// components over parent edges (files alone do not connect them, so
+    /// DAGs sharing a batch input stay apart). Returns each job's DAG and
+    /// each DAG's jobs in id order; DAGs are numbered by their first job.
+    pub fn components(&self) -> (Vec<usize>, Vec<Vec<JobId>>) {
+        let n = self.jobs.len();
+        let mut root: Vec<usize> = (0..n).collect();
+        fn find(root: &mut [usize], mut x: usize) -> usize {
+            while root[x] != x {
+                root[x] = root[root[x]];
+                x = root[x];
+            }
+            x
+        }
+        for j in 0..n {
+            for &p in &self.jobs[j].parents {
+                let (a, b) = (find(&mut root, j), find(&mut root, p));
+                root[a.max(b)] = a.min(b);
+            }
+        }
+        let mut dag_of = vec![0; n];
+        let mut index = vec![usize::MAX; n];
+        let mut dags: Vec<Vec<JobId>> = Vec::new();
+        for (j, dag) in dag_of.iter_mut().enumerate() {
+            let r = find(&mut root, j);
+            if index[r] == usize::MAX {
+                index[r] = dags.len();
+                dags.push(Vec::new());
+            }
+            *dag = index[r];
+            dags[index[r]].push(j);
+        }
+        (dag_of, dags)
+    }
+
     /// Sum of the nominal sizes of a job's inputs.
     pub fn input_bytes(&self, job: JobId) -> u64 {
         self.jobs[job]

@@ -36,6 +36,7 @@ pub mod rls;
 pub mod seams;
 pub mod site;
 pub mod storage;
+pub mod submissions;
 pub mod timeline;
 pub mod trace;
 pub mod window;

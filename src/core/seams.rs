@@ -8,6 +8,7 @@
 
 use super::cache_index::{CacheIndex, ExecId};
 use super::records::SiteCounters;
+use super::submissions::{Submissions, Workload};
 use super::{FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
 /// What a site selector may look at when a prescript plans a job.
@@ -31,12 +32,35 @@ pub struct GridView<'a> {
     pub claimed: &'a [usize],
     /// Every job's state now.
     pub states: &'a [JobState],
+    /// The workflows submitted and each job's (empty: one workflow).
+    pub submissions: &'a Submissions,
+    /// Per submission: arrived, slots held, jobs ready and open.
+    pub workload: &'a [Workload],
 }
 
 impl GridView<'_> {
     /// Whether `site` has a slot no job holds (Condor's unclaimed machine).
     pub fn is_free(&self, site: SiteId) -> bool {
         self.claimed[site] < self.sites[site].cpus
+    }
+
+    /// Whether `job`'s workflow should leave the next free slot to another
+    /// workflow below its fair share (seed 003 §3: the matchmaker allots
+    /// each user machines by a fair-share scheme).
+    pub fn over_fair_share(&self, job: JobId) -> bool {
+        if self.submissions.list.len() < 2 {
+            return false;
+        }
+        let slots = self.sites.iter().map(|s| s.cpus).sum();
+        let w = self.submissions.of_job[job];
+        super::submissions::over_fair_share(&self.submissions.list, self.workload, slots, w)
+    }
+
+    /// Whether Condor's matchmaker matches `job` now: one of `sites` is
+    /// free and its workflow is not over its fair share while another
+    /// waits below its own.
+    pub fn matchable(&self, job: JobId, sites: &[SiteId]) -> bool {
+        self.any_free(sites) && !self.over_fair_share(job)
     }
 
     /// Whether any of `sites` is free.

@@ -179,6 +179,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     let mut dirs = Vec::new();
     let mut pools = Vec::new();
     let mut stores = Vec::new();
+    let inputs = scenario.inputs_by_site();
     for (i, s) in scenario.sites.iter().enumerate() {
         let dir = tempfile::Builder::new()
             .prefix(&format!("gridbed-{}-", s.info.name))
@@ -187,11 +188,9 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         let store = store::Store::new(dir.path());
         let eviction = policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
         let mut pool = Pool::new(s.info.disk, eviction);
-        if i == scenario.origin {
-            for f in wf.inputs() {
-                pool.place_origin(f, wf.files[f].size)
-                    .map_err(|_| EngineError::OriginFull(s.info.name.clone()))?;
-            }
+        for f in inputs[i].iter().copied() {
+            pool.place_origin(f, wf.files[f].size)
+                .map_err(|_| EngineError::OriginFull(s.info.name.clone()))?;
         }
         for f in scenario.resumed_outputs(i) {
             let _ = pool.place_output(f, wf.files[f].size);
@@ -200,13 +199,11 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         pools.push(pool);
         stores.push(store);
     }
-    // The workflow's inputs at the origin, and a resumed run's outputs
+    // The workflow's inputs at their submit machines, and a resumed run's outputs
     // where their jobs wrote them.
     for (i, store) in stores.iter().enumerate() {
         let mut files: Vec<_> = scenario.resumed_outputs(i).collect();
-        if i == scenario.origin {
-            files.extend(wf.inputs());
-        }
+        files.extend(inputs[i].iter().copied());
         write_files(store, &wf, &encoded, em, scenario.seed, files).await?;
     }
     let pool_dirs: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();

@@ -71,6 +71,27 @@ pub struct RunRecord {
     /// order the manager learnt of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultEntry>,
+    /// Per workflow submitted (`[[submission]]`), when there are several:
+    /// its response time from its arrival to its last job's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<WorkflowEntry>,
+}
+
+/// One submitted workflow of a run (seed 003's response time).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkflowEntry {
+    /// Its name.
+    pub name: String,
+    /// Its submit machine.
+    pub origin: String,
+    /// Its jobs.
+    pub jobs: usize,
+    /// When it was submitted (nominal s).
+    pub arrival_s: f64,
+    /// When its last job ended (nominal s); its arrival if none did.
+    pub end_s: f64,
+    /// `end_s − arrival_s`.
+    pub response_s: f64,
 }
 
 /// One fault of a run.
@@ -248,6 +269,39 @@ pub struct TransferEntry {
     pub failure: Option<TransferFailure>,
     /// Whether it retried a failed transfer of the same input.
     pub retry: bool,
+}
+
+/// Each submitted workflow's response time, when there are several.
+fn workflow_entries(scenario: &Scenario, records: &Records) -> Vec<WorkflowEntry> {
+    let subs = &scenario.submissions;
+    if subs.list.len() < 2 {
+        return Vec::new();
+    }
+    let mut entries: Vec<WorkflowEntry> = subs
+        .list
+        .iter()
+        .map(|w| WorkflowEntry {
+            name: w.name.clone(),
+            origin: scenario.sites[w.origin].info.name.clone(),
+            jobs: 0,
+            arrival_s: w.arrival,
+            end_s: w.arrival,
+            response_s: 0.0,
+        })
+        .collect();
+    for (j, r) in records.jobs.iter().enumerate() {
+        let e = &mut entries[subs.of_job[j]];
+        e.jobs += 1;
+        for a in &r.attempts {
+            if let Some(end) = a.ended {
+                e.end_s = e.end_s.max(end);
+            }
+        }
+    }
+    for e in &mut entries {
+        e.response_s = e.end_s - e.arrival_s;
+    }
+    entries
 }
 
 impl RunRecord {
@@ -451,6 +505,7 @@ impl RunRecord {
                     fault: f.fault.clone(),
                 })
                 .collect(),
+            workflows: workflow_entries(scenario, records),
         }
     }
 
@@ -516,6 +571,13 @@ impl RunRecord {
             "  cache hits    {:>12}    evictions {}    mean queue wait {:.1} s",
             s.cache_hits, s.evictions, s.mean_queue_wait_s
         );
+        for w in &self.workflows {
+            let _ = writeln!(
+                out,
+                "  workflow      {:>12.1} s response  `{}` ({} jobs from {}, submitted at {:.0} s)",
+                w.response_s, w.name, w.jobs, w.origin, w.arrival_s
+            );
+        }
         if !self.faults.is_empty() {
             let mut kinds: Vec<(&str, usize)> = Vec::new();
             for f in &self.faults {

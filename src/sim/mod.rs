@@ -224,15 +224,14 @@ impl Sim {
         let wf = scenario.workflow.clone();
         let mut sites = Vec::new();
         let mut sources = Vec::new();
+        let inputs = scenario.inputs_by_site();
         for (i, s) in scenario.sites.iter().enumerate() {
             let eviction =
                 policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
             let mut pool = Pool::new(s.info.disk, eviction);
-            if i == scenario.origin {
-                for f in wf.inputs() {
-                    // The scenario loader checked that the inputs fit.
-                    let _ = pool.place_origin(f, wf.files[f].size);
-                }
+            for f in inputs[i].iter().copied() {
+                // The scenario loader checked that the inputs fit.
+                let _ = pool.place_origin(f, wf.files[f].size);
             }
             for f in scenario.resumed_outputs(i) {
                 // `Resume::new` placed only what fits.

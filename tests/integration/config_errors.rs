@@ -564,3 +564,35 @@ fn cache_maintenance_needs_a_ranking_eviction_and_k_needs_a_bound() {
     );
     expect(&e, &["bad.toml", "lambda: expected 0 to 1, found 2"]);
 }
+
+#[test]
+fn submissions_take_whole_dags_that_exist_from_known_submit_machines() {
+    let last = r#"parents = ["x"]"#;
+    let e = check(last, &format!("{last}\n[[submission]]\ndags = 2"));
+    expect(
+        &e,
+        &[
+            "bad.toml:",
+            "submission[0].dags",
+            "asks for 2 DAGs but the workflow has 1 DAGs",
+        ],
+    );
+    let e = check(
+        last,
+        &format!("{last}\n[[submission]]\norigin = \"submit-host\"\n[[submission]]\narrival = 60"),
+    );
+    expect(
+        &e,
+        &[
+            "submission[0].dags",
+            "only the last submission takes the DAGs left",
+        ],
+    );
+    let e = check(
+        last,
+        &format!("{last}\n[[submission]]\norigin = \"nowhere\""),
+    );
+    expect(&e, &["bad.toml:", "unknown site `nowhere`"]);
+    let e = check(last, &format!("{last}\n[[submission]]\nshare = 0"));
+    expect(&e, &["bad.toml:", "share"]);
+}

@@ -192,3 +192,99 @@ fn a_scaled_live_run_of_each_system_agrees_with_the_simulator() {
         }
     }
 }
+
+/// Two users: `u1`'s 3 chains from `submit-host` at 0, `u2`'s 3 from a
+/// second submit machine at 900 s.
+fn two_users(strategy: &str) -> String {
+    sized_testbed(
+        strategy,
+        6,
+        r#"
+[[site]]
+name = "submit-2"
+new = true
+storage = true
+cpus = 0
+disk = "1 TB"
+bandwidth = "12.5 MB/s"
+
+[[submission]]
+name = "u1"
+dags = 3
+
+[[submission]]
+name = "u2"
+origin = "submit-2"
+arrival = 900
+"#,
+    )
+    .replace("time_scale = 100", "time_scale = 200")
+}
+
+#[test]
+fn two_users_on_two_submit_machines_each_get_their_response_time_in_both_engines() {
+    use gridbed::report::validate;
+    for strategy in ["orig", "job-c", "dag-c"] {
+        let body = two_users(strategy);
+        let (_d, s) = common::scenario(&body);
+        let sim = sim::run(&s).unwrap();
+        let rec = RunRecord::from_run(&s, &sim, "t", Detail::Full);
+        ended_once(&rec);
+        let [u1, u2] = &rec.workflows[..] else {
+            panic!("{:?}", rec.workflows)
+        };
+        assert_eq!(
+            (u1.name.as_str(), u1.origin.as_str()),
+            ("u1", "submit-host")
+        );
+        assert_eq!((u2.name.as_str(), u2.origin.as_str()), ("u2", "submit-2"));
+        assert_eq!((u1.jobs, u2.jobs, u2.arrival_s), (9, 9, 900.0));
+        // Nothing of u2 was ready before it arrived.
+        let of_u2 = |name: &str| {
+            ["-0003", "-0004", "-0005"]
+                .iter()
+                .any(|w| name.ends_with(w))
+        };
+        for j in rec.jobs.iter().filter(|j| of_u2(&j.name)) {
+            assert!(
+                j.ready.unwrap() >= 900.0,
+                "{strategy}: {} ready at {:?}",
+                j.name,
+                j.ready
+            );
+        }
+        assert!(u2.end_s > 900.0 && u2.response_s == u2.end_s - 900.0);
+        // Each user's batch inputs come from its own submit machine.
+        let from_second = rec
+            .transfers
+            .iter()
+            .filter(|t| t.from == "submit-2")
+            .count();
+        assert!(
+            from_second > 0,
+            "{strategy}: u2 read from its submit machine"
+        );
+        // The live run, 200× faster, agrees with the simulator.
+        let mut tries = Vec::new();
+        loop {
+            let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+            assert!(live.succeeded, "{strategy}");
+            assert_eq!(
+                live.records.transfers.len(),
+                sim.result.records.transfers.len(),
+                "{strategy}: the same transfers"
+            );
+            let dev = validate::deviation(sim.result.makespan, live.makespan).unwrap();
+            tries.push(format!(
+                "{strategy}: live {:.0} s vs sim {:.0} s ({:+.1}%)",
+                live.makespan,
+                sim.result.makespan,
+                100.0 * dev
+            ));
+            if dev.abs() <= 0.10 {
+                break;
+            }
+            assert!(tries.len() < 2, "{}", tries.join("\n"));
+        }
+    }
+}

@@ -57,6 +57,7 @@ use super::records::{
     TransferRecord,
 };
 use super::seams::{CacheWorth, GridView, SiteSelector};
+use super::submissions::{Submissions, Workload};
 use super::window::IdWindow;
 use super::wms::{Latency, Wms, WmsSettings};
 use super::{
@@ -288,6 +289,10 @@ enum Timer {
         file: FileId,
     },
     Monit,
+    /// A workflow is submitted: its roots are released.
+    Arrival {
+        submission: usize,
+    },
     /// `release_overhead` elapsed: the job is ready.
     Release {
         job: JobId,
@@ -377,6 +382,11 @@ pub struct Manager {
     /// initially placed input (else its first parent's home; else the
     /// first placement's site). The `return` policy sends outputs there.
     home: Vec<SiteId>,
+    /// The workflows submitted, each job's, and how each stands; the
+    /// roots each late workflow holds back until it arrives.
+    submissions: Submissions,
+    workload: Vec<Workload>,
+    gated: Vec<Vec<JobId>>,
     /// Per job: its outputs on their way home.
     stage_outs: Vec<Option<stage_out::StageOut>>,
     /// Cache maintenance: the ranking, per file the submission times of
@@ -543,6 +553,7 @@ impl Manager {
         );
         let catalogue = (settings.registration == Registration::Postscript).then(|| rls.clone());
         let home = submit_machines(&workflow, placement);
+        let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
         let files = workflow.files.len();
         let mut origin_copies = placement.to_vec();
@@ -573,6 +584,14 @@ impl Manager {
             staging: (0..n).map(|_| None).collect(),
             staged: vec![Vec::new(); n],
             home,
+            submissions: Submissions::single(n, fallback_origin),
+            workload: vec![Workload {
+                arrived: true,
+                claimed: 0,
+                ready: counts.ready,
+                open: n,
+            }],
+            gated: vec![Vec::new()],
             stage_outs: (0..n).map(|_| None).collect(),
             worth: None,
             uses: vec![Vec::new(); files],
@@ -644,6 +663,65 @@ impl Manager {
                 self.complete_without_running(j);
             }
         }
+    }
+
+    /// Splits the jobs into workflows submitted from their own submit
+    /// machines at their own times (seed 003 §9); call before the first
+    /// event. Each job's outputs go home to its workflow's submit machine
+    /// under the `return` policy; the roots of a workflow submitted after
+    /// time 0 wait for it.
+    pub fn set_submissions(&mut self, submissions: Submissions) {
+        assert_eq!(submissions.of_job.len(), self.wf.jobs.len());
+        let k = submissions.list.len();
+        self.workload = vec![Workload::default(); k];
+        self.gated = vec![Vec::new(); k];
+        for j in 0..self.wf.jobs.len() {
+            let w = &mut self.workload[submissions.of_job[j]];
+            w.open += usize::from(!matches!(
+                self.state[j],
+                JobState::Done | JobState::Failed | JobState::Blocked
+            ));
+            w.ready += usize::from(self.state[j] == JobState::Ready);
+            self.home[j] = submissions.list[submissions.of_job[j]].origin;
+        }
+        for (i, sub) in submissions.list.iter().enumerate() {
+            if sub.arrival <= 0.0 {
+                self.workload[i].arrived = true;
+                continue;
+            }
+            for r in submissions.roots(&self.wf, i) {
+                if self.state[r] == JobState::Ready {
+                    // Its ready-queue entry is skipped as stale.
+                    self.workload[i].ready -= 1;
+                    self.state[r] = JobState::Waiting;
+                    self.counts.ready -= 1;
+                    self.counts.waiting += 1;
+                    self.records.jobs[r].ready = None;
+                    self.missing_parents[r] += 1;
+                    self.gated[i].push(r);
+                }
+            }
+            self.schedule(sub.arrival, Timer::Arrival { submission: i });
+        }
+        self.submissions = submissions;
+    }
+
+    /// Workflow `submission` arrives: its roots are ready, and the
+    /// selector sees a changed grid (a planner re-plans, seed 003 §5.2 iv).
+    fn arrive(&mut self, submission: usize) {
+        self.workload[submission].arrived = true;
+        for r in std::mem::take(&mut self.gated[submission]) {
+            self.missing_parents[r] -= 1;
+            if self.missing_parents[r] == 0 {
+                self.make_ready(r);
+            }
+        }
+        self.grid_changed = true;
+    }
+
+    /// The workflows and each job's.
+    pub fn submissions(&self) -> &Submissions {
+        &self.submissions
     }
 
     /// Most jobs of each category that were ever in flight at once.
@@ -816,6 +894,12 @@ impl Manager {
         *self.count_mut(to) += 1;
         let claims =
             |s: JobState| matches!(s, JobState::Staging | JobState::Queued | JobState::Running);
+        let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
+        let w = &mut self.workload[self.submissions.of_job[job]];
+        w.ready =
+            w.ready + usize::from(to == JobState::Ready) - usize::from(from == JobState::Ready);
+        w.claimed = w.claimed + usize::from(claims(to)) - usize::from(claims(from));
+        w.open = w.open + usize::from(over(from)) - usize::from(over(to));
         match (claims(from), claims(to)) {
             (true, false) => {
                 self.claimed[self.site_of[job]] -= 1;
@@ -903,6 +987,7 @@ impl Manager {
                     self.retry_stage_out(job, attempt, file, out)
                 }
                 Timer::Monit => self.monit_queue(out),
+                Timer::Arrival { submission } => self.arrive(submission),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
                     if self.state[job] == JobState::Staging
@@ -947,11 +1032,30 @@ impl Manager {
                 self.enter_queue(job, out);
             }
         }
+        // With several workflows a placement moves the fair share: the held
+        // jobs are offered again in the same round, so a slot one workflow
+        // left to another is not left idle when the other had no more to
+        // place. Each round places a job, so this ends.
         if std::mem::take(&mut self.grid_changed) {
             for job in self.held.drain(..) {
                 self.ready.push(job);
             }
         }
+        self.offer_ready(out);
+        while self.submissions.list.len() > 1
+            && !self.held.is_empty()
+            && std::mem::take(&mut self.grid_changed)
+        {
+            for job in self.held.drain(..) {
+                self.ready.push(job);
+            }
+            self.offer_ready(out);
+        }
+    }
+
+    /// Starts the prescripts of ready jobs that MAXPRE, the prescript
+    /// interval and category throttles allow; the selector may hold a job.
+    fn offer_ready(&mut self, out: &mut Vec<Command>) {
         while !self.ready.is_empty()
             && self.prescript_slot_free()
             && self.now >= self.next_prescript

@@ -64,6 +64,8 @@ impl Manager {
             last_ended: self.last_ended,
             claimed: &self.claimed,
             states: &self.state,
+            submissions: &self.submissions,
+            workload: &self.workload,
         };
         let site = self.selector.place(job, &view, &eligible);
         self.eligible = eligible;
@@ -76,6 +78,9 @@ impl Manager {
         );
         self.site_of[job] = site;
         self.set_state(job, JobState::Staging);
+        if self.submissions.list.len() > 1 {
+            self.grid_changed = true; // the fair share moved
+        }
         self.prescripts_running += 1;
         self.records.jobs[job].attempts.push(Attempt {
             site,
@@ -195,6 +200,12 @@ impl Manager {
                 Some(t) => (t.source, &t.excluded),
                 None => (None, &[]),
             };
+            // Condor's own transfer reads every input from the job's submit
+            // machine, even where another user's holds a copy.
+            let home = self.home[job];
+            let preferred = preferred.or((self.settings.replica_policy == ReplicaPolicy::Return
+                && !excluded.contains(&home))
+            .then_some(home));
             let holders = self.catalogue.as_ref().unwrap_or(&self.rls).holders(file);
             let down = &self.down;
             let source = preferred

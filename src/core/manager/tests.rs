@@ -1327,3 +1327,130 @@ fn k_replication_moves_a_last_copy_when_a_site_has_room_and_deletes_it_otherwise
     w.run();
     assert!(w.m.records().transfers.is_empty() && !w.pools[1].has(0));
 }
+
+/// Two submit machines (sites 0 and 1) and `exec` one-CPU execute sites;
+/// the workflow's first `first` DAGs are `u1`'s, submitted from site 0 at
+/// time 0, the rest `u2`'s, from site 1 at `arrival`.
+fn two_users(
+    wf: Workflow,
+    exec: usize,
+    strategy: &str,
+    first: usize,
+    arrival: f64,
+) -> (World, crate::core::submissions::Submissions) {
+    use crate::core::submissions::{Submission, Submissions};
+    let mut s = sites(exec, 1, 10_000);
+    s.insert(
+        1,
+        SiteInfo {
+            name: "storage2".into(),
+            ..s[0].clone()
+        },
+    );
+    let sub = |name: &str, origin, arrival| Submission {
+        name: name.into(),
+        origin,
+        arrival,
+        share: 1.0,
+    };
+    let subs = Submissions::by_dags(
+        &wf,
+        vec![sub("u1", 0, 0.0), sub("u2", 1, arrival)],
+        &[Some(first), None],
+    )
+    .unwrap();
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let mut w = world_with_origins(wf, s, settings, strategy, &[0, 1]);
+    w.m.set_submissions(subs.clone());
+    (w, subs)
+}
+
+#[test]
+fn a_late_workflow_waits_for_its_arrival_and_orig_serves_each_from_its_own_submit_machine() {
+    let (mut w, subs) = two_users(pipeline(6, 1), 2, "orig", 3, 100.0);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1));
+    let rec = w.m.records();
+    for (j, r) in rec.jobs.iter().enumerate() {
+        let user = subs.of_job[j];
+        if user == 1 {
+            assert!(r.ready.unwrap() >= 100.0, "job {j} ready at {:?}", r.ready);
+            assert!(r.attempts[0].prescript >= 100.0);
+        }
+        // Every input came from, and every output went to, its own user's
+        // submit machine.
+        for t in rec.transfers.iter().filter(|t| t.job == j) {
+            let home = if t.to <= 1 { t.to } else { t.from };
+            assert_eq!(home, user, "transfer {t:?} of a job of u{}", user + 1);
+        }
+    }
+    assert!(rec.jobs[0].ready == Some(0.0), "u1 starts at once");
+}
+
+#[test]
+fn the_fair_share_gives_a_freed_slot_to_the_workflow_below_its_share() {
+    // u1's 4 jobs are ready at 0 and take both slots; u2's 4 arrive at 5.
+    // When the slots free at 10, each workflow gets one.
+    let (mut w, subs) = two_users(dataless(8, 10.0, false), 2, "orig", 4, 5.0);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1));
+    let starts = |user: usize| -> Vec<f64> {
+        let rec = w.m.records();
+        (0..8)
+            .filter(|&j| subs.of_job[j] == user)
+            .map(|j| rec.jobs[j].attempts[0].started.unwrap())
+            .collect()
+    };
+    let (u1, u2) = (starts(0), starts(1));
+    let first_u2 = u2.iter().copied().fold(f64::INFINITY, f64::min);
+    let last_u1 = u1.iter().copied().fold(0.0, f64::max);
+    assert!(
+        first_u2 < last_u1,
+        "u2 waited for all of u1: u1 {u1:?}, u2 {u2:?}"
+    );
+    // Two jobs started at each of four waves, one of each user after 0.
+    let mut waves: Vec<(f64, usize)> = u1
+        .iter()
+        .map(|&t| (t, 0))
+        .chain(u2.iter().map(|&t| (t, 1)))
+        .collect();
+    waves.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let users: Vec<usize> = waves.iter().map(|w| w.1).collect();
+    assert_eq!(users, [0, 0, 0, 1, 0, 1, 1, 1], "{waves:?}");
+}
+
+#[test]
+fn dag_c_splits_the_machines_when_a_workflow_arrives_and_replans_the_first_ones_jobs() {
+    // u1's 4 DAGs (a → b) take the 4 machines at 0; u2's 4 arrive at 30,
+    // while every a runs: each user then has 2 machines, and u1's b jobs
+    // planned on u2's machines are planned again on u1's.
+    let (mut w, subs) = two_users(pipeline(8, 1), 4, "dag-c", 4, 30.0);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert!(w.ended_ok.iter().all(|&n| n == 1), "every job ends once");
+    let rec = w.m.records();
+    let wf = w.m.workflow().clone();
+    let sites_of = |user: usize, name: char| -> Vec<SiteId> {
+        let mut v: Vec<SiteId> = (0..wf.jobs.len())
+            .filter(|&j| subs.of_job[j] == user && wf.jobs[j].name.starts_with(name))
+            .map(|j| rec.jobs[j].attempts.last().unwrap().site)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    assert_eq!(sites_of(0, 'a'), [2, 3, 4, 5], "u1 alone had every machine");
+    let u1_after: Vec<SiteId> = sites_of(0, 'b');
+    let mut u2: Vec<SiteId> = sites_of(1, 'a');
+    u2.extend(sites_of(1, 'b'));
+    u2.sort_unstable();
+    u2.dedup();
+    assert_eq!(u1_after, [2, 3], "u1 keeps the first half");
+    assert_eq!(u2, [4, 5], "u2 gets the rest");
+}

@@ -272,6 +272,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

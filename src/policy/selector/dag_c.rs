@@ -45,37 +45,14 @@ struct Shape {
 
 impl Shape {
     fn of(wf: &Workflow) -> Shape {
-        let n = wf.jobs.len();
-        // Union-find over the parent edges.
-        let mut root: Vec<usize> = (0..n).collect();
-        fn find(root: &mut [usize], mut x: usize) -> usize {
-            while root[x] != x {
-                root[x] = root[root[x]];
-                x = root[x];
-            }
-            x
-        }
-        let mut level = vec![0u32; n];
+        let mut level = vec![0u32; wf.jobs.len()];
         // Jobs are in topological order, so parents' levels are known.
-        for j in 0..n {
-            for &p in &wf.jobs[j].parents {
+        for (j, job) in wf.jobs.iter().enumerate() {
+            for &p in &job.parents {
                 level[j] = level[j].max(level[p] + 1);
-                let (a, b) = (find(&mut root, j), find(&mut root, p));
-                root[a.max(b)] = a.min(b);
             }
         }
-        let mut dag_of = vec![0; n];
-        let mut index = vec![usize::MAX; n];
-        let mut dags: Vec<Vec<JobId>> = Vec::new();
-        for (j, dag) in dag_of.iter_mut().enumerate() {
-            let r = find(&mut root, j);
-            if index[r] == usize::MAX {
-                index[r] = dags.len();
-                dags.push(Vec::new());
-            }
-            *dag = index[r];
-            dags[index[r]].push(j);
-        }
+        let (dag_of, mut dags) = wf.components();
         for d in &mut dags {
             d.sort_by_key(|&j| (level[j], j));
         }
@@ -95,9 +72,16 @@ pub struct DagC {
     horizon: Option<f64>,
     shape: Option<Shape>,
     plan: Vec<Option<SiteId>>,
-    /// DAGs with unplanned jobs, in the order they are assigned.
-    unassigned: VecDeque<usize>,
+    /// Per workflow: its DAGs with unplanned jobs, in the order they are
+    /// assigned.
+    unassigned: Vec<VecDeque<usize>>,
     queued: Vec<bool>,
+    /// Each DAG's workflow.
+    workflow_of: Vec<usize>,
+    /// Per machine: the workflow it is allotted to (fair share, §5.1).
+    owner: Vec<Option<usize>>,
+    /// Per workflow: arrived with jobs left, at the last allotment.
+    active: Vec<bool>,
     /// Per site: files it holds or will hold by the plan.
     will_hold: Vec<FxHashSet<FileId>>,
     /// Per site: jobs planned there and not yet seen over.
@@ -115,8 +99,11 @@ impl DagC {
             horizon,
             shape: None,
             plan: Vec::new(),
-            unassigned: VecDeque::new(),
+            unassigned: Vec::new(),
             queued: Vec::new(),
+            workflow_of: Vec::new(),
+            owner: Vec::new(),
+            active: Vec::new(),
             will_hold: Vec::new(),
             pending: Vec::new(),
             cycles: 0,
@@ -148,8 +135,18 @@ impl DagC {
         }
         let shape = Shape::of(view.workflow);
         self.plan = vec![None; view.workflow.jobs.len()];
-        self.unassigned = (0..shape.dags.len()).collect();
-        self.queued = vec![true; shape.dags.len()];
+        let of_job = &view.submissions.of_job;
+        self.workflow_of = shape
+            .dags
+            .iter()
+            .map(|d| of_job.get(d[0]).copied().unwrap_or(0))
+            .collect();
+        let workflows = view.submissions.list.len().max(1);
+        self.unassigned = vec![VecDeque::new(); workflows];
+        self.active = vec![false; workflows];
+        self.owner = vec![None; view.sites.len()];
+        // A workflow's DAGs join the queue when it arrives (`allot`).
+        self.queued = vec![false; shape.dags.len()];
         self.will_hold = vec![FxHashSet::default(); view.sites.len()];
         self.pending = vec![Vec::new(); view.sites.len()];
         self.shape = Some(shape);
@@ -284,31 +281,141 @@ impl DagC {
     /// Rule v: `site` is lost; its unstarted jobs are unplanned and their
     /// DAGs wait for the next cycle, first in line.
     fn lose(&mut self, view: &GridView<'_>, site: SiteId) {
-        let Some(shape) = &self.shape else { return };
         let lost: Vec<JobId> = self.pending[site]
             .iter()
             .copied()
             .filter(|&j| Self::open(view, j))
             .collect();
-        for &j in &lost {
-            self.plan[j] = None;
-            let d = shape.dag_of[j];
-            if !self.queued[d] {
-                self.queued[d] = true;
-                self.unassigned.push_front(d);
-            }
-        }
-        self.pending[site].retain(|j| !lost.contains(j));
+        self.unplan(&lost, true);
         self.will_hold[site].clear();
     }
 
-    /// One planning cycle over `machines`.
-    fn cycle(&mut self, view: &GridView<'_>, machines: &[SiteId], loads: &mut [f64]) {
+    /// Unplans `jobs` and queues their DAGs again, first in line (`urgent`:
+    /// taken from a lost or withdrawn machine) or last.
+    fn unplan(&mut self, jobs: &[JobId], urgent: bool) {
+        let Some(shape) = &self.shape else { return };
+        for &j in jobs {
+            if let Some(s) = self.plan[j].take() {
+                self.pending[s].retain(|&x| x != j);
+            }
+            let d = shape.dag_of[j];
+            if !self.queued[d] {
+                self.queued[d] = true;
+                let queue = &mut self.unassigned[self.workflow_of[d]];
+                if urgent {
+                    queue.push_front(d);
+                } else {
+                    queue.push_back(d);
+                }
+            }
+        }
+    }
+
+    /// The fair share (§5.1, §5.2): the machines are split between the
+    /// workflows that arrived and have jobs left, in proportion to their
+    /// shares (largest remainders; ties to the earlier workflow). A
+    /// workflow keeps the machines it had up to its quota. When the set
+    /// changes: a new workflow's DAGs join its queue; a machine taken from a
+    /// workflow loses its unstarted jobs there, planned again on the
+    /// workflow's own machines; a workflow that gains machines has its
+    /// unstarted DAGs planned anew over them.
+    fn allot(&mut self, view: &GridView<'_>) {
+        let k = self.active.len();
+        let active: Vec<bool> = (0..k)
+            .map(|w| view.workload.get(w).is_none_or(|l| l.active()))
+            .collect();
+        if active == self.active {
+            return;
+        }
+        let shape = self.shape.as_ref().expect("prepared");
+        for w in (0..k).filter(|&w| active[w] && !self.active[w]) {
+            for d in (0..shape.dags.len()).filter(|&d| self.workflow_of[d] == w) {
+                if !self.queued[d] && shape.dags[d].iter().all(|&j| self.plan[j].is_none()) {
+                    self.queued[d] = true;
+                    self.unassigned[w].push_back(d);
+                }
+            }
+        }
+        self.active = active;
+        let machines: Vec<SiteId> = (0..view.sites.len())
+            .filter(|&m| view.sites[m].cpus > 0)
+            .collect();
+        let share = |w: usize| view.submissions.list.get(w).map_or(1.0, |s| s.share);
+        let total: f64 = (0..k).filter(|&w| self.active[w]).map(share).sum();
+        let mut quota = vec![0usize; k];
+        let mut rest: Vec<(f64, usize)> = Vec::new();
+        for w in (0..k).filter(|&w| self.active[w]) {
+            let exact = machines.len() as f64 * share(w) / total;
+            quota[w] = exact.floor() as usize;
+            rest.push((exact - exact.floor(), w));
+        }
+        rest.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let left = machines.len() - quota.iter().sum::<usize>();
+        for &(_, w) in rest.iter().take(left) {
+            quota[w] += 1;
+        }
+        let mut held = vec![0usize; k];
+        let mut free = Vec::new();
+        let mut taken: Vec<(SiteId, usize)> = Vec::new();
+        for &m in &machines {
+            match self.owner[m] {
+                Some(w) if self.active[w] && held[w] < quota[w] => held[w] += 1,
+                was => {
+                    if let Some(w) = was {
+                        taken.push((m, w));
+                    }
+                    self.owner[m] = None;
+                    free.push(m);
+                }
+            }
+        }
+        let mut free = free.into_iter();
+        let mut gained = vec![false; k];
+        for w in 0..k {
+            while held[w] < quota[w] {
+                let Some(m) = free.next() else { break };
+                self.owner[m] = Some(w);
+                held[w] += 1;
+                gained[w] = true;
+            }
+        }
+        for (m, w) in taken {
+            let dag_w = |d: usize| self.workflow_of[d];
+            let shape = self.shape.as_ref().expect("prepared");
+            let withdrawn: Vec<JobId> = self.pending[m]
+                .iter()
+                .copied()
+                .filter(|&j| dag_w(shape.dag_of[j]) == w && Self::open(view, j))
+                .collect();
+            self.unplan(&withdrawn, true);
+        }
+        for w in (0..k).filter(|&w| gained[w]) {
+            let shape = self.shape.as_ref().expect("prepared");
+            let unstarted: Vec<JobId> = (0..shape.dags.len())
+                .filter(|&d| self.workflow_of[d] == w && !self.queued[d])
+                .filter(|&d| shape.dags[d].iter().all(|&j| Self::open(view, j)))
+                .flat_map(|d| shape.dags[d].iter().copied())
+                .collect();
+            self.unplan(&unstarted, false);
+        }
+    }
+
+    /// The machines allotted to workflow `w` among `eligible`.
+    fn machines_of(&self, w: usize, eligible: &[SiteId]) -> Vec<SiteId> {
+        eligible
+            .iter()
+            .copied()
+            .filter(|&m| self.owner[m] == Some(w))
+            .collect()
+    }
+
+    /// One planning cycle of workflow `w` over its `machines`.
+    fn cycle(&mut self, view: &GridView<'_>, w: usize, machines: &[SiteId], loads: &mut [f64]) {
         self.cycles += 1;
         let horizon = self.horizon;
         let below = |loads: &[f64], m: SiteId| horizon.is_none_or(|h| loads[m] < h);
         let mut assigned: Vec<(usize, SiteId, f64)> = Vec::new();
-        while let Some(&d) = self.unassigned.front() {
+        while let Some(&d) = self.unassigned[w].front() {
             let candidates: Vec<SiteId> = machines
                 .iter()
                 .copied()
@@ -317,7 +424,7 @@ impl DagC {
             if candidates.is_empty() {
                 break; // rule ii
             }
-            self.unassigned.pop_front();
+            self.unassigned[w].pop_front();
             self.queued[d] = false;
             let shape = self.shape.as_ref().expect("prepared");
             let jobs: Vec<JobId> = shape.dags[d]
@@ -333,7 +440,7 @@ impl DagC {
             loads[best] += time;
             assigned.push((d, best, loads[best]));
         }
-        if self.unassigned.is_empty() && machines.iter().any(|&m| below(loads, m)) {
+        if self.unassigned[w].is_empty() && machines.iter().any(|&m| below(loads, m)) {
             self.parallelize(view, &assigned, machines, loads);
         }
     }
@@ -416,17 +523,24 @@ impl SiteSelector for DagC {
 
     fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
         self.prepare(view);
+        self.allot(view);
         if let Some(s) = self.plan[job]
             && !eligible.contains(&s)
         {
             self.lose(view, s);
         }
+        let w = self.workflow_of[self.shape.as_ref().expect("prepared").dag_of[job]];
+        // With none of its own machines up, any will do rather than none.
+        let mut mine = self.machines_of(w, eligible);
+        if mine.is_empty() {
+            mine = eligible.to_vec();
+        }
         let mut loads = self.loads(view);
         let below = self
             .horizon
-            .is_some_and(|h| eligible.iter().any(|&m| loads[m] < h));
-        if self.plan[job].is_none() || (below && !self.unassigned.is_empty()) {
-            self.cycle(view, eligible, &mut loads);
+            .is_some_and(|h| mine.iter().any(|&m| loads[m] < h));
+        if self.plan[job].is_none() || (below && !self.unassigned[w].is_empty()) {
+            self.cycle(view, w, &mine, &mut loads);
         }
         self.plan[job].filter(|s| eligible.contains(s))
     }
@@ -489,6 +603,11 @@ mod tests {
         Workflow::build(files, jobs).unwrap()
     }
 
+    static EMPTY: crate::core::submissions::Submissions = crate::core::submissions::Submissions {
+        list: Vec::new(),
+        of_job: Vec::new(),
+    };
+
     fn view<'a>(
         wf: &'a Workflow,
         sites: &'a [SiteInfo],
@@ -505,6 +624,8 @@ mod tests {
             last_ended: None,
             claimed,
             states,
+            submissions: &EMPTY,
+            workload: &[],
         }
     }
 

@@ -121,6 +121,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let mut dp = DataPresent::new(ChaCha8Rng::seed_from_u64(3));
         assert_eq!(dp.select(0, &view, &[0, 1, 2]), 1);

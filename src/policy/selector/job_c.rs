@@ -5,7 +5,7 @@
 //! volume of relevant input and executable data in bytes." Executables are
 //! input files of the job (§5.1), so both count. A job waits in the schedd
 //! while no machine is free; what a job staged stays cached (and
-//! registered) for later jobs.
+//! registered) for later jobs. Workflows share the machines as in ORIG.
 
 use crate::core::{JobId, ReplicaPolicy, SiteId};
 use crate::policy::{GridView, SiteSelector};
@@ -46,7 +46,7 @@ impl SiteSelector for JobC {
     }
 
     fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
-        view.any_free(eligible)
+        view.matchable(job, eligible)
             .then(|| self.select(job, view, eligible))
     }
 
@@ -107,6 +107,8 @@ mod tests {
                 last_ended: None,
                 claimed,
                 states: &states,
+                submissions: &Default::default(),
+                workload: &[],
             };
             JobC::default().place(0, &v, &[0, 1, 2])
         };

@@ -39,6 +39,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let mut s = LastRecentUsed::default();
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 1);

@@ -108,6 +108,8 @@ mod tests {
                 last_ended: None,
                 claimed: &[],
                 states: &[],
+                submissions: &Default::default(),
+                workload: &[],
             };
             o.select(job, &view, eligible)
         };
@@ -140,6 +142,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let mut o = Opportunistic {
             scheduled: vec![0, 1, 1],

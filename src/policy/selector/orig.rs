@@ -6,7 +6,9 @@
 //! first). With no machine free, the job waits in the schedd. Nothing is
 //! cached on execute machines: the `return` replica policy deletes staged
 //! inputs after the job and sends its outputs back to the submit machine
-//! (the claim held meanwhile), so every input comes from there.
+//! (the claim held meanwhile), so every input comes from there. With
+//! several workflows, a job waits while its workflow holds its fair share
+//! of the machines and another workflow waits below its own.
 
 use crate::core::{JobId, ReplicaPolicy, SiteId};
 use crate::policy::{GridView, SiteSelector};
@@ -25,7 +27,7 @@ impl SiteSelector for Orig {
     }
 
     fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
-        view.any_free(eligible)
+        view.matchable(job, eligible)
             .then(|| self.select(job, view, eligible))
     }
 

@@ -43,6 +43,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let mut rr = RoundRobin::default();
         let picks: Vec<_> = (0..5).map(|j| rr.select(j, &view, &[1, 2, 4])).collect();

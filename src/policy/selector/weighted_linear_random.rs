@@ -64,6 +64,8 @@ mod tests {
             last_ended: None,
             claimed: &[],
             states: &[],
+            submissions: &Default::default(),
+            workload: &[],
         };
         let mut w = WeightedLinearRandom::new(ChaCha8Rng::seed_from_u64(1));
         let mut n = [0usize; 3];
