@@ -57,6 +57,7 @@ pub mod core;
 pub mod db;
 pub mod diffusion;
 pub mod live;
+pub mod memo;
 pub mod metrics;
 pub mod policy;
 pub mod report;

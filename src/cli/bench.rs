@@ -790,6 +790,7 @@ fn bench_scenario(
             time_scale: 1.0,
             byte_scale: 1.0,
         },
+        no_memoize: Vec::new(),
     }
 }
 

@@ -37,6 +37,11 @@ pub(crate) struct RunArgs {
     /// (without it such a file is left alone and the run refused).
     #[arg(long)]
     force: bool,
+    /// DAG-Condor's database (seed 003 table 1), kept across runs: a job
+    /// whose version ran before and whose outputs are cached is memoized,
+    /// and this run is recorded there.
+    #[arg(long, value_name = "FILE")]
+    memo: Option<PathBuf>,
 }
 
 /// What a run writes and where its pools go (`run` and `resume`).
@@ -95,7 +100,27 @@ pub(crate) struct ValidateArgs {
 }
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
-    let scenario = load(&args.scenario)?;
+    let mut scenario = load(&args.scenario)?;
+    let mut memo = match &args.memo {
+        Some(path) => {
+            let history = crate::memo::History::open(path).map_err(CliError::input)?;
+            let versions = crate::core::versions::Versions::of(&scenario.workflow, scenario.seed);
+            let resume = history
+                .memoized(&scenario, &versions, &scenario.no_memoize)
+                .map_err(CliError::input)?;
+            let memoized = resume.done.iter().filter(|&&d| d).count();
+            say!(
+                "memoization: {memoized} of {} jobs ran before with the same versions and are not run ({})",
+                resume.done.len(),
+                path.display()
+            );
+            if memoized > 0 {
+                scenario.resume = Some(resume);
+            }
+            Some((history, versions))
+        }
+        None => None,
+    };
     let db_path = args
         .db
         .clone()
@@ -122,7 +147,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         linger: args.linger,
         out: args.out,
     };
-    execute(&scenario, &ex, db, db_path.as_deref())
+    execute(&scenario, &ex, db, db_path.as_deref(), memo.as_mut())
 }
 
 #[derive(Args)]
@@ -214,7 +239,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         linger: std::time::Duration::ZERO,
         out: args.out,
     };
-    execute(&scenario, &ex, Some(db), Some(&args.db))
+    execute(&scenario, &ex, Some(db), Some(&args.db), None)
 }
 
 /// What a control database keeps of how its run was asked for, so that
@@ -271,6 +296,7 @@ fn execute(
     ex: &Execution,
     db: Option<crate::db::ControlDb>,
     db_path: Option<&std::path::Path>,
+    memo: Option<&mut (crate::memo::History, crate::core::versions::Versions)>,
 ) -> Result<ExitCode, CliError> {
     let db_error;
     let epoch = std::time::SystemTime::now();
@@ -302,6 +328,7 @@ fn execute(
                 result.events,
                 result.wall.as_secs_f64()
             );
+            remember(memo, scenario, &result.result)?;
             (record, result.result.done)
         }
         Engine::Live => {
@@ -337,6 +364,7 @@ fn execute(
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
             write_outputs(&ex.out, scenario, &result, epoch)?;
+            remember(memo, scenario, &result.result)?;
             (record, result.result.done)
         }
     };
@@ -369,6 +397,20 @@ fn execute(
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked
         )))
     }
+}
+
+/// Records the run in DAG-Condor's database, when `--memo` gave one.
+fn remember(
+    memo: Option<&mut (crate::memo::History, crate::core::versions::Versions)>,
+    scenario: &Scenario,
+    run: &crate::core::result::RunResult,
+) -> Result<(), CliError> {
+    let Some((history, versions)) = memo else {
+        return Ok(());
+    };
+    history
+        .record(scenario, versions, run)
+        .map_err(|e| CliError::Failed(format!("memoization database {e}")))
 }
 
 pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {

@@ -178,6 +178,8 @@ pub struct Scenario {
     pub resume: Option<Resume>,
     /// Emulation factors.
     pub emulation: Emulation,
+    /// Per job: never memoized (`no_memoize` names it or its program).
+    pub no_memoize: Vec<bool>,
 }
 
 impl Scenario {
@@ -407,6 +409,8 @@ pub(crate) struct TestbedFile<W> {
     /// Workflows submitted from several submit machines, over time.
     #[serde(default)]
     submission: Vec<Spanned<submissions::SubmissionFile>>,
+    /// Jobs or programs never memoized (seed 003 §5.3's opt-out).
+    no_memoize: Option<Spanned<Vec<String>>>,
     workflow: Spanned<W>,
 }
 
@@ -446,6 +450,21 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         }
     }
 
+    let no_memoize = match &tb.no_memoize {
+        None => vec![false; workflow.jobs.len()],
+        Some(list) => {
+            let names = list.get_ref();
+            let program = |j: usize| crate::core::versions::program(&workflow, j);
+            let named = |j: usize, n: &String| n == &workflow.jobs[j].name || n == program(j);
+            let jobs = 0..workflow.jobs.len();
+            if let Some(n) = names.iter().find(|n| !jobs.clone().any(|j| named(j, n))) {
+                let msg = format!("`{n}` is no job or program of the workflow");
+                return Err(src.error(Some(list.span()), Some("no_memoize".into()), msg));
+            }
+            jobs.map(|j| names.iter().any(|n| named(j, n))).collect()
+        }
+    };
+
     // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE.
     if let Some(max_pre) = source
         .as_ref()
@@ -477,5 +496,6 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             time_scale: tb.emulation.time_scale.0,
             byte_scale: tb.emulation.byte_scale.0,
         },
+        no_memoize,
     })
 }

@@ -39,6 +39,7 @@ pub mod storage;
 pub mod submissions;
 pub mod timeline;
 pub mod trace;
+pub mod versions;
 pub mod window;
 pub mod wms;
 

@@ -596,3 +596,15 @@ fn submissions_take_whole_dags_that_exist_from_known_submit_machines() {
     let e = check(last, &format!("{last}\n[[submission]]\nshare = 0"));
     expect(&e, &["bad.toml:", "share"]);
 }
+
+#[test]
+fn no_memoize_names_jobs_or_programs_of_the_workflow() {
+    let e = check(
+        "origin = \"submit-host\"",
+        "origin = \"submit-host\"\nno_memoize = [\"x\", \"nobody\"]",
+    );
+    expect(
+        &e,
+        &["bad.toml:3", "no_memoize", "`nobody` is no job or program"],
+    );
+}

@@ -288,3 +288,125 @@ fn two_users_on_two_submit_machines_each_get_their_response_time_in_both_engines
         }
     }
 }
+
+/// x reads `a` and writes m, y reads m; z reads `c`. `a_size` is a's size.
+fn memo_testbed(a_size: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "memo"
+strategy = "job-c"
+origin = "submit-host"
+{extra}
+[emulation]
+time_scale = 100
+byte_scale = 1000
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 1
+[[site]]
+name = "grid3-02"
+cpus = 1
+[workflow]
+generator = "inline"
+[[workflow.file]]
+name = "a"
+size = "{a_size}"
+[[workflow.file]]
+name = "c"
+size = "1 MB"
+[[workflow.file]]
+name = "m"
+size = "1 MB"
+[[workflow.file]]
+name = "out-y"
+size = "1 MB"
+[[workflow.file]]
+name = "out-z"
+size = "1 MB"
+[[workflow.job]]
+name = "x"
+runtime = 60
+inputs = ["a"]
+outputs = ["m"]
+[[workflow.job]]
+name = "y"
+runtime = 60
+inputs = ["m"]
+outputs = ["out-y"]
+parents = ["x"]
+[[workflow.job]]
+name = "z"
+runtime = 60
+inputs = ["c"]
+outputs = ["out-z"]
+"#
+    )
+}
+
+/// Runs the testbed in the simulator with `--memo`; the names of the jobs
+/// that ran (had an attempt), sorted.
+fn run_memo(dir: &std::path::Path, body: &str, memo: &std::path::Path) -> Vec<String> {
+    let path = common::write_testbed(dir, "memo.toml", body);
+    let json = dir.join("run.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", "--engine", "sim", "-q", "--sites"])
+        .arg(common::catalog())
+        .arg(&path)
+        .arg("--memo")
+        .arg(memo)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rec: RunRecord = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(rec.summary.succeeded, "every job ended, run or memoized");
+    let mut ran: Vec<String> = rec
+        .jobs
+        .iter()
+        .filter(|j| !j.attempts.is_empty())
+        .map(|j| j.name.clone())
+        .collect();
+    ran.sort();
+    ran
+}
+
+#[test]
+fn memoization_reruns_exactly_the_jobs_downstream_of_a_changed_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let memo = dir.path().join("dag-condor.db");
+    let all = ["x", "y", "z"];
+    assert_eq!(run_memo(dir.path(), &memo_testbed("10 MB", ""), &memo), all);
+    // The same submission again: nothing runs; the outputs are where the
+    // first run cached them.
+    assert!(run_memo(dir.path(), &memo_testbed("10 MB", ""), &memo).is_empty());
+    // `a` changed: x reads it and y reads what x writes.
+    assert_eq!(
+        run_memo(dir.path(), &memo_testbed("11 MB", ""), &memo),
+        ["x", "y"]
+    );
+    // Both versions of `a` ran now: either is memoized.
+    assert!(run_memo(dir.path(), &memo_testbed("10 MB", ""), &memo).is_empty());
+    // A job opted out always runs, and only it.
+    let opt_out = memo_testbed("10 MB", "no_memoize = [\"z\"]");
+    assert_eq!(run_memo(dir.path(), &opt_out, &memo), ["z"]);
+    // Table 1's history holds the five submissions.
+    let conn = rusqlite::Connection::open(&memo).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        count("SELECT COUNT(*) FROM workflow_status WHERE workflowname = 'memo'"),
+        5
+    );
+    assert_eq!(count("SELECT COUNT(*) FROM job_list"), 15);
+    assert_eq!(
+        count("SELECT COUNT(DISTINCT version) FROM program_version WHERE executablename = 'x'"),
+        2
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM file_version WHERE filename = 'a'"),
+        2
+    );
+}
