@@ -28,8 +28,6 @@
 
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashSet;
-
 use crate::core::{FileId, JobId, JobState, ReplicaPolicy, SiteId, Workflow};
 use crate::policy::{GridView, Params, SiteSelector};
 
@@ -82,12 +80,15 @@ pub struct DagC {
     owner: Vec<Option<usize>>,
     /// Per workflow: arrived with jobs left, at the last allotment.
     active: Vec<bool>,
-    /// Per site: files it holds or will hold by the plan.
-    will_hold: Vec<FxHashSet<FileId>>,
+    /// Per file: the sites that will hold it by the plan.
+    will_hold: Vec<Vec<SiteId>>,
     /// Per site: jobs planned there and not yet seen over.
     pending: Vec<Vec<JobId>>,
     /// Planning cycles run (for reports and tests).
     cycles: u64,
+    /// Per site: a job's expected time per second of runtime and per job
+    /// (`cost` as factors).
+    rates: Vec<(f64, f64)>,
 }
 
 impl DagC {
@@ -107,6 +108,7 @@ impl DagC {
             will_hold: Vec::new(),
             pending: Vec::new(),
             cycles: 0,
+            rates: Vec::new(),
         }
     }
 
@@ -147,7 +149,15 @@ impl DagC {
         self.owner = vec![None; view.sites.len()];
         // A workflow's DAGs join the queue when it arrives (`allot`).
         self.queued = vec![false; shape.dags.len()];
-        self.will_hold = vec![FxHashSet::default(); view.sites.len()];
+        self.will_hold = vec![Vec::new(); view.workflow.files.len()];
+        self.rates = view
+            .sites
+            .iter()
+            .map(|s| {
+                let slots = s.cpus.max(1) as f64;
+                (1.0 / (s.speed * slots), s.overhead / slots)
+            })
+            .collect();
         self.pending = vec![Vec::new(); view.sites.len()];
         self.shape = Some(shape);
     }
@@ -168,46 +178,22 @@ impl DagC {
     }
 
     fn holds(&self, view: &GridView<'_>, site: SiteId, file: FileId) -> bool {
-        view.rls.has(file, site) || self.will_hold[site].contains(&file)
+        view.rls.has(file, site) || self.will_hold[file].contains(&site)
     }
 
-    /// CalculateIONeeded: bytes to bring to `site` for `jobs` (inputs and
-    /// executables from outside the part that `site` does not hold), plus,
-    /// `with_output`, their outputs read by jobs outside the part.
-    fn io_needed(
-        &self,
-        view: &GridView<'_>,
-        jobs: &[JobId],
-        site: SiteId,
-        with_output: bool,
-    ) -> u64 {
-        let mut bytes = Self::inputs_from_outside(view, jobs, |f| !self.holds(view, site, f));
-        if with_output {
-            bytes += Self::outputs_out(view, jobs);
-        }
-        bytes
-    }
-
-    /// Bytes of the part's inputs made outside it (each file once) that
-    /// `counts` accepts.
-    fn inputs_from_outside(
-        view: &GridView<'_>,
-        jobs: &[JobId],
-        counts: impl Fn(FileId) -> bool,
-    ) -> u64 {
+    /// The part's inputs made outside it, each file once.
+    fn inputs_from_outside(view: &GridView<'_>, jobs: &[JobId]) -> Vec<FileId> {
         let wf = view.workflow;
         let mut seen: Vec<FileId> = Vec::new();
-        let mut bytes = 0;
         for &j in jobs {
             for &f in &wf.jobs[j].inputs {
                 let made_inside = wf.producer[f].is_some_and(|p| jobs.contains(&p));
-                if !made_inside && !seen.contains(&f) && counts(f) {
+                if !made_inside && !seen.contains(&f) {
                     seen.push(f);
-                    bytes += wf.files[f].size;
                 }
             }
         }
-        bytes
+        seen
     }
 
     /// Bytes of the part's outputs that jobs outside it read.
@@ -238,10 +224,37 @@ impl DagC {
         loads: &[f64],
         with_output: bool,
     ) -> (SiteId, f64) {
+        // CalculateIONeeded: the inputs and executables from outside the
+        // part that the machine does not hold, plus, `with_output`, the
+        // part's outputs read outside it. The part's side is the same for
+        // every machine.
+        let outside = Self::inputs_from_outside(view, jobs);
+        let out = if with_output {
+            Self::outputs_out(view, jobs)
+        } else {
+            0
+        };
+        // From the few holders of each file rather than a look-up per
+        // machine: this loop is the planner's cost (DAGs × machines).
+        let wf = view.workflow;
+        let mut held = vec![0u64; view.sites.len()];
+        let mut bring = 0;
+        for &f in &outside {
+            bring += wf.files[f].size;
+            let planned = self.will_hold[f].iter().filter(|&&s| !view.rls.has(f, s));
+            for &s in view.rls.holders(f).iter().chain(planned) {
+                held[s] += wf.files[f].size;
+            }
+        }
+        let runtime: f64 = jobs.iter().map(|&j| wf.jobs[j].runtime).sum();
+        let n = jobs.len() as f64;
+        let per_byte = 1.0 / self.bandwidth;
         let mut best = (candidates[0], f64::INFINITY, 0.0);
         for &m in candidates {
-            let run: f64 = jobs.iter().map(|&j| Self::cost(view, j, m)).sum();
-            let io = self.io_needed(view, jobs, m, with_output) as f64 / self.bandwidth;
+            // Self::cost summed over the part, without its divisions.
+            let (per_second, per_job) = self.rates[m];
+            let run = runtime * per_second + n * per_job;
+            let io = (bring - held[m] + out) as f64 * per_byte;
             let time = loads[m] + run + io;
             if time < best.1 {
                 best = (m, time, run + io);
@@ -259,7 +272,11 @@ impl DagC {
             self.plan[j] = Some(site);
             self.pending[site].push(j);
             let files = wf.jobs[j].inputs.iter().chain(&wf.jobs[j].outputs);
-            self.will_hold[site].extend(files);
+            for &f in files {
+                if !self.will_hold[f].contains(&site) {
+                    self.will_hold[f].push(site);
+                }
+            }
         }
     }
 
@@ -287,7 +304,9 @@ impl DagC {
             .filter(|&j| Self::open(view, j))
             .collect();
         self.unplan(&lost, true);
-        self.will_hold[site].clear();
+        for holders in &mut self.will_hold {
+            holders.retain(|&s| s != site);
+        }
     }
 
     /// Unplans `jobs` and queues their DAGs again, first in line (`urgent`:
@@ -321,12 +340,12 @@ impl DagC {
     /// unstarted DAGs planned anew over them.
     fn allot(&mut self, view: &GridView<'_>) {
         let k = self.active.len();
-        let active: Vec<bool> = (0..k)
-            .map(|w| view.workload.get(w).is_none_or(|l| l.active()))
-            .collect();
-        if active == self.active {
+        let is_active = |w: usize| view.workload.get(w).is_none_or(|l| l.active());
+        // Called for every job placed: no allocation unless the set changed.
+        if (0..k).all(|w| is_active(w) == self.active[w]) {
             return;
         }
+        let active: Vec<bool> = (0..k).map(is_active).collect();
         let shape = self.shape.as_ref().expect("prepared");
         for w in (0..k).filter(|&w| active[w] && !self.active[w]) {
             for d in (0..shape.dags.len()).filter(|&d| self.workflow_of[d] == w) {
@@ -498,9 +517,11 @@ impl DagC {
                 let (best, added) = self.best_machine(view, &part, &light, loads, true);
                 let cputime: f64 = part.iter().map(|&j| Self::cost(view, j, heavy)).sum();
                 let io = Self::outputs_out(view, &part)
-                    + Self::inputs_from_outside(view, &part, |f| {
-                        self.holds(view, heavy, f) && !self.holds(view, best, f)
-                    });
+                    + Self::inputs_from_outside(view, &part)
+                        .into_iter()
+                        .filter(|&f| self.holds(view, heavy, f) && !self.holds(view, best, f))
+                        .map(|f| wf.files[f].size)
+                        .sum::<u64>();
                 let savetime = cputime - io as f64 / self.bandwidth;
                 if savetime > 0.0 {
                     self.assign(view, &part, best);
@@ -530,17 +551,22 @@ impl SiteSelector for DagC {
             self.lose(view, s);
         }
         let w = self.workflow_of[self.shape.as_ref().expect("prepared").dag_of[job]];
-        // With none of its own machines up, any will do rather than none.
-        let mut mine = self.machines_of(w, eligible);
-        if mine.is_empty() {
-            mine = eligible.to_vec();
-        }
-        let mut loads = self.loads(view);
-        let below = self
-            .horizon
-            .is_some_and(|h| mine.iter().any(|&m| loads[m] < h));
-        if self.plan[job].is_none() || (below && !self.unassigned[w].is_empty()) {
-            self.cycle(view, w, &mine, &mut loads);
+        // The loads cost a pass over every planned job: only when a cycle
+        // may run (a static plan places each job once, from the plan).
+        let held = self.horizon.is_some() && !self.unassigned[w].is_empty();
+        if self.plan[job].is_none() || held {
+            // With none of its own machines up, any will do rather than none.
+            let mut mine = self.machines_of(w, eligible);
+            if mine.is_empty() {
+                mine = eligible.to_vec();
+            }
+            let mut loads = self.loads(view);
+            let below = self
+                .horizon
+                .is_some_and(|h| mine.iter().any(|&m| loads[m] < h));
+            if self.plan[job].is_none() || below {
+                self.cycle(view, w, &mine, &mut loads);
+            }
         }
         self.plan[job].filter(|s| eligible.contains(s))
     }

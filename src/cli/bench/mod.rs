@@ -12,6 +12,11 @@
 //!   of the responses reset halfway, as a ratio to the same run without; and
 //!   `testbeds/chaos.toml` live with its faults against the same testbed
 //!   without them.
+//! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
+//!   machines, its re-planning after a machine loss, and its share of a sim
+//!   run (`planner.rs`).
+
+mod planner;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -30,7 +35,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer (default: all).
+    /// Which benchmarks: sim, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -60,7 +65,7 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 11] = [
+const BENCHMARKS: [&str; 12] = [
     "sim",
     "diffusion",
     "farm",
@@ -72,6 +77,7 @@ const BENCHMARKS: [&str; 11] = [
     "metrics",
     "transfer",
     "faults",
+    "planner",
 ];
 
 /// Why a benchmark failed inside: any error of the rooms it drives, or
@@ -169,6 +175,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     if want("faults") {
         figures.push(dispatch_under_resets(2_000 / shrink).map_err(failed("faults"))?);
         figures.push(chaos_vs_clean().map_err(failed("faults"))?);
+    }
+    if want("planner") {
+        figures.extend(planner::planner(5_000 / shrink, 100).map_err(failed("planner"))?);
     }
     let mut md = String::from("| benchmark | value | goal | met |\n|---|---:|---|---|\n");
     for f in &figures {
