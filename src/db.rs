@@ -405,6 +405,28 @@ impl ControlDb {
         }
     }
 
+    /// Notes the files whose bytes derive from another file's name (`run`
+    /// keys `content.<file>`): a memoized job's outputs hold its twin's
+    /// bytes, and `gridbed audit` checks them against those.
+    pub fn note_contents(&mut self, contents: &[(String, String)]) {
+        let Some(tx) = &self.batches else {
+            return;
+        };
+        if contents.is_empty() {
+            return;
+        }
+        let batch = Batch {
+            run: contents
+                .iter()
+                .map(|(f, c)| (format!("content.{f}"), c.clone()))
+                .collect(),
+            ..Default::default()
+        };
+        if tx.send(batch).is_err() {
+            self.batches = None;
+        }
+    }
+
     /// Queues the run's end state: every registered replica (file, site,
     /// real bytes), and each site's pool directory when the pools are kept
     /// on disk (`gridbed audit` compares them).
@@ -630,6 +652,9 @@ pub struct FinalState {
     pub replicas: Vec<(String, usize, u64)>,
     /// Pool directories kept on disk, by site id.
     pub pools: Vec<(usize, std::path::PathBuf)>,
+    /// Files whose bytes derive from another file's name (a memoized
+    /// job's outputs): file, that name.
+    pub contents: std::collections::HashMap<String, String>,
 }
 
 /// Reads the end state of the run in the database at `path`.
@@ -662,11 +687,21 @@ pub fn final_state(path: &Path) -> Result<FinalState, DbError> {
         .into_iter()
         .map(|(d, s, _)| (s as usize, std::path::PathBuf::from(d)))
         .collect();
+    let contents = {
+        let mut st = conn
+            .prepare("SELECT substr(key, 9), value FROM run WHERE key LIKE 'content.%'")
+            .map_err(err)?;
+        let it = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err)?;
+        it.collect::<Result<_, _>>().map_err(err)?
+    };
     Ok(FinalState {
         seed,
         sites,
         replicas,
         pools,
+        contents,
     })
 }
 

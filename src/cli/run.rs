@@ -39,7 +39,8 @@ pub(crate) struct RunArgs {
     force: bool,
     /// DAG-Condor's database (seed 003 table 1), kept across runs: a job
     /// whose version ran before and whose outputs are cached is memoized,
-    /// and this run is recorded there.
+    /// and this run is recorded there; jobs are memoized within the run too
+    /// (as with the testbed's `memoize = true`).
     #[arg(long, value_name = "FILE")]
     memo: Option<PathBuf>,
 }
@@ -117,6 +118,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             if memoized > 0 {
                 scenario.resume = Some(resume);
             }
+            scenario.memoize = true;
             Some((history, versions))
         }
         None => None,

@@ -178,6 +178,10 @@ pub struct Scenario {
     pub resume: Option<Resume>,
     /// Emulation factors.
     pub emulation: Emulation,
+    /// Memoization within the run (`memoize = true`, or `gridbed run
+    /// --memo`): a job whose version ended earlier in the run is not run
+    /// when its workflow is submitted (seed 003 §5.3).
+    pub memoize: bool,
     /// Per job: never memoized (`no_memoize` names it or its program).
     pub no_memoize: Vec<bool>,
 }
@@ -212,6 +216,9 @@ impl Scenario {
             selector,
         );
         m.set_submissions(self.submissions.clone());
+        if let Some(twins) = self.twins() {
+            m.set_twins(&twins);
+        }
         if self.manager.cache_bound.is_some() {
             m.set_cache_worth(policy::cache_worth(&self.eviction)?);
         }
@@ -231,6 +238,16 @@ impl Scenario {
             m.set_nodes(nodes);
         }
         Ok(m)
+    }
+
+    /// The jobs of the run grouped by version, when it memoizes (see
+    /// [`Scenario::memoize`]).
+    pub fn twins(&self) -> Option<crate::core::versions::Twins> {
+        use crate::core::versions::{Twins, Versions};
+        self.memoize.then(|| {
+            let versions = Versions::of(&self.workflow, self.seed);
+            Twins::of(&self.workflow, &versions, &self.no_memoize)
+        })
     }
 
     /// The core's view of the sites.
@@ -409,6 +426,8 @@ pub(crate) struct TestbedFile<W> {
     /// Workflows submitted from several submit machines, over time.
     #[serde(default)]
     submission: Vec<Spanned<submissions::SubmissionFile>>,
+    /// Memoization within the run (seed 003 §5.3).
+    memoize: Option<bool>,
     /// Jobs or programs never memoized (seed 003 §5.3's opt-out).
     no_memoize: Option<Spanned<Vec<String>>>,
     workflow: Spanned<W>,
@@ -496,6 +515,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
             time_scale: tb.emulation.time_scale.0,
             byte_scale: tb.emulation.byte_scale.0,
         },
+        memoize: tb.memoize.unwrap_or(false),
         no_memoize,
     })
 }

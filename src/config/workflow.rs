@@ -214,6 +214,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             clustering: tb.clustering,
             planner: tb.planner,
             submission: tb.submission,
+            memoize: tb.memoize,
             no_memoize: tb.no_memoize,
         }
     }

@@ -40,6 +40,9 @@ pub struct Job {
     /// The program it runs (Pegasus: namespace::name:version), when known;
     /// horizontal clustering groups jobs of one transformation.
     pub transformation: Option<String>,
+    /// Its arguments, when the workflow states them: with the program and
+    /// the inputs they make the job's version (seed 003 §5.3).
+    pub arguments: Option<String>,
     /// A Pegasus `label` profile, for label clustering.
     pub label: Option<String>,
     /// A clustered job's members, in the order `seqexec` runs them one
@@ -161,6 +164,8 @@ pub struct JobSpec {
     pub position: Option<[u32; 3]>,
     /// The program it runs, when known.
     pub transformation: Option<String>,
+    /// Its arguments, when known.
+    pub arguments: Option<String>,
     /// A Pegasus `label` profile, for label clustering.
     pub label: Option<String>,
     /// A clustered job's members in seqexec order: (name, runtime, outputs).
@@ -222,6 +227,7 @@ impl Workflow {
                 parents,
                 position: j.position,
                 transformation: j.transformation.clone(),
+                arguments: j.arguments.clone(),
                 label: j.label.clone(),
                 members: j
                     .members
@@ -381,6 +387,7 @@ impl Workflow {
                 .collect(),
             position: job.position,
             transformation: job.transformation.clone(),
+            arguments: job.arguments.clone(),
             label: job.label.clone(),
             members: job
                 .members

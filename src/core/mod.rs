@@ -216,6 +216,10 @@ pub enum Command {
         job: JobId,
         /// The file.
         file: FileId,
+        /// The file whose bytes are read at `from`: `file` itself, except
+        /// for a memoized job's output, which copies its twin's (seed 003
+        /// §5.3).
+        source: FileId,
         /// Source site (a replica in the RLS).
         from: SiteId,
         /// Destination site (the job's site).

@@ -111,6 +111,9 @@ pub struct JobRecord {
     pub failure: Option<String>,
     /// The failed ancestor that keeps it from running.
     pub blocked_by: Option<JobId>,
+    /// When it ended without running, memoized within the run (seed 003
+    /// §5.3): its outputs were at its submit machine.
+    pub memoized: Option<Time>,
 }
 
 /// One transfer attempt.
@@ -209,7 +212,7 @@ impl Records {
     pub fn makespan(&self) -> Time {
         self.jobs
             .iter()
-            .flat_map(|j| j.attempts.iter().filter_map(|a| a.ended))
+            .flat_map(|j| j.attempts.iter().filter_map(|a| a.ended).chain(j.memoized))
             .fold(0.0, f64::max)
     }
 }

@@ -132,7 +132,13 @@ pub fn audit(path: &Path) -> Result<Vec<Difference>, AuditError> {
                     expected: *real,
                     found: meta.size,
                 });
-            } else if meta.sha256 != store::generated_sha256(state.seed, file, *real) {
+            } else if meta.sha256
+                != store::generated_sha256(
+                    state.seed,
+                    state.contents.get(file).unwrap_or(file),
+                    *real,
+                )
+            {
                 differences.push(Difference::Corrupt {
                     file: file.clone(),
                     site: site_name.clone(),

@@ -109,6 +109,7 @@ impl ManagerActor {
                     id,
                     job,
                     file,
+                    source,
                     from,
                     to,
                 } => {
@@ -122,6 +123,7 @@ impl ManagerActor {
                         id,
                         job,
                         file,
+                        source,
                         from,
                     })
                 }

@@ -23,6 +23,8 @@ pub struct Fetch {
     pub job: JobId,
     /// The file.
     pub file: FileId,
+    /// The file read at the source (see [`Command::StartTransfer`]).
+    pub source: FileId,
     /// Source site.
     pub from: SiteId,
 }

@@ -46,6 +46,10 @@ pub struct Shared {
     pub workflow: Arc<Workflow>,
     /// Pool name of every file, by file id.
     pub encoded: Vec<String>,
+    /// Per file, the file whose name its bytes derive from: a twin's
+    /// output holds the first twin's bytes (seed 003 §5.3); empty when no
+    /// job has a twin.
+    pub content: Vec<crate::core::FileId>,
     /// Site names, by site id.
     pub site_names: Vec<String>,
     /// Base URL of every site's gridftp endpoint, by site id.
@@ -64,6 +68,14 @@ pub struct Shared {
     /// DAGMan PRE/POST scripts to run, by job id (a `.dag` with
     /// `scripts = "run"`).
     pub scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
+}
+
+impl Shared {
+    /// The name `file`'s bytes derive from (see [`Shared::content`]).
+    pub fn content_name(&self, file: crate::core::FileId) -> &str {
+        let f = self.content.get(file).copied().unwrap_or(file);
+        &self.workflow.files[f].name
+    }
 }
 
 /// Options of a live run.
@@ -154,6 +166,8 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         Some(r) => r.clone(),
         None => pool_root(scenario),
     };
+    // `--keep-pools DIR` may name a folder still to make.
+    std::fs::create_dir_all(&root)?;
     let need = real_bytes(&wf, em, wf.inputs());
     if let Some(free) = free_bytes(&root)
         && need > free
@@ -250,9 +264,18 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         endpoints.push(faults);
     }
     let client = http_client()?;
+    let content = scenario.twins().map(|t| t.content).unwrap_or_default();
+    if let Some(db) = opts.db.as_mut() {
+        let differ = content.iter().enumerate().filter(|&(f, &c)| f != c);
+        let names: Vec<(String, String)> = differ
+            .map(|(f, &c)| (wf.files[f].name.clone(), wf.files[c].name.clone()))
+            .collect();
+        db.note_contents(&names);
+    }
     let shared = Arc::new(Shared {
         workflow: wf.clone(),
         encoded,
+        content,
         site_names: scenario.sites.iter().map(|s| s.info.name.clone()).collect(),
         urls,
         endpoints,

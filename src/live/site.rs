@@ -190,8 +190,9 @@ impl SiteActor {
         let from = m.from;
         let started = Instant::now();
         let fut = async move {
-            let enc = &shared.encoded[m.file];
-            transfer::pull(&shared.client, &shared.urls[from], &store, enc, m.id).await
+            let (remote, enc) = (&shared.encoded[m.source], &shared.encoded[m.file]);
+            let url = &shared.urls[from];
+            transfer::pull_as(&shared.client, url, remote, &store, enc, m.id).await
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.on_pulled(m, size, started.elapsed(), res, ctx);
@@ -312,7 +313,7 @@ impl SiteActor {
                         &store,
                         &shared.encoded[o],
                         shared.seed,
-                        &file.name,
+                        shared.content_name(o),
                         len,
                     )
                     .map_err(|e| format!("writing {}: {e}", file.name))?;

@@ -36,7 +36,20 @@ pub async fn pull(
     enc: &str,
     id: u64,
 ) -> Result<Pulled, TransferFailure> {
-    fetch(client, source, dest, enc, id, true).await
+    fetch(client, source, enc, dest, enc, id, true).await
+}
+
+/// Pulls `remote` like [`pull`] and lists its bytes in `dest` as `enc` (a
+/// memoized job's output, a copy of its twin's).
+pub async fn pull_as(
+    client: &reqwest::Client,
+    source: &str,
+    remote: &str,
+    dest: &Store,
+    enc: &str,
+    id: u64,
+) -> Result<Pulled, TransferFailure> {
+    fetch(client, source, remote, dest, enc, id, true).await
 }
 
 /// Pulls and verifies like [`pull`], but leaves the bytes in `dest`'s part
@@ -51,18 +64,19 @@ pub async fn pull_unlisted(
     enc: &str,
     id: u64,
 ) -> Result<Pulled, TransferFailure> {
-    fetch(client, source, dest, enc, id, false).await
+    fetch(client, source, enc, dest, enc, id, false).await
 }
 
 async fn fetch(
     client: &reqwest::Client,
     source: &str,
+    remote: &str,
     dest: &Store,
     enc: &str,
     id: u64,
     list: bool,
 ) -> Result<Pulled, TransferFailure> {
-    let url = format!("{source}/files/{enc}");
+    let url = format!("{source}/files/{remote}");
     let resp = client
         .get(&url)
         // Names the transfer to the source, which reports faults it injects.

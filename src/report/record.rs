@@ -292,10 +292,8 @@ fn workflow_entries(scenario: &Scenario, records: &Records) -> Vec<WorkflowEntry
     for (j, r) in records.jobs.iter().enumerate() {
         let e = &mut entries[subs.of_job[j]];
         e.jobs += 1;
-        for a in &r.attempts {
-            if let Some(end) = a.ended {
-                e.end_s = e.end_s.max(end);
-            }
+        for end in r.attempts.iter().filter_map(|a| a.ended).chain(r.memoized) {
+            e.end_s = e.end_s.max(end);
         }
     }
     for e in &mut entries {

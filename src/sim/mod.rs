@@ -137,6 +137,8 @@ struct Source {
 
 struct Flow {
     file: FileId,
+    /// The file read at the source (see [`Command::StartTransfer`]).
+    source: FileId,
     from: SiteId,
     to: SiteId,
     size: u64,
@@ -388,9 +390,10 @@ impl Sim {
                 id,
                 job,
                 file,
+                source,
                 from,
                 to,
-            } => self.start_transfer(id, job, file, from, to),
+            } => self.start_transfer(id, job, (file, source), from, to),
             Command::Submit { job, site, exit } => {
                 self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
@@ -448,7 +451,7 @@ impl Sim {
         &mut self,
         id: TransferId,
         job: JobId,
-        file: FileId,
+        (file, source): (FileId, FileId),
         from: SiteId,
         to: SiteId,
     ) {
@@ -462,6 +465,7 @@ impl Sim {
             id,
             Flow {
                 file,
+                source,
                 from,
                 to,
                 size,
@@ -478,7 +482,7 @@ impl Sim {
         } else {
             // Refused at once, as a live endpoint answers 503 (or 404
             // first, when it does not hold the file).
-            let failure = if self.sites[from].serves(file) {
+            let failure = if self.sites[from].serves(source) {
                 TransferFailure::Busy
             } else {
                 TransferFailure::SourceMissing
@@ -504,8 +508,8 @@ impl Sim {
         let Some(flow) = self.flows.get(id) else {
             return;
         };
-        let (from, file, size, drawn) = (flow.from, flow.file, flow.size, flow.drawn);
-        if !drawn && !self.sites[from].serves(file) {
+        let (from, source, size, drawn) = (flow.from, flow.source, flow.size, flow.drawn);
+        if !drawn && !self.sites[from].serves(source) {
             self.end_transfer(id, Err(TransferFailure::SourceMissing));
             return;
         }

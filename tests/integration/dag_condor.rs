@@ -405,3 +405,190 @@ fn memoization_reruns_exactly_the_jobs_downstream_of_a_changed_input() {
         2
     );
 }
+
+/// Two users of the fan DAGs: `u1` submits DAGs 0 and 1 at 0, `u2` from
+/// `submit-2` at `arrival` DAGs 2 and 3, which repeat them (`distinct = 2`).
+fn repeated(strategy: &str, arrival: u32, extra: &str) -> String {
+    format!(
+        r#"
+strategy = "{strategy}"
+origin = "submit-host"
+seed = 5
+{extra}
+[emulation]
+time_scale = 400
+byte_scale = 1000
+[manager]
+prescript_interval = 0
+[workflow]
+generator = "dags"
+shape = "fan"
+dags = 4
+distinct = 2
+branching = 2
+runtime = 600
+pipeline = "100 MB"
+batch = "100 MB"
+[[site]]
+name = "submit-host"
+[[site]]
+name = "submit-2"
+new = true
+storage = true
+cpus = 0
+disk = "1 TB"
+bandwidth = "12.5 MB/s"
+[[site]]
+name = "grid3-01"
+cpus = 1
+[[site]]
+name = "grid3-02"
+cpus = 1
+[[site]]
+name = "grid3-03"
+cpus = 1
+[[submission]]
+name = "u1"
+dags = 2
+[[submission]]
+name = "u2"
+origin = "submit-2"
+arrival = {arrival}
+"#
+    )
+}
+
+/// The names of the jobs of `rec` that ran (had an attempt), sorted.
+fn ran(rec: &RunRecord) -> Vec<&str> {
+    let mut ran: Vec<&str> = rec
+        .jobs
+        .iter()
+        .filter(|j| !j.attempts.is_empty())
+        .map(|j| j.name.as_str())
+        .collect();
+    ran.sort();
+    ran
+}
+
+const U1: [&str; 8] = [
+    "A-0000", "A-0001", "B1-0000", "B1-0001", "B2-0000", "B2-0001", "C-0000", "C-0001",
+];
+
+#[test]
+fn a_workflow_repeating_one_that_ended_in_the_run_is_memoized_and_its_outputs_go_to_its_user() {
+    for strategy in ["orig", "job-c", "dag-c"] {
+        let body = repeated(strategy, 8000, "memoize = true");
+        let (_d, s) = common::scenario(&body);
+        let run = sim::run(&s).unwrap();
+        let rec = RunRecord::from_run(&s, &run, "t", Detail::Full);
+        assert!(rec.summary.succeeded, "{strategy}");
+        // u1 ran everything once; u2 ran nothing.
+        assert_eq!(ran(&rec), U1, "{strategy}");
+        ended_once(&RunRecord {
+            jobs: rec
+                .jobs
+                .iter()
+                .filter(|j| U1.contains(&j.name.as_str()))
+                .cloned()
+                .collect(),
+            ..rec.clone()
+        });
+        // u2's products were copied to its submit machine, and only they:
+        // its pipeline files only its own memoized jobs read.
+        let wf = &s.workflow;
+        let to_u2: Vec<&str> = rec
+            .transfers
+            .iter()
+            .filter(|t| t.to == "submit-2")
+            .map(|t| t.file.as_str())
+            .collect();
+        assert_eq!(to_u2.len(), 2, "{strategy}: {to_u2:?}");
+        let submit2 = s
+            .sites
+            .iter()
+            .position(|x| x.info.name == "submit-2")
+            .unwrap();
+        for name in ["out/0002", "out/0003"] {
+            assert!(to_u2.contains(&name), "{strategy}: {to_u2:?}");
+            let f = wf.files.iter().position(|f| f.name == name).unwrap();
+            assert!(run.result.rls[f].contains(&submit2), "{strategy}: {name}");
+        }
+        // The response is the copies' time, after u2's arrival.
+        let u2 = &rec.workflows[1];
+        assert!(
+            u2.end_s > 8000.0 && u2.response_s < 600.0,
+            "{strategy}: {u2:?}"
+        );
+        assert_eq!(rec.summary.makespan_s, u2.end_s, "{strategy}");
+    }
+}
+
+#[test]
+fn memoization_within_a_run_needs_the_twin_ended_and_spares_opted_out_jobs() {
+    let sim_ran = |body: &str| {
+        let rec = record(body);
+        assert!(rec.summary.succeeded);
+        ran(&rec).iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    // Off unless asked for.
+    assert_eq!(sim_ran(&repeated("job-c", 8000, "")).len(), 16);
+    // u2 submitted with u1: no twin has ended, every job runs.
+    assert_eq!(sim_ran(&repeated("job-c", 0, "memoize = true")).len(), 16);
+    // C opted out: u2's C jobs run, reading B's outputs, which are copied
+    // to u2's submit machine for them.
+    let body = repeated("dag-c", 8000, "memoize = true\nno_memoize = [\"C\"]");
+    let rec = record(&body);
+    assert!(rec.summary.succeeded);
+    let mut want: Vec<&str> = U1.to_vec();
+    want.extend(["C-0002", "C-0003"]);
+    want.sort();
+    assert_eq!(ran(&rec), want);
+    let copied: Vec<&str> = rec
+        .transfers
+        .iter()
+        .filter(|t| t.to == "submit-2")
+        .map(|t| t.file.as_str())
+        .collect();
+    for g in ["G1/0002", "G2/0002", "G1/0003", "G2/0003"] {
+        assert!(copied.contains(&g), "{copied:?}");
+    }
+}
+
+#[test]
+fn a_live_run_memoizes_like_the_simulator_and_its_copies_pass_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = repeated("dag-c", 8000, "memoize = true");
+    let path = common::write_testbed(dir.path(), "memo.toml", &body);
+    let (db, pools, json) = (
+        dir.path().join("run.db"),
+        dir.path().join("pools"),
+        dir.path().join("run.json"),
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", "--engine", "live", "-q", "--sites"])
+        .arg(common::catalog())
+        .arg(&path)
+        .arg("--db")
+        .arg(&db)
+        .arg("--keep-pools")
+        .arg(&pools)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: RunRecord = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(ran(&rec), U1);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("audit")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("0 differences"), "{stdout}");
+}

@@ -799,6 +799,7 @@ fn bench_scenario(
             time_scale: 1.0,
             byte_scale: 1.0,
         },
+        memoize: false,
         no_memoize: Vec::new(),
     }
 }

@@ -278,6 +278,7 @@ impl Manager {
                 self.register(o, at);
                 self.made_at[o] = Some(at);
             }
+            self.memo_ended(job);
         }
         if self.settings.cache_bound.is_some() {
             self.maintenance_due.push((site, job));

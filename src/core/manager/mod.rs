@@ -33,6 +33,7 @@
 
 mod completion;
 mod maintenance;
+mod memo;
 mod recovery;
 mod release;
 pub mod scripted;
@@ -270,6 +271,12 @@ enum FlightKind {
     StageOut,
     /// A copy k-replication moves away from a full cache.
     Replica,
+    /// A memoized job's output, copied from its twin's `source` to the
+    /// job's submit machine (seed 003 §5.3, §8.4).
+    Memo {
+        /// The twin's output.
+        source: FileId,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,6 +396,8 @@ pub struct Manager {
     gated: Vec<Vec<JobId>>,
     /// Per job: its outputs on their way home.
     stage_outs: Vec<Option<stage_out::StageOut>>,
+    /// Memoization within the run, when jobs have twins.
+    memo: Option<memo::Memo>,
     /// Cache maintenance: the ranking, per file the submission times of
     /// the jobs that used it, where it was written, whether no job reads
     /// it, the initial copies (sorted), copies being moved (file, from),
@@ -593,6 +602,7 @@ impl Manager {
             }],
             gated: vec![Vec::new()],
             stage_outs: (0..n).map(|_| None).collect(),
+            memo: None,
             worth: None,
             uses: vec![Vec::new(); files],
             made_at: vec![None; files],
@@ -708,8 +718,9 @@ impl Manager {
 
     /// Workflow `submission` arrives: its roots are ready, and the
     /// selector sees a changed grid (a planner re-plans, seed 003 §5.2 iv).
-    fn arrive(&mut self, submission: usize) {
+    fn arrive(&mut self, submission: usize, out: &mut Vec<Command>) {
         self.workload[submission].arrived = true;
+        self.memoize_arrival(submission, out);
         for r in std::mem::take(&mut self.gated[submission]) {
             self.missing_parents[r] -= 1;
             if self.missing_parents[r] == 0 {
@@ -987,7 +998,7 @@ impl Manager {
                     self.retry_stage_out(job, attempt, file, out)
                 }
                 Timer::Monit => self.monit_queue(out),
-                Timer::Arrival { submission } => self.arrive(submission),
+                Timer::Arrival { submission } => self.arrive(submission, out),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
                     if self.state[job] == JobState::Staging
@@ -1104,6 +1115,10 @@ impl Manager {
         {
             a.transfers += 1;
         }
+        let source = match kind {
+            FlightKind::Memo { source } => source,
+            _ => file,
+        };
         let flight = Flight {
             job,
             attempt,
@@ -1131,6 +1146,7 @@ impl Manager {
             id,
             job,
             file,
+            source,
             from,
             to,
         });

@@ -77,7 +77,7 @@ impl Manager {
     }
 
     pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.abort.is_some() && Some(job) != self.nodes.final_node {
+        if self.abort.is_some() && Some(job) != self.nodes.final_node || self.memoizing(job) {
             return;
         }
         if self.state[job] == JobState::Waiting {

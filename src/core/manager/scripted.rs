@@ -160,6 +160,7 @@ impl ScriptedWorld {
                     from,
                     to,
                     job,
+                    ..
                 } => {
                     self.transfers += 1;
                     self.serving[from] += 1;

@@ -457,6 +457,10 @@ impl Manager {
                 self.on_replica_done(fl.file, fl.from, key.1, result.is_ok(), out);
                 return;
             }
+            FlightKind::Memo { .. } => {
+                self.on_memo_copied(fl.job, fl.file, key.1, result.is_ok());
+                return;
+            }
         }
         self.wake_waiters(key, result.is_ok(), out);
         if !self.is_current(fl.job, fl.attempt) {

@@ -293,6 +293,7 @@ fn merge(
             parents: parents.into_iter().map(name).collect(),
             position: (m.len() == 1).then_some(first.position).flatten(),
             transformation: first.transformation.clone(),
+            arguments: None,
             label: first.label.clone(),
             members: if programs.len() > 1 {
                 programs

@@ -431,6 +431,7 @@ pub fn parse(
                     .clone()
                     .unwrap_or_else(|| transformation_of(&t.name)),
             ),
+            arguments: None,
             label: None,
             members: Vec::new(),
             site,

@@ -233,6 +233,7 @@ impl Coadd {
                         parents: vec![],
                         position: Some([i as u32, j as u32, f as u32]),
                         transformation: Some("coadd".into()),
+                        arguments: None,
                         label: None,
                         members: Vec::new(),
                         site: None,

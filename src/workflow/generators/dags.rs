@@ -10,6 +10,12 @@
 //! I/O" the files passed inside a DAG (Thain et al.'s terms, which the
 //! paper uses). Executables are files too (§5.1): every job reads its
 //! program's, `bin/<program>`, which a machine that ran the program caches.
+//!
+//! Each DAG's jobs take the DAG's number as their argument (the sequence or
+//! parameter it processes), so the A jobs of two fans, which read the same
+//! files, are different runs. `distinct = k` makes DAG `d` a resubmission of
+//! DAG `d mod k` (same arguments and inputs, its own file names): the
+//! repeated experiments that memoization (§5.3) serves.
 
 use serde::Deserialize;
 
@@ -52,6 +58,8 @@ pub struct Dags {
     pub batch: Option<Size>,
     /// Size of each program's executable (1 MB; BLAST 10 MB).
     pub executable: Option<Size>,
+    /// Different DAGs (default: all): DAG `d` repeats DAG `d mod distinct`.
+    pub distinct: Option<usize>,
 }
 
 impl Default for Dags {
@@ -66,6 +74,7 @@ impl Default for Dags {
             pipeline: None,
             batch: None,
             executable: None,
+            distinct: None,
         }
     }
 }
@@ -118,6 +127,9 @@ impl Dags {
         if self.shape == Shape::Fan && self.branching == 0 {
             return Err(("branching", "expected at least 1 job B".into()));
         }
+        if self.distinct.is_some_and(|k| k == 0 || k > self.dags) {
+            return Err(("distinct", format!("expected 1 to {} (dags)", self.dags)));
+        }
         if self.shape == Shape::Chain && self.depth == 0 {
             return Err(("depth", "expected at least 1 job".into()));
         }
@@ -142,10 +154,15 @@ impl Dags {
     pub fn generate(&self) -> Result<Workflow, DagError> {
         let mut w = Builder::default();
         let batch = w.file("batch/input".into(), self.batch());
+        let distinct = self.distinct.unwrap_or(self.dags).max(1);
         for d in 0..self.dags {
+            w.argument = d % distinct;
             match self.shape {
                 Shape::Blast => {
-                    let seq = w.file(format!("seq/{d:04}"), 10_000);
+                    let seq = format!("seq/{:04}", w.argument);
+                    if d < distinct {
+                        w.file(seq.clone(), 10_000);
+                    }
                     let blast = w.file(format!("blast/{d:04}.blast"), self.pipeline());
                     let csv = w.file(format!("out/{d:04}.csv"), 100_000);
                     let bin = w.file(format!("out/{d:04}.bin"), 100_000);
@@ -231,6 +248,8 @@ impl Dags {
 struct Builder {
     files: Vec<File>,
     jobs: Vec<JobSpec>,
+    /// The argument of the DAG being built.
+    argument: usize,
 }
 
 impl Builder {
@@ -268,6 +287,7 @@ impl Builder {
             outputs,
             parents,
             transformation: Some(program.into()),
+            arguments: Some(self.argument.to_string()),
             ..Default::default()
         });
         name
@@ -323,6 +343,31 @@ mod tests {
         assert_eq!(wf.jobs[a].outputs.len(), 4);
         let stats = wf.stats();
         assert_eq!(stats.depth, 3);
+    }
+
+    #[test]
+    fn distinct_k_makes_dag_d_a_resubmission_of_dag_d_mod_k() {
+        let spec = |distinct| Dags {
+            shape: Shape::Blast,
+            dags: 5,
+            distinct,
+            ..Dags::default()
+        };
+        let wf = spec(Some(2)).generate().unwrap();
+        let by = |n: &str| wf.jobs.iter().position(|j| j.name == n).unwrap();
+        let (_, inputs, _) = names(&wf, by("blastall-0004"));
+        assert_eq!(inputs[0], "seq/0000");
+        assert_eq!(wf.jobs[by("blastall-0004")].arguments.as_deref(), Some("0"));
+        assert_eq!(wf.jobs[by("javawrap-0003")].arguments.as_deref(), Some("1"));
+        assert_eq!(
+            wf.files
+                .iter()
+                .filter(|f| f.name.starts_with("seq/"))
+                .count(),
+            2
+        );
+        assert_eq!(spec(Some(0)).validate().unwrap_err().0, "distinct");
+        assert_eq!(spec(Some(6)).validate().unwrap_err().0, "distinct");
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl Inline {
                     parents: j.parents.clone(),
                     position: None,
                     transformation: j.transformation.clone(),
+                    arguments: None,
                     label: j.label.clone(),
                     members: Vec::new(),
                     site: None,

@@ -123,6 +123,7 @@ impl Pipeline {
                     },
                     position: None,
                     transformation: Some(format!("P{}", l + 1)),
+                    arguments: None,
                     label: None,
                     members: Vec::new(),
                     site: None,

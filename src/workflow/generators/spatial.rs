@@ -125,6 +125,7 @@ impl Spatial {
                         parents: vec![],
                         position: Some([r as u32, d as u32, f as u32]),
                         transformation: Some("coadd".into()),
+                        arguments: None,
                         label: None,
                         members: Vec::new(),
                         site: None,
