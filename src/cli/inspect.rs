@@ -16,6 +16,10 @@ pub(crate) struct ReportArgs {
     /// The directory to write the plots and index.html into.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
+    /// The run's control database (default: the one the record names,
+    /// written beside it by `gridbed run --json`).
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -35,7 +39,7 @@ pub(crate) struct InspectArgs {
 
 pub(super) fn report(args: ReportArgs) -> Result<ExitCode, CliError> {
     use crate::report::run_report;
-    let rec = run_report::read_record(&args.record).map_err(CliError::input)?;
+    let rec = run_report::read_run(&args.record, args.db.as_deref()).map_err(CliError::input)?;
     let written = run_report::write_report(&rec, &args.out).map_err(CliError::failed)?;
     for path in &written {
         say!("{}", path.display());

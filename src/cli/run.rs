@@ -302,11 +302,9 @@ fn execute(
 ) -> Result<ExitCode, CliError> {
     let db_error;
     let epoch = std::time::SystemTime::now();
-    let detail = if ex.out.json.is_some() {
-        Detail::Full
-    } else {
-        Detail::Summary
-    };
+    // The record file holds no per-attempt or per-transfer detail: that is
+    // in the control database it names.
+    let detail = Detail::Summary;
     let (record, done) = match ex.engine {
         Engine::Sim => {
             if ex.metrics_addr.is_some()
@@ -370,7 +368,9 @@ fn execute(
             (record, result.result.done)
         }
     };
+    let mut record = record;
     if let Some(path) = &ex.out.json {
+        record.db = db_path.map(|db| db_reference(path, db));
         write_json(path, &record)?;
         say!("\nrun record written to {}", path.display());
     }
@@ -398,6 +398,24 @@ fn execute(
             "the run did not complete: {} of {} jobs ended ({} failed, {} blocked)",
             s.jobs_done, s.jobs, s.jobs_failed, s.jobs_blocked
         )))
+    }
+}
+
+/// How a record at `record` names the control database at `db`: its file
+/// name when both lie in one folder (they move together), else its
+/// absolute path.
+fn db_reference(record: &std::path::Path, db: &std::path::Path) -> String {
+    let folder = |p: &std::path::Path| {
+        std::path::absolute(p)
+            .ok()
+            .and_then(|a| a.parent().map(|d| d.to_path_buf()))
+    };
+    match (folder(record), folder(db), db.file_name()) {
+        (Some(a), Some(b), Some(name)) if a == b => name.to_string_lossy().into_owned(),
+        _ => std::path::absolute(db)
+            .unwrap_or_else(|_| db.to_path_buf())
+            .display()
+            .to_string(),
     }
 }
 

@@ -75,16 +75,10 @@ impl Emulation {
         &self,
         wf: &Workflow,
         replicas: Vec<(crate::core::FileId, crate::core::SiteId)>,
-    ) -> Vec<(String, crate::core::SiteId, u64)> {
+    ) -> Vec<(crate::core::FileId, crate::core::SiteId, u64)> {
         replicas
             .into_iter()
-            .map(|(f, s)| {
-                (
-                    wf.files[f].name.clone(),
-                    s,
-                    self.real_bytes(wf.files[f].size),
-                )
-            })
+            .map(|(f, s)| (f, s, self.real_bytes(wf.files[f].size)))
             .collect()
     }
     /// Real bytes per real second for a nominal rate.

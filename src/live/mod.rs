@@ -342,7 +342,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
             true => pool_dirs.iter().map(|p| p.as_path()).enumerate().collect(),
             false => Vec::new(),
         };
-        db.write_final(em.replica_rows(&wf, core.replicas()), &kept);
+        db.write_final(&em.replica_rows(&wf, core.replicas()), &wf, &kept);
         db
     });
     // Joining the writer blocks until its queue is written: off the runtime.

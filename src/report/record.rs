@@ -1,7 +1,11 @@
-//! The run record: everything a run did, in nominal units, with per-job and
-//! per-transfer records. Written by `--json FILE`; the schema is in
+//! The run record: what a run did, in nominal units — totals, per-site
+//! figures, the timeline, faults. Written by `--json FILE`; the schema is in
 //! `docs/run-record.md`. Both engines write the same record from the core's
-//! control records, so records compare like with like.
+//! control records, so records compare like with like. The per-attempt and
+//! per-transfer detail is never written into it (a full coadd has millions of
+//! transfers): it lives in the control database, which `gridbed report`
+//! reads beside the record; in memory a record may carry it
+//! ([`Detail::Full`]).
 
 use std::fmt::Write as _;
 
@@ -12,11 +16,12 @@ use crate::core::TransferFailure;
 use crate::core::records::{Outcome, Records};
 use crate::core::result::RunResult;
 use crate::core::timeline::Timeline;
+pub use crate::db::{AttemptEntry, JobEntry, TransferEntry};
 use crate::units::human_bytes;
 
-/// Whether a record carries every job attempt and transfer, or only the
-/// summary and per-site totals (enough for the table; millions of transfers
-/// are not worth building for it).
+/// Whether a record in memory carries every job attempt and transfer, or
+/// only the summary and per-site totals (enough for the table and the file;
+/// millions of transfers are not worth building for it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
     /// Summary and sites only; `jobs` and `transfers` are empty.
@@ -26,7 +31,7 @@ pub enum Detail {
 }
 
 /// Version of the run-record schema.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The run record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -59,9 +64,16 @@ pub struct RunRecord {
     pub summary: Summary,
     /// Per site, in scenario order.
     pub sites: Vec<SiteSummary>,
-    /// Per job, in workflow order.
+    /// The control database that holds the run's detail: a path relative to
+    /// the record's folder, or absolute when it lies elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db: Option<String>,
+    /// Per job, in workflow order ([`Detail::Full`] or read back from the
+    /// control database; never in the file).
+    #[serde(skip)]
     pub jobs: Vec<JobEntry>,
-    /// Every transfer attempt, in start order.
+    /// Every transfer attempt, in start order (as `jobs`).
+    #[serde(skip)]
     pub transfers: Vec<TransferEntry>,
     /// Per-site queue, running jobs and storage over time (site order as
     /// in `sites`).
@@ -188,23 +200,6 @@ pub struct SiteSummary {
     pub capacity: u64,
 }
 
-/// One job.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct JobEntry {
-    /// Job name.
-    pub name: String,
-    /// When it became ready (nominal s).
-    pub ready: Option<f64>,
-    /// Its attempts.
-    pub attempts: Vec<AttemptEntry>,
-    /// Why it failed for good.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
-    /// The failed ancestor that kept it from running.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub blocked_by: Option<String>,
-}
-
 /// A job that failed for good, and why.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FailedJob {
@@ -213,62 +208,6 @@ pub struct FailedJob {
     /// Why, in words (retries spent, no site can hold it, a deadlock on
     /// disk space, …) with its last attempt's end.
     pub reason: String,
-}
-
-/// One attempt of a job.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AttemptEntry {
-    /// Site name.
-    pub site: String,
-    /// Prescript start.
-    pub prescript: f64,
-    /// Entered the site queue.
-    pub submitted: Option<f64>,
-    /// Started running.
-    pub started: Option<f64>,
-    /// The site reported the run's end (before the postscript).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished: Option<f64>,
-    /// The node ended (after the postscript, or the failure).
-    pub ended: Option<f64>,
-    /// How it ended.
-    pub outcome: Outcome,
-    /// Transfers its prescript started.
-    pub transfers: u32,
-    /// The status its program exited with, when it ran to its end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit: Option<i32>,
-    /// Its DAGMan PRE and POST script runs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scripts: Vec<crate::core::records::ScriptRun>,
-    /// A clustered job's members as seqexec ran them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<crate::core::records::MemberRun>,
-}
-
-/// One transfer attempt.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TransferEntry {
-    /// Transfer id.
-    pub id: u64,
-    /// Job name.
-    pub job: String,
-    /// File name.
-    pub file: String,
-    /// Source site.
-    pub from: String,
-    /// Destination site.
-    pub to: String,
-    /// Start (nominal s).
-    pub start: f64,
-    /// End (nominal s).
-    pub end: Option<f64>,
-    /// Nominal bytes.
-    pub bytes: u64,
-    /// Why it failed.
-    pub failure: Option<TransferFailure>,
-    /// Whether it retried a failed transfer of the same input.
-    pub retry: bool,
 }
 
 /// Each submitted workflow's response time, when there are several.
@@ -491,6 +430,7 @@ impl RunRecord {
             byte_scale: scenario.emulation.byte_scale,
             summary,
             sites,
+            db: None,
             jobs,
             transfers,
             timeline: Timeline::default(),

@@ -2,8 +2,9 @@
 //! a user without Grafana — per-site Gantt of job executions, bytes and
 //! transfers into each site over time, storage used and queue lengths over
 //! time — and an `index.html` that shows them beside the summary table. Works
-//! on sim and live records alike: both carry the same jobs, transfers and
-//! timeline (`docs/run-record.md`).
+//! on sim and live runs alike: the record gives the totals and the timeline,
+//! the control database beside it every attempt and transfer
+//! (`docs/run-record.md`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,8 @@ pub enum ReportError {
     Output(String),
 }
 
-/// Reads a run record written by `gridbed run --json`.
+/// Reads a run record written by `gridbed run --json` (its totals, sites,
+/// timeline; no per-job or per-transfer detail).
 pub fn read_record(path: &Path) -> Result<RunRecord, ReportError> {
     let input = |message: String| ReportError::Input {
         path: path.display().to_string(),
@@ -53,11 +55,55 @@ pub fn read_record(path: &Path) -> Result<RunRecord, ReportError> {
             e.column()
         ))
     })?;
-    if rec.jobs.is_empty() && rec.summary.jobs > 0 {
-        return Err(input(
-            "no per-job records in it: write the record with `gridbed run --json FILE`".into(),
-        ));
+    if rec.schema != super::record::SCHEMA_VERSION {
+        return Err(input(format!(
+            "run record schema {}, this gridbed reads schema {} (run it again to write it anew)",
+            rec.schema,
+            super::record::SCHEMA_VERSION
+        )));
     }
+    Ok(rec)
+}
+
+/// The control database a record names: `db` when given, else the record's
+/// own `db` (relative to the record's folder).
+pub fn database_of(record: &Path, rec: &RunRecord, db: Option<&Path>) -> Option<PathBuf> {
+    if let Some(db) = db {
+        return Some(db.to_path_buf());
+    }
+    let named = Path::new(rec.db.as_deref()?);
+    Some(match record.parent() {
+        Some(dir) if named.is_relative() => dir.join(named),
+        _ => named.to_path_buf(),
+    })
+}
+
+/// Reads a run record and, from the control database it names (or `db`),
+/// every job attempt and transfer of the run: what `report` draws.
+pub fn read_run(path: &Path, db: Option<&Path>) -> Result<RunRecord, ReportError> {
+    let mut rec = read_record(path)?;
+    let Some(db) = database_of(path, &rec, db) else {
+        return Err(ReportError::Input {
+            path: path.display().to_string(),
+            message: "the record names no control database (pass --db FILE, the database `gridbed run --db` wrote)".into(),
+        });
+    };
+    let detail = crate::db::run_detail(&db).map_err(|e| ReportError::Input {
+        path: db.display().to_string(),
+        message: format!("the control database of {}: {e}", path.display()),
+    })?;
+    if detail.jobs.len() != rec.summary.jobs {
+        return Err(ReportError::Input {
+            path: db.display().to_string(),
+            message: format!(
+                "lists {} jobs, the record {}: not this run's control database",
+                detail.jobs.len(),
+                rec.summary.jobs
+            ),
+        });
+    }
+    rec.jobs = detail.jobs;
+    rec.transfers = detail.transfers;
     Ok(rec)
 }
 

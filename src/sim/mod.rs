@@ -85,7 +85,7 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
         let rows = scenario
             .emulation
             .replica_rows(&sim.wf, sim.manager.replicas());
-        db.write_final(rows, &[]);
+        db.write_final(&rows, &sim.wf, &[]);
         sim.db_error = db.finish().err().map(|e| e.to_string());
     }
     Ok(sim.finish(started.elapsed()))

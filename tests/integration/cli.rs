@@ -1,6 +1,6 @@
 //! Commands end to end through the binary: sweep, workflow stats, validate.
 
-use crate::common::{catalog, gridbed, run_testbed, write_testbed};
+use crate::common::{catalog, gridbed, record_with_detail, run_testbed, write_testbed};
 
 const SMALL: &str = r#"
 strategy = "random"
@@ -174,7 +174,11 @@ fn sim_runs_write_identical_records_through_the_binary() {
             json.to_str().unwrap(),
         ]);
         assert_eq!(code, Some(0), "{stderr}");
-        std::fs::read(json).unwrap()
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+        // Each names its own control database (a.db, b.db).
+        record.as_object_mut().unwrap().remove("db");
+        record
     };
     assert_eq!(run("a.json"), run("b.json"));
 }
@@ -204,7 +208,7 @@ fn the_control_database_agrees_with_the_run_record_and_inspect_refuses_bad_files
     assert_eq!(code, Some(0), "{stderr}");
     let db = dir.path().join("run.db");
     assert!(stdout.contains("control database written"), "{stdout}");
-    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let record = record_with_detail(&json);
     // A run that really queues and kills, so that no count agrees by being 0.
     let summary = &record["summary"];
     assert!(summary["kills"].as_u64().unwrap() > 0, "{summary}");
@@ -336,6 +340,113 @@ fn report_draws_every_plot_of_a_sim_and_a_live_record_and_refuses_a_malformed_on
 }
 
 #[test]
+fn a_mid_size_record_holds_no_detail_and_report_and_inspect_read_it_from_the_database() {
+    // Seed 000's 1,000-job live test, simulated: ~110,000 transfers.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let testbed = root.join("testbeds/spcl-live-10.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let (code, stdout, stderr) = gridbed(&[
+        "run",
+        testbed.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let summary = &record["summary"];
+    let transfers = summary["transfers"].as_u64().unwrap();
+    assert!(transfers > 100_000, "{summary}");
+    assert!(record.get("jobs").is_none() && record.get("transfers").is_none());
+    assert_eq!(record["db"], "run.db", "named beside the record");
+    // A per-transfer list would take ~200 bytes a transfer; what is left
+    // (the timeline, at most 2,000 samples a site) does not grow with them.
+    assert!(
+        (text.len() as u64) < transfers * 20,
+        "{} bytes for {transfers} transfers",
+        text.len()
+    );
+    assert!(record["timeline"]["samples"].as_array().unwrap().len() > 10);
+
+    // Moved together, record and database still find each other.
+    let moved = dir.path().join("moved");
+    std::fs::create_dir(&moved).unwrap();
+    for f in ["run.json", "run.db"] {
+        std::fs::rename(dir.path().join(f), moved.join(f)).unwrap();
+    }
+    let json = moved.join("run.json");
+    let db = moved.join("run.db");
+    let rec = gridbed::report::run_report::read_run(&json, None).unwrap();
+    assert_eq!(rec.jobs.len() as u64, summary["jobs"].as_u64().unwrap());
+    let failed = summary["transfer_failures"].as_u64().unwrap();
+    assert_eq!(rec.transfers.len() as u64, transfers + failed);
+    let bytes: u64 = rec
+        .transfers
+        .iter()
+        .filter(|t| t.failure.is_none())
+        .map(|t| t.bytes)
+        .sum();
+    assert_eq!(bytes, summary["bytes"].as_u64().unwrap());
+    let ended = rec
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.attempts
+                .last()
+                .is_some_and(|a| a.outcome == gridbed::core::records::Outcome::Ended)
+        })
+        .count() as u64;
+    assert_eq!(ended, summary["jobs_done"].as_u64().unwrap());
+    // The detail read back is what the run held in memory.
+    let s = crate::common::load(&testbed);
+    let run = gridbed::sim::run(&s).unwrap();
+    let full = gridbed::report::RunRecord::from_run(&s, &run, "t", gridbed::report::Detail::Full);
+    assert_eq!(rec.jobs, full.jobs);
+    assert_eq!(rec.transfers, full.transfers);
+
+    let out = dir.path().join("report");
+    let (code, stdout, stderr) = gridbed(&[
+        "report",
+        json.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for (file, _) in gridbed::report::run_report::PLOTS {
+        let svg = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(!svg.contains("nothing to show"), "{file}");
+        assert!(stdout.contains(file));
+    }
+    let job = &rec.jobs[7];
+    let (code, stdout, _) = gridbed(&["inspect", db.to_str().unwrap(), "--job", &job.name]);
+    assert_eq!(code, Some(0));
+    for (k, a) in job.attempts.iter().enumerate() {
+        assert!(
+            stdout.contains(&format!("attempt {k}")) && stdout.contains(&a.site),
+            "{stdout}"
+        );
+    }
+
+    // Without its database the record cannot be drawn, and says so.
+    std::fs::remove_file(&db).unwrap();
+    let (code, _, stderr) = gridbed(&[
+        "report",
+        json.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("run.db") && stderr.contains("no such database file"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn farm_runs_a_farm_testbed_and_refuses_bad_ones() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let paper =
@@ -458,8 +569,7 @@ fn run_trace_writes_one_json_event_a_line_in_time_order() {
     let times: Vec<f64> = events.iter().map(|e| e["t"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
     let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let record = record_with_detail(&json);
     let jobs = record["summary"]["jobs"].as_u64().unwrap() as usize;
     assert_eq!(count("ready"), jobs);
     assert!(count("ended") >= jobs);

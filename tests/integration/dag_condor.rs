@@ -357,7 +357,7 @@ fn run_memo(dir: &std::path::Path, body: &str, memo: &std::path::Path) -> Vec<St
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let rec: RunRecord = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rec = gridbed::report::run_report::read_run(&json, None).unwrap();
     assert!(rec.summary.succeeded, "every job ended, run or memoized");
     let mut ran: Vec<String> = rec
         .jobs
@@ -581,7 +581,7 @@ fn a_live_run_memoizes_like_the_simulator_and_its_copies_pass_the_audit() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rec: RunRecord = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rec = gridbed::report::run_report::read_run(&json, None).unwrap();
     assert_eq!(ran(&rec), U1);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .arg("audit")

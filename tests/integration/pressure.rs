@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{catalog, run_testbed, write_testbed};
+use crate::common::{catalog, record_with_detail, run_testbed, write_testbed};
 
 /// Four-level pipelines of 10 MB files on two 60 MB disks: each job needs
 /// 20 MB at once, but the outputs of every level (240 MB) fit only if those
@@ -67,8 +67,7 @@ fn cleanup_lets_a_tight_disk_complete_in_both_engines_and_a_deadlock_is_explaine
                     db.to_str().unwrap(),
                 ],
             );
-            let rec: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let rec = record_with_detail(&json);
             let s = &rec["summary"];
             if cleanup {
                 assert_eq!(code, Some(0), "{name}: {stdout}{stderr}");

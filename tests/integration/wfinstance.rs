@@ -11,7 +11,7 @@ use gridbed::core::Workflow;
 use gridbed::workflow::formats::{self, Options};
 use serde_json::Value;
 
-use crate::common::{gridbed, run_testbed, write_testbed};
+use crate::common::{gridbed, record_with_detail, run_testbed, write_testbed};
 
 /// A WfFormat 1.5 workflow whose names hold bytes WfFormat ids may not.
 const NAMED: &str = r#"{
@@ -121,7 +121,7 @@ fn run_written(dir: &Path, engine: &str) -> (Workflow, PathBuf, Value) {
     let original = formats::load(&dir.join("odd.json"), &Options::default())
         .unwrap()
         .workflow;
-    (original, inst, read(&rec))
+    (original, inst, record_with_detail(&rec))
 }
 
 fn assert_reads_back_with_the_records_times(engine: &str) {

@@ -191,3 +191,19 @@ pub fn edit(text: &str, edits: Vec<Edit>) -> String {
     }
     t.into_iter().collect()
 }
+
+/// A run record written with `--json`, as JSON, with the detail its control
+/// database holds put back in as `jobs` and `transfers` (the shape records
+/// had when they carried it).
+pub fn record_with_detail(json: &Path) -> serde_json::Value {
+    let rec = gridbed::report::run_report::read_run(json, None).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert!(
+        value.get("jobs").is_none() && value.get("transfers").is_none(),
+        "the record file holds no detail"
+    );
+    value["jobs"] = serde_json::to_value(&rec.jobs).unwrap();
+    value["transfers"] = serde_json::to_value(&rec.transfers).unwrap();
+    value
+}

@@ -1,0 +1,469 @@
+//! The control database of seed 002 §4, persisted: the manager's control
+//! records (jobs, attempts with site, submitted, started, ended, killed and
+//! why, transfers, sites) in SQLite, written while the run goes on.
+//!
+//! Writes are batched and off the engine's thread: an engine hands what
+//! changed since the last batch ([`crate::core::manager::Changes`]) to a
+//! writer thread every so often, and the writer upserts whatever has queued in
+//! one transaction, in WAL mode without waiting for the disk on commit, so the
+//! database costs the run little (`gridbed bench db` measures it). The Opportunistic selector
+//! reads the in-memory mirror of the same records, never this file.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::core::manager::Changes;
+use crate::core::records::{Outcome, Records};
+use crate::core::{FileId, SiteId, SiteInfo, Workflow};
+
+mod detail;
+mod read;
+mod writer;
+
+pub use detail::{AttemptEntry, JobEntry, RunDetail, TransferEntry, run_detail};
+pub use read::{AttemptRow, FinalState, SiteRow, final_state, job_history, site_rows};
+use writer::{AttemptWrite, Batch, FaultWrite, JobWrite, TransferWrite};
+
+/// An error of the control database, with the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// SQLite or the file system failed.
+    #[error("{path}: {message}")]
+    Failed {
+        /// The database file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// [`ControlDb::create`] was pointed at a file that gridbed did not
+    /// write, and left it alone.
+    #[error(
+        "{path} exists and is not a gridbed control database; not replacing it (choose another path, or pass --force)"
+    )]
+    NotOurs {
+        /// The file.
+        path: String,
+    },
+}
+
+impl DbError {
+    /// An error about the database at `path`.
+    fn at(path: &Path, message: impl std::fmt::Display) -> DbError {
+        DbError::Failed {
+            path: path.display().to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// The `application_id` in the header of every control database gridbed
+/// writes ("grbd"), by which it knows a file it may replace.
+const APPLICATION_ID: u32 = u32::from_be_bytes(*b"grbd");
+
+/// Whether the file at `path` may be replaced without `--force`: it is
+/// empty (nothing to lose) or a control database gridbed wrote (SQLite's
+/// header, with gridbed's `application_id` at offset 68).
+fn replaceable(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(72);
+    std::fs::File::open(path)?.take(72).read_to_end(&mut head)?;
+    Ok(head.is_empty()
+        || (head.len() == 72
+            && head.starts_with(b"SQLite format 3\0")
+            && head[68..72] == APPLICATION_ID.to_be_bytes()))
+}
+
+/// An open control database: the connection lives on a writer thread, so
+/// that neither engine waits for SQLite; batches queue on a channel and the
+/// writer folds whatever has queued up into one transaction.
+pub struct ControlDb {
+    batches: Option<mpsc::Sender<Batch>>,
+    writer: Option<JoinHandle<Result<(), DbError>>>,
+    /// Faults of the records already queued.
+    faults_written: usize,
+    /// A resumed run's attempts and transfers go after the interrupted
+    /// run's: per job, attempts it already has; transfers already written.
+    attempt_base: Vec<i64>,
+    transfer_base: i64,
+    /// Per job, its attempts at the last write: the ones before the last of
+    /// them had ended then and never change again, so they are not rewritten.
+    attempts_written: Vec<u32>,
+    /// Per file, whether its `files` row (its name) was queued.
+    files_written: Vec<bool>,
+}
+
+/// What the control database of an interrupted run says of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interrupted {
+    /// Its `run` table (testbed path, overrides, seed, engine…).
+    pub run: std::collections::BTreeMap<String, String>,
+    /// Job names, by job id.
+    pub jobs: Vec<String>,
+    /// Per job: the site its last attempt ended well at (its node ended,
+    /// postscript included), or `None`.
+    pub ended_at: Vec<Option<SiteId>>,
+}
+
+fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
+    match o {
+        Outcome::Pending => ("pending", None),
+        Outcome::Ended => ("ended", None),
+        Outcome::StagingFailed(r) => ("staging_failed", Some(r.clone())),
+        Outcome::Failed(f) => ("failed", serde_json::to_string(f).ok()),
+        Outcome::Killed => ("killed", Some("idle longer than max_idle".into())),
+    }
+}
+
+impl ControlDb {
+    /// Creates the database of a run, with its sites and jobs, replacing
+    /// an old control database at `path` (or, with `force`, any file). The
+    /// file is opened here, so a bad path fails at once; the schema and
+    /// everything after are written by the writer thread.
+    pub fn create(
+        path: &Path,
+        force: bool,
+        run: &[(&str, String)],
+        sites: &[SiteInfo],
+        wf: &Workflow,
+    ) -> Result<ControlDb, DbError> {
+        let err = |e: &dyn std::fmt::Display| DbError::at(path, e);
+        if !force && path.exists() && !replaceable(path).map_err(|e| err(&e))? {
+            return Err(DbError::NotOurs {
+                path: path.display().to_string(),
+            });
+        }
+        // What can be checked without SQLite is checked here, so that a bad
+        // path fails before the run; SQLite's own set-up (about a
+        // millisecond) happens on the writer thread, beside the run.
+        for suffix in ["", "-wal", "-shm"] {
+            let p = format!("{}{suffix}", path.display());
+            if Path::new(&p).exists() {
+                std::fs::remove_file(&p).map_err(|e| err(&e))?;
+            }
+        }
+        std::fs::File::create(path).map_err(|e| err(&e))?;
+        let run: Vec<(String, String)> = run
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let sites: Vec<(String, i64)> = sites
+            .iter()
+            .map(|s| (s.name.clone(), s.cpus as i64))
+            .collect();
+        let jobs: Vec<String> = wf.jobs.iter().map(|j| j.name.clone()).collect();
+        let (tx, rx) = mpsc::channel();
+        let owned = path.to_path_buf();
+        let writer = std::thread::Builder::new()
+            .name("gridbed-db".into())
+            .spawn(move || writer::writer(&owned, run, sites, jobs, rx))
+            .map_err(|e| err(&e))?;
+        Ok(ControlDb {
+            batches: Some(tx),
+            writer: Some(writer),
+            faults_written: 0,
+            attempt_base: Vec::new(),
+            transfer_base: 0,
+            attempts_written: Vec::new(),
+            files_written: Vec::new(),
+        })
+    }
+
+    /// Opens the control database of an interrupted run to write its resumed
+    /// run on (`gridbed resume`): what it holds, and a handle whose attempts
+    /// and transfers are numbered after the ones already there.
+    pub fn reopen(path: &Path) -> Result<(ControlDb, Interrupted), DbError> {
+        let conn = open_existing(path)?;
+        let err = |e: rusqlite::Error| DbError::at(path, e);
+        let pairs = |sql: &str| -> Result<Vec<(String, String)>, DbError> {
+            let mut st = conn.prepare(sql).map_err(err)?;
+            let it = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            it.collect::<Result<Vec<_>, _>>().map_err(err)
+        };
+        let run = pairs("SELECT key, value FROM run")?.into_iter().collect();
+        let jobs: Vec<String> = pairs("SELECT name, CAST(id AS TEXT) FROM jobs ORDER BY id")?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let mut ended_at = vec![None; jobs.len()];
+        let mut attempt_base = vec![0i64; jobs.len()];
+        {
+            let mut st = conn
+                .prepare(
+                    "SELECT a.job, a.attempt, a.site, a.outcome FROM attempts a \
+                     WHERE a.attempt = (SELECT max(b.attempt) FROM attempts b WHERE b.job = a.job)",
+                )
+                .map_err(err)?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(err)?;
+            for row in rows {
+                let (job, attempt, site, outcome) = row.map_err(err)?;
+                let Some(j) = usize::try_from(job).ok().filter(|&j| j < jobs.len()) else {
+                    continue;
+                };
+                attempt_base[j] = attempt + 1;
+                if outcome == "ended" {
+                    ended_at[j] = usize::try_from(site).ok();
+                }
+            }
+        }
+        let transfer_base: i64 = conn
+            .query_row("SELECT coalesce(max(id) + 1, 0) FROM transfers", [], |r| {
+                r.get(0)
+            })
+            .map_err(err)?;
+        let resumed = run_count(&run) + 1;
+        drop(conn);
+        // The attempts the interrupted run left going end as interrupted.
+        Connection::open(path)
+            .and_then(|c| {
+                c.execute(
+                    "UPDATE attempts SET outcome = 'interrupted', \
+                     reason = 'the run stopped before this attempt ended' \
+                     WHERE outcome = 'pending'",
+                    [],
+                )
+            })
+            .map_err(err)?;
+        let (tx, rx) = mpsc::channel();
+        let owned = path.to_path_buf();
+        let keys = vec![("resumed".to_string(), resumed.to_string())];
+        let writer = std::thread::Builder::new()
+            .name("gridbed-db".into())
+            .spawn(move || writer::writer(&owned, keys, Vec::new(), Vec::new(), rx))
+            .map_err(|e| DbError::at(path, e))?;
+        Ok((
+            ControlDb {
+                batches: Some(tx),
+                writer: Some(writer),
+                faults_written: 0,
+                attempt_base,
+                transfer_base,
+                attempts_written: Vec::new(),
+                files_written: Vec::new(),
+            },
+            Interrupted {
+                run,
+                jobs,
+                ended_at,
+            },
+        ))
+    }
+
+    /// Queues for writing what `changes` lists, as `records` has it now. A
+    /// failed writer is not reported here but by [`ControlDb::finish`].
+    pub fn write(&mut self, changes: &Changes, records: &Records, wf: &Workflow) {
+        if self.batches.is_none() {
+            return;
+        }
+        let mut batch = Batch::default();
+        for f in &records.faults[self.faults_written.min(records.faults.len())..] {
+            let detail = serde_json::to_string(&f.fault).unwrap_or_default();
+            batch
+                .faults
+                .push(FaultWrite(f.time, f.site as i64, f.fault.kind(), detail));
+        }
+        self.faults_written = records.faults.len();
+        if self.attempts_written.len() < records.jobs.len() {
+            self.attempts_written.resize(records.jobs.len(), 0);
+        }
+        for &j in &changes.jobs {
+            let r = &records.jobs[j];
+            batch.jobs.push(JobWrite {
+                job: j as i64,
+                ready: r.ready,
+                failure: r.failure.clone(),
+                blocked_by: r.blocked_by.map(|b| b as i64),
+            });
+            // A new attempt begins only once the one before it ended, so
+            // only the last attempt written before may have changed since.
+            let from = self.attempts_written[j].saturating_sub(1) as usize;
+            for (k, a) in r.attempts.iter().enumerate().skip(from) {
+                let (outcome, reason) = outcome_text(&a.outcome);
+                batch.attempts.push(AttemptWrite {
+                    job: j as i64,
+                    attempt: k as i64 + self.attempt_base.get(j).copied().unwrap_or(0),
+                    site: a.site as i64,
+                    prescript: a.prescript,
+                    submitted: a.submitted,
+                    started: a.started,
+                    finished: a.finished,
+                    ended: a.ended,
+                    outcome,
+                    reason,
+                    transfers: a.transfers,
+                    exit: a.exit,
+                    scripts: (!a.scripts.is_empty())
+                        .then(|| serde_json::to_string(&a.scripts).unwrap_or_default()),
+                    members: (!a.members.is_empty())
+                        .then(|| serde_json::to_string(&a.members).unwrap_or_default()),
+                });
+            }
+            self.attempts_written[j] = r.attempts.len() as u32;
+        }
+        // A transfer that started and ended within one batch is written once.
+        let mut ids = changes.transfers.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            let t = &records.transfers[id as usize];
+            self.name_file(&mut batch, wf, t.file);
+            batch.transfers.push(TransferWrite {
+                id: t.id as i64 + self.transfer_base,
+                job: t.job as i64,
+                file: t.file as i64,
+                from: t.from as i64,
+                to: t.to as i64,
+                start: t.start,
+                end: t.end,
+                bytes: t.bytes as i64,
+                failure: t
+                    .failure
+                    .as_ref()
+                    .and_then(|f| serde_json::to_string(f).ok()),
+                retry: t.retry,
+            });
+        }
+        self.send(batch);
+    }
+
+    /// Queues `file`'s `files` row unless it was queued before.
+    fn name_file(&mut self, batch: &mut Batch, wf: &Workflow, file: FileId) {
+        if self.files_written.len() < wf.files.len() {
+            self.files_written.resize(wf.files.len(), false);
+        }
+        if !std::mem::replace(&mut self.files_written[file], true) {
+            let f = &wf.files[file];
+            batch
+                .files
+                .push((file as i64, f.name.clone(), f.size as i64));
+        }
+    }
+
+    /// Hands `batch` to the writer; a stopped writer is reported by
+    /// [`ControlDb::finish`].
+    fn send(&mut self, batch: Batch) {
+        if let Some(tx) = &self.batches
+            && tx.send(batch).is_err()
+        {
+            self.batches = None;
+        }
+    }
+
+    /// Notes where a live run's pools are while it runs (`run` keys
+    /// `pool_dir.<site>`): a resumed run removes what a killed one left.
+    pub fn note_pool_dirs(&mut self, dirs: &[std::path::PathBuf]) {
+        let run = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("pool_dir.{i}"), d.display().to_string()))
+            .collect();
+        self.send(Batch {
+            run,
+            ..Default::default()
+        });
+    }
+
+    /// Notes the files whose bytes derive from another file's name (`run`
+    /// keys `content.<file>`): a memoized job's outputs hold its twin's
+    /// bytes, and `gridbed audit` checks them against those.
+    pub fn note_contents(&mut self, contents: &[(String, String)]) {
+        if contents.is_empty() {
+            return;
+        }
+        let run = contents
+            .iter()
+            .map(|(f, c)| (format!("content.{f}"), c.clone()))
+            .collect();
+        self.send(Batch {
+            run,
+            ..Default::default()
+        });
+    }
+
+    /// Queues the run's end state: every registered replica (file, site,
+    /// real bytes), and each site's pool directory when the pools are kept
+    /// on disk (`gridbed audit` compares them).
+    pub fn write_final(
+        &mut self,
+        replicas: &[(FileId, SiteId, u64)],
+        wf: &Workflow,
+        pools: &[(SiteId, &Path)],
+    ) {
+        if self.batches.is_none() {
+            return;
+        }
+        let mut batch = Batch::default();
+        for &(f, s, b) in replicas {
+            self.name_file(&mut batch, wf, f);
+            batch.replicas.push((f as i64, s as i64, b as i64));
+        }
+        batch.pools = pools
+            .iter()
+            .map(|(s, p)| (*s as i64, p.display().to_string()))
+            .collect();
+        self.send(batch);
+    }
+
+    /// Waits until everything queued is written and the file closed; the
+    /// first error of the writer, if any.
+    pub fn finish(mut self) -> Result<(), DbError> {
+        self.batches = None;
+        match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(DbError::Failed {
+                path: String::new(),
+                message: "the database writer panicked".into(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ControlDb {
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Opens an existing database read-only; a missing or corrupt file is an error.
+fn open_existing(path: &Path) -> Result<Connection, DbError> {
+    let err = |m: String| DbError::at(path, m);
+    if !path.is_file() {
+        return Err(err("no such database file".into()));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| err(format!("cannot open: {e}")))?;
+    conn.query_row("SELECT count(*) FROM attempts", [], |r| r.get::<_, i64>(0))
+        .map_err(|e| err(format!("not a gridbed control database: {e}")))?;
+    let version: i32 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| err(format!("cannot read its schema version: {e}")))?;
+    if version != writer::SCHEMA_VERSION {
+        return Err(err(format!(
+            "control database schema {version}, this gridbed reads schema {} (written by another gridbed version: run it again to write it anew)",
+            writer::SCHEMA_VERSION
+        )));
+    }
+    Ok(conn)
+}
+
+/// How often the run of `run` (a `run` table) was resumed already.
+fn run_count(run: &std::collections::BTreeMap<String, String>) -> u64 {
+    run.get("resumed").and_then(|v| v.parse().ok()).unwrap_or(0)
+}
