@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::core::{File, JobSpec, Workflow};
+use crate::core::{File, Job, JobSpec, Workflow};
 
 /// A workflow file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -118,6 +118,10 @@ pub struct Parsed {
     pub files: Vec<File>,
     /// Every job, by name.
     pub jobs: Vec<JobSpec>,
+    /// Instead of `jobs`: every job referring to `files` and its parents by
+    /// index already (WfFormat, which is parsed at the scale of a million
+    /// tasks and skips building names only to look them up again).
+    pub indexed: Option<Vec<Job>>,
     /// Defaults taken, tasks dropped.
     pub warnings: Vec<String>,
     /// DAGMan's node settings, for a `.dag` file.
@@ -159,6 +163,7 @@ impl Parsed {
         Parsed {
             files,
             jobs,
+            indexed: None,
             warnings,
             dagman: None,
         }
@@ -258,8 +263,11 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
         })?;
     }
     let format = format.unwrap_or(Format::Auto);
-    let workflow = Workflow::build(parsed.files, parsed.jobs)
-        .map_err(|e| err(format!("not a valid workflow: {e}")))?;
+    let workflow = match parsed.indexed {
+        Some(jobs) => Workflow::from_jobs(parsed.files, jobs),
+        None => Workflow::build(parsed.files, parsed.jobs),
+    }
+    .map_err(|e| err(format!("not a valid workflow: {e}")))?;
     Ok(Loaded {
         workflow,
         format,

@@ -13,98 +13,129 @@
 //! Parsing is typed and single-pass over the text (serde ignores every field
 //! it does not need), so a 100,000-task instance costs its bytes once.
 
+use std::borrow::Cow;
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Deserialize;
 
 use super::{FormatError, Options, Parsed};
-use crate::core::{File, JobSpec};
+use crate::core::{File, FileId, Job, JobId};
 
-#[derive(Deserialize)]
-struct Doc {
-    #[serde(rename = "schemaVersion")]
-    schema_version: Option<String>,
-    #[serde(rename = "runtimeSystem")]
-    runtime_system: Option<RuntimeSystem>,
-    workflow: Workflow,
+/// A string of the text, borrowed where JSON needs no unescaping (nearly
+/// always), so that a large instance's hundreds of thousands of names cost
+/// no allocation until the few that the DAG keeps.
+#[derive(Deserialize, Clone, PartialEq, Eq, Hash)]
+#[serde(transparent)]
+struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl Str<'_> {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 #[derive(Deserialize)]
-struct RuntimeSystem {
-    name: String,
+struct Doc<'a> {
+    #[serde(rename = "schemaVersion", borrow)]
+    schema_version: Option<Str<'a>>,
+    #[serde(rename = "runtimeSystem", borrow)]
+    runtime_system: Option<RuntimeSystem<'a>>,
+    #[serde(borrow)]
+    workflow: Workflow<'a>,
 }
 
 #[derive(Deserialize)]
-struct Workflow {
-    jobs: Option<Vec<Task>>,
-    tasks: Option<Vec<Task>>,
-    specification: Option<Specification>,
-    execution: Option<Execution>,
+struct RuntimeSystem<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
 }
 
 #[derive(Deserialize)]
-struct Task {
-    name: String,
-    id: Option<String>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
+struct Workflow<'a> {
+    #[serde(borrow)]
+    jobs: Option<Vec<Task<'a>>>,
+    #[serde(borrow)]
+    tasks: Option<Vec<Task<'a>>>,
+    #[serde(borrow)]
+    specification: Option<Specification<'a>>,
+    #[serde(borrow)]
+    execution: Option<Execution<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Task<'a> {
+    #[serde(borrow)]
+    name: Str<'a>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
     runtime: Option<f64>,
     #[serde(rename = "runtimeInSeconds")]
     runtime_in_seconds: Option<f64>,
-    #[serde(default)]
-    parents: Vec<String>,
-    #[serde(default)]
-    children: Vec<String>,
-    #[serde(default)]
-    files: Vec<FileUse>,
-    #[serde(rename = "inputFiles", default)]
-    input_files: Vec<String>,
-    #[serde(rename = "outputFiles", default)]
-    output_files: Vec<String>,
-    category: Option<String>,
+    #[serde(default, borrow)]
+    parents: Vec<Str<'a>>,
+    #[serde(default, borrow)]
+    children: Vec<Str<'a>>,
+    #[serde(default, borrow)]
+    files: Vec<FileUse<'a>>,
+    #[serde(rename = "inputFiles", default, borrow)]
+    input_files: Vec<Str<'a>>,
+    #[serde(rename = "outputFiles", default, borrow)]
+    output_files: Vec<Str<'a>>,
+    #[serde(borrow)]
+    category: Option<Str<'a>>,
     /// The machine it ran on (1.0–1.4 traces).
-    machine: Option<String>,
+    #[serde(borrow)]
+    machine: Option<Str<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FileUse {
-    link: String,
-    name: Option<String>,
-    id: Option<String>,
+struct FileUse<'a> {
+    #[serde(borrow)]
+    link: Str<'a>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
     size: Option<f64>,
     #[serde(rename = "sizeInBytes")]
     size_in_bytes: Option<f64>,
 }
 
 #[derive(Deserialize)]
-struct Specification {
-    tasks: Vec<Task>,
-    #[serde(default)]
-    files: Vec<SpecFile>,
+struct Specification<'a> {
+    #[serde(borrow)]
+    tasks: Vec<Task<'a>>,
+    #[serde(default, borrow)]
+    files: Vec<SpecFile<'a>>,
 }
 
 #[derive(Deserialize)]
-struct SpecFile {
-    id: String,
+struct SpecFile<'a> {
+    #[serde(borrow)]
+    id: Str<'a>,
     #[serde(rename = "sizeInBytes")]
     size_in_bytes: Option<f64>,
     size: Option<f64>,
 }
 
 #[derive(Deserialize)]
-struct Execution {
-    #[serde(default)]
-    tasks: Vec<ExecTask>,
+struct Execution<'a> {
+    #[serde(default, borrow)]
+    tasks: Vec<ExecTask<'a>>,
 }
 
 #[derive(Deserialize)]
-struct ExecTask {
-    id: String,
+struct ExecTask<'a> {
+    #[serde(borrow)]
+    id: Str<'a>,
     #[serde(rename = "runtimeInSeconds")]
     runtime_in_seconds: Option<f64>,
     runtime: Option<f64>,
-    #[serde(default)]
-    machines: Vec<String>,
+    #[serde(default, borrow)]
+    machines: Vec<Str<'a>>,
 }
 
 /// The program of a task without a `category`: its name less a trailing
@@ -212,54 +243,81 @@ pub fn unescape_id(id: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Parses WfFormat text.
+/// The document in `text`; a malformed one is parsed again with its path
+/// tracked, so that the error names where (`workflow.specification.tasks[3]
+/// .runtimeInSeconds`) at no cost to the files that parse.
+fn document<'a>(
+    text: &'a str,
+    err: &dyn Fn(String) -> FormatError,
+) -> Result<Doc<'a>, FormatError> {
+    if let Ok(doc) = serde_json::from_str(text) {
+        return Ok(doc);
+    }
+    let de = &mut serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize::<_, Doc<'a>>(de) {
+        Ok(doc) => Ok(doc),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            Err(err(format!(
+                "line {}, column {}, at `{path}`: {inner}",
+                inner.line(),
+                inner.column()
+            )))
+        }
+    }
+}
+
+/// A file's name as the document writes its id: gridbed escapes the bytes
+/// WfFormat forbids (`#XX`, see `report::wfinstance`), so its own instances
+/// (`ours`) read back to the names run.
+fn named(id: Str<'_>, ours: bool) -> Cow<'_, str> {
+    match ours {
+        true => match unescape_id(id.as_str()) {
+            Some(name) if name != id.as_str() => Cow::Owned(name),
+            _ => id.0,
+        },
+        false => id.0,
+    }
+}
+
+/// Files a task names, in the document's order.
+type Names<'a> = Vec<Cow<'a, str>>;
+
+/// A file as the parse collects it: its size where the document gives one,
+/// and its id once a kept task names it.
+struct Slot {
+    size: Option<f64>,
+    id: Option<FileId>,
+}
+
+/// Parses WfFormat text into jobs that refer to files and parents by index
+/// (files sorted by name, jobs in document order less dropped auxiliary
+/// tasks), so that a 100,000-task instance is never turned into names and
+/// looked up again.
 pub fn parse(
     text: &str,
     opts: &Options,
     err: &dyn Fn(String) -> FormatError,
 ) -> Result<Parsed, FormatError> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let doc: Doc = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        err(format!(
-            "line {}, column {}, at `{path}`: {inner}",
-            inner.line(),
-            inner.column()
-        ))
-    })?;
+    let doc = document(text, err)?;
     let mut warnings = Vec::new();
-    // gridbed escapes the bytes WfFormat forbids in file ids (`#XX`, see
-    // `report::wfinstance`); its own instances read back to the names run.
-    let ours = doc.runtime_system.is_some_and(|r| r.name == RUNTIME_SYSTEM);
-    let file_name = |id: String| -> String {
-        match ours {
-            true => unescape_id(&id).unwrap_or(id),
-            false => id,
-        }
-    };
+    let ours = doc
+        .runtime_system
+        .is_some_and(|r| r.name.as_str() == RUNTIME_SYSTEM);
     let wf = doc.workflow;
-    let (mut tasks, spec_files, runtimes) = match (wf.specification, wf.tasks.or(wf.jobs)) {
-        (Some(spec), _) => {
-            // Each executed task's runtime and the machine it ran on.
-            let runtimes: HashMap<String, (Option<f64>, Option<String>)> = wf
-                .execution
-                .map(|e| e.tasks)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| {
-                    let machine = t.machines.into_iter().next();
-                    (t.id, (t.runtime_in_seconds.or(t.runtime), machine))
-                })
-                .collect();
-            (spec.tasks, Some(spec.files), runtimes)
-        }
-        (None, Some(tasks)) => (tasks, None, HashMap::default()),
+    let (mut tasks, spec_files, executed) = match (wf.specification, wf.tasks.or(wf.jobs)) {
+        (Some(spec), _) => (
+            spec.tasks,
+            Some(spec.files),
+            wf.execution.map(|e| e.tasks).unwrap_or_default(),
+        ),
+        (None, Some(tasks)) => (tasks, None, Vec::new()),
         (None, None) => {
             return Err(err(format!(
                 "at `workflow`: expected `jobs` (1.0–1.2), `tasks` (1.3–1.4) or `specification` (1.5+){}",
                 doc.schema_version
-                    .map(|v| format!(" for schemaVersion {v}"))
+                    .map(|v| format!(" for schemaVersion {}", v.as_str()))
                     .unwrap_or_default()
             )));
         }
@@ -282,11 +340,12 @@ pub fn parse(
     };
     let mut parents: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
     for (i, t) in tasks.iter().enumerate() {
-        let resolve = |r: &String, field: &str| {
+        let resolve = |r: &Str<'_>, field: &str| {
             index.get(r.as_str()).copied().ok_or_else(|| {
                 err(format!(
-                    "at `workflow.tasks[{i}].{field}`: task `{}` names `{r}`, which is no task's id or name",
-                    t.name
+                    "at `workflow.tasks[{i}].{field}`: task `{}` names `{}`, which is no task's id or name",
+                    t.name.as_str(),
+                    r.as_str()
                 ))
             })
         };
@@ -305,34 +364,66 @@ pub fn parse(
     }
     drop(index);
 
-    // Files: sizes from the task uses (≤ 1.4) or the specification (1.5+).
-    let mut sizes: HashMap<String, Option<f64>> = HashMap::default();
+    // Each executed task's runtime and machine (1.5+): WfCommons lists them
+    // in the specification's order, so a task finds its own by position
+    // and only the others by id.
+    let by_id: HashMap<&str, usize> = match executed
+        .iter()
+        .zip(&tasks)
+        .all(|(e, t)| t.id.as_ref().is_some_and(|id| id == &e.id))
+    {
+        true => HashMap::default(),
+        false => executed
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (e.id.as_str(), k))
+            .collect(),
+    };
+    let execution_of = |i: usize, t: &Task<'_>| -> Option<&ExecTask<'_>> {
+        if by_id.is_empty() {
+            return executed.get(i);
+        }
+        let k =
+            t.id.as_ref()
+                .and_then(|id| by_id.get(id.as_str()))
+                .or_else(|| by_id.get(t.name.as_str()))?;
+        executed.get(*k)
+    };
+
+    // Files: sizes from the specification (1.5+) or every task's uses
+    // (≤ 1.4, auxiliary tasks included); ids for the files kept tasks name.
+    let mut slots: HashMap<Cow<'_, str>, Slot> = HashMap::default();
     if let Some(files) = spec_files {
+        slots.reserve(files.len());
         for f in files {
-            sizes.insert(file_name(f.id), f.size_in_bytes.or(f.size));
+            let size = f.size_in_bytes.or(f.size);
+            slots.insert(named(f.id, ours), Slot { size, id: None });
         }
     }
-    let mut io: Vec<(Vec<String>, Vec<String>)> = Vec::with_capacity(tasks.len());
+    let named = |id| named(id, ours);
+    // Per task: its inputs and outputs by name, in the document's order.
+    let mut io: Vec<(Names<'_>, Names<'_>)> = Vec::with_capacity(tasks.len());
     for t in &mut tasks {
-        let mut inputs: Vec<String> = std::mem::take(&mut t.input_files)
+        let mut inputs: Names<'_> = std::mem::take(&mut t.input_files)
             .into_iter()
-            .map(file_name)
+            .map(&named)
             .collect();
-        let mut outputs: Vec<String> = std::mem::take(&mut t.output_files)
+        let mut outputs: Names<'_> = std::mem::take(&mut t.output_files)
             .into_iter()
-            .map(file_name)
+            .map(&named)
             .collect();
         for u in std::mem::take(&mut t.files) {
             let Some(name) = u.name.or(u.id) else {
                 return Err(err(format!(
                     "at `workflow.tasks` (task `{}`): a file without `name` or `id`",
-                    t.name
+                    t.name.as_str()
                 )));
             };
+            let name = named(name);
             let size = u.size_in_bytes.or(u.size);
-            let entry = sizes.entry(name.clone()).or_insert(size);
-            if entry.is_none() {
-                *entry = size;
+            let slot = slots.entry(name.clone()).or_insert(Slot { size, id: None });
+            if slot.size.is_none() {
+                slot.size = size;
             }
             match u.link.as_str() {
                 "input" => inputs.push(name),
@@ -340,7 +431,7 @@ pub fn parse(
                 other => {
                     return Err(err(format!(
                         "at `workflow.tasks` (task `{}`, file `{name}`): link `{other}`; expected `input` or `output`",
-                        t.name
+                        t.name.as_str()
                     )));
                 }
             }
@@ -348,16 +439,15 @@ pub fn parse(
         io.push((inputs, outputs));
     }
 
-    let job_name = |i: usize| -> String {
-        let t = &tasks[i];
-        match (&t.id, names_unique) {
-            (_, true) | (None, false) => t.name.clone(),
-            (Some(id), false) => id.clone(),
-        }
-    };
     let keep: Vec<bool> = tasks
         .iter()
-        .map(|t| opts.keep_auxiliary || !t.kind.as_deref().is_some_and(|k| AUXILIARY.contains(&k)))
+        .map(|t| {
+            opts.keep_auxiliary
+                || !t
+                    .kind
+                    .as_ref()
+                    .is_some_and(|k| AUXILIARY.contains(&k.as_str()))
+        })
         .collect();
     let dropped = keep.iter().filter(|k| !**k).count();
     if dropped > 0 {
@@ -389,26 +479,31 @@ pub fn parse(
         memo[i] = Some(out.clone());
         out
     }
+    // Kept task → job id.
+    let mut job_of = vec![JobId::MAX; tasks.len()];
+    for (n, i) in (0..tasks.len()).filter(|&i| keep[i]).enumerate() {
+        job_of[i] = n;
+    }
 
+    let mut count = 0;
     let mut missing_runtime = 0;
-    let mut specs = Vec::with_capacity(tasks.len() - dropped);
+    let mut jobs: Vec<Job> = Vec::with_capacity(tasks.len() - dropped);
+    let mut seen = HashSet::with_capacity_and_hasher(tasks.len() - dropped, Default::default());
     for i in 0..tasks.len() {
         if !keep[i] {
             continue;
         }
         let t = &tasks[i];
-        let executed =
-            t.id.as_ref()
-                .and_then(|id| runtimes.get(id))
-                .or_else(|| runtimes.get(&t.name));
+        let executed = execution_of(i, t);
         let runtime = t
             .runtime_in_seconds
             .or(t.runtime)
-            .or_else(|| executed.and_then(|e| e.0));
+            .or_else(|| executed.and_then(|e| e.runtime_in_seconds.or(e.runtime)));
         let site = t
             .machine
-            .clone()
-            .or_else(|| executed.and_then(|e| e.1.clone()));
+            .as_ref()
+            .or_else(|| executed.and_then(|e| e.machines.first()))
+            .map(|m| m.as_str().to_string());
         let runtime = runtime.unwrap_or_else(|| {
             missing_runtime += 1;
             opts.default_runtime
@@ -416,21 +511,29 @@ pub fn parse(
         let ps = if dropped > 0 {
             kept_ancestors(i, &parents, &keep, &mut kept_parents)
         } else {
-            parents[i].clone()
+            std::mem::take(&mut parents[i])
         };
+        let name = match (&t.id, names_unique) {
+            (_, true) | (None, false) => t.name.as_str(),
+            (Some(id), false) => id.as_str(),
+        };
+        if !seen.insert(name) {
+            return Err(err(format!(
+                "not a valid workflow: job `{name}` is defined twice"
+            )));
+        }
         let (inputs, outputs) = std::mem::take(&mut io[i]);
-        specs.push(JobSpec {
-            name: job_name(i),
+        jobs.push(Job {
+            name: name.to_string(),
             runtime,
-            inputs,
-            outputs,
-            parents: ps.into_iter().map(&job_name).collect(),
+            inputs: intern(inputs, &mut slots, &mut count),
+            outputs: intern(outputs, &mut slots, &mut count),
+            parents: ps.into_iter().map(|p| job_of[p]).collect(),
             position: None,
-            transformation: Some(
-                t.category
-                    .clone()
-                    .unwrap_or_else(|| transformation_of(&t.name)),
-            ),
+            transformation: Some(match &t.category {
+                Some(c) => c.as_str().to_string(),
+                None => transformation_of(t.name.as_str()),
+            }),
             arguments: None,
             label: None,
             members: Vec::new(),
@@ -443,19 +546,30 @@ pub fn parse(
             opts.default_runtime
         ));
     }
-    let used: HashSet<&str> = specs
-        .iter()
-        .flat_map(|s| s.inputs.iter().chain(&s.outputs))
-        .map(String::as_str)
+
+    // The files the jobs name, sorted by name (one order whatever the
+    // document's), and every job's references renumbered to match.
+    let mut sized: Vec<(Cow<'_, str>, Option<f64>, FileId)> = slots
+        .into_iter()
+        .filter_map(|(name, slot)| Some((name, slot.size, slot.id?)))
         .collect();
+    sized.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut renumber = vec![0; sized.len()];
+    for (new, (_, _, old)) in sized.iter().enumerate() {
+        renumber[*old] = new;
+    }
+    for j in &mut jobs {
+        for f in j.inputs.iter_mut().chain(&mut j.outputs) {
+            *f = renumber[*f];
+        }
+    }
     let mut missing_size = 0;
-    let mut files: Vec<File> = sizes
-        .iter()
-        .filter(|(name, _)| used.contains(name.as_str()))
-        .map(|(name, size)| File {
-            name: name.clone(),
+    let files: Vec<File> = sized
+        .into_iter()
+        .map(|(name, size, _)| File {
+            name: name.into_owned(),
             size: match size {
-                Some(s) if s.is_finite() && *s >= 0.0 => *s as u64,
+                Some(s) if s.is_finite() && s >= 0.0 => s as u64,
                 _ => {
                     missing_size += 1;
                     opts.default_size
@@ -463,7 +577,6 @@ pub fn parse(
             },
         })
         .collect();
-    files.sort_by(|a, b| a.name.cmp(&b.name));
     if missing_size > 0 {
         warnings.push(format!(
             "{missing_size} files have no size: {} bytes assumed",
@@ -472,10 +585,31 @@ pub fn parse(
     }
     Ok(Parsed {
         files,
-        jobs: specs,
+        indexed: Some(jobs),
         warnings,
-        dagman: None,
+        ..Parsed::default()
     })
+}
+
+/// `list`'s files by id, each given the next id the first time any job
+/// names it.
+fn intern<'a>(
+    list: Names<'a>,
+    slots: &mut HashMap<Cow<'a, str>, Slot>,
+    count: &mut usize,
+) -> Vec<FileId> {
+    list.into_iter()
+        .map(|name| {
+            let slot = slots.entry(name).or_insert(Slot {
+                size: None,
+                id: None,
+            });
+            *slot.id.get_or_insert_with(|| {
+                *count += 1;
+                *count - 1
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -480,6 +480,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
     Ok(Parsed {
         files: Vec::new(),
         jobs,
+        indexed: None,
         warnings,
         dagman: Some(DagmanInfo {
             nodes: flat.nodes,
