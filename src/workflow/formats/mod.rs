@@ -212,12 +212,97 @@ pub fn detect(path: &Path, text: &str) -> Option<Format> {
 }
 
 /// Reads and validates the workflow in `path`.
+///
+/// A JSON file (WfFormat) is read without the whitespace between its
+/// tokens: WfCommons writes instances indented, and a 100,000-task one is
+/// 170 MB of which more than half is indentation that the parse would hold
+/// in memory for nothing. Should the compact text not parse, the file is
+/// read again as written, so that the error names its real line and column.
 pub fn load(path: &Path, opts: &Options) -> Result<Loaded, FormatError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FormatError {
+    let cannot_read = |e: std::io::Error| FormatError {
         file: path.to_path_buf(),
         message: format!("cannot read: {e}"),
-    })?;
-    load_text(path, &text, opts)
+    };
+    let (text, compacted) = read_compact(path).map_err(cannot_read)?;
+    match load_text(path, &text, opts) {
+        Err(_) if compacted => {
+            drop(text);
+            let text = std::fs::read_to_string(path).map_err(cannot_read)?;
+            load_text(path, &text, opts)
+        }
+        result => result,
+    }
+}
+
+/// The text of `path`; when it is JSON (its first token `{` or `[`), without
+/// the whitespace outside its strings, and `true`.
+fn read_compact(path: &Path) -> std::io::Result<(String, bool)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let size = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+    let mut out: Vec<u8> = Vec::with_capacity(size);
+    let mut chunk = vec![0u8; 1 << 20];
+    // None until the first token says whether this is JSON.
+    let mut json: Option<bool> = None;
+    let (mut in_string, mut escaped) = (false, false);
+    loop {
+        let n = match file.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let bytes = &chunk[..n];
+        if json.is_none() {
+            let first = bytes
+                .iter()
+                .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
+            json = first.map(|i| matches!(bytes[i], b'{' | b'['));
+        }
+        if json != Some(true) {
+            out.extend_from_slice(bytes);
+            continue;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            if escaped {
+                // The byte after a backslash, whatever it is.
+                out.push(bytes[i]);
+                (escaped, i) = (false, i + 1);
+            } else if in_string {
+                // A string's bytes up to its closing quote or an escape, at once.
+                match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                    None => {
+                        out.extend_from_slice(&bytes[i..]);
+                        i = bytes.len();
+                    }
+                    Some(k) => {
+                        let b = bytes[i + k];
+                        out.extend_from_slice(&bytes[i..=i + k]);
+                        (escaped, in_string) = (b == b'\\', b == b'\\');
+                        i += k + 1;
+                    }
+                }
+            } else {
+                // Between strings: tokens and whitespace up to the next quote,
+                // copied without the whitespace.
+                let end = memchr::memchr(b'"', &bytes[i..]).map_or(bytes.len(), |k| i + k);
+                out.extend(
+                    bytes[i..end]
+                        .iter()
+                        .filter(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t')),
+                );
+                if end < bytes.len() {
+                    out.push(b'"');
+                    in_string = true;
+                }
+                i = end + 1;
+            }
+        }
+    }
+    let text = String::from_utf8(out)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((text, json == Some(true)))
 }
 
 /// Parses and validates `text`, read from `path` (which names the file in
@@ -274,4 +359,35 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
         warnings: parsed.warnings,
         dagman: parsed.dagman,
     })
+}
+
+#[cfg(test)]
+mod compact_tests {
+    use super::*;
+
+    #[test]
+    fn json_is_read_without_the_whitespace_between_tokens_and_strings_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.json");
+        let text = "\u{feff}{\n  \"a b\": [1,\t2],\r\n  \"q\\\" x\": \"é \\\\\", \"z\": {}\n}\n";
+        std::fs::write(&path, text).unwrap();
+        let (compact, json) = read_compact(&path).unwrap();
+        assert!(json);
+        assert_eq!(
+            compact,
+            "\u{feff}{\"a b\":[1,2],\"q\\\" x\":\"é \\\\\",\"z\":{}}"
+        );
+        let original: serde_json::Value =
+            serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap();
+        let back: serde_json::Value =
+            serde_json::from_str(compact.trim_start_matches('\u{feff}')).unwrap();
+        assert_eq!(original, back);
+        // Other formats are read as they are.
+        let dag = dir.path().join("w.dag");
+        std::fs::write(&dag, "JOB a a.sub\n  RETRY a 2\n").unwrap();
+        assert_eq!(
+            read_compact(&dag).unwrap(),
+            ("JOB a a.sub\n  RETRY a 2\n".to_string(), false)
+        );
+    }
 }
