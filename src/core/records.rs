@@ -135,8 +135,9 @@ pub struct TransferRecord {
     pub end: Option<Time>,
     /// Nominal bytes moved.
     pub bytes: u64,
-    /// Failure, if it failed.
-    pub failure: Option<TransferFailure>,
+    /// Failure, if it failed (boxed: rare, and a run holds millions of
+    /// these records).
+    pub failure: Option<Box<TransferFailure>>,
     /// Whether it retries an earlier failed transfer of the same input for the
     /// same prescript (same source, or another replica).
     pub retry: bool,

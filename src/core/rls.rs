@@ -30,6 +30,8 @@ impl Rls {
         if h.contains(&site) {
             return false;
         }
+        // Most files have one or two holders: grow from one, not Vec's four.
+        h.reserve_exact(h.len().max(1));
         h.push(site);
         self.replicas += 1;
         true

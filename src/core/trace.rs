@@ -203,7 +203,7 @@ impl Records {
                     t,
                     id: tr.id,
                     bytes: tr.bytes,
-                    failure: tr.failure.as_ref(),
+                    failure: tr.failure.as_deref(),
                 });
             }
         }

@@ -328,7 +328,7 @@ impl RunRecord {
                 start: t.start,
                 end: t.end,
                 bytes: t.bytes,
-                failure: t.failure.clone(),
+                failure: t.failure.as_deref().cloned(),
                 retry: t.retry,
             })
             .collect();
@@ -376,7 +376,7 @@ impl RunRecord {
             evictions: 0,
             transfers_refused_busy: t
                 .iter()
-                .filter(|t| t.failure == Some(TransferFailure::Busy))
+                .filter(|t| t.failure.as_deref() == Some(&TransferFailure::Busy))
                 .count(),
             mean_queue_wait_s: if waits.is_empty() {
                 0.0

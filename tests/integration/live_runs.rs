@@ -235,7 +235,7 @@ fn a_corrupted_response_is_detected_retried_and_never_registered() {
         .records
         .transfers
         .iter()
-        .filter(|t| matches!(t.failure, Some(TransferFailure::Corrupt(_))))
+        .filter(|t| matches!(t.failure.as_deref(), Some(TransferFailure::Corrupt(_))))
         .collect();
     assert_eq!(corrupt.len(), 1, "exactly the flipped response failed");
     let retried = r.records.transfers.iter().any(|t| {
@@ -571,7 +571,7 @@ fn corrupt_transfers(records: &gridbed::core::records::Records) -> usize {
     records
         .transfers
         .iter()
-        .filter(|t| matches!(t.failure, Some(TransferFailure::Corrupt(_))))
+        .filter(|t| matches!(t.failure.as_deref(), Some(TransferFailure::Corrupt(_))))
         .count()
 }
 
@@ -612,7 +612,7 @@ fn a_source_at_max_connections_refuses_and_every_job_still_ends_in_both_engines(
         records
             .transfers
             .iter()
-            .filter(|t| t.failure == Some(TransferFailure::Busy))
+            .filter(|t| t.failure.as_deref() == Some(&TransferFailure::Busy))
             .count()
     };
     let sim = gridbed::sim::run(&s).unwrap();

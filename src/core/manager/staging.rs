@@ -82,7 +82,10 @@ impl Manager {
             self.grid_changed = true; // the fair share moved
         }
         self.prescripts_running += 1;
-        self.records.jobs[job].attempts.push(Attempt {
+        // Most jobs run once: room for one attempt, not Vec's first four.
+        let attempts = &mut self.records.jobs[job].attempts;
+        attempts.reserve_exact(1);
+        attempts.push(Attempt {
             site,
             prescript: self.now,
             submitted: None,
@@ -445,7 +448,7 @@ impl Manager {
                 self.records.sites[to].bytes_in += bytes;
                 self.records.sites[fl.from].transfers_out += 1;
             }
-            Err(e) => rec.failure = Some(e.clone()),
+            Err(e) => rec.failure = Some(Box::new(e.clone())),
         }
         match fl.kind {
             FlightKind::Stage => {}

@@ -200,7 +200,7 @@ fn a_busy_source_is_a_failed_try_and_its_jobs_wait_for_it_instead_of_failing() {
     let t = &w.m.records().transfers;
     let busy = t
         .iter()
-        .filter(|r| r.failure == Some(TransferFailure::Busy))
+        .filter(|r| r.failure.as_deref() == Some(&TransferFailure::Busy))
         .count();
     assert!(busy > 12, "refused {busy} times");
     let waited =
