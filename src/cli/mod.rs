@@ -215,6 +215,9 @@ pub fn main() -> ExitCode {
         Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {
             workflow::workflow_stats(&scenario, json)
         }
+        Cmd::Workflow(workflow::WorkflowCmd::Write { scenario, out }) => {
+            workflow::workflow_write(&scenario, &out)
+        }
         Cmd::Bench(args) => bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| match e {

@@ -493,7 +493,7 @@ fn write_outputs(
 ) -> Result<(), CliError> {
     write_trace(out.trace.as_deref(), &run.records)?;
     if let Some(path) = &out.wfformat {
-        let ids = crate::report::wfinstance::ids(scenario);
+        let ids = crate::report::wfinstance::ids(&scenario.workflow);
         let doc = crate::report::wfinstance::instance(
             scenario,
             &run.records,

@@ -20,6 +20,17 @@ pub(crate) enum WorkflowCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Writes the workflow of a testbed (a generator's, or a file in any
+    /// format) as a WfCommons instance: WfFormat 1.5, its tasks, edges,
+    /// files and sizes, and each task's nominal runtime — for gridbed
+    /// `--workflow`, WfCommons' tools or another simulator.
+    Write {
+        #[command(flatten)]
+        scenario: ScenarioArgs,
+        /// The file to write (compact JSON).
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -63,25 +74,60 @@ pub(super) fn check(args: CheckArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, CliError> {
+/// A testbed's workflow (.toml) or a workflow file of its own: a name for
+/// it, the workflow and its clustering.
+fn read_workflow(
+    args: &ScenarioArgs,
+) -> Result<
+    (
+        String,
+        std::sync::Arc<crate::core::Workflow>,
+        Option<crate::workflow::clustering::Clustering>,
+    ),
+    CliError,
+> {
     use crate::workflow::formats;
-    // A testbed (.toml) or a workflow file of its own.
-    let is_testbed = args.testbed.extension().is_some_and(|e| e == "toml");
-    let (name, wf, clustering) = if is_testbed {
+    if args.testbed.extension().is_some_and(|e| e == "toml") {
         let s = load(args)?;
-        (s.name.clone(), s.workflow.clone(), s.clustering.clone())
-    } else {
-        let opts = formats::Options {
-            format: args.format.unwrap_or(formats::Format::Auto),
-            ..Default::default()
-        };
-        let loaded = formats::load(&args.testbed, &opts).map_err(CliError::input)?;
-        for w in &loaded.warnings {
-            eprintln!("warning: {}: {w}", args.testbed.display());
-        }
-        let name = format!("{} ({})", args.testbed.display(), loaded.format.name());
-        (name, std::sync::Arc::new(loaded.workflow), None)
+        return Ok((s.name.clone(), s.workflow.clone(), s.clustering.clone()));
+    }
+    let opts = formats::Options {
+        format: args.format.unwrap_or(formats::Format::Auto),
+        ..Default::default()
     };
+    let loaded = formats::load(&args.testbed, &opts).map_err(CliError::input)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {}: {w}", args.testbed.display());
+    }
+    let name = format!("{} ({})", args.testbed.display(), loaded.format.name());
+    Ok((name, std::sync::Arc::new(loaded.workflow), None))
+}
+
+/// `gridbed workflow write`.
+pub(super) fn workflow_write(
+    args: &ScenarioArgs,
+    out: &std::path::Path,
+) -> Result<ExitCode, CliError> {
+    let (name, wf, _) = read_workflow(args)?;
+    let ids = crate::report::wfinstance::ids(&wf);
+    let doc = crate::report::wfinstance::workflow_instance(&name, &wf, &ids);
+    let fail =
+        |e: &dyn std::fmt::Display| CliError::Failed(format!("writing {}: {e}", out.display()));
+    let file = std::fs::File::create(out).map_err(|e| fail(&e))?;
+    let mut w = std::io::BufWriter::new(file);
+    serde_json::to_writer(&mut w, &doc).map_err(|e| fail(&e))?;
+    std::io::Write::flush(&mut w).map_err(|e| fail(&e))?;
+    say!(
+        "{}: {} tasks, {} files (WfFormat 1.5)",
+        out.display(),
+        wf.jobs.len(),
+        wf.files.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn workflow_stats(args: &ScenarioArgs, json: bool) -> Result<ExitCode, CliError> {
+    let (name, wf, clustering) = read_workflow(args)?;
     let st = wf.stats();
     if json {
         let text = serde_json::to_string_pretty(&st).map_err(CliError::failed)?;

@@ -14,7 +14,9 @@ use crate::core::Workflow;
 use crate::workflow::WorkflowSpec;
 use crate::workflow::clustering::Clustering;
 use crate::workflow::formats::{self, FormatError};
-use crate::workflow::generators::{Coadd, Dags, FileSpec, GENERATORS, Inline, Pipeline, Spatial};
+use crate::workflow::generators::{
+    Coadd, Dags, Epigenomics, FileSpec, GENERATORS, Inline, Pipeline, Spatial,
+};
 
 /// The workflow a scenario runs, where it was read from, and its
 /// clustering.
@@ -232,6 +234,10 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             WorkflowSpec::Coadd,
         )),
         "dags" => Ok(with(src.parse::<TestbedFile<Dags>>()?, WorkflowSpec::Dags)),
+        "epigenomics" => Ok(with(
+            src.parse::<TestbedFile<Epigenomics>>()?,
+            WorkflowSpec::Epigenomics,
+        )),
         "inline" => Ok(with(
             src.parse::<TestbedFile<Inline>>()?,
             WorkflowSpec::Inline,

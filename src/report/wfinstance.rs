@@ -24,6 +24,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::config::Scenario;
+use crate::core::Workflow;
 use crate::core::records::{Outcome, Records};
 use crate::workflow::formats::wfformat::{RUNTIME_SYSTEM, escape_id};
 
@@ -95,13 +96,15 @@ struct Execution<'a> {
 struct ExecTask<'a> {
     id: &'a str,
     runtime_in_seconds: f64,
-    executed_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    executed_at: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     command: Option<Command<'a>>,
     core_count: u32,
     read_bytes: u64,
     written_bytes: u64,
-    machines: [&'a str; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machines: Option<[&'a str; 1]>,
 }
 
 #[derive(Serialize)]
@@ -133,30 +136,6 @@ pub fn instance<'a>(
     (ids, file_ids): &'a (Vec<String>, Vec<String>),
 ) -> Instance<'a> {
     let wf = &scenario.workflow;
-    let files =
-        |fs: &[usize]| -> Vec<&'a str> { fs.iter().map(|&f| file_ids[f].as_str()).collect() };
-    let tasks = wf
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(j, job)| SpecTask {
-            name: &job.name,
-            id: &ids[j],
-            parents: job.parents.iter().map(|&p| ids[p].as_str()).collect(),
-            children: wf.children[j].iter().map(|&c| ids[c].as_str()).collect(),
-            input_files: files(&job.inputs),
-            output_files: files(&job.outputs),
-        })
-        .collect();
-    let spec_files = wf
-        .files
-        .iter()
-        .zip(file_ids)
-        .map(|(f, id)| SpecFile {
-            id,
-            size_in_bytes: f.size,
-        })
-        .collect();
     let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
     let executed = records
         .jobs
@@ -173,7 +152,7 @@ pub fn instance<'a>(
             Some(ExecTask {
                 id: &ids[j],
                 runtime_in_seconds: end - start,
-                executed_at: timestamp(epoch, start),
+                executed_at: Some(timestamp(epoch, start)),
                 command: job
                     .transformation
                     .as_deref()
@@ -181,7 +160,7 @@ pub fn instance<'a>(
                 core_count: 1,
                 read_bytes: bytes(&job.inputs),
                 written_bytes: bytes(&job.outputs),
-                machines: [&scenario.sites[a.site].info.name],
+                machines: Some([&scenario.sites[a.site].info.name]),
             })
         })
         .collect();
@@ -209,10 +188,7 @@ pub fn instance<'a>(
             version: env!("CARGO_PKG_VERSION"),
         },
         workflow: WorkflowOut {
-            specification: Specification {
-                tasks,
-                files: spec_files,
-            },
+            specification: specification(wf, (ids, file_ids)),
             execution: Execution {
                 makespan_in_seconds: makespan,
                 executed_at: timestamp(epoch, 0.0),
@@ -223,10 +199,92 @@ pub fn instance<'a>(
     }
 }
 
-/// The WfFormat ids of `scenario`'s jobs and files (escaped where WfFormat
+/// The tasks and files of `wf` as WfFormat's `specification`.
+fn specification<'a>(
+    wf: &'a Workflow,
+    (ids, file_ids): (&'a [String], &'a [String]),
+) -> Specification<'a> {
+    let files =
+        |fs: &[usize]| -> Vec<&'a str> { fs.iter().map(|&f| file_ids[f].as_str()).collect() };
+    Specification {
+        tasks: wf
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| SpecTask {
+                name: &job.name,
+                id: &ids[j],
+                parents: job.parents.iter().map(|&p| ids[p].as_str()).collect(),
+                children: wf.children[j].iter().map(|&c| ids[c].as_str()).collect(),
+                input_files: files(&job.inputs),
+                output_files: files(&job.outputs),
+            })
+            .collect(),
+        files: wf
+            .files
+            .iter()
+            .zip(file_ids)
+            .map(|(f, id)| SpecFile {
+                id,
+                size_in_bytes: f.size,
+            })
+            .collect(),
+    }
+}
+
+/// A workflow (not a run) as a WfFormat 1.5 instance: its specification, and
+/// an execution that gives each task its nominal runtime and program only,
+/// so that any WfFormat reader (gridbed's, WfCommons', a simulator's) reads
+/// the same DAG, runtimes and sizes; `ids` as [`ids`] makes them.
+pub fn workflow_instance<'a>(
+    name: &'a str,
+    wf: &'a Workflow,
+    (ids, file_ids): &'a (Vec<String>, Vec<String>),
+) -> Instance<'a> {
+    let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
+    let tasks = wf
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(j, job)| ExecTask {
+            id: &ids[j],
+            runtime_in_seconds: job.runtime,
+            executed_at: None,
+            command: job
+                .transformation
+                .as_deref()
+                .map(|program| Command { program }),
+            core_count: 1,
+            read_bytes: bytes(&job.inputs),
+            written_bytes: bytes(&job.outputs),
+            machines: None,
+        })
+        .collect();
+    let now = SystemTime::now();
+    Instance {
+        name,
+        description: format!("workflow `{name}` written by gridbed (not a run)"),
+        created_at: humantime::format_rfc3339_seconds(now).to_string(),
+        schema_version: "1.5",
+        runtime_system: RuntimeSystem {
+            name: RUNTIME_SYSTEM,
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        workflow: WorkflowOut {
+            specification: specification(wf, (ids, file_ids)),
+            execution: Execution {
+                makespan_in_seconds: 0.0,
+                executed_at: timestamp(now, 0.0),
+                tasks,
+                machines: Vec::new(),
+            },
+        },
+    }
+}
+
+/// The WfFormat ids of a workflow's jobs and files (escaped where WfFormat
 /// forbids a byte), for [`instance`] to borrow.
-pub fn ids(scenario: &Scenario) -> (Vec<String>, Vec<String>) {
-    let wf = &scenario.workflow;
+pub fn ids(wf: &Workflow) -> (Vec<String>, Vec<String>) {
     (
         wf.jobs.iter().map(|j| escape_id(&j.name, "")).collect(),
         wf.files.iter().map(|f| escape_id(&f.name, "/:")).collect(),

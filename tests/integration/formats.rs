@@ -137,6 +137,57 @@ fn each_format_reads_its_corner_cases_into_the_same_diamond() {
 }
 
 #[test]
+fn workflow_write_gives_a_wfformat_file_that_reads_back_to_the_same_workflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let testbed = crate::common::write_testbed(
+        dir.path(),
+        "epi.toml",
+        "name = \"epi\"\nstrategy = \"round-robin\"\norigin = \"submit-host\"\n\
+         [emulation]\ntime_scale = 1000\nbyte_scale = 1000000\n\
+         [workflow]\ngenerator = \"epigenomics\"\ntasks = 1000\nchunks = 8\n\
+         [[site]]\nname = \"submit-host\"\n[[site]]\nname = \"grid3-01\"\n",
+    );
+    let generated = crate::common::load(&testbed).workflow;
+    // A generator's workflow and a DAX file, each written and read back.
+    for (source, original) in [
+        (testbed.clone(), (*generated).clone()),
+        (
+            fixture("diamond-3.dax"),
+            formats::load(&fixture("diamond-3.dax"), &Options::default())
+                .unwrap()
+                .workflow,
+        ),
+    ] {
+        let out = dir.path().join("written.json");
+        let (code, stdout, stderr) = crate::common::gridbed(&[
+            "workflow",
+            "write",
+            source.to_str().unwrap(),
+            "--sites",
+            crate::common::catalog().to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{stdout}{stderr}");
+        let back = formats::load(&out, &Options::default()).unwrap();
+        assert_eq!(back.format, Format::Wfformat);
+        assert!(back.warnings.is_empty(), "{:?}", back.warnings);
+        let back = back.workflow;
+        assert_eq!(shape(&back), shape(&original), "{}", source.display());
+        for (a, b) in back.jobs.iter().zip(&original.jobs) {
+            assert_eq!((&a.name, a.runtime), (&b.name, b.runtime));
+            assert_eq!(a.transformation, b.transformation);
+        }
+        let sizes = |wf: &Workflow| -> BTreeSet<(String, u64)> {
+            wf.files.iter().map(|f| (f.name.clone(), f.size)).collect()
+        };
+        assert_eq!(sizes(&back), sizes(&original));
+    }
+    // 30 lanes of 8 chunks (4 jobs a chunk, a split and a merge a lane), 3 more.
+    assert_eq!(generated.jobs.len(), 30 * (4 * 8 + 2) + 3);
+}
+
+#[test]
 fn dagman_reads_every_keyword_of_the_fixture() {
     let loaded = formats::load(&fixture("every-keyword.dag"), &Options::default()).unwrap();
     assert_eq!(loaded.format, Format::Dagman);

@@ -136,6 +136,14 @@ struct ExecTask<'a> {
     runtime: Option<f64>,
     #[serde(default, borrow)]
     machines: Vec<Str<'a>>,
+    #[serde(borrow)]
+    command: Option<Program<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Program<'a> {
+    #[serde(borrow)]
+    program: Option<Str<'a>>,
 }
 
 /// The program of a task without a `category`: its name less a trailing
@@ -528,10 +536,17 @@ pub fn parse(
             outputs: intern(outputs, &mut slots, &mut count),
             parents: ps.into_iter().map(|p| job_of[p]).collect(),
             position: None,
-            transformation: Some(match &t.category {
-                Some(c) => c.as_str().to_string(),
-                None => transformation_of(t.name.as_str()),
-            }),
+            // The program a trace recorded, else the one its name says.
+            transformation: Some(
+                match t
+                    .category
+                    .as_ref()
+                    .or_else(|| executed.and_then(|e| e.command.as_ref()?.program.as_ref()))
+                {
+                    Some(p) => p.as_str().to_string(),
+                    None => transformation_of(t.name.as_str()),
+                },
+            ),
             arguments: None,
             label: None,
             members: Vec::new(),

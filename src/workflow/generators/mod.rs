@@ -3,12 +3,14 @@
 
 mod coadd;
 mod dags;
+mod epigenomics;
 mod inline;
 mod pipeline;
 mod spatial;
 
 pub use coadd::Coadd;
 pub use dags::{Dags, Shape as DagShape};
+pub use epigenomics::Epigenomics;
 pub use inline::{Inline, InlineFile, InlineJob};
 pub use pipeline::Pipeline;
 pub use spatial::Spatial;
@@ -28,6 +30,8 @@ pub enum WorkflowSpec {
     Coadd(Coadd),
     /// Seed 003's workflows of many DAGs (BLAST, fan, chain).
     Dags(Dags),
+    /// The Epigenomics pipeline at any size (millions of tasks).
+    Epigenomics(Epigenomics),
     /// A workflow file users bring (WfFormat, DAX, Pegasus YAML, DAGMan).
     File(FileSpec),
 }
@@ -116,7 +120,14 @@ fn bounded(field: &'static str, jobs: f64, references: f64) -> Result<(), (&'sta
 }
 
 /// Generator names, for error messages.
-pub const GENERATORS: &[&str] = &["pipeline", "spatial", "coadd", "dags", "inline"];
+pub const GENERATORS: &[&str] = &[
+    "pipeline",
+    "spatial",
+    "coadd",
+    "dags",
+    "epigenomics",
+    "inline",
+];
 
 /// A value or a list of values.
 fn one_or_many<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
@@ -148,6 +159,7 @@ impl WorkflowSpec {
             WorkflowSpec::Inline(i) => i.generate(),
             WorkflowSpec::Coadd(c) => c.generate(seed),
             WorkflowSpec::Dags(d) => d.generate(),
+            WorkflowSpec::Epigenomics(e) => e.generate(seed),
             // Read by the scenario loader, which knows the testbed's folder.
             WorkflowSpec::File(_) => Ok(Workflow::default()),
         }
@@ -161,6 +173,7 @@ impl WorkflowSpec {
             WorkflowSpec::Inline(i) => i.validate(),
             WorkflowSpec::Coadd(c) => c.validate(),
             WorkflowSpec::Dags(d) => d.validate(),
+            WorkflowSpec::Epigenomics(e) => e.validate(),
             WorkflowSpec::File(f) => match f.default_runtime {
                 Some(r) if !(r.is_finite() && r >= 0.0) => Err((
                     "default_runtime",
