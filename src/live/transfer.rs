@@ -11,12 +11,12 @@
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
 
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
 
-/// Bytes gathered before one write to the part file.
+/// Bodies up to this size are received in memory and written in one step;
+/// larger ones stream to the part file through a blocking writer.
 const WRITE_BATCH: usize = 4 << 20;
 
 /// A completed pull.
@@ -145,60 +145,106 @@ async fn fetch(
 }
 
 /// Receives and verifies the body. A body of at most [`WRITE_BATCH`] bytes
-/// stays in memory and is returned (the caller writes it in one step); a larger
-/// one streams into `part` and `None` is returned.
+/// stays in memory and is returned (the caller writes it in one step); a
+/// larger one goes chunk by chunk to a blocking writer that hashes each
+/// chunk and appends it to `part`, so that the sha256 and the file system
+/// run beside the network instead of after it, and `None` is returned.
 async fn receive(
     resp: reqwest::Response,
     part: &std::path::Path,
     expected_len: u64,
     expected_sha: &str,
 ) -> Result<Option<Vec<u8>>, TransferFailure> {
-    let io = |e: std::io::Error| TransferFailure::Connection(format!("writing the part file: {e}"));
     let in_memory = expected_len as usize <= WRITE_BATCH;
-    let mut file = if in_memory {
-        None
-    } else {
-        Some(tokio::fs::File::create(part).await.map_err(io)?)
-    };
-    let mut hasher = Sha256::new();
     let mut received = 0u64;
-    let mut batch = Vec::with_capacity(WRITE_BATCH.min(expected_len as usize));
     let mut body = resp.bytes_stream();
-    while let Some(chunk) = body.next().await {
+    let mut next = async || -> Result<Option<bytes::Bytes>, TransferFailure> {
+        let Some(chunk) = body.next().await else {
+            return Ok(None);
+        };
         let chunk = chunk.map_err(|e| {
             TransferFailure::Corrupt(format!(
                 "truncated after {received} of {expected_len} bytes: {e}"
             ))
         })?;
-        hasher.update(&chunk);
         received += chunk.len() as u64;
         if received > expected_len {
             return Err(TransferFailure::Corrupt(format!(
                 "more than the {expected_len} bytes announced"
             )));
         }
-        batch.extend_from_slice(&chunk);
-        if let Some(f) = file.as_mut()
-            && batch.len() >= WRITE_BATCH
-        {
-            f.write_all(&batch).await.map_err(io)?;
-            batch.clear();
+        Ok(Some(chunk))
+    };
+    let (sha, kept) = if in_memory {
+        let mut hasher = Sha256::new();
+        let mut batch = Vec::with_capacity(expected_len as usize);
+        while let Some(chunk) = next().await? {
+            hasher.update(&chunk);
+            batch.extend_from_slice(&chunk);
         }
-    }
-    if let Some(f) = file.as_mut() {
-        f.write_all(&batch).await.map_err(io)?;
-        f.flush().await.map_err(io)?;
-    }
+        (hasher.finalize(), Some(batch))
+    } else {
+        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(WRITER_QUEUE);
+        let writer = tokio::task::spawn_blocking({
+            let part = part.to_path_buf();
+            move || write_hashed(&part, rx)
+        });
+        let mut failed = None;
+        loop {
+            match next().await {
+                Ok(Some(chunk)) => {
+                    if tx.send(chunk).await.is_err() {
+                        break; // the writer stopped: its error says why
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let written = writer
+            .await
+            .map_err(|e| TransferFailure::Connection(format!("writing the part file: {e}")))?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let hash = written
+            .map_err(|e| TransferFailure::Connection(format!("writing the part file: {e}")))?;
+        (hash, None)
+    };
     if received != expected_len {
         return Err(TransferFailure::Corrupt(format!(
             "received {received} of {expected_len} bytes"
         )));
     }
-    let sha = hex::encode(hasher.finalize());
+    let sha = hex::encode(sha);
     if sha != expected_sha {
         return Err(TransferFailure::Corrupt(format!(
             "sha256 {sha}, expected {expected_sha}"
         )));
     }
-    Ok(in_memory.then_some(batch))
+    Ok(kept)
+}
+
+/// Chunks a large body may have received ahead of its writer.
+const WRITER_QUEUE: usize = 8;
+
+/// The blocking half of a large pull: each chunk `rx` brings hashed and
+/// appended to `part`, until the sender hangs up; the sha256 of them all.
+fn write_hashed(
+    part: &std::path::Path,
+    mut rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+) -> std::io::Result<sha2::digest::Output<Sha256>> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(part)?;
+    let mut hasher = Sha256::new();
+    while let Some(chunk) = rx.blocking_recv() {
+        hasher.update(&chunk);
+        file.write_all(&chunk)?;
+    }
+    file.flush()?;
+    Ok(hasher.finalize())
 }

@@ -399,3 +399,34 @@ async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_
     assert!(within(again, alone.as_secs_f64(), 0.25), "{again:?}");
     h.stop(false).await;
 }
+
+#[actix_rt::test]
+async fn a_large_pull_whose_bytes_differ_from_the_listed_sha_is_corrupt_and_leaves_nothing() {
+    // Over the in-memory size, so that the body streams through the
+    // blocking writer that hashes and appends it.
+    let (src, dst) = (site(), site());
+    store::write_generated(&src.store, "big", 1, "big", 9_000_000).unwrap();
+    let (url, h) = start(&src.store, limits(INF, INF, 8));
+    // The catalogue keeps the sha of the bytes written; the file now holds others.
+    let mut bytes = std::fs::read(src.store.path("big")).unwrap();
+    bytes[4_500_000] ^= 0xFF;
+    std::fs::write(src.store.path("big"), &bytes).unwrap();
+    let got = transfer::pull(&client(), &url, &dst.store, "big", 7).await;
+    assert!(
+        matches!(&got, Err(TransferFailure::Corrupt(why)) if why.contains("sha256")),
+        "{got:?}"
+    );
+    assert!(!dst.store.path("big").exists(), "nothing listed in place");
+    assert!(
+        !dst.store.part_path("big", 7).exists(),
+        "the part file is gone"
+    );
+    // Put right, the same pull verifies and lists the file.
+    bytes[4_500_000] ^= 0xFF;
+    std::fs::write(src.store.path("big"), &bytes).unwrap();
+    transfer::pull(&client(), &url, &dst.store, "big", 8)
+        .await
+        .unwrap();
+    store::verify(&dst.store, "big").unwrap();
+    h.stop(false).await;
+}
