@@ -99,6 +99,11 @@ enum Cmd {
     Farm(farm::FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(bench::BenchArgs),
+    /// Run a command and print its wall seconds and peak RSS as JSON (how
+    /// `gridbed bench` measures whole commands from a small process: a
+    /// child's peak RSS counts the memory of the process that spawned it).
+    #[command(hide = true)]
+    Measure(bench::MeasureArgs),
 }
 
 #[derive(Args)]
@@ -218,6 +223,7 @@ pub fn main() -> ExitCode {
         Cmd::Workflow(workflow::WorkflowCmd::Write { scenario, out }) => {
             workflow::workflow_write(&scenario, &out)
         }
+        Cmd::Measure(args) => bench::measure_command(args),
         Cmd::Bench(args) => bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| match e {

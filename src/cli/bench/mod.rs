@@ -17,6 +17,9 @@
 //!   run (`planner.rs`).
 
 mod planner;
+mod scale;
+
+pub(crate) use scale::{MeasureArgs, measure_command};
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -35,7 +38,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner (default: all).
+    /// Which benchmarks: sim, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner, record, parse, dslab, million (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -65,7 +68,7 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 12] = [
+const BENCHMARKS: [&str; 16] = [
     "sim",
     "diffusion",
     "farm",
@@ -78,6 +81,10 @@ const BENCHMARKS: [&str; 12] = [
     "transfer",
     "faults",
     "planner",
+    "record",
+    "parse",
+    "dslab",
+    "million",
 ];
 
 /// Why a benchmark failed inside: any error of the rooms it drives, or
@@ -147,6 +154,23 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     if want("dispatch") {
         figures.push(live_dispatch(10_000 / shrink).map_err(failed("dispatch"))?);
     }
+    if want("record") {
+        figures.extend(scale::whole_coadd().map_err(failed("record"))?);
+    }
+    if want("parse") {
+        figures.push(scale::parse_rate().map_err(failed("parse"))?);
+    }
+    if want("dslab") {
+        figures.extend(scale::side_by_side().map_err(failed("dslab"))?);
+    }
+    if want("million") {
+        let sizes: &[usize] = if shrink > 1 {
+            &[10_000, 100_000]
+        } else {
+            &[10_000, 100_000, 1_000_000]
+        };
+        figures.extend(scale::million(sizes).map_err(failed("million"))?);
+    }
     if want("wfformat") {
         figures.extend(
             wfformat_parse_sim(std::path::Path::new("target/wfcommons"))
@@ -169,8 +193,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         );
     }
     if want("transfer") {
-        figures
-            .push(transfer_throughput(16, (64 << 20) / shrink as u64).map_err(failed("transfer"))?);
+        figures.extend(
+            transfer_throughput(16, (64 << 20) / shrink as u64).map_err(failed("transfer"))?,
+        );
     }
     if want("faults") {
         figures.push(dispatch_under_resets(2_000 / shrink).map_err(failed("faults"))?);
@@ -985,7 +1010,7 @@ fn chaos_vs_clean() -> Result<Figure, Failure> {
 
 /// Pulls `files` files of `size` bytes from one gridftp endpoint to another
 /// pool, then copies the same files with `std::fs::copy` + sha256.
-fn transfer_throughput(files: usize, size: u64) -> Result<Figure, Failure> {
+fn transfer_throughput(files: usize, size: u64) -> Result<Vec<Figure>, Failure> {
     // On a RAM file system where there is one, so that both sides measure the
     // software path (HTTP, hashing, copying) rather than the disk's writeback.
     let base = ["/dev/shm"]
@@ -1027,27 +1052,59 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Figure, Failure> {
         Ok(took)
     });
     let pulled = pulled?;
+    // The best a local copy-and-hash does: one reused buffer, the hash
+    // streaming over it, the copy written as it goes.
+    let mut buf = vec![0u8; 1 << 20];
     let start = Instant::now();
     for n in &names {
-        let to = copy_dir.path().join(n);
-        std::fs::copy(src.path(n), &to)?;
-        let bytes = std::fs::read(&to)?;
-        std::hint::black_box(Sha256::digest(&bytes));
+        use std::io::{Read, Write};
+        let mut from = std::fs::File::open(src.path(n))?;
+        let mut to = std::fs::File::create(copy_dir.path().join(n))?;
+        let mut hasher = Sha256::new();
+        loop {
+            let k = from.read(&mut buf)?;
+            if k == 0 {
+                break;
+            }
+            hasher.update(&buf[..k]);
+            to.write_all(&buf[..k])?;
+        }
+        std::hint::black_box(hasher.finalize());
     }
     let copied = start.elapsed();
+    // sha256 alone over a warm buffer: the ceiling of any verified copy.
+    let warm = vec![7u8; 64 << 20];
+    let start = Instant::now();
+    std::hint::black_box(Sha256::digest(&warm));
+    let hashed = warm.len() as f64 / start.elapsed().as_secs_f64();
+    let rate = |d: Duration| total / d.as_secs_f64() / 1e6;
+    let place = format!(
+        "{} in {files} files on {}",
+        crate::units::human_bytes(total),
+        base.display()
+    );
     let ratio = copied.as_secs_f64() / pulled.as_secs_f64();
-    Ok(Figure {
-        name: format!(
-            "transfer: {} in {} files on {}, pull+verify vs copy+sha256 ({:.0} vs {:.0} MB/s)",
-            crate::units::human_bytes(total),
-            files,
-            base.display(),
-            total / pulled.as_secs_f64() / 1e6,
-            total / copied.as_secs_f64() / 1e6
-        ),
-        value: ratio,
-        unit: "× copy".into(),
-        goal: Some("≥ 0.7".into()),
-        met: ratio >= 0.7,
-    })
+    Ok(vec![
+        Figure {
+            name: format!(
+                "transfer: verified pull, one stream on loopback ({place}; sha256 alone {:.0} MB/s)",
+                hashed / 1e6
+            ),
+            value: rate(pulled),
+            unit: "MB/s".into(),
+            goal: Some("≥ 1,000 MB/s".into()),
+            met: rate(pulled) >= 1000.0,
+        },
+        Figure {
+            name: format!(
+                "transfer: pull+verify vs the best local copy+sha256 (reused buffer, streaming hash; {:.0} vs {:.0} MB/s)",
+                rate(pulled),
+                rate(copied)
+            ),
+            value: ratio,
+            unit: "× copy".into(),
+            goal: Some("≥ 0.7".into()),
+            met: ratio >= 0.7,
+        },
+    ])
 }
