@@ -175,27 +175,45 @@ pub fn instance<'a>(
             },
         })
         .collect();
-    Instance {
-        name: &scenario.name,
-        description: format!(
-            "a gridbed {engine} run of testbed `{}` (site selector {}, seed {})",
-            scenario.name, scenario.strategy, scenario.seed
-        ),
-        created_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-        schema_version: "1.5",
-        runtime_system: RuntimeSystem {
-            name: RUNTIME_SYSTEM,
-            version: env!("CARGO_PKG_VERSION"),
+    let description = format!(
+        "a gridbed {engine} run of testbed `{}` (site selector {}, seed {})",
+        scenario.name, scenario.strategy, scenario.seed
+    );
+    Instance::new(
+        &scenario.name,
+        description,
+        specification(wf, (ids, file_ids)),
+        Execution {
+            makespan_in_seconds: makespan,
+            executed_at: timestamp(epoch, 0.0),
+            tasks: executed,
+            machines,
         },
-        workflow: WorkflowOut {
-            specification: specification(wf, (ids, file_ids)),
-            execution: Execution {
-                makespan_in_seconds: makespan,
-                executed_at: timestamp(epoch, 0.0),
-                tasks: executed,
-                machines,
+    )
+}
+
+impl<'a> Instance<'a> {
+    /// An instance that gridbed wrote, created now.
+    fn new(
+        name: &'a str,
+        description: String,
+        specification: Specification<'a>,
+        execution: Execution<'a>,
+    ) -> Instance<'a> {
+        Instance {
+            name,
+            description,
+            created_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+            schema_version: "1.5",
+            runtime_system: RuntimeSystem {
+                name: RUNTIME_SYSTEM,
+                version: env!("CARGO_PKG_VERSION"),
             },
-        },
+            workflow: WorkflowOut {
+                specification,
+                execution,
+            },
+        }
     }
 }
 
@@ -260,26 +278,17 @@ pub fn workflow_instance<'a>(
             machines: None,
         })
         .collect();
-    let now = SystemTime::now();
-    Instance {
+    Instance::new(
         name,
-        description: format!("workflow `{name}` written by gridbed (not a run)"),
-        created_at: humantime::format_rfc3339_seconds(now).to_string(),
-        schema_version: "1.5",
-        runtime_system: RuntimeSystem {
-            name: RUNTIME_SYSTEM,
-            version: env!("CARGO_PKG_VERSION"),
+        format!("workflow `{name}` written by gridbed (not a run)"),
+        specification(wf, (ids, file_ids)),
+        Execution {
+            makespan_in_seconds: 0.0,
+            executed_at: timestamp(SystemTime::now(), 0.0),
+            tasks,
+            machines: Vec::new(),
         },
-        workflow: WorkflowOut {
-            specification: specification(wf, (ids, file_ids)),
-            execution: Execution {
-                makespan_in_seconds: 0.0,
-                executed_at: timestamp(now, 0.0),
-                tasks,
-                machines: Vec::new(),
-            },
-        },
-    }
+    )
 }
 
 /// The WfFormat ids of a workflow's jobs and files (escaped where WfFormat

@@ -213,22 +213,22 @@ pub(super) fn side_by_side() -> Result<Vec<Figure>, Failure> {
             "note: DSLAB_DAG is not set: gridbed's side only (benches/dslab_side_by_side.sh builds dslab-dag and runs both)"
         );
     }
+    let gridbed_on = |file: &str| {
+        let run = [
+            "run",
+            "testbeds/dslab-platform.toml",
+            "--engine",
+            "sim",
+            "-q",
+        ];
+        let args: Vec<&str> = run.iter().copied().chain(["--workflow", file]).collect();
+        measure(&exe, &args)
+    };
     let mut figures = Vec::new();
     for n in [10_000, 100_000] {
         let file = wfcommons(n)?;
         let file = file.to_str().ok_or("path")?;
-        let ours = measure(
-            &exe,
-            &[
-                "run",
-                "testbeds/dslab-platform.toml",
-                "--engine",
-                "sim",
-                "-q",
-                "--workflow",
-                file,
-            ],
-        )?;
+        let ours = gridbed_on(file)?;
         let size = std::fs::metadata(file)?.len() as f64;
         let Some(dslab) = &dslab else {
             figures.push(Figure {
@@ -256,18 +256,7 @@ pub(super) fn side_by_side() -> Result<Vec<Figure>, Failure> {
             &["--dag", &v14, "--system", "benches/dslab-platform.yaml"],
         )?;
         // The same DAG from the file dslab-dag reads, for the memory figure.
-        let ours_v14 = measure(
-            &exe,
-            &[
-                "run",
-                "testbeds/dslab-platform.toml",
-                "--engine",
-                "sim",
-                "-q",
-                "--workflow",
-                &v14,
-            ],
-        )?;
+        let ours_v14 = gridbed_on(&v14)?;
         let speedup = theirs.wall / ours.wall;
         let goal = if n == 10_000 { 4.0 } else { 30.0 };
         figures.push(Figure {
