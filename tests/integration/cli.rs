@@ -749,3 +749,20 @@ fn audit_finds_a_live_runs_pools_agree_with_its_database_and_reports_each_tamper
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("--keep-pools DIR"), "{stderr}");
 }
+
+#[test]
+fn measure_reports_a_commands_own_wall_time_and_peak_memory_and_its_failure() {
+    let exe = env!("CARGO_BIN_EXE_gridbed");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let testbed = root.join("testbeds/quickstart.toml");
+    let (code, stdout, stderr) = gridbed(&["measure", exe, "check", testbed.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let m: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (wall, rss) = (m["wall"].as_f64().unwrap(), m["rss"].as_f64().unwrap());
+    assert!(wall > 0.0 && wall < 60.0, "{m}");
+    assert!(rss > 1e6 && rss < 1e9, "a real peak RSS in bytes: {m}");
+    // A failing command fails the measurement, with its words.
+    let (code, _, stderr) = gridbed(&["measure", exe, "check", "/nonexistent.toml"]);
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("nonexistent.toml"), "{stderr}");
+}
