@@ -254,8 +254,13 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// What [`hostile`] returns when the server reset the connection.
+const RESET: u16 = 1;
+
 /// One hostile client: writes `request`, reads until the server answers or
-/// closes (at most `wait`); the status code, 0 when it closed silently.
+/// closes (at most `wait`); the status code, 0 when it closed silently,
+/// [`RESET`] when it reset the connection, `u16::MAX` when it still held it
+/// open after `wait`.
 fn hostile(addr: &str, request: &[u8], wait: Duration) -> u16 {
     let Ok(mut s) = std::net::TcpStream::connect(addr) else {
         return 0;
@@ -269,7 +274,8 @@ fn hostile(addr: &str, request: &[u8], wait: Duration) -> u16 {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0),
-        Err(_) => u16::MAX, // still open after `wait`
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => RESET,
+        Err(_) => u16::MAX,
     }
 }
 
@@ -350,16 +356,17 @@ async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_
         let addr = addr.clone();
         let big = big_header.clone();
         threads.push(std::thread::spawn(move || match i % 5 {
+            // 30 s: under CI the tests beside this one share its 2 cores.
             0 => (
                 "big header",
-                hostile(&addr, big.as_bytes(), Duration::from_secs(10)),
+                hostile(&addr, big.as_bytes(), Duration::from_secs(30)),
             ),
             1 => (
                 "unknown method",
                 hostile(
                     &addr,
                     b"BREW /files/big HTTP/1.1\r\nHost: x\r\n\r\n",
-                    Duration::from_secs(10),
+                    Duration::from_secs(30),
                 ),
             ),
             _ => {
@@ -380,7 +387,11 @@ async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_
     .unwrap();
     for (kind, code) in &answers {
         match *kind {
-            "big header" => assert_eq!(*code, 431, "{kind}"),
+            // The server answers 431 after 8 KiB of the 64 KiB head and
+            // closes with the rest unread, which makes the kernel reset the
+            // connection: the reset can reach the client before it reads
+            // the 431. Either is the refusal; a connection held open is not.
+            "big header" => assert!(*code == 431 || *code == RESET, "{kind}: {code}"),
             "unknown method" => assert_eq!(*code, 405, "{kind}"),
             _ => assert_eq!(*code, 1, "slowloris held past the request timeout"),
         }
