@@ -107,6 +107,28 @@ struct ExecTask<'a> {
     machines: Option<[&'a str; 1]>,
 }
 
+impl<'a> ExecTask<'a> {
+    /// Job `j` of `wf` run for `runtime` seconds, its program and bytes
+    /// read and written; when and where it ran are the caller's.
+    fn of(wf: &'a Workflow, ids: &'a [String], j: usize, runtime: f64) -> ExecTask<'a> {
+        let job = &wf.jobs[j];
+        let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
+        ExecTask {
+            id: &ids[j],
+            runtime_in_seconds: runtime,
+            executed_at: None,
+            command: job
+                .transformation
+                .as_deref()
+                .map(|program| Command { program }),
+            core_count: 1,
+            read_bytes: bytes(&job.inputs),
+            written_bytes: bytes(&job.outputs),
+            machines: None,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Command<'a> {
     program: &'a str,
@@ -136,7 +158,6 @@ pub fn instance<'a>(
     (ids, file_ids): &'a (Vec<String>, Vec<String>),
 ) -> Instance<'a> {
     let wf = &scenario.workflow;
-    let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
     let executed = records
         .jobs
         .iter()
@@ -148,19 +169,10 @@ pub fn instance<'a>(
                 .rev()
                 .find(|a| a.outcome == Outcome::Ended)?;
             let (start, end) = (a.started?, a.finished?);
-            let job = &wf.jobs[j];
             Some(ExecTask {
-                id: &ids[j],
-                runtime_in_seconds: end - start,
                 executed_at: Some(timestamp(epoch, start)),
-                command: job
-                    .transformation
-                    .as_deref()
-                    .map(|program| Command { program }),
-                core_count: 1,
-                read_bytes: bytes(&job.inputs),
-                written_bytes: bytes(&job.outputs),
                 machines: Some([&scenario.sites[a.site].info.name]),
+                ..ExecTask::of(wf, ids, j, end - start)
             })
         })
         .collect();
@@ -259,24 +271,8 @@ pub fn workflow_instance<'a>(
     wf: &'a Workflow,
     (ids, file_ids): &'a (Vec<String>, Vec<String>),
 ) -> Instance<'a> {
-    let bytes = |fs: &[usize]| -> u64 { fs.iter().map(|&f| wf.files[f].size).sum() };
-    let tasks = wf
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(j, job)| ExecTask {
-            id: &ids[j],
-            runtime_in_seconds: job.runtime,
-            executed_at: None,
-            command: job
-                .transformation
-                .as_deref()
-                .map(|program| Command { program }),
-            core_count: 1,
-            read_bytes: bytes(&job.inputs),
-            written_bytes: bytes(&job.outputs),
-            machines: None,
-        })
+    let tasks = (0..wf.jobs.len())
+        .map(|j| ExecTask::of(wf, ids, j, wf.jobs[j].runtime))
         .collect();
     Instance::new(
         name,
