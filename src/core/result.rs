@@ -71,23 +71,25 @@ impl RunResult {
         wall: Duration,
         timeline: Timeline,
     ) -> RunResult {
-        let files = manager.workflow().files.len();
-        let rls = (0..files)
-            .map(|f| manager.rls().holders(f).to_vec())
+        let counts = manager.counts();
+        let done = (0..manager.workflow().jobs.len())
+            .map(|j| manager.job_state(j) == super::manager::JobState::Done)
             .collect();
+        let succeeded = manager.succeeded();
+        let dag_exit = match (succeeded, manager.dag_abort()) {
+            (true, _) => 0,
+            (false, Some(a)) => a.dag_return,
+            (false, None) => 1,
+        };
+        let makespan = manager.records().makespan();
+        let (records, rls) = manager.into_records_and_holders();
         RunResult {
             engine,
-            counts: manager.counts(),
-            done: (0..manager.workflow().jobs.len())
-                .map(|j| manager.job_state(j) == super::manager::JobState::Done)
-                .collect(),
-            succeeded: manager.succeeded(),
-            dag_exit: match (manager.succeeded(), manager.dag_abort()) {
-                (true, _) => 0,
-                (false, Some(a)) => a.dag_return,
-                (false, None) => 1,
-            },
-            makespan: manager.records().makespan(),
+            counts,
+            done,
+            succeeded,
+            dag_exit,
+            makespan,
             rls,
             evictions: Vec::new(),
             used: Vec::new(),
@@ -97,7 +99,7 @@ impl RunResult {
             db_error: None,
             timeline,
             live: None,
-            records: manager.into_records(),
+            records,
         }
     }
 }

@@ -69,6 +69,11 @@ impl Rls {
         &self.holders[file]
     }
 
+    /// Every file's holders, in file order.
+    pub fn into_holders(self) -> Vec<Vec<SiteId>> {
+        self.holders
+    }
+
     /// Whether `site` holds a registered replica of `file`.
     pub fn has(&self, file: FileId, site: SiteId) -> bool {
         self.holders[file].contains(&site)

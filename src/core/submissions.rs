@@ -98,27 +98,38 @@ impl Submissions {
     /// submission that reads it (a batch input shared by two users' DAGs
     /// is on both submit machines), in file order.
     pub fn placement(&self, wf: &Workflow) -> Vec<(FileId, SiteId)> {
-        let mut at: Vec<Vec<SiteId>> = vec![Vec::new(); wf.files.len()];
+        // Nearly every input has one submit machine: one slot a file, and
+        // the rare second and later machines aside, in the order seen.
+        let mut first: Vec<Option<SiteId>> = vec![None; wf.files.len()];
+        let mut more: Vec<(FileId, SiteId)> = Vec::new();
         for (j, job) in wf.jobs.iter().enumerate() {
             let origin = self.list[self.of_job[j]].origin;
             for &f in &job.inputs {
-                if wf.producer[f].is_none() && !at[f].contains(&origin) {
-                    at[f].push(origin);
+                if wf.producer[f].is_some() {
+                    continue;
+                }
+                match first[f] {
+                    None => first[f] = Some(origin),
+                    Some(s) if s == origin => {}
+                    Some(_) => more.push((f, origin)),
                 }
             }
         }
+        more.sort_by_key(|&(f, _)| f);
         // An input no job reads stays at the first submit machine.
-        let first = self.list.first().map_or(0, |s| s.origin);
-        wf.inputs()
-            .flat_map(|f| {
-                let sites = if at[f].is_empty() {
-                    vec![first]
-                } else {
-                    at[f].clone()
-                };
-                sites.into_iter().map(move |s| (f, s))
-            })
-            .collect()
+        let default = self.list.first().map_or(0, |s| s.origin);
+        let mut out = Vec::with_capacity(first.len() + more.len());
+        let mut rest = more.into_iter().peekable();
+        for f in wf.inputs() {
+            let at = out.len();
+            out.push((f, first[f].unwrap_or(default)));
+            while let Some(pair) = rest.next_if(|&(g, _)| g == f) {
+                if !out[at..].contains(&pair) {
+                    out.push(pair);
+                }
+            }
+        }
+        out
     }
 
     /// Jobs of `submission` without parents: released when it arrives.

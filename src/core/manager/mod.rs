@@ -863,9 +863,10 @@ impl Manager {
         &self.records
     }
 
-    /// Takes the control records out at the end of a run.
-    pub fn into_records(self) -> Records {
-        self.records
+    /// The run's records and the replica catalogue's holders by file, once
+    /// the run is over (moved out, not copied).
+    pub fn into_records_and_holders(self) -> (Records, Vec<Vec<SiteId>>) {
+        (self.records, self.rls.into_holders())
     }
 
     /// Latest time seen.
