@@ -25,6 +25,7 @@ mod calibrate;
 mod farm;
 mod inspect;
 mod run;
+mod site;
 pub mod sweep;
 mod workflow;
 
@@ -95,6 +96,9 @@ enum Cmd {
     /// SVG plots of a finished run (Gantt, transfers, storage, queues) and an
     /// index.html, from its run record.
     Report(inspect::ReportArgs),
+    /// Run one site as a daemon that a run's manager drives over HTTP (a
+    /// testbed site with `url`).
+    Site(site::SiteArgs),
     /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
     Farm(farm::FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
@@ -217,6 +221,7 @@ pub fn main() -> ExitCode {
         Cmd::Audit(args) => inspect::audit(args),
         Cmd::Report(args) => inspect::report(args),
         Cmd::Farm(args) => farm::farm(args),
+        Cmd::Site(args) => site::site(args),
         Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {
             workflow::workflow_stats(&scenario, json)
         }

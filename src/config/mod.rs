@@ -52,7 +52,7 @@ fn location(file: &Path, line: usize, column: usize) -> String {
 }
 
 /// Emulation factors (DESIGN.md "Emulated time and bytes").
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Emulation {
     /// Nominal seconds per real second.
     pub time_scale: f64,
@@ -92,7 +92,7 @@ impl Emulation {
 }
 
 /// One site of a scenario, every field resolved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SiteConfig {
     /// What the core sees.
     pub info: SiteInfo,
@@ -112,6 +112,19 @@ pub struct SiteConfig {
     pub faults: SiteFaults,
     /// Other users' load on the site's slots, if any.
     pub background: Option<Background>,
+    /// The `gridbed site` daemon that runs this site, when it is not run
+    /// in-process (`url` in the testbed). Never sent to the daemon.
+    #[serde(skip)]
+    pub daemon: Option<Daemon>,
+}
+
+/// Where a site daemon listens and the token it asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Daemon {
+    /// Its control API's base URL (`http://host:port`).
+    pub url: String,
+    /// Its bearer token (read from `token_file`), if it asks for one.
+    pub token: Option<String>,
 }
 
 impl SiteConfig {

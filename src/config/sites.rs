@@ -9,7 +9,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::source::Source;
-use super::{ConfigError, Positive, Seconds, SiteConfig};
+use super::{ConfigError, Daemon, Positive, Seconds, SiteConfig};
 use crate::core::SiteInfo;
 use crate::core::background::{Background, parse_trace};
 use crate::core::faults::{FaultSpec, SiteFaults};
@@ -42,6 +42,10 @@ pub(super) struct SiteFile {
     corrupt_responses: Option<u32>,
     corrupt_probability: Option<Spanned<f64>>,
     background: Option<Spanned<BackgroundFile>>,
+    /// A `gridbed site` daemon runs this site: its control API.
+    url: Option<Spanned<String>>,
+    /// The daemon's bearer token, in this file (relative to the testbed).
+    token_file: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -91,6 +95,10 @@ impl Catalogue {
                     let msg = format!("a catalogue site needs `{missing}`");
                     return Err(catalog_src.error(Some(entry.span()), None, msg));
                 }
+            }
+            if let Some(span) = s.url.as_ref().map(Spanned::span) {
+                let msg = "a site daemon's `url` belongs in the testbed, not the catalogue".into();
+                return Err(catalog_src.error(Some(span), None, msg));
             }
             names.push(s.name.get_ref().clone());
         }
@@ -198,6 +206,7 @@ pub(super) fn resolve(
             let msg = "expected corrupt_probability in [0, 1]".to_string();
             return Err(src.error(Some(p.span()), None, msg));
         }
+        site.daemon = daemon(s, src, base)?;
         site_spans.push(s.name.span());
         sites.push(site);
     }
@@ -213,6 +222,52 @@ pub(super) fn resolve(
         return Err(src.error(Some(site_spans[0].clone()), Some("site".into()), msg));
     }
     Ok(sites)
+}
+
+/// The site daemon a testbed's site names (`url`, `token_file`), checked:
+/// an http(s) URL with a host, a token file that reads to one line.
+fn daemon(s: &SiteFile, src: &Source, base: &Path) -> Result<Option<Daemon>, ConfigError> {
+    let Some(url) = &s.url else {
+        if let Some(t) = &s.token_file {
+            let msg = "`token_file` is for a site daemon: give its `url` too".to_string();
+            return Err(src.error(Some(t.span()), None, msg));
+        }
+        return Ok(None);
+    };
+    let parsed = reqwest::Url::parse(url.get_ref());
+    let ok = parsed
+        .as_ref()
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    if !ok {
+        let msg = format!(
+            "expected the site daemon's URL, `http://host:port` (as `gridbed site` prints it), found `{}`",
+            url.get_ref()
+        );
+        return Err(src.error(Some(url.span()), None, msg));
+    }
+    let token = match &s.token_file {
+        None => None,
+        Some(t) => {
+            let path = base.join(t.get_ref());
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                let msg = format!("cannot read the token file {}: {e}", path.display());
+                src.error(Some(t.span()), None, msg)
+            })?;
+            let token = text.trim();
+            if token.is_empty() || token.contains(char::is_whitespace) {
+                let msg = format!(
+                    "the token file {} should hold one token on one line",
+                    path.display()
+                );
+                return Err(src.error(Some(t.span()), None, msg));
+            }
+            Some(token.to_string())
+        }
+    };
+    Ok(Some(Daemon {
+        url: url.get_ref().trim_end_matches('/').to_string(),
+        token,
+    }))
 }
 
 /// The index of the origin site named by `origin`.
@@ -384,5 +439,6 @@ fn merge(
         },
         // Validated by the caller, which knows the file it was written in.
         background: None,
+        daemon: None,
     })
 }

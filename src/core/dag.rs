@@ -13,7 +13,7 @@ pub type JobId = usize;
 pub type FileId = usize;
 
 /// One immutable, named file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct File {
     /// Logical file name; may hold any character (the pool encodes it).
     pub name: String,
@@ -22,7 +22,7 @@ pub struct File {
 }
 
 /// One workflow job.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// Unique job name.
     pub name: String,
@@ -55,7 +55,7 @@ pub struct Job {
 }
 
 /// One program of a clustered job (seed 004: Pegasus's `seqexec`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Member {
     /// The original job's name.
     pub name: String,

@@ -33,7 +33,7 @@ use rand_chacha::ChaCha8Rng;
 use super::SiteId;
 
 /// Which steps of one kind fail.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct FaultSpec {
     /// The first this many steps fail.
     pub first: u32,
@@ -42,7 +42,7 @@ pub struct FaultSpec {
 }
 
 /// The faults a site's file server injects, per response.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SiteFaults {
     /// Responses that are corrupted (one byte flipped).
     pub corrupt_responses: FaultSpec,

@@ -55,7 +55,7 @@ pub type TransferId = u64;
 pub type Time = f64;
 
 /// What the core knows of a site: its static description.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SiteInfo {
     /// Unique site name.
     pub name: String,
@@ -110,7 +110,7 @@ pub enum JobFailure {
 }
 
 /// Which of a DAGMan node's scripts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScriptKind {
     /// `SCRIPT PRE`: runs before the job; a non-zero exit fails the attempt.
@@ -120,7 +120,7 @@ pub enum ScriptKind {
 }
 
 /// An input to the manager. Every event comes with the nominal time `now`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Event {
     /// Time has passed; start what is due (prescripts, back-offs).
     Tick,

@@ -371,7 +371,8 @@ impl Starter {
             .prefix(&format!("gridbed-executor-{id}-"))
             .tempdir_in(&self.root)?;
         let store = Store::new(dir.path());
-        let (url, handle) = super::serve_gridftp(&store, self.limits.clone(), Arc::default())?;
+        let (url, handle) =
+            super::serve_gridftp(super::LOOPBACK, &store, self.limits.clone(), Arc::default())?;
         let addr = Executor {
             id,
             store: store.clone(),
@@ -443,6 +444,7 @@ async fn run_async(
         .collect();
     super::write_generated_files(&data, dataset, spec.seed).await?;
     let (store_url, store_handle) = super::serve_gridftp(
+        super::LOOPBACK,
         &data,
         endpoint(em.real_rate(spec.store_bandwidth)),
         Arc::new(gridftp::Faults::new(FaultSchedule::new(

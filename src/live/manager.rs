@@ -11,7 +11,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::messages::{Cleanup, Delete, Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
-use super::site::SiteActor;
+use super::remote::SiteAddr;
 use crate::core::observer::BoxedObserver;
 use crate::core::{Command, Event, Manager, Time};
 use crate::db::ControlDb;
@@ -38,7 +38,7 @@ impl LiveClock {
 #[rtype(result = "()")]
 pub struct Start {
     /// The site actors, by site id.
-    pub sites: Vec<Addr<SiteActor>>,
+    pub sites: Vec<SiteAddr>,
     /// Told once no job can make progress any more.
     pub done: oneshot::Sender<()>,
 }
@@ -62,7 +62,7 @@ pub struct Taken {
 pub struct ManagerActor {
     core: Option<Manager>,
     clock: LiveClock,
-    sites: Vec<Addr<SiteActor>>,
+    sites: Vec<SiteAddr>,
     tick: Option<SpawnHandle>,
     done: Option<oneshot::Sender<()>>,
     metrics: Arc<Metrics>,
@@ -125,6 +125,7 @@ impl ManagerActor {
                         file,
                         source,
                         from,
+                        url: None,
                     })
                 }
                 Command::Submit { job, site, exit } => {
@@ -261,7 +262,7 @@ impl Actor for ManagerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(super::MAILBOX);
         ctx.run_interval(Duration::from_millis(100), |act, _| act.publish());
     }
 }

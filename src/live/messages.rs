@@ -6,7 +6,7 @@ use crate::core::{Event, FileId, JobId, SiteId, TransferId};
 
 /// Manager → site: a prescript chose this site for `job` (see
 /// [`crate::core::Command::Pin`]).
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Pin {
     /// The job.
@@ -14,7 +14,7 @@ pub struct Pin {
 }
 
 /// Manager → destination site: pull `file` from `from`.
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Fetch {
     /// Transfer id.
@@ -27,10 +27,14 @@ pub struct Fetch {
     pub source: FileId,
     /// Source site.
     pub from: SiteId,
+    /// The source's gridftp endpoint, when the site should not look it up
+    /// by `from` (a site daemon is told where to stage from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// Manager → site: enqueue `job` in the FIFO queue.
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Submit {
     /// The job.
@@ -41,7 +45,7 @@ pub struct Submit {
 
 /// Manager → site (MonitQueue): take `job` out of the queue if it has not
 /// started; the site answers with [`crate::core::Event::JobKilled`].
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Kill {
     /// The job.
@@ -50,7 +54,7 @@ pub struct Kill {
 
 /// Manager → site: run `job`'s PRE or POST script in the pool; the site
 /// answers with [`crate::core::Event::ScriptDone`].
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct RunScript {
     /// The job.
@@ -64,7 +68,7 @@ pub struct RunScript {
 }
 
 /// Manager → site: unpin `job`'s files and delete `delete` when unpinned.
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Release {
     /// The job.
@@ -74,7 +78,7 @@ pub struct Release {
 }
 
 /// Manager → site: every job reading `file` ended (in-place cleanup).
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Cleanup {
     /// The file, no longer kept.
@@ -82,7 +86,7 @@ pub struct Cleanup {
 }
 
 /// Manager → site: cache maintenance deletes a file (seed 003 §6).
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct Delete {
     /// The file.
@@ -90,12 +94,12 @@ pub struct Delete {
 }
 
 /// Engine → site: a timed fault of the site happens now (`[[fault]]`).
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct SiteFault(pub crate::core::faults::Fault);
 
 /// Site → manager: something happened (the manager stamps the time).
-#[derive(Message)]
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]
 pub struct SiteEvent(pub Event);
 
@@ -105,7 +109,7 @@ pub struct SiteEvent(pub Event);
 pub struct TakeInventory;
 
 /// One file as found on disk at the end of a run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FileCheck {
     /// The file.
     pub file: FileId,
@@ -118,7 +122,7 @@ pub struct FileCheck {
 }
 
 /// A site's state at the end of a run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct SiteReport {
     /// Files held in the pool, each re-read and re-hashed from disk.
     pub files: Vec<FileCheck>,

@@ -19,6 +19,8 @@ pub mod gridftp;
 pub mod manager;
 pub mod messages;
 pub mod names;
+pub mod prepare;
+pub mod remote;
 pub mod site;
 pub mod store;
 pub mod transfer;
@@ -31,14 +33,14 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 
 use crate::config::{Emulation, Scenario};
-use crate::core::faults::ResponseFault;
 use crate::core::observer::BoxedObserver;
 use crate::core::result::{LiveTotals, RunResult};
-use crate::core::storage::Pool;
 use crate::core::{Event, Workflow};
 use crate::metrics::Metrics;
 use crate::policy;
-use messages::{SiteEvent, SiteFault, SiteReport, TakeInventory};
+use messages::{SiteEvent, SiteFault, SiteReport};
+use remote::SiteAddr;
+use remote::proxy::{Detach, Go, Remote, RemoteSite};
 
 /// What every site actor shares, read-only.
 pub struct Shared {
@@ -148,6 +150,9 @@ pub enum EngineError {
     /// The HTTP client could not be built.
     #[error("HTTP client: {0}")]
     Client(String),
+    /// A site daemon refused or could not be reached.
+    #[error("site daemon: {0}")]
+    Remote(String),
     /// A farm read failed past its retries, or the farm stalled.
     #[error("live farm: {0}")]
     Farm(String),
@@ -188,39 +193,33 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     metrics.maxpre.set(scenario.manager.maxpre as i64);
     let metrics_server = serve_metrics(opts.metrics_addr, &metrics)?;
 
-    // Pools and the origin's files, before any clock starts.
+    // Every site made before any clock starts: the in-process ones here,
+    // the others by their daemons. The faults an in-process endpoint
+    // injects reach the manager once it has started.
     let encoded: Vec<String> = wf.files.iter().map(|f| names::encode(&f.name)).collect();
-    let mut dirs = Vec::new();
-    let mut pools = Vec::new();
-    let mut stores = Vec::new();
-    let inputs = scenario.inputs_by_site();
-    for (i, s) in scenario.sites.iter().enumerate() {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("gridbed-{}-", s.info.name))
-            .disable_cleanup(opts.keep_pools)
-            .tempdir_in(&root)?;
-        let store = store::Store::new(dir.path());
-        let eviction = policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
-        let mut pool = Pool::new(s.info.disk, eviction);
-        for f in inputs[i].iter().copied() {
-            pool.place_origin(f, wf.files[f].size)
-                .map_err(|_| EngineError::OriginFull(s.info.name.clone()))?;
+    let content = scenario.twins().map(|t| t.content).unwrap_or_default();
+    let reporter: Arc<std::sync::OnceLock<Recipient<SiteEvent>>> = Arc::default();
+    let made = match make_sites(scenario, &encoded, &content, &root, &opts, &reporter).await {
+        Ok(m) => m,
+        Err((e, attached)) => {
+            detach_all(attached).await;
+            return Err(e);
         }
-        for f in scenario.resumed_outputs(i) {
-            let _ = pool.place_output(f, wf.files[f].size);
-        }
-        dirs.push(Arc::new(dir));
-        pools.push(pool);
-        stores.push(store);
-    }
-    // The workflow's inputs at their submit machines, and a resumed run's outputs
-    // where their jobs wrote them.
-    for (i, store) in stores.iter().enumerate() {
-        let mut files: Vec<_> = scenario.resumed_outputs(i).collect();
-        files.extend(inputs[i].iter().copied());
-        write_files(store, &wf, &encoded, em, scenario.seed, files).await?;
-    }
-    let pool_dirs: Vec<PathBuf> = dirs.iter().map(|d| d.path().to_path_buf()).collect();
+    };
+    let (urls, endpoints): (Vec<String>, Vec<Arc<gridftp::Faults>>) = made
+        .iter()
+        .map(|m| match m {
+            Made::Local(p) => (p.url.clone(), p.faults.clone()),
+            Made::Remote { gridftp, .. } => (gridftp.clone(), Arc::default()),
+        })
+        .unzip();
+    let pool_dirs: Vec<PathBuf> = made
+        .iter()
+        .filter_map(|m| match m {
+            Made::Local(p) => Some(p.dir.path().to_path_buf()),
+            Made::Remote { .. } => None,
+        })
+        .collect();
     // Where the pools are, so that `gridbed resume` can remove those of a
     // run killed before it could (its temp dirs outlive a `kill -9`).
     if let Some(db) = opts.db.as_mut()
@@ -228,43 +227,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     {
         db.note_pool_dirs(&pool_dirs);
     }
-
-    // One gridftp endpoint per site; the faults it injects reach the manager
-    // once it has started.
-    let reporter: Arc<std::sync::OnceLock<Recipient<SiteEvent>>> = Arc::default();
-    let mut urls = Vec::new();
-    let mut servers = Vec::new();
-    let mut endpoints = Vec::new();
-    for (i, (s, store)) in scenario.sites.iter().zip(&stores).enumerate() {
-        let limits = gridftp::Limits {
-            bandwidth: em.real_rate(s.bandwidth),
-            stream_cap: em.real_rate(s.stream_cap),
-            max_connections: s.max_connections,
-            latency: crate::live::site::real_duration(em.real_secs(s.latency)),
-        };
-        let f = &s.faults;
-        let report = reporter.clone();
-        let faults = Arc::new(
-            gridftp::Faults::new(f.schedule(ResponseFault::Corrupt, scenario.seed, i))
-                .with(
-                    f.schedule(ResponseFault::Reset, scenario.seed, i),
-                    f.schedule(ResponseFault::Stall, scenario.seed, i),
-                    site::real_duration(em.real_secs(f.stall_seconds)),
-                    f.stall_seconds,
-                )
-                .reporting(move |fault| {
-                    if let Some(m) = report.get() {
-                        m.do_send(SiteEvent(Event::Fault { site: i, fault }));
-                    }
-                }),
-        );
-        let (url, handle) = serve_gridftp(store, limits, faults.clone())?;
-        urls.push(url);
-        servers.push(handle);
-        endpoints.push(faults);
-    }
     let client = http_client()?;
-    let content = scenario.twins().map(|t| t.content).unwrap_or_default();
     if let Some(db) = opts.db.as_mut() {
         let differ = content.iter().enumerate().filter(|&(f, &c)| f != c);
         let names: Vec<(String, String)> = differ
@@ -277,7 +240,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         encoded,
         content,
         site_names: scenario.sites.iter().map(|s| s.info.name.clone()).collect(),
-        urls,
+        urls: urls.clone(),
         endpoints,
         emulation: em,
         seed: scenario.seed,
@@ -295,17 +258,50 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     let manager_addr =
         manager::ManagerActor::new(core, clock, metrics.clone(), opts.progress, opts.db).start();
     let mut sites = Vec::new();
-    for (i, ((pool, store), dir)) in pools.into_iter().zip(stores).zip(dirs).enumerate() {
-        let actor = site::SiteActor::new(
-            i,
-            scenario.sites[i].clone(),
-            shared.clone(),
-            pool,
-            store,
-            dir,
-            manager_addr.clone().recipient(),
-        );
-        sites.push(actor.start());
+    let mut servers = Vec::new();
+    let mut remotes = Vec::new();
+    for (i, m) in made.into_iter().enumerate() {
+        let cfg = &scenario.sites[i];
+        match m {
+            Made::Local(p) => {
+                servers.push(p.server);
+                let actor = site::SiteActor::new(
+                    i,
+                    cfg.clone(),
+                    shared.clone(),
+                    p.pool,
+                    p.store,
+                    p.dir,
+                    manager_addr.clone().recipient(),
+                );
+                sites.push(SiteAddr::Local(actor.start()));
+            }
+            Made::Remote { remote, .. } => {
+                let proxy = RemoteSite::new(
+                    i,
+                    cfg.info.name.clone(),
+                    remote,
+                    manager_addr.clone().recipient(),
+                    metrics.clone(),
+                )
+                .start();
+                remotes.push(proxy.clone());
+                sites.push(SiteAddr::Remote(proxy));
+            }
+        }
+    }
+    for r in &remotes {
+        let started = r
+            .send(Go { urls: urls.clone() })
+            .await
+            .map_err(|e| EngineError::Mailbox(e.to_string()))
+            .and_then(|res| res.map_err(EngineError::Remote));
+        if let Err(e) = started {
+            for r in &remotes {
+                let _ = r.send(Detach).await;
+            }
+            return Err(e);
+        }
     }
     let _ = reporter.set(manager_addr.clone().recipient());
     // The timed faults, each at its nominal time on the run's clock.
@@ -358,13 +354,16 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     let mut reports = Vec::new();
     for s in &sites {
         reports.push(
-            s.send(TakeInventory)
+            s.inventory()
                 .await
                 .map_err(|e| EngineError::Mailbox(e.to_string()))?,
         );
     }
     for s in servers {
         s.stop(false).await;
+    }
+    for r in &remotes {
+        let _ = r.send(Detach).await;
     }
     stop_metrics(metrics_server, opts.linger).await;
     let mut result = RunResult::from_manager("live", core, wall, timeline);
@@ -394,6 +393,113 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     })
 }
 
+/// A site made for a run: in this process, or by a daemon.
+enum Made {
+    /// Pool, files and endpoint here.
+    Local(Box<prepare::SiteParts>),
+    /// A daemon attached to the run.
+    Remote {
+        /// Its control API.
+        remote: Remote,
+        /// Its gridftp endpoint.
+        gridftp: String,
+    },
+}
+
+/// Makes every site of `scenario` (see [`prepare`]), attaching the daemons
+/// of the sites that have one. On failure, the error and the daemons
+/// attached so far (to detach).
+async fn make_sites(
+    scenario: &Scenario,
+    encoded: &[String],
+    content: &[crate::core::FileId],
+    root: &std::path::Path,
+    opts: &LiveOptions,
+    reporter: &Arc<std::sync::OnceLock<Recipient<SiteEvent>>>,
+) -> Result<Vec<Made>, (EngineError, Vec<Remote>)> {
+    let wf = &scenario.workflow;
+    let inputs = scenario.inputs_by_site();
+    let site_names: Vec<String> = scenario.sites.iter().map(|s| s.info.name.clone()).collect();
+    let scripts = scenario.node_scripts();
+    let mut made = Vec::new();
+    let attached = |made: &Vec<Made>| -> Vec<Remote> {
+        made.iter()
+            .filter_map(|m| match m {
+                Made::Remote { remote, .. } => Some(remote.clone()),
+                Made::Local(_) => None,
+            })
+            .collect()
+    };
+    for (i, s) in scenario.sites.iter().enumerate() {
+        let resumed: Vec<_> = scenario.resumed_outputs(i).collect();
+        let m = match &s.daemon {
+            None => {
+                let spec = prepare::SiteSpec {
+                    id: i,
+                    cfg: s,
+                    workflow: wf,
+                    encoded,
+                    emulation: scenario.emulation,
+                    seed: scenario.seed,
+                    eviction: &scenario.eviction,
+                    inputs: &inputs[i],
+                    resumed: &resumed,
+                };
+                let report = reporter.clone();
+                prepare::prepare(&spec, root, opts.keep_pools, LOOPBACK, move |fault| {
+                    if let Some(m) = report.get() {
+                        m.do_send(SiteEvent(Event::Fault { site: i, fault }));
+                    }
+                })
+                .await
+                .map(|p| Made::Local(Box::new(p)))
+            }
+            Some(d) => {
+                let attach = remote::protocol::Attach {
+                    run_id: opts.run_id.clone(),
+                    site: i,
+                    config: s.clone(),
+                    site_names: site_names.clone(),
+                    files: wf.files.clone(),
+                    jobs: wf.jobs.clone(),
+                    content: content.to_vec(),
+                    seed: scenario.seed,
+                    emulation: scenario.emulation,
+                    eviction: scenario.eviction.clone(),
+                    scripts: scripts.clone(),
+                    inputs: inputs[i].clone(),
+                    resumed,
+                };
+                match Remote::new(d) {
+                    Ok(remote) => remote
+                        .attach(&attach)
+                        .await
+                        .map(|a| Made::Remote {
+                            remote,
+                            gridftp: a.gridftp,
+                        })
+                        .map_err(|e| EngineError::Remote(format!("site `{}`: {e}", s.info.name))),
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        match m {
+            Ok(m) => made.push(m),
+            Err(e) => return Err((e, attached(&made))),
+        }
+    }
+    Ok(made)
+}
+
+/// Ends the sessions of daemons attached to a run that could not start.
+async fn detach_all(remotes: Vec<Remote>) {
+    for r in remotes {
+        if let Err(e) = r.detach().await {
+            tracing::warn!("a site daemon was not detached: {e}");
+        }
+    }
+}
+
 /// Serves `/metrics` of `metrics` on `addr`, if given, while the run goes.
 fn serve_metrics(
     addr: Option<SocketAddr>,
@@ -417,14 +523,16 @@ async fn stop_metrics(server: Option<actix_web::dev::ServerHandle>, linger: Dura
     }
 }
 
-/// Starts a gridftp endpoint on `127.0.0.1:0` serving `store` within
+/// Starts a gridftp endpoint on `bind`, port chosen by the system (the
+/// farm's and in-process sites' on loopback), serving `store` within
 /// `limits`: its base URL and handle.
 fn serve_gridftp(
+    bind: std::net::IpAddr,
     store: &store::Store,
     limits: gridftp::Limits,
     faults: Arc<gridftp::Faults>,
 ) -> std::io::Result<(String, actix_web::dev::ServerHandle)> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let listener = TcpListener::bind((bind, 0))?;
     let url = format!("http://{}", listener.local_addr()?);
     let server = gridftp::serve(
         listener,
@@ -434,6 +542,14 @@ fn serve_gridftp(
     actix_rt::spawn(server);
     Ok((url, handle))
 }
+
+/// The mailbox of the manager and site actors: room for every message of a
+/// large run (`usize::MAX` would overflow actix's count of senders once an
+/// address is cloned after the actor started).
+const MAILBOX: usize = u32::MAX as usize;
+
+/// Loopback, where everything this process serves listens by default.
+const LOOPBACK: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
 /// The HTTP client of every transfer: no proxy (loopback only), bounded
 /// connect and read waits, kept-alive connections.

@@ -56,7 +56,7 @@ impl Actor for SiteActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         // Many queued messages per job at high dispatch rates.
-        ctx.set_mailbox_capacity(usize::MAX);
+        ctx.set_mailbox_capacity(super::MAILBOX);
         // Per-site counters exist from the start (at 0), so that a rate or a
         // dashboard panel has a series before the first event.
         let m = &self.shared.metrics;
@@ -187,12 +187,12 @@ impl SiteActor {
         let size = self.shared.workflow.files[m.file].size;
         let shared = self.shared.clone();
         let store = self.store.clone();
-        let from = m.from;
+        let url = m.url.clone().unwrap_or_else(|| shared.urls[m.from].clone());
+        let (source, file, id) = (m.source, m.file, m.id);
         let started = Instant::now();
         let fut = async move {
-            let (remote, enc) = (&shared.encoded[m.source], &shared.encoded[m.file]);
-            let url = &shared.urls[from];
-            transfer::pull_as(&shared.client, url, remote, &store, enc, m.id).await
+            let (remote, enc) = (&shared.encoded[source], &shared.encoded[file]);
+            transfer::pull_as(&shared.client, &url, remote, &store, enc, id).await
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.on_pulled(m, size, started.elapsed(), res, ctx);

@@ -379,6 +379,7 @@ fn sim_full_coadd() -> Result<Vec<Figure>, Failure> {
                 latency: 0.0,
                 faults: Default::default(),
                 background: None,
+                daemon: None,
             })
             .collect();
         let origin = sites.len() - 1;
@@ -769,6 +770,7 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
         latency: 0.0,
         faults: Default::default(),
         background: None,
+        daemon: None,
     }
 }
 

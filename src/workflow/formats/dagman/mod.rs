@@ -115,7 +115,7 @@ pub struct DagmanInfo {
 
 /// One script ready to run: its executable resolved against the `.dag`'s
 /// folder, its arguments as written, where `DEBUG` sends its output.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScriptCall {
     /// The executable.
     pub executable: std::path::PathBuf,
@@ -176,7 +176,7 @@ impl Invocation {
 }
 
 /// A node's scripts ready to run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NodeScripts {
     /// Node name (`$JOB`).
     pub node: String,
