@@ -51,6 +51,9 @@ pub(super) fn site(args: SiteArgs) -> Result<ExitCode, CliError> {
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty()),
     };
+    if token.is_none() && !args.listen.ip().is_loopback() {
+        return Err(CliError::input(daemon::DaemonError::NoToken(args.listen)));
+    }
     let listener = TcpListener::bind(args.listen)
         .map_err(|e| CliError::input(format!("--listen {}: {e}", args.listen)))?;
     let addr = listener.local_addr().map_err(CliError::failed)?;

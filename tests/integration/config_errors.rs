@@ -608,3 +608,32 @@ fn no_memoize_names_jobs_or_programs_of_the_workflow() {
         &["bad.toml:3", "no_memoize", "`nobody` is no job or program"],
     );
 }
+
+#[test]
+fn a_site_daemon_url_must_be_http_with_a_host_and_its_token_file_readable() {
+    let site = "name = \"grid3-01\"\n";
+    let e = check(site, "name = \"grid3-01\"\nurl = \"grid3-01:7100\"\n");
+    expect(
+        &e,
+        &[
+            "bad.toml:10:7",
+            "site[1].url",
+            "http://host:port",
+            "grid3-01:7100",
+        ],
+    );
+    let e = check(
+        site,
+        "name = \"grid3-01\"\nurl = \"http://127.0.0.1:7100\"\ntoken_file = \"no-such-token\"\n",
+    );
+    expect(
+        &e,
+        &[
+            "bad.toml:11:14",
+            "cannot read the token file",
+            "no-such-token",
+        ],
+    );
+    let e = check(site, "name = \"grid3-01\"\ntoken_file = \"token\"\n");
+    expect(&e, &["bad.toml:10:14", "give its `url` too"]);
+}

@@ -15,6 +15,7 @@ mod gridftp;
 mod live_runs;
 mod pressure;
 mod prometheus;
+mod remote_sites;
 mod resume;
 mod sim;
 mod traces;

@@ -1,0 +1,297 @@
+//! Sites run by `gridbed site` daemons (separate processes on loopback),
+//! driven by the manager over HTTP beside in-process sites.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use gridbed::core::records::Outcome;
+use gridbed::live::{self, LiveOptions, LiveRun};
+
+use crate::common;
+
+/// A `gridbed site` process, killed when dropped.
+struct Daemon {
+    child: Child,
+    url: String,
+}
+
+impl Daemon {
+    /// Starts a daemon on a free loopback port with `args`, and reads the
+    /// URL it prints.
+    fn start(args: &[&str]) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+            .args(["site", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gridbed site");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_string();
+        Daemon { child, url }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Five sites: the submit host and grid3-01/03 in-process, grid3-02/04 as
+/// `DAEMON2`/`DAEMON4` (empty: in-process too), round robin, staged copies
+/// deleted. Eight jobs `a` read their own input from the submit host; eight
+/// `b`, each after its `a`, too; `merge` reads every `b`'s output. Round
+/// robin gives each site two `a`s and two `b`s whatever order they become
+/// ready in, so the transfers are 8 + 8 + 6 in any live run: a count to
+/// compare exactly, with transfers both ways between daemons and in-process
+/// sites.
+fn testbed(daemon2: &str, daemon4: &str) -> String {
+    let mut t = String::from(
+        r#"
+strategy = "round-robin"
+replica_policy = "delete"
+origin = "submit-host"
+seed = 42
+[emulation]
+time_scale = 1000
+byte_scale = 100
+[manager]
+maxpre = 20
+max_retries = 3
+transfer_retries = 3
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+[[site]]
+name = "grid3-02"
+cpus = 2
+DAEMON2
+[[site]]
+name = "grid3-03"
+cpus = 2
+[[site]]
+name = "grid3-04"
+cpus = 2
+DAEMON4
+[workflow]
+generator = "inline"
+"#,
+    )
+    .replace("DAEMON2", daemon2)
+    .replace("DAEMON4", daemon4);
+    for i in 0..8 {
+        for f in [
+            format!("in-a{i}"),
+            format!("in-b{i}"),
+            format!("mid{i}"),
+            format!("out{i}"),
+        ] {
+            t += &format!("[[workflow.file]]\nname = \"{f}\"\nsize = \"1 MB\"\n");
+        }
+        t += &format!(
+            "[[workflow.job]]\nname = \"a{i}\"\nruntime = 200\ninputs = [\"in-a{i}\"]\noutputs = [\"mid{i}\"]\n"
+        );
+        t += &format!(
+            "[[workflow.job]]\nname = \"b{i}\"\nruntime = 100\ninputs = [\"in-b{i}\"]\noutputs = [\"out{i}\"]\nparents = [\"a{i}\"]\n"
+        );
+    }
+    let outs: Vec<String> = (0..8).map(|i| format!("\"out{i}\"")).collect();
+    let bs: Vec<String> = (0..8).map(|i| format!("\"b{i}\"")).collect();
+    t += &format!(
+        "[[workflow.job]]\nname = \"merge\"\nruntime = 50\ninputs = [{}]\nparents = [{}]\n",
+        outs.join(", "),
+        bs.join(", ")
+    );
+    t
+}
+
+/// The status code and body of `GET base+path` (HTTP/1.1 on a plain
+/// socket), with `token` as the bearer token.
+fn http_get(base: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    let host = base.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(host).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    let code = reply
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {reply:?}"));
+    let body = reply.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (code, body.to_string())
+}
+
+fn run(s: &gridbed::config::Scenario) -> LiveRun {
+    live::run(s, LiveOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ok_transfers(r: &LiveRun) -> usize {
+    r.records
+        .transfers
+        .iter()
+        .filter(|t| t.failure.is_none())
+        .count()
+}
+
+#[test]
+fn two_daemon_sites_beside_three_in_process_give_the_all_in_process_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "s3cret-token\n").unwrap();
+    let token_file = dir.path().join("token");
+    let d2 = Daemon::start(&["--token-file", token_file.to_str().unwrap()]);
+    let d4 = Daemon::start(&[]);
+
+    let (_a, local) = common::scenario(&testbed("", ""));
+    let (_b, remote) = common::scenario(&testbed(
+        &format!(
+            "url = \"{}\"\ntoken_file = \"{}\"",
+            d2.url,
+            token_file.display()
+        ),
+        &format!("url = \"{}\"", d4.url),
+    ));
+    assert!(remote.sites[2].daemon.is_some() && remote.sites[4].daemon.is_some());
+    let (l, r) = (run(&local), run(&remote));
+    for (name, run) in [("in-process", &l), ("with daemons", &r)] {
+        assert!(run.succeeded, "{name}: {:?}", run.counts);
+        for (j, rec) in run.records.jobs.iter().enumerate() {
+            let ended = rec
+                .attempts
+                .iter()
+                .filter(|a| a.outcome == Outcome::Ended)
+                .count();
+            assert_eq!(ended, 1, "{name}: job {j} ended {ended} times");
+        }
+        assert_eq!(run.live.as_ref().unwrap().corrupt_at_end, 0, "{name}");
+    }
+    assert_eq!(l.done, r.done, "the same jobs done");
+    assert_eq!(ok_transfers(&l), 22, "in-process transfers");
+    assert_eq!(ok_transfers(&r), 22, "transfers with daemons");
+    assert_eq!(l.counts.done, r.counts.done);
+    // The daemons ran jobs and pulled their inputs from the in-process
+    // submit host; what they hold on disk is what the RLS lists there.
+    let at = |run: &LiveRun, site: usize| {
+        run.records
+            .jobs
+            .iter()
+            .filter(|j| j.attempts.last().map(|a| a.site) == Some(site))
+            .count()
+    };
+    for site in [2, 4] {
+        assert!(at(&r, site) > 0, "site {site} ran no job");
+        assert_eq!(at(&l, site), at(&r, site), "jobs at site {site}");
+        let held: std::collections::BTreeSet<usize> =
+            r.sites[site].files.iter().map(|c| c.file).collect();
+        let listed: std::collections::BTreeSet<usize> = (0..remote.workflow.files.len())
+            .filter(|&f| r.rls[f].contains(&site))
+            .collect();
+        assert!(!held.is_empty(), "site {site} holds nothing");
+        assert_eq!(held, listed, "site {site}: disk vs RLS");
+        assert!(r.sites[site].files.iter().all(|c| c.intact));
+        assert!(r.sites[site].real_bytes_in > 0);
+    }
+    // Both daemons were detached: a second run attaches again.
+    let again = run(&remote);
+    assert!(again.succeeded);
+}
+
+#[test]
+fn a_daemon_refuses_requests_without_its_token_and_a_run_without_it_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "right-token\n").unwrap();
+    let d = Daemon::start(&["--token-file", token_file.to_str().unwrap()]);
+    let status = |token: Option<&str>| http_get(&d.url, "/v1/status", token).0;
+    assert_eq!(status(None), 401);
+    assert_eq!(status(Some("wrong-token")), 401);
+    assert_eq!(status(Some("right-tokeN")), 401);
+    assert_eq!(status(Some("right-token")), 200);
+
+    // A testbed that names the daemon but not its token: the run stops
+    // before any clock starts, naming the site and the refusal.
+    let (_t, s) = common::scenario(&testbed(&format!("url = \"{}\"", d.url), ""));
+    let err = live::run(&s, LiveOptions::default())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("grid3-02") && err.contains("401"), "{err}");
+
+    // Beyond loopback a daemon needs a token: refused before it binds.
+    let (code, _, stderr) = common::gridbed(&["site", "--listen", "0.0.0.0:0"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("token"), "{stderr}");
+}
+
+#[test]
+fn a_daemon_lost_mid_run_is_a_crashed_site_and_every_job_still_ends() {
+    let mut d2 = Daemon::start(&[]);
+    let mut body = testbed(&format!("url = \"{}\"", d2.url), "");
+    // `a` jobs of 6 s wall: the kill lands while they run there.
+    body = body
+        .replace("time_scale = 1000", "time_scale = 100")
+        .replace("runtime = 200", "runtime = 600");
+    let (_t, s) = common::scenario(&body);
+    let runner = std::thread::spawn(move || run(&s));
+    let running = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        let (_, status) = http_get(&d2.url, "/v1/status", None);
+        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
+        v["session"]["status"]["running"].as_u64().unwrap_or(0) > 0
+    });
+    assert!(running, "no job started at the daemon's site");
+    d2.child.kill().unwrap();
+    d2.child.wait().unwrap();
+    let r = runner.join().unwrap();
+    assert!(r.succeeded, "{:?}", r.counts);
+    assert_eq!(r.counts.done, 17);
+    let crashed = r
+        .records
+        .faults
+        .iter()
+        .any(|f| f.site == 2 && matches!(f.fault, gridbed::core::faults::Fault::Crash { .. }));
+    assert!(crashed, "the lost daemon is recorded as a crash");
+    // Jobs that were there are planned again elsewhere, none is lost.
+    let replanned = r
+        .records
+        .jobs
+        .iter()
+        .filter(|j| j.attempts.iter().any(|a| a.site == 2))
+        .filter(|j| j.attempts.last().map(|a| a.site) != Some(2))
+        .count();
+    let seen: Vec<_> = r
+        .records
+        .jobs
+        .iter()
+        .map(|j| {
+            j.attempts
+                .iter()
+                .map(|a| (a.site, a.outcome.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        replanned > 0,
+        "no job of the lost site ran elsewhere: {seen:?} {:?}",
+        r.records.faults
+    );
+}
