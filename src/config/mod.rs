@@ -99,8 +99,10 @@ pub struct SiteConfig {
     /// A pure storage site (no CPUs).
     pub storage: bool,
     /// Aggregate egress bandwidth of its file server (nominal B/s; ∞ = none).
+    #[serde(with = "unlimited")]
     pub bandwidth: f64,
     /// Cap per transfer stream (nominal B/s; ∞ = none).
+    #[serde(with = "unlimited")]
     pub stream_cap: f64,
     /// Transfers served at once; more get 503.
     pub max_connections: usize,
@@ -116,6 +118,23 @@ pub struct SiteConfig {
     /// in-process (`url` in the testbed). Never sent to the daemon.
     #[serde(skip)]
     pub daemon: Option<Daemon>,
+}
+
+/// A rate that may be unlimited (∞), as JSON: `null` for ∞, which JSON has
+/// no number for.
+mod unlimited {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match v.is_finite() {
+            true => s.serialize_f64(*v),
+            false => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 /// Where a site daemon listens and the token it asks for.

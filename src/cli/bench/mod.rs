@@ -17,6 +17,7 @@
 //!   run (`planner.rs`).
 
 mod planner;
+mod remote;
 mod scale;
 
 pub(crate) use scale::{MeasureArgs, measure_command};
@@ -68,7 +69,7 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 16] = [
+const BENCHMARKS: [&str; 17] = [
     "sim",
     "diffusion",
     "farm",
@@ -77,6 +78,7 @@ const BENCHMARKS: [&str; 16] = [
     "manager",
     "decisions",
     "dispatch",
+    "remote",
     "metrics",
     "transfer",
     "faults",
@@ -153,6 +155,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     }
     if want("dispatch") {
         figures.push(live_dispatch(10_000 / shrink).map_err(failed("dispatch"))?);
+    }
+    if want("remote") {
+        figures.extend(remote::remote_dispatch(10_000 / shrink).map_err(failed("remote"))?);
     }
     if want("record") {
         figures.extend(scale::whole_coadd().map_err(failed("record"))?);

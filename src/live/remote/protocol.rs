@@ -154,6 +154,31 @@ mod tests {
         assert_eq!(Line::Event(e).clone_event(), line.clone_event());
     }
 
+    #[test]
+    fn an_unlimited_rate_crosses_json_as_null_and_reads_back_unlimited() {
+        let cfg = SiteConfig {
+            info: crate::core::SiteInfo {
+                name: "s".into(),
+                cpus: 2,
+                disk: 1 << 40,
+                speed: 1.0,
+                overhead: 0.0,
+            },
+            storage: false,
+            bandwidth: f64::INFINITY,
+            stream_cap: 5e6,
+            max_connections: 8,
+            latency: 0.1,
+            faults: Default::default(),
+            background: None,
+            daemon: None,
+        };
+        let text = serde_json::to_string(&cfg).unwrap();
+        assert!(text.contains("\"bandwidth\":null"), "{text}");
+        let back: SiteConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, cfg);
+    }
+
     impl Line {
         fn clone_event(&self) -> Option<Event> {
             match self {
