@@ -59,6 +59,7 @@ pub mod diffusion;
 pub mod live;
 pub mod memo;
 pub mod metrics;
+pub mod netbed;
 pub mod policy;
 pub mod report;
 pub mod sim;

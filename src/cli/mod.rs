@@ -24,6 +24,7 @@ pub mod bench;
 mod calibrate;
 mod farm;
 mod inspect;
+mod netbed;
 mod run;
 mod site;
 pub mod sweep;
@@ -99,6 +100,10 @@ enum Cmd {
     /// Run one site as a daemon that a run's manager drives over HTTP (a
     /// testbed site with `url`).
     Site(site::SiteArgs),
+    /// A testbed's sites as daemons in network namespaces, links shaped by
+    /// the kernel (root): `up`, `down`.
+    #[command(subcommand)]
+    Netbed(netbed::NetbedCmd),
     /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
     Farm(farm::FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
@@ -222,6 +227,7 @@ pub fn main() -> ExitCode {
         Cmd::Report(args) => inspect::report(args),
         Cmd::Farm(args) => farm::farm(args),
         Cmd::Site(args) => site::site(args),
+        Cmd::Netbed(cmd) => netbed::netbed(cmd),
         Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {
             workflow::workflow_stats(&scenario, json)
         }

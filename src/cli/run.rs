@@ -43,6 +43,10 @@ pub(crate) struct RunArgs {
     /// (as with the testbed's `memoize = true`).
     #[arg(long, value_name = "FILE")]
     memo: Option<PathBuf>,
+    /// Run every site on the daemons of the netbed in DIR (`gridbed netbed
+    /// up`), its links shaped by the kernel.
+    #[arg(long, value_name = "DIR")]
+    netbed: Option<PathBuf>,
 }
 
 /// What a run writes and where its pools go (`run` and `resume`).
@@ -98,10 +102,18 @@ pub(crate) struct ValidateArgs {
     /// makespan beside the recorded one.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Also run it on the netbed in DIR (`gridbed netbed up`) and set the
+    /// two ways of shaping links side by side: governor's token buckets in
+    /// each site's endpoint against the kernel's qdiscs.
+    #[arg(long, value_name = "DIR")]
+    netbed: Option<PathBuf>,
 }
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut scenario = load(&args.scenario)?;
+    if let Some(dir) = &args.netbed {
+        super::netbed::apply(&mut scenario, dir)?;
+    }
     let mut memo = match &args.memo {
         Some(path) => {
             let history = crate::memo::History::open(path).map_err(CliError::input)?;
@@ -472,6 +484,30 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     let cmp = Comparison::new(&sim_record, &live_record, args.tolerance)
         .with_traces(&sim_run.records.trace(), &live_run.records.trace());
     say!("{}", cmp.table().trim_end());
+    if let Some(dir) = &args.netbed {
+        let mut on_net = scenario.clone();
+        super::netbed::apply(&mut on_net, dir)?;
+        let opts = LiveOptions {
+            progress: Box::new(Progress::Hidden),
+            run_id: format!("{run_id}-netbed"),
+            ..Default::default()
+        };
+        let net_run = live::run(&on_net, opts).map_err(CliError::failed)?;
+        say!(
+            "\n{}",
+            shaping_table(&[
+                ("simulator (the model)", &sim_run),
+                ("live, governor in each endpoint", &live_run),
+                ("live, kernel qdiscs (netbed)", &net_run),
+            ])
+            .trim_end()
+        );
+        if !net_run.succeeded {
+            return Err(CliError::Failed(
+                "the run on the netbed did not complete".into(),
+            ));
+        }
+    }
     if let Some(path) = &args.json {
         write_json(path, &cmp)?;
         say!("\ncomparison written to {}", path.display());
@@ -484,6 +520,36 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Makespan and transfer times of runs of one scenario, each beside the
+/// first's: how two ways of shaping links agree with the model.
+fn shaping_table(runs: &[(&str, &crate::core::result::RunResult)]) -> String {
+    let mean_transfer = |r: &crate::core::result::RunResult| {
+        let times: Vec<f64> = r
+            .records
+            .transfers
+            .iter()
+            .filter(|t| t.failure.is_none())
+            .filter_map(|t| t.end.map(|e| e - t.start))
+            .collect();
+        times.iter().sum::<f64>() / times.len().max(1) as f64
+    };
+    let (m0, t0) = (runs[0].1.makespan, mean_transfer(runs[0].1));
+    let mut out = format!(
+        "{:<34} {:>14} {:>8} {:>18} {:>8}\n",
+        "shaping", "makespan (s)", "× model", "mean transfer (s)", "× model"
+    );
+    for (name, r) in runs {
+        let t = mean_transfer(r);
+        out += &format!(
+            "{name:<34} {:>14.1} {:>8.3} {t:>18.3} {:>8.3}\n",
+            r.makespan,
+            r.makespan / m0,
+            if t0 > 0.0 { t / t0 } else { f64::NAN }
+        );
+    }
+    out
 }
 
 /// Writes what the run is asked to write besides its record: its trace,

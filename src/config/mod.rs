@@ -144,6 +144,20 @@ pub struct Daemon {
     pub url: String,
     /// Its bearer token (read from `token_file`), if it asks for one.
     pub token: Option<String>,
+    /// What the kernel shapes on the site's link (a netbed's qdiscs),
+    /// which its file server then leaves alone.
+    pub kernel: KernelShaping,
+}
+
+/// What of a site's link the kernel emulates (`gridbed netbed`): the
+/// egress rate (`tbf`) and the latency (`netem`). The alternative is the
+/// site's own endpoint: governor's token buckets and a first-byte wait.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KernelShaping {
+    /// The site's egress bandwidth.
+    pub rate: bool,
+    /// The site's latency.
+    pub delay: bool,
 }
 
 impl SiteConfig {

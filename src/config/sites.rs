@@ -267,6 +267,7 @@ fn daemon(s: &SiteFile, src: &Source, base: &Path) -> Result<Option<Daemon>, Con
     Ok(Some(Daemon {
         url: url.get_ref().trim_end_matches('/').to_string(),
         token,
+        kernel: Default::default(),
     }))
 }
 

@@ -455,10 +455,18 @@ async fn make_sites(
                 .map(|p| Made::Local(Box::new(p)))
             }
             Some(d) => {
+                // What the kernel shapes, the site's endpoint does not.
+                let mut config = s.clone();
+                if d.kernel.rate {
+                    config.bandwidth = f64::INFINITY;
+                }
+                if d.kernel.delay {
+                    config.latency = 0.0;
+                }
                 let attach = remote::protocol::Attach {
                     run_id: opts.run_id.clone(),
                     site: i,
-                    config: s.clone(),
+                    config,
                     site_names: site_names.clone(),
                     files: wf.files.clone(),
                     jobs: wf.jobs.clone(),

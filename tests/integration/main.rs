@@ -13,6 +13,7 @@ mod faults;
 mod formats;
 mod gridftp;
 mod live_runs;
+mod netbed;
 mod pressure;
 mod prometheus;
 mod remote_sites;

@@ -63,7 +63,11 @@ pub(super) fn remote_dispatch(jobs: usize) -> Result<Vec<Figure>, Failure> {
     let (_daemons, urls) = start_daemons(4)?;
     let mut remote = local.clone();
     for (site, url) in remote.sites[1..].iter_mut().zip(urls) {
-        site.daemon = Some(Daemon { url, token: None });
+        site.daemon = Some(Daemon {
+            url,
+            token: None,
+            kernel: Default::default(),
+        });
     }
     let rate = |s: &crate::config::Scenario| -> Result<f64, Failure> {
         let run = live::run(s, live::LiveOptions::default())?;

@@ -1,0 +1,524 @@
+//! The netbed (issue 18): a testbed's sites as `gridbed site` daemons, each in
+//! its own Linux network namespace, joined to a bridge by a veth pair whose
+//! site end the kernel shapes from the testbed — `tbf` for the site's egress
+//! bandwidth, `netem` for its latency — the way Mininet and Kollaps emulate
+//! WAN links, instead of gridbed's token buckets ([`crate::live::gridftp`]).
+//!
+//! ```text
+//!   root namespace: manager (gridbed run --netbed DIR), bridge PREFIXbr 10.201.N.254
+//!      ├─ veth PREFIXhI ══ PREFIXsI (netns PREFIX-I, 10.201.N.(I+1)): gridbed site, qdiscs
+//!      └─ …
+//! ```
+//!
+//! `up` records everything it makes in a state directory as it goes, so
+//! `down` removes exactly that (and anything else named with the prefix),
+//! even after a failed `up`. Needs root, `ip` and `tc` (iproute2).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Daemon, KernelShaping, Scenario};
+
+/// Why the netbed could not be made, used or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum NetbedError {
+    /// Namespaces and qdiscs need root.
+    #[error("the netbed needs root (network namespaces, veth pairs, qdiscs); run it as root")]
+    NotRoot,
+    /// A command failed.
+    #[error("`{command}` failed: {message}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it said.
+        message: String,
+    },
+    /// The state directory.
+    #[error("netbed state {}: {message}", path.display())]
+    State {
+        /// The directory or file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A site daemon did not come up.
+    #[error("the daemon of site `{site}` did not start: {message}")]
+    Daemon {
+        /// The site.
+        site: String,
+        /// What happened (its log's last lines).
+        message: String,
+    },
+}
+
+/// One site of the netbed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NetSite {
+    /// The testbed's site name.
+    pub name: String,
+    /// Its namespace.
+    pub netns: String,
+    /// The veth end on the bridge (root namespace).
+    pub host_if: String,
+    /// The veth end in the namespace.
+    pub site_if: String,
+    /// Its address.
+    pub addr: String,
+    /// The daemon's control API.
+    pub url: String,
+    /// The daemon's process id, once started.
+    pub pid: Option<u32>,
+    /// Egress rate the kernel holds it to (bit/s), if any.
+    pub rate_bits: Option<u64>,
+    /// One-way delay the kernel adds to its egress (ms), if any.
+    pub delay_ms: Option<f64>,
+}
+
+/// What a netbed made, as its state file (`DIR/netbed.json`) records it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct State {
+    /// Prefix of every name it made.
+    pub prefix: String,
+    /// The bridge.
+    pub bridge: String,
+    /// The manager's address on the bridge.
+    pub manager_addr: String,
+    /// The testbed it was made from.
+    pub testbed: PathBuf,
+    /// Whether the kernel has netem: without it latency stays with the
+    /// daemons' endpoints and only the rate is the kernel's.
+    pub netem: bool,
+    /// The sites, in testbed order.
+    pub sites: Vec<NetSite>,
+}
+
+impl State {
+    /// The state file in `dir`.
+    pub fn file(dir: &Path) -> PathBuf {
+        dir.join("netbed.json")
+    }
+
+    /// Reads the state of the netbed in `dir`.
+    pub fn read(dir: &Path) -> Result<State, NetbedError> {
+        let path = State::file(dir);
+        let text = std::fs::read_to_string(&path).map_err(|e| NetbedError::State {
+            path: path.clone(),
+            message: format!("{e} (is there a netbed made with `gridbed netbed up`?)"),
+        })?;
+        serde_json::from_str(&text).map_err(|e| NetbedError::State {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    fn write(&self, dir: &Path) -> Result<(), NetbedError> {
+        let path = State::file(dir);
+        let text = serde_json::to_string_pretty(self).expect("a netbed state serializes");
+        std::fs::write(&path, text).map_err(|e| NetbedError::State {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Runs `scenario`'s sites on this netbed's daemons: each site by name
+    /// gets its daemon's URL and token, and leaves to the kernel what the
+    /// kernel shapes. Every site of the scenario must be in the netbed.
+    pub fn apply(&self, scenario: &mut Scenario, dir: &Path) -> Result<(), NetbedError> {
+        let token = std::fs::read_to_string(dir.join("token"))
+            .map_err(|e| NetbedError::State {
+                path: dir.join("token"),
+                message: e.to_string(),
+            })?
+            .trim()
+            .to_string();
+        for site in &mut scenario.sites {
+            let net = self
+                .sites
+                .iter()
+                .find(|n| n.name == site.info.name)
+                .ok_or_else(|| NetbedError::State {
+                    path: State::file(dir),
+                    message: format!(
+                        "site `{}` of the testbed is not in this netbed (made from {})",
+                        site.info.name,
+                        self.testbed.display()
+                    ),
+                })?;
+            site.daemon = Some(Daemon {
+                url: net.url.clone(),
+                token: Some(token.clone()),
+                kernel: KernelShaping {
+                    rate: net.rate_bits.is_some(),
+                    delay: net.delay_ms.is_some(),
+                },
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Runs `program args…`, its error worded with the command line.
+fn run(program: &str, args: &[&str]) -> Result<String, NetbedError> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| NetbedError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            message: e.to_string(),
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(NetbedError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// `ip args…`.
+fn ip(args: &[&str]) -> Result<String, NetbedError> {
+    run("ip", args)
+}
+
+/// `tc args…` inside `netns`.
+fn tc_in(netns: &str, args: &[&str]) -> Result<String, NetbedError> {
+    let mut all = vec!["netns", "exec", netns, "tc"];
+    all.extend_from_slice(args);
+    ip(&all)
+}
+
+/// Whether this kernel has the netem qdisc: tried on a throwaway veth in a
+/// throwaway namespace.
+pub fn kernel_has_netem(prefix: &str) -> bool {
+    let ns = format!("{prefix}-probe");
+    let (a, b) = (format!("{prefix}pa"), format!("{prefix}pb"));
+    let made = ip(&["netns", "add", &ns]).is_ok()
+        && ip(&["link", "add", &a, "type", "veth", "peer", "name", &b]).is_ok()
+        && ip(&["link", "set", &b, "netns", &ns]).is_ok();
+    let netem = made
+        && tc_in(
+            &ns,
+            &["qdisc", "add", "dev", &b, "root", "netem", "delay", "1ms"],
+        )
+        .is_ok();
+    let _ = ip(&["link", "del", &a]);
+    let _ = ip(&["netns", "del", &ns]);
+    netem
+}
+
+/// A prefix for this netbed's names: short (interface names have 15
+/// bytes), and different for netbeds made at once.
+pub fn new_prefix() -> String {
+    let n: u16 = rand::random();
+    format!("gb{n:04x}")
+}
+
+/// What `up` is asked.
+pub struct UpOptions<'a> {
+    /// The testbed, loaded.
+    pub scenario: &'a Scenario,
+    /// Where the state, token, logs and pools go (made if missing).
+    pub dir: &'a Path,
+    /// The gridbed binary the daemons run.
+    pub gridbed: &'a Path,
+    /// Port of every daemon's control API.
+    pub port: u16,
+}
+
+/// Makes the netbed: namespaces, bridge, veths, addresses, qdiscs, a token
+/// and a daemon in every namespace; writes the state as it goes. On error,
+/// what was made is removed again.
+pub fn up(o: &UpOptions<'_>) -> Result<State, NetbedError> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(NetbedError::NotRoot);
+    }
+    std::fs::create_dir_all(o.dir).map_err(|e| NetbedError::State {
+        path: o.dir.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    if State::file(o.dir).exists() {
+        return Err(NetbedError::State {
+            path: State::file(o.dir),
+            message: "a netbed is up here already: `gridbed netbed down` it first".into(),
+        });
+    }
+    let prefix = new_prefix();
+    // 10.201.N.0/24, N from the prefix: netbeds made at once stay apart.
+    let net = u16::from_str_radix(&prefix[2..], 16).unwrap_or(0) % 250;
+    let mut state = State {
+        bridge: format!("{prefix}br"),
+        manager_addr: format!("10.201.{net}.254"),
+        prefix: prefix.clone(),
+        testbed: o.scenario.path.clone(),
+        netem: kernel_has_netem(&prefix),
+        sites: Vec::new(),
+    };
+    state.write(o.dir)?;
+    match build(o, &mut state, net) {
+        Ok(()) => Ok(state),
+        Err(e) => {
+            let _ = down(o.dir);
+            Err(e)
+        }
+    }
+}
+
+fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedError> {
+    let token = format!("{:032x}", rand::random::<u128>());
+    let token_file = o.dir.join("token");
+    std::fs::write(&token_file, format!("{token}\n")).map_err(|e| NetbedError::State {
+        path: token_file.clone(),
+        message: e.to_string(),
+    })?;
+    let br = state.bridge.clone();
+    ip(&["link", "add", &br, "type", "bridge"])?;
+    ip(&[
+        "addr",
+        "add",
+        &format!("{}/24", state.manager_addr),
+        "dev",
+        &br,
+    ])?;
+    ip(&["link", "set", &br, "up"])?;
+    let em = o.scenario.emulation;
+    for (i, s) in o.scenario.sites.iter().enumerate() {
+        let p = &state.prefix;
+        let addr = format!("10.201.{net}.{}", i + 1);
+        let site = NetSite {
+            name: s.info.name.clone(),
+            netns: format!("{p}-{i}"),
+            host_if: format!("{p}h{i}"),
+            site_if: format!("{p}s{i}"),
+            url: format!("http://{addr}:{}", o.port),
+            addr,
+            pid: None,
+            rate_bits: s
+                .bandwidth
+                .is_finite()
+                .then(|| (em.real_rate(s.bandwidth) * 8.0).round().max(8000.0) as u64),
+            delay_ms: (state.netem && s.latency > 0.0).then(|| em.real_secs(s.latency) * 1000.0),
+        };
+        state.sites.push(site.clone());
+        state.write(o.dir)?;
+        let (ns, h, v) = (&site.netns, &site.host_if, &site.site_if);
+        ip(&["netns", "add", ns])?;
+        ip(&["link", "add", h, "type", "veth", "peer", "name", v])?;
+        ip(&["link", "set", v, "netns", ns])?;
+        ip(&["link", "set", h, "master", &br])?;
+        ip(&["link", "set", h, "up"])?;
+        ip(&[
+            "-n",
+            ns,
+            "addr",
+            "add",
+            &format!("{}/24", site.addr),
+            "dev",
+            v,
+        ])?;
+        ip(&["-n", ns, "link", "set", v, "up"])?;
+        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        shape(&site)?;
+        let pid = start_daemon(o, &site, &token_file)?;
+        state.sites.last_mut().expect("just pushed").pid = Some(pid);
+        state.write(o.dir)?;
+    }
+    for site in &state.sites {
+        wait_for_daemon(o.dir, site)?;
+    }
+    Ok(())
+}
+
+/// The site's egress qdiscs: netem (delay) over tbf (rate), or either alone.
+fn shape(site: &NetSite) -> Result<(), NetbedError> {
+    let (ns, dev) = (site.netns.as_str(), site.site_if.as_str());
+    let tbf = |parent: &[&str], rate: u64| -> Result<(), NetbedError> {
+        // A burst of at least one timer tick of bytes (and a few packets),
+        // and a queue of 100 ms.
+        let burst = (rate / 8 / 250).max(16 * 1514);
+        let limit = (rate / 8 / 10).max(burst * 2);
+        let mut args = vec!["qdisc", "add", "dev", dev];
+        args.extend_from_slice(parent);
+        let (r, b, l) = (format!("{rate}bit"), burst.to_string(), limit.to_string());
+        args.extend_from_slice(&["tbf", "rate", &r, "burst", &b, "limit", &l]);
+        tc_in(ns, &args).map(drop)
+    };
+    match (site.delay_ms, site.rate_bits) {
+        (Some(d), rate) => {
+            let delay = format!("{d:.3}ms");
+            tc_in(
+                ns,
+                &[
+                    "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay", &delay,
+                    "limit", "100000",
+                ],
+            )?;
+            if let Some(r) = rate {
+                tbf(&["parent", "1:", "handle", "10:"], r)?;
+            }
+        }
+        (None, Some(r)) => tbf(&["root", "handle", "1:"], r)?,
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn start_daemon(o: &UpOptions<'_>, site: &NetSite, token: &Path) -> Result<u32, NetbedError> {
+    let log = o.dir.join(format!("{}.log", site.name));
+    let pools = o.dir.join("pools").join(&site.name);
+    std::fs::create_dir_all(&pools).map_err(|e| NetbedError::State {
+        path: pools.clone(),
+        message: e.to_string(),
+    })?;
+    let out = std::fs::File::create(&log).map_err(|e| NetbedError::State {
+        path: log.clone(),
+        message: e.to_string(),
+    })?;
+    let err = out.try_clone().map_err(|e| NetbedError::State {
+        path: log.clone(),
+        message: e.to_string(),
+    })?;
+    let listen = format!("{}:{}", site.addr, o.port);
+    let child = Command::new("ip")
+        .args(["netns", "exec", &site.netns])
+        .arg(o.gridbed)
+        .args(["site", "--listen", &listen, "--token-file"])
+        .arg(token)
+        .arg("--pool-dir")
+        .arg(&pools)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| NetbedError::Daemon {
+            site: site.name.clone(),
+            message: e.to_string(),
+        })?;
+    // `ip netns exec` execs the program: the pid is the daemon's.
+    Ok(child.id())
+}
+
+/// Waits (at most 30 s) for the daemon to say it listens.
+fn wait_for_daemon(dir: &Path, site: &NetSite) -> Result<(), NetbedError> {
+    let log = dir.join(format!("{}.log", site.name));
+    for _ in 0..300 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("listening on") {
+            return Ok(());
+        }
+        let gone = site
+            .pid
+            .is_some_and(|p| unsafe { libc::kill(p as i32, 0) } != 0);
+        if gone {
+            return Err(NetbedError::Daemon {
+                site: site.name.clone(),
+                message: text.lines().rev().take(5).collect::<Vec<_>>().join(" / "),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(NetbedError::Daemon {
+        site: site.name.clone(),
+        message: "it did not say it listens within 30 s".into(),
+    })
+}
+
+/// Removes the netbed in `dir`: its daemons stopped, its namespaces (and
+/// the veths and qdiscs in them), its bridge, and any leftover interface or
+/// namespace named with its prefix; then the state directory's netbed
+/// files. What could not be removed is returned as an error, after trying
+/// everything.
+pub fn down(dir: &Path) -> Result<State, NetbedError> {
+    let state = State::read(dir)?;
+    let mut failures = Vec::new();
+    for s in &state.sites {
+        if let Some(pid) = s.pid {
+            // SAFETY: a plain signal to a process this netbed started.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGTERM);
+            }
+        }
+    }
+    for s in &state.sites {
+        if let Some(pid) = s.pid {
+            for _ in 0..50 {
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
+    }
+    // A veth goes with its peer, and a namespace's interfaces with it (the
+    // kernel may take a moment): what is already gone is not a failure.
+    let gone = |e: &NetbedError| {
+        let t = e.to_string();
+        t.contains("Cannot find device") || t.contains("No such file")
+    };
+    let now = leftovers(&state.prefix);
+    let links = now.links.iter().map(|n| ["link", "del", n.as_str()]);
+    let namespaces = now.namespaces.iter().map(|n| ["netns", "del", n.as_str()]);
+    for args in links.chain(namespaces) {
+        if let Err(e) = ip(&args)
+            && !gone(&e)
+        {
+            failures.push(e.to_string());
+        }
+    }
+    let mut left = leftovers(&state.prefix);
+    for _ in 0..50 {
+        if left == Leftovers::default() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = leftovers(&state.prefix);
+    }
+    if left != Leftovers::default() {
+        failures.push(format!("still there after 5 s: {left:?}"));
+    }
+    let _ = std::fs::remove_file(State::file(dir));
+    let _ = std::fs::remove_file(dir.join("token"));
+    let _ = std::fs::remove_dir_all(dir.join("pools"));
+    if failures.is_empty() {
+        Ok(state)
+    } else {
+        Err(NetbedError::Command {
+            command: "netbed down".into(),
+            message: failures.join("; "),
+        })
+    }
+}
+
+/// Namespaces and interfaces named with a netbed's prefix.
+#[derive(Debug, Default, PartialEq)]
+pub struct Leftovers {
+    /// Network namespaces.
+    pub namespaces: Vec<String>,
+    /// Interfaces in the root namespace (bridge, veth ends).
+    pub links: Vec<String>,
+}
+
+/// What of the netbed `prefix` exists now.
+pub fn leftovers(prefix: &str) -> Leftovers {
+    let namespaces = ip(&["netns", "list"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("{prefix}-")))
+        .map(str::to_string)
+        .collect();
+    let links = ip(&["-o", "link", "show"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n))
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    Leftovers { namespaces, links }
+}

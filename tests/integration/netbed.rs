@@ -1,0 +1,169 @@
+//! The netbed: every site a daemon in its own network namespace, links
+//! shaped by the kernel. Needs root and iproute2 (CI has both).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+
+/// Four sites, each link 20 ms and 50 Mbit/s; three jobs one after the
+/// other, each pulling its own 20 MB input from the store (one transfer on
+/// the store's link at a time).
+const WAN4: &str = r#"
+strategy = "round-robin"
+replica_policy = "delete"
+origin = "store"
+seed = 7
+[emulation]
+time_scale = 1
+byte_scale = 1
+[workflow]
+generator = "inline"
+"#;
+
+fn testbed() -> String {
+    let mut t = WAN4.to_string();
+    for (name, cpus) in [("store", 0), ("a", 1), ("b", 1), ("c", 1)] {
+        t += &format!(
+            "[[site]]\nname = \"{name}\"\nnew = true\ncpus = {cpus}\nstorage = {}\ndisk = \"10 GB\"\n\
+             bandwidth = \"50 Mbit/s\"\nstream_cap = \"unlimited\"\nlatency = 0.02\n",
+            cpus == 0
+        );
+    }
+    let mut parent: Option<String> = None;
+    for j in ["a", "b", "c"] {
+        t += &format!("[[workflow.file]]\nname = \"in-{j}\"\nsize = \"20 MB\"\n");
+        t += &format!("[[workflow.job]]\nname = \"j{j}\"\nruntime = 0\ninputs = [\"in-{j}\"]\n");
+        if let Some(p) = &parent {
+            t += &format!("parents = [\"{p}\"]\n");
+        }
+        parent = Some(format!("j{j}"));
+    }
+    t
+}
+
+/// Takes the netbed in `dir` down when dropped, whatever the test did.
+struct Down(PathBuf, Option<String>);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = common::gridbed(&["netbed", "down", "--dir", self.0.to_str().unwrap()]);
+        // A state file that never got written: remove by name.
+        if let Some(prefix) = &self.1 {
+            let left = gridbed::netbed::leftovers(prefix);
+            for l in left.links {
+                let _ = Command::new("ip").args(["link", "del", &l]).status();
+            }
+            for n in left.namespaces {
+                let _ = Command::new("ip").args(["netns", "del", &n]).status();
+            }
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> String {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn prefix_of(dir: &Path) -> String {
+    gridbed::netbed::State::read(dir).unwrap().prefix
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (ip, tc): run by .ci/run"]
+fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = common::write_testbed(dir.path(), "wan4.toml", &testbed());
+    let state = dir.path().join("netbed");
+    let mut guard = Down(state.clone(), None);
+    let catalog = common::catalog();
+    let (code, out, err) = common::gridbed(&[
+        "netbed",
+        "up",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog.to_str().unwrap(),
+        "--dir",
+        state.to_str().unwrap(),
+        "--port",
+        "7100",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let prefix = prefix_of(&state);
+    guard.1 = Some(prefix.clone());
+    let net = gridbed::netbed::State::read(&state).unwrap();
+
+    // Four namespaces, each with its site's end of a veth and a tbf of
+    // 50 Mbit/s on it (and netem's 20 ms where the kernel has netem).
+    let namespaces: Vec<String> = ip(&["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("{prefix}-")))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(namespaces.len(), 4, "{namespaces:?}");
+    for site in &net.sites {
+        let qdiscs = ip(&[
+            "netns",
+            "exec",
+            &site.netns,
+            "tc",
+            "qdisc",
+            "show",
+            "dev",
+            &site.site_if,
+        ]);
+        assert!(
+            qdiscs.contains("tbf") && qdiscs.contains("50Mbit"),
+            "{qdiscs}"
+        );
+        assert_eq!(net.netem, qdiscs.contains("netem"), "{qdiscs}");
+        assert!(site.url.starts_with("http://10.201."), "{}", site.url);
+    }
+
+    let json = dir.path().join("run.json");
+    let (code, out, err) = common::gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog.to_str().unwrap(),
+        "--netbed",
+        state.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let rec = common::record_with_detail(&json);
+    let transfers = rec["transfers"].as_array().unwrap();
+    assert_eq!(transfers.len(), 3);
+    // The model: 20 ms, then 20 MB at 50 Mbit/s. The kernel counts the
+    // headers too (TCP/IP: a few percent), which is part of what it models.
+    let model = 0.02 + 20e6 / (50e6 / 8.0);
+    for t in transfers {
+        let took = t["end"].as_f64().unwrap() - t["start"].as_f64().unwrap();
+        let off = took / model - 1.0;
+        assert!(
+            off.abs() <= 0.10,
+            "transfer of {} took {took:.3} s, the model {model:.3} s ({:+.1}%)",
+            t["file"],
+            off * 100.0
+        );
+    }
+
+    let (code, out, err) = common::gridbed(&["netbed", "down", "--dir", state.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let left = gridbed::netbed::leftovers(&prefix);
+    assert_eq!(
+        left,
+        gridbed::netbed::Leftovers::default(),
+        "left behind: {left:?}"
+    );
+    let qdiscs = ip(&["-o", "link", "show"]);
+    assert!(!qdiscs.contains(&prefix), "{qdiscs}");
+    for site in &net.sites {
+        let pid = site.pid.unwrap() as i32;
+        assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "daemon {pid} still runs");
+    }
+}
