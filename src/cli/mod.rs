@@ -113,6 +113,10 @@ enum Cmd {
     /// child's peak RSS counts the memory of the process that spawned it).
     #[command(hide = true)]
     Measure(bench::MeasureArgs),
+    /// One run of a sweep's plan, as a Slurm array task runs it (`sweep
+    /// --backend slurm`).
+    #[command(hide = true)]
+    SweepTask(sweep::slurm::TaskArgs),
 }
 
 #[derive(Args)]
@@ -235,6 +239,7 @@ pub fn main() -> ExitCode {
             workflow::workflow_write(&scenario, &out)
         }
         Cmd::Measure(args) => bench::measure_command(args),
+        Cmd::SweepTask(args) => sweep::slurm::task(args),
         Cmd::Bench(args) => bench::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| match e {

@@ -1,6 +1,6 @@
 //! `gridbed site`: one site as a standalone daemon that a run's manager
 //! drives over HTTP (a testbed site with `url = ...`); see
-//! [`crate::live::remote`] and docs/site-daemon.md.
+//! [`crate::live::remote`] and docs/beyond-one-machine.md.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -19,5 +19,6 @@ mod prometheus;
 mod remote_sites;
 mod resume;
 mod sim;
+mod slurm;
 mod traces;
 mod wfinstance;

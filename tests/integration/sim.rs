@@ -253,6 +253,8 @@ fn on_the_grid3_testbed_clustered_moves_the_fewest_files_and_is_fastest_up_to_15
         sites_file: Some(common::catalog()),
         monitqueue_for: None,
         quiet: true,
+        backend: gridbed::cli::sweep::Backend::Local,
+        partition: None,
     };
     let rows = gridbed::cli::sweep::run(&args).unwrap();
     let cell = |strategy: &str, sites: usize| {

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{self, ConfigError, Overrides, Scenario};
 use crate::live::{self, LiveOptions};
@@ -23,8 +23,20 @@ use crate::sim;
 use super::CliError;
 use std::process::ExitCode;
 
+pub(crate) mod slurm;
+
+/// Where a sweep's runs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+pub enum Backend {
+    /// This machine's cores (`--parallel` at once).
+    Local,
+    /// A Slurm job array, one task a run (`sbatch` must reach a cluster;
+    /// every node must see the binary, the testbed and `--out`).
+    Slurm,
+}
+
 /// Options of `gridbed sweep`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
 pub struct SweepArgs {
     /// The testbed every run starts from.
     pub testbed: PathBuf,
@@ -67,10 +79,16 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Where the runs run: this machine, or a Slurm job array.
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    pub backend: Backend,
+    /// The Slurm partition (default: the cluster's default).
+    #[arg(long, value_name = "NAME")]
+    pub partition: Option<String>,
 }
 
 /// One run of the grid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
     /// Index into the strategies.
     pub strategy: usize,
@@ -83,7 +101,7 @@ pub struct Cell {
 }
 
 /// The outcome of one run.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Row {
     /// Strategy.
     pub strategy: String,
@@ -360,6 +378,22 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
             }
         }
     }
+    let rows = match args.backend {
+        Backend::Local => run_here(args, &cells)?,
+        Backend::Slurm => slurm::execute(args, &cells)?,
+    };
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
+    write_csv(&args.out.join("sweep.csv"), &rows)?;
+    charts(&args.out, &base.name, args, &rows)?;
+    let summary = summarize(&rows);
+    write_summary(&args.out.join("summary.csv"), &summary)?;
+    bars(&args.out, &base.name, &summary)?;
+    Ok(rows)
+}
+
+/// Runs `cells` on this machine's cores, `--parallel` at once.
+fn run_here(args: &SweepArgs, cells: &[Cell]) -> Result<Vec<Row>, SweepError> {
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -399,7 +433,7 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         }
     });
     bar.finish_and_clear();
-    let mut rows = Vec::new();
+    let mut rows = Vec::with_capacity(cells.len());
     for r in results
         .into_inner()
         .unwrap_or_default()
@@ -408,13 +442,6 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
     {
         rows.push(r.map_err(SweepError::Run)?);
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
-    write_csv(&args.out.join("sweep.csv"), &rows)?;
-    charts(&args.out, &base.name, args, &rows)?;
-    let summary = summarize(&rows);
-    write_summary(&args.out.join("summary.csv"), &summary)?;
-    bars(&args.out, &base.name, &summary)?;
     Ok(rows)
 }
 
