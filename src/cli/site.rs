@@ -29,6 +29,11 @@ pub(crate) struct SiteArgs {
     /// run as this user); without it such a run is refused.
     #[arg(long)]
     allow_scripts: bool,
+    /// The host name or address the other sites reach this one at (its
+    /// gridftp endpoint); needed with `--listen 0.0.0.0:…` (in a container:
+    /// its service name).
+    #[arg(long, value_name = "HOST")]
+    advertise: Option<String>,
 }
 
 /// Runs the daemon until it is stopped (Ctrl-C, SIGTERM).
@@ -54,6 +59,11 @@ pub(super) fn site(args: SiteArgs) -> Result<ExitCode, CliError> {
     if token.is_none() && !args.listen.ip().is_loopback() {
         return Err(CliError::input(daemon::DaemonError::NoToken(args.listen)));
     }
+    if args.advertise.is_none() && args.listen.ip().is_unspecified() {
+        return Err(CliError::input(daemon::DaemonError::NoAdvertise(
+            args.listen,
+        )));
+    }
     let listener = TcpListener::bind(args.listen)
         .map_err(|e| CliError::input(format!("--listen {}: {e}", args.listen)))?;
     let addr = listener.local_addr().map_err(CliError::failed)?;
@@ -62,6 +72,7 @@ pub(super) fn site(args: SiteArgs) -> Result<ExitCode, CliError> {
         token,
         pool_root: args.pool_dir,
         allow_scripts: args.allow_scripts,
+        advertise: args.advertise,
     };
     actix_rt::System::new().block_on(async move {
         let server = daemon::serve(listener, opts).map_err(CliError::input)?;

@@ -8,6 +8,7 @@ mod common;
 mod config_errors;
 mod dag_condor;
 mod dagman;
+mod deploy;
 mod farm;
 mod faults;
 mod formats;

@@ -159,7 +159,8 @@ fn two_daemon_sites_beside_three_in_process_give_the_all_in_process_outcomes() {
     std::fs::write(dir.path().join("token"), "s3cret-token\n").unwrap();
     let token_file = dir.path().join("token");
     let d2 = Daemon::start(&["--token-file", token_file.to_str().unwrap()]);
-    let d4 = Daemon::start(&[]);
+    // The endpoint's host as the daemon advertises it (as in a container).
+    let d4 = Daemon::start(&["--advertise", "127.0.0.1"]);
 
     let (_a, local) = common::scenario(&testbed("", ""));
     let (_b, remote) = common::scenario(&testbed(

@@ -35,6 +35,10 @@ pub struct DaemonOptions {
     /// host, run as this daemon's user); without it such a session is
     /// refused.
     pub allow_scripts: bool,
+    /// The host other sites reach this one's gridftp endpoint at; needed
+    /// when listening on every address (`0.0.0.0`), where the address
+    /// bound says nothing (a container's service name, a host name).
+    pub advertise: Option<String>,
 }
 
 /// Why a daemon cannot start.
@@ -45,6 +49,11 @@ pub enum DaemonError {
         "gridbed site listens on {0}, beyond loopback: give it a token (--token-file or GRIDBED_TOKEN)"
     )]
     NoToken(std::net::SocketAddr),
+    /// Listening on every address, it cannot tell others where it is.
+    #[error(
+        "gridbed site listens on {0}, every address: say which host the other sites reach it at (--advertise HOST)"
+    )]
+    NoAdvertise(std::net::SocketAddr),
     /// Binding or starting the server.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -94,6 +103,9 @@ pub fn serve(
     let addr = listener.local_addr()?;
     if opts.token.is_none() && !addr.ip().is_loopback() {
         return Err(DaemonError::NoToken(addr));
+    }
+    if opts.advertise.is_none() && addr.ip().is_unspecified() {
+        return Err(DaemonError::NoAdvertise(addr));
     }
     let state = web::Data::new(State {
         opts,
@@ -224,8 +236,15 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         Ok(p) => p,
         Err(e) => return refuse(StatusCode::UNPROCESSABLE_ENTITY, e),
     };
+    let gridftp = match &state.opts.advertise {
+        Some(host) => {
+            let port = parts.url.rsplit(':').next().unwrap_or("0");
+            format!("http://{host}:{port}")
+        }
+        None => parts.url.clone(),
+    };
     let reply = Attached {
-        gridftp: parts.url.clone(),
+        gridftp,
         pool_dir: parts.dir.path().display().to_string(),
     };
     tracing::info!(site = %a.config.info.name, run = %a.run_id, "attached");
