@@ -193,6 +193,9 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     metrics.maxpre.set(scenario.manager.maxpre as i64);
     let metrics_server = serve_metrics(opts.metrics_addr, &metrics)?;
 
+    // What can fail is done before any daemon is attached.
+    let client = http_client()?;
+    let core = scenario.new_manager()?;
     // Every site made before any clock starts: the in-process ones here,
     // the others by their daemons. The faults an in-process endpoint
     // injects reach the manager once it has started.
@@ -227,7 +230,6 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     {
         db.note_pool_dirs(&pool_dirs);
     }
-    let client = http_client()?;
     if let Some(db) = opts.db.as_mut() {
         let differ = content.iter().enumerate().filter(|&(f, &c)| f != c);
         let names: Vec<(String, String)> = differ
@@ -249,7 +251,6 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         scripts: scenario.node_scripts(),
     });
 
-    let core = scenario.new_manager()?;
     let setup = setup_start.elapsed();
     let clock = manager::LiveClock {
         start: Instant::now(),

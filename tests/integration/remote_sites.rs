@@ -296,3 +296,43 @@ fn a_daemon_lost_mid_run_is_a_crashed_site_and_every_job_still_ends() {
         r.records.faults
     );
 }
+
+#[test]
+fn a_manager_killed_mid_run_frees_its_daemons_for_the_next_run() {
+    let d = Daemon::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let body = testbed(&format!("url = \"{}\"", d.url), "")
+        .replace("time_scale = 1000", "time_scale = 100")
+        .replace("runtime = 200", "runtime = 600");
+    let tb = common::write_testbed(dir.path(), "t.toml", &body);
+    let mut manager = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", tb.to_str().unwrap(), "--sites"])
+        .arg(common::catalog())
+        .arg("-q")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let session = || {
+        let (_, status) = http_get(&d.url, "/v1/status", None);
+        serde_json::from_str::<serde_json::Value>(&status).unwrap_or_default()["session"].clone()
+    };
+    let running = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        session()["status"]["running"].as_u64().unwrap_or(0) > 0
+    });
+    assert!(running, "no job started at the daemon's site");
+    manager.kill().unwrap();
+    manager.wait().unwrap();
+    let freed = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        session().is_null()
+    });
+    assert!(
+        freed,
+        "the daemon still holds the killed run: {}",
+        session()
+    );
+    let (_t, s) = common::scenario(&testbed(&format!("url = \"{}\"", d.url), ""));
+    assert!(run(&s).succeeded);
+}

@@ -794,6 +794,11 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
 /// `jobs` zero-runtime, input-less jobs round robin on 5 sites of 16 slots,
 /// MAXPRE unbounded, time_scale 1: the live engine's dispatch path alone.
 fn dispatch_scenario(jobs: usize) -> Result<Scenario, Failure> {
+    dispatch_scenario_on(jobs, 5)
+}
+
+/// [`dispatch_scenario`] on `sites` execution sites.
+fn dispatch_scenario_on(jobs: usize, n_sites: usize) -> Result<Scenario, Failure> {
     let specs = (0..jobs)
         .map(|i| JobSpec {
             name: format!("j{i}"),
@@ -803,7 +808,7 @@ fn dispatch_scenario(jobs: usize) -> Result<Scenario, Failure> {
         .collect();
     let wf = Workflow::build(Vec::<File>::new(), specs)?;
     let mut sites = vec![bench_site("store", 0)];
-    sites.extend((0..5).map(|i| bench_site(&format!("site{i}"), 16)));
+    sites.extend((0..n_sites).map(|i| bench_site(&format!("site{i}"), 16)));
     Ok(bench_scenario(
         "bench-dispatch",
         sites,

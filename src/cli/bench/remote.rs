@@ -5,9 +5,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use super::{Failure, Figure, bench_scenario, bench_site, unthrottled};
+use super::{Failure, Figure, dispatch_scenario_on};
 use crate::config::Daemon;
-use crate::core::{File, JobSpec, Workflow};
 use crate::live;
 
 /// Site daemons started for the benchmark, killed when dropped.
@@ -49,17 +48,7 @@ fn start_daemons(n: usize) -> Result<(Daemons, Vec<String>), Failure> {
 /// `jobs` zero jobs round robin on 4 sites of 16 slots, in-process and
 /// then on daemons: jobs ended/s of each and their ratio.
 pub(super) fn remote_dispatch(jobs: usize) -> Result<Vec<Figure>, Failure> {
-    let specs = (0..jobs)
-        .map(|i| JobSpec {
-            name: format!("j{i}"),
-            runtime: 0.0,
-            ..Default::default()
-        })
-        .collect();
-    let wf = Workflow::build(Vec::<File>::new(), specs)?;
-    let mut sites = vec![bench_site("store", 0)];
-    sites.extend((0..4).map(|i| bench_site(&format!("site{i}"), 16)));
-    let local = bench_scenario("bench-remote", sites, 0, wf, "round-robin", unthrottled());
+    let local = dispatch_scenario_on(jobs, 4)?;
     let (_daemons, urls) = start_daemons(4)?;
     let mut remote = local.clone();
     for (site, url) in remote.sites[1..].iter_mut().zip(urls) {

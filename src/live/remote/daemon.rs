@@ -61,6 +61,8 @@ pub enum DaemonError {
 
 /// The run a daemon is attached to.
 struct Session {
+    /// Which attach this is (the daemon counts them).
+    serial: u64,
     name: String,
     /// Made at attach; taken when the site starts.
     parts: Option<SiteParts>,
@@ -79,6 +81,44 @@ struct State {
     opts: DaemonOptions,
     bind: IpAddr,
     session: Mutex<Option<Session>>,
+    attaches: std::sync::atomic::AtomicU64,
+}
+
+impl State {
+    /// Ends the session, if it is still attach `serial` (any, if `None`):
+    /// the endpoint stops, the site actor and the pool go.
+    async fn end(&self, serial: Option<u64>) -> Option<String> {
+        let mut guard = self.session.lock().await;
+        if serial.is_some() && guard.as_ref().map(|s| s.serial) != serial {
+            return None;
+        }
+        let session = guard.take()?;
+        drop(guard);
+        session.gridftp.stop(false).await;
+        tracing::info!(site = %session.name, run = %session.attach.run_id, "detached");
+        // The site actor stops once its address is gone; the pool directory
+        // goes with its last holder.
+        Some(session.attach.run_id)
+    }
+}
+
+/// Held by an event stream: when the manager's connection goes (a manager
+/// killed mid-run), the session it was following ends with it, so the
+/// daemon is free for the next run.
+struct Follower {
+    state: web::Data<State>,
+    serial: u64,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let (state, serial) = (self.state.clone(), self.serial);
+        actix_rt::spawn(async move {
+            if state.end(Some(serial)).await.is_some() {
+                tracing::warn!("the manager's event stream closed: session ended");
+            }
+        });
+    }
 }
 
 /// Forwards the site actor's events to the event stream.
@@ -111,6 +151,7 @@ pub fn serve(
         opts,
         bind: addr.ip(),
         session: Mutex::new(None),
+        attaches: Default::default(),
     });
     Ok(HttpServer::new(move || {
         App::new()
@@ -249,6 +290,9 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
     };
     tracing::info!(site = %a.config.info.name, run = %a.run_id, "attached");
     *session = Some(Session {
+        serial: state
+            .attaches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         name: a.config.info.name.clone(),
         pool_dir: parts.dir.path().to_path_buf(),
         gridftp: parts.server.clone(),
@@ -333,9 +377,14 @@ async fn events(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         return refuse(StatusCode::CONFLICT, "the event stream is taken");
     };
     let (metrics, name) = (session.metrics.clone(), session.name.clone());
+    let follower = Follower {
+        state: state.clone(),
+        serial: session.serial,
+    };
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let stream = futures_util::stream::unfold((rx, tick), move |(mut rx, mut tick)| {
+    let start = (rx, tick, follower);
+    let stream = futures_util::stream::unfold(start, move |(mut rx, mut tick, follower)| {
         let (metrics, name) = (metrics.clone(), name.clone());
         async move {
             let first = tokio::select! {
@@ -354,7 +403,7 @@ async fn events(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
             }
             Some((
                 Ok::<_, actix_web::Error>(web::Bytes::from(bytes)),
-                (rx, tick),
+                (rx, tick, follower),
             ))
         }
     });
@@ -433,15 +482,10 @@ async fn inventory(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
 
 async fn detach(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     authorized!(req, state);
-    let Some(session) = state.session.lock().await.take() else {
-        return refuse(StatusCode::CONFLICT, "no run is attached");
-    };
-    session.gridftp.stop(false).await;
-    tracing::info!(site = %session.name, run = %session.attach.run_id, "detached");
-    // The site actor stops once its address is gone; the pool directory
-    // goes with its last holder.
-    drop(session);
-    HttpResponse::NoContent().finish()
+    match state.end(None).await {
+        Some(_) => HttpResponse::NoContent().finish(),
+        None => refuse(StatusCode::CONFLICT, "no run is attached"),
+    }
 }
 
 async fn metrics(state: web::Data<State>) -> HttpResponse {

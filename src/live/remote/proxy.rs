@@ -437,17 +437,22 @@ impl Handler<TakeInventory> for RemoteSite {
 }
 
 impl Handler<Detach> for RemoteSite {
-    type Result = ResponseFuture<()>;
-    fn handle(&mut self, _: Detach, ctx: &mut Context<Self>) -> Self::Result {
+    type Result = ResponseActFuture<Self, ()>;
+    /// The session ends first, then the stream: a daemon whose stream
+    /// closes first ends the session by itself, which would race this.
+    fn handle(&mut self, _: Detach, _: &mut Context<Self>) -> Self::Result {
         self.detached = true;
-        if let Some(h) = self.stream.take() {
-            ctx.cancel_future(h);
-        }
         let (remote, name) = (self.remote.clone(), self.name.clone());
-        Box::pin(async move {
+        let stream = self.stream.take();
+        let fut = async move {
             if let Err(e) = remote.detach().await {
                 tracing::warn!(site = %name, "site daemon not detached: {e}");
             }
-        })
+        };
+        Box::pin(fut.into_actor(self).map(move |(), _, ctx| {
+            if let Some(h) = stream {
+                ctx.cancel_future(h);
+            }
+        }))
     }
 }
