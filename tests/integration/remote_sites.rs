@@ -5,7 +5,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use gridbed::core::records::Outcome;
 use gridbed::live::{self, LiveOptions, LiveRun};
 
 use crate::common;
@@ -141,6 +140,20 @@ fn http_get(base: &str, path: &str, token: Option<&str>) -> (u16, String) {
     (code, body.to_string())
 }
 
+/// The daemon's session as `/v1/status` reports it (null: none).
+fn session(base: &str) -> serde_json::Value {
+    let (_, status) = http_get(base, "/v1/status", None);
+    serde_json::from_str::<serde_json::Value>(&status).unwrap_or_default()["session"].clone()
+}
+
+/// Whether `cond` holds within 30 s, asked every 50 ms.
+fn within_30s(mut cond: impl FnMut() -> bool) -> bool {
+    (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        cond()
+    })
+}
+
 fn run(s: &gridbed::config::Scenario) -> LiveRun {
     live::run(s, LiveOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -175,14 +188,7 @@ fn two_daemon_sites_beside_three_in_process_give_the_all_in_process_outcomes() {
     let (l, r) = (run(&local), run(&remote));
     for (name, run) in [("in-process", &l), ("with daemons", &r)] {
         assert!(run.succeeded, "{name}: {:?}", run.counts);
-        for (j, rec) in run.records.jobs.iter().enumerate() {
-            let ended = rec
-                .attempts
-                .iter()
-                .filter(|a| a.outcome == Outcome::Ended)
-                .count();
-            assert_eq!(ended, 1, "{name}: job {j} ended {ended} times");
-        }
+        common::assert_each_job_ended_once(&run.records, name);
         assert_eq!(run.live.as_ref().unwrap().corrupt_at_end, 0, "{name}");
     }
     assert_eq!(l.done, r.done, "the same jobs done");
@@ -253,13 +259,10 @@ fn a_daemon_lost_mid_run_is_a_crashed_site_and_every_job_still_ends() {
         .replace("runtime = 200", "runtime = 600");
     let (_t, s) = common::scenario(&body);
     let runner = std::thread::spawn(move || run(&s));
-    let running = (0..600).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        let (_, status) = http_get(&d2.url, "/v1/status", None);
-        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
-        v["session"]["status"]["running"].as_u64().unwrap_or(0) > 0
-    });
-    assert!(running, "no job started at the daemon's site");
+    assert!(
+        within_30s(|| session(&d2.url)["status"]["running"].as_u64().unwrap_or(0) > 0),
+        "no job started at the daemon's site"
+    );
     d2.child.kill().unwrap();
     d2.child.wait().unwrap();
     let r = runner.join().unwrap();
@@ -313,25 +316,16 @@ fn a_manager_killed_mid_run_frees_its_daemons_for_the_next_run() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let session = || {
-        let (_, status) = http_get(&d.url, "/v1/status", None);
-        serde_json::from_str::<serde_json::Value>(&status).unwrap_or_default()["session"].clone()
-    };
-    let running = (0..600).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        session()["status"]["running"].as_u64().unwrap_or(0) > 0
-    });
-    assert!(running, "no job started at the daemon's site");
+    assert!(
+        within_30s(|| session(&d.url)["status"]["running"].as_u64().unwrap_or(0) > 0),
+        "no job started at the daemon's site"
+    );
     manager.kill().unwrap();
     manager.wait().unwrap();
-    let freed = (0..600).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        session().is_null()
-    });
     assert!(
-        freed,
+        within_30s(|| session(&d.url).is_null()),
         "the daemon still holds the killed run: {}",
-        session()
+        session(&d.url)
     );
     let (_t, s) = common::scenario(&testbed(&format!("url = \"{}\"", d.url), ""));
     assert!(run(&s).succeeded);

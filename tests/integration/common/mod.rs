@@ -207,3 +207,16 @@ pub fn record_with_detail(json: &Path) -> serde_json::Value {
     value["transfers"] = serde_json::to_value(&rec.transfers).unwrap();
     value
 }
+
+/// Every job of a run ended exactly once (one `Ended` attempt); `what`
+/// names the run in the message.
+pub fn assert_each_job_ended_once(records: &gridbed::core::records::Records, what: &str) {
+    for (j, rec) in records.jobs.iter().enumerate() {
+        let ended = rec
+            .attempts
+            .iter()
+            .filter(|a| a.outcome == gridbed::core::records::Outcome::Ended)
+            .count();
+        assert_eq!(ended, 1, "{what}: job {j} ended {ended} times");
+    }
+}
