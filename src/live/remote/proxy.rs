@@ -149,6 +149,8 @@ pub struct RemoteSite {
     owed: Outstanding,
     stream: Option<SpawnHandle>,
     detached: bool,
+    /// Told once every order sent so far has reached the daemon.
+    idle: Vec<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl RemoteSite {
@@ -173,6 +175,7 @@ impl RemoteSite {
             owed: Outstanding::default(),
             stream: None,
             detached: false,
+            idle: Vec::new(),
         }
     }
 
@@ -207,7 +210,13 @@ impl RemoteSite {
     }
 
     fn flush(&mut self, ctx: &mut Context<Self>) {
-        if self.sending || self.queue.is_empty() || self.lost.is_some() {
+        if self.sending {
+            return;
+        }
+        if self.queue.is_empty() || self.lost.is_some() {
+            for w in self.idle.drain(..) {
+                let _ = w.send(());
+            }
             return;
         }
         let batch = std::mem::take(&mut self.queue);
@@ -229,6 +238,19 @@ impl RemoteSite {
                 Err(e) => act.lose(e),
             }
         }));
+    }
+
+    /// Ready once every order sent so far has reached the daemon: what
+    /// the engine asks after them (the inventory, the end of the session)
+    /// then sees them carried out, as an in-process site's mailbox would.
+    fn when_idle(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if !self.sending && (self.queue.is_empty() || self.lost.is_some()) {
+            let _ = tx.send(());
+        } else {
+            self.idle.push(tx);
+        }
+        rx
     }
 
     /// Follows the daemon's event stream until it ends.
@@ -303,6 +325,11 @@ impl RemoteSite {
     /// The daemon is gone: a crash with the pool lost, and every answer
     /// owed given as a failure.
     fn lose(&mut self, why: String) {
+        // Whatever waits for the orders to arrive waits no more.
+        self.queue.clear();
+        for w in self.idle.drain(..) {
+            let _ = w.send(());
+        }
         if self.lost.is_some() || self.detached {
             return;
         }
@@ -312,7 +339,6 @@ impl RemoteSite {
             fault: Fault::Crash { pool_lost: true },
         });
         self.lost = Some(why);
-        self.queue.clear();
         self.answer_lost();
     }
 
@@ -419,8 +445,11 @@ impl Handler<TakeInventory> for RemoteSite {
     type Result = ResponseFuture<SiteReport>;
     /// The daemon's inventory; a lost daemon's is empty.
     fn handle(&mut self, _: TakeInventory, _: &mut Context<Self>) -> Self::Result {
-        let (remote, name, lost) = (self.remote.clone(), self.name.clone(), self.lost.is_some());
+        let (remote, name) = (self.remote.clone(), self.name.clone());
+        let idle = self.when_idle();
+        let lost = self.lost.is_some();
         Box::pin(async move {
+            let _ = idle.await;
             if lost {
                 return SiteReport::default();
             }
@@ -444,7 +473,9 @@ impl Handler<Detach> for RemoteSite {
         self.detached = true;
         let (remote, name) = (self.remote.clone(), self.name.clone());
         let stream = self.stream.take();
+        let idle = self.when_idle();
         let fut = async move {
+            let _ = idle.await;
             if let Err(e) = remote.detach().await {
                 tracing::warn!(site = %name, "site daemon not detached: {e}");
             }
