@@ -39,18 +39,10 @@ pub(crate) struct SiteArgs {
 /// Runs the daemon until it is stopped (Ctrl-C, SIGTERM).
 pub(super) fn site(args: SiteArgs) -> Result<ExitCode, CliError> {
     let token = match &args.token_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::input(format!("--token-file {}: {e}", path.display())))?;
-            let token = text.trim().to_string();
-            if token.is_empty() || token.contains(char::is_whitespace) {
-                return Err(CliError::input(format!(
-                    "--token-file {}: expected one token on one line",
-                    path.display()
-                )));
-            }
-            Some(token)
-        }
+        Some(path) => Some(
+            crate::config::read_token(path)
+                .map_err(|msg| CliError::input(format!("--token-file: {msg}")))?,
+        ),
         None => std::env::var("GRIDBED_TOKEN")
             .ok()
             .map(|t| t.trim().to_string())

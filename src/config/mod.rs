@@ -137,6 +137,21 @@ mod unlimited {
     }
 }
 
+/// A site daemon's bearer token from the file at `path`: one token on one
+/// line (testbeds' `token_file`, `gridbed site --token-file`, a netbed's).
+pub fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the token file {}: {e}", path.display()))?;
+    let token = text.trim();
+    if token.is_empty() || token.contains(char::is_whitespace) {
+        return Err(format!(
+            "the token file {} should hold one token on one line",
+            path.display()
+        ));
+    }
+    Ok(token.to_string())
+}
+
 /// Where a site daemon listens and the token it asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Daemon {

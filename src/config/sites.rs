@@ -245,25 +245,14 @@ fn daemon(s: &SiteFile, src: &Source, base: &Path) -> Result<Option<Daemon>, Con
         );
         return Err(src.error(Some(url.span()), None, msg));
     }
-    let token = match &s.token_file {
-        None => None,
-        Some(t) => {
-            let path = base.join(t.get_ref());
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                let msg = format!("cannot read the token file {}: {e}", path.display());
-                src.error(Some(t.span()), None, msg)
-            })?;
-            let token = text.trim();
-            if token.is_empty() || token.contains(char::is_whitespace) {
-                let msg = format!(
-                    "the token file {} should hold one token on one line",
-                    path.display()
-                );
-                return Err(src.error(Some(t.span()), None, msg));
-            }
-            Some(token.to_string())
-        }
-    };
+    let token = s
+        .token_file
+        .as_ref()
+        .map(|t| {
+            super::read_token(&base.join(t.get_ref()))
+                .map_err(|msg| src.error(Some(t.span()), None, msg))
+        })
+        .transpose()?;
     Ok(Some(Daemon {
         url: url.get_ref().trim_end_matches('/').to_string(),
         token,

@@ -126,13 +126,12 @@ impl State {
     /// gets its daemon's URL and token, and leaves to the kernel what the
     /// kernel shapes. Every site of the scenario must be in the netbed.
     pub fn apply(&self, scenario: &mut Scenario, dir: &Path) -> Result<(), NetbedError> {
-        let token = std::fs::read_to_string(dir.join("token"))
-            .map_err(|e| NetbedError::State {
+        let token = crate::config::read_token(&dir.join("token")).map_err(|message| {
+            NetbedError::State {
                 path: dir.join("token"),
-                message: e.to_string(),
-            })?
-            .trim()
-            .to_string();
+                message,
+            }
+        })?;
         for site in &mut scenario.sites {
             let net = self
                 .sites
