@@ -236,73 +236,196 @@ pub fn load(path: &Path, opts: &Options) -> Result<Loaded, FormatError> {
 
 /// The text of `path`; when it is JSON (its first token `{` or `[`), without
 /// the whitespace outside its strings, and `true`.
+///
+/// A large file is read and compacted by every core at once, each taking a
+/// part that starts after a raw newline: valid JSON has none inside a string,
+/// so every part starts between tokens. Each part is read in chunks and
+/// written compacted into its own stretch of the text (a part never grows),
+/// so the file's indentation is never held. A part that ends inside a string
+/// proves the file is not valid JSON; it is then read as written, for the
+/// parse to say where.
 fn read_compact(path: &Path) -> std::io::Result<(String, bool)> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let size = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-    let mut out: Vec<u8> = Vec::with_capacity(size);
-    let mut chunk = vec![0u8; 1 << 20];
-    // None until the first token says whether this is JSON.
-    let mut json: Option<bool> = None;
-    let (mut in_string, mut escaped) = (false, false);
-    loop {
-        let n = match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+    let size = std::fs::metadata(path)?.len() as usize;
+    let parts = match size < PARALLEL_COMPACT {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+    };
+    read_compact_in(path, parts)
+}
+
+/// [`read_compact`] in `parts` parts.
+fn read_compact_in(path: &Path, parts: usize) -> std::io::Result<(String, bool)> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len() as usize;
+    let mut head = vec![0u8; size.min(4096)];
+    let n = read_fully(&file, &mut head, 0)?;
+    let first = head[..n]
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
+    let json = first.is_some_and(|i| matches!(head[i], b'{' | b'['));
+    let as_written = || std::fs::read_to_string(path).map(|t| (t, false));
+    if !json {
+        return as_written();
+    }
+    let mut cuts = vec![0];
+    let mut probe = vec![0u8; 1 << 16];
+    for k in 1..parts {
+        let mut at = (size / parts * k).max(cuts[cuts.len() - 1]);
+        let cut = loop {
+            let n = file.read_at(&mut probe, at as u64)?;
+            if n == 0 {
+                break None;
+            }
+            if let Some(i) = memchr::memchr(b'\n', &probe[..n]) {
+                break Some(at + i + 1);
+            }
+            at += n;
         };
-        let bytes = &chunk[..n];
-        if json.is_none() {
-            let first = bytes
-                .iter()
-                .position(|b| !b.is_ascii_whitespace() && !matches!(b, 0xEF | 0xBB | 0xBF));
-            json = first.map(|i| matches!(bytes[i], b'{' | b'['));
+        match cut {
+            Some(c) if c < size => cuts.push(c),
+            _ => break,
         }
-        if json != Some(true) {
-            out.extend_from_slice(bytes);
-            continue;
+    }
+    cuts.push(size);
+    // Zeroed memory is only touched where the compact text is written.
+    let mut out = vec![0u8; size];
+    let mut stretches = Vec::with_capacity(cuts.len() - 1);
+    let mut rest = &mut out[..];
+    for w in cuts.windows(2) {
+        let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
+        stretches.push((w[0], stretch));
+        rest = tail;
+    }
+    let compact_part = |(from, stretch): (usize, &mut [u8])| -> std::io::Result<Option<usize>> {
+        let mut chunk = vec![0u8; (1 << 20).min(stretch.len())];
+        let (mut state, mut done, mut kept) = (Strings::default(), 0, 0);
+        while done < stretch.len() {
+            let want = chunk.len().min(stretch.len() - done);
+            let n = read_fully(&file, &mut chunk[..want], (from + done) as u64)?;
+            if n < want {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            kept += state.compact(&chunk[..n], &mut stretch[kept..]);
+            done += n;
         }
-        let mut i = 0;
+        Ok(state.between_tokens().then_some(kept))
+    };
+    let kept: Vec<std::io::Result<Option<usize>>> = std::thread::scope(|scope| {
+        let mut stretches = stretches.into_iter();
+        let first = stretches.next();
+        let others: Vec<_> = stretches
+            .map(|part| std::thread::Builder::new().spawn_scoped(scope, || compact_part(part)))
+            .collect();
+        let mut kept = vec![first.map_or(Ok(Some(0)), compact_part)];
+        for other in others {
+            kept.push(match other {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("compaction failed"))),
+                Err(e) => Err(e),
+            });
+        }
+        kept
+    });
+    let mut end = 0;
+    for (w, kept) in cuts.windows(2).zip(kept) {
+        let Some(len) = kept? else {
+            return as_written();
+        };
+        out.copy_within(w[0]..w[0] + len, end);
+        end += len;
+    }
+    out.truncate(end);
+    out.shrink_to_fit();
+    let text = String::from_utf8(out)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok((text, true))
+}
+
+/// Below this size a JSON file is read and compacted on one core.
+const PARALLEL_COMPACT: usize = 1 << 20;
+
+/// Fills `buf` from `file` at `offset` as far as the file goes; the bytes read.
+fn read_fully(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Where a stretch of JSON read so far has left off: inside a string, and
+/// right after a backslash there.
+#[derive(Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Whether the text so far ends between tokens.
+    fn between_tokens(&self) -> bool {
+        !self.inside && !self.escaped
+    }
+
+    /// Writes `bytes` to the front of `out` without the whitespace outside
+    /// strings; returns how many bytes were written (never more than read).
+    fn compact(&mut self, bytes: &[u8], out: &mut [u8]) -> usize {
+        let (mut i, mut kept) = (0, 0);
+        fn put(out: &mut [u8], kept: &mut usize, bytes: &[u8]) {
+            out[*kept..*kept + bytes.len()].copy_from_slice(bytes);
+            *kept += bytes.len();
+        }
         while i < bytes.len() {
-            if escaped {
+            if self.escaped {
                 // The byte after a backslash, whatever it is.
-                out.push(bytes[i]);
-                (escaped, i) = (false, i + 1);
-            } else if in_string {
+                put(out, &mut kept, &bytes[i..=i]);
+                (self.escaped, i) = (false, i + 1);
+            } else if self.inside {
                 // A string's bytes up to its closing quote or an escape, at once.
                 match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
                     None => {
-                        out.extend_from_slice(&bytes[i..]);
+                        put(out, &mut kept, &bytes[i..]);
                         i = bytes.len();
                     }
                     Some(k) => {
-                        let b = bytes[i + k];
-                        out.extend_from_slice(&bytes[i..=i + k]);
-                        (escaped, in_string) = (b == b'\\', b == b'\\');
+                        put(out, &mut kept, &bytes[i..=i + k]);
+                        let escape = bytes[i + k] == b'\\';
+                        (self.escaped, self.inside) = (escape, escape);
                         i += k + 1;
                     }
                 }
             } else {
-                // Between strings: tokens and whitespace up to the next quote,
-                // copied without the whitespace.
+                // Tokens and whitespace up to the next quote, without the
+                // whitespace.
                 let end = memchr::memchr(b'"', &bytes[i..]).map_or(bytes.len(), |k| i + k);
-                out.extend(
-                    bytes[i..end]
-                        .iter()
-                        .filter(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t')),
-                );
+                let mut j = i;
+                while j < end {
+                    // Indentation is skipped eight spaces at a time.
+                    if end - j >= 8 && bytes[j..j + 8] == [b' '; 8] {
+                        j += 8;
+                        continue;
+                    }
+                    out[kept] = bytes[j];
+                    kept += usize::from(!matches!(bytes[j], b' ' | b'\n' | b'\r' | b'\t'));
+                    j += 1;
+                }
                 if end < bytes.len() {
-                    out.push(b'"');
-                    in_string = true;
+                    put(out, &mut kept, b"\"");
+                    self.inside = true;
                 }
                 i = end + 1;
             }
         }
+        kept
     }
-    let text = String::from_utf8(out)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-    Ok((text, json == Some(true)))
 }
 
 /// Parses and validates `text`, read from `path` (which names the file in
@@ -389,5 +512,66 @@ mod compact_tests {
             read_compact(&dag).unwrap(),
             ("JOB a a.sub\n  RETRY a 2\n".to_string(), false)
         );
+    }
+
+    /// An indented JSON text of about `size` bytes whose strings hold
+    /// spaces, escaped quotes and backslashes.
+    fn indented(size: usize) -> String {
+        let mut text = String::from("{\n  \"tasks\": [\n");
+        let mut i = 0;
+        while text.len() < size {
+            text.push_str(&format!(
+                "    {{\n      \"name\": \"t {i} \\\" q\",\n      \"path\": \"a\\\\b  c\",\n      \"n\": [ {i}, {i} ]\n    }},\n"
+            ));
+            i += 1;
+        }
+        text.push_str("    {}\n  ]\n}\n");
+        text
+    }
+
+    #[test]
+    fn a_large_file_is_compacted_in_parts_as_in_one_pass() {
+        let text = indented(3 * PARALLEL_COMPACT);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        std::fs::write(&path, &text).unwrap();
+        let mut one_pass = vec![0u8; text.len()];
+        let mut strings = Strings::default();
+        let n = strings.compact(text.as_bytes(), &mut one_pass);
+        assert!(strings.between_tokens());
+        one_pass.truncate(n);
+        for parts in [1, 2, 3, 8] {
+            let (compact, json) = read_compact_in(&path, parts).unwrap();
+            assert!(json);
+            assert_eq!(compact.as_bytes(), &one_pass[..], "{parts} parts");
+        }
+        let original: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let compact = String::from_utf8(one_pass).unwrap();
+        assert_eq!(
+            original,
+            serde_json::from_str::<serde_json::Value>(&compact).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_raw_newline_inside_a_string_leaves_the_file_as_written() {
+        // Invalid JSON: a string that spans the middle of the file, where
+        // a part is cut at the first newline, holds raw newlines.
+        let half = "x ".repeat(PARALLEL_COMPACT);
+        let text = format!("{{\"a\": \"{half}\n{half}\n  y\", \"b\": [1, 2]}}\n");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, &text).unwrap();
+        let (read, compacted) = read_compact_in(&path, 2).unwrap();
+        assert!(!compacted);
+        assert_eq!(read, text);
+        // The parse names the real line, however many cores.
+        let e = load(&path, &Options::default()).unwrap_err();
+        assert!(e.message.contains("line 1"), "{}", e.message);
+        // The same file is valid with the newlines escaped, and compacts.
+        std::fs::write(&path, text.replacen('\n', "\\n", 2)).unwrap();
+        let (read, compacted) = read_compact_in(&path, 2).unwrap();
+        assert!(compacted);
+        assert!(read.ends_with("\"b\":[1,2]}"));
     }
 }

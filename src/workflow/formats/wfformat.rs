@@ -289,9 +289,6 @@ fn named(id: Str<'_>, ours: bool) -> Cow<'_, str> {
     }
 }
 
-/// Files a task names, in the document's order.
-type Names<'a> = Vec<Cow<'a, str>>;
-
 /// A file as the parse collects it: its size where the document gives one,
 /// and its id once a kept task names it.
 struct Slot {
@@ -302,7 +299,8 @@ struct Slot {
 /// Parses WfFormat text into jobs that refer to files and parents by index
 /// (files sorted by name, jobs in document order less dropped auxiliary
 /// tasks), so that a 100,000-task instance is never turned into names and
-/// looked up again.
+/// looked up again. The file table and the jobs with their edges are built
+/// side by side on two threads once an instance is large.
 pub fn parse(
     text: &str,
     opts: &Options,
@@ -314,7 +312,7 @@ pub fn parse(
         .runtime_system
         .is_some_and(|r| r.name.as_str() == RUNTIME_SYSTEM);
     let wf = doc.workflow;
-    let (mut tasks, spec_files, executed) = match (wf.specification, wf.tasks.or(wf.jobs)) {
+    let (tasks, spec_files, executed) = match (wf.specification, wf.tasks.or(wf.jobs)) {
         (Some(spec), _) => (
             spec.tasks,
             Some(spec.files),
@@ -331,6 +329,88 @@ pub fn parse(
         }
     };
 
+    let keep: Vec<bool> = tasks
+        .iter()
+        .map(|t| {
+            opts.keep_auxiliary
+                || !t
+                    .kind
+                    .as_ref()
+                    .is_some_and(|k| AUXILIARY.contains(&k.as_str()))
+        })
+        .collect();
+    let dropped = keep.iter().filter(|k| !**k).count();
+    if dropped > 0 {
+        warnings.push(format!(
+            "{dropped} auxiliary/transfer tasks dropped (their parents now precede their children; keep them with `auxiliary = true`)"
+        ));
+    }
+    // The files and the edges are independent: a large instance finds
+    // them on two cores at once.
+    let (files, jobs) = std::thread::scope(|scope| {
+        let tasks = &tasks;
+        let keep = &keep;
+        let spec_files = spec_files.as_deref();
+        // Copy: a thread that cannot be had leaves the work to this one.
+        let table = move || FileTable::of(tasks, spec_files, keep, ours);
+        let files = match tasks.len() >= PARALLEL_TASKS {
+            true => std::thread::Builder::new()
+                .spawn_scoped(scope, table)
+                .map_err(|_| table),
+            false => Err(table),
+        };
+        let jobs = jobs_of(tasks, &executed, keep, opts, &mut warnings);
+        let files = match files {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err("the file table could not be built".into())),
+            Err(table) => table(),
+        };
+        (files, jobs)
+    });
+    let (mut jobs, mut table) = (jobs.map_err(err)?, files.map_err(err)?);
+    for (job, uses) in jobs
+        .iter_mut()
+        .zip(table.uses.iter_mut().filter(|u| u.kept))
+    {
+        job.inputs = std::mem::take(&mut uses.inputs);
+        job.outputs = std::mem::take(&mut uses.outputs);
+    }
+    if table.missing_size > 0 {
+        warnings.push(format!(
+            "{} files have no size: {} bytes assumed",
+            table.missing_size, opts.default_size
+        ));
+    }
+    let default_size = opts.default_size;
+    let files = table
+        .files
+        .into_iter()
+        .map(|(name, size)| File {
+            name,
+            size: size.unwrap_or(default_size),
+        })
+        .collect();
+    Ok(Parsed {
+        files,
+        indexed: Some(jobs),
+        warnings,
+        ..Parsed::default()
+    })
+}
+
+/// From this many tasks on, the files and the edges are found on two cores.
+const PARALLEL_TASKS: usize = 5_000;
+
+/// The kept tasks as jobs, without their files: parents resolved (through
+/// dropped tasks), runtimes and machines from the execution records.
+fn jobs_of(
+    tasks: &[Task<'_>],
+    executed: &[ExecTask<'_>],
+    keep: &[bool],
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Job>, String> {
     // Task references resolve by id first, then by name (both styles occur).
     let mut index: HashMap<&str, usize> =
         HashMap::with_capacity_and_hasher(tasks.len() * 2, Default::default());
@@ -347,11 +427,11 @@ pub fn parse(
     for (i, t) in tasks.iter().enumerate() {
         let resolve = |r: &Str<'_>, field: &str| {
             index.get(r.as_str()).copied().ok_or_else(|| {
-                err(format!(
+                format!(
                     "at `workflow.tasks[{i}].{field}`: task `{}` names `{}`, which is no task's id or name",
                     t.name.as_str(),
                     r.as_str()
-                ))
+                )
             })
         };
         for p in &t.parents {
@@ -374,7 +454,7 @@ pub fn parse(
     // and only the others by id.
     let by_id: HashMap<&str, usize> = match executed
         .iter()
-        .zip(&tasks)
+        .zip(tasks)
         .all(|(e, t)| t.id.as_ref().is_some_and(|id| id == &e.id))
     {
         true => HashMap::default(),
@@ -395,72 +475,8 @@ pub fn parse(
         executed.get(*k)
     };
 
-    // Files: sizes from the specification (1.5+) or every task's uses
-    // (≤ 1.4, auxiliary tasks included); ids for the files kept tasks name.
-    let mut slots: HashMap<Cow<'_, str>, Slot> = HashMap::default();
-    if let Some(files) = spec_files {
-        slots.reserve(files.len());
-        for f in files {
-            let size = f.size_in_bytes.or(f.size);
-            slots.insert(named(f.id, ours), Slot { size, id: None });
-        }
-    }
-    let named = |id| named(id, ours);
-    // Per task: its inputs and outputs by name, in the document's order.
-    let mut io: Vec<(Names<'_>, Names<'_>)> = Vec::with_capacity(tasks.len());
-    for t in &mut tasks {
-        let mut inputs: Names<'_> = std::mem::take(&mut t.input_files)
-            .into_iter()
-            .map(&named)
-            .collect();
-        let mut outputs: Names<'_> = std::mem::take(&mut t.output_files)
-            .into_iter()
-            .map(&named)
-            .collect();
-        for u in std::mem::take(&mut t.files) {
-            let Some(name) = u.name.or(u.id) else {
-                return Err(err(format!(
-                    "at `workflow.tasks` (task `{}`): a file without `name` or `id`",
-                    t.name.as_str()
-                )));
-            };
-            let name = named(name);
-            let size = u.size_in_bytes.or(u.size);
-            let slot = slots.entry(name.clone()).or_insert(Slot { size, id: None });
-            if slot.size.is_none() {
-                slot.size = size;
-            }
-            match u.link.as_str() {
-                "input" => inputs.push(name),
-                "output" => outputs.push(name),
-                other => {
-                    return Err(err(format!(
-                        "at `workflow.tasks` (task `{}`, file `{name}`): link `{other}`; expected `input` or `output`",
-                        t.name.as_str()
-                    )));
-                }
-            }
-        }
-        io.push((inputs, outputs));
-    }
-
-    let keep: Vec<bool> = tasks
-        .iter()
-        .map(|t| {
-            opts.keep_auxiliary
-                || !t
-                    .kind
-                    .as_ref()
-                    .is_some_and(|k| AUXILIARY.contains(&k.as_str()))
-        })
-        .collect();
-    let dropped = keep.iter().filter(|k| !**k).count();
-    if dropped > 0 {
-        warnings.push(format!(
-            "{dropped} auxiliary/transfer tasks dropped (their parents now precede their children; keep them with `auxiliary = true`)"
-        ));
-    }
     // A dropped task's children inherit its (kept) ancestors.
+    let dropped = keep.iter().any(|k| !k);
     let mut kept_parents: Vec<Option<Vec<usize>>> = vec![None; tasks.len()];
     fn kept_ancestors(
         i: usize,
@@ -490,9 +506,8 @@ pub fn parse(
         job_of[i] = n;
     }
 
-    let mut count = 0;
     let mut missing_runtime = 0;
-    let mut jobs: Vec<Job> = Vec::with_capacity(tasks.len() - dropped);
+    let mut jobs: Vec<Job> = Vec::with_capacity(job_of.len());
     let mut seen: HashSet<&str> = HashSet::default();
     for i in 0..tasks.len() {
         if !keep[i] {
@@ -513,8 +528,8 @@ pub fn parse(
             missing_runtime += 1;
             opts.default_runtime
         });
-        let ps = if dropped > 0 {
-            kept_ancestors(i, &parents, &keep, &mut kept_parents)
+        let ps = if dropped {
+            kept_ancestors(i, &parents, keep, &mut kept_parents)
         } else {
             std::mem::take(&mut parents[i])
         };
@@ -524,16 +539,15 @@ pub fn parse(
         };
         // Unique names are unique job names; ids are checked.
         if !names_unique && !seen.insert(name) {
-            return Err(err(format!(
+            return Err(format!(
                 "not a valid workflow: job `{name}` is defined twice"
-            )));
+            ));
         }
-        let (inputs, outputs) = std::mem::take(&mut io[i]);
         jobs.push(Job {
             name: name.to_string(),
             runtime,
-            inputs: intern(inputs, &mut slots, &mut count),
-            outputs: intern(outputs, &mut slots, &mut count),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
             parents: ps.into_iter().map(|p| job_of[p]).collect(),
             position: None,
             // The program a trace recorded, else the one its name says.
@@ -559,79 +573,142 @@ pub fn parse(
             opts.default_runtime
         ));
     }
-
-    // The files the jobs name, sorted by name (one order whatever the
-    // document's), and every job's references renumbered to match.
-    // A name's first eight bytes, big-endian, order names as the bytes do
-    // (ties fall back to the whole name): most comparisons of a sort over
-    // hundreds of thousands of names are then one integer comparison.
-    let prefix = |name: &str| {
-        let mut head = [0u8; 8];
-        let n = name.len().min(8);
-        head[..n].copy_from_slice(&name.as_bytes()[..n]);
-        u64::from_be_bytes(head)
-    };
-    let mut sized: Vec<(u64, Cow<'_, str>, Option<f64>, FileId)> = slots
-        .into_iter()
-        .filter_map(|(name, slot)| Some((prefix(&name), name, slot.size, slot.id?)))
-        .collect();
-    sized.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let mut renumber = vec![0; sized.len()];
-    for (new, (_, _, _, old)) in sized.iter().enumerate() {
-        renumber[*old] = new;
-    }
-    for j in &mut jobs {
-        for f in j.inputs.iter_mut().chain(&mut j.outputs) {
-            *f = renumber[*f];
-        }
-    }
-    let mut missing_size = 0;
-    let files: Vec<File> = sized
-        .into_iter()
-        .map(|(_, name, size, _)| File {
-            name: name.into_owned(),
-            size: match size {
-                Some(s) if s.is_finite() && s >= 0.0 => s as u64,
-                _ => {
-                    missing_size += 1;
-                    opts.default_size
-                }
-            },
-        })
-        .collect();
-    if missing_size > 0 {
-        warnings.push(format!(
-            "{missing_size} files have no size: {} bytes assumed",
-            opts.default_size
-        ));
-    }
-    Ok(Parsed {
-        files,
-        indexed: Some(jobs),
-        warnings,
-        ..Parsed::default()
-    })
+    Ok(jobs)
 }
 
-/// `list`'s files by id, each given the next id the first time any job
-/// names it.
-fn intern<'a>(
-    list: Names<'a>,
-    slots: &mut HashMap<Cow<'a, str>, Slot>,
-    count: &mut usize,
-) -> Vec<FileId> {
-    list.into_iter()
-        .map(|name| {
-            let slot = slots.entry(name).or_insert(Slot {
-                size: None,
-                id: None,
-            });
+/// A task's files by id, in the document's order.
+#[derive(Default)]
+struct Uses {
+    kept: bool,
+    inputs: Vec<FileId>,
+    outputs: Vec<FileId>,
+}
+
+/// The files kept tasks name, sorted by name (one order whatever the
+/// document's), with their sizes where the document gives one, and every
+/// task's uses of them.
+struct FileTable {
+    files: Vec<(String, Option<u64>)>,
+    uses: Vec<Uses>,
+    missing_size: usize,
+}
+
+impl FileTable {
+    /// Sizes come from the specification (1.5+) or every task's uses (≤ 1.4,
+    /// dropped tasks included); ids go to the files kept tasks name, in the
+    /// order first named, then to the sorted order.
+    fn of<'a>(
+        tasks: &[Task<'a>],
+        spec_files: Option<&[SpecFile<'a>]>,
+        keep: &[bool],
+        ours: bool,
+    ) -> Result<FileTable, String> {
+        let mut slots: HashMap<Cow<'a, str>, Slot> = HashMap::default();
+        if let Some(files) = spec_files {
+            slots.reserve(files.len());
+            for f in files {
+                let size = f.size_in_bytes.or(f.size);
+                slots.insert(named(f.id.clone(), ours), Slot { size, id: None });
+            }
+        }
+        let mut count = 0;
+        let mut id_of = |slot: &mut Slot| {
             *slot.id.get_or_insert_with(|| {
-                *count += 1;
-                *count - 1
+                count += 1;
+                count - 1
             })
+        };
+        let mut uses = Vec::with_capacity(tasks.len());
+        for (t, &kept) in tasks.iter().zip(keep) {
+            let mut used = Uses {
+                kept,
+                ..Uses::default()
+            };
+            if kept {
+                for (names, ids) in [
+                    (&t.input_files, &mut used.inputs),
+                    (&t.output_files, &mut used.outputs),
+                ] {
+                    ids.reserve_exact(names.len());
+                    for name in names {
+                        let slot = slots.entry(named(name.clone(), ours)).or_insert(Slot {
+                            size: None,
+                            id: None,
+                        });
+                        ids.push(id_of(slot));
+                    }
+                }
+            }
+            for u in &t.files {
+                let Some(name) = u.name.as_ref().or(u.id.as_ref()) else {
+                    return Err(format!(
+                        "at `workflow.tasks` (task `{}`): a file without `name` or `id`",
+                        t.name.as_str()
+                    ));
+                };
+                let name = named(name.clone(), ours);
+                let ids = match u.link.as_str() {
+                    "input" => &mut used.inputs,
+                    "output" => &mut used.outputs,
+                    other => {
+                        return Err(format!(
+                            "at `workflow.tasks` (task `{}`, file `{name}`): link `{other}`; expected `input` or `output`",
+                            t.name.as_str()
+                        ));
+                    }
+                };
+                let size = u.size_in_bytes.or(u.size);
+                let slot = slots.entry(name).or_insert(Slot { size, id: None });
+                if slot.size.is_none() {
+                    slot.size = size;
+                }
+                if kept {
+                    ids.push(id_of(slot));
+                }
+            }
+            uses.push(used);
+        }
+        // A name's first eight bytes, big-endian, order names as the bytes
+        // do (ties fall back to the whole name): most comparisons of a sort
+        // over hundreds of thousands of names are then one integer
+        // comparison.
+        let prefix = |name: &str| {
+            let mut head = [0u8; 8];
+            let n = name.len().min(8);
+            head[..n].copy_from_slice(&name.as_bytes()[..n]);
+            u64::from_be_bytes(head)
+        };
+        let mut sized: Vec<(u64, Cow<'_, str>, Option<f64>, FileId)> = slots
+            .into_iter()
+            .filter_map(|(name, slot)| Some((prefix(&name), name, slot.size, slot.id?)))
+            .collect();
+        sized.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let mut renumber = vec![0; sized.len()];
+        for (new, (_, _, _, old)) in sized.iter().enumerate() {
+            renumber[*old] = new;
+        }
+        for used in &mut uses {
+            for f in used.inputs.iter_mut().chain(&mut used.outputs) {
+                *f = renumber[*f];
+            }
+        }
+        let mut missing_size = 0;
+        let files = sized
+            .into_iter()
+            .map(|(_, name, size, _)| {
+                let size = size
+                    .filter(|s| s.is_finite() && *s >= 0.0)
+                    .map(|s| s as u64);
+                missing_size += usize::from(size.is_none());
+                (name.into_owned(), size)
+            })
+            .collect();
+        Ok(FileTable {
+            files,
+            uses,
+            missing_size,
         })
-        .collect()
+    }
 }
 
 #[cfg(test)]
