@@ -61,10 +61,13 @@ pub struct Reserved {
 
 /// One site's pool: which files it holds, how many bytes, who pins what.
 ///
-/// Evictable files (complete, unpinned, not kept, not being written) sit in an
-/// index ordered by the eviction policy's key, kept up to date as entries
-/// change, so making room costs O(log n) per evicted file even in pools of
-/// tens of thousands of files.
+/// Evictable files (complete, unpinned, not kept, not being written) carry
+/// the eviction policy's key, drawn as they become evictable. The index
+/// that orders them is built the first time room must be made and kept up
+/// to date from then on, so making room costs O(log n) per evicted file
+/// even in pools of tens of thousands of files, and a pool that never fills
+/// (most runs: hundreds of thousands of pins and releases) never pays for
+/// an ordered index.
 pub struct Pool {
     capacity: u64,
     used: u64,
@@ -73,7 +76,8 @@ pub struct Pool {
     origin_bytes: u64,
     evictable_bytes: u64,
     entries: HashMap<FileId, Entry>,
-    evictable: BTreeSet<(u64, FileId)>,
+    /// The evictable files by key, once room had to be made.
+    evictable: Option<BTreeSet<(u64, FileId)>>,
     job_pins: HashMap<JobId, Vec<FileId>>,
     /// Inputs of staged jobs that are not here yet: file → jobs, and job → files.
     wanted_by: HashMap<FileId, Vec<JobId>>,
@@ -93,7 +97,7 @@ impl Pool {
             origin_bytes: 0,
             evictable_bytes: 0,
             entries: HashMap::default(),
-            evictable: BTreeSet::new(),
+            evictable: None,
             job_pins: HashMap::default(),
             wanted_by: HashMap::default(),
             wants: HashMap::default(),
@@ -159,7 +163,9 @@ impl Pool {
         };
         let was_kept = e.kept;
         if let Some(key) = e.key.take() {
-            self.evictable.remove(&(key, file));
+            if let Some(index) = self.evictable.as_mut() {
+                index.remove(&(key, file));
+            }
             self.evictable_bytes -= e.size;
         }
         change(e);
@@ -177,7 +183,9 @@ impl Pool {
                 accesses: u64::from(e.accesses),
             });
             e.key = Some(key);
-            self.evictable.insert((key, file));
+            if let Some(index) = self.evictable.as_mut() {
+                index.insert((key, file));
+            }
             self.evictable_bytes += e.size;
         }
     }
@@ -334,15 +342,7 @@ impl Pool {
         if free + self.evictable_bytes < size {
             return Err(NoSpace { never: false });
         }
-        let mut evicted = Vec::new();
-        while self.used + size > self.capacity {
-            let Some(&(_, victim)) = self.evictable.first() else {
-                break;
-            };
-            self.remove(victim);
-            self.evictions += 1;
-            evicted.push(victim);
-        }
+        let evicted = self.make_room(size);
         self.clock += 1;
         self.used += size;
         self.entries.insert(
@@ -408,7 +408,7 @@ impl Pool {
         }
         let gone = self.files().collect();
         self.entries.clear();
-        self.evictable.clear();
+        self.evictable = None;
         self.used = 0;
         self.kept_bytes = 0;
         self.origin_bytes = 0;
@@ -422,9 +422,22 @@ impl Pool {
     /// it fits.
     pub fn set_capacity(&mut self, capacity: u64) -> Vec<FileId> {
         self.capacity = capacity;
+        self.make_room(0)
+    }
+
+    /// Evicts files by the policy's key until `size` more bytes fit (or
+    /// nothing evictable is left); returns them.
+    fn make_room(&mut self, size: u64) -> Vec<FileId> {
         let mut evicted = Vec::new();
-        while self.used > self.capacity {
-            let Some(&(_, victim)) = self.evictable.first() else {
+        while self.used + size > self.capacity {
+            let entries = &self.entries;
+            let index = self.evictable.get_or_insert_with(|| {
+                entries
+                    .iter()
+                    .filter_map(|(&f, e)| Some((e.key?, f)))
+                    .collect()
+            });
+            let Some(&(_, victim)) = index.first() else {
                 break;
             };
             self.remove(victim);
@@ -451,7 +464,9 @@ impl Pool {
                 self.kept_bytes -= e.size;
             }
             if let Some(key) = e.key {
-                self.evictable.remove(&(key, file));
+                if let Some(index) = self.evictable.as_mut() {
+                    index.remove(&(key, file));
+                }
                 self.evictable_bytes -= e.size;
             }
         }
@@ -486,7 +501,11 @@ mod tests {
         write(&mut p, 2, 10);
         write(&mut p, 3, 10);
         p.touch(1);
+        // Nothing had to go yet: no index was built.
+        assert!(p.evictable.is_none());
         assert_eq!(write(&mut p, 4, 15), vec![2, 3]);
+        assert!(p.evictable.is_some());
+        check(&p);
         assert!(p.has(1) && p.has(4) && !p.has(2));
         assert_eq!(p.used(), 25);
         assert_eq!(p.evictions(), 2);
@@ -555,7 +574,10 @@ mod tests {
             .collect();
         let ev: u64 = idx.iter().map(|(_, f)| p.entries[f].size).sum();
         assert_eq!((p.used, p.kept_bytes, p.evictable_bytes), (used, kept, ev));
-        assert_eq!(p.evictable, idx);
+        assert!(p.entries.values().all(|e| e.key.is_some() == e.evictable()));
+        if let Some(index) = &p.evictable {
+            assert_eq!(index, &idx);
+        }
         assert!(p.used <= p.capacity);
     }
 
