@@ -283,8 +283,8 @@ impl Workflow {
                 });
             }
         }
-        let parents: Vec<Vec<JobId>> = jobs.iter().map(|j| j.parents.clone()).collect();
-        let order = topo_order(&parents).map_err(|j| DagError::Cycle(jobs[j].name.clone()))?;
+        let order = topo_order(n, |j| &jobs[j].parents)
+            .map_err(|j| DagError::Cycle(jobs[j].name.clone()))?;
         let mut new_id = vec![0; n];
         for (new, &old) in order.iter().enumerate() {
             new_id[old] = new;
@@ -548,13 +548,24 @@ impl Workflow {
 
 /// Kahn's algorithm, taking the smallest index first so that the order is stable.
 /// Returns a job on a cycle when there is one.
-fn topo_order(parents: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
-    let n = parents.len();
-    let mut indegree: Vec<usize> = parents.iter().map(Vec::len).collect();
-    let mut children = vec![Vec::new(); n];
-    for (c, ps) in parents.iter().enumerate() {
-        for &p in ps {
-            children[p].push(c);
+fn topo_order<'a>(n: usize, parents: impl Fn(usize) -> &'a [usize]) -> Result<Vec<usize>, usize> {
+    // Children as one flat list (compressed rows): no list per job.
+    let mut indegree: Vec<usize> = (0..n).map(|c| parents(c).len()).collect();
+    let mut start = vec![0usize; n + 1];
+    for c in 0..n {
+        for &p in parents(c) {
+            start[p + 1] += 1;
+        }
+    }
+    for j in 0..n {
+        start[j + 1] += start[j];
+    }
+    let mut fill = start.clone();
+    let mut children = vec![0usize; start[n]];
+    for c in 0..n {
+        for &p in parents(c) {
+            children[fill[p]] = c;
+            fill[p] += 1;
         }
     }
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
@@ -564,7 +575,7 @@ fn topo_order(parents: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
     let mut order = Vec::with_capacity(n);
     while let Some(std::cmp::Reverse(j)) = ready.pop() {
         order.push(j);
-        for &c in &children[j] {
+        for &c in &children[start[j]..start[j + 1]] {
             indegree[c] -= 1;
             if indegree[c] == 0 {
                 ready.push(std::cmp::Reverse(c));
