@@ -255,7 +255,6 @@ fn read_compact(path: &Path) -> std::io::Result<(String, bool)> {
 
 /// [`read_compact`] in `parts` parts.
 fn read_compact_in(path: &Path, parts: usize) -> std::io::Result<(String, bool)> {
-    use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path)?;
     let size = file.metadata()?.len() as usize;
     let mut head = vec![0u8; size.min(4096)];
@@ -273,7 +272,7 @@ fn read_compact_in(path: &Path, parts: usize) -> std::io::Result<(String, bool)>
     for k in 1..parts {
         let mut at = (size / parts * k).max(cuts[cuts.len() - 1]);
         let cut = loop {
-            let n = file.read_at(&mut probe, at as u64)?;
+            let n = read_fully(&file, &mut probe, at as u64)?;
             if n == 0 {
                 break None;
             }
