@@ -330,7 +330,7 @@ impl History {
                 params![name, file.name, version, kind, version, file.size as i64],
             )
             .map_err(err)?;
-            for &s in &run.rls[f] {
+            for &s in run.rls.holders(f) {
                 tx.execute(
                     "INSERT OR REPLACE INTO file_location VALUES (?1, ?2, ?3, ?4, ?5)",
                     params![

@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
+use super::Time;
 use super::manager::{Manager, StateCounts};
 use super::records::Records;
+use super::rls::Rls;
 use super::timeline::Timeline;
-use super::{SiteId, Time};
 
 /// A finished run. See the module docs.
 #[derive(Debug, Clone)]
@@ -31,7 +32,7 @@ pub struct RunResult {
     /// Nominal makespan (last job end).
     pub makespan: Time,
     /// Final RLS: holders of every file.
-    pub rls: Vec<Vec<SiteId>>,
+    pub rls: Rls,
     /// Per site: files evicted.
     pub evictions: Vec<u64>,
     /// Per site: nominal bytes held at the end.
@@ -82,7 +83,7 @@ impl RunResult {
             (false, None) => 1,
         };
         let makespan = manager.records().makespan();
-        let (records, rls) = manager.into_records_and_holders();
+        let (records, rls) = manager.into_records_and_rls();
         RunResult {
             engine,
             counts,

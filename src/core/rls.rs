@@ -5,13 +5,20 @@
 //! Only registered replicas are listed: a copy staged under the `delete` replica
 //! policy is private to its job and never appears here.
 
+use smallvec::SmallVec;
+
 use super::{FileId, SiteId};
 
-/// File → holder sites. Holder lists are tiny (a few sites), so a vector per file
-/// beats a set in both memory and speed.
+/// One file's holder sites. Most files have one or two, held inline: the
+/// prescript asks for every input's holders, and a list on the heap would be
+/// a second cache miss per input (and an allocation per file).
+pub type Holders = SmallVec<[SiteId; 2]>;
+
+/// File → holder sites. Holder lists are tiny (a few sites), so a short list
+/// per file beats a set in both memory and speed.
 #[derive(Debug, Clone, Default)]
 pub struct Rls {
-    holders: Vec<Vec<SiteId>>,
+    holders: Vec<Holders>,
     replicas: usize,
 }
 
@@ -19,7 +26,7 @@ impl Rls {
     /// An empty catalogue for `files` files.
     pub fn new(files: usize) -> Self {
         Rls {
-            holders: vec![Vec::new(); files],
+            holders: vec![Holders::new(); files],
             replicas: 0,
         }
     }
@@ -30,8 +37,6 @@ impl Rls {
         if h.contains(&site) {
             return false;
         }
-        // Most files have one or two holders: grow from one, not Vec's four.
-        h.reserve_exact(h.len().max(1));
         h.push(site);
         self.replicas += 1;
         true
@@ -67,11 +72,6 @@ impl Rls {
     /// Sites that hold `file`.
     pub fn holders(&self, file: FileId) -> &[SiteId] {
         &self.holders[file]
-    }
-
-    /// Every file's holders, in file order.
-    pub fn into_holders(self) -> Vec<Vec<SiteId>> {
-        self.holders
     }
 
     /// Whether `site` holds a registered replica of `file`.

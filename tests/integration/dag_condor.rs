@@ -511,7 +511,7 @@ fn a_workflow_repeating_one_that_ended_in_the_run_is_memoized_and_its_outputs_go
         for name in ["out/0002", "out/0003"] {
             assert!(to_u2.contains(&name), "{strategy}: {to_u2:?}");
             let f = wf.files.iter().position(|f| f.name == name).unwrap();
-            assert!(run.result.rls[f].contains(&submit2), "{strategy}: {name}");
+            assert!(run.result.rls.has(f, submit2), "{strategy}: {name}");
         }
         // The response is the copies' time, after u2's arrival.
         let u2 = &rec.workflows[1];

@@ -210,7 +210,7 @@ fn two_daemon_sites_beside_three_in_process_give_the_all_in_process_outcomes() {
         let held: std::collections::BTreeSet<usize> =
             r.sites[site].files.iter().map(|c| c.file).collect();
         let listed: std::collections::BTreeSet<usize> = (0..remote.workflow.files.len())
-            .filter(|&f| r.rls[f].contains(&site))
+            .filter(|&f| r.rls.has(f, site))
             .collect();
         assert!(!held.is_empty(), "site {site} holds nothing");
         assert_eq!(held, listed, "site {site}: disk vs RLS");

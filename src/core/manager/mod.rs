@@ -863,10 +863,10 @@ impl Manager {
         &self.records
     }
 
-    /// The run's records and the replica catalogue's holders by file, once
-    /// the run is over (moved out, not copied).
-    pub fn into_records_and_holders(self) -> (Records, Vec<Vec<SiteId>>) {
-        (self.records, self.rls.into_holders())
+    /// The run's records and the replica catalogue, once the run is over
+    /// (moved out, not copied).
+    pub fn into_records_and_rls(self) -> (Records, Rls) {
+        (self.records, self.rls)
     }
 
     /// Latest time seen.
