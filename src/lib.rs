@@ -27,12 +27,13 @@
 //!   [`core::farm::Dispatcher`] is the data-diffusion farm's dispatcher in
 //!   the manager's shape; [`core::faults`] the testbed's faults and the
 //!   seeded per-response schedules;
-//!   [`core::events`] the one event queue; [`core::link`] the one
-//!   shared-bandwidth link; [`core::seams`] the traits policies implement.
+//!   [`core::events`] the one event queue; [`core::network`] the one
+//!   max-min network model and [`core::topology`] which links a transfer
+//!   crosses; [`core::seams`] the traits policies implement.
 //! * [`policy`] holds the site selectors, eviction and dispatch policies, one
 //!   file each, picked by name.
 //! * [`sim`] is the discrete-event engine: the same core on a virtual clock,
-//!   with the shared-bandwidth transfer model; [`sim::farm`] simulates the
+//!   with the max-min transfer model; [`sim::farm`] simulates the
 //!   farm.
 //! * [`live`] is the live engine: each site an actix actor owning a
 //!   capacity-limited temp-dir pool, plus a rate-limited HTTP file server on

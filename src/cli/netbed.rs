@@ -73,9 +73,16 @@ pub(super) fn netbed(cmd: NetbedCmd) -> Result<ExitCode, CliError> {
                 dir.display()
             );
             for site in &state.sites {
-                let rate = site.rate_bits.map_or("unlimited".into(), |r| {
-                    format!("{:.3} Mbit/s", r as f64 / 1e6)
-                });
+                let mbit = |r: Option<u64>| {
+                    r.map_or("unlimited".into(), |r| {
+                        format!("{:.3} Mbit/s", r as f64 / 1e6)
+                    })
+                };
+                let rate = format!(
+                    "out {}, in {}",
+                    mbit(site.rate_bits),
+                    mbit(site.rate_in_bits)
+                );
                 let delay = match (site.delay_ms, state.netem) {
                     (Some(d), _) => format!("{d:.3} ms (netem)"),
                     (None, true) => "none".into(),

@@ -98,9 +98,14 @@ pub struct SiteConfig {
     pub info: SiteInfo,
     /// A pure storage site (no CPUs).
     pub storage: bool,
-    /// Aggregate egress bandwidth of its file server (nominal B/s; ∞ = none).
+    /// What its network interface sends, all streams together (nominal
+    /// B/s; ∞ = none).
     #[serde(with = "unlimited")]
-    pub bandwidth: f64,
+    pub bandwidth_out: f64,
+    /// What its network interface receives, all streams together (nominal
+    /// B/s; ∞ = none).
+    #[serde(with = "unlimited")]
+    pub bandwidth_in: f64,
     /// Cap per transfer stream (nominal B/s; ∞ = none).
     #[serde(with = "unlimited")]
     pub stream_cap: f64,
@@ -165,11 +170,12 @@ pub struct Daemon {
 }
 
 /// What of a site's link the kernel emulates (`gridbed netbed`): the
-/// egress rate (`tbf`) and the latency (`netem`). The alternative is the
+/// rates (`tbf`: what it sends, what it receives, the shared links) and the
+/// latency (`netem`). The alternative is the
 /// site's own endpoint: governor's token buckets and a first-byte wait.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct KernelShaping {
-    /// The site's egress bandwidth.
+    /// The site's bandwidth, both ways, and the links it crosses.
     pub rate: bool,
     /// The site's latency.
     pub delay: bool,
@@ -208,6 +214,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Sites, indexed by [`SiteId`].
     pub sites: Vec<SiteConfig>,
+    /// The shared links between the sites and each site's path over them.
+    pub topology: crate::core::topology::Topology,
     /// The testbed's `origin`: the default submit machine.
     pub origin: SiteId,
     /// The workflows users submit (`[[submission]]`), each from its
@@ -353,6 +361,12 @@ impl Scenario {
         for sub in &mut submissions.list {
             sub.origin = find(sub.origin)?;
         }
+        // A site new to the scenario (a trace's machine) is on no link.
+        let keep: Vec<Option<SiteId>> = sites
+            .iter()
+            .map(|s| self.sites.iter().position(|o| o.info.name == s.info.name))
+            .collect();
+        self.topology = self.topology.subset(&keep);
         self.origin = origin;
         self.submissions = submissions;
         self.sites = sites;
@@ -472,6 +486,9 @@ pub(crate) struct TestbedFile<W> {
     manager: manager::ManagerFile,
     #[serde(default)]
     site: Vec<Spanned<sites::SiteFile>>,
+    /// Shared links between sites.
+    #[serde(default)]
+    link: Vec<Spanned<sites::LinkFile>>,
     #[serde(default)]
     fault: Vec<Spanned<faults::FaultFile>>,
     /// Pegasus job clustering, e.g. `horizontal[size=4]`.
@@ -500,6 +517,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
     };
     let catalogue = sites::Catalogue::read(&catalog_path)?;
     let mut sites = sites::resolve(&tb.site, &src, base, &catalogue)?;
+    let topology = sites::topology(&tb.site, &tb.link, &src, &catalogue)?;
     let faults = faults::resolve(&tb.fault, &mut sites, &src)?;
     let origin = sites::origin(&sites, &tb.origin, &src)?;
     let (strategy, eviction) = manager::policies(&tb, &src, overrides)?;
@@ -556,6 +574,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         path: path.to_path_buf(),
         seed,
         sites,
+        topology,
         origin,
         submissions,
         workflow: Arc::new(workflow),

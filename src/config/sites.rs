@@ -13,6 +13,7 @@ use super::{ConfigError, Daemon, Positive, Seconds, SiteConfig};
 use crate::core::SiteInfo;
 use crate::core::background::{Background, parse_trace};
 use crate::core::faults::{FaultSpec, SiteFaults};
+use crate::core::topology::{Link, Topology};
 use crate::units::{Rate, Size};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -34,6 +35,8 @@ pub(super) struct SiteFile {
     cpus: Option<Spanned<usize>>,
     disk: Option<Size>,
     bandwidth: Option<Rate>,
+    bandwidth_in: Option<Rate>,
+    bandwidth_out: Option<Rate>,
     stream_cap: Option<Rate>,
     max_connections: Option<Spanned<usize>>,
     latency: Option<Seconds>,
@@ -46,12 +49,25 @@ pub(super) struct SiteFile {
     url: Option<Spanned<String>>,
     /// The daemon's bearer token, in this file (relative to the testbed).
     token_file: Option<Spanned<String>>,
+    /// The shared links its traffic crosses toward the core, nearest first.
+    path: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// A `[[link]]`: a named link shared by the sites whose path crosses it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LinkFile {
+    name: Spanned<String>,
+    bandwidth: Rate,
+    latency: Option<Seconds>,
 }
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct SiteDefaults {
     bandwidth: Option<Rate>,
+    bandwidth_in: Option<Rate>,
+    bandwidth_out: Option<Rate>,
     stream_cap: Option<Rate>,
     max_connections: Option<usize>,
     latency: Option<Seconds>,
@@ -66,6 +82,8 @@ pub(super) struct CatalogFile {
     defaults: SiteDefaults,
     #[serde(default)]
     site: Vec<Spanned<SiteFile>>,
+    #[serde(default)]
+    link: Vec<Spanned<LinkFile>>,
 }
 
 /// A site catalogue, read and checked.
@@ -402,6 +420,27 @@ fn merge(
     let disk = pick!(disk).ok_or(("disk", "expected disk for a new site".to_string()))?;
     let storage = pick!(storage).unwrap_or(false);
     let inf = Rate(f64::INFINITY);
+    // Each direction: this entry's own word for it, then its `bandwidth`,
+    // then the catalogue entry's, then the defaults'.
+    let direction = |own: Option<Rate>, base_own: Option<Rate>, default: Option<Rate>| {
+        own.or(s.bandwidth)
+            .or(base_own)
+            .or(base.and_then(|b| b.bandwidth))
+            .or(default)
+            .or(d.bandwidth)
+            .unwrap_or(inf)
+            .0
+    };
+    let bandwidth_out = direction(
+        s.bandwidth_out,
+        base.and_then(|b| b.bandwidth_out),
+        d.bandwidth_out,
+    );
+    let bandwidth_in = direction(
+        s.bandwidth_in,
+        base.and_then(|b| b.bandwidth_in),
+        d.bandwidth_in,
+    );
     Ok(SiteConfig {
         info: SiteInfo {
             name: s.name.get_ref().clone(),
@@ -411,7 +450,8 @@ fn merge(
             overhead: pick!(overhead).or(d.overhead).map_or(0.0, |o| o.0),
         },
         storage,
-        bandwidth: pick!(bandwidth).or(d.bandwidth).unwrap_or(inf).0,
+        bandwidth_out,
+        bandwidth_in,
         stream_cap: pick!(stream_cap).or(d.stream_cap).unwrap_or(inf).0,
         max_connections: pick!(max_connections)
             .map(|m| *m.get_ref())
@@ -431,4 +471,87 @@ fn merge(
         background: None,
         daemon: None,
     })
+}
+
+/// The shared links (the catalogue's, then the testbed's: a testbed link
+/// replaces the catalogue's of its name) and each site's path over them,
+/// checked to form a tree.
+pub(super) fn topology(
+    entries: &[Spanned<SiteFile>],
+    links: &[Spanned<LinkFile>],
+    src: &Source,
+    catalogue: &Catalogue,
+) -> Result<Topology, ConfigError> {
+    let mut all: Vec<Link> = Vec::new();
+    for (file, in_src) in [
+        (catalogue.file.link.as_slice(), &catalogue.src),
+        (links, src),
+    ] {
+        let mut named_here: Vec<&str> = Vec::new();
+        for l in file.iter() {
+            let l = l.get_ref();
+            let name = l.name.get_ref();
+            if named_here.contains(&name.as_str()) {
+                let msg = format!("link `{name}` is named twice: each link may appear once");
+                return Err(in_src.error(Some(l.name.span()), None, msg));
+            }
+            named_here.push(name);
+            let link = Link {
+                name: name.clone(),
+                bandwidth: l.bandwidth.0,
+                latency: l.latency.map_or(0.0, |s| s.0),
+            };
+            match all.iter_mut().find(|x| &x.name == name) {
+                Some(x) => *x = link,
+                None => all.push(link),
+            }
+        }
+    }
+    let mut paths = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let s = entry.get_ref();
+        let base = catalogue
+            .file
+            .site
+            .iter()
+            .map(Spanned::get_ref)
+            .find(|c| c.name.get_ref() == s.name.get_ref());
+        let written = match (&s.path, base.and_then(|b| b.path.as_ref())) {
+            (Some(p), _) => Some((p, src)),
+            (None, Some(p)) => Some((p, &catalogue.src)),
+            (None, None) => None,
+        };
+        let mut path = Vec::new();
+        if let Some((p, in_src)) = written {
+            for name in p.get_ref() {
+                let Some(i) = all.iter().position(|l| &l.name == name.get_ref()) else {
+                    let known: Vec<String> = all.iter().map(|l| l.name.clone()).collect();
+                    let msg = format!(
+                        "unknown link `{}` in the path of site `{}`; expected a [[link]] name{}",
+                        name.get_ref(),
+                        s.name.get_ref(),
+                        if known.is_empty() {
+                            " (none is defined)".to_string()
+                        } else {
+                            format!(": {}", summarize(&known))
+                        }
+                    );
+                    return Err(in_src.error(Some(name.span()), None, msg));
+                };
+                path.push(i);
+            }
+        }
+        paths.push(path);
+    }
+    let topology = Topology { links: all, paths };
+    topology.check().map_err(|e| {
+        let s = entries[e.site].get_ref();
+        let span = s.path.as_ref().map_or(s.name.span(), Spanned::span);
+        src.error(
+            Some(span),
+            Some(format!("site `{}`.path", s.name.get_ref())),
+            e.message,
+        )
+    })?;
+    Ok(topology)
 }

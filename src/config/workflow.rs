@@ -212,6 +212,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             emulation: tb.emulation,
             manager: tb.manager,
             site: tb.site,
+            link: tb.link,
             fault: tb.fault,
             clustering: tb.clustering,
             planner: tb.planner,

@@ -35,6 +35,7 @@ use actix::prelude::*;
 use futures_util::FutureExt as _;
 use tokio::sync::mpsc;
 
+use super::shaping::{self, PathShaping};
 use super::store::{self, FileMeta, Store};
 use super::{EngineError, gridftp, names, transfer};
 use crate::config::Emulation;
@@ -134,6 +135,12 @@ struct Shared {
     /// Real seconds of a task's dispatch and compute.
     compute: Duration,
     reports: mpsc::UnboundedSender<Report>,
+    /// The store's aggregate bandwidth, and each executor's link out and
+    /// in: the simulator's resources, passed by the reading executor (the
+    /// endpoints send unshaped).
+    store_out: Option<Arc<shaping::Shaper>>,
+    link_out: Vec<Option<Arc<shaping::Shaper>>>,
+    link_in: Vec<Option<Arc<shaping::Shaper>>>,
 }
 
 /// An executor: CPU slots are the dispatcher's business; the actor owns
@@ -146,7 +153,7 @@ struct Executor {
     shared: Arc<Shared>,
     next_transfer: u64,
     /// The local disk its cached files are read through (None: free).
-    disk: Option<Arc<gridftp::Shaper>>,
+    disk: Option<Arc<shaping::Shaper>>,
 }
 
 impl Actor for Executor {
@@ -206,7 +213,7 @@ impl Handler<Run> for Executor {
             let (shared, store) = (shared.clone(), store.clone());
             pulls.push(
                 async move {
-                    let r = read_file(&shared, &store, read, &url, transfer).await;
+                    let r = read_file(&shared, &store, (exec, read), &url, transfer).await;
                     let report = match r {
                         Ok((served, meta)) => Report::Fetched {
                             exec,
@@ -267,7 +274,7 @@ impl Handler<Run> for Executor {
 
 /// Reads a cached file off the executor's local disk, its bytes through the
 /// disk's shaper.
-async fn read_local(file: std::fs::File, disk: &gridftp::Shaper) -> std::io::Result<()> {
+async fn read_local(file: std::fs::File, disk: &shaping::Shaper) -> std::io::Result<()> {
     use tokio::io::AsyncReadExt;
     let mut file = tokio::fs::File::from_std(file);
     let mut buf = vec![0u8; disk.chunk()];
@@ -280,27 +287,43 @@ async fn read_local(file: std::fs::File, disk: &gridftp::Shaper) -> std::io::Res
     }
 }
 
-/// Pulls `read` from `url` (a peer or the store); a peer that no longer has
-/// it sends the read to the store; the store is retried on connection
-/// failures. Where it was served from, and what arrived.
+/// Pulls `read` for `exec` from `url` (a peer or the store); a peer that no
+/// longer has it sends the read to the store; the store is retried on
+/// connection failures. Where it was served from, and what arrived.
 async fn read_file(
     shared: &Shared,
     store: &Store,
-    read: Read,
+    (exec, read): (ExecId, Read),
     url: &str,
     transfer: u64,
 ) -> Result<(Source, FileMeta), TransferFailure> {
     let enc = &shared.names[read.file];
-    if matches!(read.source, Source::Peer(_)) {
+    let through = |from: &Option<Arc<shaping::Shaper>>| {
+        let shapers = [from, &shared.link_in[exec]];
+        PathShaping::through(shapers.into_iter().flatten().cloned(), f64::INFINITY)
+    };
+    if let Source::Peer(peer) = read.source {
+        let path = through(&shared.link_out[peer]);
         // A failed pull leaves no part file behind.
-        if let Ok(p) = transfer::pull_unlisted(&shared.client, url, store, enc, transfer).await {
+        if let Ok(p) =
+            transfer::pull_unlisted(&shared.client, url, store, enc, transfer, &path).await
+        {
             return Ok((read.source, p.meta));
         }
     }
+    let path = through(&shared.store_out);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match transfer::pull_unlisted(&shared.client, &shared.store_url, store, enc, transfer).await
+        match transfer::pull_unlisted(
+            &shared.client,
+            &shared.store_url,
+            store,
+            enc,
+            transfer,
+            &path,
+        )
+        .await
         {
             Ok(p) => return Ok((Source::Store, p.meta)),
             Err(e) if attempt >= STORE_ATTEMPTS => return Err(e),
@@ -366,20 +389,24 @@ struct Starter {
 }
 
 impl Starter {
+    /// An executor's endpoint over `store`.
+    fn endpoint(&self, store: &Store) -> gridftp::Gridftp {
+        gridftp::Gridftp::new(store.clone(), self.limits.clone(), Arc::default())
+    }
+
     fn start(&self, id: ExecId) -> std::io::Result<Started> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("gridbed-executor-{id}-"))
             .tempdir_in(&self.root)?;
         let store = Store::new(dir.path());
-        let (url, handle) =
-            super::serve_gridftp(super::LOOPBACK, &store, self.limits.clone(), Arc::default())?;
+        let (url, handle) = super::serve_gridftp(super::LOOPBACK, self.endpoint(&store))?;
         let addr = Executor {
             id,
             store: store.clone(),
             dir: Some(dir),
             shared: self.shared.clone(),
             next_transfer: 0,
-            disk: gridftp::Shaper::new(self.disk, gridftp::chunk_for(self.disk)).map(Arc::new),
+            disk: shaping::Shaper::of(self.disk),
         }
         .start();
         Ok(Started {
@@ -443,25 +470,34 @@ async fn run_async(
         .map(|enc| (enc.clone(), enc.clone(), real_size))
         .collect();
     super::write_generated_files(&data, dataset, spec.seed).await?;
+    let corrupt = FaultSchedule::new(
+        FaultSpec {
+            first: opts.corrupt_store_responses,
+            probability: 0.0,
+        },
+        0,
+    );
     let (store_url, store_handle) = super::serve_gridftp(
         super::LOOPBACK,
-        &data,
-        endpoint(em.real_rate(spec.store_bandwidth)),
-        Arc::new(gridftp::Faults::new(FaultSchedule::new(
-            FaultSpec {
-                first: opts.corrupt_store_responses,
-                probability: 0.0,
-            },
-            0,
-        ))),
+        gridftp::Gridftp::new(
+            data.clone(),
+            endpoint(),
+            Arc::new(gridftp::Faults::new(corrupt)),
+        ),
     )?;
 
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let peer = em.real_rate(spec.peer_bandwidth);
+    let links = || {
+        (0..spec.executors)
+            .map(|_| shaping::Shaper::of(peer))
+            .collect()
+    };
     let starter = Starter {
         root,
         limits: gridftp::Limits {
             latency: super::site::real_duration(em.real_secs(spec.peer_latency)),
-            ..endpoint(em.real_rate(spec.peer_bandwidth))
+            ..endpoint()
         },
         disk: em.real_rate(spec.disk_bandwidth),
         shared: Arc::new(Shared {
@@ -470,6 +506,9 @@ async fn run_async(
             names: names.clone(),
             compute: super::site::real_duration(em.real_secs(spec.compute + spec.dispatch)),
             reports: tx,
+            store_out: shaping::Shaper::of(em.real_rate(spec.store_bandwidth)),
+            link_out: links(),
+            link_in: links(),
         }),
     };
     let mut d = crate::policy::farm_dispatcher(spec, tasks)?;
@@ -570,12 +609,13 @@ async fn run_async(
     })
 }
 
-/// A farm endpoint's limits: its aggregate bandwidth (real bytes/s) shared
-/// fairly, no per-stream cap, no connection limit that matters, no latency
-/// (the caller sets the peer reads' set-up time).
-fn endpoint(bandwidth: f64) -> gridftp::Limits {
+/// A farm endpoint's limits: none on its bytes (the reading executor passes
+/// them through the store's or the peer's shaper and its own link's), no
+/// connection limit that matters, no latency (the caller sets the peer
+/// reads' set-up time).
+fn endpoint() -> gridftp::Limits {
     gridftp::Limits {
-        bandwidth,
+        bandwidth: f64::INFINITY,
         stream_cap: f64::INFINITY,
         max_connections: 100_000,
         latency: Duration::ZERO,

@@ -6,12 +6,17 @@
 //! * Only canonical pool names ([`super::names`]) are served: traversal
 //!   (`../`, `%2e%2e%2f`, absolute paths) gets 400, a missing file 404.
 //! * Egress is shaped by governor token buckets applied to every chunk: one
-//!   shared by all responses (the site's aggregate bandwidth) and,
-//!   optionally, one per response (the per-stream cap). A bucket counts
-//!   bytes, or blocks of bytes at rates beyond governor's 10^9 cells/s, so
-//!   that any finite rate is enforced. It holds at most one chunk, and a
-//!   chunk is about 1/100 s of the slowest rate, so a transfer takes
-//!   `size / rate` within a few milliseconds.
+//!   shared by all responses (the site's out) and, optionally, one per
+//!   response (the per-stream cap). A bucket counts bytes, or blocks of
+//!   bytes at rates beyond governor's 10^9 cells/s, so that any finite rate
+//!   is enforced. It holds at most one chunk, and a chunk is about 1/100 s
+//!   of the slowest rate, so a transfer takes `size / rate` within a few
+//!   milliseconds. A pull of this process that applies the out and the cap
+//!   itself, with the rest of its path ([`super::shaping`]), presents the
+//!   process's key and is sent unshaped.
+//! * A request may ask for the latency of the shared links on its path
+//!   (`X-Gridbed-Path-Latency-Us`, at most an hour): it is waited out with
+//!   the server's own, holding the connection slot.
 //! * More than `max_connections` responses at once get 503 with `Retry-After`
 //!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
 //!   second); the transfer client reports it as a busy source, and the
@@ -30,7 +35,6 @@
 //!   connections.
 
 use std::net::TcpListener;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -38,10 +42,12 @@ use std::time::Duration;
 use actix_web::body::SizedStream;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, dev::Server, web};
 use bytes::Bytes;
-use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::io::AsyncReadExt;
 
 use super::names;
+use super::shaping::{
+    ByteBucket, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, chunk_for,
+};
 use super::store::{FileMeta, Store};
 use crate::core::faults::{Fault, FaultSchedule};
 
@@ -162,92 +168,10 @@ pub struct Gridftp {
     limits: Limits,
     chunk: usize,
     aggregate: Option<Arc<Shaper>>,
+    /// The key of pulls that shape this server's out themselves.
+    key: Option<String>,
     active: Arc<AtomicUsize>,
     faults: Arc<Faults>,
-}
-
-/// A byte rate shared fairly by whoever passes bytes through it: a site's
-/// aggregate bandwidth, or an executor's local disk. Streams take their turn
-/// through a FIFO lock (tokio's mutex is fair), so concurrent streams get
-/// equal shares of the rate, as the simulator's fair-share model assumes;
-/// governor alone lets whichever waiter wakes first win.
-pub struct Shaper {
-    turn: tokio::sync::Mutex<()>,
-    bucket: ByteBucket,
-    chunk: usize,
-}
-
-impl Shaper {
-    /// A shaper of `rate` bytes/s letting at most `chunk` bytes through at
-    /// once; None when the rate is unlimited.
-    pub fn new(rate: f64, chunk: usize) -> Option<Shaper> {
-        ByteBucket::new(rate, chunk).map(|bucket| Shaper {
-            turn: tokio::sync::Mutex::new(()),
-            bucket,
-            chunk,
-        })
-    }
-
-    /// The most bytes one [`Shaper::pass`] lets through.
-    pub fn chunk(&self) -> usize {
-        self.chunk
-    }
-
-    /// Waits for this stream's turn and until `bytes` (at most a chunk) may
-    /// pass.
-    pub async fn pass(&self, bytes: usize) {
-        let _turn = self.turn.lock().await;
-        self.bucket.take(bytes).await;
-    }
-}
-
-/// A byte-rate bucket. Governor refills at most one cell a nanosecond, so
-/// at rates beyond 10^8 bytes/s a cell stands for `unit` bytes (a chunk
-/// then waits for its bytes rounded up to whole cells, at most `unit - 1`
-/// bytes early: under a microsecond of the rate).
-struct ByteBucket {
-    limiter: DefaultDirectRateLimiter,
-    unit: u64,
-}
-
-/// Cells a second the buckets stay under.
-const MAX_CELL_RATE: f64 = 1e8;
-
-impl ByteBucket {
-    /// A bucket of `rate` bytes/s holding at most `chunk` bytes; None when
-    /// unlimited. It starts empty: a full bucket would let a file smaller
-    /// than a chunk through at once, and emulated files are often that
-    /// small.
-    fn new(rate: f64, chunk: usize) -> Option<ByteBucket> {
-        if !rate.is_finite() {
-            return None;
-        }
-        let rate = rate.max(1e-3);
-        let unit = (rate / MAX_CELL_RATE).ceil().max(1.0) as u64;
-        let period = Duration::from_secs_f64(unit as f64 / rate);
-        let burst = NonZeroU32::new((chunk as u64).div_ceil(unit).min(u32::MAX as u64) as u32)?;
-        let limiter = RateLimiter::direct(Quota::with_period(period)?.allow_burst(burst));
-        let _ = limiter.check_n(burst);
-        Some(ByteBucket { limiter, unit })
-    }
-
-    /// Waits until `bytes` may go.
-    async fn take(&self, bytes: usize) {
-        let cells = (bytes as u64).div_ceil(self.unit).min(u32::MAX as u64) as u32;
-        if let Some(cells) = NonZeroU32::new(cells) {
-            let _ = self.limiter.until_n_ready(cells).await;
-        }
-    }
-}
-
-/// The chunk shaped streams move at `rate` bytes/s: about 1/100 s of it, so
-/// a transfer takes `size / rate` within a few milliseconds.
-pub fn chunk_for(rate: f64) -> usize {
-    if rate.is_finite() && rate < 1e9 {
-        ((rate / 100.0) as usize).clamp(512, 256 * 1024)
-    } else {
-        1 << 20
-    }
 }
 
 impl Gridftp {
@@ -259,9 +183,18 @@ impl Gridftp {
             store,
             limits,
             chunk,
+            key: None,
             active: Arc::default(),
             faults,
         }
+    }
+
+    /// Shaping its out with `egress` (the shaper this process's pulls pass
+    /// too), and sending unshaped to pulls that present `key`.
+    pub fn sharing(mut self, egress: Option<Arc<Shaper>>, key: &str) -> Self {
+        self.aggregate = egress;
+        self.key = Some(key.to_string());
+        self
     }
 }
 
@@ -434,9 +367,18 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
             Err(_) => return Refusal::Missing.response(),
         }
     };
-    if !st.limits.latency.is_zero() {
-        tokio::time::sleep(st.limits.latency).await;
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let path_latency = header(LATENCY_HEADER)
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(Duration::ZERO, |us| {
+            Duration::from_micros(us).min(MAX_PATH_LATENCY)
+        });
+    let latency = st.limits.latency + path_latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
     }
+    // The puller passes its bytes through this server's out and cap.
+    let shaped_there = st.key.is_some() && header(SHAPED_HEADER) == st.key.as_deref();
     let drawn = if meta.size > 0 {
         st.faults.draw()
     } else {
@@ -462,8 +404,8 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         source,
         remaining: meta.size,
         chunk: st.chunk,
-        aggregate: st.aggregate.clone(),
-        stream: ByteBucket::new(st.limits.stream_cap, st.chunk),
+        aggregate: st.aggregate.clone().filter(|_| !shaped_there),
+        stream: ByteBucket::new(st.limits.stream_cap, st.chunk).filter(|_| !shaped_there),
         corrupt: drawn.corrupt,
         // Half the bytes go, and never all of them (the client would see
         // a complete body).
@@ -524,18 +466,6 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
 mod tests {
     use super::*;
 
-    // `test` is actix's here; this one is synchronous.
-    #[core::prelude::v1::test]
-    fn every_finite_rate_is_enforced_in_blocks_beyond_a_hundred_million_bytes_a_second() {
-        assert!(
-            ByteBucket::new(f64::INFINITY, 1 << 20).is_none(),
-            "unlimited"
-        );
-        for (rate, unit) in [(1e3, 1), (1e8, 1), (1e9, 10), (4e9, 40), (1e12, 10_000)] {
-            let b = ByteBucket::new(rate, 1 << 20).unwrap();
-            assert_eq!(b.unit, unit, "{rate} B/s");
-        }
-    }
     use actix_web::test;
 
     fn state(max_connections: usize) -> (tempfile::TempDir, web::Data<Gridftp>) {

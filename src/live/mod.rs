@@ -21,6 +21,7 @@ pub mod messages;
 pub mod names;
 pub mod prepare;
 pub mod remote;
+pub mod shaping;
 pub mod site;
 pub mod store;
 pub mod transfer;
@@ -70,6 +71,8 @@ pub struct Shared {
     /// DAGMan PRE/POST scripts to run, by job id (a `.dag` with
     /// `scripts = "run"`).
     pub scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
+    /// The network's limits this process carries out.
+    pub shapers: Arc<shaping::GridShapers>,
 }
 
 impl Shared {
@@ -202,7 +205,20 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     let encoded: Vec<String> = wf.files.iter().map(|f| names::encode(&f.name)).collect();
     let content = scenario.twins().map(|t| t.content).unwrap_or_default();
     let reporter: Arc<std::sync::OnceLock<Recipient<SiteEvent>>> = Arc::default();
-    let made = match make_sites(scenario, &encoded, &content, &root, &opts, &reporter).await {
+    let here: Vec<_> = scenario
+        .sites
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.daemon.is_none())
+        .collect();
+    let shapers = Arc::new(shaping::GridShapers::new(&here, &scenario.topology, em));
+    let sites = Sites {
+        encoded: &encoded,
+        content: &content,
+        root: &root,
+        shapers: &shapers,
+    };
+    let made = match make_sites(scenario, &sites, &opts, &reporter).await {
         Ok(m) => m,
         Err((e, attached)) => {
             detach_all(attached).await;
@@ -249,6 +265,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         client,
         metrics: metrics.clone(),
         scripts: scenario.node_scripts(),
+        shapers,
     });
 
     let setup = setup_start.elapsed();
@@ -407,18 +424,34 @@ enum Made {
     },
 }
 
+/// What every site of a run is made with.
+struct Sites<'a> {
+    /// Pool name of every file.
+    encoded: &'a [String],
+    /// Per file, the file its bytes derive from.
+    content: &'a [crate::core::FileId],
+    /// Where in-process pools go.
+    root: &'a std::path::Path,
+    /// The network's limits this process carries out.
+    shapers: &'a shaping::GridShapers,
+}
+
 /// Makes every site of `scenario` (see [`prepare`]), attaching the daemons
 /// of the sites that have one. On failure, the error and the daemons
 /// attached so far (to detach).
 async fn make_sites(
     scenario: &Scenario,
-    encoded: &[String],
-    content: &[crate::core::FileId],
-    root: &std::path::Path,
+    made_with: &Sites<'_>,
     opts: &LiveOptions,
     reporter: &Arc<std::sync::OnceLock<Recipient<SiteEvent>>>,
 ) -> Result<Vec<Made>, (EngineError, Vec<Remote>)> {
     let wf = &scenario.workflow;
+    let Sites {
+        encoded,
+        content,
+        root,
+        shapers,
+    } = *made_with;
     let inputs = scenario.inputs_by_site();
     let site_names: Vec<String> = scenario.sites.iter().map(|s| s.info.name.clone()).collect();
     let scripts = scenario.node_scripts();
@@ -445,6 +478,7 @@ async fn make_sites(
                     eviction: &scenario.eviction,
                     inputs: &inputs[i],
                     resumed: &resumed,
+                    shapers,
                 };
                 let report = reporter.clone();
                 prepare::prepare(&spec, root, opts.keep_pools, LOOPBACK, move |fault| {
@@ -459,11 +493,15 @@ async fn make_sites(
                 // What the kernel shapes, the site's endpoint does not.
                 let mut config = s.clone();
                 if d.kernel.rate {
-                    config.bandwidth = f64::INFINITY;
+                    config.bandwidth_out = f64::INFINITY;
+                    config.bandwidth_in = f64::INFINITY;
                 }
                 if d.kernel.delay {
                     config.latency = 0.0;
                 }
+                // The netbed's kernel shapes each site's own link, not the
+                // shared links yet: the daemon's pulls pass those.
+                let topology = scenario.topology.clone();
                 let attach = remote::protocol::Attach {
                     run_id: opts.run_id.clone(),
                     site: i,
@@ -478,6 +516,7 @@ async fn make_sites(
                     scripts: scripts.clone(),
                     inputs: inputs[i].clone(),
                     resumed,
+                    topology,
                 };
                 match Remote::new(d) {
                     Ok(remote) => remote
@@ -533,20 +572,15 @@ async fn stop_metrics(server: Option<actix_web::dev::ServerHandle>, linger: Dura
 }
 
 /// Starts a gridftp endpoint on `bind`, port chosen by the system (the
-/// farm's and in-process sites' on loopback), serving `store` within
-/// `limits`: its base URL and handle.
+/// farm's and in-process sites' on loopback), serving as `state` says: its
+/// base URL and handle.
 fn serve_gridftp(
     bind: std::net::IpAddr,
-    store: &store::Store,
-    limits: gridftp::Limits,
-    faults: Arc<gridftp::Faults>,
+    state: gridftp::Gridftp,
 ) -> std::io::Result<(String, actix_web::dev::ServerHandle)> {
     let listener = TcpListener::bind((bind, 0))?;
     let url = format!("http://{}", listener.local_addr()?);
-    let server = gridftp::serve(
-        listener,
-        Arc::new(gridftp::Gridftp::new(store.clone(), limits, faults)),
-    )?;
+    let server = gridftp::serve(listener, Arc::new(state))?;
     let handle = server.handle();
     actix_rt::spawn(server);
     Ok((url, handle))

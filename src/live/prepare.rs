@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tempfile::TempDir;
 
-use super::{EngineError, gridftp, serve_gridftp, site, store, write_files};
+use super::{EngineError, gridftp, serve_gridftp, shaping, site, store, write_files};
 use crate::config::{Emulation, SiteConfig};
 use crate::core::faults::{Fault, ResponseFault};
 use crate::core::storage::Pool;
@@ -37,6 +37,9 @@ pub struct SiteSpec<'a> {
     pub inputs: &'a [FileId],
     /// Outputs an interrupted run's ended jobs left here.
     pub resumed: &'a [FileId],
+    /// The network's limits this process carries out (the site's out among
+    /// them, shared with its server).
+    pub shapers: &'a shaping::GridShapers,
 }
 
 /// A site ready to start.
@@ -86,7 +89,7 @@ pub async fn prepare(
     write_files(&store, wf, spec.encoded, em, spec.seed, files).await?;
 
     let limits = gridftp::Limits {
-        bandwidth: em.real_rate(s.bandwidth),
+        bandwidth: em.real_rate(s.bandwidth_out),
         stream_cap: em.real_rate(s.stream_cap),
         max_connections: s.max_connections,
         latency: site::real_duration(em.real_secs(s.latency)),
@@ -102,7 +105,9 @@ pub async fn prepare(
             )
             .reporting(report),
     );
-    let (url, server) = serve_gridftp(bind, &store, limits, faults.clone())?;
+    let server = gridftp::Gridftp::new(store.clone(), limits, faults.clone())
+        .sharing(spec.shapers.egress(i), spec.shapers.key());
+    let (url, server) = serve_gridftp(bind, server)?;
     Ok(SiteParts {
         pool,
         store,

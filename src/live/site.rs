@@ -189,10 +189,11 @@ impl SiteActor {
         let store = self.store.clone();
         let url = m.url.clone().unwrap_or_else(|| shared.urls[m.from].clone());
         let (source, file, id) = (m.source, m.file, m.id);
+        let path = shared.shapers.path(m.from, self.site.id());
         let started = Instant::now();
         let fut = async move {
             let (remote, enc) = (&shared.encoded[source], &shared.encoded[file]);
-            transfer::pull_as(&shared.client, &url, remote, &store, enc, id).await
+            transfer::pull_as(&shared.client, &url, remote, &store, enc, id, &path).await
         };
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             act.on_pulled(m, size, started.elapsed(), res, ctx);

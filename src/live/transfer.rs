@@ -8,10 +8,16 @@
 //! Every failure goes back to the manager, which decides whether to retry or
 //! take another replica: a 503 (the source is at `max_connections`) too, as
 //! [`TransferFailure::Busy`], a failed try of that source.
+//!
+//! Each chunk received passes the limits of the pull's path first
+//! ([`PathShaping`]: the receiver's in, the shared links, and the source's
+//! out when this process holds it), so a pull is paced where the network
+//! would pace it.
 
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
+use super::shaping::{LATENCY_HEADER, PathShaping, SHAPED_HEADER};
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
 
@@ -27,8 +33,8 @@ pub struct Pulled {
 }
 
 /// Pulls `/files/{enc}` from `source` (a base URL such as
-/// `http://127.0.0.1:4000`) into `dest` as transfer `id`, verifies it and lists
-/// it in `dest`'s catalogue.
+/// `http://127.0.0.1:4000`) into `dest` as transfer `id`, verifies it and
+/// lists it in `dest`'s catalogue; only the source limits its bytes.
 pub async fn pull(
     client: &reqwest::Client,
     source: &str,
@@ -36,11 +42,22 @@ pub async fn pull(
     enc: &str,
     id: u64,
 ) -> Result<Pulled, TransferFailure> {
-    fetch(client, source, enc, dest, enc, id, true).await
+    fetch(
+        client,
+        source,
+        enc,
+        dest,
+        enc,
+        id,
+        true,
+        &PathShaping::none(),
+    )
+    .await
 }
 
-/// Pulls `remote` like [`pull`] and lists its bytes in `dest` as `enc` (a
-/// memoized job's output, a copy of its twin's).
+/// Pulls `remote` like [`pull`], its bytes through `path`'s limits, and
+/// lists them in `dest` as `enc` (a memoized job's output, a copy of its
+/// twin's).
 pub async fn pull_as(
     client: &reqwest::Client,
     source: &str,
@@ -48,11 +65,13 @@ pub async fn pull_as(
     dest: &Store,
     enc: &str,
     id: u64,
+    path: &PathShaping,
 ) -> Result<Pulled, TransferFailure> {
-    fetch(client, source, remote, dest, enc, id, true).await
+    fetch(client, source, remote, dest, enc, id, true, path).await
 }
 
-/// Pulls and verifies like [`pull`], but leaves the bytes in `dest`'s part
+/// Pulls and verifies like [`pull`], its bytes through `path`'s limits,
+/// but leaves the bytes in `dest`'s part
 /// file of transfer `id`, unlisted: the caller lists them with
 /// [`Store::commit_part`] or drops them with [`Store::drop_part`] once it
 /// knows whether the file is to be cached (the data-diffusion executors,
@@ -63,10 +82,12 @@ pub async fn pull_unlisted(
     dest: &Store,
     enc: &str,
     id: u64,
+    path: &PathShaping,
 ) -> Result<Pulled, TransferFailure> {
-    fetch(client, source, enc, dest, enc, id, false).await
+    fetch(client, source, enc, dest, enc, id, false, path).await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn fetch(
     client: &reqwest::Client,
     source: &str,
@@ -75,12 +96,20 @@ async fn fetch(
     enc: &str,
     id: u64,
     list: bool,
+    path: &PathShaping,
 ) -> Result<Pulled, TransferFailure> {
     let url = format!("{source}/files/{remote}");
-    let resp = client
+    let mut request = client
         .get(&url)
         // Names the transfer to the source, which reports faults it injects.
-        .header("X-Gridbed-Transfer", id)
+        .header("X-Gridbed-Transfer", id);
+    if let Some(key) = &path.key {
+        request = request.header(SHAPED_HEADER, key);
+    }
+    if !path.latency.is_zero() {
+        request = request.header(LATENCY_HEADER, path.latency.as_micros() as u64);
+    }
+    let resp = request
         .send()
         .await
         .map_err(|e| TransferFailure::Connection(e.to_string()))?;
@@ -104,7 +133,7 @@ async fn fetch(
         .content_length()
         .ok_or_else(|| TransferFailure::Connection("no Content-Length".into()))?;
     let part = dest.part_path(enc, id);
-    let received = receive(resp, &part, expected_len, &expected_sha).await;
+    let received = receive(resp, &part, expected_len, &expected_sha, path).await;
     let done = match received {
         Ok(body) => {
             let (part, dst) = (part.clone(), dest.path(enc));
@@ -154,6 +183,7 @@ async fn receive(
     part: &std::path::Path,
     expected_len: u64,
     expected_sha: &str,
+    path: &PathShaping,
 ) -> Result<Option<Vec<u8>>, TransferFailure> {
     let in_memory = expected_len as usize <= WRITE_BATCH;
     let mut received = 0u64;
@@ -173,6 +203,7 @@ async fn receive(
                 "more than the {expected_len} bytes announced"
             )));
         }
+        path.pass(chunk.len()).await;
         Ok(Some(chunk))
     };
     let (sha, kept) = if in_memory {

@@ -72,6 +72,10 @@ pub struct NetSite {
     pub pid: Option<u32>,
     /// Egress rate the kernel holds it to (bit/s), if any.
     pub rate_bits: Option<u64>,
+    /// Ingress rate the kernel holds it to (bit/s), if any: a `tbf` on the
+    /// bridge's end of its veth, which is what the site receives.
+    #[serde(default)]
+    pub rate_in_bits: Option<u64>,
     /// One-way delay the kernel adds to its egress (ms), if any.
     pub delay_ms: Option<f64>,
 }
@@ -149,7 +153,7 @@ impl State {
                 url: net.url.clone(),
                 token: Some(token.clone()),
                 kernel: KernelShaping {
-                    rate: net.rate_bits.is_some(),
+                    rate: net.rate_bits.is_some() || net.rate_in_bits.is_some(),
                     delay: net.delay_ms.is_some(),
                 },
             });
@@ -283,6 +287,10 @@ fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedErr
     ])?;
     ip(&["link", "set", &br, "up"])?;
     let em = o.scenario.emulation;
+    let bits = |rate: f64| {
+        rate.is_finite()
+            .then(|| (em.real_rate(rate) * 8.0).round().max(8000.0) as u64)
+    };
     for (i, s) in o.scenario.sites.iter().enumerate() {
         let p = &state.prefix;
         let addr = format!("10.201.{net}.{}", i + 1);
@@ -294,10 +302,8 @@ fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedErr
             url: format!("http://{addr}:{}", o.port),
             addr,
             pid: None,
-            rate_bits: s
-                .bandwidth
-                .is_finite()
-                .then(|| (em.real_rate(s.bandwidth) * 8.0).round().max(8000.0) as u64),
+            rate_bits: bits(s.bandwidth_out),
+            rate_in_bits: bits(s.bandwidth_in),
             delay_ms: (state.netem && s.latency > 0.0).then(|| em.real_secs(s.latency) * 1000.0),
         };
         state.sites.push(site.clone());
@@ -330,19 +336,38 @@ fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedErr
     Ok(())
 }
 
-/// The site's egress qdiscs: netem (delay) over tbf (rate), or either alone.
+/// `tc` arguments of a tbf of `rate` bit/s on `dev` under `parent`: a
+/// burst of at least one timer tick of bytes (and a few packets), and a
+/// queue of 100 ms.
+fn tbf_args(dev: &str, parent: &[&str], rate: u64) -> Vec<String> {
+    let burst = (rate / 8 / 250).max(16 * 1514);
+    let limit = (rate / 8 / 10).max(burst * 2);
+    let mut args = vec!["qdisc".to_string(), "add".into(), "dev".into(), dev.into()];
+    args.extend(parent.iter().map(|s| s.to_string()));
+    args.extend([
+        "tbf".into(),
+        "rate".into(),
+        format!("{rate}bit"),
+        "burst".into(),
+        burst.to_string(),
+        "limit".into(),
+        limit.to_string(),
+    ]);
+    args
+}
+
+/// The site's qdiscs: on its end of the veth, what it sends (netem's delay
+/// over tbf's rate, or either alone); on the bridge's end, what it receives
+/// (tbf).
 fn shape(site: &NetSite) -> Result<(), NetbedError> {
     let (ns, dev) = (site.netns.as_str(), site.site_if.as_str());
+    if let Some(r) = site.rate_in_bits {
+        let args = tbf_args(&site.host_if, &["root", "handle", "1:"], r);
+        run("tc", &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+    }
     let tbf = |parent: &[&str], rate: u64| -> Result<(), NetbedError> {
-        // A burst of at least one timer tick of bytes (and a few packets),
-        // and a queue of 100 ms.
-        let burst = (rate / 8 / 250).max(16 * 1514);
-        let limit = (rate / 8 / 10).max(burst * 2);
-        let mut args = vec!["qdisc", "add", "dev", dev];
-        args.extend_from_slice(parent);
-        let (r, b, l) = (format!("{rate}bit"), burst.to_string(), limit.to_string());
-        args.extend_from_slice(&["tbf", "rate", &r, "burst", &b, "limit", &l]);
-        tc_in(ns, &args).map(drop)
+        let args = tbf_args(dev, parent, rate);
+        tc_in(ns, &args.iter().map(String::as_str).collect::<Vec<_>>()).map(drop)
     };
     match (site.delay_ms, site.rate_bits) {
         (Some(d), rate) => {

@@ -4,12 +4,12 @@
 //! the executor's cache (local hit), a peer executor's cache (global hit) or
 //! the shared store (miss), caches what it read, then computes.
 //!
-//! Transfers share bandwidth fairly on the core's
-//! [`SharedLink`] (processor sharing): the store's
-//! aggregate bandwidth (GPFS's 4 Gb/s in the paper) among all its reads,
-//! each executor's link among the reads served from its cache (each after
-//! the peer read's set-up time), and each executor's local disk among the
-//! reads of its own cache. Executors are
+//! Transfers are flows of the core's max-min [`Network`], the grid's model:
+//! a read from the store crosses the store's aggregate bandwidth (GPFS's
+//! 4 Gb/s in the paper) and the reader's link in; a read from a peer's
+//! cache (after the peer read's set-up time) crosses the peer's link out
+//! and the reader's link in (each executor's link is full duplex); a read
+//! of its own cache crosses the executor's local disk. Executors are
 //! either all there from the start or come and go with the dynamic resource
 //! provisioner ([`Drp`](crate::core::farm::Drp)): allocated, after a latency, while the wait queue is
 //! long; released after idling, their caches dropped (only idle executors
@@ -18,7 +18,7 @@
 use crate::core::cache_index::ExecId;
 use crate::core::events::EventQueue;
 use crate::core::farm::{FarmCommand, FarmEvent, FarmRun, FarmSpec, Fetched, Read, Source, Task};
-use crate::core::link::SharedLink;
+use crate::core::network::{Network, ResourceId, RouteId};
 use crate::core::window::IdWindow;
 use crate::policy::{self, UnknownPolicy};
 
@@ -33,11 +33,10 @@ struct Flow {
 
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 enum Ev {
-    /// Server (0: the store, 1 + e: executor e's link, 1 + E + e: its
-    /// disk) may have a flow done.
-    Flow(usize, u64),
-    /// A peer read's set-up ended: its bytes start to flow on this server.
-    Begin(usize, u64),
+    /// A route may have a flow done.
+    Flow(RouteId, u64),
+    /// A peer read's set-up ended: its bytes start to flow on this route.
+    Begin(RouteId, u64),
     /// A task's compute ended on this executor.
     Done(ExecId, usize),
 }
@@ -45,10 +44,15 @@ enum Ev {
 /// The farm's links and reads in flight: what the simulator carries out.
 struct Links<'a> {
     spec: &'a FarmSpec,
-    /// Server 0 is the store, 1 + e executor e's link, 1 + E + e its local
-    /// disk (when the disk is not free), each shared fairly among the
-    /// reads it serves (no per-read cap in the paper's model).
-    servers: Vec<SharedLink<u64>>,
+    /// The store, every executor's link (each way) and local disk (no
+    /// per-read cap in the paper's model).
+    net: Network<u64>,
+    store: ResourceId,
+    link_out: Vec<ResourceId>,
+    link_in: Vec<ResourceId>,
+    disk: Vec<ResourceId>,
+    /// Scratch for the routes the network re-rated.
+    rerated: Vec<RouteId>,
     flows: IdWindow<Flow>,
     next_flow: u64,
     /// Files a task still waits for, per task.
@@ -65,11 +69,15 @@ impl Links<'_> {
             let FarmCommand::Run(p) = c else { continue };
             let mut needs = 0;
             for read in p.reads {
-                let s = match read.source {
-                    Source::Local if disks => 1 + spec.executors + p.exec,
+                let route = match read.source {
+                    Source::Local if disks => self.net.route(&[self.disk[p.exec]], f64::INFINITY),
                     Source::Local => continue,
-                    Source::Peer(peer) => 1 + peer,
-                    Source::Store => 0,
+                    Source::Peer(peer) => self
+                        .net
+                        .route(&[self.link_out[peer], self.link_in[p.exec]], f64::INFINITY),
+                    Source::Store => self
+                        .net
+                        .route(&[self.store, self.link_in[p.exec]], f64::INFINITY),
                 };
                 let id = self.next_flow;
                 self.next_flow += 1;
@@ -82,9 +90,9 @@ impl Links<'_> {
                     },
                 );
                 if matches!(read.source, Source::Peer(_)) && spec.peer_latency > 0.0 {
-                    heap.push(now + spec.peer_latency, Ev::Begin(s, id));
+                    heap.push(now + spec.peer_latency, Ev::Begin(route, id));
                 } else {
-                    self.begin(now, s, id, heap);
+                    self.begin(now, route, id, heap);
                 }
                 needs += 1;
             }
@@ -95,11 +103,19 @@ impl Links<'_> {
         }
     }
 
-    /// Flow `id`'s bytes start on server `s`.
-    fn begin(&mut self, now: f64, s: usize, id: u64, heap: &mut EventQueue<Ev>) {
-        self.servers[s].start(now, id, self.spec.file_size as f64);
-        if let Some((at, generation)) = self.servers[s].next_end(now) {
-            heap.push(at, Ev::Flow(s, generation));
+    /// Flow `id`'s bytes start on `route`.
+    fn begin(&mut self, now: f64, route: RouteId, id: u64, heap: &mut EventQueue<Ev>) {
+        self.net.start(now, route, id, self.spec.file_size as f64);
+        self.reschedule(now, heap);
+    }
+
+    /// Schedules the next flow end of every route the network re-rated.
+    fn reschedule(&mut self, now: f64, heap: &mut EventQueue<Ev>) {
+        self.net.take_changed(&mut self.rerated);
+        for &route in &self.rerated {
+            if let Some((at, generation)) = self.net.next_end(now, route) {
+                heap.push(at, Ev::Flow(route, generation));
+            }
         }
     }
 }
@@ -107,23 +123,26 @@ impl Links<'_> {
 /// Runs `tasks` through the farm `spec` to the end.
 pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
     let mut d = policy::farm_dispatcher(spec, tasks)?;
-    let disks = if spec.disk_bandwidth.is_finite() {
-        spec.executors
-    } else {
-        0
+    let mut net = Network::new();
+    let store = net.add_resource(spec.store_bandwidth);
+    let mut each = |rate: f64| -> Vec<ResourceId> {
+        (0..spec.executors)
+            .map(|_| net.add_resource(rate))
+            .collect()
     };
+    let (link_out, link_in, disk) = (
+        each(spec.peer_bandwidth),
+        each(spec.peer_bandwidth),
+        each(spec.disk_bandwidth),
+    );
     let mut links = Links {
         spec,
-        servers: (0..1 + spec.executors + disks)
-            .map(|i| {
-                let rate = match i {
-                    0 => spec.store_bandwidth,
-                    i if i <= spec.executors => spec.peer_bandwidth,
-                    _ => spec.disk_bandwidth,
-                };
-                SharedLink::new(rate, f64::INFINITY)
-            })
-            .collect(),
+        net,
+        store,
+        link_out,
+        link_in,
+        disk,
+        rerated: Vec::new(),
         flows: IdWindow::default(),
         next_flow: 0,
         pending: vec![0; tasks.len()],
@@ -147,13 +166,11 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
         let Some((now, ev)) = heap.pop() else { break };
         events += 1;
         match ev {
-            Ev::Flow(s, generation) => {
-                let Some(done) = links.servers[s].take_ended(now, generation) else {
+            Ev::Flow(route, generation) => {
+                let Some(done) = links.net.take_ended(now, route, generation) else {
                     continue;
                 };
-                if let Some((at, generation)) = links.servers[s].next_end(now) {
-                    heap.push(at, Ev::Flow(s, generation));
-                }
+                links.reschedule(now, &mut heap);
                 let mut fetched = Vec::with_capacity(done.len());
                 for id in done {
                     let f = links.flows.take(id).expect("a flow on a link is in flight");

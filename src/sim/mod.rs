@@ -10,9 +10,10 @@
 //!
 //! * **Transfers**: a transfer takes one of the source's `max_connections`
 //!   (refused at once as busy when all are held, as a live endpoint answers
-//!   503), holds it for the source's `latency`, then streams on the source's
-//!   [`SharedLink`]: all streams leaving a site
-//!   share its `bandwidth` fairly and each is capped at `stream_cap`. The
+//!   503), holds it for the source's `latency` and its route's links'
+//!   latencies, then flows on the core's [`GridNetwork`]: its rate is the
+//!   max-min fair share over the source's out, every shared link it crosses
+//!   and the receiver's in, and at most the source's `stream_cap`. The
 //!   source's fault schedules, drawn once as a response starts to stream,
 //!   may corrupt it (it ends as a corrupt transfer), reset it (it fails when
 //!   half its bytes have flowed) or stall it (its bytes start later).
@@ -36,11 +37,12 @@ use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
 use crate::core::events::EventQueue;
 use crate::core::faults::{Fault, FaultSchedule, ResponseFault};
-use crate::core::link::SharedLink;
+use crate::core::network::RouteId;
 use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
 use crate::core::timeline::{Sample, Timeline};
+use crate::core::topology::{GridNetwork, Interface};
 use crate::core::window::IdWindow;
 use crate::core::{
     Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId, Workflow,
@@ -109,9 +111,9 @@ enum Ev {
     Wake,
     /// A transfer's latency is over: its bytes start to flow.
     Stream(TransferId),
-    /// The earliest stream of a source may have finished (stale if `generation`
+    /// The earliest flow of a route may have finished (stale if `generation`
     /// moved on).
-    SourceNext { site: SiteId, generation: u64 },
+    RouteNext { route: RouteId, generation: u64 },
     /// A job's runtime is over.
     JobDone { site: SiteId, job: JobId },
     /// A site's background load changes.
@@ -126,8 +128,6 @@ struct Source {
     latency: f64,
     /// Connections held (waiting out latency or streaming).
     connections: usize,
-    /// The streams sharing its egress.
-    link: SharedLink<TransferId>,
     /// Which responses it corrupts, resets and stalls on purpose.
     corrupt: FaultSchedule,
     resets: FaultSchedule,
@@ -142,6 +142,8 @@ struct Flow {
     from: SiteId,
     to: SiteId,
     size: u64,
+    /// Its route over the network.
+    route: RouteId,
     /// Its response was corrupted: the destination's check fails at the end.
     corrupt: bool,
     /// Its connection is reset when half its bytes have flowed.
@@ -161,6 +163,10 @@ struct Sim {
     /// Scratch for the sites' actions.
     actions: Vec<SiteAction>,
     sources: Vec<Source>,
+    /// Every site's interface and the shared links, and the flows on them.
+    network: GridNetwork<TransferId>,
+    /// Scratch for the routes the network re-rated.
+    rerated: Vec<RouteId>,
     flows: IdWindow<Flow>,
     out: Vec<Command>,
     transfers: u64,
@@ -251,13 +257,21 @@ impl Sim {
                 max_connections: s.max_connections,
                 latency: s.latency,
                 connections: 0,
-                link: SharedLink::new(s.bandwidth, s.stream_cap),
                 corrupt: s.faults.schedule(ResponseFault::Corrupt, scenario.seed, i),
                 resets: s.faults.schedule(ResponseFault::Reset, scenario.seed, i),
                 stalls: s.faults.schedule(ResponseFault::Stall, scenario.seed, i),
                 stall_seconds: s.faults.stall_seconds,
             });
         }
+        let interfaces: Vec<Interface> = scenario
+            .sites
+            .iter()
+            .map(|s| Interface {
+                out: s.bandwidth_out,
+                inbound: s.bandwidth_in,
+                stream_cap: s.stream_cap,
+            })
+            .collect();
         let manager = scenario.new_manager()?;
         let mut sim = Sim {
             wf,
@@ -269,6 +283,8 @@ impl Sim {
             sites,
             actions: Vec::new(),
             sources,
+            network: GridNetwork::new(&scenario.topology, &interfaces),
+            rerated: Vec::new(),
             flows: IdWindow::default(),
             out: Vec::new(),
             transfers: 0,
@@ -334,7 +350,7 @@ impl Sim {
                     self.deliver(Event::Tick);
                 }
                 Ev::Stream(id) => self.stream(id),
-                Ev::SourceNext { site, generation } => self.source_next(site, generation),
+                Ev::RouteNext { route, generation } => self.route_next(route, generation),
                 Ev::JobDone { site, job } => self.job_done(site, job),
                 Ev::Load { site } => self.load_changes(site),
                 Ev::Fault(i) => self.fault(i),
@@ -461,6 +477,7 @@ impl Sim {
             return;
         }
         let size = self.wf.files[file].size;
+        let (route, link_latency) = self.network.route(from, to);
         self.flows.insert(
             id,
             Flow {
@@ -469,6 +486,7 @@ impl Sim {
                 from,
                 to,
                 size,
+                route,
                 corrupt: false,
                 reset: false,
                 drawn: false,
@@ -477,7 +495,7 @@ impl Sim {
         let src = &mut self.sources[from];
         if src.connections < src.max_connections {
             src.connections += 1;
-            let at = self.now + src.latency;
+            let at = self.now + src.latency + link_latency;
             self.at(at, Ev::Stream(id));
         } else {
             // Refused at once, as a live endpoint answers 503 (or 404
@@ -508,7 +526,8 @@ impl Sim {
         let Some(flow) = self.flows.get(id) else {
             return;
         };
-        let (from, source, size, drawn) = (flow.from, flow.source, flow.size, flow.drawn);
+        let (from, source, size, drawn, route) =
+            (flow.from, flow.source, flow.size, flow.drawn, flow.route);
         if !drawn && !self.sites[from].serves(source) {
             self.end_transfer(id, Err(TransferFailure::SourceMissing));
             return;
@@ -540,8 +559,8 @@ impl Sim {
         } else {
             size as f64
         };
-        self.sources[from].link.start(self.now, id, bytes);
-        self.reschedule(from);
+        self.network.net.start(self.now, route, id, bytes);
+        self.reschedule();
     }
 
     /// Tells the manager of a fault of `site`'s file server.
@@ -558,40 +577,40 @@ impl Sim {
         if !matches!(fault, Fault::Crash { .. }) {
             return;
         }
-        let cut: Vec<(TransferId, SiteId)> = self
+        let cut: Vec<(TransferId, RouteId)> = self
             .flows
             .iter()
             .filter(|(_, f)| f.from == site || f.to == site)
-            .map(|(id, f)| (id, f.from))
+            .map(|(id, f)| (id, f.route))
             .collect();
-        let mut sources = Vec::new();
-        for (id, from) in cut {
-            self.sources[from].link.remove(self.now, id);
+        for (id, route) in cut {
+            self.network.net.remove(self.now, route, id);
             self.end_transfer(id, Err(TransferFailure::Connection("site crashed".into())));
-            sources.push(from);
         }
-        sources.sort_unstable();
-        sources.dedup();
-        for from in sources {
-            self.reschedule(from);
-        }
+        self.reschedule();
     }
 
-    /// Schedules the source's next stream end at the current shared rate.
-    fn reschedule(&mut self, site: SiteId) {
-        if let Some((at, generation)) = self.sources[site].link.next_end(self.now) {
-            self.at(at, Ev::SourceNext { site, generation });
+    /// Schedules the next flow end of every route the network re-rated, at
+    /// its new rate.
+    fn reschedule(&mut self) {
+        let mut routes = std::mem::take(&mut self.rerated);
+        self.network.net.take_changed(&mut routes);
+        for &route in &routes {
+            if let Some((at, generation)) = self.network.net.next_end(self.now, route) {
+                self.at(at, Ev::RouteNext { route, generation });
+            }
         }
+        self.rerated = routes;
     }
 
-    fn source_next(&mut self, site: SiteId, generation: u64) {
-        let Some(done) = self.sources[site].link.take_ended(self.now, generation) else {
+    fn route_next(&mut self, route: RouteId, generation: u64) {
+        let Some(done) = self.network.net.take_ended(self.now, route, generation) else {
             return;
         };
         for id in done {
             let result = match self.flows.get(id) {
                 Some(f) if f.reset => {
-                    self.fault_at(site, Fault::Reset { transfer: id });
+                    self.fault_at(f.from, Fault::Reset { transfer: id });
                     Err(TransferFailure::Connection(RESET.into()))
                 }
                 Some(f) if f.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
@@ -599,7 +618,7 @@ impl Sim {
             };
             self.end_transfer(id, result);
         }
-        self.reschedule(site);
+        self.reschedule();
     }
 
     /// A transfer is over: free its connection and tell the manager.

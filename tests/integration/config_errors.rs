@@ -637,3 +637,86 @@ fn a_site_daemon_url_must_be_http_with_a_host_and_its_token_file_readable() {
     let e = check(site, "name = \"grid3-01\"\ntoken_file = \"token\"\n");
     expect(&e, &["bad.toml:10:14", "give its `url` too"]);
 }
+
+/// BASE with shared links before its workflow.
+fn with_links(links: &str) -> (&'static str, String) {
+    ("[workflow]\n", format!("{links}[workflow]\n"))
+}
+
+#[test]
+fn a_path_through_an_unknown_link_names_the_link_and_the_site() {
+    let e = check(
+        "name = \"grid3-01\"\n",
+        "name = \"grid3-01\"\npath = [\"wan\"]\n",
+    );
+    expect(
+        &e,
+        &[
+            "bad.toml:10:9",
+            "site[1].path",
+            "unknown link `wan`",
+            "grid3-01",
+            "none is defined",
+        ],
+    );
+}
+
+#[test]
+fn zero_or_negative_bandwidths_of_links_and_interfaces_are_refused() {
+    let (from, to) = with_links("[[link]]\nname = \"wan\"\nbandwidth = 0\n");
+    let e = check(from, &to);
+    expect(&e, &["bad.toml:", "link[0].bandwidth", "rate ≤ 0"]);
+    let e = check(
+        "name = \"grid3-01\"\n",
+        "name = \"grid3-01\"\nbandwidth_in = \"-5 MB/s\"\n",
+    );
+    expect(
+        &e,
+        &["bad.toml:10:16", "site[1].bandwidth_in", "non-negative"],
+    );
+    let e = check(
+        "name = \"grid3-01\"\n",
+        "name = \"grid3-01\"\nbandwidth_out = 0\n",
+    );
+    expect(&e, &["bad.toml:10:", "site[1].bandwidth_out", "rate ≤ 0"]);
+}
+
+#[test]
+fn a_link_named_twice_or_paths_that_are_no_tree_are_refused() {
+    let (from, to) = with_links(
+        "[[link]]\nname = \"wan\"\nbandwidth = \"1 GB/s\"\n\
+         [[link]]\nname = \"wan\"\nbandwidth = \"2 GB/s\"\n",
+    );
+    let e = check(from, &to);
+    expect(
+        &e,
+        &["bad.toml:14:8", "link[1].name", "link `wan` is named twice"],
+    );
+
+    let links = "[[link]]\nname = \"a\"\nbandwidth = \"1 GB/s\"\n\
+                 [[link]]\nname = \"b\"\nbandwidth = \"1 GB/s\"\n";
+    let tb = BASE
+        .replacen(
+            "name = \"submit-host\"\n",
+            "name = \"submit-host\"\npath = [\"a\", \"b\"]\n",
+            1,
+        )
+        .replacen(
+            "name = \"grid3-01\"\n",
+            "name = \"grid3-01\"\npath = [\"b\", \"a\"]\n",
+            1,
+        )
+        .replacen("[workflow]\n", &format!("{links}[workflow]\n"), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_testbed(dir.path(), "bad.toml", &tb);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("check")
+        .arg(&path)
+        .arg("--sites")
+        .arg(catalog())
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    expect(&e, &["bad.toml:11:", "site `grid3-01`.path", "form a tree"]);
+}

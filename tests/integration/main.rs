@@ -15,6 +15,7 @@ mod formats;
 mod gridftp;
 mod live_runs;
 mod netbed;
+mod network;
 mod pressure;
 mod prometheus;
 mod remote_sites;

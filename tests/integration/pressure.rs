@@ -161,8 +161,15 @@ fn a_hundred_thousand_jobs_deadlocked_on_disk_space_end_in_bounded_memory() {
     // 25,000 pipelines released level by level fill 4 GB of disk with
     // first-level outputs whose readers then have no room for theirs: a
     // true deadlock, where the manager used to retry for ever and grow.
+    // Whether a width and seed end in that deadlock or in a slow trickle of
+    // evictions (jobs still ending now and then, each waiting job retrying
+    // for room) turns on the order of same-instant events: seed 3 deadlocks
+    // under the max-min network, seed 1 did under the per-source links.
+    // The trickle itself is the manager's, not this test's (issue 39).
     let dir = tempfile::tempdir().unwrap();
-    let tb = write_testbed(dir.path(), "wide.toml", &tight(25_000, true, "2 GB"));
+    let body =
+        tight(25_000, true, "2 GB").replacen("name = \"tight\"", "name = \"tight\"\nseed = 3", 1);
+    let tb = write_testbed(dir.path(), "wide.toml", &body);
     let sites = catalog();
     let (code, peak, _) = run_measuring_peak(
         &[

@@ -12,11 +12,14 @@
 //!   of the responses reset halfway, as a ratio to the same run without; and
 //!   `testbeds/chaos.toml` live with its faults against the same testbed
 //!   without them.
+//! * **network**: the max-min flow model alone, 10,000 flows over 100 sites
+//!   and 10 shared links, flows re-rated per second (`network.rs`).
 //! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
 //!   machines, its re-planning after a machine loss, and its share of a sim
 //!   run (`planner.rs`).
 
 mod netbed;
+mod network;
 mod planner;
 mod remote;
 mod scale;
@@ -40,7 +43,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner, record, parse, dslab, million (default: all).
+    /// Which benchmarks: sim, network, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner, record, parse, dslab, million (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -70,8 +73,9 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 18] = [
+const BENCHMARKS: [&str; 19] = [
     "sim",
+    "network",
     "diffusion",
     "farm",
     "db",
@@ -216,6 +220,12 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     if want("faults") {
         figures.push(dispatch_under_resets(2_000 / shrink).map_err(failed("faults"))?);
         figures.push(chaos_vs_clean().map_err(failed("faults"))?);
+    }
+    if want("network") {
+        let (flows, ends) = (10_000 / shrink, 100_000 / shrink as u64);
+        figures.push(
+            network::network(flows.max(10), 100, 10, ends.max(10)).map_err(failed("network"))?,
+        );
     }
     if want("planner") {
         figures.extend(planner::planner(5_000 / shrink, 100).map_err(failed("planner"))?);
@@ -389,7 +399,8 @@ fn sim_full_coadd() -> Result<Vec<Figure>, Failure> {
             .map(|info| SiteConfig {
                 storage: info.cpus == 0,
                 info,
-                bandwidth: 100e6,
+                bandwidth_out: 100e6,
+                bandwidth_in: 100e6,
                 stream_cap: 1e6,
                 max_connections: 40,
                 latency: 0.0,
@@ -780,7 +791,8 @@ fn bench_site(name: &str, cpus: usize) -> SiteConfig {
             overhead: 0.0,
         },
         storage: cpus == 0,
-        bandwidth: f64::INFINITY,
+        bandwidth_out: f64::INFINITY,
+        bandwidth_in: f64::INFINITY,
         stream_cap: f64::INFINITY,
         max_connections: 1024,
         latency: 0.0,
@@ -832,6 +844,7 @@ fn bench_scenario(
         name: name.into(),
         path: PathBuf::from("(bench)"),
         seed: 1,
+        topology: crate::core::topology::Topology::flat(sites.len()),
         sites,
         origin,
         submissions: crate::core::submissions::Submissions::single(workflow.jobs.len(), origin),

@@ -56,7 +56,8 @@ pub(super) fn link_classes() -> Result<Vec<Figure>, Failure> {
         let wf = Workflow::build(files, jobs)?;
         let mut sites = vec![bench_site("store", 0), bench_site("reader", 1)];
         for s in &mut sites {
-            s.bandwidth = bits / 8.0;
+            s.bandwidth_out = bits / 8.0;
+            s.bandwidth_in = bits / 8.0;
             s.latency = latency;
         }
         let local = bench_scenario("bench-netbed", sites, 0, wf, "round-robin", unthrottled());

@@ -121,7 +121,8 @@ pub(super) fn planner(dags: usize, machines: usize) -> Result<Vec<Figure>, Failu
             .iter()
             .map(|s| bench_site(&s.name, s.cpus))
             .map(|mut s| {
-                s.bandwidth = NET_BW;
+                s.bandwidth_out = NET_BW;
+                s.bandwidth_in = NET_BW;
                 s
             })
             .collect(),

@@ -16,9 +16,11 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use tokio::sync::{Mutex, mpsc};
 
 use super::protocol::{Attach, Attached, Line, Order, Start, Status};
+use crate::core::topology::Topology;
 use crate::core::{Event, Workflow};
 use crate::live::messages::{SiteEvent, TakeInventory};
 use crate::live::prepare::{SiteParts, SiteSpec, prepare};
+use crate::live::shaping::GridShapers;
 use crate::live::site::SiteActor;
 use crate::live::{Shared, gridftp, names};
 use crate::metrics::Metrics;
@@ -69,6 +71,8 @@ struct Session {
     attach: Attach,
     workflow: Arc<Workflow>,
     encoded: Vec<String>,
+    /// The limits of this site's pulls and of its server's out.
+    shapers: Arc<GridShapers>,
     pool_dir: PathBuf,
     metrics: Arc<Metrics>,
     actor: Option<Addr<SiteActor>>,
@@ -245,6 +249,25 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
             "the attach request names a site or file the run does not have",
         );
     }
+    let mut topology = a.topology.clone();
+    if topology.paths.is_empty() {
+        topology = Topology::flat(a.site_names.len());
+    }
+    let links = topology.links.len();
+    if topology.paths.len() != a.site_names.len()
+        || topology.paths.iter().flatten().any(|&l| l >= links)
+        || topology.check().is_err()
+    {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the attach request's topology is not one path per site over its links, forming a tree",
+        );
+    }
+    let shapers = Arc::new(GridShapers::new(
+        &[(a.site, &a.config)],
+        &topology,
+        a.emulation,
+    ));
     let encoded: Vec<String> = workflow
         .files
         .iter()
@@ -267,6 +290,7 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         eviction: &a.eviction,
         inputs: &a.inputs,
         resumed: &a.resumed,
+        shapers: &shapers,
     };
     let (site, report) = (a.site, tx.clone());
     let parts = match prepare(&spec, &root, false, state.bind, move |fault| {
@@ -301,6 +325,7 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         attach: a,
         workflow,
         encoded,
+        shapers,
         actor: None,
         events: tx,
         stream: Some(rx),
@@ -352,6 +377,7 @@ async fn start(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> H
         client,
         metrics: session.metrics.clone(),
         scripts: a.scripts.clone(),
+        shapers: session.shapers.clone(),
     });
     let sink = EventSink(session.events.clone()).start();
     let actor = SiteActor::new(

@@ -55,6 +55,10 @@ pub struct Attach {
     /// Outputs an interrupted run left at this site.
     #[serde(default)]
     pub resumed: Vec<FileId>,
+    /// The shared links and every site's path over them (the daemon
+    /// shapes its own pulls over them).
+    #[serde(default)]
+    pub topology: crate::core::topology::Topology,
 }
 
 /// Daemon → manager: the site is made.
@@ -165,7 +169,8 @@ mod tests {
                 overhead: 0.0,
             },
             storage: false,
-            bandwidth: f64::INFINITY,
+            bandwidth_out: f64::INFINITY,
+            bandwidth_in: 1e6,
             stream_cap: 5e6,
             max_connections: 8,
             latency: 0.1,
@@ -174,7 +179,7 @@ mod tests {
             daemon: None,
         };
         let text = serde_json::to_string(&cfg).unwrap();
-        assert!(text.contains("\"bandwidth\":null"), "{text}");
+        assert!(text.contains("\"bandwidth_out\":null"), "{text}");
         let back: SiteConfig = serde_json::from_str(&text).unwrap();
         assert_eq!(back, cfg);
     }

@@ -1,0 +1,229 @@
+//! Both ends of every transfer, in both engines: a receiver's in bounds what
+//! it takes, fan-in shares it, a shared link on the path shares its
+//! bandwidth, and the simulator's max-min times hold live on real bytes.
+
+use gridbed::config::Scenario;
+use gridbed::core::SiteId;
+use gridbed::core::topology::{GridNetwork, Interface, Link, Topology};
+use gridbed::live::{self, LiveOptions};
+use gridbed::sim;
+
+use crate::common;
+
+/// `n` producers, one on each site `src0`.. (each writing a 10 MB file at
+/// once), and a consumer on `sink` reading them all: its prescript stages
+/// the `n` files at once, each from its own site. `sink` and `links` are
+/// written into the testbed as given.
+fn fan_in(n: usize, sink: &str, source: &str, links: &str) -> String {
+    let mut tb = format!(
+        r#"
+strategy = "round-robin"
+origin = "store"
+[emulation]
+time_scale = 2
+byte_scale = 100
+[manager]
+maxpre = 0
+prescript_interval = 0
+prescript_streams = {n}
+{links}
+[[site]]
+name = "store"
+new = true
+storage = true
+cpus = 0
+disk = "1 GB"
+"#
+    );
+    for i in 0..n {
+        tb.push_str(&format!(
+            "[[site]]\nname = \"src{i}\"\nnew = true\ncpus = 1\ndisk = \"1 GB\"\nstream_cap = \"unlimited\"\n{source}\n"
+        ));
+    }
+    tb.push_str(&format!(
+        "[[site]]\nname = \"sink\"\nnew = true\ncpus = 1\ndisk = \"1 GB\"\n{sink}\n\
+         [workflow]\ngenerator = \"inline\"\n"
+    ));
+    for i in 0..n {
+        tb.push_str(&format!(
+            "[[workflow.file]]\nname = \"f{i}\"\nsize = \"10 MB\"\n\
+             [[workflow.job]]\nname = \"p{i}\"\nruntime = 0\noutputs = [\"f{i}\"]\n"
+        ));
+    }
+    let inputs: Vec<String> = (0..n).map(|i| format!("\"f{i}\"")).collect();
+    let parents: Vec<String> = (0..n).map(|i| format!("\"p{i}\"")).collect();
+    tb.push_str(&format!(
+        "[[workflow.job]]\nname = \"consumer\"\nruntime = 0\ninputs = [{}]\nparents = [{}]\n",
+        inputs.join(", "),
+        parents.join(", ")
+    ));
+    tb
+}
+
+/// The nominal seconds each transfer into `to` took.
+fn into(run: &gridbed::core::result::RunResult, to: SiteId) -> Vec<f64> {
+    run.records
+        .transfers
+        .iter()
+        .filter(|t| t.to == to && t.failure.is_none())
+        .map(|t| t.end.expect("ended") - t.start)
+        .collect()
+}
+
+fn sink_of(s: &Scenario) -> SiteId {
+    s.sites.iter().position(|x| x.info.name == "sink").unwrap()
+}
+
+/// Each engine's transfer times into the sink.
+fn both_engines(body: &str) -> (Vec<f64>, Vec<f64>) {
+    let (_dir, s) = common::scenario(body);
+    let sink = sink_of(&s);
+    let sim = sim::run(&s).unwrap();
+    assert!(sim.succeeded);
+    let live = live::run(&s, LiveOptions::default()).unwrap();
+    assert!(live.succeeded);
+    (into(&sim, sink), into(&live, sink))
+}
+
+/// Their mean within `tolerance` of `want`, and each within twice that (a
+/// live stream may start a few milliseconds before the others, and streams
+/// sharing a bucket end over its last round of chunks).
+fn assert_near(got: &[f64], want: f64, tolerance: f64, what: &str) {
+    assert!(!got.is_empty(), "{what}: no transfer");
+    let mean = got.iter().sum::<f64>() / got.len() as f64;
+    assert!(
+        (mean - want).abs() <= tolerance * want,
+        "{what}: transfers took {mean:.3} s on average, expected {want} s ± {:.0}%: {got:?}",
+        tolerance * 100.0
+    );
+    for &t in got {
+        assert!(
+            (t - want).abs() <= 2.0 * tolerance * want,
+            "{what}: a transfer took {t:.3} s, expected {want} s ± {:.0}%: {got:?}",
+            200.0 * tolerance
+        );
+    }
+}
+
+#[test]
+fn ten_sources_into_one_receiver_take_ten_times_one_transfer_in_both_engines() {
+    let sink = "bandwidth = \"10 MB/s\"";
+    let source = "bandwidth = \"1 GB/s\"";
+    let (sim_one, live_one) = both_engines(&fan_in(1, sink, source, ""));
+    let (sim_ten, live_ten) = both_engines(&fan_in(10, sink, source, ""));
+    // 10 MB at the receiver's 10 MB/s alone; ten at once share it.
+    assert_near(&sim_one, 1.0, 1e-9, "sim alone");
+    assert_near(&sim_ten, 10.0, 1e-9, "sim fan-in");
+    assert_eq!(sim_ten.len(), 10);
+    assert_near(&live_one, 1.0, 0.05, "live alone");
+    assert_near(&live_ten, 10.0, 0.05, "live fan-in");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let ratio = mean(&live_ten) / mean(&live_one);
+    assert!(
+        (ratio - 10.0).abs() <= 0.5,
+        "live fan-in / alone = {ratio:.2}"
+    );
+}
+
+#[test]
+fn staging_into_a_site_is_bounded_by_its_in_when_lower_than_its_out() {
+    // The sink sends at 100 MB/s but takes in 5 MB/s: 10 MB take 2 s.
+    let sink = "bandwidth = \"100 MB/s\"\nbandwidth_in = \"5 MB/s\"";
+    let (sim, live) = both_engines(&fan_in(1, sink, "bandwidth = \"1 GB/s\"", ""));
+    assert_near(&sim, 2.0, 1e-9, "sim");
+    assert_near(&live, 2.0, 0.05, "live");
+    // The same site as a sender is held to its out, not its in.
+    let (_d, s) = common::scenario(&fan_in(1, sink, "", ""));
+    assert_eq!(s.sites[sink_of(&s)].bandwidth_out, 100e6);
+    assert_eq!(s.sites[sink_of(&s)].bandwidth_in, 5e6);
+}
+
+#[test]
+fn sources_behind_one_shared_link_share_it_in_both_engines() {
+    // Four sources of 1 GB/s behind a 10 MB/s WAN link, a receiver of
+    // 1 GB/s at the core: the link is the bottleneck, 2.5 MB/s each.
+    let links = "[[link]]\nname = \"wan\"\nbandwidth = \"10 MB/s\"\n";
+    let source = "bandwidth = \"1 GB/s\"\npath = [\"wan\"]";
+    let (sim, live) = both_engines(&fan_in(4, "bandwidth = \"1 GB/s\"", source, links));
+    assert_near(&sim, 4.0, 1e-9, "sim");
+    assert_near(&live, 4.0, 0.05, "live");
+}
+
+/// Two campuses behind one uplink, and a site at the core.
+fn campuses() -> Topology {
+    let link = |name: &str, bandwidth: f64| Link {
+        name: name.into(),
+        bandwidth,
+        latency: 0.0,
+    };
+    Topology {
+        links: vec![
+            link("campus-a", 100.0),
+            link("campus-b", 100.0),
+            link("uplink", 10.0),
+        ],
+        // a1, a2 on campus a; b1 on campus b; the core site.
+        paths: vec![vec![0, 2], vec![0, 2], vec![1, 2], vec![]],
+    }
+}
+
+#[test]
+fn two_campuses_share_their_uplink_to_the_rest_but_not_within_or_between_them() {
+    let t = campuses();
+    let nic = Interface {
+        out: 1000.0,
+        inbound: 1000.0,
+        stream_cap: f64::INFINITY,
+    };
+    let mut grid: GridNetwork<u32> = GridNetwork::new(&t, &[nic; 4]);
+    let (core, a1, a2, b1) = (3, 0, 1, 2);
+    // To and from the rest of the grid: both cross the uplink (10), 5 each.
+    let (up, _) = grid.route(a1, core);
+    let (down, _) = grid.route(core, b1);
+    grid.net.start(0.0, up, 1, 100.0);
+    grid.net.start(0.0, down, 2, 100.0);
+    assert_eq!((grid.net.rate(up), grid.net.rate(down)), (5.0, 5.0));
+    // Within a campus: no shared link at all, only a1's out (less the 5 of
+    // a1→core) and a2's in.
+    let (within, _) = grid.route(a1, a2);
+    grid.net.start(0.0, within, 3, 100.0);
+    assert_eq!(grid.net.rate(within), 995.0);
+    // Between the campuses: campus-a and campus-b (each 100 less the 5 of
+    // the flow to or from the core), not the uplink.
+    let (between, _) = grid.route(a2, b1);
+    grid.net.start(0.0, between, 4, 100.0);
+    assert_eq!(grid.net.rate(between), 95.0);
+    assert_eq!((grid.net.rate(up), grid.net.rate(down)), (5.0, 5.0));
+    assert_eq!(grid.net.rate(within), 995.0);
+}
+
+#[test]
+fn a_testbed_s_links_and_paths_read_into_the_tree_the_engines_use() {
+    let body = fan_in(
+        2,
+        "path = [\"campus\"]",
+        "path = [\"campus\", \"uplink\"]",
+        "[[link]]\nname = \"uplink\"\nbandwidth = \"1 Gbit/s\"\nlatency = 0.02\n\
+         [[link]]\nname = \"campus\"\nbandwidth = \"10 Gbit/s\"\n",
+    );
+    // The sink's path [campus] and the sources' [campus, uplink] would not
+    // be a tree (campus leads to the core and to the uplink).
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_testbed(dir.path(), "t.toml", &body);
+    let overrides = gridbed::config::Overrides {
+        sites_file: Some(common::catalog()),
+        ..Default::default()
+    };
+    let err = gridbed::config::load(&path, &overrides).unwrap_err();
+    assert!(err.message.contains("form a tree"), "{err}");
+    let body = body.replace("path = [\"campus\"]", "path = [\"campus\", \"uplink\"]");
+    let (_d, s) = common::scenario(&body);
+    let t = &s.topology;
+    assert_eq!(t.links[0].name, "uplink");
+    assert_eq!(t.links[0].bandwidth, 125e6);
+    assert_eq!(t.links[0].latency, 0.02);
+    let (src0, sink) = (1, sink_of(&s));
+    assert!(t.crossed(src0, sink).is_empty(), "one campus");
+    assert_eq!(t.crossed(0, sink).as_slice(), &[0, 1], "from the core down");
+    assert_eq!(t.latency(0, sink), 0.02);
+}
