@@ -493,6 +493,16 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
     let cmp = Comparison::new(&sim_record, &live_record, args.tolerance)
         .with_traces(&sim_run.records.trace(), &live_run.records.trace());
     say!("{}", cmp.table().trim_end());
+    if args.netbed.is_none() {
+        say!(
+            "\n{}",
+            shaping_table(&[
+                ("simulator (the model)", &sim_run),
+                ("live, governor", &live_run),
+            ])
+            .trim_end()
+        );
+    }
     if let Some(dir) = &args.netbed {
         let mut on_net = scenario.clone();
         super::netbed::apply(&mut on_net, dir)?;
@@ -532,7 +542,8 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
 }
 
 /// Makespan and transfer times of runs of one scenario, each beside the
-/// first's: how two ways of shaping links agree with the model.
+/// first's: how two ways of shaping links agree with the model, on the
+/// whole and transfer by transfer.
 fn shaping_table(runs: &[(&str, &crate::core::result::RunResult)]) -> String {
     let mean_transfer = |r: &crate::core::result::RunResult| {
         let times: Vec<f64> = r
@@ -546,16 +557,24 @@ fn shaping_table(runs: &[(&str, &crate::core::result::RunResult)]) -> String {
     };
     let (m0, t0) = (runs[0].1.makespan, mean_transfer(runs[0].1));
     let mut out = format!(
-        "{:<34} {:>14} {:>8} {:>18} {:>8}\n",
-        "shaping", "makespan (s)", "× model", "mean transfer (s)", "× model"
+        "{:<34} {:>14} {:>8} {:>18} {:>8} {:>24}\n",
+        "shaping",
+        "makespan (s)",
+        "× model",
+        "mean transfer (s)",
+        "× model",
+        "per transfer |Δ| mean/p95"
     );
     for (name, r) in runs {
         let t = mean_transfer(r);
+        let a = crate::report::validate::transfer_agreement(&runs[0].1.records, &r.records);
         out += &format!(
-            "{name:<34} {:>14.1} {:>8.3} {t:>18.3} {:>8.3}\n",
+            "{name:<34} {:>14.1} {:>8.3} {t:>18.3} {:>8.3} {:>14.1}% / {:>5.1}%\n",
             r.makespan,
             r.makespan / m0,
-            if t0 > 0.0 { t / t0 } else { f64::NAN }
+            if t0 > 0.0 { t / t0 } else { f64::NAN },
+            a.mean_abs * 100.0,
+            a.p95_abs * 100.0
         );
     }
     out

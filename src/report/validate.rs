@@ -291,3 +291,92 @@ impl Comparison {
         out
     }
 }
+
+/// How the transfers of one run agree with a model run's, transfer by
+/// transfer (the same job's same file into the same site, first completed
+/// copy): relative differences of their durations.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct TransferAgreement {
+    /// Transfers found in both runs.
+    pub matched: usize,
+    /// Mean of `|other − model| / model`.
+    pub mean_abs: f64,
+    /// Its 95th percentile.
+    pub p95_abs: f64,
+}
+
+/// Transfer-by-transfer agreement of `other` with `model` (see
+/// [`TransferAgreement`]); transfers of zero time in the model are left
+/// out.
+pub fn transfer_agreement(
+    model: &crate::core::records::Records,
+    other: &crate::core::records::Records,
+) -> TransferAgreement {
+    let durations = |r: &crate::core::records::Records| {
+        let mut by = BTreeMap::new();
+        for t in r.transfers.iter().filter(|t| t.failure.is_none()) {
+            if let Some(end) = t.end {
+                by.entry((t.job, t.file, t.to)).or_insert(end - t.start);
+            }
+        }
+        by
+    };
+    let theirs = durations(other);
+    let mut diffs: Vec<f64> = durations(model)
+        .into_iter()
+        .filter(|&(_, m)| m > 0.0)
+        .filter_map(|(k, m)| theirs.get(&k).map(|&o| (o - m).abs() / m))
+        .collect();
+    diffs.sort_by(f64::total_cmp);
+    let n = diffs.len();
+    TransferAgreement {
+        matched: n,
+        mean_abs: if n == 0 {
+            0.0
+        } else {
+            diffs.iter().sum::<f64>() / n as f64
+        },
+        p95_abs: if n == 0 {
+            0.0
+        } else {
+            diffs[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1]
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::records::{Records, TransferRecord};
+
+    fn transfer(job: usize, start: f64, end: f64) -> TransferRecord {
+        TransferRecord {
+            id: job as u64,
+            job,
+            file: job,
+            from: 0,
+            to: 1,
+            start,
+            end: Some(end),
+            bytes: 1,
+            failure: None,
+            retry: false,
+        }
+    }
+
+    #[test]
+    fn transfers_are_matched_by_job_file_and_receiver() {
+        let mut model = Records::default();
+        let mut other = Records::default();
+        for j in 0..20 {
+            model.transfers.push(transfer(j, 0.0, 10.0));
+            // 19 transfers 1% slow, one 20% fast.
+            let took = if j == 7 { 8.0 } else { 10.1 };
+            other.transfers.push(transfer(j, 5.0, 5.0 + took));
+        }
+        let a = transfer_agreement(&model, &other);
+        assert_eq!(a.matched, 20);
+        assert!((a.mean_abs - (19.0 * 0.01 + 0.2) / 20.0).abs() < 1e-12);
+        assert!((a.p95_abs - 0.01).abs() < 1e-9, "{a:?}");
+    }
+}

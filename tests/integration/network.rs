@@ -14,7 +14,7 @@ use crate::common;
 /// once), and a consumer on `sink` reading them all: its prescript stages
 /// the `n` files at once, each from its own site. `sink` and `links` are
 /// written into the testbed as given.
-fn fan_in(n: usize, sink: &str, source: &str, links: &str) -> String {
+pub(crate) fn fan_in(n: usize, sink: &str, source: &str, links: &str) -> String {
     let mut tb = format!(
         r#"
 strategy = "round-robin"
@@ -226,4 +226,47 @@ fn a_testbed_s_links_and_paths_read_into_the_tree_the_engines_use() {
     assert!(t.crossed(src0, sink).is_empty(), "one campus");
     assert_eq!(t.crossed(0, sink).as_slice(), &[0, 1], "from the core down");
     assert_eq!(t.latency(0, sink), 0.02);
+}
+
+#[test]
+fn the_shipped_transfer_patterns_simulate_to_their_closed_forms() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/network");
+    // (testbed, transfers, seconds each): 25 × 10 MB into 25 MB/s; 25 ×
+    // 10 MB out of 25 MB/s; nine 50 MB files into each 50 MB/s site.
+    for (name, count, each) in [
+        ("fan-in", 25, 10.0),
+        ("fan-out", 25, 10.0),
+        ("all-to-all", 90, 9.0),
+    ] {
+        let s = common::load(&dir.join(format!("{name}.toml")));
+        let run = sim::run(&s).unwrap();
+        assert!(run.succeeded, "{name}");
+        let times: Vec<f64> = run
+            .records
+            .transfers
+            .iter()
+            .map(|t| t.end.unwrap() - t.start)
+            .collect();
+        assert_eq!(times.len(), count, "{name}");
+        assert_near(&times, each, 1e-9, name);
+    }
+    // Campuses: a1's reads from r1 and r2 cross the 20 MB/s uplink with
+    // every other campus-to-core transfer, so they are the slowest.
+    let s = common::load(&dir.join("campuses.toml"));
+    let run = sim::run(&s).unwrap();
+    let site = |n: &str| s.sites.iter().position(|x| x.info.name == n).unwrap();
+    let took = |from: &str, to: &str| {
+        let t = run
+            .records
+            .transfers
+            .iter()
+            .find(|t| t.from == site(from) && t.to == site(to))
+            .unwrap();
+        t.end.unwrap() - t.start
+    };
+    assert!(took("r1", "a1") > took("b1", "a1"), "the uplink binds");
+    assert!(
+        took("a2", "a1") < took("b1", "a1"),
+        "within a campus, no link"
+    );
 }
