@@ -1,21 +1,22 @@
 //! The live engine's network: the simulator's max-min model
-//! ([`crate::core::network`]) carried out on real bytes with token buckets.
+//! ([`crate::core::network`]) carried out on real bytes.
 //!
-//! Every limited resource a transfer crosses — the source's out, each shared
-//! link, the receiver's in, and the per-stream cap — is a [`Shaper`] (a
-//! governor bucket behind a FIFO turn, so that streams waiting on it get
-//! equal shares). A pull passes each chunk it receives through every shaper
-//! of its path in turn, as one [`PathShaping`]: a stream bounded at one
-//! resource waits there and leaves the others' rate to streams that can use
-//! it, which is what max-min sharing gives.
-//!
-//! All of a path's shapers are applied at one place, the puller, when this
-//! process holds them: a server ahead of the receiver's bucket would fill the
-//! socket buffers at its own share and steal rate from its other streams. A
-//! pull that holds the source's out says so with this process's key
-//! ([`SHAPED_HEADER`]); the source's server then sends unshaped. A source in
-//! another process (a `gridbed site` daemon) shapes its own out, and its
-//! puller the rest.
+//! * The grid ([`GridShapers`]): every limit a transfer crosses — the
+//!   source's out, each shared link, the receiver's in, the per-stream cap —
+//!   is a resource of the same [`GridNetwork`] the simulator drives, held by
+//!   the process; each pull is a flow of it from its first byte to its end,
+//!   and paces the chunks it receives at the rate the model gives it now.
+//!   All of a path's limits are applied at one place, the puller: a server
+//!   ahead of the receiver would fill the socket buffers at its own share and
+//!   take rate from its other streams. A pull whose source is served in the
+//!   same process says so with the process's key ([`SHAPED_HEADER`]); the
+//!   source's server then sends unshaped. A source in another process (a
+//!   `gridbed site` daemon) shapes its own out with a governor bucket, and
+//!   its puller the rest.
+//! * The data-diffusion farm: each limit is a [`Shaper`] (a governor bucket
+//!   behind a FIFO turn, so that streams waiting on it get equal shares), and
+//!   a read passes each chunk through the shapers of its path in turn
+//!   ([`PathShaping::through`]), a whole chunk of each shaper per turn.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -26,7 +27,8 @@ use smallvec::SmallVec;
 
 use crate::config::{Emulation, SiteConfig};
 use crate::core::SiteId;
-use crate::core::topology::Topology;
+use crate::core::network::RouteId;
+use crate::core::topology::{GridNetwork, Interface, Topology};
 
 /// Request header naming the shaping key of the puller's process: the
 /// puller applies the source's out and stream cap itself.
@@ -148,6 +150,21 @@ pub struct PathShaping {
     pub key: Option<String>,
     /// What the shared links on the path add before the first byte.
     pub latency: Duration,
+    /// Bytes passed, and granted by each shaper so far.
+    turns: std::sync::Mutex<Turns>,
+    /// The pull's flow in the process's model, when it is paced by it.
+    flow: Option<ModelFlow>,
+}
+
+/// A pull's account at the shapers of its path.
+#[derive(Default)]
+struct Turns {
+    /// Bytes the pull will move (0: unknown).
+    total: u64,
+    /// Bytes passed.
+    consumed: u64,
+    /// Bytes each shaper let through for it.
+    granted: SmallVec<[u64; 4]>,
 }
 
 impl PathShaping {
@@ -160,6 +177,8 @@ impl PathShaping {
             chunk: usize::MAX,
             key: None,
             latency: Duration::ZERO,
+            turns: Default::default(),
+            flow: None,
         }
     }
 
@@ -180,38 +199,98 @@ impl PathShaping {
             chunk,
             key: None,
             latency: Duration::ZERO,
+            turns: Default::default(),
+            flow: None,
+        }
+    }
+
+    /// The pull will move `total` bytes in all: its last turn at each
+    /// shaper takes only what is left.
+    pub fn expect(&self, total: u64) {
+        if let Ok(mut t) = self.turns.lock() {
+            t.total = total;
+        }
+        if let Some(f) = &self.flow {
+            f.start(total);
         }
     }
 
     /// Waits until `bytes` may pass every limit of the path, a piece at a
-    /// time: the stream's cap, then each shaper in turn.
+    /// time: the stream's cap, then each shaper in turn. At each shaper the
+    /// pull takes its turns a whole chunk of that shaper at a time (and uses
+    /// it over the following pieces), so that streams whose paths have other
+    /// slowest links still get equal bytes, not equal turns, of a shared
+    /// shaper.
     pub async fn pass(&self, mut bytes: usize) {
         let stream = self
             .stream
             .get_or_init(|| ByteBucket::new(self.cap, chunk_for(self.cap)));
         while bytes > 0 {
-            let n = bytes.min(self.chunk);
+            // A piece is about 1/100 s at the flow's rate, so that a change
+            // of rate applies within it.
+            let piece = self
+                .flow
+                .as_ref()
+                .map_or(usize::MAX, |f| chunk_for(f.network.rate(f.route)));
+            let n = bytes.min(self.chunk).min(piece);
             if let Some(s) = stream {
                 s.take(n).await;
             }
-            for s in &self.shapers {
-                s.pass(n).await;
+            if let Some(f) = &self.flow {
+                f.pace(n).await;
+            }
+            let (consumed, total) = match self.turns.lock() {
+                Ok(mut t) => {
+                    t.consumed += n as u64;
+                    if t.granted.len() < self.shapers.len() {
+                        t.granted.resize(self.shapers.len(), 0);
+                    }
+                    (t.consumed, t.total)
+                }
+                Err(_) => return,
+            };
+            for (k, s) in self.shapers.iter().enumerate() {
+                let granted = self.turns.lock().map_or(consumed, |t| t.granted[k]);
+                if granted >= consumed {
+                    continue;
+                }
+                let left = match total {
+                    0 => u64::MAX,
+                    t => t.saturating_sub(granted),
+                };
+                let grant = (s.chunk() as u64).min(left).max(consumed - granted);
+                s.pass(grant as usize).await;
+                if let Ok(mut t) = self.turns.lock() {
+                    t.granted[k] += grant;
+                }
             }
             bytes -= n;
         }
     }
 }
 
-/// The grid's shapers this process carries out: for each site served here
-/// its out (shared with its server) and stream cap, for each site that
-/// pulls here its in, and every shared link. See the module docs.
+/// The grid's network as this process carries it out: the core's max-min
+/// model ([`GridNetwork`]) over the limits this process holds — for each
+/// site served here its out and stream cap, for each site that pulls here
+/// its in, and every shared link — and each pull paced at the rate the model
+/// gives its route, re-rated as pulls start and end. Pacing by the model's
+/// rates, rather than passing each chunk through a bucket per limit in turn,
+/// is what keeps both engines on one rule: buckets in series lose the rate
+/// a stream could use at one limit while it waits at another, and streams
+/// whose slowest limits differ take unequal bytes per turn of a shared one
+/// (measured: 17–75% per transfer on `testbeds/network/mixed.toml`).
+///
+/// A site's server shapes its out with a governor bucket for pulls of
+/// other processes (a `gridbed site` daemon); pulls of this process present
+/// the process's key and are sent unshaped.
 pub struct GridShapers {
+    /// The model, in real bytes/s and real seconds since `epoch`.
+    grid: std::sync::Mutex<GridNetwork<u64>>,
+    epoch: std::time::Instant,
+    next_flow: std::sync::atomic::AtomicU64,
+    /// Each served site's out bucket, for pulls of other processes.
     out: Vec<Option<Arc<Shaper>>>,
-    inbound: Vec<Option<Arc<Shaper>>>,
-    links: Vec<Option<Arc<Shaper>>>,
     link_latency: Vec<Duration>,
-    /// Real bytes/s of each site's stream cap.
-    caps: Vec<f64>,
     /// Which sites this process serves and pulls for.
     here: Vec<bool>,
     topology: Topology,
@@ -219,34 +298,42 @@ pub struct GridShapers {
 }
 
 impl GridShapers {
-    /// The shapers of the `topology`'s sites, in real units of `em`, for
-    /// the sites `here` this process runs (by id, with their configuration).
+    /// The network of the `topology`'s sites, in real units of `em`, for
+    /// the sites `here` this process runs (by id, with their
+    /// configuration); the limits of the other sites are theirs to apply.
     pub fn new(here: &[(SiteId, &SiteConfig)], topology: &Topology, em: Emulation) -> Self {
         let n = topology.paths.len();
+        let free = Interface {
+            out: f64::INFINITY,
+            inbound: f64::INFINITY,
+            stream_cap: f64::INFINITY,
+        };
+        let mut interfaces = vec![free; n];
         let mut out = vec![None; n];
-        let mut inbound = vec![None; n];
-        let mut caps = vec![f64::INFINITY; n];
         let mut local = vec![false; n];
         for &(i, s) in here {
-            out[i] = Shaper::of(em.real_rate(s.bandwidth_out));
-            inbound[i] = Shaper::of(em.real_rate(s.bandwidth_in));
-            caps[i] = em.real_rate(s.stream_cap);
+            interfaces[i] = Interface {
+                out: em.real_rate(s.bandwidth_out),
+                inbound: em.real_rate(s.bandwidth_in),
+                stream_cap: em.real_rate(s.stream_cap),
+            };
+            out[i] = Shaper::of(interfaces[i].out);
             local[i] = true;
         }
+        let mut real = topology.clone();
+        for l in &mut real.links {
+            l.bandwidth = em.real_rate(l.bandwidth);
+        }
         GridShapers {
+            grid: std::sync::Mutex::new(GridNetwork::new(&real, &interfaces)),
+            epoch: std::time::Instant::now(),
+            next_flow: Default::default(),
             out,
-            inbound,
-            links: topology
-                .links
-                .iter()
-                .map(|l| Shaper::of(em.real_rate(l.bandwidth)))
-                .collect(),
             link_latency: topology
                 .links
                 .iter()
                 .map(|l| super::site::real_duration(em.real_secs(l.latency)))
                 .collect(),
-            caps,
             here: local,
             topology: topology.clone(),
             key: format!("{:032x}", rand::random::<u128>()),
@@ -264,29 +351,110 @@ impl GridShapers {
         &self.key
     }
 
-    /// The limits of a pull by `to` from `from`: the source's out and cap
-    /// when it is served here, the links between them, `to`'s in.
-    pub fn path(&self, from: SiteId, to: SiteId) -> PathShaping {
-        let crossed = self.topology.crossed(from, to);
+    /// The limits of a pull by `to` from `from`: its route in the model
+    /// (the source's out and cap when it is served here, the links between
+    /// them, `to`'s in) and the links' latency.
+    pub fn path(self: &Arc<Self>, from: SiteId, to: SiteId) -> PathShaping {
         let local = self.here.get(from).copied().unwrap_or(false);
-        let shapers = self
-            .out
-            .get(from)
-            .filter(|_| local)
-            .cloned()
-            .flatten()
-            .into_iter()
-            .chain(crossed.iter().filter_map(|&l| self.links[l].clone()))
-            .chain(self.inbound.get(to).cloned().flatten());
-        let cap = if local {
-            self.caps[from]
-        } else {
-            f64::INFINITY
-        };
-        let mut path = PathShaping::through(shapers, cap);
+        let route = self.grid.lock().map(|mut g| g.route(from, to).0).ok();
+        let mut path = PathShaping::through([], f64::INFINITY);
+        path.flow = route.map(|route| ModelFlow {
+            network: self.clone(),
+            route,
+            id: self
+                .next_flow
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            started: Default::default(),
+            due: Default::default(),
+        });
         path.key = local.then(|| self.key.clone());
-        path.latency = crossed.iter().map(|&l| self.link_latency[l]).sum();
+        path.latency = self
+            .topology
+            .crossed(from, to)
+            .iter()
+            .map(|&l| self.link_latency[l])
+            .sum();
         path
+    }
+
+    fn now(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+
+    /// Flow `id` of `bytes` starts on `route`.
+    fn start(&self, route: RouteId, id: u64, bytes: u64) {
+        if let Ok(mut g) = self.grid.lock() {
+            let now = self.now();
+            g.net.start(now, route, id, bytes as f64);
+            // The live bytes decide when a flow ends: the model's end
+            // schedule is not kept.
+            g.net.take_changed(&mut Vec::new());
+        }
+    }
+
+    /// Each flow's rate on `route` now (bytes/s).
+    fn rate(&self, route: RouteId) -> f64 {
+        self.grid
+            .lock()
+            .map_or(f64::INFINITY, |g| g.net.rate(route))
+    }
+
+    /// Flow `id` leaves `route`.
+    fn end(&self, route: RouteId, id: u64) {
+        if let Ok(mut g) = self.grid.lock() {
+            let now = self.now();
+            g.net.remove(now, route, id);
+            g.net.take_changed(&mut Vec::new());
+        }
+    }
+}
+
+/// A pull's flow in the process's model: started when its first bytes
+/// come, paced at its route's rate, removed when the pull is dropped.
+struct ModelFlow {
+    network: Arc<GridShapers>,
+    route: RouteId,
+    id: u64,
+    started: std::sync::atomic::AtomicBool,
+    /// When the bytes passed so far are due at the model's rates.
+    due: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl ModelFlow {
+    fn start(&self, total: u64) {
+        if !self.started.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.network.start(self.route, self.id, total);
+        }
+    }
+
+    /// Waits until `bytes` more are due at the route's rate now.
+    async fn pace(&self, bytes: usize) {
+        let rate = self.network.rate(self.route);
+        if !rate.is_finite() || rate <= 0.0 {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let due = {
+            let Ok(mut due) = self.due.lock() else { return };
+            // At most one piece behind the clock: the time between two
+            // pieces (reading, hashing, the timer's lateness) is made up,
+            // but time the flow was not asking (its bytes had not come) is
+            // not banked beyond that.
+            let span = Duration::from_secs_f64(bytes as f64 / rate);
+            let from = due.map_or(now, |d| d.max(now.checked_sub(span).unwrap_or(now)));
+            let next = from + span;
+            *due = Some(next);
+            next
+        };
+        tokio::time::sleep_until(due).await;
+    }
+}
+
+impl Drop for ModelFlow {
+    fn drop(&mut self) {
+        if self.started.load(std::sync::atomic::Ordering::Acquire) {
+            self.network.end(self.route, self.id);
+        }
     }
 }
 

@@ -132,6 +132,7 @@ async fn fetch(
     let expected_len = resp
         .content_length()
         .ok_or_else(|| TransferFailure::Connection("no Content-Length".into()))?;
+    path.expect(expected_len);
     let part = dest.part_path(enc, id);
     let received = receive(resp, &part, expected_len, &expected_sha, path).await;
     let done = match received {

@@ -13,7 +13,8 @@
 //!   `testbeds/chaos.toml` live with its faults against the same testbed
 //!   without them.
 //! * **network**: the max-min flow model alone, 10,000 flows over 100 sites
-//!   and 10 shared links, flows re-rated per second (`network.rs`).
+//!   and 10 shared links, 2,000 ends each followed by a start, flows
+//!   re-rated per second (`network.rs`).
 //! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
 //!   machines, its re-planning after a machine loss, and its share of a sim
 //!   run (`planner.rs`).
@@ -222,7 +223,7 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         figures.push(chaos_vs_clean().map_err(failed("faults"))?);
     }
     if want("network") {
-        let (flows, ends) = (10_000 / shrink, 100_000 / shrink as u64);
+        let (flows, ends) = (10_000 / shrink, 2_000 / shrink as u64);
         figures.push(
             network::network(flows.max(10), 100, 10, ends.max(10)).map_err(failed("network"))?,
         );
