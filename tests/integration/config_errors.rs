@@ -31,8 +31,14 @@ parents = ["x"]
 /// Runs `gridbed check` on BASE with `from` replaced by `to`; returns stderr.
 fn check(from: &str, to: &str) -> String {
     assert!(BASE.contains(from), "{from}");
+    check_body(&BASE.replacen(from, to, 1))
+}
+
+/// Runs `gridbed check` on `body` as `bad.toml`, which must fail with exit
+/// code 2 and no panic; returns stderr.
+fn check_body(body: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_testbed(dir.path(), "bad.toml", &BASE.replacen(from, to, 1));
+    let path = write_testbed(dir.path(), "bad.toml", body);
     let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .arg("check")
         .arg(&path)
@@ -707,16 +713,6 @@ fn a_link_named_twice_or_paths_that_are_no_tree_are_refused() {
             1,
         )
         .replacen("[workflow]\n", &format!("{links}[workflow]\n"), 1);
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_testbed(dir.path(), "bad.toml", &tb);
-    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
-        .arg("check")
-        .arg(&path)
-        .arg("--sites")
-        .arg(catalog())
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{e}");
+    let e = check_body(&tb);
     expect(&e, &["bad.toml:11:", "site `grid3-01`.path", "form a tree"]);
 }

@@ -70,12 +70,10 @@ fn prefix_of(dir: &Path) -> String {
     gridbed::netbed::State::read(dir).unwrap().prefix
 }
 
-#[test]
-#[ignore = "needs root and iproute2 (ip, tc): run by .ci/run"]
-fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let tb = common::write_testbed(dir.path(), "wan4.toml", &testbed());
-    let state = dir.path().join("netbed");
+/// `gridbed netbed up` of `tb` in `dir`/netbed with daemons on `port`: the
+/// state folder, and the guard that takes it down.
+fn up(tb: &Path, dir: &Path, port: u16) -> (PathBuf, Down) {
+    let state = dir.join("netbed");
     let mut guard = Down(state.clone(), None);
     let catalog = common::catalog();
     let (code, out, err) = common::gridbed(&[
@@ -87,11 +85,39 @@ fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves
         "--dir",
         state.to_str().unwrap(),
         "--port",
-        "7100",
+        &port.to_string(),
     ]);
     assert_eq!(code, Some(0), "{out}\n{err}");
+    guard.1 = Some(prefix_of(&state));
+    (state, guard)
+}
+
+/// `gridbed run` of `tb` on the netbed in `state`: its record with detail.
+fn run_on(tb: &Path, state: &Path, dir: &Path) -> serde_json::Value {
+    let json = dir.join("run.json");
+    let catalog = common::catalog();
+    let (code, out, err) = common::gridbed(&[
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        catalog.to_str().unwrap(),
+        "--netbed",
+        state.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    common::record_with_detail(&json)
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (ip, tc): run by .ci/run"]
+fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = common::write_testbed(dir.path(), "wan4.toml", &testbed());
+    let (state, _guard) = up(&tb, dir.path(), 7100);
     let prefix = prefix_of(&state);
-    guard.1 = Some(prefix.clone());
     let net = gridbed::netbed::State::read(&state).unwrap();
 
     // Four namespaces, each with its site's end of a veth and a tbf of
@@ -132,20 +158,7 @@ fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves
         );
     }
 
-    let json = dir.path().join("run.json");
-    let (code, out, err) = common::gridbed(&[
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog.to_str().unwrap(),
-        "--netbed",
-        state.to_str().unwrap(),
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
-    let rec = common::record_with_detail(&json);
+    let rec = run_on(&tb, &state, dir.path());
     let transfers = rec["transfers"].as_array().unwrap();
     assert_eq!(transfers.len(), 3);
     // The model: 20 ms, then 20 MB at 50 Mbit/s. The kernel counts the
@@ -206,36 +219,8 @@ fn four_sources_into_one_receiver_share_its_in_on_the_kernel_as_in_the_simulator
         .map(|t| t.end.unwrap() - t.start)
         .collect();
     assert_eq!(model.len(), 4);
-    let state = dir.path().join("netbed");
-    let mut guard = Down(state.clone(), None);
-    let catalog = common::catalog();
-    let (code, out, err) = common::gridbed(&[
-        "netbed",
-        "up",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog.to_str().unwrap(),
-        "--dir",
-        state.to_str().unwrap(),
-        "--port",
-        "7150",
-    ]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
-    guard.1 = Some(prefix_of(&state));
-    let json = dir.path().join("run.json");
-    let (code, out, err) = common::gridbed(&[
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        catalog.to_str().unwrap(),
-        "--netbed",
-        state.to_str().unwrap(),
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
-    let rec = common::record_with_detail(&json);
+    let (state, _guard) = up(&tb, dir.path(), 7150);
+    let rec = run_on(&tb, &state, dir.path());
     let kernel: Vec<f64> = rec["transfers"]
         .as_array()
         .unwrap()
