@@ -182,6 +182,12 @@ impl<K: Ord + Copy> Network<K> {
         id
     }
 
+    /// The limited resources `route` crosses, and its per-flow cap.
+    pub fn route_of(&self, route: RouteId) -> (&[ResourceId], f64) {
+        let r = &self.routes[route as usize];
+        (&r.resources, r.cap)
+    }
+
     /// Each flow's rate on `route` now (0 when it has none).
     pub fn rate(&self, route: RouteId) -> f64 {
         self.routes[route as usize].rate

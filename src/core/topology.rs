@@ -105,14 +105,19 @@ impl Topology {
     /// The links a transfer from `from` to `to` crosses: `from`'s up to
     /// where the paths meet, then `to`'s down from there.
     pub fn crossed(&self, from: SiteId, to: SiteId) -> SmallVec<[LinkId; 6]> {
+        let (up, down) = self.up_down(from, to);
+        up.iter().chain(down.iter().rev()).copied().collect()
+    }
+
+    /// The links a transfer from `from` to `to` crosses going up (toward
+    /// the core, `from`'s nearest first) and going down (`to`'s, nearest
+    /// first): a link is full duplex, so the two directions are two
+    /// bandwidths.
+    pub fn up_down(&self, from: SiteId, to: SiteId) -> (&[LinkId], &[LinkId]) {
         let (a, b) = (&self.paths[from], &self.paths[to]);
         let meet_a = a.iter().position(|l| b.contains(l)).unwrap_or(a.len());
         let meet_b = b.iter().position(|l| a.contains(l)).unwrap_or(b.len());
-        a[..meet_a]
-            .iter()
-            .chain(b[..meet_b].iter().rev())
-            .copied()
-            .collect()
+        (&a[..meet_a], &b[..meet_b])
     }
 
     /// The seconds the links between `from` and `to` add before the first
@@ -159,7 +164,8 @@ pub struct GridNetwork<K> {
     out: Vec<ResourceId>,
     inbound: Vec<ResourceId>,
     caps: Vec<f64>,
-    links: Vec<ResourceId>,
+    /// Per link: its up and its down direction.
+    links: Vec<[ResourceId; 2]>,
     routes: FxHashMap<(SiteId, SiteId), (RouteId, f64)>,
 }
 
@@ -172,7 +178,7 @@ impl<K: Ord + Copy> GridNetwork<K> {
         let links = topology
             .links
             .iter()
-            .map(|l| net.add_resource(l.bandwidth))
+            .map(|l| [net.add_resource(l.bandwidth), net.add_resource(l.bandwidth)])
             .collect();
         GridNetwork {
             net,
@@ -192,19 +198,46 @@ impl<K: Ord + Copy> GridNetwork<K> {
         if let Some(&r) = self.routes.get(&(from, to)) {
             return r;
         }
-        let crossed = self.topology.crossed(from, to);
+        let (up, down) = self.topology.up_down(from, to);
         let mut resources: SmallVec<[ResourceId; 8]> = SmallVec::new();
         resources.push(self.out[from]);
-        resources.extend(crossed.iter().map(|&l| self.links[l]));
+        resources.extend(up.iter().map(|&l| self.links[l][0]));
+        resources.extend(down.iter().map(|&l| self.links[l][1]));
         resources.push(self.inbound[to]);
         let route = self.net.route(&resources, self.caps[from]);
-        let latency = crossed
-            .iter()
-            .map(|&l| self.topology.links[l].latency)
-            .sum();
+        let latency = self.topology.latency(from, to);
         self.routes.insert((from, to), (route, latency));
         (route, latency)
     }
+
+    /// What resource `r` of [`GridNetwork::net`] is.
+    pub fn resource(&self, r: ResourceId) -> Option<Resource> {
+        let find = |v: &[ResourceId]| v.iter().position(|&x| x == r);
+        find(&self.out)
+            .map(Resource::Out)
+            .or_else(|| find(&self.inbound).map(Resource::In))
+            .or_else(|| {
+                let l = self.links.iter().position(|d| d.contains(&r))?;
+                Some(if self.links[l][0] == r {
+                    Resource::Up(l)
+                } else {
+                    Resource::Down(l)
+                })
+            })
+    }
+}
+
+/// A resource of a [`GridNetwork`], in the testbed's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    /// What a site sends.
+    Out(SiteId),
+    /// What a site receives.
+    In(SiteId),
+    /// A link toward the core.
+    Up(LinkId),
+    /// A link away from the core.
+    Down(LinkId),
 }
 
 #[cfg(test)]
@@ -254,5 +287,28 @@ mod tests {
         );
         t.paths[2] = vec![1, 1];
         assert!(t.check().unwrap_err().message.contains("twice"));
+    }
+
+    #[test]
+    fn a_link_is_full_duplex() {
+        let t = campuses();
+        let nic = Interface {
+            out: f64::INFINITY,
+            inbound: f64::INFINITY,
+            stream_cap: f64::INFINITY,
+        };
+        let mut g: GridNetwork<u32> = GridNetwork::new(&t, &[nic; 4]);
+        let (up, _) = g.route(0, 3);
+        let (down, _) = g.route(3, 1);
+        let (up_too, _) = g.route(1, 3);
+        g.net.start(0.0, up, 0, 1.0);
+        g.net.start(0.0, down, 1, 1.0);
+        assert_eq!(g.net.rate(up), 1.0, "up and down do not share the uplink");
+        assert_eq!(g.net.rate(down), 1.0);
+        g.net.start(0.0, up_too, 2, 1.0);
+        assert_eq!(g.net.rate(up), 0.5, "two up share it");
+        let (uplink, _) = g.net.route_of(up);
+        let named: Vec<_> = uplink.iter().filter_map(|&r| g.resource(r)).collect();
+        assert_eq!(named, [Resource::Up(0), Resource::Up(2)]);
     }
 }

@@ -177,24 +177,28 @@ fn two_campuses_share_their_uplink_to_the_rest_but_not_within_or_between_them() 
     };
     let mut grid: GridNetwork<u32> = GridNetwork::new(&t, &[nic; 4]);
     let (core, a1, a2, b1) = (3, 0, 1, 2);
-    // To and from the rest of the grid: both cross the uplink (10), 5 each.
-    let (up, _) = grid.route(a1, core);
-    let (down, _) = grid.route(core, b1);
-    grid.net.start(0.0, up, 1, 100.0);
-    grid.net.start(0.0, down, 2, 100.0);
-    assert_eq!((grid.net.rate(up), grid.net.rate(down)), (5.0, 5.0));
+    // To the rest of the grid: both campuses' uploads cross the uplink up
+    // (10), 5 each; a download crosses it down, full duplex: 10 alone.
+    let (a_up, _) = grid.route(a1, core);
+    let (b_up, _) = grid.route(b1, core);
+    let (down, _) = grid.route(core, a2);
+    grid.net.start(0.0, a_up, 1, 100.0);
+    grid.net.start(0.0, b_up, 2, 100.0);
+    grid.net.start(0.0, down, 3, 100.0);
+    assert_eq!((grid.net.rate(a_up), grid.net.rate(b_up)), (5.0, 5.0));
+    assert_eq!(grid.net.rate(down), 10.0);
     // Within a campus: no shared link at all, only a1's out (less the 5 of
-    // a1→core) and a2's in.
+    // a1→core) and a2's in (less the 10 of core→a2).
     let (within, _) = grid.route(a1, a2);
-    grid.net.start(0.0, within, 3, 100.0);
-    assert_eq!(grid.net.rate(within), 995.0);
-    // Between the campuses: campus-a and campus-b (each 100 less the 5 of
-    // the flow to or from the core), not the uplink.
+    grid.net.start(0.0, within, 4, 100.0);
+    assert_eq!(grid.net.rate(within), 990.0);
+    // Between the campuses: campus-a up (100 less a1→core's 5) and
+    // campus-b down, not the uplink.
     let (between, _) = grid.route(a2, b1);
-    grid.net.start(0.0, between, 4, 100.0);
+    grid.net.start(0.0, between, 5, 100.0);
     assert_eq!(grid.net.rate(between), 95.0);
-    assert_eq!((grid.net.rate(up), grid.net.rate(down)), (5.0, 5.0));
-    assert_eq!(grid.net.rate(within), 995.0);
+    assert_eq!((grid.net.rate(a_up), grid.net.rate(b_up)), (5.0, 5.0));
+    assert_eq!(grid.net.rate(down), 10.0);
 }
 
 #[test]
@@ -250,8 +254,10 @@ fn the_shipped_transfer_patterns_simulate_to_their_closed_forms() {
         assert_eq!(times.len(), count, "{name}");
         assert_near(&times, each, 1e-9, name);
     }
-    // Campuses: a1's reads from r1 and r2 cross the 20 MB/s uplink with
-    // every other campus-to-core transfer, so they are the slowest.
+    // Campuses: a1's reads from r1 and r2 come down the 20 MB/s uplink with
+    // every other core-to-campus transfer (8 × 2.5 MB/s), so they are the
+    // slowest; its reads within its campus and from the other one cross no
+    // uplink and share what is left of a1's 50 MB/s in (3 × 15 MB/s).
     let s = common::load(&dir.join("campuses.toml"));
     let run = sim::run(&s).unwrap();
     let site = |n: &str| s.sites.iter().position(|x| x.info.name == n).unwrap();
@@ -264,9 +270,11 @@ fn the_shipped_transfer_patterns_simulate_to_their_closed_forms() {
             .unwrap();
         t.end.unwrap() - t.start
     };
-    assert!(took("r1", "a1") > took("b1", "a1"), "the uplink binds");
-    assert!(
-        took("a2", "a1") < took("b1", "a1"),
-        "within a campus, no link"
+    assert_near(&[took("r1", "a1"), took("a1", "r1")], 4.0, 1e-9, "uplink");
+    assert_near(
+        &[took("a2", "a1"), took("b1", "a1")],
+        10.0 / 15.0,
+        1e-9,
+        "in",
     );
 }
