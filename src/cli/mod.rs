@@ -23,6 +23,7 @@ macro_rules! say {
 pub mod bench;
 mod calibrate;
 mod farm;
+mod flows;
 mod inspect;
 mod netbed;
 mod run;
@@ -104,6 +105,10 @@ enum Cmd {
     /// the kernel (root): `up`, `down`.
     #[command(subcommand)]
     Netbed(netbed::NetbedCmd),
+    /// A simulated run's transfers as a flow trace, and a trace replayed
+    /// through the max-min model alone: `export`, `replay`.
+    #[command(subcommand)]
+    Flows(flows::FlowsCmd),
     /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
     Farm(farm::FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
@@ -232,6 +237,7 @@ pub fn main() -> ExitCode {
         Cmd::Farm(args) => farm::farm(args),
         Cmd::Site(args) => site::site(args),
         Cmd::Netbed(cmd) => netbed::netbed(cmd),
+        Cmd::Flows(cmd) => flows::flows(cmd),
         Cmd::Workflow(workflow::WorkflowCmd::Stats { scenario, json }) => {
             workflow::workflow_stats(&scenario, json)
         }

@@ -28,6 +28,7 @@
 //! driving the core's farm dispatcher on the same event queue and links.
 
 pub mod farm;
+pub mod flows;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -64,6 +65,20 @@ impl std::ops::Deref for SimRun {
     fn deref(&self) -> &RunResult {
         &self.result
     }
+}
+
+/// Every site's network interface and file server, as the transfer model
+/// sees them.
+fn interfaces(scenario: &Scenario) -> Vec<Interface> {
+    scenario
+        .sites
+        .iter()
+        .map(|s| Interface {
+            out: s.bandwidth_out,
+            inbound: s.bandwidth_in,
+            stream_cap: s.stream_cap,
+        })
+        .collect()
 }
 
 /// Runs `scenario` on the virtual clock.
@@ -263,15 +278,7 @@ impl Sim {
                 stall_seconds: s.faults.stall_seconds,
             });
         }
-        let interfaces: Vec<Interface> = scenario
-            .sites
-            .iter()
-            .map(|s| Interface {
-                out: s.bandwidth_out,
-                inbound: s.bandwidth_in,
-                stream_cap: s.stream_cap,
-            })
-            .collect();
+        let interfaces = interfaces(scenario);
         let manager = scenario.new_manager()?;
         let mut sim = Sim {
             wf,

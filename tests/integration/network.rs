@@ -278,3 +278,61 @@ fn the_shipped_transfer_patterns_simulate_to_their_closed_forms() {
         "in",
     );
 }
+
+#[test]
+fn a_run_s_flows_export_and_replay_to_the_simulator_s_own_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let patterns = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/network");
+    for name in ["campuses", "mixed"] {
+        let (trace, replayed) = (dir.path().join("t.json"), dir.path().join("r.json"));
+        let tb = patterns.join(format!("{name}.toml"));
+        let (code, _, stderr) = common::gridbed(&[
+            "flows",
+            "export",
+            tb.to_str().unwrap(),
+            "--out",
+            trace.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        let (code, stdout, stderr) = common::gridbed(&[
+            "flows",
+            "replay",
+            trace.to_str().unwrap(),
+            "--out",
+            replayed.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains("flows replayed in"), "{stdout}");
+        let read = |p: &std::path::Path| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        let (sim, replay) = (read(&trace), read(&replayed));
+        let flows = sim["flows"].as_array().unwrap();
+        assert!(flows.len() >= 5, "{name}");
+        for (a, b) in flows.iter().zip(replay["flows"].as_array().unwrap()) {
+            let (ea, eb) = (a["end"].as_f64().unwrap(), b["end"].as_f64().unwrap());
+            assert!((ea - eb).abs() <= 1e-9 * ea, "{name}: {a} against {b}");
+        }
+        if name == "campuses" {
+            let names: Vec<&str> = sim["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            for want in ["up:uplink", "down:uplink", "in:a1", "out:r1"] {
+                assert!(names.contains(&want), "{names:?}");
+            }
+        }
+    }
+    // A trace that makes no sense is refused with its flow named.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"resources":[{"name":"in:x","bandwidth":1}],"flows":[{"name":"f","start":0,"bytes":1,"resources":[7]}]}"#,
+    )
+    .unwrap();
+    let (code, _, stderr) = common::gridbed(&["flows", "replay", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("flow 0 (`f`): resource 7"), "{stderr}");
+}
