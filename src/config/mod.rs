@@ -100,14 +100,14 @@ pub struct SiteConfig {
     pub storage: bool,
     /// What its network interface sends, all streams together (nominal
     /// B/s; ∞ = none).
-    #[serde(with = "unlimited")]
+    #[serde(with = "crate::units::unlimited")]
     pub bandwidth_out: f64,
     /// What its network interface receives, all streams together (nominal
     /// B/s; ∞ = none).
-    #[serde(with = "unlimited")]
+    #[serde(with = "crate::units::unlimited")]
     pub bandwidth_in: f64,
     /// Cap per transfer stream (nominal B/s; ∞ = none).
-    #[serde(with = "unlimited")]
+    #[serde(with = "crate::units::unlimited")]
     pub stream_cap: f64,
     /// Transfers served at once; more get 503.
     pub max_connections: usize,
@@ -123,23 +123,6 @@ pub struct SiteConfig {
     /// in-process (`url` in the testbed). Never sent to the daemon.
     #[serde(skip)]
     pub daemon: Option<Daemon>,
-}
-
-/// A rate that may be unlimited (∞), as JSON: `null` for ∞, which JSON has
-/// no number for.
-mod unlimited {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        match v.is_finite() {
-            true => s.serialize_f64(*v),
-            false => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
-    }
 }
 
 /// A site daemon's bearer token from the file at `path`: one token on one
@@ -177,7 +160,7 @@ pub struct Daemon {
 pub struct KernelShaping {
     /// The site's bandwidth, both ways, and the links it crosses.
     pub rate: bool,
-    /// The site's latency.
+    /// The site's latency, and the links'.
     pub delay: bool,
 }
 

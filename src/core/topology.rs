@@ -28,7 +28,8 @@ pub type LinkId = usize;
 pub struct Link {
     /// Its name in the testbed.
     pub name: String,
-    /// Bytes/s in each direction (nominal).
+    /// Bytes/s in each direction (nominal; ∞: the kernel's to shape).
+    #[serde(with = "crate::units::unlimited")]
     pub bandwidth: f64,
     /// Seconds it adds before a transfer's first byte (nominal).
     pub latency: f64,

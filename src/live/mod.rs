@@ -499,9 +499,16 @@ async fn make_sites(
                 if d.kernel.delay {
                     config.latency = 0.0;
                 }
-                // The netbed's kernel shapes each site's own link, not the
-                // shared links yet: the daemon's pulls pass those.
-                let topology = scenario.topology.clone();
+                // Nor the shared links the kernel shapes.
+                let mut topology = scenario.topology.clone();
+                for l in &mut topology.links {
+                    if d.kernel.rate {
+                        l.bandwidth = f64::INFINITY;
+                    }
+                    if d.kernel.delay {
+                        l.latency = 0.0;
+                    }
+                }
                 let attach = remote::protocol::Attach {
                     run_id: opts.run_id.clone(),
                     site: i,

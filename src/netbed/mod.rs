@@ -1,12 +1,22 @@
 //! The netbed (issue 18): a testbed's sites as `gridbed site` daemons, each in
 //! its own Linux network namespace, joined to a bridge by a veth pair whose
 //! site end the kernel shapes from the testbed — `tbf` for the site's egress
-//! bandwidth, `netem` for its latency — the way Mininet and Kollaps emulate
-//! WAN links, instead of gridbed's token buckets ([`crate::live::gridftp`]).
+//! bandwidth, `netem` for its latency — and whose bridge end holds what the
+//! site receives to its `bandwidth_in` (`tbf`), the way Mininet and Kollaps
+//! emulate WAN links, instead of gridbed's token buckets
+//! ([`crate::live::shaping`]).
+//!
+//! A shared `[[link]]` (issue 37) is a bridge of its own for the sites (and
+//! links) behind it, joined to the bridge of the next link on their path
+//! (or the core's) by a veth pair: its child end sends up, its parent end
+//! sends down, each with a `tbf` of the link's bandwidth (and `netem` of its
+//! latency), so a link is full duplex and only traffic that leaves the
+//! subtree crosses it, as [`crate::core::topology`] has it.
 //!
 //! ```text
 //!   root namespace: manager (gridbed run --netbed DIR), bridge PREFIXbr 10.201.N.254
 //!      ├─ veth PREFIXhI ══ PREFIXsI (netns PREFIX-I, 10.201.N.(I+1)): gridbed site, qdiscs
+//!      ├─ veth PREFIXdL ══ PREFIXuL ─ bridge PREFIXbL (link L): sites behind it
 //!      └─ …
 //! ```
 //!
@@ -80,6 +90,25 @@ pub struct NetSite {
     pub delay_ms: Option<f64>,
 }
 
+/// One shared link of the netbed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NetLink {
+    /// The testbed's link name.
+    pub name: String,
+    /// The bridge of what is behind it.
+    pub bridge: String,
+    /// The veth end on its own bridge: what it sends goes up.
+    pub up_if: String,
+    /// The veth end on the bridge it leads to: what it sends goes down.
+    pub down_if: String,
+    /// The bridge it leads to.
+    pub parent: String,
+    /// The rate the kernel holds each direction to (bit/s), if any.
+    pub rate_bits: Option<u64>,
+    /// One-way delay the kernel adds to each direction (ms), if any.
+    pub delay_ms: Option<f64>,
+}
+
 /// What a netbed made, as its state file (`DIR/netbed.json`) records it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct State {
@@ -96,6 +125,9 @@ pub struct State {
     pub netem: bool,
     /// The sites, in testbed order.
     pub sites: Vec<NetSite>,
+    /// The shared links, in testbed order.
+    #[serde(default)]
+    pub links: Vec<NetLink>,
 }
 
 impl State {
@@ -152,9 +184,11 @@ impl State {
             site.daemon = Some(Daemon {
                 url: net.url.clone(),
                 token: Some(token.clone()),
+                // The kernel holds every finite rate of the netbed, and
+                // every latency where it has netem.
                 kernel: KernelShaping {
-                    rate: net.rate_bits.is_some() || net.rate_in_bits.is_some(),
-                    delay: net.delay_ms.is_some(),
+                    rate: true,
+                    delay: self.netem,
                 },
             });
         }
@@ -258,6 +292,7 @@ pub fn up(o: &UpOptions<'_>) -> Result<State, NetbedError> {
         testbed: o.scenario.path.clone(),
         netem: kernel_has_netem(&prefix),
         sites: Vec::new(),
+        links: Vec::new(),
     };
     state.write(o.dir)?;
     match build(o, &mut state, net) {
@@ -291,6 +326,48 @@ fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedErr
         rate.is_finite()
             .then(|| (em.real_rate(rate) * 8.0).round().max(8000.0) as u64)
     };
+    let (prefix, netem) = (state.prefix.clone(), state.netem);
+    let delay = |latency: f64| (netem && latency > 0.0).then(|| em.real_secs(latency) * 1000.0);
+    let topology = &o.scenario.topology;
+    // Each link's bridge, made before the links and sites behind it: a
+    // link leads to the next link of any path through it (the paths are a
+    // tree), or to the core.
+    let bridge_of = |l: usize| format!("{prefix}b{l}");
+    for (l, link) in topology.links.iter().enumerate() {
+        let parent = topology
+            .paths
+            .iter()
+            .find_map(|p| {
+                p.iter()
+                    .position(|&x| x == l)
+                    .map(|i| p.get(i + 1).copied())
+            })
+            .flatten();
+        let net = NetLink {
+            name: link.name.clone(),
+            bridge: bridge_of(l),
+            up_if: format!("{prefix}u{l}"),
+            down_if: format!("{prefix}d{l}"),
+            parent: parent.map_or(br.clone(), bridge_of),
+            rate_bits: bits(link.bandwidth),
+            delay_ms: delay(link.latency),
+        };
+        state.links.push(net);
+        state.write(o.dir)?;
+        ip(&["link", "add", &bridge_of(l), "type", "bridge"])?;
+    }
+    for net in &state.links {
+        let (b, u, d) = (&net.bridge, &net.up_if, &net.down_if);
+        ip(&["link", "add", u, "type", "veth", "peer", "name", d])?;
+        ip(&["link", "set", u, "master", b])?;
+        ip(&["link", "set", d, "master", &net.parent])?;
+        for dev in [b, u, d] {
+            ip(&["link", "set", dev, "up"])?;
+        }
+        for dev in [u, d] {
+            shape_egress(None, dev, net.delay_ms, net.rate_bits)?;
+        }
+    }
     for (i, s) in o.scenario.sites.iter().enumerate() {
         let p = &state.prefix;
         let addr = format!("10.201.{net}.{}", i + 1);
@@ -304,15 +381,18 @@ fn build(o: &UpOptions<'_>, state: &mut State, net: u16) -> Result<(), NetbedErr
             pid: None,
             rate_bits: bits(s.bandwidth_out),
             rate_in_bits: bits(s.bandwidth_in),
-            delay_ms: (state.netem && s.latency > 0.0).then(|| em.real_secs(s.latency) * 1000.0),
+            delay_ms: delay(s.latency),
         };
+        let attach = topology.paths[i]
+            .first()
+            .map_or(br.clone(), |&l| bridge_of(l));
         state.sites.push(site.clone());
         state.write(o.dir)?;
         let (ns, h, v) = (&site.netns, &site.host_if, &site.site_if);
         ip(&["netns", "add", ns])?;
         ip(&["link", "add", h, "type", "veth", "peer", "name", v])?;
         ip(&["link", "set", v, "netns", ns])?;
-        ip(&["link", "set", h, "master", &br])?;
+        ip(&["link", "set", h, "master", &attach])?;
         ip(&["link", "set", h, "up"])?;
         ip(&[
             "-n",
@@ -360,30 +440,45 @@ fn tbf_args(dev: &str, parent: &[&str], rate: u64) -> Vec<String> {
 /// over tbf's rate, or either alone); on the bridge's end, what it receives
 /// (tbf).
 fn shape(site: &NetSite) -> Result<(), NetbedError> {
-    let (ns, dev) = (site.netns.as_str(), site.site_if.as_str());
     if let Some(r) = site.rate_in_bits {
-        let args = tbf_args(&site.host_if, &["root", "handle", "1:"], r);
-        run("tc", &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        shape_egress(None, &site.host_if, None, Some(r))?;
     }
-    let tbf = |parent: &[&str], rate: u64| -> Result<(), NetbedError> {
-        let args = tbf_args(dev, parent, rate);
-        tc_in(ns, &args.iter().map(String::as_str).collect::<Vec<_>>()).map(drop)
+    shape_egress(
+        Some(&site.netns),
+        &site.site_if,
+        site.delay_ms,
+        site.rate_bits,
+    )
+}
+
+/// What `dev` (in `netns`, or the root namespace) sends: netem's delay over
+/// tbf's rate, or either alone.
+fn shape_egress(
+    netns: Option<&str>,
+    dev: &str,
+    delay_ms: Option<f64>,
+    rate_bits: Option<u64>,
+) -> Result<(), NetbedError> {
+    let tc = |args: &[String]| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match netns {
+            Some(ns) => tc_in(ns, &args).map(drop),
+            None => run("tc", &args).map(drop),
+        }
     };
-    match (site.delay_ms, site.rate_bits) {
+    match (delay_ms, rate_bits) {
         (Some(d), rate) => {
-            let delay = format!("{d:.3}ms");
-            tc_in(
-                ns,
-                &[
-                    "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay", &delay,
-                    "limit", "100000",
-                ],
-            )?;
+            let netem = [
+                "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem", "delay",
+            ];
+            let mut args: Vec<String> = netem.iter().map(|s| s.to_string()).collect();
+            args.extend([format!("{d:.3}ms"), "limit".into(), "100000".into()]);
+            tc(&args)?;
             if let Some(r) = rate {
-                tbf(&["parent", "1:", "handle", "10:"], r)?;
+                tc(&tbf_args(dev, &["parent", "1:", "handle", "10:"], r))?;
             }
         }
-        (None, Some(r)) => tbf(&["root", "handle", "1:"], r)?,
+        (None, Some(r)) => tc(&tbf_args(dev, &["root", "handle", "1:"], r))?,
         (None, None) => {}
     }
     Ok(())

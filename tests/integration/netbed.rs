@@ -241,3 +241,102 @@ fn four_sources_into_one_receiver_share_its_in_on_the_kernel_as_in_the_simulator
         off * 100.0
     );
 }
+
+#[test]
+#[ignore = "needs root and iproute2 (ip, tc): run by .ci/run"]
+fn two_sources_behind_one_shared_link_share_it_on_the_kernel_as_in_the_simulator() {
+    // src0 and src1 sit behind a 10 MB/s campus link, src2 at the core with
+    // a 10 MB/s interface of its own; each sends a 10 MB file to the sink
+    // at once, unscaled. The link is a bridge of its own joined to the
+    // core's by a veth pair shaped both ways: src0's and src1's files share
+    // it (2 s each in the simulator), src2's does not cross it (1 s).
+    let mut body = crate::network::fan_in(
+        3,
+        "bandwidth = \"1 GB/s\"",
+        "#SRC",
+        "[[link]]\nname = \"campus\"\nbandwidth = \"10 MB/s\"\n",
+    )
+    .replacen(
+        "time_scale = 2\nbyte_scale = 100",
+        "time_scale = 1\nbyte_scale = 1",
+        1,
+    );
+    for src in [
+        "bandwidth = \"1 GB/s\"\npath = [\"campus\"]",
+        "bandwidth = \"1 GB/s\"\npath = [\"campus\"]",
+        "bandwidth = \"10 MB/s\"",
+    ] {
+        body = body.replacen("#SRC", src, 1);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tb = common::write_testbed(dir.path(), "campus.toml", &body);
+    let scenario = common::load(&tb);
+    let sim = gridbed::sim::run(&scenario).unwrap();
+    let took = |from: &str, transfers: &[(String, f64)]| -> f64 {
+        let v: Vec<f64> = transfers
+            .iter()
+            .filter(|(f, _)| f == from)
+            .map(|(_, t)| *t)
+            .collect();
+        assert_eq!(v.len(), 1, "{from}: {transfers:?}");
+        v[0]
+    };
+    let model: Vec<(String, f64)> = sim
+        .records
+        .transfers
+        .iter()
+        .map(|t| {
+            (
+                scenario.sites[t.from].info.name.clone(),
+                t.end.unwrap() - t.start,
+            )
+        })
+        .collect();
+    assert!((took("src0", &model) - 2.0).abs() < 1e-9, "{model:?}");
+    assert!((took("src2", &model) - 1.0).abs() < 1e-9, "{model:?}");
+    let (state, guard) = up(&tb, dir.path(), 7160);
+    let prefix = prefix_of(&state);
+    let netbed = gridbed::netbed::State::read(&state).unwrap();
+    assert_eq!(netbed.links.len(), 1);
+    let link = &netbed.links[0];
+    for dev in [&link.up_if, &link.down_if] {
+        let qdisc = String::from_utf8_lossy(
+            &Command::new("tc")
+                .args(["qdisc", "show", "dev", dev])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned();
+        assert!(
+            qdisc.contains("tbf") && qdisc.contains("80Mbit"),
+            "{dev}: {qdisc}"
+        );
+    }
+    let rec = run_on(&tb, &state, dir.path());
+    let kernel: Vec<(String, f64)> = rec["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["to"].as_str() == Some("sink"))
+        .map(|t| {
+            (
+                t["from"].as_str().unwrap().to_string(),
+                t["end"].as_f64().unwrap() - t["start"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    eprintln!("one shared link: kernel {kernel:?}, simulator {model:?}");
+    for (pair, want) in [(["src0", "src1"], 2.0), (["src2", "src2"], 1.0)] {
+        let got = (took(pair[0], &kernel) + took(pair[1], &kernel)) / 2.0;
+        assert!(
+            (got / want - 1.0).abs() <= 0.10,
+            "{pair:?}: kernel {got:.3} s against the simulator's {want} s ({kernel:?})"
+        );
+    }
+    drop(guard);
+    assert_eq!(
+        gridbed::netbed::leftovers(&prefix),
+        gridbed::netbed::Leftovers::default()
+    );
+}
