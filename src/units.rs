@@ -14,25 +14,6 @@ pub struct Size(pub u64);
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Rate(pub f64);
 
-/// A rate that may be unlimited (∞), as JSON: `null` for ∞, which JSON has
-/// no number for.
-pub mod unlimited {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// ∞ as `null`.
-    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        match v.is_finite() {
-            true => s.serialize_f64(*v),
-            false => s.serialize_none(),
-        }
-    }
-
-    /// `null` as ∞.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
-    }
-}
-
 fn unit_factor(unit: &str) -> Option<f64> {
     Some(match unit {
         "" | "B" => 1.0,

@@ -100,14 +100,14 @@ pub struct SiteConfig {
     pub storage: bool,
     /// What its network interface sends, all streams together (nominal
     /// B/s; ∞ = none).
-    #[serde(with = "crate::units::unlimited")]
+    #[serde(with = "crate::core::topology::unlimited")]
     pub bandwidth_out: f64,
     /// What its network interface receives, all streams together (nominal
     /// B/s; ∞ = none).
-    #[serde(with = "crate::units::unlimited")]
+    #[serde(with = "crate::core::topology::unlimited")]
     pub bandwidth_in: f64,
     /// Cap per transfer stream (nominal B/s; ∞ = none).
-    #[serde(with = "crate::units::unlimited")]
+    #[serde(with = "crate::core::topology::unlimited")]
     pub stream_cap: f64,
     /// Transfers served at once; more get 503.
     pub max_connections: usize,

@@ -7,14 +7,19 @@
 //! bounded by its own per-stream cap (seed 000: 1 MB/s a gridftp stream).
 //!
 //! Flows that cross the same resources under the same cap get the same rate
-//! in the max-min allocation, so they are kept together as one [`Route`]:
-//! a clock of "bytes served per flow since the route's start" and a heap of
-//! the marks at which each flow ends. Starting or ending a flow re-rates
-//! only the routes that share a limited resource with it (its connected
-//! component), by progressive filling over their flow counts; each route
-//! whose rate changed is reported, and the engine reschedules its next end.
-//! A start or an end thus costs O(log n) in the flows of its route plus the
-//! filling of its component, whatever the number of flows.
+//! in the max-min allocation, so they are kept together as one [`Route`],
+//! with a heap of the bytes served at which each of its flows ends. Routes
+//! bounded at the same saturated resource also get the same rate, so they
+//! run on one [`Share`]: a clock of bytes served per flow and a heap of its
+//! routes' first ends. When a start or an end changes the rate at a
+//! resource, that is one update of its share, however many routes it
+//! bounds (a fan-in of a thousand streams into one receiver re-rates one
+//! clock); only a route whose
+//! bottleneck moves changes share. Starting or ending flows re-rates only
+//! the routes that share a limited resource with them (their connected
+//! component), by progressive filling over flow counts, once per instant
+//! however many flows started or ended in it; each share whose rate or
+//! routes changed is reported, and the engine reschedules its next end.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -28,6 +33,8 @@ use super::Time;
 pub type ResourceId = u32;
 /// Index of a route (resources crossed and a per-flow cap) of a [`Network`].
 pub type RouteId = u32;
+/// Index of a share (one rate's clock) of a [`Network`].
+pub type ShareId = u32;
 
 /// `f64` with a total order, for the heap.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,20 +59,61 @@ struct Route<K> {
     resources: SmallVec<[ResourceId; 6]>,
     /// Per-flow cap, bytes/s (∞: none).
     cap: f64,
+    /// Flows by the bytes each flow of the route has been served when they
+    /// end (the route's clock, see `offset`).
+    active: BinaryHeap<Reverse<(Mark, K)>>,
+    /// The share whose clock the route runs on: its flows have been served
+    /// `share.served - offset` bytes each since the route began.
+    share: ShareId,
+    offset: f64,
+    /// Bumped whenever the route's entry in its share's heap is replaced,
+    /// so that older entries are recognised as stale.
+    version: u32,
+    /// The share of its own, for when its cap (or nothing, or being idle)
+    /// sets its rate.
+    own: ShareId,
+}
+
+/// A clock of bytes served per flow, shared by every route whose flows run
+/// at one rate for one reason: frozen at the same saturated resource, or a
+/// route alone (at its cap). A rate change at a resource is then one
+/// update, however many routes it bounds, and only a route that changes
+/// bottleneck moves (seed 000's streams into one receiver all wait on it).
+#[derive(Debug)]
+struct Share {
     /// Each flow's rate now.
     rate: f64,
-    /// Flows by the mark of `served` at which they end.
-    active: BinaryHeap<Reverse<(Mark, K)>>,
-    /// Bytes served per flow since the start (the route's virtual clock).
+    /// Bytes served per flow since the share began.
     served: f64,
     /// When `served` was last brought up to date.
     last: Time,
+    /// Its routes, by the value of `served` at which their first flow ends
+    /// (stale entries are skipped: see [`Route::version`]).
+    ends: BinaryHeap<Reverse<(Mark, RouteId, u32)>>,
     /// Bumped by every [`Network::next_end`], so that an end scheduled before
-    /// the route's rate or flows changed is recognised as stale.
+    /// the share's rate or routes changed is recognised as stale.
     generation: u64,
+    /// The batch in which it last went into `changed`.
+    changed_in: u64,
+    /// `ends`'s length after stale entries were last dropped: once it has
+    /// doubled, they are dropped again (a share whose first end stays put
+    /// while its routes come and go would keep them all).
+    compacted: usize,
 }
 
-impl<K: Ord + Copy> Route<K> {
+impl Share {
+    fn new() -> Self {
+        Share {
+            rate: 0.0,
+            served: 0.0,
+            last: 0.0,
+            ends: BinaryHeap::new(),
+            generation: 0,
+            changed_in: u64::MAX,
+            compacted: 0,
+        }
+    }
+
     fn advance(&mut self, now: Time) {
         if self.rate.is_finite() && now > self.last {
             self.served += self.rate * (now - self.last);
@@ -84,10 +132,20 @@ pub struct Network<K> {
     /// how many flows have no cap.
     capped_demand: Vec<f64>,
     uncapped: Vec<u32>,
+    /// Per resource: the share of the routes it bounds.
+    resource_share: Vec<ShareId>,
     routes: Vec<Route<K>>,
+    shares: Vec<Share>,
     index: FxHashMap<(SmallVec<[ResourceId; 6]>, u64), RouteId>,
-    /// Routes whose rate or flows changed since [`Network::take_changed`].
-    changed: Vec<RouteId>,
+    /// Routes whose flows changed in a way only a filling can re-rate, since
+    /// `pending_at`: filled together at the next [`Network::take_changed`]
+    /// (or any call at a later time), so that flows starting at one instant
+    /// cost one filling.
+    pending: Vec<RouteId>,
+    pending_at: Time,
+    /// Shares whose rate or routes changed since [`Network::take_changed`].
+    changed: Vec<ShareId>,
+    batch: u64,
     /// Flow re-ratings done (a route's rate changed, times its flows).
     rerated: u64,
     scratch: Scratch,
@@ -104,10 +162,15 @@ struct Scratch {
     /// Per resource: capacity not yet given, and unfrozen flows crossing it.
     left: Vec<f64>,
     count: Vec<f64>,
-    /// Per route: the rate it was frozen at (NaN: not yet).
+    /// Per route: the rate it was frozen at (NaN: not yet), and the share
+    /// that rate is of.
     frozen: Vec<f64>,
+    frozen_share: Vec<ShareId>,
     /// The component's capped routes by cap, smallest last.
     capped: Vec<RouteId>,
+    /// Per route: the last settling round whose filling covered it.
+    settled: Vec<u64>,
+    round: u64,
 }
 
 impl<K: Ord + Copy> Default for Network<K> {
@@ -117,9 +180,14 @@ impl<K: Ord + Copy> Default for Network<K> {
             crossing: Vec::new(),
             capped_demand: Vec::new(),
             uncapped: Vec::new(),
+            resource_share: Vec::new(),
             routes: Vec::new(),
+            shares: Vec::new(),
             index: FxHashMap::default(),
+            pending: Vec::new(),
+            pending_at: 0.0,
             changed: Vec::new(),
+            batch: 0,
             rerated: 0,
             scratch: Scratch::default(),
         }
@@ -142,6 +210,8 @@ impl<K: Ord + Copy> Network<K> {
         self.scratch.count.push(0.0);
         self.capped_demand.push(0.0);
         self.uncapped.push(0);
+        self.resource_share.push(self.shares.len() as ShareId);
+        self.shares.push(Share::new());
         (self.capacity.len() - 1) as ResourceId
     }
 
@@ -167,17 +237,21 @@ impl<K: Ord + Copy> Network<K> {
             return id;
         }
         let id = self.routes.len() as RouteId;
+        let own = self.shares.len() as ShareId;
+        self.shares.push(Share::new());
         self.routes.push(Route {
             resources: k.0.clone(),
             cap,
-            rate: 0.0,
             active: BinaryHeap::new(),
-            served: 0.0,
-            last: 0.0,
-            generation: 0,
+            share: own,
+            offset: 0.0,
+            version: 0,
+            own,
         });
         self.scratch.route_seen.push(0);
         self.scratch.frozen.push(f64::NAN);
+        self.scratch.frozen_share.push(own);
+        self.scratch.settled.push(0);
         self.index.insert(k, id);
         id
     }
@@ -189,13 +263,25 @@ impl<K: Ord + Copy> Network<K> {
     }
 
     /// Each flow's rate on `route` now (0 when it has none).
-    pub fn rate(&self, route: RouteId) -> f64 {
-        self.routes[route as usize].rate
+    pub fn rate(&mut self, route: RouteId) -> f64 {
+        self.settle();
+        let r = &self.routes[route as usize];
+        if r.active.is_empty() {
+            0.0
+        } else {
+            self.shares[r.share as usize].rate
+        }
     }
 
     /// Flows on `route`.
     pub fn flows(&self, route: RouteId) -> usize {
         self.routes[route as usize].active.len()
+    }
+
+    /// The share `route` runs on now, whose ends [`Network::next_end`] gives.
+    pub fn share_of(&mut self, route: RouteId) -> ShareId {
+        self.settle();
+        self.routes[route as usize].share
     }
 
     /// Flow re-ratings so far: each time a route's rate changed, its flows.
@@ -204,17 +290,21 @@ impl<K: Ord + Copy> Network<K> {
     }
 
     /// Flow `id` of `bytes` starts on `route` at `now`. Rates change: hand
-    /// [`Network::take_changed`]'s routes to [`Network::next_end`].
+    /// [`Network::take_changed`]'s shares to [`Network::next_end`].
     pub fn start(&mut self, now: Time, route: RouteId, id: K, bytes: f64) {
+        self.settle_before(now);
+        let served = self.served(route, now);
         let r = &mut self.routes[route as usize];
-        r.advance(now);
-        let mark = Mark(r.served + bytes);
         let was_idle = r.active.is_empty();
-        r.active.push(Reverse((mark, id)));
+        let first = r.active.peek().map(|Reverse((m, _))| m.0);
+        r.active.push(Reverse((Mark(served + bytes), id)));
         if was_idle {
             for &res in &r.resources {
                 self.crossing[res as usize].push(route);
             }
+        }
+        if first.is_none_or(|m| served + bytes < m) {
+            self.push_end(route);
         }
         self.demand(route, 1.0);
         self.rerate(now, route, 0);
@@ -223,68 +313,191 @@ impl<K: Ord + Copy> Network<K> {
     /// Flow `id` leaves `route` at `now`, its bytes unsent (its source
     /// crashed); false when it was not there.
     pub fn remove(&mut self, now: Time, route: RouteId, id: K) -> bool {
+        self.settle_before(now);
         let r = &mut self.routes[route as usize];
-        r.advance(now);
         let before = r.active.len();
         r.active.retain(|Reverse((_, k))| *k != id);
         let removed = before - r.active.len();
         if removed == 0 {
             return false;
         }
+        self.push_end(route);
         self.demand(route, -(removed as f64));
         self.left_route(route);
         self.rerate(now, route, removed);
         true
     }
 
-    /// When the first flow of `route` ends at today's rate, and the
+    /// When the first flow of `share` ends at today's rate, and the
     /// generation to hand back to [`Network::take_ended`] then; `None` when
-    /// the route is idle. Any end computed earlier is stale from now on.
-    pub fn next_end(&mut self, now: Time, route: RouteId) -> Option<(Time, u64)> {
-        let r = &mut self.routes[route as usize];
-        r.generation += 1;
-        let Reverse((Mark(mark), _)) = *r.active.peek()?;
-        r.advance(now);
-        let dt = if r.rate.is_finite() && r.rate > 0.0 {
-            ((mark - r.served) / r.rate).max(0.0)
+    /// the share has no flow. Any end computed earlier is stale from now on.
+    pub fn next_end(&mut self, now: Time, share: ShareId) -> Option<(Time, u64)> {
+        self.settle();
+        let mark = self.first_end(share)?;
+        let s = &mut self.shares[share as usize];
+        s.generation += 1;
+        s.advance(now);
+        let dt = if s.rate.is_finite() && s.rate > 0.0 {
+            ((mark - s.served) / s.rate).max(0.0)
         } else {
             0.0
         };
-        Some((now + dt, r.generation))
+        Some((now + dt, s.generation))
     }
 
-    /// The flows of `route` that ended by `now`, for the end scheduled as
+    /// The flows of `share` that ended by `now`, for the end scheduled as
     /// `generation`; `None` when that schedule is stale. At least the flow
-    /// the schedule was for ends, so rounding never stalls a route. Rates
+    /// the schedule was for ends, so rounding never stalls a share. Rates
     /// change: see [`Network::take_changed`].
-    pub fn take_ended(&mut self, now: Time, route: RouteId, generation: u64) -> Option<Vec<K>> {
-        let r = &mut self.routes[route as usize];
-        if generation != r.generation {
+    pub fn take_ended(&mut self, now: Time, share: ShareId, generation: u64) -> Option<Vec<K>> {
+        self.settle_before(now);
+        if generation != self.shares[share as usize].generation {
             return None;
         }
-        r.advance(now);
-        let unlimited = !r.rate.is_finite();
-        let tolerance = 1e-9 * r.served.abs().max(1.0) + 1e-6;
+        let s = &mut self.shares[share as usize];
+        s.advance(now);
+        let unlimited = !s.rate.is_finite();
+        let reached = s.served + 1e-9 * s.served.abs().max(1.0) + 1e-6;
         let mut done = Vec::new();
-        while let Some(Reverse((Mark(mark), id))) = r.active.peek().copied() {
-            if unlimited || mark <= r.served + tolerance || done.is_empty() {
-                r.active.pop();
-                done.push(id);
-            } else {
+        let mut touched: SmallVec<[(RouteId, usize); 4]> = SmallVec::new();
+        while let Some(mark) = self.first_end(share) {
+            if !(unlimited || mark <= reached || done.is_empty()) {
                 break;
             }
+            let Reverse((_, route, _)) = self.shares[share as usize].ends.pop().expect("peeked");
+            let r = &mut self.routes[route as usize];
+            let before = done.len();
+            while let Some(Reverse((Mark(m), id))) = r.active.peek().copied() {
+                if unlimited || m + r.offset <= reached || done.len() == before {
+                    r.active.pop();
+                    done.push(id);
+                } else {
+                    break;
+                }
+            }
+            touched.push((route, done.len() - before));
+            self.push_end(route);
         }
-        self.demand(route, -(done.len() as f64));
-        self.left_route(route);
-        self.rerate(now, route, done.len());
+        for (route, n) in touched {
+            self.demand(route, -(n as f64));
+            self.left_route(route);
+            self.rerate(now, route, n);
+        }
         Some(done)
     }
 
-    /// The routes whose rate or flows changed since the last call (each
-    /// once, in the order they changed), into `out`.
-    pub fn take_changed(&mut self, out: &mut Vec<RouteId>) {
+    /// The shares whose rate or routes changed since the last call (each
+    /// once, in the order they changed), into `out`: fills what is pending
+    /// first.
+    pub fn take_changed(&mut self, out: &mut Vec<ShareId>) {
+        self.settle();
         out.clear();
         out.append(&mut self.changed);
+        self.batch += 1;
+    }
+
+    /// The clock value at which the first flow of `share` ends, stale heap
+    /// entries dropped.
+    fn first_end(&mut self, share: ShareId) -> Option<f64> {
+        let s = &mut self.shares[share as usize];
+        while let Some(&Reverse((Mark(m), route, version))) = s.ends.peek() {
+            let r = &self.routes[route as usize];
+            if r.version == version && r.share == share && !r.active.is_empty() {
+                return Some(m);
+            }
+            s.ends.pop();
+        }
+        None
+    }
+
+    /// Bytes each flow of `route` has been served by `now`.
+    fn served(&mut self, route: RouteId, now: Time) -> f64 {
+        let r = &self.routes[route as usize];
+        let s = &mut self.shares[r.share as usize];
+        s.advance(now);
+        s.served - r.offset
+    }
+
+    /// (Re)places `route`'s entry in its share's heap, after its first flow
+    /// or its share changed.
+    fn push_end(&mut self, route: RouteId) {
+        let r = &mut self.routes[route as usize];
+        r.version = r.version.wrapping_add(1);
+        if let Some(&Reverse((Mark(m), _))) = r.active.peek() {
+            let share = r.share;
+            let s = &mut self.shares[share as usize];
+            s.ends.push(Reverse((Mark(m + r.offset), route, r.version)));
+            if s.ends.len() > 2 * s.compacted + 64 {
+                let routes = &self.routes;
+                s.ends.retain(|&Reverse((_, route, version))| {
+                    let r = &routes[route as usize];
+                    r.version == version && r.share == share && !r.active.is_empty()
+                });
+                s.compacted = s.ends.len();
+            }
+            self.mark_changed(share);
+        }
+    }
+
+    fn mark_changed(&mut self, share: ShareId) {
+        let s = &mut self.shares[share as usize];
+        if s.changed_in != self.batch {
+            s.changed_in = self.batch;
+            self.changed.push(share);
+        }
+    }
+
+    /// `route` runs at `rate` on `share` from `now` on.
+    fn set_rate(&mut self, now: Time, route: RouteId, share: ShareId, rate: f64) {
+        let r = &self.routes[route as usize];
+        let old = if r.active.is_empty() {
+            0.0
+        } else {
+            self.shares[r.share as usize].rate
+        };
+        let flows = r.active.len() as u64;
+        if r.share != share {
+            let served = self.served(route, now);
+            self.shares[share as usize].advance(now);
+            let r = &mut self.routes[route as usize];
+            r.share = share;
+            r.offset = self.shares[share as usize].served - served;
+            self.push_end(route);
+        }
+        let s = &mut self.shares[share as usize];
+        if s.rate != rate {
+            s.advance(now);
+            s.rate = rate;
+            self.mark_changed(share);
+        }
+        if old != rate && (old - rate).abs() > 1e-12 * old.abs() {
+            self.rerated += flows;
+        }
+    }
+
+    /// Fills what is pending, at the time it became pending.
+    fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let now = self.pending_at;
+        let mut pending = std::mem::take(&mut self.pending);
+        self.scratch.round += 1;
+        for &seed in &pending {
+            // A filling covers its whole component: seeds it reached are done.
+            if self.scratch.settled[seed as usize] != self.scratch.round {
+                self.fill(now, seed);
+            }
+        }
+        pending.clear();
+        self.pending = pending;
+    }
+
+    /// Fills what is pending from before `now`: its rates held until `now`.
+    fn settle_before(&mut self, now: Time) {
+        if !self.pending.is_empty() && now > self.pending_at {
+            self.settle();
+        }
     }
 
     /// A flow left `route`: an emptied route no longer couples its resources.
@@ -318,8 +531,8 @@ impl<K: Ord + Copy> Network<K> {
     /// one started) at `now`. When every resource of `seed` held its flows
     /// at their caps before and after the change, no rate but `seed`'s own
     /// could move, and it is its cap. Otherwise the component of `seed` (the
-    /// routes that share a limited resource with it, transitively) is filled
-    /// again.
+    /// routes that share a limited resource with it, transitively) is to be
+    /// filled again, with whatever else changes at `now`.
     fn rerate(&mut self, now: Time, seed: RouteId, removed: usize) {
         let r = &self.routes[seed as usize];
         let before = removed as f64 * r.cap;
@@ -329,17 +542,14 @@ impl<K: Ord + Copy> Network<K> {
                 .iter()
                 .all(|&res| holds_at_caps(uncapped, demand, capacity, res, before))
         {
-            let r = &mut self.routes[seed as usize];
-            r.advance(now);
             let rate = if r.active.is_empty() { 0.0 } else { r.cap };
-            if r.rate != rate {
-                self.rerated += r.active.len() as u64;
-                r.rate = rate;
-            }
-            self.changed.push(seed);
+            let own = r.own;
+            self.set_rate(now, seed, own, rate);
+            self.mark_changed(own);
             return;
         }
-        self.fill(now, seed);
+        self.pending_at = now;
+        self.pending.push(seed);
     }
 
     /// Re-rates the component of `seed` by progressive filling, at `now`.
@@ -382,7 +592,9 @@ impl<K: Ord + Copy> Network<K> {
         let mut unfrozen = 0usize;
         for &route in &s.routes {
             let r = &self.routes[route as usize];
+            s.settled[route as usize] = s.round;
             s.frozen[route as usize] = f64::NAN;
+            s.frozen_share[route as usize] = r.own;
             let n = r.active.len();
             if n == 0 {
                 s.frozen[route as usize] = 0.0;
@@ -434,8 +646,9 @@ impl<K: Ord + Copy> Network<K> {
                 }
             }
             let cap = s.capped.last().map(|&c| (routes[c as usize].cap, c));
-            let freeze_one = |s: &mut Scratch, route: RouteId, rate: f64| {
+            let freeze_one = |s: &mut Scratch, route: RouteId, rate: f64, share: ShareId| {
                 s.frozen[route as usize] = rate;
+                s.frozen_share[route as usize] = share;
                 let r = &routes[route as usize];
                 let n = r.active.len() as f64;
                 for &res in &r.resources {
@@ -445,17 +658,18 @@ impl<K: Ord + Copy> Network<K> {
             };
             match (tightest, cap) {
                 (_, Some((cap, c))) if tightest.is_none_or(|(t, _)| cap <= t) => {
-                    freeze_one(s, c, cap);
+                    freeze_one(s, c, cap, routes[c as usize].own);
                     s.capped.pop();
                     unfrozen -= 1;
                 }
                 (Some((share, res)), _) => {
+                    let at = self.resource_share[res as usize];
                     let mut k = 0;
                     while k < self.crossing[res as usize].len() {
                         let route = self.crossing[res as usize][k];
                         k += 1;
                         if s.frozen[route as usize].is_nan() {
-                            freeze_one(s, route, share);
+                            freeze_one(s, route, share, at);
                             unfrozen -= 1;
                         }
                     }
@@ -473,21 +687,13 @@ impl<K: Ord + Copy> Network<K> {
                 }
             }
         }
-        // Bring each clock to `now` at its old rate, then set the new one.
+        // Each route onto the share it froze at, at its rate.
+        let s = std::mem::take(&mut self.scratch);
         for &route in &s.routes {
-            let r = &mut self.routes[route as usize];
-            let rate = s.frozen[route as usize];
-            let same = r.rate == rate || (r.rate - rate).abs() <= 1e-12 * r.rate.abs();
-            if route != seed && same {
-                continue;
-            }
-            r.advance(now);
-            if !same {
-                self.rerated += r.active.len() as u64;
-            }
-            r.rate = rate;
-            self.changed.push(route);
+            let (share, rate) = (s.frozen_share[route as usize], s.frozen[route as usize]);
+            self.set_rate(now, route, share, rate);
         }
+        self.scratch = s;
     }
 }
 
@@ -512,7 +718,7 @@ mod tests {
 
     /// Runs every route to idle from `now`; each flow's end time.
     fn drain(net: &mut Network<u32>, mut now: Time) -> Vec<(u32, Time)> {
-        let mut due: Vec<(Time, RouteId, u64)> = Vec::new();
+        let mut due: Vec<(Time, ShareId, u64)> = Vec::new();
         let mut changed = Vec::new();
         let mut ends = Vec::new();
         let reschedule = |net: &mut Network<u32>, due: &mut Vec<_>, changed: &mut Vec<_>, now| {
@@ -524,8 +730,8 @@ mod tests {
             }
         };
         reschedule(net, &mut due, &mut changed, now);
-        // Every route, in case it was set up before the first change.
-        for r in 0..net.routes.len() as RouteId {
+        // Every share, in case it was set up before the first change.
+        for r in 0..net.shares.len() as ShareId {
             if let Some((at, g)) = net.next_end(now, r) {
                 due.push((at, r, g));
             }
@@ -671,11 +877,42 @@ mod tests {
         net.start(0.0, ra, 1, 10.0);
         let mut changed = Vec::new();
         net.take_changed(&mut changed);
-        assert_eq!(changed, vec![ra]);
+        assert!(changed.contains(&net.share_of(ra)), "{changed:?}");
         net.start(0.0, rb, 2, 10.0);
         net.take_changed(&mut changed);
-        assert_eq!(changed, vec![rb], "a's flows do not share b");
+        assert!(changed.contains(&net.share_of(rb)), "{changed:?}");
+        assert!(
+            !changed.contains(&net.share_of(ra)),
+            "a's flows do not share b"
+        );
         assert!(close(net.rate(ra), 10.0));
+    }
+
+    #[test]
+    fn flows_bounded_at_one_resource_run_on_one_share() {
+        // Ten sources into one receiver: one share, one update per change.
+        let mut net: Network<u32> = Network::new();
+        let sink = net.add_resource(10.0);
+        let routes: Vec<RouteId> = (0..10)
+            .map(|_| {
+                let src = net.add_resource(100.0);
+                net.route(&[src, sink], f64::INFINITY)
+            })
+            .collect();
+        for (i, &r) in routes.iter().enumerate() {
+            net.start(0.0, r, i as u32, 10.0 * (i + 1) as f64);
+        }
+        let mut changed = Vec::new();
+        net.take_changed(&mut changed);
+        let share = net.share_of(routes[0]);
+        assert!(routes.iter().all(|&r| net.share_of(r) == share));
+        let (at, g) = net.next_end(0.0, share).unwrap();
+        assert!(close(at, 10.0), "10 B at 1 B/s each");
+        assert_eq!(net.take_ended(at, share, g), Some(vec![0]));
+        net.take_changed(&mut changed);
+        assert_eq!(changed, vec![share], "the other nine: one share's rate");
+        let (at, _) = net.next_end(at, share).unwrap();
+        assert!(close(at, 10.0 + 10.0 * 9.0 / 10.0), "10 B more at 10/9 B/s");
     }
 
     #[test]
@@ -684,13 +921,14 @@ mod tests {
         let link = net.add_resource(10.0);
         let r = net.route(&[link], f64::INFINITY);
         net.start(0.0, r, 1, 100.0);
-        let (at, old) = net.next_end(0.0, r).unwrap();
+        let share = net.share_of(r);
+        let (at, old) = net.next_end(0.0, share).unwrap();
         assert_eq!(at, 10.0);
         net.start(5.0, r, 2, 10.0);
-        let (at, new) = net.next_end(5.0, r).unwrap();
+        let (at, new) = net.next_end(5.0, share).unwrap();
         assert_eq!(at, 7.0, "50 B left of 1, 10 of 2, at 5 B/s each");
-        assert_eq!(net.take_ended(at, r, old), None);
-        assert_eq!(net.take_ended(at, r, new), Some(vec![2]));
+        assert_eq!(net.take_ended(at, share, old), None);
+        assert_eq!(net.take_ended(at, share, new), Some(vec![2]));
     }
 
     #[test]
@@ -700,10 +938,11 @@ mod tests {
         let r = net.route(&[free], f64::INFINITY);
         net.start(1.0, r, 1, 5.0);
         net.start(1.0, r, 2, 7.0);
-        let (at, g) = net.next_end(1.0, r).unwrap();
+        let share = net.share_of(r);
+        let (at, g) = net.next_end(1.0, share).unwrap();
         assert_eq!(at, 1.0);
-        assert_eq!(net.take_ended(at, r, g), Some(vec![1, 2]));
-        assert_eq!(net.next_end(1.0, r), None);
+        assert_eq!(net.take_ended(at, share, g), Some(vec![1, 2]));
+        assert_eq!(net.next_end(1.0, share), None);
 
         let link = net.add_resource(10.0);
         let l = net.route(&[link], f64::INFINITY);
@@ -712,7 +951,8 @@ mod tests {
         assert!(net.remove(2.0, l, 4));
         assert!(!net.remove(2.0, l, 4));
         assert!(close(net.rate(l), 10.0));
-        let (at, _) = net.next_end(2.0, l).unwrap();
+        let share = net.share_of(l);
+        let (at, _) = net.next_end(2.0, share).unwrap();
         assert!(close(at, 2.0 + 90.0 / 10.0));
     }
 
@@ -740,7 +980,172 @@ mod tests {
             })
         }
 
+        /// A flow with a start time: resources, cap, start, bytes.
+        type Timed = (Vec<usize>, Option<f64>, f64, f64);
+
+        fn timed() -> impl Strategy<Value = (Vec<f64>, Vec<Timed>)> {
+            (1usize..6).prop_flat_map(|nres| {
+                let caps = proptest::collection::vec(
+                    prop_oneof![4 => 1.0f64..100.0, 1 => Just(f64::INFINITY)],
+                    nres,
+                );
+                let flow = (
+                    proptest::collection::vec(0..nres, 1..4),
+                    proptest::option::weighted(0.3, 0.5f64..60.0),
+                    prop_oneof![1 => Just(0.0), 2 => 0.0f64..20.0],
+                    1.0f64..500.0,
+                );
+                (caps, proptest::collection::vec(flow, 1..20))
+            })
+        }
+
+        /// The max-min rates of `flows` (by resources and cap) from
+        /// scratch, by progressive filling one level at a time.
+        fn max_min(caps: &[f64], flows: &[(Vec<usize>, f64)]) -> Vec<f64> {
+            let mut rate = vec![f64::NAN; flows.len()];
+            let mut left = caps.to_vec();
+            loop {
+                let open: Vec<usize> = (0..flows.len()).filter(|&i| rate[i].is_nan()).collect();
+                if open.is_empty() {
+                    return rate;
+                }
+                // The level where the next resource saturates or cap binds.
+                let mut level = f64::INFINITY;
+                for (r, &l) in left.iter().enumerate() {
+                    let n = open.iter().filter(|&&i| flows[i].0.contains(&r)).count();
+                    if n > 0 && caps[r].is_finite() {
+                        level = level.min(l.max(0.0) / n as f64);
+                    }
+                }
+                for &i in &open {
+                    level = level.min(flows[i].1);
+                }
+                for &i in &open {
+                    let bound_here = flows[i].1 <= level
+                        || flows[i].0.iter().any(|&r| {
+                            let n = open.iter().filter(|&&j| flows[j].0.contains(&r)).count();
+                            caps[r].is_finite()
+                                && left[r].max(0.0) / n as f64 <= level * (1.0 + 1e-12)
+                        });
+                    if bound_here || level.is_infinite() {
+                        rate[i] = level;
+                    }
+                }
+                for &i in &open {
+                    if !rate[i].is_nan() {
+                        for &r in &flows[i].0 {
+                            left[r] -= rate[i];
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Every flow's end by a from-scratch re-allocation at each event.
+        fn reference(caps: &[f64], all: &[Timed]) -> Vec<f64> {
+            let mut left: Vec<f64> = all.iter().map(|f| f.3).collect();
+            let mut end = vec![f64::NAN; all.len()];
+            let mut now = 0.0;
+            loop {
+                let active: Vec<usize> = (0..all.len())
+                    .filter(|&i| all[i].2 <= now && end[i].is_nan())
+                    .collect();
+                let specs: Vec<(Vec<usize>, f64)> = active
+                    .iter()
+                    .map(|&i| {
+                        let mut p = all[i].0.clone();
+                        p.sort_unstable();
+                        p.dedup();
+                        (p, all[i].1.unwrap_or(f64::INFINITY))
+                    })
+                    .collect();
+                let rates = max_min(caps, &specs);
+                let next_start = all
+                    .iter()
+                    .map(|f| f.2)
+                    .filter(|&t| t > now)
+                    .fold(f64::INFINITY, f64::min);
+                let next_end = active
+                    .iter()
+                    .zip(&rates)
+                    .map(|(&i, &x)| now + left[i] / x)
+                    .fold(f64::INFINITY, f64::min);
+                let next = next_start.min(next_end);
+                if next.is_infinite() {
+                    return end;
+                }
+                for (&i, &x) in active.iter().zip(&rates) {
+                    left[i] -= x * (next - now);
+                    if left[i] <= 1e-9 * all[i].3 || x.is_infinite() {
+                        end[i] = next;
+                    }
+                }
+                now = next;
+            }
+        }
+
         proptest! {
+            /// Flows that start at random times end when an allocation
+            /// made from scratch at every start and end has them end.
+            #[test]
+            fn ends_agree_with_a_from_scratch_allocation((caps, all) in timed()) {
+                let mut net: Network<u32> = Network::new();
+                let res: Vec<_> = caps.iter().map(|&c| net.add_resource(c)).collect();
+                let routes: Vec<RouteId> = all
+                    .iter()
+                    .map(|(path, cap, _, _)| {
+                        let path: Vec<_> = path.iter().map(|&p| res[p]).collect();
+                        net.route(&path, cap.unwrap_or(f64::INFINITY))
+                    })
+                    .collect();
+                let mut order: Vec<usize> = (0..all.len()).collect();
+                order.sort_by(|&a, &b| all[a].2.total_cmp(&all[b].2));
+                let mut due: Vec<(Time, ShareId, u64)> = Vec::new();
+                let mut changed = Vec::new();
+                let mut ends = vec![f64::NAN; all.len()];
+                let mut next = 0;
+                loop {
+                    let start = order.get(next).map(|&i| all[i].2);
+                    let first = (0..due.len()).min_by(|&a, &b| due[a].0.total_cmp(&due[b].0));
+                    let now = match (start, first) {
+                        (None, None) => break,
+                        (Some(s), Some(d)) if s <= due[d].0 => s,
+                        (Some(s), None) => s,
+                        (_, Some(d)) => {
+                            let (at, share, g) = due.swap_remove(d);
+                            for id in net.take_ended(at, share, g).unwrap_or_default() {
+                                ends[id as usize] = at;
+                            }
+                            net.take_changed(&mut changed);
+                            for &sh in &changed {
+                                if let Some((t, g)) = net.next_end(at, sh) {
+                                    due.push((t, sh, g));
+                                }
+                            }
+                            continue;
+                        }
+                    };
+                    while order.get(next).is_some_and(|&i| all[i].2 <= now) {
+                        let i = order[next];
+                        next += 1;
+                        net.start(now, routes[i], i as u32, all[i].3);
+                    }
+                    net.take_changed(&mut changed);
+                    for &sh in &changed {
+                        if let Some((t, g)) = net.next_end(now, sh) {
+                            due.push((t, sh, g));
+                        }
+                    }
+                }
+                let want = reference(&caps, &all);
+                for (i, (&got, &w)) in ends.iter().zip(&want).enumerate() {
+                    prop_assert!(
+                        (got - w).abs() <= 1e-6 * w.max(1.0),
+                        "flow {i} ends at {got}, from scratch at {w}: {all:?}"
+                    );
+                }
+            }
+
             /// Every flow is bounded by its cap or by a saturated resource
             /// on its path where no flow gets more than it (max-min), after
             /// flows started one by one and some of them left.
@@ -765,7 +1170,8 @@ mod tests {
                         prop_assert!(net.remove(1.0, r, i as u32));
                     }
                 }
-                let rate = |i: usize| net.rate(routes[i].0);
+                let rates: Vec<f64> = routes.iter().map(|(r, _)| net.rate(*r)).collect();
+                let rate = |i: usize| rates[i];
                 let mut load = vec![0.0; caps.len()];
                 for (i, (_, path)) in routes.iter().enumerate() {
                     let mut p = path.clone();

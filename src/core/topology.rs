@@ -20,6 +20,25 @@ use smallvec::SmallVec;
 use super::SiteId;
 use super::network::{Network, ResourceId, RouteId};
 
+/// A rate that may be unlimited (∞), as JSON: `null` for ∞, which JSON has
+/// no number for.
+pub mod unlimited {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// ∞ as `null`.
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match v.is_finite() {
+            true => s.serialize_f64(*v),
+            false => s.serialize_none(),
+        }
+    }
+
+    /// `null` as ∞.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
+}
+
 /// Index of a shared link in [`Topology::links`].
 pub type LinkId = usize;
 
@@ -29,7 +48,7 @@ pub struct Link {
     /// Its name in the testbed.
     pub name: String,
     /// Bytes/s in each direction (nominal; ∞: the kernel's to shape).
-    #[serde(with = "crate::units::unlimited")]
+    #[serde(with = "unlimited")]
     pub bandwidth: f64,
     /// Seconds it adds before a transfer's first byte (nominal).
     pub latency: f64,

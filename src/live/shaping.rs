@@ -396,7 +396,7 @@ impl GridShapers {
     fn rate(&self, route: RouteId) -> f64 {
         self.grid
             .lock()
-            .map_or(f64::INFINITY, |g| g.net.rate(route))
+            .map_or(f64::INFINITY, |mut g| g.net.rate(route))
     }
 
     /// Flow `id` leaves `route`.

@@ -18,7 +18,7 @@
 use crate::core::cache_index::ExecId;
 use crate::core::events::EventQueue;
 use crate::core::farm::{FarmCommand, FarmEvent, FarmRun, FarmSpec, Fetched, Read, Source, Task};
-use crate::core::network::{Network, ResourceId, RouteId};
+use crate::core::network::{Network, ResourceId, RouteId, ShareId};
 use crate::core::window::IdWindow;
 use crate::policy::{self, UnknownPolicy};
 
@@ -33,8 +33,8 @@ struct Flow {
 
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 enum Ev {
-    /// A route may have a flow done.
-    Flow(RouteId, u64),
+    /// A share may have a flow done.
+    Flow(ShareId, u64),
     /// A peer read's set-up ended: its bytes start to flow on this route.
     Begin(RouteId, u64),
     /// A task's compute ended on this executor.
@@ -51,8 +51,8 @@ struct Links<'a> {
     link_out: Vec<ResourceId>,
     link_in: Vec<ResourceId>,
     disk: Vec<ResourceId>,
-    /// Scratch for the routes the network re-rated.
-    rerated: Vec<RouteId>,
+    /// Scratch for the shares the network re-rated.
+    rerated: Vec<ShareId>,
     flows: IdWindow<Flow>,
     next_flow: u64,
     /// Files a task still waits for, per task.
@@ -109,12 +109,12 @@ impl Links<'_> {
         self.reschedule(now, heap);
     }
 
-    /// Schedules the next flow end of every route the network re-rated.
+    /// Schedules the next flow end of every share the network re-rated.
     fn reschedule(&mut self, now: f64, heap: &mut EventQueue<Ev>) {
         self.net.take_changed(&mut self.rerated);
-        for &route in &self.rerated {
-            if let Some((at, generation)) = self.net.next_end(now, route) {
-                heap.push(at, Ev::Flow(route, generation));
+        for &share in &self.rerated {
+            if let Some((at, generation)) = self.net.next_end(now, share) {
+                heap.push(at, Ev::Flow(share, generation));
             }
         }
     }
@@ -166,8 +166,8 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
         let Some((now, ev)) = heap.pop() else { break };
         events += 1;
         match ev {
-            Ev::Flow(route, generation) => {
-                let Some(done) = links.net.take_ended(now, route, generation) else {
+            Ev::Flow(share, generation) => {
+                let Some(done) = links.net.take_ended(now, share, generation) else {
                     continue;
                 };
                 links.reschedule(now, &mut heap);

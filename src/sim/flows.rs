@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::Scenario;
 use crate::core::events::EventQueue;
 use crate::core::faults::FaultSpec;
-use crate::core::network::{Network, RouteId};
+use crate::core::network::{Network, RouteId, ShareId};
 use crate::core::result::RunResult;
 use crate::core::topology::{GridNetwork, Resource};
 
@@ -228,7 +228,7 @@ pub fn replay(trace: &FlowTrace) -> Result<Vec<f64>, TraceError> {
     let mut order: Vec<usize> = (0..trace.flows.len()).collect();
     order.sort_by(|&a, &b| trace.flows[a].start.total_cmp(&trace.flows[b].start));
     let mut ends = vec![f64::NAN; trace.flows.len()];
-    let mut due: EventQueue<(RouteId, u64)> = EventQueue::new();
+    let mut due: EventQueue<(ShareId, u64)> = EventQueue::new();
     let mut changed = Vec::new();
     let mut next = 0;
     loop {
@@ -239,8 +239,8 @@ pub fn replay(trace: &FlowTrace) -> Result<Vec<f64>, TraceError> {
             (Some(s), None) => s,
             (None, Some(d)) => d,
         };
-        while let Some((route, generation)) = due.pop_due(now) {
-            for i in net.take_ended(now, route, generation).unwrap_or_default() {
+        while let Some((share, generation)) = due.pop_due(now) {
+            for i in net.take_ended(now, share, generation).unwrap_or_default() {
                 ends[i] = now;
             }
         }
@@ -256,9 +256,9 @@ pub fn replay(trace: &FlowTrace) -> Result<Vec<f64>, TraceError> {
             }
         }
         net.take_changed(&mut changed);
-        for &route in &changed {
-            if let Some((at, generation)) = net.next_end(now, route) {
-                due.push(at, (route, generation));
+        for &share in &changed {
+            if let Some((at, generation)) = net.next_end(now, share) {
+                due.push(at, (share, generation));
             }
         }
     }

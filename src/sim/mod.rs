@@ -38,7 +38,7 @@ use crate::config::{Scenario, SiteConfig};
 use crate::core::background::Load;
 use crate::core::events::EventQueue;
 use crate::core::faults::{Fault, FaultSchedule, ResponseFault};
-use crate::core::network::RouteId;
+use crate::core::network::{RouteId, ShareId};
 use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
@@ -126,9 +126,9 @@ enum Ev {
     Wake,
     /// A transfer's latency is over: its bytes start to flow.
     Stream(TransferId),
-    /// The earliest flow of a route may have finished (stale if `generation`
+    /// The earliest flow of a share may have finished (stale if `generation`
     /// moved on).
-    RouteNext { route: RouteId, generation: u64 },
+    ShareNext { share: ShareId, generation: u64 },
     /// A job's runtime is over.
     JobDone { site: SiteId, job: JobId },
     /// A site's background load changes.
@@ -180,8 +180,8 @@ struct Sim {
     sources: Vec<Source>,
     /// Every site's interface and the shared links, and the flows on them.
     network: GridNetwork<TransferId>,
-    /// Scratch for the routes the network re-rated.
-    rerated: Vec<RouteId>,
+    /// Scratch for the shares the network re-rated.
+    rerated: Vec<ShareId>,
     flows: IdWindow<Flow>,
     out: Vec<Command>,
     transfers: u64,
@@ -357,7 +357,7 @@ impl Sim {
                     self.deliver(Event::Tick);
                 }
                 Ev::Stream(id) => self.stream(id),
-                Ev::RouteNext { route, generation } => self.route_next(route, generation),
+                Ev::ShareNext { share, generation } => self.share_next(share, generation),
                 Ev::JobDone { site, job } => self.job_done(site, job),
                 Ev::Load { site } => self.load_changes(site),
                 Ev::Fault(i) => self.fault(i),
@@ -597,21 +597,21 @@ impl Sim {
         self.reschedule();
     }
 
-    /// Schedules the next flow end of every route the network re-rated, at
+    /// Schedules the next flow end of every share the network re-rated, at
     /// its new rate.
     fn reschedule(&mut self) {
-        let mut routes = std::mem::take(&mut self.rerated);
-        self.network.net.take_changed(&mut routes);
-        for &route in &routes {
-            if let Some((at, generation)) = self.network.net.next_end(self.now, route) {
-                self.at(at, Ev::RouteNext { route, generation });
+        let mut shares = std::mem::take(&mut self.rerated);
+        self.network.net.take_changed(&mut shares);
+        for &share in &shares {
+            if let Some((at, generation)) = self.network.net.next_end(self.now, share) {
+                self.at(at, Ev::ShareNext { share, generation });
             }
         }
-        self.rerated = routes;
+        self.rerated = shares;
     }
 
-    fn route_next(&mut self, route: RouteId, generation: u64) {
-        let Some(done) = self.network.net.take_ended(self.now, route, generation) else {
+    fn share_next(&mut self, share: ShareId, generation: u64) {
+        let Some(done) = self.network.net.take_ended(self.now, share, generation) else {
             return;
         };
         for id in done {

@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{Failure, Figure};
 use crate::core::events::EventQueue;
-use crate::core::network::RouteId;
+use crate::core::network::ShareId;
 use crate::core::topology::{GridNetwork, Interface, Link, Topology};
 
 /// `flows` concurrent flows over `sites` sites behind `links` links, for
@@ -42,7 +42,7 @@ pub(super) fn network(
     };
     let mut grid: GridNetwork<u64> = GridNetwork::new(&topology, &vec![nic; sites]);
     let mut rng = ChaCha8Rng::seed_from_u64(37);
-    let mut due: EventQueue<(RouteId, u64)> = EventQueue::new();
+    let mut due: EventQueue<(ShareId, u64)> = EventQueue::new();
     let mut changed = Vec::new();
     let mut next_id = 0u64;
     let mut start = |grid: &mut GridNetwork<u64>, rng: &mut ChaCha8Rng, now: f64| {
@@ -54,8 +54,8 @@ pub(super) fn network(
         next_id += 1;
     };
     let reschedule = |grid: &mut GridNetwork<u64>,
-                      due: &mut EventQueue<(RouteId, u64)>,
-                      changed: &mut Vec<RouteId>,
+                      due: &mut EventQueue<(ShareId, u64)>,
+                      changed: &mut Vec<ShareId>,
                       now: f64| {
         grid.net.take_changed(changed);
         for &r in changed.iter() {
@@ -72,10 +72,10 @@ pub(super) fn network(
     let began = Instant::now();
     let mut ended = 0u64;
     while ended < ends {
-        let Some((now, (route, generation))) = due.pop() else {
+        let Some((now, (share, generation))) = due.pop() else {
             return Err("the flows ran out".into());
         };
-        let Some(done) = grid.net.take_ended(now, route, generation) else {
+        let Some(done) = grid.net.take_ended(now, share, generation) else {
             continue;
         };
         reschedule(&mut grid, &mut due, &mut changed, now);
