@@ -72,12 +72,12 @@ pub(super) fn netbed(cmd: NetbedCmd) -> Result<ExitCode, CliError> {
                 state.manager_addr,
                 dir.display()
             );
+            let mbit = |r: Option<u64>| {
+                r.map_or("unlimited".into(), |r| {
+                    format!("{:.3} Mbit/s", r as f64 / 1e6)
+                })
+            };
             for site in &state.sites {
-                let mbit = |r: Option<u64>| {
-                    r.map_or("unlimited".into(), |r| {
-                        format!("{:.3} Mbit/s", r as f64 / 1e6)
-                    })
-                };
                 let rate = format!(
                     "out {}, in {}",
                     mbit(site.rate_bits),
@@ -92,6 +92,19 @@ pub(super) fn netbed(cmd: NetbedCmd) -> Result<ExitCode, CliError> {
                     "  {:<14} {:<22} rate {rate}, delay {delay}",
                     site.name,
                     site.url
+                );
+            }
+            for link in &state.links {
+                let delay = match (link.delay_ms, state.netem) {
+                    (Some(d), _) => format!("{d:.3} ms (netem)"),
+                    (None, true) => "none".into(),
+                    (None, false) => "the endpoints' (this kernel has no netem)".into(),
+                };
+                say!(
+                    "  link {:<9} bridge {:<9} rate {} each way, delay {delay}",
+                    link.name,
+                    link.bridge,
+                    mbit(link.rate_bits)
                 );
             }
             say!(

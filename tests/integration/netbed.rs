@@ -66,6 +66,29 @@ fn ip(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `tc WHAT show dev DEV` in the root namespace.
+fn tc_show(what: &str, dev: &str) -> String {
+    let out = Command::new("tc")
+        .args([what, "show", "dev", dev])
+        .output()
+        .expect("tc");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// HTB classes of a shaped direction: all of them ceiled at `rate`, one
+/// leaf per peer (`peers`) besides the root and the default leaf.
+fn assert_fair(classes: &str, rate: &str, peers: usize) {
+    let htb: Vec<&str> = classes
+        .lines()
+        .filter(|l| l.contains("class htb"))
+        .collect();
+    assert_eq!(htb.len(), peers + 2, "{classes}");
+    assert!(
+        htb.iter().all(|l| l.contains(&format!("ceil {rate}"))),
+        "{classes}"
+    );
+}
+
 fn prefix_of(dir: &Path) -> String {
     gridbed::netbed::State::read(dir).unwrap().prefix
 }
@@ -120,8 +143,10 @@ fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves
     let prefix = prefix_of(&state);
     let net = gridbed::netbed::State::read(&state).unwrap();
 
-    // Four namespaces, each with its site's end of a veth and a tbf of
-    // 50 Mbit/s on it (and netem's 20 ms where the kernel has netem).
+    // Four namespaces, each with its site's end of a veth holding what it
+    // sends to 50 Mbit/s, shared among the other sites and the manager (an
+    // HTB leaf each;
+    // netem's 20 ms above it where the kernel has netem).
     let namespaces: Vec<String> = ip(&["netns", "list"])
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -130,32 +155,24 @@ fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves
         .collect();
     assert_eq!(namespaces.len(), 4, "{namespaces:?}");
     for site in &net.sites {
-        let qdiscs = ip(&[
-            "netns",
-            "exec",
-            &site.netns,
-            "tc",
-            "qdisc",
-            "show",
-            "dev",
-            &site.site_if,
-        ]);
-        assert!(
-            qdiscs.contains("tbf") && qdiscs.contains("50Mbit"),
-            "{qdiscs}"
-        );
+        let show = |what: &str| {
+            ip(&[
+                "netns",
+                "exec",
+                &site.netns,
+                "tc",
+                what,
+                "show",
+                "dev",
+                &site.site_if,
+            ])
+        };
+        let qdiscs = show("qdisc");
         assert_eq!(net.netem, qdiscs.contains("netem"), "{qdiscs}");
+        assert_fair(&show("class"), "50Mbit", 4);
         assert!(site.url.starts_with("http://10.201."), "{}", site.url);
-        // What the site receives: a tbf on the bridge's end of its veth.
-        let out = Command::new("tc")
-            .args(["qdisc", "show", "dev", &site.host_if])
-            .output()
-            .unwrap();
-        let inbound = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            inbound.contains("tbf") && inbound.contains("50Mbit"),
-            "{inbound}"
-        );
+        // What the site receives: the same on the bridge's end of its veth.
+        assert_fair(&tc_show("class", &site.host_if), "50Mbit", 4);
     }
 
     let rec = run_on(&tb, &state, dir.path());
@@ -299,19 +316,9 @@ fn two_sources_behind_one_shared_link_share_it_on_the_kernel_as_in_the_simulator
     let netbed = gridbed::netbed::State::read(&state).unwrap();
     assert_eq!(netbed.links.len(), 1);
     let link = &netbed.links[0];
+    // Up and down, shared among the two sites behind it.
     for dev in [&link.up_if, &link.down_if] {
-        let qdisc = String::from_utf8_lossy(
-            &Command::new("tc")
-                .args(["qdisc", "show", "dev", dev])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .into_owned();
-        assert!(
-            qdisc.contains("tbf") && qdisc.contains("80Mbit"),
-            "{dev}: {qdisc}"
-        );
+        assert_fair(&tc_show("class", dev), "80Mbit", 2);
     }
     let rec = run_on(&tb, &state, dir.path());
     let kernel: Vec<(String, f64)> = rec["transfers"]
