@@ -77,17 +77,18 @@ pub(super) fn netbed(cmd: NetbedCmd) -> Result<ExitCode, CliError> {
                     format!("{:.3} Mbit/s", r as f64 / 1e6)
                 })
             };
+            let delay = |ms: Option<f64>| match (ms, state.netem) {
+                (Some(d), _) => format!("{d:.3} ms (netem)"),
+                (None, true) => "none".into(),
+                (None, false) => "the endpoints' (this kernel has no netem)".into(),
+            };
             for site in &state.sites {
                 let rate = format!(
                     "out {}, in {}",
                     mbit(site.rate_bits),
                     mbit(site.rate_in_bits)
                 );
-                let delay = match (site.delay_ms, state.netem) {
-                    (Some(d), _) => format!("{d:.3} ms (netem)"),
-                    (None, true) => "none".into(),
-                    (None, false) => "the endpoint's (this kernel has no netem)".into(),
-                };
+                let delay = delay(site.delay_ms);
                 say!(
                     "  {:<14} {:<22} rate {rate}, delay {delay}",
                     site.name,
@@ -95,11 +96,7 @@ pub(super) fn netbed(cmd: NetbedCmd) -> Result<ExitCode, CliError> {
                 );
             }
             for link in &state.links {
-                let delay = match (link.delay_ms, state.netem) {
-                    (Some(d), _) => format!("{d:.3} ms (netem)"),
-                    (None, true) => "none".into(),
-                    (None, false) => "the endpoints' (this kernel has no netem)".into(),
-                };
+                let delay = delay(link.delay_ms);
                 say!(
                     "  link {:<9} bridge {:<9} rate {} each way, delay {delay}",
                     link.name,

@@ -964,19 +964,20 @@ mod tests {
         /// it stays (or is removed after all have started).
         type FlowSpec = (Vec<usize>, Option<f64>, bool);
 
+        /// `n` resources' capacities, one in five unlimited.
+        fn capacities(n: usize) -> impl Strategy<Value = Vec<f64>> {
+            proptest::collection::vec(prop_oneof![4 => 1.0f64..100.0, 1 => Just(f64::INFINITY)], n)
+        }
+
         /// A random network: resources, and flows.
         fn network() -> impl Strategy<Value = (Vec<f64>, Vec<FlowSpec>)> {
             (1usize..7).prop_flat_map(|nres| {
-                let caps = proptest::collection::vec(
-                    prop_oneof![4 => 1.0f64..100.0, 1 => Just(f64::INFINITY)],
-                    nres,
-                );
                 let flow = (
                     proptest::collection::vec(0..nres, 1..4),
                     proptest::option::weighted(0.3, 0.5f64..60.0),
                     proptest::bool::weighted(0.7),
                 );
-                (caps, proptest::collection::vec(flow, 1..25))
+                (capacities(nres), proptest::collection::vec(flow, 1..25))
             })
         }
 
@@ -985,17 +986,13 @@ mod tests {
 
         fn timed() -> impl Strategy<Value = (Vec<f64>, Vec<Timed>)> {
             (1usize..6).prop_flat_map(|nres| {
-                let caps = proptest::collection::vec(
-                    prop_oneof![4 => 1.0f64..100.0, 1 => Just(f64::INFINITY)],
-                    nres,
-                );
                 let flow = (
                     proptest::collection::vec(0..nres, 1..4),
                     proptest::option::weighted(0.3, 0.5f64..60.0),
                     prop_oneof![1 => Just(0.0), 2 => 0.0f64..20.0],
                     1.0f64..500.0,
                 );
-                (caps, proptest::collection::vec(flow, 1..20))
+                (capacities(nres), proptest::collection::vec(flow, 1..20))
             })
         }
 
