@@ -737,3 +737,46 @@ pub fn leftovers(prefix: &str) -> Leftovers {
         .collect();
     Leftovers { namespaces, links }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shaped_direction_is_an_htb_leaf_per_peer_or_a_tbf_alone() {
+        let peers = ["10.201.0.2".to_string(), "10.201.0.254".to_string()];
+        let fair = Fair {
+            field: "src",
+            peers: &peers,
+        };
+        let lines = rate_lines("h0", "root", 1, 80_000_000, fair);
+        assert_eq!(lines[0], "qdisc add dev h0 root handle 1: htb default 2");
+        // The root class, the default leaf, and a leaf and a filter per peer.
+        assert_eq!(lines.len(), 3 + 2 * peers.len());
+        let leaves: Vec<&String> = lines.iter().filter(|l| l.contains("parent 1:1 ")).collect();
+        assert_eq!(leaves.len(), 3);
+        assert!(
+            leaves
+                .iter()
+                .all(|l| l.contains("rate 26666666bit ceil 80000000bit")),
+            "{leaves:?}"
+        );
+        assert!(
+            lines[4].ends_with("match ip src 10.201.0.2/32 flowid 1:10"),
+            "{}",
+            lines[4]
+        );
+        // Under netem, and with no one to share with: a tbf.
+        let alone = Fair {
+            field: "dst",
+            peers: &[],
+        };
+        let lines = rate_lines("s0", "parent 1:", 10, 8_000_000, alone);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].starts_with("qdisc add dev s0 parent 1: handle 10: tbf rate 8000000bit"),
+            "{}",
+            lines[0]
+        );
+    }
+}
