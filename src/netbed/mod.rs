@@ -1,15 +1,16 @@
 //! The netbed (issue 18): a testbed's sites as `gridbed site` daemons, each in
 //! its own Linux network namespace, joined to a bridge by a veth pair whose
-//! site end the kernel shapes from the testbed — `tbf` for the site's egress
-//! bandwidth, `netem` for its latency — and whose bridge end holds what the
-//! site receives to its `bandwidth_in` (`tbf`), the way Mininet and Kollaps
-//! emulate WAN links, instead of gridbed's token buckets
-//! ([`crate::live::shaping`]).
+//! site end the kernel shapes from the testbed — the site's `bandwidth_out`,
+//! `netem` for its latency — and whose bridge end holds what the site
+//! receives to its `bandwidth_in`, the way Mininet and Kollaps emulate WAN
+//! links, instead of gridbed's token buckets ([`crate::live::shaping`]).
+//! Each rate is an HTB class with a leaf per peer (see `rate_lines`), so
+//! that TCP streams share it as the model's flows do.
 //!
 //! A shared `[[link]]` (issue 37) is a bridge of its own for the sites (and
 //! links) behind it, joined to the bridge of the next link on their path
 //! (or the core's) by a veth pair: its child end sends up, its parent end
-//! sends down, each with a `tbf` of the link's bandwidth (and `netem` of its
+//! sends down, each shaped to the link's bandwidth (and `netem` of its
 //! latency), so a link is full duplex and only traffic that leaves the
 //! subtree crosses it, as [`crate::core::topology`] has it.
 //!
