@@ -28,7 +28,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PATTERNS = ["fan-in", "fan-out", "all-to-all", "mixed", "campuses"]
+PATTERNS = ["fan-in", "fan-out", "all-to-all", "mixed", "campuses", "coadd-hot"]
 
 
 def simgrid_replay(trace_path, out_path):
