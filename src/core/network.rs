@@ -145,6 +145,8 @@ pub struct Network<K> {
     pending_at: Time,
     /// Shares whose rate or routes changed since [`Network::take_changed`].
     changed: Vec<ShareId>,
+    /// [`Network::schedule_changed`]'s buffer, kept between calls.
+    taken: Vec<ShareId>,
     batch: u64,
     /// Flow re-ratings done (a route's rate changed, times its flows).
     rerated: u64,
@@ -189,6 +191,7 @@ impl<K: Ord + Copy> Default for Network<K> {
             changed: Vec::new(),
             batch: 0,
             rerated: 0,
+            taken: Vec::new(),
             scratch: Scratch::default(),
         }
     }
@@ -394,6 +397,21 @@ impl<K: Ord + Copy> Network<K> {
         out.clear();
         out.append(&mut self.changed);
         self.batch += 1;
+    }
+
+    /// What an engine does after its starts and ends at `now`: hands the
+    /// next end of every share re-rated since the last call
+    /// ([`Network::take_changed`], [`Network::next_end`]) to `schedule` as
+    /// (time, share, generation), for [`Network::take_ended`] then.
+    pub fn schedule_changed(&mut self, now: Time, mut schedule: impl FnMut(Time, ShareId, u64)) {
+        let mut taken = std::mem::take(&mut self.taken);
+        self.take_changed(&mut taken);
+        for &share in &taken {
+            if let Some((at, generation)) = self.next_end(now, share) {
+                schedule(at, share, generation);
+            }
+        }
+        self.taken = taken;
     }
 
     /// The clock value at which the first flow of `share` ends, stale heap
@@ -719,17 +737,8 @@ mod tests {
     /// Runs every route to idle from `now`; each flow's end time.
     fn drain(net: &mut Network<u32>, mut now: Time) -> Vec<(u32, Time)> {
         let mut due: Vec<(Time, ShareId, u64)> = Vec::new();
-        let mut changed = Vec::new();
         let mut ends = Vec::new();
-        let reschedule = |net: &mut Network<u32>, due: &mut Vec<_>, changed: &mut Vec<_>, now| {
-            net.take_changed(changed);
-            for &r in changed.iter() {
-                if let Some((at, g)) = net.next_end(now, r) {
-                    due.push((at, r, g));
-                }
-            }
-        };
-        reschedule(net, &mut due, &mut changed, now);
+        net.schedule_changed(now, |at, r, g| due.push((at, r, g)));
         // Every share, in case it was set up before the first change.
         for r in 0..net.shares.len() as ShareId {
             if let Some((at, g)) = net.next_end(now, r) {
@@ -744,7 +753,7 @@ mod tests {
             now = at;
             if let Some(done) = net.take_ended(now, r, g) {
                 ends.extend(done.into_iter().map(|id| (id, now)));
-                reschedule(net, &mut due, &mut changed, now);
+                net.schedule_changed(now, |at, r, g| due.push((at, r, g)));
             }
         }
         ends.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -1098,7 +1107,6 @@ mod tests {
                 let mut order: Vec<usize> = (0..all.len()).collect();
                 order.sort_by(|&a, &b| all[a].2.total_cmp(&all[b].2));
                 let mut due: Vec<(Time, ShareId, u64)> = Vec::new();
-                let mut changed = Vec::new();
                 let mut ends = vec![f64::NAN; all.len()];
                 let mut next = 0;
                 loop {
@@ -1113,12 +1121,7 @@ mod tests {
                             for id in net.take_ended(at, share, g).unwrap_or_default() {
                                 ends[id as usize] = at;
                             }
-                            net.take_changed(&mut changed);
-                            for &sh in &changed {
-                                if let Some((t, g)) = net.next_end(at, sh) {
-                                    due.push((t, sh, g));
-                                }
-                            }
+                            net.schedule_changed(at, |t, sh, g| due.push((t, sh, g)));
                             continue;
                         }
                     };
@@ -1127,12 +1130,7 @@ mod tests {
                         next += 1;
                         net.start(now, routes[i], i as u32, all[i].3);
                     }
-                    net.take_changed(&mut changed);
-                    for &sh in &changed {
-                        if let Some((t, g)) = net.next_end(now, sh) {
-                            due.push((t, sh, g));
-                        }
-                    }
+                    net.schedule_changed(now, |t, sh, g| due.push((t, sh, g)));
                 }
                 let want = reference(&caps, &all);
                 for (i, (&got, &w)) in ends.iter().zip(&want).enumerate() {

@@ -51,8 +51,6 @@ struct Links<'a> {
     link_out: Vec<ResourceId>,
     link_in: Vec<ResourceId>,
     disk: Vec<ResourceId>,
-    /// Scratch for the shares the network re-rated.
-    rerated: Vec<ShareId>,
     flows: IdWindow<Flow>,
     next_flow: u64,
     /// Files a task still waits for, per task.
@@ -111,12 +109,9 @@ impl Links<'_> {
 
     /// Schedules the next flow end of every share the network re-rated.
     fn reschedule(&mut self, now: f64, heap: &mut EventQueue<Ev>) {
-        self.net.take_changed(&mut self.rerated);
-        for &share in &self.rerated {
-            if let Some((at, generation)) = self.net.next_end(now, share) {
-                heap.push(at, Ev::Flow(share, generation));
-            }
-        }
+        self.net.schedule_changed(now, |at, share, generation| {
+            heap.push(at, Ev::Flow(share, generation))
+        });
     }
 }
 
@@ -142,7 +137,6 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
         link_out,
         link_in,
         disk,
-        rerated: Vec::new(),
         flows: IdWindow::default(),
         next_flow: 0,
         pending: vec![0; tasks.len()],

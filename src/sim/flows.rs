@@ -220,16 +220,12 @@ pub fn replay(trace: &FlowTrace) -> Result<Vec<f64>, TraceError> {
     let routes: Vec<RouteId> = trace
         .flows
         .iter()
-        .map(|f| {
-            let ids: Vec<u32> = f.resources.clone();
-            net.route(&ids, f.cap.unwrap_or(f64::INFINITY))
-        })
+        .map(|f| net.route(&f.resources, f.cap.unwrap_or(f64::INFINITY)))
         .collect();
     let mut order: Vec<usize> = (0..trace.flows.len()).collect();
     order.sort_by(|&a, &b| trace.flows[a].start.total_cmp(&trace.flows[b].start));
     let mut ends = vec![f64::NAN; trace.flows.len()];
     let mut due: EventQueue<(ShareId, u64)> = EventQueue::new();
-    let mut changed = Vec::new();
     let mut next = 0;
     loop {
         let start = order.get(next).map(|&i| trace.flows[i].start);
@@ -255,12 +251,9 @@ pub fn replay(trace: &FlowTrace) -> Result<Vec<f64>, TraceError> {
                 net.start(now, routes[i], i, trace.flows[i].bytes);
             }
         }
-        net.take_changed(&mut changed);
-        for &share in &changed {
-            if let Some((at, generation)) = net.next_end(now, share) {
-                due.push(at, (share, generation));
-            }
-        }
+        net.schedule_changed(now, |at, share, generation| {
+            due.push(at, (share, generation))
+        });
     }
     Ok(ends)
 }

@@ -137,6 +137,16 @@ enum Ev {
     Fault(usize),
 }
 
+/// Queues `ev` at `at`, or for this instant's turn if `at` is not later
+/// than `now`.
+fn schedule(queue: &mut EventQueue<Ev>, immediate: &mut VecDeque<Ev>, now: Time, at: Time, ev: Ev) {
+    if at <= now {
+        immediate.push_back(ev);
+    } else {
+        queue.push(at, ev);
+    }
+}
+
 /// A site's file server as the transfer model sees it.
 struct Source {
     max_connections: usize,
@@ -180,8 +190,6 @@ struct Sim {
     sources: Vec<Source>,
     /// Every site's interface and the shared links, and the flows on them.
     network: GridNetwork<TransferId>,
-    /// Scratch for the shares the network re-rated.
-    rerated: Vec<ShareId>,
     flows: IdWindow<Flow>,
     out: Vec<Command>,
     transfers: u64,
@@ -291,7 +299,6 @@ impl Sim {
             actions: Vec::new(),
             sources,
             network: GridNetwork::new(&scenario.topology, &interfaces),
-            rerated: Vec::new(),
             flows: IdWindow::default(),
             out: Vec::new(),
             transfers: 0,
@@ -318,11 +325,7 @@ impl Sim {
     /// Schedules `ev`. Events for the current instant skip the heap: they run
     /// after the event being processed, in the order they were made.
     fn at(&mut self, at: Time, ev: Ev) {
-        if at <= self.now {
-            self.immediate.push_back(ev);
-            return;
-        }
-        self.queue.push(at, ev);
+        schedule(&mut self.queue, &mut self.immediate, self.now, at, ev);
     }
 
     fn next_event(&mut self) -> Option<Ev> {
@@ -600,14 +603,18 @@ impl Sim {
     /// Schedules the next flow end of every share the network re-rated, at
     /// its new rate.
     fn reschedule(&mut self) {
-        let mut shares = std::mem::take(&mut self.rerated);
-        self.network.net.take_changed(&mut shares);
-        for &share in &shares {
-            if let Some((at, generation)) = self.network.net.next_end(self.now, share) {
-                self.at(at, Ev::ShareNext { share, generation });
-            }
-        }
-        self.rerated = shares;
+        let (now, queue, immediate) = (self.now, &mut self.queue, &mut self.immediate);
+        self.network
+            .net
+            .schedule_changed(now, |at, share, generation| {
+                schedule(
+                    queue,
+                    immediate,
+                    now,
+                    at,
+                    Ev::ShareNext { share, generation },
+                )
+            });
     }
 
     fn share_next(&mut self, share: ShareId, generation: u64) {

@@ -286,22 +286,13 @@ fn a_run_s_flows_export_and_replay_to_the_simulator_s_own_ends() {
     for name in ["campuses", "mixed"] {
         let (trace, replayed) = (dir.path().join("t.json"), dir.path().join("r.json"));
         let tb = patterns.join(format!("{name}.toml"));
-        let (code, _, stderr) = common::gridbed(&[
-            "flows",
-            "export",
+        let (tb, trace_s, replayed_s) = (
             tb.to_str().unwrap(),
-            "--out",
             trace.to_str().unwrap(),
-        ]);
-        assert_eq!(code, Some(0), "{stderr}");
-        let (code, stdout, stderr) = common::gridbed(&[
-            "flows",
-            "replay",
-            trace.to_str().unwrap(),
-            "--out",
             replayed.to_str().unwrap(),
-        ]);
-        assert_eq!(code, Some(0), "{stderr}");
+        );
+        common::gridbed_ok(&["flows", "export", tb, "--out", trace_s]);
+        let stdout = common::gridbed_ok(&["flows", "replay", trace_s, "--out", replayed_s]);
         assert!(stdout.contains("flows replayed in"), "{stdout}");
         let read = |p: &std::path::Path| -> serde_json::Value {
             serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()

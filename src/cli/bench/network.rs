@@ -43,7 +43,6 @@ pub(super) fn network(
     let mut grid: GridNetwork<u64> = GridNetwork::new(&topology, &vec![nic; sites]);
     let mut rng = ChaCha8Rng::seed_from_u64(37);
     let mut due: EventQueue<(ShareId, u64)> = EventQueue::new();
-    let mut changed = Vec::new();
     let mut next_id = 0u64;
     let mut start = |grid: &mut GridNetwork<u64>, rng: &mut ChaCha8Rng, now: f64| {
         let from = rng.random_range(0..sites);
@@ -53,21 +52,11 @@ pub(super) fn network(
         grid.net.start(now, route, next_id, bytes);
         next_id += 1;
     };
-    let reschedule = |grid: &mut GridNetwork<u64>,
-                      due: &mut EventQueue<(ShareId, u64)>,
-                      changed: &mut Vec<ShareId>,
-                      now: f64| {
-        grid.net.take_changed(changed);
-        for &r in changed.iter() {
-            if let Some((at, g)) = grid.net.next_end(now, r) {
-                due.push(at, (r, g));
-            }
-        }
-    };
     for _ in 0..flows {
         start(&mut grid, &mut rng, 0.0);
     }
-    reschedule(&mut grid, &mut due, &mut changed, 0.0);
+    grid.net
+        .schedule_changed(0.0, |at, r, g| due.push(at, (r, g)));
     let before = grid.net.rerated();
     let began = Instant::now();
     let mut ended = 0u64;
@@ -78,10 +67,12 @@ pub(super) fn network(
         let Some(done) = grid.net.take_ended(now, share, generation) else {
             continue;
         };
-        reschedule(&mut grid, &mut due, &mut changed, now);
+        grid.net
+            .schedule_changed(now, |at, r, g| due.push(at, (r, g)));
         for _ in &done {
             start(&mut grid, &mut rng, now);
-            reschedule(&mut grid, &mut due, &mut changed, now);
+            grid.net
+                .schedule_changed(now, |at, r, g| due.push(at, (r, g)));
         }
         ended += done.len() as u64;
     }

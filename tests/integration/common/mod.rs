@@ -161,6 +161,13 @@ pub fn gridbed<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, S
     )
 }
 
+/// Runs the `gridbed` binary with `args`, which must succeed; its stdout.
+pub fn gridbed_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let (code, stdout, stderr) = gridbed(args);
+    assert_eq!(code, Some(0), "gridbed failed: {stderr}");
+    stdout
+}
+
 /// An edit of a file's text for fuzzing: cut at, delete 16 characters at,
 /// insert at, swap at.
 pub type Edit = (usize, proptest::sample::Index, String);
