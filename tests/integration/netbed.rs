@@ -79,13 +79,16 @@ fn tc_show(netns: Option<&str>, what: &str, dev: &str) -> String {
 }
 
 /// HTB classes of a shaped direction: all of them ceiled at `rate`, one
-/// leaf per peer (`peers`) besides the root and the default leaf.
+/// leaf per peer site (`peers`) besides the root, the default leaf and the
+/// leaf ahead of them (small packets, the manager's traffic).
 fn assert_fair(classes: &str, rate: &str, peers: usize) {
     let htb: Vec<&str> = classes
         .lines()
         .filter(|l| l.contains("class htb"))
         .collect();
-    assert_eq!(htb.len(), peers + 2, "{classes}");
+    assert_eq!(htb.len(), peers + 3, "{classes}");
+    let ahead = htb.iter().find(|l| l.contains(":3 ")).expect("the leaf ahead");
+    assert!(ahead.contains("prio 0"), "{classes}");
     assert!(
         htb.iter().all(|l| l.contains(&format!("ceil {rate}"))),
         "{classes}"
@@ -161,10 +164,10 @@ fn four_sites_in_four_namespaces_move_bytes_at_the_modelled_time_and_down_leaves
         let show = |what| tc_show(Some(&site.netns), what, &site.site_if);
         let qdiscs = show("qdisc");
         assert_eq!(net.netem, qdiscs.contains("netem"), "{qdiscs}");
-        assert_fair(&show("class"), "50Mbit", 4);
+        assert_fair(&show("class"), "50Mbit", 3);
         assert!(site.url.starts_with("http://10.201."), "{}", site.url);
         // What the site receives: the same on the bridge's end of its veth.
-        assert_fair(&tc_show(None, "class", &site.host_if), "50Mbit", 4);
+        assert_fair(&tc_show(None, "class", &site.host_if), "50Mbit", 3);
     }
 
     let rec = run_on(&tb, &state, dir.path());
