@@ -521,6 +521,19 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
             ])
             .trim_end()
         );
+        let fit = crate::report::validate::transfer_agreement(&sim_run.records, &net_run.records);
+        if fit.matched > 0 {
+            let now = scenario.topology.protocol_efficiency;
+            say!(
+                "the kernel's transfers take {:.3}x the model's (least squares over {}): \
+                 `[network] protocol_efficiency = {:.3}` fits them (now {now}; \
+                 TCP/IP's headers over Ethernet alone: {:.3})",
+                fit.scale,
+                fit.matched,
+                now / fit.scale,
+                1448.0 / 1514.0
+            );
+        }
         if !net_run.succeeded {
             return Err(CliError::Failed(
                 "the run on the netbed did not complete".into(),

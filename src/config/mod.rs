@@ -452,6 +452,16 @@ struct EmulationFile {
     byte_scale: Positive,
 }
 
+/// The testbed's `[network]`: what holds for every interface and link.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NetworkFile {
+    /// The part of a rate that carries file bytes ([`Topology`]).
+    ///
+    /// [`Topology`]: crate::core::topology::Topology::protocol_efficiency
+    protocol_efficiency: Option<Spanned<f64>>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TestbedFile<W> {
@@ -472,6 +482,8 @@ pub(crate) struct TestbedFile<W> {
     /// Shared links between sites.
     #[serde(default)]
     link: Vec<Spanned<sites::LinkFile>>,
+    #[serde(default)]
+    network: NetworkFile,
     #[serde(default)]
     fault: Vec<Spanned<faults::FaultFile>>,
     /// Pegasus job clustering, e.g. `horizontal[size=4]`.
@@ -500,7 +512,17 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
     };
     let catalogue = sites::Catalogue::read(&catalog_path)?;
     let mut sites = sites::resolve(&tb.site, &src, base, &catalogue)?;
-    let topology = sites::topology(&tb.site, &tb.link, &src, &catalogue)?;
+    let mut topology = sites::topology(&tb.site, &tb.link, &src, &catalogue)?;
+    if let Some(e) = &tb.network.protocol_efficiency {
+        let v = *e.get_ref();
+        if !(v > 0.0 && v <= 1.0) {
+            let msg = format!(
+                "expected a fraction in (0, 1] (0.956: TCP/IP's headers over Ethernet), found {v}"
+            );
+            return Err(src.error(Some(e.span()), None, msg));
+        }
+        topology.protocol_efficiency = v;
+    }
     let faults = faults::resolve(&tb.fault, &mut sites, &src)?;
     let origin = sites::origin(&sites, &tb.origin, &src)?;
     let (strategy, eviction) = manager::policies(&tb, &src, overrides)?;

@@ -543,7 +543,11 @@ pub(super) fn topology(
         }
         paths.push(path);
     }
-    let topology = Topology { links: all, paths };
+    let topology = Topology {
+        links: all,
+        paths,
+        protocol_efficiency: 1.0,
+    };
     topology.check().map_err(|e| {
         let s = entries[e.site].get_ref();
         let span = s.path.as_ref().map_or(s.name.span(), Spanned::span);

@@ -213,6 +213,7 @@ pub(super) fn parse_testbed(src: &Source) -> Result<TestbedFile<WorkflowSpec>, C
             manager: tb.manager,
             site: tb.site,
             link: tb.link,
+            network: tb.network,
             fault: tb.fault,
             clustering: tb.clustering,
             planner: tb.planner,

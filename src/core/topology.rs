@@ -55,13 +55,30 @@ pub struct Link {
 }
 
 /// The shared links and every site's path toward the core.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
     /// The links.
     pub links: Vec<Link>,
     /// Per site: the links its traffic crosses toward the core, nearest
     /// first.
     pub paths: Vec<Vec<LinkId>>,
+    /// The part of an interface's or a link's rate that carries a file's
+    /// bytes, the rest being the protocols' headers (TCP/IP over Ethernet:
+    /// 1,448 of every 1,514 bytes, 0.956). 1 unless a testbed sets it, as
+    /// fitted by `gridbed validate --netbed`; it does not touch the
+    /// per-stream cap, which is a rate of file bytes.
+    #[serde(default = "whole")]
+    pub protocol_efficiency: f64,
+}
+
+fn whole() -> f64 {
+    1.0
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology::flat(0)
+    }
 }
 
 /// Why a set of paths is no tree.
@@ -79,6 +96,7 @@ impl Topology {
         Topology {
             links: Vec::new(),
             paths: vec![Vec::new(); sites],
+            protocol_efficiency: 1.0,
         }
     }
 
@@ -158,6 +176,7 @@ impl Topology {
                 .iter()
                 .map(|s| s.map(|s| self.paths[s].clone()).unwrap_or_default())
                 .collect(),
+            protocol_efficiency: self.protocol_efficiency,
         }
     }
 }
@@ -191,14 +210,17 @@ pub struct GridNetwork<K> {
 
 impl<K: Ord + Copy> GridNetwork<K> {
     /// The network of `sites` (by site id) joined by `topology`.
+    /// The interfaces' and links' rates carry file bytes at the topology's
+    /// protocol efficiency.
     pub fn new(topology: &Topology, sites: &[Interface]) -> Self {
         let mut net = Network::new();
-        let out = sites.iter().map(|s| net.add_resource(s.out)).collect();
-        let inbound = sites.iter().map(|s| net.add_resource(s.inbound)).collect();
+        let mut add = |rate: f64| net.add_resource(rate * topology.protocol_efficiency);
+        let out = sites.iter().map(|s| add(s.out)).collect();
+        let inbound = sites.iter().map(|s| add(s.inbound)).collect();
         let links = topology
             .links
             .iter()
-            .map(|l| [net.add_resource(l.bandwidth), net.add_resource(l.bandwidth)])
+            .map(|l| [add(l.bandwidth), add(l.bandwidth)])
             .collect();
         GridNetwork {
             net,
@@ -280,6 +302,7 @@ mod tests {
                 .map(link)
                 .collect(),
             paths: vec![vec![0, 2], vec![0, 2], vec![1, 2], vec![]],
+            protocol_efficiency: 1.0,
         }
     }
 

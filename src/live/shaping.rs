@@ -317,7 +317,8 @@ impl GridShapers {
                 inbound: em.real_rate(s.bandwidth_in),
                 stream_cap: em.real_rate(s.stream_cap),
             };
-            out[i] = Shaper::of(interfaces[i].out);
+            // File bytes, as the model's resources carry them.
+            out[i] = Shaper::of(interfaces[i].out * topology.protocol_efficiency);
             local[i] = true;
         }
         let mut real = topology.clone();

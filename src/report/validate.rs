@@ -303,6 +303,11 @@ pub struct TransferAgreement {
     pub mean_abs: f64,
     /// Its 95th percentile.
     pub p95_abs: f64,
+    /// How many times the model's time a transfer takes, fitted by least
+    /// squares through the origin (`Σ model·other / Σ model²`, so long
+    /// transfers weigh most): a rate the model gets wrong by one factor
+    /// everywhere, as the protocols' headers are (1 when nothing matched).
+    pub scale: f64,
 }
 
 /// Transfer-by-transfer agreement of `other` with `model` (see
@@ -322,14 +327,19 @@ pub fn transfer_agreement(
         by
     };
     let theirs = durations(other);
-    let mut diffs: Vec<f64> = durations(model)
+    let pairs: Vec<(f64, f64)> = durations(model)
         .into_iter()
         .filter(|&(_, m)| m > 0.0)
-        .filter_map(|(k, m)| theirs.get(&k).map(|&o| (o - m).abs() / m))
+        .filter_map(|(k, m)| theirs.get(&k).map(|&o| (m, o)))
         .collect();
+    let mut diffs: Vec<f64> = pairs.iter().map(|&(m, o)| (o - m).abs() / m).collect();
     diffs.sort_by(f64::total_cmp);
     let n = diffs.len();
+    let (mo, mm) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(mo, mm), &(m, o)| (mo + m * o, mm + m * m));
     TransferAgreement {
+        scale: if n == 0 { 1.0 } else { mo / mm },
         matched: n,
         mean_abs: if n == 0 {
             0.0
@@ -378,5 +388,25 @@ mod tests {
         assert_eq!(a.matched, 20);
         assert!((a.mean_abs - (19.0 * 0.01 + 0.2) / 20.0).abs() < 1e-12);
         assert!((a.p95_abs - 0.01).abs() < 1e-9, "{a:?}");
+        // Σ m·o / Σ m² with every m = 10: the mean of the others over 10.
+        assert!(
+            (a.scale - (19.0 * 10.1 + 8.0) / 200.0).abs() < 1e-12,
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn the_scale_weighs_long_transfers_most() {
+        // A fixed 0.5 s on every transfer and 5% on the rate: the long
+        // transfer says 1.05, the short one 1.55; the fit leans long.
+        let mut model = Records::default();
+        let mut other = Records::default();
+        for (j, m) in [(0, 100.0), (1, 1.0)] {
+            model.transfers.push(transfer(j, 0.0, m));
+            other.transfers.push(transfer(j, 0.0, m * 1.05 + 0.5));
+        }
+        let a = transfer_agreement(&model, &other);
+        let want = (100.0 * 105.5 + 1.0 * 1.55) / (100.0 * 100.0 + 1.0);
+        assert!((a.scale - want).abs() < 1e-12 && a.scale < 1.06, "{a:?}");
     }
 }

@@ -688,6 +688,33 @@ fn zero_or_negative_bandwidths_of_links_and_interfaces_are_refused() {
 }
 
 #[test]
+fn a_protocol_efficiency_outside_zero_to_one_or_an_unknown_network_key_is_refused() {
+    for bad in ["0", "1.2", "-0.5"] {
+        let (from, to) = with_links(&format!("[network]\nprotocol_efficiency = {bad}\n"));
+        let e = check(from, &to);
+        expect(
+            &e,
+            &[
+                "bad.toml:11:23",
+                "network.protocol_efficiency",
+                "expected a fraction in (0, 1]",
+                bad,
+            ],
+        );
+    }
+    let (from, to) = with_links("[network]\nefficiency = 0.9\n");
+    let e = check(from, &to);
+    expect(
+        &e,
+        &[
+            "bad.toml:11:1",
+            "unknown field `efficiency`",
+            "protocol_efficiency",
+        ],
+    );
+}
+
+#[test]
 fn a_link_named_twice_or_paths_that_are_no_tree_are_refused() {
     let (from, to) = with_links(
         "[[link]]\nname = \"wan\"\nbandwidth = \"1 GB/s\"\n\

@@ -126,6 +126,23 @@ fn ten_sources_into_one_receiver_take_ten_times_one_transfer_in_both_engines() {
 }
 
 #[test]
+fn the_protocol_efficiency_takes_its_part_of_every_rate_in_both_engines_but_not_of_a_stream_cap() {
+    let efficiency = "[network]\nprotocol_efficiency = 0.8";
+    let sink = "bandwidth = \"10 MB/s\"";
+    let (sim, live) = both_engines(&fan_in(4, sink, "bandwidth = \"1 GB/s\"", efficiency));
+    // 4 × 10 MB through the receiver's 10 MB/s, of which 8 carry files.
+    assert_near(&sim, 5.0, 1e-9, "sim");
+    assert_near(&live, 5.0, 0.05, "live");
+    // A stream cap is a rate of file bytes already: 10 MB at 2 MB/s.
+    let fast = "bandwidth = \"1 GB/s\"";
+    let capped = fan_in(1, fast, fast, efficiency).replace("\"unlimited\"", "\"2 MB/s\"");
+    let (_dir, s) = common::scenario(&capped);
+    assert_eq!(s.topology.protocol_efficiency, 0.8);
+    let run = sim::run(&s).unwrap();
+    assert_near(&into(&run, sink_of(&s)), 5.0, 1e-9, "sim, capped");
+}
+
+#[test]
 fn staging_into_a_site_is_bounded_by_its_in_when_lower_than_its_out() {
     // The sink sends at 100 MB/s but takes in 5 MB/s: 10 MB take 2 s.
     let sink = "bandwidth = \"100 MB/s\"\nbandwidth_in = \"5 MB/s\"";
@@ -164,6 +181,7 @@ fn campuses() -> Topology {
         ],
         // a1, a2 on campus a; b1 on campus b; the core site.
         paths: vec![vec![0, 2], vec![0, 2], vec![1, 2], vec![]],
+        protocol_efficiency: 1.0,
     }
 }
 

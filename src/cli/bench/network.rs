@@ -34,6 +34,7 @@ pub(super) fn network(
         paths: (0..sites)
             .map(|s| if links == 0 { vec![] } else { vec![s % links] })
             .collect(),
+        protocol_efficiency: 1.0,
     };
     let nic = Interface {
         out: 125e6,
