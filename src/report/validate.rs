@@ -327,11 +327,17 @@ pub fn transfer_agreement(
         by
     };
     let theirs = durations(other);
-    let pairs: Vec<(f64, f64)> = durations(model)
-        .into_iter()
-        .filter(|&(_, m)| m > 0.0)
-        .filter_map(|(k, m)| theirs.get(&k).map(|&o| (m, o)))
-        .collect();
+    agreement(
+        durations(model)
+            .into_iter()
+            .filter_map(|(k, m)| theirs.get(&k).map(|&o| (m, o))),
+    )
+}
+
+/// The agreement of (model, other) durations of the same transfers; those
+/// of zero time in the model are left out.
+pub fn agreement(pairs: impl IntoIterator<Item = (f64, f64)>) -> TransferAgreement {
+    let pairs: Vec<(f64, f64)> = pairs.into_iter().filter(|&(m, _)| m > 0.0).collect();
     let mut diffs: Vec<f64> = pairs.iter().map(|&(m, o)| (o - m).abs() / m).collect();
     diffs.sort_by(f64::total_cmp);
     let n = diffs.len();

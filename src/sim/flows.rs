@@ -88,9 +88,9 @@ pub enum TraceError {
     },
 }
 
-/// The flows of `run`, a simulated run of `scenario`: every transfer that
-/// moved bytes and arrived, from the moment the source's and the links'
-/// latency was over, with the simulator's end.
+/// The flows of `run`, a run of `scenario` (simulated, or live: what it
+/// recorded): every transfer that moved bytes and arrived, from the moment
+/// the source's and the links' latency was over, with the run's end.
 pub fn export(scenario: &Scenario, run: &RunResult) -> Result<FlowTrace, TraceError> {
     let quiet = FaultSpec::default();
     let faulty: Vec<&str> = scenario
@@ -160,6 +160,23 @@ pub fn export(scenario: &Scenario, run: &RunResult) -> Result<FlowTrace, TraceEr
     }
     flows.sort_by(|a, b| a.start.total_cmp(&b.start));
     Ok(FlowTrace { resources, flows })
+}
+
+/// Each transfer of `run` (live, or on a netbed) beside the model's time
+/// for it when its bytes start when they did there: `run`'s flows replayed
+/// through the max-min model alone, as (model, run) seconds from the first
+/// byte. Set beside a simulated run instead, a workflow whose schedule
+/// follows its transfers (a data-aware selector) compares transfers that
+/// ran at other times among other flows.
+pub fn own_starts(scenario: &Scenario, run: &RunResult) -> Result<Vec<(f64, f64)>, TraceError> {
+    let trace = export(scenario, run)?;
+    let ends = replay(&trace)?;
+    Ok(trace
+        .flows
+        .iter()
+        .zip(ends)
+        .filter_map(|(f, model)| f.end.map(|end| (model - f.start, end - f.start)))
+        .collect())
 }
 
 /// Checks that `trace` describes flows the model can carry.

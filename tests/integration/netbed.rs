@@ -87,7 +87,10 @@ fn assert_fair(classes: &str, rate: &str, peers: usize) {
         .filter(|l| l.contains("class htb"))
         .collect();
     assert_eq!(htb.len(), peers + 3, "{classes}");
-    let ahead = htb.iter().find(|l| l.contains(":3 ")).expect("the leaf ahead");
+    let ahead = htb
+        .iter()
+        .find(|l| l.contains(":3 "))
+        .expect("the leaf ahead");
     assert!(ahead.contains("prio 0"), "{classes}");
     assert!(
         htb.iter().all(|l| l.contains(&format!("ceil {rate}"))),

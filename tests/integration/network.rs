@@ -334,6 +334,17 @@ fn a_run_s_flows_export_and_replay_to_the_simulator_s_own_ends() {
             }
         }
     }
+    // A simulated run is the model on its own starts.
+    let s = common::load(&patterns.join("mixed.toml"));
+    let run = sim::run(&s).unwrap();
+    let pairs = sim::flows::own_starts(&s, &run).unwrap();
+    assert_eq!(pairs.len(), run.records.transfers.len());
+    for (model, own) in pairs {
+        assert!(
+            model > 0.0 && (model - own).abs() <= 1e-9 * model,
+            "{model} against {own}"
+        );
+    }
     // A trace that makes no sense is refused with its flow named.
     let bad = dir.path().join("bad.json");
     std::fs::write(
