@@ -46,7 +46,7 @@ use tokio::io::AsyncReadExt;
 
 use super::names;
 use super::shaping::{
-    ByteBucket, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, chunk_for,
+    ByteBucket, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, WAITED_HEADER, chunk_for,
 };
 use super::store::{FileMeta, Store};
 use crate::core::faults::{Fault, FaultSchedule};
@@ -459,6 +459,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/octet-stream")
         .insert_header(("X-Sha256", meta.sha256))
+        .insert_header((WAITED_HEADER, latency.as_micros().to_string()))
         .body(SizedStream::new(meta.size, stream))
 }
 

@@ -17,7 +17,7 @@
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
-use super::shaping::{LATENCY_HEADER, PathShaping, SHAPED_HEADER};
+use super::shaping::{LATENCY_HEADER, PathShaping, SHAPED_HEADER, WAITED_HEADER};
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
 
@@ -109,6 +109,7 @@ async fn fetch(
     if !path.latency.is_zero() {
         request = request.header(LATENCY_HEADER, path.latency.as_micros() as u64);
     }
+    let sent = tokio::time::Instant::now();
     let resp = request
         .send()
         .await
@@ -132,6 +133,12 @@ async fn fetch(
     let expected_len = resp
         .content_length()
         .ok_or_else(|| TransferFailure::Connection("no Content-Length".into()))?;
+    let waited = resp
+        .headers()
+        .get(WAITED_HEADER)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map_or(std::time::Duration::ZERO, std::time::Duration::from_micros);
+    path.begin(sent + waited);
     path.expect(expected_len);
     let part = dest.part_path(enc, id);
     let received = receive(resp, &part, expected_len, &expected_sha, path).await;
