@@ -11,106 +11,66 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::trace::{Prediction, Trace, TraceError, predict};
+use super::knob::{Knob, Unit};
+use super::staging::Staging;
+use super::trace::{Prediction, Trace, TraceError, predict, replay};
 use crate::config::Scenario;
-use crate::core::ManagerSettings;
 use crate::core::wms::Latency;
 
-/// A knob the fit may set, named after what it stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Knob {
-    /// `NEGOTIATOR_INTERVAL` (`[manager.wms] negotiator_interval`).
-    NegotiatorInterval,
-    /// `JOB_START_DELAY` with `JOB_START_COUNT = 1`.
-    JobStartDelay,
-    /// `DAGMAN_SUBMIT_DELAY` plus `condor_submit`'s own time.
-    SubmitDelay,
-    /// `DAGMAN_USER_LOG_SCAN_INTERVAL`.
-    UserLogScanInterval,
-    /// `[manager] postscript_overhead` (the POST script, `pegasus-exitcode`).
-    PostscriptOverhead,
-    /// `[manager] submit_overhead`.
-    SubmitOverhead,
-    /// `[manager] release_overhead`.
-    ReleaseOverhead,
+/// A fitted knob, as the table and `--json` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fitted {
+    /// The knob.
+    pub knob: Knob,
+    /// Its value, in `unit`.
+    pub value: f64,
+    /// What the value is measured in.
+    pub unit: Unit,
+    /// The value as people read it (`125 MB/s (1.0 Gbit/s)`).
+    pub text: String,
+    /// `"lower"` or `"upper"` when the search ended at that bound: the
+    /// traces ask for more than the knob's range allows.
+    pub at_bound: Option<&'static str>,
 }
 
-impl Knob {
-    /// Every knob.
-    pub const ALL: [Knob; 7] = [
-        Knob::JobStartDelay,
-        Knob::NegotiatorInterval,
-        Knob::PostscriptOverhead,
-        Knob::SubmitDelay,
-        Knob::UserLogScanInterval,
-        Knob::SubmitOverhead,
-        Knob::ReleaseOverhead,
-    ];
-
-    /// Its name on the command line and in a testbed.
-    pub fn name(self) -> &'static str {
-        match self {
-            Knob::NegotiatorInterval => "negotiator_interval",
-            Knob::JobStartDelay => "job_start_delay",
-            Knob::SubmitDelay => "dagman_submit_delay",
-            Knob::UserLogScanInterval => "dagman_user_log_scan_interval",
-            Knob::PostscriptOverhead => "postscript_overhead",
-            Knob::SubmitOverhead => "submit_overhead",
-            Knob::ReleaseOverhead => "release_overhead",
+impl Fitted {
+    fn new(knob: &Knob, value: f64) -> Fitted {
+        Fitted {
+            knob: knob.clone(),
+            value,
+            unit: knob.unit(),
+            text: knob.show(value),
+            at_bound: knob.at_bound(value),
         }
     }
+}
 
-    /// The knob by name.
-    pub fn from_name(name: &str) -> Option<Knob> {
-        Knob::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// The range searched (s).
-    fn range(self) -> (f64, f64) {
-        match self {
-            Knob::NegotiatorInterval => (1.0, 900.0),
-            Knob::UserLogScanInterval => (0.5, 60.0),
-            Knob::JobStartDelay | Knob::SubmitDelay => (0.01, 60.0),
-            Knob::PostscriptOverhead | Knob::SubmitOverhead | Knob::ReleaseOverhead => (0.1, 600.0),
-        }
-    }
-
-    /// Its value in `m`.
-    pub fn get(self, m: &ManagerSettings) -> f64 {
-        match self {
-            Knob::NegotiatorInterval => m.wms.negotiator_interval,
-            Knob::JobStartDelay => m.wms.job_start_delay / m.wms.job_start_count as f64,
-            Knob::SubmitDelay => m.wms.submit_delay,
-            Knob::UserLogScanInterval => m.wms.user_log_scan_interval,
-            Knob::PostscriptOverhead => m.postscript_overhead.mean(),
-            Knob::SubmitOverhead => m.submit_overhead.mean(),
-            Knob::ReleaseOverhead => m.release_overhead.mean(),
-        }
-    }
-
-    /// Sets it in `m` (a latency becomes fixed at the value).
-    pub fn set(self, m: &mut ManagerSettings, v: f64) {
-        match self {
-            Knob::NegotiatorInterval => m.wms.negotiator_interval = v,
-            Knob::JobStartDelay => {
-                m.wms.job_start_delay = v;
-                m.wms.job_start_count = 1;
-            }
-            Knob::SubmitDelay => m.wms.submit_delay = v,
-            Knob::UserLogScanInterval => m.wms.user_log_scan_interval = v,
-            Knob::PostscriptOverhead => m.postscript_overhead = Latency::fixed(v),
-            Knob::SubmitOverhead => m.submit_overhead = Latency::fixed(v),
-            Knob::ReleaseOverhead => m.release_overhead = Latency::fixed(v),
-        }
-    }
+/// The fit under one data configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeFit {
+    /// The configuration; none: the testbed's own data path.
+    pub staging: Option<Staging>,
+    /// Its data path on this testbed, in words.
+    pub path: String,
+    /// The knobs fitted under it.
+    pub knobs: Vec<Fitted>,
+    /// Root mean square of the fitted traces' relative errors.
+    pub rms_error: f64,
+    /// Each fitted trace's relative makespan error.
+    pub errors: Vec<f64>,
+    /// What the fit minimised (see [`Prediction::cost`]).
+    pub cost: f64,
 }
 
 /// The result of a calibration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fit {
-    /// The fitted knobs and their values.
-    pub knobs: Vec<(Knob, f64)>,
+    /// The fitted knobs and their values, under the chosen configuration.
+    pub knobs: Vec<Fitted>,
+    /// The data configuration chosen (the least cost), when it was fitted.
+    pub staging: Option<Staging>,
+    /// Every configuration tried, with its own fit.
+    pub modes: Vec<ModeFit>,
     /// The traces fitted on, with the fit's predictions.
     pub fitted: Vec<Prediction>,
     /// The traces predicted (not fitted on).
@@ -122,79 +82,129 @@ pub struct Fit {
     /// Wall time of the fit.
     #[serde(skip)]
     pub wall: Duration,
-    /// The settings with the fitted values.
+    /// The first fitted trace's testbed with the fitted values (its
+    /// template execution site not yet replaced by machines).
     #[serde(skip)]
-    pub settings: ManagerSettings,
+    pub testbed: Option<Scenario>,
 }
 
-/// One trace's scenario with the knobs set to `x`; its cost.
-fn cost_at(
+impl Fit {
+    /// A fitted knob's value.
+    pub fn value(&self, knob: &Knob) -> Option<f64> {
+        self.knobs.iter().find(|f| &f.knob == knob).map(|f| f.value)
+    }
+}
+
+/// `base` with the knobs set to `x`.
+fn with_knobs(base: &Scenario, knobs: &[Knob], x: &[f64]) -> Scenario {
+    let mut s = base.clone();
+    for (k, v) in knobs.iter().zip(x) {
+        k.set(&mut s, *v);
+    }
+    s
+}
+
+/// `trace` predicted on `base` with the knobs set to `x` under `staging`.
+fn predict_at(
     trace: &Trace,
-    scenario: &Scenario,
+    base: &Scenario,
     knobs: &[Knob],
     x: &[f64],
-) -> Result<f64, TraceError> {
-    let mut s = scenario.clone();
-    for (k, v) in knobs.iter().zip(x) {
-        k.set(&mut s.manager, *v);
-    }
-    Ok(predict(trace, &s)?.cost())
+    staging: Option<Staging>,
+) -> Result<Prediction, TraceError> {
+    predict(trace, &replay(with_knobs(base, knobs, x), trace, staging)?)
 }
 
-/// Fits `knobs` to the makespans of `fit_on`, then predicts `predict_only`
-/// with the result. Each scenario keeps its testbed's other settings.
+/// Fits `knobs` to the makespans of `fit_on` (each trace with its testbed
+/// from [`testbed_for`](super::testbed_for)) under each data configuration
+/// of `staging` (none: the testbed's own), keeps the configuration that
+/// fits best, and predicts `predict_only` with the result. Each scenario
+/// keeps its testbed's other settings.
 pub fn calibrate(
     fit_on: &[(Trace, Scenario)],
     knobs: &[Knob],
+    staging: &[Staging],
     predict_only: &[(Trace, Scenario)],
 ) -> Result<Fit, TraceError> {
     let started = Instant::now();
     let mut evaluations = 0usize;
-    let mut cost = |y: &[f64]| -> Result<f64, TraceError> {
-        let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
-        let mut sum = 0.0;
-        for (t, s) in fit_on {
-            evaluations += 1;
-            sum += cost_at(t, s, knobs, &x)?;
-        }
-        Ok(sum)
-    };
-    let y = if knobs.is_empty() {
-        Vec::new()
+    let candidates: Vec<Option<Staging>> = if staging.is_empty() {
+        vec![None]
     } else {
-        search(knobs, &mut cost)?
+        staging.iter().copied().map(Some).collect()
     };
-    let values: Vec<f64> = y.iter().map(|v| v.exp()).collect();
-    let apply = |s: &Scenario| {
-        let mut s = s.clone();
-        for (k, v) in knobs.iter().zip(&values) {
-            k.set(&mut s.manager, *v);
+    let mut modes = Vec::new();
+    let mut best: Option<(f64, Vec<f64>, Option<Staging>)> = None;
+    for mode in candidates {
+        let mut cost = |y: &[f64]| -> Result<f64, TraceError> {
+            let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
+            let mut sum = 0.0;
+            for (t, s) in fit_on {
+                evaluations += 1;
+                sum += predict_at(t, s, knobs, &x, mode)?.cost();
+            }
+            Ok(sum)
+        };
+        let y = if knobs.is_empty() {
+            Vec::new()
+        } else {
+            search(knobs, &mut cost)?
+        };
+        let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
+        let ps = fit_on
+            .iter()
+            .map(|(t, s)| predict_at(t, s, knobs, &x, mode))
+            .collect::<Result<Vec<_>, _>>()?;
+        let c: f64 = ps.iter().map(Prediction::cost).sum();
+        let errors: Vec<f64> = ps.iter().map(|p| p.error).collect();
+        let path = match (mode, fit_on.first()) {
+            (Some(m), Some((t, s))) => m.path(&replay(s.clone(), t, None)?),
+            _ => "the testbed's own".into(),
+        };
+        modes.push(ModeFit {
+            staging: mode,
+            path,
+            knobs: knobs
+                .iter()
+                .zip(&x)
+                .map(|(k, v)| Fitted::new(k, *v))
+                .collect(),
+            rms_error: rms(&errors),
+            errors,
+            cost: c,
+        });
+        if best.as_ref().is_none_or(|b| c < b.0) {
+            best = Some((c, x, mode));
         }
-        s
+    }
+    let (_, values, staging) = best.unwrap_or((0.0, Vec::new(), None));
+    let run = |set: &[(Trace, Scenario)]| {
+        set.iter()
+            .map(|(t, s)| predict_at(t, s, knobs, &values, staging))
+            .collect::<Result<Vec<_>, _>>()
     };
-    let fitted = fit_on
-        .iter()
-        .map(|(t, s)| predict(t, &apply(s)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let predicted = predict_only
-        .iter()
-        .map(|(t, s)| predict(t, &apply(s)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let rms_error =
-        (fitted.iter().map(|p| p.error.powi(2)).sum::<f64>() / fitted.len().max(1) as f64).sqrt();
-    let settings = fit_on
-        .first()
-        .map(|(_, s)| apply(s).manager)
-        .unwrap_or_default();
+    let fitted = run(fit_on)?;
+    let predicted = run(predict_only)?;
+    let errors: Vec<f64> = fitted.iter().map(|p| p.error).collect();
     Ok(Fit {
-        knobs: knobs.iter().copied().zip(values).collect(),
+        knobs: knobs
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| Fitted::new(k, *v))
+            .collect(),
+        staging,
+        modes,
+        rms_error: rms(&errors),
         fitted,
         predicted,
-        rms_error,
         evaluations: evaluations + fit_on.len() + predict_only.len(),
         wall: started.elapsed(),
-        settings,
+        testbed: fit_on.first().map(|(_, s)| with_knobs(s, knobs, &values)),
     })
+}
+
+fn rms(errors: &[f64]) -> f64 {
+    (errors.iter().map(|e| e.powi(2)).sum::<f64>() / errors.len().max(1) as f64).sqrt()
 }
 
 /// The grid, then Nelder–Mead, in log space; returns the best point.
@@ -211,7 +221,7 @@ fn search(
     };
     let ranges: Vec<(f64, f64)> = knobs
         .iter()
-        .map(|k| {
+        .map(|k: &Knob| {
             let (lo, hi) = k.range();
             (lo.ln(), hi.ln())
         })
@@ -345,7 +355,10 @@ fn latency_toml(l: &Latency) -> String {
 /// `[manager.wms]` with every stage's knob, to replace the testbed's own.
 pub fn fitted_table(fit: &Fit) -> String {
     use std::fmt::Write as _;
-    let m = &fit.settings;
+    let Some(testbed) = &fit.testbed else {
+        return String::new();
+    };
+    let m = &testbed.manager;
     let mut out = String::from("# Fitted by gridbed calibrate on ");
     let names: Vec<&str> = fit.fitted.iter().map(|p| p.trace.as_str()).collect();
     let _ = writeln!(
@@ -354,7 +367,7 @@ pub fn fitted_table(fit: &Fit) -> String {
         names.join(", "),
         100.0 * fit.rms_error
     );
-    let fitted: Vec<&str> = fit.knobs.iter().map(|(k, _)| k.name()).collect();
+    let fitted: Vec<String> = fit.knobs.iter().map(|f| f.knob.name()).collect();
     let _ = writeln!(out, "# fitted: {}", fitted.join(", "));
     out.push_str("[manager]\n");
     let _ = writeln!(out, "maxpre = {}", m.maxpre);
@@ -404,5 +417,35 @@ pub fn fitted_table(fit: &Fit) -> String {
     let _ = writeln!(out, "claim_worklife = {}", w.claim_worklife);
     let _ = writeln!(out, "job_start_delay = {}", w.job_start_delay);
     let _ = writeln!(out, "job_start_count = {}", w.job_start_count);
+    let rates: Vec<&Fitted> = fit.knobs.iter().filter(|f| f.knob.is_rate()).collect();
+    if !rates.is_empty() || fit.staging.is_some() {
+        out.push_str("\n# The platform's data path, to set in the testbed's own tables:\n");
+    }
+    for f in rates {
+        let (table, key) = f
+            .knob
+            .name()
+            .split_once('.')
+            .map_or((String::new(), String::new()), |(a, b)| {
+                (a.to_string(), b.to_string())
+            });
+        let _ = writeln!(
+            out,
+            "#   {table}: {key} = \"{:.0} MB/s\"   # {}",
+            f.value / 1e6,
+            f.text
+        );
+    }
+    if let Some(st) = fit.staging {
+        let policy = match st {
+            Staging::Sharedfs => "caching, the machines as one site",
+            _ => "return",
+        };
+        let _ = writeln!(
+            out,
+            "#   staging = {} (replica_policy = {policy})",
+            st.name()
+        );
+    }
     out
 }

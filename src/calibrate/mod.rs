@@ -1,6 +1,8 @@
 //! Real runs as the yardstick: WfCommons traces of real Pegasus/HTCondor runs
-//! predicted by the simulator, and the WMS model's knobs ([`crate::core::wms`]
-//! and the per-job latencies of `[manager]`) fitted to them by least squares.
+//! predicted by the simulator, and the model's knobs fitted to them by least
+//! squares: the WMS's latencies ([`crate::core::wms`] and the per-job
+//! latencies of `[manager]`) and the platform's data path (the rates of the
+//! max-min network and Pegasus's data configuration, [`Staging`]).
 //!
 //! A trace is a WfFormat instance with an `execution` section: the recorded
 //! makespan, the machines (name and cores) and each task's runtime. It runs
@@ -8,11 +10,20 @@
 //! (the testbed's first execution site lends them its links, speed and disk),
 //! so that one testbed describes a platform's WMS and the traces its runs.
 //! `gridbed calibrate` fits the chosen knobs to the makespans of one or more
-//! traces and predicts others with the fit; `gridbed validate --trace` sets one
-//! prediction beside its record.
+//! traces of one platform and predicts others with the fit; `gridbed
+//! validate --trace` sets one prediction beside its record.
 
+mod choose;
 mod fit;
+mod knob;
+mod staging;
 mod trace;
 
-pub use fit::{Fit, Knob, calibrate, fitted_table};
-pub use trace::{LevelFinish, Prediction, Trace, TraceError, predict, scenario_for};
+pub use choose::{Choice, choose};
+pub use fit::{Fit, Fitted, ModeFit, calibrate, fitted_table};
+pub use knob::{Knob, Unit, show_rate};
+pub use staging::Staging;
+pub use trace::{
+    LevelFinish, Machine, Prediction, Trace, TraceError, one_platform, predict, replay,
+    scenario_for, testbed_for,
+};

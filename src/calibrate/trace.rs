@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::staging::Staging;
 use crate::config::{self, Overrides, Scenario};
 
 /// Why a trace cannot be used.
@@ -37,14 +38,41 @@ pub struct Trace {
     pub name: String,
     /// Recorded makespan (s).
     pub makespan: f64,
-    /// The machines (name, cores) the run used.
-    pub machines: Vec<(String, usize)>,
+    /// The machines the run used.
+    pub machines: Vec<Machine>,
     /// Each task's recorded start and end (s after the run's start), by
     /// task name, when the trace has them (`executedAt` of the run and of
     /// each task, as gridbed's `--wfformat` writes; Pegasus's WfInstances
     /// traces have none).
     #[serde(skip)]
     pub times: HashMap<String, (f64, f64)>,
+}
+
+/// A machine a trace's run used.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Machine {
+    /// Its host name (`nodeName`).
+    pub name: String,
+    /// Its cores.
+    pub cores: usize,
+    /// Its memory (bytes), when the trace says.
+    pub memory: Option<u64>,
+}
+
+impl Machine {
+    /// What kind of machine it is, the index of its name left out
+    /// (`pegasus-5` and `pegasus-2` of one platform are both `pegasus`).
+    pub fn kind(&self) -> String {
+        let stem = self
+            .name
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches(['-', '_', '.']);
+        let stem = if stem.is_empty() { &self.name } else { stem };
+        match self.memory {
+            Some(m) => format!("{stem} ({} cores, {:.1} GB)", self.cores, m as f64 / 1e9),
+            None => format!("{stem} ({} cores)", self.cores),
+        }
+    }
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 timestamp.
@@ -111,7 +139,7 @@ impl Trace {
                      a trace must be a run, not only a specification"
                     .into())
             })?;
-        let machines: Vec<(String, usize)> = ex
+        let machines: Vec<Machine> = ex
             .get("machines")
             .and_then(Value::as_array)
             .map(|ms| {
@@ -119,7 +147,12 @@ impl Trace {
                     .filter_map(|m| {
                         let name = m.get("nodeName")?.as_str()?.to_string();
                         let cores = m.get("cpu")?.get("coreCount")?.as_u64()? as usize;
-                        Some((name, cores.max(1)))
+                        let memory = m.get("memoryInBytes").and_then(Value::as_u64);
+                        Some(Machine {
+                            name,
+                            cores: cores.max(1),
+                            memory,
+                        })
                     })
                     .collect()
             })
@@ -144,10 +177,10 @@ impl Trace {
     }
 }
 
-/// The scenario that replays `trace` on `testbed`: the trace's workflow, and
-/// its machines as the execution sites (each a copy of the testbed's first
-/// execution site with the machine's name and cores); storage sites stay.
-pub fn scenario_for(
+/// `testbed` with `trace`'s workflow: the scenario the knobs are set on,
+/// its execution-site template not yet replaced by the trace's machines
+/// (see [`replay`]).
+pub fn testbed_for(
     testbed: &Path,
     trace: &Trace,
     seed: Option<u64>,
@@ -157,31 +190,112 @@ pub fn scenario_for(
         seed,
         ..Overrides::default()
     };
-    let mut scenario = config::load(testbed, &overrides)?;
-    let template = scenario
+    Ok(config::load(testbed, &overrides)?)
+}
+
+/// The scenario that replays `trace` on `scenario` (from [`testbed_for`]):
+/// its machines as the execution sites, each a copy of the testbed's first
+/// execution site (its links, path, speed and disk) with the machine's
+/// name and cores, or all of them one site with their cores together
+/// under `sharedfs`; storage sites stay. `staging` sets the data path
+/// ([`Staging`]); without it the testbed's own stays.
+pub fn replay(
+    mut scenario: Scenario,
+    trace: &Trace,
+    staging: Option<Staging>,
+) -> Result<Scenario, TraceError> {
+    let (at, template) = scenario
         .sites
         .iter()
-        .find(|s| !s.storage)
-        .cloned()
+        .enumerate()
+        .find(|(_, s)| !s.storage)
+        .map(|(i, s)| (i, s.clone()))
         .ok_or_else(|| TraceError::Policy("the testbed has no execution site".into()))?;
+    let path = scenario.topology.paths.get(at).cloned().unwrap_or_default();
     let mut sites: Vec<_> = scenario
         .sites
         .iter()
         .filter(|s| s.storage)
         .cloned()
         .collect();
-    for (name, cores) in &trace.machines {
+    let storage = sites.len();
+    let machine = |name: String, cpus: usize| {
         let mut site = template.clone();
-        site.info.name = name.clone();
-        site.info.cpus = *cores;
-        sites.push(site);
+        site.info.name = name;
+        site.info.cpus = cpus;
+        site
+    };
+    if staging.is_some_and(Staging::merges_machines) {
+        let names: Vec<&str> = trace.machines.iter().map(|m| m.name.as_str()).collect();
+        let cores = trace.machines.iter().map(|m| m.cores).sum();
+        sites.push(machine(names.join("+"), cores));
+    } else {
+        for m in &trace.machines {
+            sites.push(machine(m.name.clone(), m.cores));
+        }
     }
+    let machines = sites.len() - storage;
     scenario.replace_sites(sites).map_err(|name| {
         TraceError::Policy(format!(
             "the testbed's submit machine `{name}` must be a storage site to replay a trace"
         ))
     })?;
+    for p in scenario
+        .topology
+        .paths
+        .iter_mut()
+        .skip(storage)
+        .take(machines)
+    {
+        p.clone_from(&path);
+    }
+    if let Some(staging) = staging {
+        staging.apply(&mut scenario);
+    }
     Ok(scenario)
+}
+
+/// The scenario that replays `trace` on `testbed` with the testbed's own
+/// data path: [`replay`] of [`testbed_for`].
+pub fn scenario_for(
+    testbed: &Path,
+    trace: &Trace,
+    seed: Option<u64>,
+) -> Result<Scenario, TraceError> {
+    replay(testbed_for(testbed, trace, seed)?, trace, None)
+}
+
+/// Refuses traces of more than one platform: every trace's machines must
+/// be of the kinds of the first's (see [`Machine::kind`]).
+pub fn one_platform<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> Result<(), TraceError> {
+    let mut first: Option<(&Trace, Vec<String>)> = None;
+    for t in traces {
+        let mut kinds: Vec<String> = t.machines.iter().map(Machine::kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        match &first {
+            None => first = Some((t, kinds)),
+            Some((f, fk)) => {
+                if kinds.iter().any(|k| !fk.contains(k)) {
+                    let names = |t: &Trace| {
+                        let n: Vec<&str> = t.machines.iter().map(|m| m.name.as_str()).collect();
+                        n.join(", ")
+                    };
+                    return Err(TraceError::Policy(format!(
+                        "traces of two platforms: {} ran on {} ({}), {} on {} ({}); \
+                         fit and predict the runs of one platform together",
+                        f.name,
+                        names(f),
+                        fk.join(", "),
+                        t.name,
+                        names(t),
+                        kinds.join(", ")
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// When the last job of one level (longest distance from a root) ended:

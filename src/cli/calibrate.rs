@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{CliError, write_json};
-use crate::calibrate::{self, Fit, Knob, Prediction, Trace};
+use crate::calibrate::{self, Fit, Knob, Prediction, Staging, Trace};
 
 /// `gridbed calibrate`'s arguments.
 #[derive(Args)]
@@ -21,11 +21,16 @@ pub(crate) struct CalibrateArgs {
     /// by each trace's machines.
     #[arg(long, value_name = "TESTBED")]
     testbed: PathBuf,
-    /// Knobs to fit, comma-separated (default: job_start_delay; with two or
-    /// more traces, negotiator_interval and postscript_overhead too). Known:
-    /// job_start_delay, negotiator_interval, postscript_overhead,
-    /// dagman_submit_delay, dagman_user_log_scan_interval, submit_overhead,
-    /// release_overhead.
+    /// Knobs to fit, comma-separated (default: those the traces can tell
+    /// apart, printed with why). The WMS's: job_start_delay,
+    /// negotiator_interval, postscript_overhead, dagman_submit_delay,
+    /// dagman_user_log_scan_interval, submit_overhead, release_overhead; a
+    /// site's rates: SITE.bandwidth, SITE.bandwidth_in, SITE.bandwidth_out,
+    /// SITE.stream_cap
+    /// (the execution-site template's stand for every machine); a shared
+    /// link's: LINK.bandwidth; and `staging`: Pegasus's data configuration,
+    /// each of condorio, nonsharedfs and sharedfs fitted and the best kept
+    /// (or one of them: staging=sharedfs).
     #[arg(long, value_delimiter = ',')]
     fit: Vec<String>,
     /// Traces predicted with the fit but not fitted on.
@@ -51,10 +56,34 @@ fn load(
         .iter()
         .map(|p| {
             let t = Trace::read(p).map_err(CliError::input)?;
-            let s = calibrate::scenario_for(testbed, &t, seed).map_err(CliError::input)?;
+            let s = calibrate::testbed_for(testbed, &t, seed).map_err(CliError::input)?;
             Ok((t, s))
         })
         .collect()
+}
+
+/// The knobs and data configurations `--fit` names.
+fn parse_fit(
+    names: &[String],
+    testbed: &crate::config::Scenario,
+) -> Result<(Vec<Knob>, Vec<Staging>), CliError> {
+    let (mut knobs, mut staging) = (Vec::new(), Vec::new());
+    for n in names.iter().map(|n| n.trim()) {
+        match n.split_once('=') {
+            _ if n == "staging" => staging = Staging::ALL.to_vec(),
+            Some(("staging", mode)) => {
+                let mode = Staging::from_name(mode.trim()).ok_or_else(|| {
+                    CliError::Input(format!(
+                        "--fit: unknown data configuration `{mode}`: expected condorio, nonsharedfs or sharedfs"
+                    ))
+                })?;
+                staging = vec![mode];
+            }
+            _ => knobs
+                .push(Knob::parse(n, testbed).map_err(|e| CliError::Input(format!("--fit: {e}")))?),
+        }
+    }
+    Ok((knobs, staging))
 }
 
 fn print_predictions(title: &str, ps: &[Prediction]) {
@@ -85,44 +114,58 @@ fn print_predictions(title: &str, ps: &[Prediction]) {
 pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
     let fit_on = load(&args.testbed, &args.traces, args.seed)?;
     let others = load(&args.testbed, &args.predict, args.seed)?;
-    let knobs: Vec<Knob> = if args.fit.is_empty() {
-        if fit_on.len() >= 2 {
-            vec![
-                Knob::JobStartDelay,
-                Knob::NegotiatorInterval,
-                Knob::PostscriptOverhead,
-            ]
-        } else {
-            vec![Knob::JobStartDelay]
+    calibrate::one_platform(fit_on.iter().chain(&others).map(|(t, _)| t))
+        .map_err(CliError::input)?;
+    let (knobs, staging) = if args.fit.is_empty() {
+        let choice = calibrate::choose(&fit_on);
+        say!("knobs chosen (the traces can tell these apart):");
+        for r in &choice.reasons {
+            say!("  {r}");
         }
+        (choice.knobs, choice.staging)
     } else {
-        args.fit
-            .iter()
-            .map(|n| {
-                Knob::from_name(n.trim()).ok_or_else(|| {
-                    let known: Vec<&str> = Knob::ALL.iter().map(|k| k.name()).collect();
-                    CliError::Input(format!(
-                        "--fit: unknown knob `{n}`: expected one of {}",
-                        known.join(", ")
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?
+        parse_fit(&args.fit, &fit_on[0].1)?
     };
-    let fit: Fit = calibrate::calibrate(&fit_on, &knobs, &others).map_err(CliError::input)?;
+    let fit: Fit =
+        calibrate::calibrate(&fit_on, &knobs, &staging, &others).map_err(CliError::input)?;
+    let mut names: Vec<String> = knobs.iter().map(Knob::name).collect();
+    if !staging.is_empty() {
+        names.push("staging".into());
+    }
     say!(
         "calibrated {} on {} trace(s) in {:.2} s ({} simulations)",
-        knobs
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join(", "),
+        names.join(", "),
         fit_on.len(),
         fit.wall.as_secs_f64(),
         fit.evaluations
     );
-    for (k, v) in &fit.knobs {
-        say!("  {:<32} = {v:.3}", k.name());
+    if fit.modes.len() > 1 {
+        say!("each data configuration fitted (the least cost kept):");
+        for m in &fit.modes {
+            let knobs: Vec<String> = m
+                .knobs
+                .iter()
+                .map(|f| format!("{} {}", f.knob.name(), f.text))
+                .collect();
+            say!(
+                "  {} {:<12} rms {:>5.1}%  {}  ({})",
+                if m.staging == fit.staging { "*" } else { " " },
+                m.staging.map_or("testbed", Staging::name),
+                100.0 * m.rms_error,
+                knobs.join(", "),
+                m.path
+            );
+        }
+    }
+    for f in &fit.knobs {
+        let bound = f
+            .at_bound
+            .map(|b| format!("   (at its {b} bound)"))
+            .unwrap_or_default();
+        say!("  {:<32} = {}{bound}", f.knob.name(), f.text);
+    }
+    if let Some(st) = fit.staging {
+        say!("  {:<32} = {}", "staging", st.name());
     }
     print_predictions("fitted on:", &fit.fitted);
     print_predictions("predicted:", &fit.predicted);

@@ -31,7 +31,7 @@ fn loaded(paths: &[PathBuf]) -> Vec<(Trace, gridbed::config::Scenario)> {
         .iter()
         .map(|p| {
             let t = Trace::read(p).unwrap();
-            let s = calibrate::scenario_for(Path::new(TESTBED), &t, None).unwrap();
+            let s = calibrate::testbed_for(Path::new(TESTBED), &t, None).unwrap();
             (t, s)
         })
         .collect()
@@ -51,6 +51,7 @@ fn a_small_run_calibrates_the_prediction_of_a_large_one() {
         let fit = calibrate::calibrate(
             &loaded(&[real(small)]),
             &[Knob::JobStartDelay],
+            &[],
             &loaded(&[real(large)]),
         )
         .unwrap();
@@ -80,6 +81,7 @@ fn both_runs_of_a_platform_fit_with_two_knobs() {
         let fit = calibrate::calibrate(
             &loaded(&[real(small), real(large)]),
             &[Knob::JobStartDelay, Knob::PostscriptOverhead],
+            &[],
             &[],
         )
         .unwrap();

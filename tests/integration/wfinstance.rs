@@ -274,11 +274,15 @@ fn calibrate_recovers_a_knob_from_a_written_runs_task_times() {
         assert!((l.recorded.unwrap() - l.predicted).abs() < 1e-5, "{l:?}");
     }
     // With HTCondor's defaults it is off, and the fit brings it back.
-    let default = calibrate::scenario_for(&testbed, &trace, None).unwrap();
-    let off = calibrate::predict(&trace, &default).unwrap();
+    let default = calibrate::testbed_for(&testbed, &trace, None).unwrap();
+    let off = calibrate::predict(
+        &trace,
+        &calibrate::replay(default.clone(), &trace, None).unwrap(),
+    )
+    .unwrap();
     assert!(off.task_error.unwrap() > 0.05, "{off:?}");
-    let fit = calibrate::calibrate(&[(trace, default)], &[Knob::JobStartDelay], &[]).unwrap();
-    let (_, delay) = fit.knobs[0];
+    let fit = calibrate::calibrate(&[(trace, default)], &[Knob::JobStartDelay], &[], &[]).unwrap();
+    let delay = fit.knobs[0].value;
     assert!((delay - 7.0).abs() < 0.1, "fitted {delay}");
     assert!(
         fit.fitted[0].task_error.unwrap() < 0.005,
