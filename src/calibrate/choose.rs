@@ -5,16 +5,20 @@
 //! - the schedd's serial start rate (`job_start_delay`) charges jobs, and
 //!   every trace has them;
 //! - a rate charges bytes: it is taken only where some trace moves enough
-//!   bytes over its run to show in its makespan (at least
-//!   [`SHOWS`] over the whole run, 8% of a 1 Gbit/s interface), and where
-//!   the traces' bytes per job differ (else bytes grow with jobs and the
-//!   start rate explains the same growth). The rate is the origin's
-//!   interface, which every job's bytes cross under `condorio` and
-//!   `nonsharedfs`, fitted under each data configuration ([`Staging`]);
+//!   bytes over its run to show in its makespan (at least [`SHOWS`] over
+//!   the whole run, 8% of a 1 Gbit/s interface), and where the bytes it
+//!   charges per job differ between the traces (else they grow with jobs
+//!   and the start rate explains the same growth). Where the traces record
+//!   the machine of every job, the replay keeps that placement and the
+//!   first rate is the machines' interface (each is charged what its own
+//!   jobs moved; HTCondor fills one machine before the next), the second,
+//!   with a third trace, the origin's; else it is the origin's interface,
+//!   which every job's bytes cross under `condorio` and `nonsharedfs`.
+//!   Each data configuration ([`Staging`]) is fitted;
 //! - per-level and per-job latencies (`negotiator_interval`,
 //!   `postscript_overhead`) are taken with two or more traces when no rate
-//!   is (WMS-bound runs, whose levels and jobs they separate), and one a
-//!   trace beyond the first two when one is.
+//!   is (WMS-bound runs, whose levels and jobs they separate), and where
+//!   one is, while the knobs are fewer than the traces.
 
 use std::fmt::Write as _;
 
@@ -42,15 +46,48 @@ pub struct Choice {
     pub reasons: Vec<String>,
 }
 
-/// Every job's input and output bytes, as HTCondor's file transfer moves
-/// them (a private copy per job).
-fn job_bytes(s: &Scenario) -> f64 {
-    let wf = &s.workflow;
-    wf.jobs
-        .iter()
-        .flat_map(|j| j.inputs.iter().chain(&j.outputs))
-        .map(|&f| wf.files[f].size as f64)
-        .sum()
+/// What one trace shows of its data: every job's input and output bytes,
+/// as HTCondor's file transfer moves them (a private copy per job), and,
+/// when the trace records where each job ran, the most any one machine
+/// received and sent.
+struct Evidence<'a> {
+    name: &'a str,
+    makespan: f64,
+    jobs: f64,
+    bytes: f64,
+    busiest: Option<f64>,
+}
+
+impl<'a> Evidence<'a> {
+    fn of(trace: &'a Trace, s: &Scenario) -> Evidence<'a> {
+        let wf = &s.workflow;
+        let mut per_machine = vec![0.0; trace.machines.len()];
+        let mut bytes = 0.0;
+        for j in &wf.jobs {
+            let b: f64 = j
+                .inputs
+                .iter()
+                .chain(&j.outputs)
+                .map(|&f| wf.files[f].size as f64)
+                .sum();
+            bytes += b;
+            if let Some(m) = j
+                .site
+                .as_deref()
+                .and_then(|n| trace.machines.iter().position(|m| m.name == n))
+            {
+                per_machine[m] += b;
+            }
+        }
+        let all_placed = super::trace::placed(s, trace) == wf.jobs.len();
+        Evidence {
+            name: &trace.name,
+            makespan: trace.makespan,
+            jobs: wf.jobs.len().max(1) as f64,
+            bytes,
+            busiest: all_placed.then(|| per_machine.iter().copied().fold(0.0, f64::max)),
+        }
+    }
 }
 
 /// The knobs `fit_on` (traces with their testbeds) can tell apart.
@@ -60,31 +97,39 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
             .to_string(),
     ];
     let mut knobs = vec![Knob::JobStartDelay];
-    let evidence: Vec<(&str, f64, f64, usize)> = fit_on
-        .iter()
-        .map(|(t, s)| {
-            (
-                t.name.as_str(),
-                job_bytes(s),
-                t.makespan,
-                s.workflow.jobs.len().max(1),
-            )
-        })
-        .collect();
+    let mut staging = Vec::new();
+    let evidence: Vec<Evidence> = fit_on.iter().map(|(t, s)| Evidence::of(t, s)).collect();
+    let placed = !evidence.is_empty() && evidence.iter().all(|e| e.busiest.is_some());
+    // The end whose bytes the rate charges: the busiest machine's interface
+    // where the traces say where every job ran, else the origin's.
+    let charged = |e: &Evidence| {
+        if placed {
+            e.busiest.unwrap_or(0.0)
+        } else {
+            e.bytes
+        }
+    };
     let busiest = evidence
         .iter()
-        .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)));
-    let per_job: Vec<f64> = evidence.iter().map(|e| e.1 / e.3 as f64).collect();
+        .max_by(|a, b| (a.bytes / a.makespan).total_cmp(&(b.bytes / b.makespan)));
+    let per_job: Vec<f64> = evidence.iter().map(|e| charged(e) / e.jobs).collect();
     let lo = per_job.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = per_job.iter().copied().fold(0.0, f64::max);
-    let mut staging = Vec::new();
+    let bytes = crate::units::human_bytes;
     let data = match busiest {
-        Some(&(name, bytes, makespan, _)) if bytes / makespan >= SHOWS => {
+        Some(e) if e.bytes / e.makespan >= SHOWS => {
             let shown = format!(
-                "{name} moves {:.1} GB in {makespan:.0} s ({} over the run)",
-                bytes / 1e9,
-                show_rate(bytes / makespan)
+                "{} moves {:.1} GB in {:.0} s ({} over the run)",
+                e.name,
+                e.bytes / 1e9,
+                e.makespan,
+                show_rate(e.bytes / e.makespan)
             );
+            let what = if placed {
+                "the busiest machine's bytes"
+            } else {
+                "bytes"
+            };
             if fit_on.len() < 2 {
                 reasons.push(format!(
                     "no rate: {shown}, but one makespan cannot tell bytes from jobs; \
@@ -93,36 +138,61 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
                 false
             } else if hi < APART * lo {
                 reasons.push(format!(
-                    "no rate: {shown}, but the traces' bytes per job differ only {:.2}× \
-                     ({} to {}): bytes grow with jobs, and the start rate explains the same growth",
+                    "no rate: {shown}, but {what} per job differ only {:.2}× between the \
+                     traces ({} to {}): they grow with jobs, and the start rate explains the same growth",
                     hi / lo.max(1.0),
-                    crate::units::human_bytes(lo),
-                    crate::units::human_bytes(hi)
+                    bytes(lo),
+                    bytes(hi)
                 ));
                 false
             } else {
+                let (testbed, origin) = (&fit_on[0].1, fit_on[0].1.origin);
+                let origin = testbed.sites[origin].info.name.clone();
+                let machine = testbed
+                    .sites
+                    .iter()
+                    .find(|s| !s.storage)
+                    .map(|s| s.info.name.clone());
+                let rates: Vec<Knob> = match machine {
+                    Some(m) if placed => vec![Knob::Bandwidth(m), Knob::Bandwidth(origin.clone())],
+                    _ => vec![Knob::Bandwidth(origin.clone())],
+                };
+                let take = rates.len().min(fit_on.len() - 1);
+                let names: Vec<String> = rates[..take].iter().map(Knob::name).collect();
+                reasons.push(format!(
+                    "{} and staging: {shown}, and {what} per job differ {:.1}× between the \
+                     traces ({} to {}). {}",
+                    names.join(", "),
+                    hi / lo.max(1.0),
+                    bytes(lo),
+                    bytes(hi),
+                    if placed {
+                        format!(
+                            "The traces record where every job ran, so each machine is charged \
+                             what its own jobs moved, through its interface (the template \
+                             `{}` stands for every machine){}",
+                            rates[0].name().trim_end_matches(".bandwidth"),
+                            if take > 1 {
+                                format!("; `{origin}` is the origin, whose interface they all cross")
+                            } else {
+                                format!("; `{origin}`'s (the origin's) too with a third trace")
+                            }
+                        )
+                    } else {
+                        format!("`{origin}` is the origin, whose interface every job's bytes cross unless the machines share a file system")
+                    }
+                ));
+                knobs.extend(rates.into_iter().take(take));
+                staging = Staging::ALL.to_vec();
                 true
             }
-            .then(|| {
-                let origin = fit_on[0].1.sites[fit_on[0].1.origin].info.name.clone();
-                reasons.push(format!(
-                    "{origin}.bandwidth and staging: {shown}, and the traces' bytes per job \
-                     differ {:.1}× ({} to {}); `{origin}` is the origin, whose interface every \
-                     job's bytes cross unless the machines share a file system",
-                    hi / lo.max(1.0),
-                    crate::units::human_bytes(lo),
-                    crate::units::human_bytes(hi)
-                ));
-                knobs.push(Knob::Bandwidth(origin));
-                staging = Staging::ALL.to_vec();
-            })
-            .is_some()
         }
-        Some(&(name, bytes, makespan, _)) => {
+        Some(e) => {
             reasons.push(format!(
-                "no rate: the busiest trace, {name}, moves {} over its run, under {}: \
+                "no rate: the busiest trace, {}, moves {} over its run, under {}: \
                  moving data cannot show in these makespans",
-                show_rate(bytes / makespan),
+                e.name,
+                show_rate(e.bytes / e.makespan),
                 show_rate(SHOWS)
             ));
             false
@@ -130,10 +200,12 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
         None => false,
     };
     let wms_extra = [Knob::NegotiatorInterval, Knob::PostscriptOverhead];
-    let extra = match (data, fit_on.len()) {
-        (_, 0 | 1) => 0,
-        (false, _) => 2,
-        (true, n) => (n - 2).min(2),
+    let extra = if data {
+        fit_on.len().saturating_sub(knobs.len()).min(2)
+    } else if fit_on.len() >= 2 {
+        2
+    } else {
+        0
     };
     if extra > 0 {
         let mut line = String::new();
@@ -149,7 +221,7 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
             "{line}: per-level and per-job latencies, with {} traces{}",
             fit_on.len(),
             if data {
-                " (one a trace beyond the first two)"
+                " (no more knobs than traces)"
             } else {
                 ""
             }

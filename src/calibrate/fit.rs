@@ -231,24 +231,40 @@ fn search(
         .map(|(lo, hi)| (hi - lo) / (per_axis - 1) as f64)
         .collect();
     let mut grid: Vec<(f64, Vec<f64>)> = Vec::new();
-    let mut index = vec![0usize; d];
-    loop {
-        let y: Vec<f64> = (0..d)
-            .map(|i| ranges[i].0 + step[i] * index[i] as f64)
-            .collect();
-        grid.push((cost(&y)?, y));
-        // Next grid point (odometer order).
-        let mut i = 0;
-        while i < d {
-            index[i] += 1;
-            if index[i] < per_axis {
+    if d <= 2 {
+        let mut index = vec![0usize; d];
+        loop {
+            let y: Vec<f64> = (0..d)
+                .map(|i| ranges[i].0 + step[i] * index[i] as f64)
+                .collect();
+            grid.push((cost(&y)?, y));
+            // Next grid point (odometer order).
+            let mut i = 0;
+            while i < d {
+                index[i] += 1;
+                if index[i] < per_axis {
+                    break;
+                }
+                index[i] = 0;
+                i += 1;
+            }
+            if i == d {
                 break;
             }
-            index[i] = 0;
-            i += 1;
         }
-        if i == d {
-            break;
+    } else {
+        // A grid of three or more axes sees few values of each (7 for
+        // 343 points): a Halton sequence of the same budget sees as many
+        // values of each knob as it has points, so a narrow basin along
+        // one axis (a rate whose makespans turn within a factor of two) is
+        // not stepped over.
+        for n in 1..=per_axis.pow(d as u32).max(400) {
+            let y: Vec<f64> = (0..d)
+                .map(|i| {
+                    ranges[i].0 + (ranges[i].1 - ranges[i].0) * halton(n, PRIMES[i % PRIMES.len()])
+                })
+                .collect();
+            grid.push((cost(&y)?, y));
         }
     }
     let clamp = |y: &mut Vec<f64>| {
@@ -261,12 +277,35 @@ fn search(
     grid.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut best = grid[0].clone();
     for start in grid.into_iter().take(3) {
-        let end = nelder_mead(start, &step, &clamp, cost)?;
+        // A simplex shrunk onto one step of a makespan's staircase stops
+        // there: start again from its end with a fresh one, while that
+        // still helps.
+        let mut end = nelder_mead(start, &step, &clamp, cost)?;
+        for _ in 0..4 {
+            let again = nelder_mead(end.clone(), &step, &clamp, cost)?;
+            if again.0 >= end.0 * (1.0 - 1e-6) {
+                break;
+            }
+            end = again;
+        }
         if end.0 < best.0 {
             best = end;
         }
     }
     Ok(best.1)
+}
+
+const PRIMES: [usize; 8] = [2, 3, 5, 7, 11, 13, 17, 19];
+
+/// The `n`th term of the van der Corput sequence in `base`, in [0, 1).
+fn halton(mut n: usize, base: usize) -> f64 {
+    let (mut x, mut f) = (0.0, 1.0 / base as f64);
+    while n > 0 {
+        x += f * (n % base) as f64;
+        n /= base;
+        f /= base as f64;
+    }
+    x
 }
 
 /// Nelder–Mead from `best`, a first simplex of half a grid step per axis.

@@ -197,8 +197,10 @@ pub fn testbed_for(
 /// its machines as the execution sites, each a copy of the testbed's first
 /// execution site (its links, path, speed and disk) with the machine's
 /// name and cores, or all of them one site with their cores together
-/// under `sharedfs`; storage sites stay. `staging` sets the data path
-/// ([`Staging`]); without it the testbed's own stays.
+/// under `sharedfs`; storage sites stay. Each job runs on the machine the
+/// trace records for it, when it records one for every job (see
+/// [`placed`]). `staging` sets the data path ([`Staging`]); without it the
+/// testbed's own stays.
 pub fn replay(
     mut scenario: Scenario,
     trace: &Trace,
@@ -249,10 +251,33 @@ pub fn replay(
     {
         p.clone_from(&path);
     }
+    if staging.is_some_and(Staging::merges_machines) {
+        // One site: nothing to place.
+    } else if placed(&scenario, trace) == scenario.workflow.jobs.len() {
+        scenario.strategy = "recorded".into();
+    }
     if let Some(staging) = staging {
         staging.apply(&mut scenario);
     }
     Ok(scenario)
+}
+
+/// How many of `scenario`'s jobs name the machine of `trace` they ran on.
+/// When all do, a replay places them there (the `recorded` selector) and
+/// not by the testbed's selector: HTCondor's matchmaker filled one
+/// machine's slots before the next, and each machine received what its
+/// jobs read.
+pub fn placed(scenario: &Scenario, trace: &Trace) -> usize {
+    scenario
+        .workflow
+        .jobs
+        .iter()
+        .filter(|j| {
+            j.site
+                .as_deref()
+                .is_some_and(|s| trace.machines.iter().any(|m| m.name == s))
+        })
+        .count()
 }
 
 /// The scenario that replays `trace` on `testbed` with the testbed's own

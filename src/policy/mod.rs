@@ -145,6 +145,9 @@ pub const SELECTORS: &[(&str, SelectorCtor)] = &[
     ("dag-c", |_, p| {
         Ok(Box::new(selector::DagC::with_params(p)?))
     }),
+    ("recorded", |_, _| {
+        Ok(Box::new(selector::Recorded::default()))
+    }),
 ];
 
 /// Eviction policies by name.
