@@ -19,6 +19,9 @@ mod knob;
 mod staging;
 mod trace;
 
+#[cfg(test)]
+mod tests;
+
 pub use choose::{Choice, choose};
 pub use fit::{Fit, Fitted, ModeFit, calibrate, fitted_table};
 pub use knob::{Knob, Unit, show_rate};

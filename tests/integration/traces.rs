@@ -94,6 +94,11 @@ fn both_runs_of_a_platform_fit_with_two_knobs() {
 /// A WfFormat 1.5 run of a `n`-job chain (10 s each) on one 2-core machine
 /// that took `makespan` s.
 fn chain_trace(dir: &Path, n: usize, makespan: f64) -> PathBuf {
+    chain_trace_on(dir, n, makespan, "m1")
+}
+
+/// [`chain_trace`] on machine `machine`, written as `{machine}-{n}.json`.
+fn chain_trace_on(dir: &Path, n: usize, makespan: f64, machine: &str) -> PathBuf {
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             serde_json::json!({
@@ -105,7 +110,7 @@ fn chain_trace(dir: &Path, n: usize, makespan: f64) -> PathBuf {
         })
         .collect();
     let runs: Vec<serde_json::Value> = (0..n)
-        .map(|i| serde_json::json!({"id": format!("t{i}"), "runtimeInSeconds": 10.0, "machines": ["m1"]}))
+        .map(|i| serde_json::json!({"id": format!("t{i}"), "runtimeInSeconds": 10.0, "machines": [machine]}))
         .collect();
     let doc = serde_json::json!({
         "name": "chain", "schemaVersion": "1.5",
@@ -114,11 +119,15 @@ fn chain_trace(dir: &Path, n: usize, makespan: f64) -> PathBuf {
             "execution": {
                 "makespanInSeconds": makespan, "executedAt": "2026-01-01T00:00:00Z",
                 "tasks": runs,
-                "machines": [{"nodeName": "m1", "cpu": {"coreCount": 2}}]
+                "machines": [{"nodeName": machine, "cpu": {"coreCount": 2}}]
             }
         }
     });
-    let path = dir.join("chain.json");
+    let path = if machine == "m1" {
+        dir.join("chain.json")
+    } else {
+        dir.join(format!("{machine}-{n}.json"))
+    };
     std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
     path
 }
@@ -220,6 +229,97 @@ fn a_specification_without_a_run_is_no_trace() {
     assert!(
         err.contains("diamond-1.3.json: workflow.execution"),
         "{err}"
+    );
+}
+
+#[test]
+fn calibrate_refuses_what_it_cannot_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = chain_trace_on(dir.path(), 3, 400.0, "node-1");
+    let b = chain_trace_on(dir.path(), 4, 500.0, "gpu-1");
+    let calibrate = |args: &[&str]| {
+        let mut all = vec!["calibrate", "--testbed", TESTBED];
+        all.extend_from_slice(args);
+        gridbed(&all)
+    };
+    // Traces of two platforms, fitted or predicted.
+    let (code, _, err) = calibrate(&[a.to_str().unwrap(), "--predict", b.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("two platforms") && err.contains("node-1") && err.contains("gpu-1"),
+        "{err}"
+    );
+    // A workflow that records no run.
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/workflows/diamond-1.3.json"
+    );
+    let (code, _, err) = calibrate(&[spec]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("workflow.execution"), "{err}");
+    // A knob the testbed lacks: the error lists those it has.
+    let (code, _, err) = calibrate(&[a.to_str().unwrap(), "--fit", "wan.bandwidth"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("`wan.bandwidth`")
+            && err.contains("submit.bandwidth")
+            && err.contains("machine.bandwidth_in")
+            && err.contains("staging"),
+        "{err}"
+    );
+    let (code, _, err) = calibrate(&[a.to_str().unwrap(), "--fit", "staging=nfs"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("condorio, nonsharedfs or sharedfs"), "{err}");
+}
+
+#[test]
+fn calibrate_fits_each_data_configuration_and_writes_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = chain_trace_on(dir.path(), 3, 400.0, "node-1");
+    let b = chain_trace_on(dir.path(), 6, 700.0, "node-1");
+    let json = dir.path().join("fit.json");
+    let (code, out, err) = gridbed(&[
+        "calibrate",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--testbed",
+        TESTBED,
+        "--fit",
+        "job_start_delay,submit.bandwidth,staging",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let modes: Vec<&str> = fit["modes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["staging"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["condorio", "nonsharedfs", "sharedfs"]);
+    let rate = &fit["knobs"][1];
+    assert_eq!(rate["knob"], "submit.bandwidth");
+    assert_eq!(rate["unit"], "bytes_per_second");
+    assert!(rate["text"].as_str().unwrap().contains("bit/s)"), "{rate}");
+    // Searched within an interface's physical bounds.
+    let v = rate["value"].as_f64().unwrap();
+    assert!((1.25e6..=12.5e9).contains(&v), "{rate}");
+    assert!(fit["staging"].is_string(), "{fit}");
+    assert!(out.contains("each data configuration fitted"), "{out}");
+    // Without --fit the choice is printed with its reasons: chains move no
+    // bytes, so no rate.
+    let (code, out, err) = gridbed(&[
+        "calibrate",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--testbed",
+        TESTBED,
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("knobs chosen") && out.contains("no rate"),
+        "{out}"
     );
 }
 

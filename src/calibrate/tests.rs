@@ -1,0 +1,274 @@
+//! The calibration's parts on small traces written here: the data
+//! configurations, the recorded placement, the platform check, the knobs'
+//! names, and the default choice.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::core::ReplicaPolicy;
+
+/// A platform: a submit host, a staging store and a template machine.
+const TESTBED: &str = r#"
+name = "t"
+strategy = "round-robin"
+replica_policy = "caching"
+origin = "submit"
+[emulation]
+time_scale = 1
+byte_scale = 1
+[manager]
+maxpre = 0
+[[site]]
+name = "submit"
+new = true
+storage = true
+cpus = 0
+disk = "1 TB"
+bandwidth = "100 MB/s"
+stream_cap = "unlimited"
+[[site]]
+name = "store"
+new = true
+storage = true
+cpus = 0
+disk = "1 TB"
+bandwidth = "100 MB/s"
+stream_cap = "unlimited"
+[[site]]
+name = "machine"
+new = true
+cpus = 4
+disk = "1 TB"
+bandwidth = "1 GB/s"
+stream_cap = "unlimited"
+[workflow]
+file = "unused.json"
+"#;
+
+/// A run of `n` independent jobs, each reading one `mb`-MB file that all
+/// share (as 1000genome's jobs read their chromosome's) for 10 s on machine
+/// `{kind}-{i % 2}`, that took `makespan` s.
+fn trace(dir: &Path, name: &str, kind: &str, n: usize, mb: u64, makespan: f64) -> PathBuf {
+    let machines = 2;
+    let tasks: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({
+                "name": format!("t{i}"), "id": format!("t{i}"), "parents": [], "children": [],
+                "inputFiles": ["in"], "outputFiles": []
+            })
+        })
+        .collect();
+    let files = [serde_json::json!({"id": "in", "sizeInBytes": mb * 1_000_000})];
+    let runs: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({"id": format!("t{i}"), "runtimeInSeconds": 10.0,
+                "machines": [format!("{kind}-{}", i % machines)]})
+        })
+        .collect();
+    let ms: Vec<serde_json::Value> = (0..machines)
+        .map(|k| {
+            serde_json::json!({"nodeName": format!("{kind}-{k}"),
+                "cpu": {"coreCount": 4}, "memoryInBytes": 64_000_000_000u64})
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "name": name, "schemaVersion": "1.5",
+        "workflow": {
+            "specification": {"tasks": tasks, "files": files},
+            "execution": {"makespanInSeconds": makespan, "tasks": runs, "machines": ms}
+        }
+    });
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
+    path
+}
+
+fn testbed(dir: &Path) -> PathBuf {
+    let path = dir.join("t.toml");
+    std::fs::write(&path, TESTBED).unwrap();
+    path
+}
+
+fn loaded(dir: &Path, path: &Path) -> (Trace, crate::config::Scenario) {
+    let t = Trace::read(path).unwrap();
+    let s = testbed_for(&testbed(dir), &t, None).unwrap();
+    (t, s)
+}
+
+#[test]
+fn each_data_configuration_lays_out_the_machines_and_their_data_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, base) = loaded(dir.path(), &trace(dir.path(), "a", "node", 6, 100, 100.0));
+    let names = |s: &crate::config::Scenario| -> Vec<String> {
+        s.sites.iter().map(|x| x.info.name.clone()).collect()
+    };
+    // The testbed's own path, each job on the machine it ran on.
+    let own = replay(base.clone(), &t, None).unwrap();
+    assert_eq!(names(&own), ["submit", "store", "node-0", "node-1"]);
+    assert_eq!(own.manager.replica_policy, ReplicaPolicy::Caching);
+    assert_eq!(own.strategy, "recorded");
+    assert_eq!(placed(&own, &t), 6);
+    let condorio = replay(base.clone(), &t, Some(Staging::Condorio)).unwrap();
+    assert_eq!(condorio.manager.replica_policy, ReplicaPolicy::Return);
+    assert_eq!(condorio.sites[condorio.origin].info.name, "submit");
+    // Through the staging store: the inputs start there, outputs go there.
+    let staged = replay(base.clone(), &t, Some(Staging::Nonsharedfs)).unwrap();
+    assert_eq!(staged.manager.replica_policy, ReplicaPolicy::Return);
+    assert_eq!(staged.sites[staged.origin].info.name, "store");
+    assert!(
+        staged
+            .submissions
+            .list
+            .iter()
+            .all(|s| s.origin == staged.origin)
+    );
+    // One shared file system: one site with every core.
+    let shared = replay(base, &t, Some(Staging::Sharedfs)).unwrap();
+    assert_eq!(names(&shared), ["submit", "store", "node-0+node-1"]);
+    assert_eq!(shared.sites[2].info.cpus, 8);
+    assert_eq!(shared.manager.replica_policy, ReplicaPolicy::Caching);
+    assert_ne!(shared.strategy, "recorded");
+}
+
+#[test]
+fn a_rate_set_on_the_template_reaches_every_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (t, mut base) = loaded(dir.path(), &trace(dir.path(), "a", "node", 4, 100, 100.0));
+    let k = Knob::parse("machine.bandwidth", &base).unwrap();
+    k.set(&mut base, 25e6);
+    let s = replay(base, &t, Some(Staging::Condorio)).unwrap();
+    for m in &s.sites[2..] {
+        assert_eq!(
+            (m.bandwidth_in, m.bandwidth_out),
+            (25e6, 25e6),
+            "{}",
+            m.info.name
+        );
+    }
+    assert_eq!(s.sites[0].bandwidth_out, 100e6);
+}
+
+#[test]
+fn a_knob_the_testbed_lacks_is_refused_with_those_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, base) = loaded(dir.path(), &trace(dir.path(), "a", "node", 2, 1, 100.0));
+    let e = Knob::parse("wan.bandwidth", &base).unwrap_err();
+    assert!(
+        e.contains("`wan.bandwidth`")
+            && e.contains("submit.bandwidth_in")
+            && e.contains("machine.stream_cap")
+            && e.contains("job_start_delay")
+            && e.contains("staging"),
+        "{e}"
+    );
+    assert_eq!(
+        Knob::parse("submit.bandwidth_out", &base).unwrap(),
+        Knob::BandwidthOut("submit".into())
+    );
+}
+
+#[test]
+fn traces_of_two_platforms_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Trace::read(&trace(dir.path(), "a", "node", 2, 1, 100.0)).unwrap();
+    let b = Trace::read(&trace(dir.path(), "b", "node", 4, 1, 100.0)).unwrap();
+    let c = Trace::read(&trace(dir.path(), "c", "gpu", 2, 1, 100.0)).unwrap();
+    assert!(one_platform([&a, &b]).is_ok());
+    let e = one_platform([&a, &b, &c]).unwrap_err().to_string();
+    assert!(
+        e.contains("two platforms") && e.contains("node-0, node-1") && e.contains("gpu-0, gpu-1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_rate_is_chosen_only_where_the_traces_can_show_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Little data: no rate, the WMS's three knobs.
+    let light = [
+        loaded(d, &trace(d, "l1", "node", 4, 1, 100.0)),
+        loaded(d, &trace(d, "l2", "node", 8, 10, 200.0)),
+    ];
+    let c = choose(&light);
+    assert_eq!(
+        c.knobs,
+        [
+            Knob::JobStartDelay,
+            Knob::NegotiatorInterval,
+            Knob::PostscriptOverhead
+        ]
+    );
+    assert!(c.staging.is_empty());
+    assert!(
+        c.reasons.iter().any(|r| r.starts_with("no rate")),
+        "{:?}",
+        c.reasons
+    );
+    // Gigabytes per job, differing per job between the runs: the
+    // machines' interface and the data configuration.
+    let heavy = [
+        loaded(d, &trace(d, "h1", "node", 4, 500, 100.0)),
+        loaded(d, &trace(d, "h2", "node", 8, 2000, 200.0)),
+    ];
+    let c = choose(&heavy);
+    assert_eq!(
+        c.knobs,
+        [Knob::JobStartDelay, Knob::Bandwidth("machine".into())]
+    );
+    assert_eq!(c.staging, Staging::ALL);
+    // Bytes growing with jobs alone tell nothing a start rate does not.
+    let even = [
+        loaded(d, &trace(d, "e1", "node", 4, 500, 100.0)),
+        loaded(d, &trace(d, "e2", "node", 8, 500, 200.0)),
+    ];
+    let c = choose(&even);
+    assert!(!c.knobs.iter().any(Knob::is_rate), "{:?}", c.knobs);
+    assert!(
+        c.reasons.iter().any(|r| r.contains("differ only")),
+        "{:?}",
+        c.reasons
+    );
+    // One trace: one knob.
+    assert_eq!(choose(&heavy[..1]).knobs, [Knob::JobStartDelay]);
+}
+
+#[test]
+fn the_fit_finds_the_rate_that_made_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two runs made on the testbed with the machines' interface at 20 MB/s
+    // under condorio: the fit finds the rate and the configuration.
+    let made = |name: &str, n: usize, mb: u64| {
+        let path = trace(d, name, "node", n, mb, 1.0);
+        let (t, mut s) = loaded(d, &path);
+        Knob::Bandwidth("machine".into()).set(&mut s, 20e6);
+        let p = predict(&t, &replay(s, &t, Some(Staging::Condorio)).unwrap()).unwrap();
+        trace(d, name, "node", n, mb, p.predicted)
+    };
+    let runs = [made("r1", 4, 200), made("r2", 8, 1000)];
+    let fit_on: Vec<_> = runs.iter().map(|p| loaded(d, p)).collect();
+    let fit = calibrate(
+        &fit_on,
+        &[Knob::Bandwidth("machine".into())],
+        &Staging::ALL,
+        &[],
+    )
+    .unwrap();
+    let rate = fit.value(&Knob::Bandwidth("machine".into())).unwrap();
+    assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
+    assert_eq!(fit.modes.len(), 3);
+    assert!(fit.rms_error < 0.01, "{fit:?}");
+    assert!(matches!(
+        fit.staging,
+        Some(Staging::Condorio | Staging::Nonsharedfs)
+    ));
+    let shared = fit
+        .modes
+        .iter()
+        .find(|m| m.staging == Some(Staging::Sharedfs))
+        .unwrap();
+    assert!(shared.rms_error > fit.rms_error, "{:?}", fit.modes);
+    assert_eq!(fit.knobs[0].at_bound, None);
+    assert_eq!(fit.knobs[0].unit, Unit::BytesPerSecond);
+}
