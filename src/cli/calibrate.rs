@@ -42,6 +42,10 @@ pub(crate) struct CalibrateArgs {
     /// Write the fit and every prediction (JSON) here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Draw predicted against recorded makespans here (SVG): the traces
+    /// fitted on filled, those predicted hollow, the ±10% band shaded.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
     /// Seed of the runs' draws.
     #[arg(long)]
     seed: Option<u64>,
@@ -181,7 +185,69 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
     if let Some(path) = &args.json {
         write_json(path, &fit)?;
     }
+    if let Some(path) = &args.svg {
+        draw(path, &fit)?;
+        say!("wrote {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Predicted against recorded, fitted and predicted traces apart.
+fn draw(path: &Path, fit: &Fit) -> Result<(), CliError> {
+    use crate::report::plot::{Marked, parity_chart};
+    // Labels without what every trace's name shares (`1000genome-chameleon-`).
+    let names: Vec<&str> = fit
+        .fitted
+        .iter()
+        .chain(&fit.predicted)
+        .map(|p| p.trace.as_str())
+        .collect();
+    let mut common = names.first().map_or(0, |n| n.len());
+    for n in &names {
+        common = common.min(
+            n.bytes()
+                .zip(names[0].bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    let cut = names
+        .first()
+        .map_or(0, |n| n[..common].rfind('-').map_or(0, |i| i + 1));
+    let group = |name: &str, ps: &[Prediction]| Marked {
+        name: format!("{name} ({})", ps.len()),
+        points: ps
+            .iter()
+            .map(|p| {
+                let label = p.trace.get(cut..).unwrap_or(&p.trace);
+                (
+                    label.trim_end_matches("-001").to_string(),
+                    p.recorded,
+                    p.predicted,
+                )
+            })
+            .collect(),
+    };
+    let mut knobs: Vec<String> = fit
+        .knobs
+        .iter()
+        .map(|f| format!("{} {}", f.knob.name(), f.text))
+        .collect();
+    if let Some(st) = fit.staging {
+        knobs.push(st.name().into());
+    }
+    let groups = [
+        group("fitted", &fit.fitted),
+        group("predicted", &fit.predicted),
+    ];
+    parity_chart(
+        path,
+        &format!("makespans: {}", knobs.join(", ")),
+        "s",
+        &groups,
+        0.10,
+    )
+    .map_err(|e| CliError::failed(e.to_string()))
 }
 
 /// `gridbed validate TESTBED --trace FILE`: the trace predicted beside its

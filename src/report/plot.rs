@@ -141,6 +141,21 @@ mod tests {
             },
         ];
         line_chart(&path, "t", "sites", "hours", &series).unwrap();
+        let groups = [
+            Marked {
+                name: "fitted".into(),
+                points: vec![("a".into(), 100.0, 104.0)],
+            },
+            Marked {
+                name: "predicted".into(),
+                points: vec![("b".into(), 300.0, 250.0)],
+            },
+        ];
+        let parity = dir.path().join("p.svg");
+        parity_chart(&parity, "t", "s", &groups, 0.1).unwrap();
+        let svg = std::fs::read_to_string(&parity).unwrap();
+        assert!(svg.contains("fitted") && svg.contains("predicted") && svg.contains("±10%"));
+        assert!(parity_chart(&parity, "t", "s", &[], 0.1).is_err());
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("clustered") && svg.contains("random"));
         assert!(line_chart(&path, "t", "x", "y", &[]).is_err());
@@ -408,4 +423,102 @@ mod bar_tests {
         assert!(svg.contains("gcc-4GB") && svg.contains("performance index"));
         assert!(grouped_bars(&path, "t", "x", &[], &groups).is_err());
     }
+}
+
+/// Labelled points drawn with one marker (a group of a parity chart).
+pub struct Marked {
+    /// Legend label.
+    pub name: String,
+    /// (label, recorded, predicted) points.
+    pub points: Vec<(String, f64, f64)>,
+}
+
+/// Predicted against recorded: each group's points with their labels, the
+/// diagonal where the two agree and the band of ±`band` (a fraction) about
+/// it, into an SVG at `path`. The first group is drawn filled, the others
+/// hollow, so fitted and predicted points read apart.
+pub fn parity_chart(
+    path: &Path,
+    title: &str,
+    unit: &str,
+    groups: &[Marked],
+    band: f64,
+) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
+    let top = groups
+        .iter()
+        .flat_map(|g| g.points.iter())
+        .fold(0.0_f64, |m, p| m.max(p.1).max(p.2));
+    if top <= 0.0 || !top.is_finite() {
+        return Err(PlotError::at(path, "no data"));
+    }
+    let top = top * 1.12;
+    let root = SVGBackend::new(path, (760, 720)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..top, 0.0..top)
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("recorded ({unit})"))
+        .y_desc(format!("predicted ({unit})"))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let grey = RGBColor(120, 120, 120);
+    chart
+        .draw_series(std::iter::once(Polygon::new(
+            vec![
+                (0.0, 0.0),
+                (top, top * (1.0 + band)),
+                (top, top * (1.0 - band)),
+            ],
+            grey.mix(0.15).filled(),
+        )))
+        .map_err(|e| err(&e))?
+        .label(format!("±{:.0}%", 100.0 * band))
+        .legend(move |(x, y)| {
+            Rectangle::new([(x, y - 5), (x + 18, y + 5)], grey.mix(0.3).filled())
+        });
+    chart
+        .draw_series(LineSeries::new(
+            vec![(0.0, 0.0), (top, top)],
+            grey.stroke_width(1),
+        ))
+        .map_err(|e| err(&e))?;
+    for (i, g) in groups.iter().enumerate() {
+        let colour = colour(i, groups.len());
+        let style = if i == 0 {
+            colour.filled()
+        } else {
+            colour.stroke_width(2)
+        };
+        chart
+            .draw_series(g.points.iter().map(|p| Circle::new((p.1, p.2), 5, style)))
+            .map_err(|e| err(&e))?
+            .label(g.name.clone())
+            .legend(move |(x, y)| Circle::new((x + 9, y), 5, style));
+        chart
+            .draw_series(g.points.iter().map(|p| {
+                Text::new(
+                    p.0.clone(),
+                    (p.1, p.2),
+                    ("sans-serif", 11).into_font().color(&colour),
+                )
+            }))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
 }

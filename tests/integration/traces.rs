@@ -288,6 +288,8 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
         "job_start_delay,submit.bandwidth,staging",
         "--json",
         json.to_str().unwrap(),
+        "--svg",
+        dir.path().join("fit.svg").to_str().unwrap(),
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -307,6 +309,8 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
     assert!((1.25e6..=12.5e9).contains(&v), "{rate}");
     assert!(fit["staging"].is_string(), "{fit}");
     assert!(out.contains("each data configuration fitted"), "{out}");
+    let svg = std::fs::read_to_string(dir.path().join("fit.svg")).unwrap();
+    assert!(svg.contains("fitted (2)") && svg.contains("±10%"), "{svg}");
     // Without --fit the choice is printed with its reasons: chains move no
     // bytes, so no rate.
     let (code, out, err) = gridbed(&[
