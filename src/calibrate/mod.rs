@@ -27,6 +27,6 @@ pub use fit::{Fit, Fitted, ModeFit, calibrate, fitted_table};
 pub use knob::{Knob, Unit, show_rate};
 pub use staging::Staging;
 pub use trace::{
-    LevelFinish, Machine, Prediction, Trace, TraceError, one_platform, placed, predict, replay,
-    scenario_for, testbed_for,
+    LevelFinish, Machine, Prediction, Trace, TraceError, evidence, one_platform, placed, predict,
+    replay, scenario_for, testbed_for,
 };

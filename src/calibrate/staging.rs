@@ -84,6 +84,15 @@ impl Staging {
         }
     }
 
+    /// The configuration whose data path this one gives on `scenario`:
+    /// `nonsharedfs` with no staging site is `condorio`.
+    pub fn effective(self, scenario: &Scenario) -> Staging {
+        match self {
+            Staging::Nonsharedfs if staging_site(scenario).is_none() => Staging::Condorio,
+            other => other,
+        }
+    }
+
     /// Whether the trace's machines are one site (a shared file system).
     pub(super) fn merges_machines(self) -> bool {
         self == Staging::Sharedfs

@@ -46,6 +46,11 @@ pub struct Trace {
     /// traces have none).
     #[serde(skip)]
     pub times: HashMap<String, (f64, f64)>,
+    /// Tasks whose bytes read and written the trace records (`readBytes`,
+    /// `writtenBytes`).
+    pub io_recorded: usize,
+    /// Tasks in its execution section.
+    pub tasks: usize,
 }
 
 /// A machine a trace's run used.
@@ -164,8 +169,16 @@ impl Trace {
             ));
         }
         let times = task_times(wf, ex);
+        let executed = ex.get("tasks").and_then(Value::as_array);
+        let io_recorded = executed.map_or(0, |ts| {
+            ts.iter()
+                .filter(|t| t.get("readBytes").is_some() || t.get("writtenBytes").is_some())
+                .count()
+        });
         Ok(Trace {
             times,
+            io_recorded,
+            tasks: executed.map_or(0, Vec::len),
             path: path.to_path_buf(),
             name: path
                 .file_stem()
@@ -278,6 +291,35 @@ pub fn placed(scenario: &Scenario, trace: &Trace) -> usize {
                 .is_some_and(|s| trace.machines.iter().any(|m| m.name == s))
         })
         .count()
+}
+
+/// What `trace` records beyond its makespan and runtimes, and what the fit
+/// makes of it, in a line.
+pub fn evidence(trace: &Trace, scenario: &Scenario) -> String {
+    let jobs = scenario.workflow.jobs.len();
+    let placed = placed(scenario, trace);
+    let mut parts = vec![format!("makespan {:.0} s", trace.makespan)];
+    parts.push(if placed == jobs {
+        format!("the machine of every job ({jobs}): its placement replayed")
+    } else if placed > 0 {
+        format!("the machine of {placed} of {jobs} jobs: not replayed (the testbed's selector places them)")
+    } else {
+        "no machine per job: the testbed's selector places them".into()
+    });
+    parts.push(if trace.times.is_empty() {
+        "no task start times: makespan only".into()
+    } else {
+        format!("start and end of {} tasks: fitted too", trace.times.len())
+    });
+    parts.push(if trace.io_recorded == 0 {
+        "no bytes read or written: the files' sizes give what each job moves".into()
+    } else {
+        format!(
+            "bytes read and written of {} of {} tasks: not used, the files' sizes give what each job moves",
+            trace.io_recorded, trace.tasks
+        )
+    });
+    parts.join("; ")
 }
 
 /// The scenario that replays `trace` on `testbed` with the testbed's own

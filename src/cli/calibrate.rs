@@ -120,6 +120,10 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
     let others = load(&args.testbed, &args.predict, args.seed)?;
     calibrate::one_platform(fit_on.iter().chain(&others).map(|(t, _)| t))
         .map_err(CliError::input)?;
+    say!("what the traces record:");
+    for (t, s) in fit_on.iter().chain(&others) {
+        say!("  {}: {}", t.name, calibrate::evidence(t, s));
+    }
     let (knobs, staging) = if args.fit.is_empty() {
         let choice = calibrate::choose(&fit_on);
         say!("knobs chosen (the traces can tell these apart):");

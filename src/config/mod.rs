@@ -510,7 +510,17 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         (None, Some(p)) => base.join(p.get_ref()),
         (None, None) => sites::default_catalog(base),
     };
-    let catalogue = sites::Catalogue::read(&catalog_path)?;
+    // A testbed that defines every site itself reads no catalogue unless it
+    // names one.
+    let catalogue = if overrides.sites_file.is_none()
+        && tb.sites_file.is_none()
+        && !catalog_path.is_file()
+        && tb.site.iter().all(|s| s.get_ref().new)
+    {
+        sites::Catalogue::empty(&catalog_path)?
+    } else {
+        sites::Catalogue::read(&catalog_path)?
+    };
     let mut sites = sites::resolve(&tb.site, &src, base, &catalogue)?;
     let mut topology = sites::topology(&tb.site, &tb.link, &src, &catalogue)?;
     if let Some(e) = &tb.network.protocol_efficiency {

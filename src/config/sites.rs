@@ -30,7 +30,7 @@ pub(super) struct BackgroundFile {
 pub(super) struct SiteFile {
     name: Spanned<String>,
     #[serde(default)]
-    new: bool,
+    pub(super) new: bool,
     storage: Option<bool>,
     cpus: Option<Spanned<usize>>,
     disk: Option<Size>,
@@ -98,7 +98,16 @@ impl Catalogue {
     /// Reads the catalogue at `catalog_path`: every site named once, each
     /// with its CPUs and disk.
     pub(super) fn read(catalog_path: &Path) -> Result<Catalogue, ConfigError> {
-        let catalog_src = Source::read(catalog_path)?;
+        Catalogue::of(catalog_path, Source::read(catalog_path)?)
+    }
+
+    /// No sites: what a testbed that defines every site itself (`new =
+    /// true`) needs when no catalogue is beside it.
+    pub(super) fn empty(catalog_path: &Path) -> Result<Catalogue, ConfigError> {
+        Catalogue::of(catalog_path, Source::of(catalog_path, ""))
+    }
+
+    fn of(catalog_path: &Path, catalog_src: Source) -> Result<Catalogue, ConfigError> {
         let catalog: CatalogFile = catalog_src.parse()?;
 
         let mut names: Vec<String> = Vec::new();

@@ -31,6 +31,14 @@ impl Source {
         })
     }
 
+    /// `text` as if read from `path` (a file that need not exist).
+    pub(crate) fn of(path: &Path, text: &str) -> Source {
+        Source {
+            path: path.to_path_buf(),
+            text: text.into(),
+        }
+    }
+
     /// An error at `span` (none: the file as a whole); `field` None derives
     /// it from the text (table header and key of that line).
     pub(crate) fn error(
