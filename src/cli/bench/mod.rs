@@ -15,10 +15,14 @@
 //! * **network**: the max-min flow model alone, 10,000 flows over 100 sites
 //!   and 10 shared links, 2,000 ends each followed by a start, flows
 //!   re-rated per second (`network.rs`).
+//! * **calibrate**: `gridbed calibrate` over 20 traces with four rates and
+//!   the data configuration, and whether it finds the rate the traces were
+//!   made with (`calibrate.rs`).
 //! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
 //!   machines, its re-planning after a machine loss, and its share of a sim
 //!   run (`planner.rs`).
 
+mod calibrate;
 mod netbed;
 mod network;
 mod planner;
@@ -44,7 +48,7 @@ use crate::workflow::generators::Spatial;
 /// Options of `gridbed bench`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmarks: sim, network, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner, record, parse, dslab, million (default: all).
+    /// Which benchmarks: sim, calibrate, network, diffusion, farm, db, wfformat, manager, decisions, dispatch, metrics, transfer, faults, planner, record, parse, dslab, million (default: all).
     #[arg(value_delimiter = ',')]
     which: Vec<String>,
     /// The same, as an option.
@@ -74,8 +78,9 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 19] = [
+const BENCHMARKS: [&str; 20] = [
     "sim",
+    "calibrate",
     "network",
     "diffusion",
     "farm",
@@ -226,6 +231,11 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         let (flows, ends) = (10_000 / shrink, 2_000 / shrink as u64);
         figures.push(
             network::network(flows.max(10), 100, 10, ends.max(10)).map_err(failed("network"))?,
+        );
+    }
+    if want("calibrate") {
+        figures.extend(
+            calibrate::calibrate((20 / shrink).max(2)).map_err(failed("calibrate"))?,
         );
     }
     if want("planner") {
