@@ -234,9 +234,7 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         );
     }
     if want("calibrate") {
-        figures.extend(
-            calibrate::calibrate((20 / shrink).max(2)).map_err(failed("calibrate"))?,
-        );
+        figures.extend(calibrate::calibrate((20 / shrink).max(2)).map_err(failed("calibrate"))?);
     }
     if want("planner") {
         figures.extend(planner::planner(5_000 / shrink, 100).map_err(failed("planner"))?);
