@@ -3,9 +3,12 @@
 //! task times (an instance gridbed wrote, or any with `executedAt` per task)
 //! adds the squared RMS of its task start/end differences, as a fraction of
 //! its makespan. A makespan is a
-//! step function of interval knobs (ticks), so the search takes no
-//! derivatives: a log-spaced grid over each knob's range, then Nelder–Mead
-//! in log space from the grid's best point.
+//! step function of interval knobs (ticks) and of rates, so the search takes
+//! no derivatives: a log-spaced grid over each knob's range (a Halton
+//! sequence from three knobs on), then Nelder–Mead in log space from the
+//! three best points, restarted while that still helps. Each data
+//! configuration asked for ([`Staging`]) is fitted on its own and the least
+//! cost kept.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

@@ -170,32 +170,6 @@ impl Knob {
         s.sites.iter().position(|x| x.info.name == name)
     }
 
-    /// Its value in `s` (∞ for an unlimited rate).
-    pub fn get(&self, s: &Scenario) -> f64 {
-        let m = &s.manager;
-        let site = |n: &str| Knob::site(s, n).map(|i| &s.sites[i]);
-        match self {
-            Knob::NegotiatorInterval => m.wms.negotiator_interval,
-            Knob::JobStartDelay => m.wms.job_start_delay / m.wms.job_start_count as f64,
-            Knob::SubmitDelay => m.wms.submit_delay,
-            Knob::UserLogScanInterval => m.wms.user_log_scan_interval,
-            Knob::PostscriptOverhead => m.postscript_overhead.mean(),
-            Knob::SubmitOverhead => m.submit_overhead.mean(),
-            Knob::ReleaseOverhead => m.release_overhead.mean(),
-            Knob::Bandwidth(n) | Knob::BandwidthOut(n) => {
-                site(n).map_or(f64::NAN, |x| x.bandwidth_out)
-            }
-            Knob::BandwidthIn(n) => site(n).map_or(f64::NAN, |x| x.bandwidth_in),
-            Knob::StreamCap(n) => site(n).map_or(f64::NAN, |x| x.stream_cap),
-            Knob::LinkBandwidth(n) => s
-                .topology
-                .links
-                .iter()
-                .find(|l| &l.name == n)
-                .map_or(f64::NAN, |l| l.bandwidth),
-        }
-    }
-
     /// Sets it in `s` (a latency becomes fixed at the value). A knob that
     /// names what `s` lacks changes nothing.
     pub fn set(&self, s: &mut Scenario, v: f64) {
