@@ -264,9 +264,9 @@ pub fn replay(
     {
         p.clone_from(&path);
     }
-    if staging.is_some_and(Staging::merges_machines) {
-        // One site: nothing to place.
-    } else if placed(&scenario, trace) == scenario.workflow.jobs.len() {
+    // Merged into one site, the machines leave nothing to place.
+    let merged = staging.is_some_and(Staging::merges_machines);
+    if !merged && placed(&scenario, trace) == scenario.workflow.jobs.len() {
         scenario.strategy = "recorded".into();
     }
     if let Some(staging) = staging {
