@@ -166,8 +166,9 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
             metrics_addr: args.metrics_addr,
             linger: args.linger,
             pool_root: args.pool_dir.clone(),
+            registry: None,
         };
-        let r = crate::live::farm::run(&tb.spec, &tb.tasks, em, opts).map_err(CliError::failed)?;
+        let r = crate::live::farm::run(&tb.spec, &tb.tasks, em, opts).map_err(CliError::engine)?;
         print_farm(&r.run, &tb);
         say!(
             "  live            {:.1} s wall (setup {:.1} s); {} transfers, {} real; {} peer reads re-sent to the store; executors started {}, released {} (pools left {}); {} cached files verified",

@@ -51,6 +51,14 @@ impl CliError {
     pub fn failed(e: impl std::fmt::Display) -> Self {
         CliError::Failed(e.to_string())
     }
+    /// A live run's failure: bad input (exit 2) when a policy's name or
+    /// its external program failed, else a failure (exit 1).
+    pub fn engine(e: crate::live::EngineError) -> Self {
+        match e {
+            crate::live::EngineError::Policy(p) => CliError::input(p),
+            e => CliError::failed(e),
+        }
+    }
     /// The process's exit code for it.
     pub fn code(&self) -> ExitCode {
         match self {

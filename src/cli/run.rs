@@ -375,7 +375,7 @@ fn execute(
                 db,
                 keep_pools: ex.out.keep_pools.is_some(),
             };
-            let result = live::run(scenario, opts).map_err(CliError::failed)?;
+            let result = live::run(scenario, opts).map_err(CliError::engine)?;
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, &run_id, detail);
             say!("{}", record.table().trim_end());
@@ -488,7 +488,7 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
         pool_root: args.pool_dir.clone(),
         ..Default::default()
     };
-    let live_run = live::run(&scenario, opts).map_err(CliError::failed)?;
+    let live_run = live::run(&scenario, opts).map_err(CliError::engine)?;
     let live_record = RunRecord::from_run(&scenario, &live_run, &run_id, Detail::Full);
     let cmp = Comparison::new(&sim_record, &live_record, args.tolerance)
         .with_traces(&sim_run.records.trace(), &live_run.records.trace());
@@ -514,7 +514,7 @@ pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
             run_id: format!("{run_id}-netbed"),
             ..Default::default()
         };
-        let net_run = live::run(&on_net, opts).map_err(CliError::failed)?;
+        let net_run = live::run(&on_net, opts).map_err(CliError::engine)?;
         say!(
             "\n{}",
             shaping_table(

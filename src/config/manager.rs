@@ -49,10 +49,11 @@ pub(super) fn policies<W>(
     tb: &TestbedFile<W>,
     src: &Source,
     overrides: &Overrides,
+    registry: &policy::Registry,
 ) -> Result<(String, String), ConfigError> {
     let strategy = match &overrides.strategy {
         Some(s) => {
-            policy::site_selector(s, 0).map_err(|e| ConfigError {
+            registry.site_selector(s, 0).map_err(|e| ConfigError {
                 file: PathBuf::from("(command line)"),
                 line: 0,
                 column: 0,
@@ -63,14 +64,16 @@ pub(super) fn policies<W>(
         }
         None => {
             let s = tb.strategy.get_ref();
-            policy::site_selector(s, 0)
+            registry
+                .site_selector(s, 0)
                 .map_err(|e| src.error(Some(tb.strategy.span()), None, e.to_string()))?;
             s.clone()
         }
     };
     let eviction = match &tb.eviction {
         Some(e) => {
-            policy::eviction_policy(e.get_ref(), 0)
+            registry
+                .eviction_policy(e.get_ref(), 0)
                 .map_err(|err| src.error(Some(e.span()), None, err.to_string()))?;
             e.get_ref().clone()
         }
@@ -85,6 +88,7 @@ pub(super) fn settings<W>(
     tb: &TestbedFile<W>,
     src: &Source,
     strategy: &str,
+    registry: &policy::Registry,
 ) -> Result<ManagerSettings, ConfigError> {
     let m = &tb.manager;
     let defaults = ManagerSettings::default();
@@ -132,7 +136,7 @@ pub(super) fn settings<W>(
     };
     if let Some(b) = &m.cache_bound {
         let eviction = tb.eviction.as_ref().map_or("lru", |e| e.get_ref().as_str());
-        if let Err(e) = policy::cache_worth(eviction) {
+        if let Err(e) = registry.cache_worth(eviction) {
             let msg = format!(
                 "cache_bound ranks the cache by the eviction policy, which must be lru, lfu or worth: {e}"
             );
@@ -164,7 +168,7 @@ pub(super) fn settings<W>(
     }
 
     // A strategy that implies a replica policy (RandomCaching) decides it.
-    if let Ok(selector) = policy::site_selector(strategy, 0)
+    if let Ok(selector) = registry.site_selector(strategy, 0)
         && let Some(p) = selector.replica_policy()
     {
         manager.replica_policy = p;

@@ -214,6 +214,9 @@ pub struct Scenario {
     pub strategy: String,
     /// Eviction policy name.
     pub eviction: String,
+    /// Where `strategy` and `eviction` are looked up: the built-ins, and
+    /// what a library user registered ([`load_with`]).
+    pub registry: Arc<policy::Registry>,
     /// Manager tunables.
     pub manager: ManagerSettings,
     /// Timed faults (`[[fault]]`); per-response ones are in each site's
@@ -250,10 +253,38 @@ impl Scenario {
         }
     }
 
-    /// The workflow manager of this scenario: its site selector, the initial
-    /// replicas, and DAGMan's node settings when the workflow is a `.dag`.
-    pub fn new_manager(&self) -> Result<crate::core::Manager, policy::UnknownPolicy> {
-        let selector = policy::site_selector(&self.strategy, self.seed)?;
+    /// The policies of one run of this scenario: every policy of the run is
+    /// built from it, so that an external program is started once.
+    pub fn policies(&self) -> Arc<policy::RunPolicies> {
+        let bandwidth = |b: f64| b.is_finite().then_some(b);
+        let sites = self
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(id, s)| policy::external::SiteSummary {
+                id,
+                name: s.info.name.clone(),
+                cpus: s.info.cpus,
+                disk: s.info.disk,
+                bandwidth_out: bandwidth(s.bandwidth_out),
+                bandwidth_in: bandwidth(s.bandwidth_in),
+            })
+            .collect();
+        Arc::new(policy::RunPolicies::new(
+            self.registry.clone(),
+            self.seed,
+            sites,
+        ))
+    }
+
+    /// The workflow manager of this scenario: its site selector (built by
+    /// the run's `policies`), the initial replicas, and DAGMan's node
+    /// settings when the workflow is a `.dag`.
+    pub fn new_manager(
+        &self,
+        policies: &policy::RunPolicies,
+    ) -> Result<crate::core::Manager, policy::UnknownPolicy> {
+        let selector = policies.selector(&self.strategy)?;
         let mut m = crate::core::Manager::new(
             self.workflow.clone(),
             self.site_infos(),
@@ -266,7 +297,7 @@ impl Scenario {
             m.set_twins(&twins);
         }
         if self.manager.cache_bound.is_some() {
-            m.set_cache_worth(policy::cache_worth(&self.eviction)?);
+            m.set_cache_worth(policies.cache_worth(&self.eviction)?);
         }
         let dagman = self.source.as_ref().and_then(|src| {
             let info = src.dagman.as_ref()?;
@@ -500,8 +531,19 @@ pub(crate) struct TestbedFile<W> {
     workflow: Spanned<W>,
 }
 
-/// Loads and validates a testbed and the site catalogue it uses.
+/// Loads and validates a testbed and the site catalogue it uses, its
+/// policies among the built-ins.
 pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError> {
+    load_with(path, overrides, policy::Registry::shared_builtin())
+}
+
+/// [`load`], its policy names looked up in `registry` (the built-ins and
+/// the policies a library user registered).
+pub fn load_with(
+    path: &Path,
+    overrides: &Overrides,
+    registry: Arc<policy::Registry>,
+) -> Result<Scenario, ConfigError> {
     let src = Source::read(path)?;
     let tb = workflow::parse_testbed(&src)?;
     let base = path.parent().unwrap_or(Path::new("."));
@@ -535,8 +577,8 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
     }
     let faults = faults::resolve(&tb.fault, &mut sites, &src)?;
     let origin = sites::origin(&sites, &tb.origin, &src)?;
-    let (strategy, eviction) = manager::policies(&tb, &src, overrides)?;
-    let mut manager = manager::settings(&tb, &src, &strategy)?;
+    let (strategy, eviction) = manager::policies(&tb, &src, overrides, &registry)?;
+    let mut manager = manager::settings(&tb, &src, &strategy, &registry)?;
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
     manager.wms.seed = seed;
     let (workflow, source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
@@ -597,6 +639,7 @@ pub fn load(path: &Path, overrides: &Overrides) -> Result<Scenario, ConfigError>
         clustering,
         strategy,
         eviction,
+        registry,
         manager,
         faults,
         resume: None,

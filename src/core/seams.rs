@@ -36,6 +36,8 @@ pub struct GridView<'a> {
     pub submissions: &'a Submissions,
     /// Per submission: arrived, slots held, jobs ready and open.
     pub workload: &'a [Workload],
+    /// The time now (nominal s).
+    pub now: f64,
 }
 
 impl GridView<'_> {
@@ -129,6 +131,19 @@ pub struct Candidate {
 pub trait EvictionPolicy: Send {
     /// The eviction key of `candidate` as it is now.
     fn key(&mut self, candidate: &Candidate) -> u64;
+
+    /// Whether it chooses the victims itself ([`victims`](Self::victims))
+    /// instead of ranking files by key.
+    fn chooses(&self) -> bool {
+        false
+    }
+
+    /// When [`chooses`](Self::chooses): the files to evict, among
+    /// `candidates` (every evictable file, by file id), freeing at least
+    /// `need` bytes; `None` leaves it to the keys.
+    fn victims(&mut self, _candidates: &[Candidate], _need: u64) -> Option<Vec<FileId>> {
+        None
+    }
 }
 
 /// A file in an execute site's long-term cache as seed 003's cache

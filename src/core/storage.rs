@@ -426,9 +426,46 @@ impl Pool {
     }
 
     /// Evicts files by the policy's key until `size` more bytes fit (or
-    /// nothing evictable is left); returns them.
+    /// nothing evictable is left); returns them. A policy that chooses its
+    /// victims itself is asked first; a choice that is not evictable or
+    /// frees too little is not taken (the keys decide then).
     fn make_room(&mut self, size: u64) -> Vec<FileId> {
         let mut evicted = Vec::new();
+        let need = (self.used + size).saturating_sub(self.capacity);
+        if need > 0 && self.eviction.chooses() {
+            let mut candidates: Vec<Candidate> = self
+                .entries
+                .iter()
+                .filter(|(_, e)| e.key.is_some())
+                .map(|(&file, e)| Candidate {
+                    file,
+                    size: e.size,
+                    inserted: e.inserted,
+                    last_access: e.last_access,
+                    accesses: u64::from(e.accesses),
+                })
+                .collect();
+            candidates.sort_unstable_by_key(|c| c.file);
+            if let Some(chosen) = self.eviction.victims(&candidates, need) {
+                let mut freed = 0;
+                let valid = chosen.iter().enumerate().all(|(i, f)| {
+                    !chosen[..i].contains(f)
+                        && candidates.iter().any(|c| {
+                            c.file == *f && {
+                                freed += c.size;
+                                true
+                            }
+                        })
+                });
+                if valid && freed >= need {
+                    for victim in chosen {
+                        self.remove(victim);
+                        self.evictions += 1;
+                        evicted.push(victim);
+                    }
+                }
+            }
+        }
         while self.used + size > self.capacity {
             let entries = &self.entries;
             let index = self.evictable.get_or_insert_with(|| {

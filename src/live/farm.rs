@@ -75,6 +75,9 @@ pub struct FarmOptions {
     /// so reads fail their sha256 check and are retried or their tasks
     /// placed again.
     pub corrupt_store_responses: u32,
+    /// Where the farm's `policy` and `eviction` are looked up (`None`: the
+    /// built-ins).
+    pub registry: Option<Arc<crate::policy::Registry>>,
 }
 
 /// A finished live farm run.
@@ -511,9 +514,19 @@ async fn run_async(
             link_in: links(),
         }),
     };
-    let mut d = crate::policy::farm_dispatcher(spec, tasks)?;
+    let registry = opts
+        .registry
+        .clone()
+        .unwrap_or_else(crate::policy::Registry::shared_builtin);
+    let policies = Arc::new(crate::policy::RunPolicies::new(
+        registry,
+        spec.seed,
+        Vec::new(),
+    ));
+    let mut d = crate::policy::farm_dispatcher(spec, tasks, &policies)?;
     let mut engine = Engine {
         spec,
+        policies: policies.clone(),
         em,
         starter,
         execs: (0..spec.executors).map(|_| None).collect(),
@@ -640,6 +653,8 @@ struct Tally {
 /// report and carries out its commands with real executors and bytes.
 struct Engine<'a> {
     spec: &'a FarmSpec,
+    /// Where an external policy program's failure shows.
+    policies: Arc<crate::policy::RunPolicies>,
     em: Emulation,
     starter: Starter,
     execs: Vec<Option<Started>>,
@@ -675,6 +690,9 @@ impl Engine<'_> {
             }
             events.push(FarmEvent::Tick);
             d.handle_all(now, events, &mut commands);
+            if let Some(failure) = self.policies.failure() {
+                return Err(crate::policy::PolicyError::from(failure).into());
+            }
             self.carry_out(&mut commands).await?;
             sync_metrics(d, self.spec, self.metrics, &mut self.tally.last);
             progress.show(

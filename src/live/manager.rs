@@ -70,19 +70,24 @@ pub struct ManagerActor {
     out: Vec<Command>,
     db: Option<ControlDb>,
     timeline: Timeline,
+    /// Where an external policy program's failure shows: the run ends.
+    policies: Arc<crate::policy::RunPolicies>,
 }
 
 impl ManagerActor {
-    /// A manager actor around `core`.
+    /// A manager actor around `core`, whose policies (and the sites') came
+    /// from `policies`.
     pub fn new(
         mut core: Manager,
         clock: LiveClock,
         metrics: Arc<Metrics>,
         progress: BoxedObserver,
         db: Option<ControlDb>,
+        policies: Arc<crate::policy::RunPolicies>,
     ) -> Self {
         core.track_changes(db.is_some());
         ManagerActor {
+            policies,
             db,
             timeline: Timeline::default(),
             core: Some(core),
@@ -155,7 +160,7 @@ impl ManagerActor {
         if let Some(h) = self.tick.take() {
             ctx.cancel_future(h);
         }
-        if core.is_finished() {
+        if core.is_finished() || self.policies.failure().is_some() {
             self.publish();
             self.progress.finish();
             if let Some(done) = self.done.take() {

@@ -128,9 +128,10 @@ pub enum EngineError {
     /// Binding, temp dirs, file writes.
     #[error("live engine I/O: {0}")]
     Io(#[from] std::io::Error),
-    /// A policy name that slipped through validation.
+    /// A policy name that slipped through validation, or an external
+    /// policy program that failed.
     #[error(transparent)]
-    Policy(#[from] policy::UnknownPolicy),
+    Policy(#[from] policy::PolicyError),
     /// The origin cannot hold the inputs.
     #[error("origin site `{0}` cannot hold the workflow's inputs")]
     OriginFull(String),
@@ -198,7 +199,17 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
 
     // What can fail is done before any daemon is attached.
     let client = http_client()?;
-    let core = scenario.new_manager()?;
+    let policies = scenario.policies();
+    let core = scenario
+        .new_manager(&policies)
+        .map_err(policy::PolicyError::from)?;
+    // Every program the run's policies name is started (and its handshake
+    // checked) before any site is made: the sites' evictions name theirs
+    // here first.
+    policies
+        .eviction(&scenario.eviction, 0)
+        .map_err(policy::PolicyError::from)?;
+    policies.start()?;
     // Every site made before any clock starts: the in-process ones here,
     // the others by their daemons. The faults an in-process endpoint
     // injects reach the manager once it has started.
@@ -217,6 +228,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         content: &content,
         root: &root,
         shapers: &shapers,
+        policies: &policies,
     };
     let made = match make_sites(scenario, &sites, &opts, &reporter).await {
         Ok(m) => m,
@@ -273,8 +285,15 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         start: Instant::now(),
         time_scale: em.time_scale,
     };
-    let manager_addr =
-        manager::ManagerActor::new(core, clock, metrics.clone(), opts.progress, opts.db).start();
+    let manager_addr = manager::ManagerActor::new(
+        core,
+        clock,
+        metrics.clone(),
+        opts.progress,
+        opts.db,
+        policies.clone(),
+    )
+    .start();
     let mut sites = Vec::new();
     let mut servers = Vec::new();
     let mut remotes = Vec::new();
@@ -384,6 +403,9 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         let _ = r.send(Detach).await;
     }
     stop_metrics(metrics_server, opts.linger).await;
+    if let Some(failure) = policies.failure() {
+        return Err(policy::PolicyError::from(failure).into());
+    }
     let mut result = RunResult::from_manager("live", core, wall, timeline);
     result.evictions = reports.iter().map(|r| r.evictions).collect();
     result.used = reports.iter().map(|r| r.used).collect();
@@ -434,6 +456,8 @@ struct Sites<'a> {
     root: &'a std::path::Path,
     /// The network's limits this process carries out.
     shapers: &'a shaping::GridShapers,
+    /// The run's policies.
+    policies: &'a policy::RunPolicies,
 }
 
 /// Makes every site of `scenario` (see [`prepare`]), attaching the daemons
@@ -451,6 +475,7 @@ async fn make_sites(
         content,
         root,
         shapers,
+        policies,
     } = *made_with;
     let inputs = scenario.inputs_by_site();
     let site_names: Vec<String> = scenario.sites.iter().map(|s| s.info.name.clone()).collect();
@@ -476,6 +501,7 @@ async fn make_sites(
                     emulation: scenario.emulation,
                     seed: scenario.seed,
                     eviction: &scenario.eviction,
+                    policies,
                     inputs: &inputs[i],
                     resumed: &resumed,
                     shapers,

@@ -33,6 +33,8 @@ pub struct SiteSpec<'a> {
     pub seed: u64,
     /// The eviction policy's name.
     pub eviction: &'a str,
+    /// The run's policies, which build it.
+    pub policies: &'a policy::RunPolicies,
     /// Workflow inputs that start here (a submit machine).
     pub inputs: &'a [FileId],
     /// Outputs an interrupted run's ended jobs left here.
@@ -75,7 +77,10 @@ pub async fn prepare(
         .disable_cleanup(keep)
         .tempdir_in(root)?;
     let store = store::Store::new(dir.path());
-    let eviction = policy::eviction_policy(spec.eviction, spec.seed ^ (i as u64 + 1))?;
+    let eviction = spec
+        .policies
+        .eviction(spec.eviction, i)
+        .map_err(policy::PolicyError::from)?;
     let mut pool = Pool::new(s.info.disk, eviction);
     for &f in spec.inputs {
         pool.place_origin(f, wf.files[f].size)

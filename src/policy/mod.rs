@@ -3,15 +3,23 @@
 //! A policy gets a read-only view and returns a choice; it never does I/O and
 //! never sees an engine, so the sim and live engines run the same code (the
 //! dslab `Scheduler` habit, without handing over the engine's context).
-//! Adding a policy is one new file plus one line in [`SELECTORS`] or
-//! [`EVICTIONS`].
+//! Policies are found by name in a [`Registry`]: the built-ins are
+//! registered in it like a library user's own, and `external[cmd=…]` runs a
+//! program in any language that answers over a pipe ([`external`]). Adding
+//! a built-in is one new file plus one line in its `builtin_*` table.
 
 pub mod dispatch;
 pub mod eviction;
+pub mod external;
+mod registry;
 pub mod selector;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
+
+use registry::Table;
+pub use registry::{
+    Context, Ctor, PolicyError, Registry, RegistryError, RunPolicies, UnknownPolicy,
+};
 
 pub use crate::core::seams::{
     CacheWorth, CachedFile, Candidate, EvictionPolicy, GridView, SiteSelector,
@@ -53,20 +61,45 @@ impl Params {
     }
 }
 
-/// Splits `name[k=v,k2=v2]` into the name and its parameters.
+/// Splits `name[k=v,k2=v2]` into the name and its parameters. A value in
+/// double quotes may hold commas, brackets and `=` (`external[cmd="python3
+/// p.py --a=1"]`); `\"` and `\\` in it stand for `"` and `\`.
 fn parse_spec(spec: &str) -> Result<(&str, Params), String> {
     let Some((name, rest)) = spec.split_once('[') else {
         return Ok((spec.trim(), Params::default()));
     };
     let body = rest
+        .trim_end()
         .strip_suffix(']')
         .ok_or_else(|| "expected `name[key=value, …]`".to_string())?;
     let mut pairs = Vec::new();
-    for item in body.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+    for item in split_quoted(body)?.iter().map(|i| i.trim()) {
+        if item.is_empty() {
+            continue;
+        }
         let (k, v) = item
             .split_once('=')
             .ok_or_else(|| format!("expected `key=value`, found `{item}`"))?;
-        pairs.push((k.trim().to_string(), v.trim().to_string()));
+        let (k, v) = (k.trim(), v.trim());
+        let value = match v.strip_prefix('"') {
+            Some(quoted) => {
+                let mut value = String::new();
+                let mut chars = quoted.chars();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' if chars.as_str().trim().is_empty() => break,
+                        '"' => {
+                            return Err(format!("parameter `{k}`: text after the closing quote"));
+                        }
+                        '\\' => value.extend(chars.next()),
+                        c => value.push(c),
+                    }
+                }
+                value
+            }
+            None => v.to_string(),
+        };
+        pairs.push((k.to_string(), value));
     }
     Ok((
         name.trim(),
@@ -77,30 +110,48 @@ fn parse_spec(spec: &str) -> Result<(&str, Params), String> {
     ))
 }
 
-/// A named constructor of a policy of kind `T`, fed a seeded generator and its
-/// inline parameters.
-type Ctor<T> = fn(ChaCha8Rng, &Params) -> Result<Box<T>, String>;
-type SelectorCtor = Ctor<dyn SiteSelector>;
-type EvictionCtor = Ctor<dyn EvictionPolicy>;
-type DispatchCtor = Ctor<dyn dispatch::DispatchPolicy>;
+/// `body` split at the commas outside double quotes.
+fn split_quoted(body: &str) -> Result<Vec<&str>, String> {
+    let (mut items, mut from, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
+    for (i, c) in body.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                items.push(&body[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if quoted {
+        return Err("a quote is not closed".into());
+    }
+    items.push(&body[from..]);
+    Ok(items)
+}
 
-/// Falkon's dispatch policies by name (seed 001 §3.2); `window` is the
-/// scheduling window W (default 3,200, the paper's), `threshold` the CPU
-/// utilization at which good-cache-compute turns to cache hits (default 0.8)
-/// and `replicas` its maximum replication factor (default 0: none).
-pub const DISPATCHERS: &[(&str, DispatchCtor)] = &[
-    ("first-available", |_, _| {
+/// Falkon's dispatch policies (seed 001 §3.2); `window` is the scheduling
+/// window W (default 3,200, the paper's), `threshold` the CPU utilization
+/// at which good-cache-compute turns to cache hits (default 0.8) and
+/// `replicas` its maximum replication factor (default 0: none).
+fn builtin_dispatchers(
+    t: Table<dyn dispatch::DispatchPolicy>,
+) -> Table<dyn dispatch::DispatchPolicy> {
+    t.builtin("first-available", |_| {
         Ok(Box::new(dispatch::FirstAvailable))
-    }),
-    ("max-cache-hit", |_, p| {
-        Ok(Box::new(dispatch::MaxCacheHit::new(p.get("window", 3200)?)))
-    }),
-    ("max-compute-util", |_, p| {
-        Ok(Box::new(dispatch::MaxComputeUtil::new(
-            p.get("window", 3200)?,
-        )))
-    }),
-    ("good-cache-compute", |_, p| {
+    })
+    .builtin("max-cache-hit", |c| {
+        let window = c.params().get("window", 3200)?;
+        Ok(Box::new(dispatch::MaxCacheHit::new(window)))
+    })
+    .builtin("max-compute-util", |c| {
+        let window = c.params().get("window", 3200)?;
+        Ok(Box::new(dispatch::MaxComputeUtil::new(window)))
+    })
+    .builtin("good-cache-compute", |c| {
+        let p = c.params();
         let window = p.get("window", 3200)?;
         let threshold: f64 = p.get("threshold", 0.8)?;
         if !(0.0..=1.0).contains(&threshold) {
@@ -112,138 +163,108 @@ pub const DISPATCHERS: &[(&str, DispatchCtor)] = &[
         Ok(Box::new(dispatch::GoodCacheCompute::new(
             window, threshold, replicas,
         )))
-    }),
-];
+    })
+    .builtin("external", |c| external::ExternalDispatch::build(c))
+}
 
-/// Site selectors by name.
-pub const SELECTORS: &[(&str, SelectorCtor)] = &[
-    ("random", |rng, _| Ok(Box::new(selector::Random::new(rng)))),
-    ("round-robin", |_, _| {
-        Ok(Box::new(selector::RoundRobin::default()))
-    }),
-    ("data-present", |rng, p| {
-        let caching = p.get("caching", true)?;
-        Ok(Box::new(selector::DataPresent::new(rng).caching(caching)))
-    }),
-    ("random-caching", |rng, _| {
-        Ok(Box::new(selector::RandomCaching::new(rng)))
-    }),
-    ("clustered", |_, p| {
-        Ok(Box::new(selector::Clustered::with_params(p)?))
-    }),
-    ("weighted-linear-random", |rng, _| {
-        Ok(Box::new(selector::WeightedLinearRandom::new(rng)))
-    }),
-    ("last-recent-used", |_, _| {
-        Ok(Box::new(selector::LastRecentUsed::default()))
-    }),
-    ("opportunistic", |_, _| {
-        Ok(Box::new(selector::Opportunistic::default()))
-    }),
-    ("orig", |_, _| Ok(Box::new(selector::Orig))),
-    ("job-c", |_, _| Ok(Box::new(selector::JobC::default()))),
-    ("dag-c", |_, p| {
-        Ok(Box::new(selector::DagC::with_params(p)?))
-    }),
-    ("recorded", |_, _| {
-        Ok(Box::new(selector::Recorded::default()))
-    }),
-];
+/// The built-in site selectors.
+fn builtin_selectors(t: Table<dyn SiteSelector>) -> Table<dyn SiteSelector> {
+    t.builtin("random", |c| Ok(Box::new(selector::Random::new(c.rng()))))
+        .builtin("round-robin", |_| {
+            Ok(Box::new(selector::RoundRobin::default()))
+        })
+        .builtin("data-present", |c| {
+            let caching = c.params().get("caching", true)?;
+            Ok(Box::new(
+                selector::DataPresent::new(c.rng()).caching(caching),
+            ))
+        })
+        .builtin("random-caching", |c| {
+            Ok(Box::new(selector::RandomCaching::new(c.rng())))
+        })
+        .builtin("clustered", |c| {
+            Ok(Box::new(selector::Clustered::with_params(c.params())?))
+        })
+        .builtin("weighted-linear-random", |c| {
+            Ok(Box::new(selector::WeightedLinearRandom::new(c.rng())))
+        })
+        .builtin("last-recent-used", |_| {
+            Ok(Box::new(selector::LastRecentUsed::default()))
+        })
+        .builtin("opportunistic", |_| {
+            Ok(Box::new(selector::Opportunistic::default()))
+        })
+        .builtin("orig", |_| Ok(Box::new(selector::Orig)))
+        .builtin("job-c", |_| Ok(Box::new(selector::JobC::default())))
+        .builtin("dag-c", |c| {
+            Ok(Box::new(selector::DagC::with_params(c.params())?))
+        })
+        .builtin("recorded", |_| Ok(Box::new(selector::Recorded::default())))
+        .builtin("external", |c| external::ExternalSelector::build(c))
+}
 
-/// Eviction policies by name.
-pub const EVICTIONS: &[(&str, EvictionCtor)] = &[
-    ("lru", |_, _| Ok(Box::new(eviction::Lru))),
-    ("fifo", |_, _| Ok(Box::new(eviction::Fifo))),
-    ("lfu", |_, _| Ok(Box::new(eviction::Lfu))),
-    ("random", |rng, _| Ok(Box::new(eviction::Random::new(rng)))),
-    ("worth", |_, p| {
-        Ok(Box::new(eviction::Worth::with_params(p)?))
-    }),
-];
+/// The built-in eviction policies.
+fn builtin_evictions(t: Table<dyn EvictionPolicy>) -> Table<dyn EvictionPolicy> {
+    t.builtin("lru", |_| Ok(Box::new(eviction::Lru)))
+        .builtin("fifo", |_| Ok(Box::new(eviction::Fifo)))
+        .builtin("lfu", |_| Ok(Box::new(eviction::Lfu)))
+        .builtin("random", |c| Ok(Box::new(eviction::Random::new(c.rng()))))
+        .builtin("worth", |c| {
+            Ok(Box::new(eviction::Worth::with_params(c.params())?))
+        })
+        .builtin("external", |c| external::ExternalEviction::build(c))
+}
 
 /// The eviction policies that also rank a site's cache for the manager's
-/// cache maintenance (seed 003 §6.1), by name.
-pub const CACHE_WORTHS: &[(&str, Ctor<dyn CacheWorth>)] = &[
-    ("lru", |_, _| Ok(Box::new(eviction::Lru))),
-    ("lfu", |_, _| Ok(Box::new(eviction::Lfu))),
-    ("worth", |_, p| {
-        Ok(Box::new(eviction::Worth::with_params(p)?))
-    }),
-];
-
-/// A policy name that is unknown, or parameters it does not take.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("unknown {kind} `{name}`; expected one of: {valid}")]
-pub struct UnknownPolicy {
-    /// "strategy" or "eviction".
-    pub kind: &'static str,
-    /// What was asked for.
-    pub name: String,
-    /// Comma-separated valid names, or what was wrong with the parameters.
-    pub valid: String,
+/// cache maintenance (seed 003 §6.1).
+fn builtin_worths(t: Table<dyn CacheWorth>) -> Table<dyn CacheWorth> {
+    t.builtin("lru", |_| Ok(Box::new(eviction::Lru)))
+        .builtin("lfu", |_| Ok(Box::new(eviction::Lfu)))
+        .builtin("worth", |c| {
+            Ok(Box::new(eviction::Worth::with_params(c.params())?))
+        })
 }
 
-fn resolve<T: ?Sized>(
-    kind: &'static str,
-    table: &[(&str, Ctor<T>)],
-    spec: &str,
-    seed: u64,
-) -> Result<Box<T>, UnknownPolicy> {
-    let bad = |why: String| UnknownPolicy {
-        kind,
-        name: spec.to_string(),
-        valid: why,
-    };
-    let (name, params) = parse_spec(spec).map_err(bad)?;
-    let (_, ctor) = table
-        .iter()
-        .find(|(n, _)| *n == name)
-        .ok_or_else(|| UnknownPolicy {
-            kind,
-            name: spec.to_string(),
-            valid: table.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-        })?;
-    let policy = ctor(ChaCha8Rng::seed_from_u64(seed), &params).map_err(bad)?;
-    params.check_all_used().map_err(bad)?;
-    Ok(policy)
-}
-
-/// Builds the site selector `spec` (a name, optionally with inline parameters
-/// such as `clustered[sequence=false]`), seeded with `seed`.
+/// Builds the built-in site selector `spec` (a name, optionally with inline
+/// parameters such as `clustered[sequence=false]`), seeded with `seed`.
 pub fn site_selector(spec: &str, seed: u64) -> Result<Box<dyn SiteSelector>, UnknownPolicy> {
-    resolve("strategy", SELECTORS, spec, seed)
+    Registry::shared_builtin().site_selector(spec, seed)
 }
 
-/// Builds the cache-maintenance ranking of eviction policy `spec`.
+/// Builds the built-in cache-maintenance ranking of eviction policy `spec`.
 pub fn cache_worth(spec: &str) -> Result<Box<dyn CacheWorth>, UnknownPolicy> {
-    resolve("cache maintenance eviction", CACHE_WORTHS, spec, 0)
+    Registry::shared_builtin().cache_worth(spec)
 }
 
-/// Builds the eviction policy `spec`, seeded with `seed`.
+/// Builds the built-in eviction policy `spec`, seeded with `seed`.
 pub fn eviction_policy(spec: &str, seed: u64) -> Result<Box<dyn EvictionPolicy>, UnknownPolicy> {
-    resolve("eviction", EVICTIONS, spec, seed)
+    Registry::shared_builtin().eviction_policy(spec, seed)
 }
 
-/// Resolves a dispatch policy, e.g. `good-cache-compute[threshold=0.9]`.
+/// Builds the built-in dispatch policy `spec`, e.g.
+/// `good-cache-compute[threshold=0.9]`.
 pub fn dispatch_policy(
     spec: &str,
     seed: u64,
 ) -> Result<Box<dyn dispatch::DispatchPolicy>, UnknownPolicy> {
-    resolve("dispatch policy", DISPATCHERS, spec, seed)
+    Registry::shared_builtin().dispatch_policy(spec, seed)
 }
 
 /// Falkon's dispatcher for `tasks` on the farm `spec`, with the spec's
-/// dispatch policy and each executor's eviction policy resolved (executor
-/// `e`'s seeded with `seed ^ (e + 1)`, so that executors differ).
+/// dispatch policy and each executor's eviction policy built by `policies`
+/// (executor `e`'s seeded with `seed ^ (e + 1)`, so that executors differ).
 pub fn farm_dispatcher<'a>(
     spec: &'a FarmSpec,
     tasks: &'a [Task],
-) -> Result<Dispatcher<'a>, UnknownPolicy> {
-    let policy = dispatch_policy(&spec.policy, spec.seed)?;
-    let (name, seed) = (spec.eviction.clone(), spec.seed);
-    let per_exec = move |e: ExecId| eviction_policy(&name, seed ^ (e as u64 + 1));
+    policies: &Arc<RunPolicies>,
+) -> Result<Dispatcher<'a>, PolicyError> {
+    let policy = policies.dispatch(&spec.policy)?;
+    let name = spec.eviction.clone();
+    let run = policies.clone();
+    let per_exec = move |e: ExecId| run.eviction(&name, e);
     // Resolved once here, so that the factory below cannot fail.
     per_exec(0)?;
+    policies.start()?;
     let eviction =
         Box::new(move |e: ExecId| per_exec(e).expect("an eviction policy resolved once"));
     Ok(Dispatcher::new(spec, tasks, policy, eviction))
@@ -275,5 +296,34 @@ mod tests {
         assert!(e.contains("takes no parameters"), "{e}");
         assert!(site_selector("clustered[sequence=maybe]", 0).is_err());
         assert!(site_selector("clustered[sequence", 0).is_err());
+    }
+
+    #[test]
+    fn a_quoted_value_keeps_commas_brackets_and_equals() {
+        let (name, p) =
+            parse_spec(r#"external[cmd="python3 p.py --a=1,b [x]", timeout=2]"#).unwrap();
+        assert_eq!(name, "external");
+        assert_eq!(
+            p.get("cmd", String::new()).unwrap(),
+            "python3 p.py --a=1,b [x]"
+        );
+        assert_eq!(p.get("timeout", 0.0).unwrap(), 2.0);
+        let (_, p) = parse_spec(r#"x[cmd="say \"hi\" \\ there"]"#).unwrap();
+        assert_eq!(p.get("cmd", String::new()).unwrap(), r#"say "hi" \ there"#);
+        assert!(
+            parse_spec(r#"x[cmd="open]"#)
+                .unwrap_err()
+                .contains("not closed")
+        );
+        assert!(
+            parse_spec(r#"x[cmd="a" b]"#)
+                .unwrap_err()
+                .contains("after the closing quote")
+        );
+        assert!(
+            parse_spec("x[a]")
+                .unwrap_err()
+                .contains("expected `key=value`, found `a`")
+        );
     }
 }

@@ -20,7 +20,9 @@ use crate::core::events::EventQueue;
 use crate::core::farm::{FarmCommand, FarmEvent, FarmRun, FarmSpec, Fetched, Read, Source, Task};
 use crate::core::network::{Network, ResourceId, RouteId, ShareId};
 use crate::core::window::IdWindow;
-use crate::policy::{self, UnknownPolicy};
+use std::sync::Arc;
+
+use crate::policy::{self, PolicyError};
 
 /// A read in flight at one server (the store or a peer's link).
 #[derive(Debug, Clone)]
@@ -116,8 +118,19 @@ impl Links<'_> {
 }
 
 /// Runs `tasks` through the farm `spec` to the end.
-pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
-    let mut d = policy::farm_dispatcher(spec, tasks)?;
+pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, PolicyError> {
+    run_with(spec, tasks, policy::Registry::shared_builtin())
+}
+
+/// [`run`], its policies looked up in `registry`. An external policy
+/// program that fails ends the run with its failure.
+pub fn run_with(
+    spec: &FarmSpec,
+    tasks: &[Task],
+    registry: Arc<policy::Registry>,
+) -> Result<FarmRun, PolicyError> {
+    let policies = Arc::new(policy::RunPolicies::new(registry, spec.seed, Vec::new()));
+    let mut d = policy::farm_dispatcher(spec, tasks, &policies)?;
     let mut net = Network::new();
     let store = net.add_resource(spec.store_bandwidth);
     let mut each = |rate: f64| -> Vec<ResourceId> {
@@ -158,6 +171,9 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             continue;
         }
         let Some((now, ev)) = heap.pop() else { break };
+        if policies.failure().is_some() {
+            break;
+        }
         events += 1;
         match ev {
             Ev::Flow(share, generation) => {
@@ -189,6 +205,9 @@ pub fn run(spec: &FarmSpec, tasks: &[Task]) -> Result<FarmRun, UnknownPolicy> {
             Ev::Done(exec, task) => d.handle(now, FarmEvent::Done { exec, task }, &mut commands),
         }
         links.carry_out(now, &mut commands, &mut heap);
+    }
+    if let Some(failure) = policies.failure() {
+        return Err(failure.into());
     }
     Ok(FarmRun {
         events,

@@ -49,7 +49,7 @@ use crate::core::{
     Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId, Workflow,
 };
 use crate::db::ControlDb;
-use crate::policy::{self, UnknownPolicy};
+use crate::policy::{PolicyError, RunPolicies};
 
 /// A finished simulated run: the engine-neutral [`RunResult`] (reached
 /// through `Deref`), plus what only the simulator counts.
@@ -82,14 +82,15 @@ fn interfaces(scenario: &Scenario) -> Vec<Interface> {
 }
 
 /// Runs `scenario` on the virtual clock.
-pub fn run(scenario: &Scenario) -> Result<SimRun, UnknownPolicy> {
+pub fn run(scenario: &Scenario) -> Result<SimRun, PolicyError> {
     run_recorded(scenario, None)
 }
 
 /// Runs `scenario`, writing the control records to `db` as it goes (in
 /// batches of [`DB_BATCH`] events). A database error does not stop the run; it
-/// is returned in [`RunResult::db_error`].
-pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, UnknownPolicy> {
+/// is returned in [`RunResult::db_error`]. An external policy program that
+/// fails ends the run with its failure, the database holding what ran.
+pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, PolicyError> {
     let started = Instant::now();
     let mut sim = Sim::new(scenario)?;
     if db.is_some() {
@@ -98,6 +99,12 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
     sim.db = db;
     sim.run();
     sim.flush_db();
+    if let Some(failure) = sim.policies.failure() {
+        if let Some(db) = sim.db.take() {
+            let _ = db.finish();
+        }
+        return Err(failure.into());
+    }
     if let Some(mut db) = sim.db.take() {
         let rows = scenario
             .emulation
@@ -180,6 +187,8 @@ struct Flow {
 struct Sim {
     wf: Arc<Workflow>,
     manager: Manager,
+    /// Where an external policy program's failure shows.
+    policies: Arc<RunPolicies>,
     now: Time,
     queue: EventQueue<Ev>,
     immediate: VecDeque<Ev>,
@@ -251,14 +260,14 @@ impl Sim {
         db.write(&changes, self.manager.records(), &self.wf);
     }
 
-    fn new(scenario: &Scenario) -> Result<Sim, UnknownPolicy> {
+    fn new(scenario: &Scenario) -> Result<Sim, PolicyError> {
         let wf = scenario.workflow.clone();
+        let policies = scenario.policies();
         let mut sites = Vec::new();
         let mut sources = Vec::new();
         let inputs = scenario.inputs_by_site();
         for (i, s) in scenario.sites.iter().enumerate() {
-            let eviction =
-                policy::eviction_policy(&scenario.eviction, scenario.seed ^ (i as u64 + 1))?;
+            let eviction = policies.eviction(&scenario.eviction, i)?;
             let mut pool = Pool::new(s.info.disk, eviction);
             for f in inputs[i].iter().copied() {
                 // The scenario loader checked that the inputs fit.
@@ -287,10 +296,12 @@ impl Sim {
             });
         }
         let interfaces = interfaces(scenario);
-        let manager = scenario.new_manager()?;
+        let manager = scenario.new_manager(&policies)?;
+        policies.start()?;
         let mut sim = Sim {
             wf,
             manager,
+            policies,
             now: 0.0,
             queue: EventQueue::new(),
             immediate: VecDeque::new(),
@@ -340,7 +351,7 @@ impl Sim {
     fn run(&mut self) {
         self.deliver(Event::Tick);
         while let Some(ev) = self.next_event() {
-            if self.manager.is_finished() {
+            if self.manager.is_finished() || self.policies.failure().is_some() {
                 break;
             }
             self.events += 1;

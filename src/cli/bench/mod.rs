@@ -862,6 +862,7 @@ fn bench_scenario(
         clustering: None,
         strategy: strategy.into(),
         eviction: "lru".into(),
+        registry: crate::policy::Registry::shared_builtin(),
         manager,
         faults: Default::default(),
         resume: None,

@@ -202,6 +202,7 @@ fn grid_view<'a>(
         states,
         submissions,
         workload: &[],
+        now: 0.0,
     }
 }
 

@@ -597,7 +597,10 @@ mod tests {
     }
 
     fn dispatcher<'a>(s: &'a FarmSpec, tasks: &'a [Task]) -> Dispatcher<'a> {
-        crate::policy::farm_dispatcher(s, tasks).unwrap()
+        let registry = crate::policy::Registry::shared_builtin();
+        let policies =
+            std::sync::Arc::new(crate::policy::RunPolicies::new(registry, s.seed, vec![]));
+        crate::policy::farm_dispatcher(s, tasks, &policies).unwrap()
     }
 
     /// Handles `event` at `now`; the tasks it placed.

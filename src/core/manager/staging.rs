@@ -66,6 +66,7 @@ impl Manager {
             states: &self.state,
             submissions: &self.submissions,
             workload: &self.workload,
+            now: self.now,
         };
         let site = self.selector.place(job, &view, &eligible);
         self.eligible = eligible;

@@ -280,6 +280,17 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         });
         crate::live::pool_root_for(real)
     });
+    // An external program's failure must reach the manager, which runs in
+    // another process: the daemon does not start one.
+    if a.eviction.trim_start().starts_with("external") {
+        let why = "an external eviction policy runs beside the manager; this site runs as a daemon: give it a built-in eviction";
+        return refuse(StatusCode::UNPROCESSABLE_ENTITY, why);
+    }
+    let policies = crate::policy::RunPolicies::new(
+        crate::policy::Registry::shared_builtin(),
+        a.seed,
+        Vec::new(),
+    );
     let spec = SiteSpec {
         id: a.site,
         cfg: &a.config,
@@ -288,6 +299,7 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         emulation: a.emulation,
         seed: a.seed,
         eviction: &a.eviction,
+        policies: &policies,
         inputs: &a.inputs,
         resumed: &a.resumed,
         shapers: &shapers,

@@ -274,6 +274,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

@@ -652,6 +652,7 @@ mod tests {
             states,
             submissions: &EMPTY,
             workload: &[],
+            now: 0.0,
         }
     }
 

@@ -123,6 +123,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut dp = DataPresent::new(ChaCha8Rng::seed_from_u64(3));
         assert_eq!(dp.select(0, &view, &[0, 1, 2]), 1);

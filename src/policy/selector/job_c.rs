@@ -109,6 +109,7 @@ mod tests {
                 states: &states,
                 submissions: &Default::default(),
                 workload: &[],
+                now: 0.0,
             };
             JobC::default().place(0, &v, &[0, 1, 2])
         };

@@ -41,6 +41,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut s = LastRecentUsed::default();
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 1);

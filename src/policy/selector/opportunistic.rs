@@ -110,6 +110,7 @@ mod tests {
                 states: &[],
                 submissions: &Default::default(),
                 workload: &[],
+                now: 0.0,
             };
             o.select(job, &view, eligible)
         };
@@ -144,6 +145,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut o = Opportunistic {
             scheduled: vec![0, 1, 1],

@@ -70,6 +70,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut r = Recorded::default();
         assert_eq!(r.select(0, &view, &[1, 2]), 2);

@@ -45,6 +45,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut rr = RoundRobin::default();
         let picks: Vec<_> = (0..5).map(|j| rr.select(j, &view, &[1, 2, 4])).collect();

@@ -66,6 +66,7 @@ mod tests {
             states: &[],
             submissions: &Default::default(),
             workload: &[],
+            now: 0.0,
         };
         let mut w = WeightedLinearRandom::new(ChaCha8Rng::seed_from_u64(1));
         let mut n = [0usize; 3];
