@@ -15,7 +15,11 @@ Decisions and what the functions return:
   select(request)   a site (id or name) among request["eligible"], or None
                     to hold the job until the grid changes
   evict(request)    a list of file ids from request["candidates"] freeing
-                    at least request["need"] bytes
+                    at least request["need"] bytes; "candidates" is every
+                    evictable file of the site's pool, a dict from file id
+                    to {"id", "size", "inserted", "last_access",
+                    "accesses"}, kept here from each request's "changed"
+                    and "gone"
   notify(request)   an executor id that is free, or None (the farm)
   pick_up(request)  a list of positions in request["window"], at most
                     request["max"] of them (the farm)
@@ -52,6 +56,7 @@ def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout
     handlers = {k: f for k, f in handlers.items() if f is not None}
     if not handlers:
         raise ValueError("serve() needs at least one of select, evict, notify, pick_up")
+    pools = {}  # per site: the evictable files, from "changed" and "gone"
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     write = stdout.write
@@ -63,6 +68,13 @@ def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout
                 sys.stderr.write(f"gridbed speaks protocol {request.get('protocol')}, this helper {PROTOCOL}\n")
             answer = {"type": "hello", "protocol": PROTOCOL, "serves": sorted(handlers)}
         elif kind in handlers:
+            if kind == "evict":
+                pool = pools.setdefault(request.get("site"), {})
+                for f in request.get("gone", ()):
+                    pool.pop(f, None)
+                for c in request.get("changed", ()):
+                    pool[c["id"]] = c
+                request["candidates"] = pool
             try:
                 choice = handlers[kind](request)
             except Exception:  # the run ends with what went wrong

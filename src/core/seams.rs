@@ -129,8 +129,13 @@ pub struct Candidate {
 /// recency, age, frequency or a draw from the policy's generator; ties go to
 /// the lower file id.
 pub trait EvictionPolicy: Send {
-    /// The eviction key of `candidate` as it is now.
+    /// The eviction key of `candidate` as it is now: asked whenever a file
+    /// becomes evictable or an evictable file changes (written, read).
     fn key(&mut self, candidate: &Candidate) -> u64;
+
+    /// `file` is no longer evictable (pinned, being written, kept, or
+    /// gone from the pool).
+    fn forget(&mut self, _file: FileId) {}
 
     /// Whether it chooses the victims itself ([`victims`](Self::victims))
     /// instead of ranking files by key.
@@ -138,10 +143,10 @@ pub trait EvictionPolicy: Send {
         false
     }
 
-    /// When [`chooses`](Self::chooses): the files to evict, among
-    /// `candidates` (every evictable file, by file id), freeing at least
-    /// `need` bytes; `None` leaves it to the keys.
-    fn victims(&mut self, _candidates: &[Candidate], _need: u64) -> Option<Vec<FileId>> {
+    /// When [`chooses`](Self::chooses): the files to evict, among those
+    /// evictable now (as [`key`](Self::key) and [`forget`](Self::forget)
+    /// told), freeing at least `need` bytes; `None` leaves it to the keys.
+    fn victims(&mut self, _need: u64) -> Option<Vec<FileId>> {
         None
     }
 }

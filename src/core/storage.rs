@@ -162,6 +162,7 @@ impl Pool {
             return;
         };
         let was_kept = e.kept;
+        let was_evictable = e.key.is_some();
         if let Some(key) = e.key.take() {
             if let Some(index) = self.evictable.as_mut() {
                 index.remove(&(key, file));
@@ -169,6 +170,9 @@ impl Pool {
             self.evictable_bytes -= e.size;
         }
         change(e);
+        if was_evictable && !e.evictable() {
+            self.eviction.forget(file);
+        }
         if e.kept && !was_kept {
             self.kept_bytes += e.size;
         } else if was_kept && !e.kept {
@@ -432,37 +436,22 @@ impl Pool {
     fn make_room(&mut self, size: u64) -> Vec<FileId> {
         let mut evicted = Vec::new();
         let need = (self.used + size).saturating_sub(self.capacity);
-        if need > 0 && self.eviction.chooses() {
-            let mut candidates: Vec<Candidate> = self
-                .entries
-                .iter()
-                .filter(|(_, e)| e.key.is_some())
-                .map(|(&file, e)| Candidate {
-                    file,
-                    size: e.size,
-                    inserted: e.inserted,
-                    last_access: e.last_access,
-                    accesses: u64::from(e.accesses),
-                })
-                .collect();
-            candidates.sort_unstable_by_key(|c| c.file);
-            if let Some(chosen) = self.eviction.victims(&candidates, need) {
-                let mut freed = 0;
-                let valid = chosen.iter().enumerate().all(|(i, f)| {
-                    !chosen[..i].contains(f)
-                        && candidates.iter().any(|c| {
-                            c.file == *f && {
-                                freed += c.size;
-                                true
-                            }
-                        })
-                });
-                if valid && freed >= need {
-                    for victim in chosen {
-                        self.remove(victim);
-                        self.evictions += 1;
-                        evicted.push(victim);
-                    }
+        if need > 0
+            && self.eviction.chooses()
+            && let Some(chosen) = self.eviction.victims(need)
+        {
+            let mut freed = 0;
+            let mut seen = rustc_hash::FxHashSet::default();
+            let valid = chosen.iter().all(|f| {
+                let e = self.entries.get(f).filter(|e| e.key.is_some());
+                freed += e.map_or(0, |e| e.size);
+                e.is_some() && seen.insert(*f)
+            });
+            if valid && freed >= need {
+                for victim in chosen {
+                    self.remove(victim);
+                    self.evictions += 1;
+                    evicted.push(victim);
                 }
             }
         }
@@ -505,6 +494,7 @@ impl Pool {
                     index.remove(&(key, file));
                 }
                 self.evictable_bytes -= e.size;
+                self.eviction.forget(file);
             }
         }
     }

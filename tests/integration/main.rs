@@ -16,6 +16,7 @@ mod gridftp;
 mod live_runs;
 mod netbed;
 mod network;
+mod policies;
 mod pressure;
 mod prometheus;
 mod remote_sites;

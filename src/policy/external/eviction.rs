@@ -1,11 +1,15 @@
 //! An eviction policy answered by an external program (the `evict`
-//! decision): when a write needs room, the pool's evictable files with
-//! what LRU, LFU and FIFO weigh; it answers the files to evict.
+//! decision). The program keeps its own copy of the pool's evictable files:
+//! each request carries what changed since the previous one (`changed`:
+//! files that became evictable or were written or read, with what LRU, LFU
+//! and FIFO weigh; `gone`: files no longer evictable), so a request costs
+//! what changed, not the pool's size. It answers the files to evict.
 
 use std::sync::Arc;
 
 use rand::RngCore;
 use rand_chacha::ChaCha8Rng;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Value, json};
 
 use super::Program;
@@ -17,6 +21,12 @@ pub struct ExternalEviction {
     program: Arc<Program>,
     site: Option<SiteId>,
     rng: ChaCha8Rng,
+    /// Evictable files now, and their sizes (to check an answer).
+    evictable: FxHashMap<FileId, u64>,
+    /// Changed since the last request.
+    changed: FxHashMap<FileId, Candidate>,
+    /// No longer evictable since the last request.
+    gone: FxHashSet<FileId>,
 }
 
 impl ExternalEviction {
@@ -26,31 +36,48 @@ impl ExternalEviction {
             program: super::program_of(c, &["evict"])?,
             site: c.site(),
             rng: c.rng(),
+            evictable: FxHashMap::default(),
+            changed: FxHashMap::default(),
+            gone: FxHashSet::default(),
         }))
     }
 }
 
 impl EvictionPolicy for ExternalEviction {
-    /// Unused: the program chooses the victims itself.
-    fn key(&mut self, _candidate: &Candidate) -> u64 {
+    /// Notes the change for the next request (the program ranks).
+    fn key(&mut self, candidate: &Candidate) -> u64 {
+        self.evictable.insert(candidate.file, candidate.size);
+        self.gone.remove(&candidate.file);
+        self.changed.insert(candidate.file, *candidate);
         0
+    }
+
+    fn forget(&mut self, file: FileId) {
+        if self.evictable.remove(&file).is_some() {
+            self.changed.remove(&file);
+            self.gone.insert(file);
+        }
     }
 
     fn chooses(&self) -> bool {
         true
     }
 
-    fn victims(&mut self, candidates: &[Candidate], need: u64) -> Option<Vec<FileId>> {
-        let list: Vec<Value> = candidates
+    fn victims(&mut self, need: u64) -> Option<Vec<FileId>> {
+        let mut changed: Vec<Candidate> = self.changed.drain().map(|(_, c)| c).collect();
+        changed.sort_unstable_by_key(|c| c.file);
+        let changed: Vec<Value> = changed
             .iter()
             .map(|c| {
                 json!({"id": c.file, "size": c.size, "inserted": c.inserted,
                        "last_access": c.last_access, "accesses": c.accesses})
             })
             .collect();
+        let mut gone: Vec<FileId> = self.gone.drain().collect();
+        gone.sort_unstable();
         let request = json!({
             "type": "evict", "site": self.site, "need": need,
-            "candidates": list, "draw": self.rng.next_u32(),
+            "changed": changed, "gone": gone, "draw": self.rng.next_u32(),
         });
         let site = self.site.map_or(String::new(), |s| format!(" at site {s}"));
         let what = || format!("evict{site} ({need} bytes needed)");
@@ -60,22 +87,17 @@ impl EvictionPolicy for ExternalEviction {
             .and_then(Value::as_array)
             .and_then(|a| a.iter().map(|v| v.as_u64().map(|f| f as FileId)).collect());
         let mut freed = 0;
-        let mut seen = Vec::new();
+        let mut seen = FxHashSet::default();
         let problem = match &files {
             None => Some("no list of file ids".to_string()),
-            Some(files) => {
-                files
-                    .iter()
-                    .find_map(|&f| match candidates.iter().find(|c| c.file == f) {
-                        None => Some(format!("file {f}, which is not an evictable file here")),
-                        Some(_) if seen.contains(&f) => Some(format!("file {f} twice")),
-                        Some(c) => {
-                            seen.push(f);
-                            freed += c.size;
-                            None
-                        }
-                    })
-            }
+            Some(files) => files.iter().find_map(|&f| match self.evictable.get(&f) {
+                None => Some(format!("file {f}, which is not an evictable file here")),
+                Some(_) if !seen.insert(f) => Some(format!("file {f} twice")),
+                Some(size) => {
+                    freed += size;
+                    None
+                }
+            }),
         };
         let problem = problem.or_else(|| {
             (freed < need)
@@ -86,7 +108,7 @@ impl EvictionPolicy for ExternalEviction {
             Some(p) => {
                 self.program.refuse(
                     what(),
-                    format!("answered {p}: expected {{\"evict\": [FILE IDS]}} from the candidates, freeing at least `need` bytes"),
+                    format!("answered {p}: expected {{\"evict\": [FILE IDS]}} among the evictable files, freeing at least `need` bytes"),
                 );
                 None
             }

@@ -1,0 +1,400 @@
+//! Policies from outside the crate (issue 38): registered through the
+//! library, and `external[cmd=…]` programs over a pipe. The Python
+//! re-implementations of Data-Present and LRU (`examples/python/`) equal
+//! the built-ins: whole runs in the simulator, every decision live (live
+//! runs differ from run to run for the built-ins too, so a live run asks
+//! both and compares each answer). Every bad program ends the run with
+//! exit 2 and a message naming the program and the decision.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use gridbed::config::{self, Overrides};
+use gridbed::core::{FileId, JobId, SiteId};
+use gridbed::policy::{Candidate, EvictionPolicy, GridView, Registry, SiteSelector};
+
+use super::common::{self, catalog, gridbed, record_with_detail};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn python(example: &str) -> String {
+    format!(
+        "external[cmd=\"python3 {}\"]",
+        repo(&format!("examples/python/{example}.py")).display()
+    )
+}
+
+/// A run's record (detail from its database) without what differs between
+/// two runs of the same schedule: wall times and the policies' names.
+fn record(dir: &Path, testbed: &Path, name: &str, args: &[&str]) -> (serde_json::Value, String) {
+    let (json, db) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.db")),
+    );
+    let sites = catalog();
+    let mut all = vec![
+        "run",
+        testbed.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "--json",
+        json.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = gridbed(&all);
+    assert_eq!(code, Some(0), "{name}: {stderr}");
+    let mut rec = record_with_detail(&json);
+    for key in ["wall_s", "setup_wall_s"] {
+        rec["summary"].as_object_mut().unwrap().remove(key);
+    }
+    for key in ["strategy", "eviction", "db", "testbed_path"] {
+        rec.as_object_mut().unwrap().remove(key);
+    }
+    let table: Vec<&str> = stdout
+        .lines()
+        .filter(|l| {
+            !["wall", "strategy", "written to"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect();
+    (rec, table.join("\n"))
+}
+
+#[test]
+#[ignore = "needs python3"]
+fn python_data_present_and_lru_equal_the_builtins_in_the_simulator() {
+    let dir = tempfile::tempdir().unwrap();
+    // The quickstart: Data-Present with caching (the testbed sets it).
+    let quickstart = repo("testbeds/quickstart.toml");
+    let (builtin, table) = record(dir.path(), &quickstart, "qs-builtin", &[]);
+    let strategy = python("data_present");
+    let (external, ext_table) = record(
+        dir.path(),
+        &quickstart,
+        "qs-external",
+        &["--strategy", &strategy],
+    );
+    assert_eq!(table, ext_table);
+    assert_eq!(builtin, external, "quickstart: the records differ");
+
+    // SPCL's Grid3 testbed, 2,220 jobs: Data-Present leaving the replica
+    // policy to the testbed (`delete`); then its own clustered strategy
+    // with LRU making room 149,127 times.
+    let spcl = repo("testbeds/spcl-live-4.toml");
+    let dp = ["--strategy", "data-present[caching=false]"];
+    let (builtin, table) = record(dir.path(), &spcl, "spcl-dp-builtin", &dp);
+    let (external, ext_table) = record(
+        dir.path(),
+        &spcl,
+        "spcl-dp-external",
+        &["--strategy", &strategy],
+    );
+    assert_eq!(table, ext_table);
+    assert_eq!(builtin, external, "SPCL Data-Present: the records differ");
+
+    let text = std::fs::read_to_string(&spcl).unwrap();
+    let lru = python("lru");
+    let with_lru = text.replace("eviction = \"lru\"", &format!("eviction = '{lru}'"));
+    assert_ne!(with_lru, text);
+    let spcl_lru = dir.path().join("spcl-lru.toml");
+    std::fs::write(&spcl_lru, &with_lru).unwrap();
+    let (builtin, table) = record(dir.path(), &spcl, "spcl-lru-builtin", &[]);
+    let (external, ext_table) = record(dir.path(), &spcl_lru, "spcl-lru-external", &[]);
+    assert!(table.contains("evictions 149127"), "{table}");
+    assert_eq!(table, ext_table);
+    assert_eq!(builtin, external, "SPCL LRU: the records differ");
+}
+
+/// Asks the built-in and the program every placement, takes the program's
+/// and counts where they differ.
+struct TwinSelector {
+    builtin: Box<dyn SiteSelector>,
+    external: Box<dyn SiteSelector>,
+    asked: Arc<AtomicUsize>,
+    differed: Arc<AtomicUsize>,
+}
+
+impl SiteSelector for TwinSelector {
+    fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
+        let b = self.builtin.select(job, view, eligible);
+        let e = self.external.place(job, view, eligible);
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        if e != Some(b) {
+            self.differed.fetch_add(1, Ordering::Relaxed);
+        }
+        e.unwrap_or(b)
+    }
+}
+
+/// LRU's choice beside the program's, on the same pool.
+struct TwinEviction {
+    external: Box<dyn EvictionPolicy>,
+    /// (last access, file) of every evictable file, and sizes.
+    lru: BTreeSet<(u64, FileId)>,
+    sizes: std::collections::HashMap<FileId, (u64, u64)>,
+    asked: Arc<AtomicUsize>,
+    differed: Arc<AtomicUsize>,
+}
+
+impl EvictionPolicy for TwinEviction {
+    fn key(&mut self, c: &Candidate) -> u64 {
+        self.forget_here(c.file);
+        self.lru.insert((c.last_access, c.file));
+        self.sizes.insert(c.file, (c.last_access, c.size));
+        self.external.key(c)
+    }
+    fn forget(&mut self, file: FileId) {
+        self.forget_here(file);
+        self.external.forget(file);
+    }
+    fn chooses(&self) -> bool {
+        true
+    }
+    fn victims(&mut self, need: u64) -> Option<Vec<FileId>> {
+        let (mut freed, mut lru) = (0, Vec::new());
+        for &(_, f) in &self.lru {
+            if freed >= need {
+                break;
+            }
+            freed += self.sizes[&f].1;
+            lru.push(f);
+        }
+        let e = self.external.victims(need);
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        if e.as_ref() != Some(&lru) {
+            self.differed.fetch_add(1, Ordering::Relaxed);
+        }
+        e.or(Some(lru))
+    }
+}
+
+impl TwinEviction {
+    fn forget_here(&mut self, file: FileId) {
+        if let Some((last, _)) = self.sizes.remove(&file) {
+            self.lru.remove(&(last, file));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs python3"]
+fn python_data_present_and_lru_answer_as_the_builtins_in_a_live_run() {
+    let counts: [Arc<AtomicUsize>; 4] = Default::default();
+    let mut registry = Registry::builtin();
+    let [asked, differed, evictions, evictions_differed] = counts.clone();
+    registry
+        .register_selector("twin-data-present", move |c| {
+            let builtin = Registry::shared_builtin().site_selector("data-present", c.seed());
+            let external =
+                Registry::shared_builtin().site_selector(&python("data_present"), c.seed());
+            Ok(Box::new(TwinSelector {
+                builtin: builtin.map_err(|e| e.to_string())?,
+                external: external.map_err(|e| e.to_string())?,
+                asked: asked.clone(),
+                differed: differed.clone(),
+            }))
+        })
+        .unwrap()
+        .register_eviction("twin-lru", move |c| {
+            let external = Registry::shared_builtin().eviction_policy(&python("lru"), c.seed());
+            Ok(Box::new(TwinEviction {
+                external: external.map_err(|e| e.to_string())?,
+                lru: BTreeSet::new(),
+                sizes: Default::default(),
+                asked: evictions.clone(),
+                differed: evictions_differed.clone(),
+            }))
+        })
+        .unwrap();
+    // The quickstart with pools of 30 MB: the busy sites evict as they go
+    // (120 evictions and 35 re-plans in the simulator).
+    let text = std::fs::read_to_string(repo("testbeds/quickstart.toml"))
+        .unwrap()
+        .replace(
+            "strategy = \"data-present\"",
+            "strategy = \"twin-data-present\"",
+        )
+        .replace("eviction = \"lru\"", "eviction = \"twin-lru\"")
+        .replace("cpus = ", "disk = \"30 MB\"\ncpus = ");
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_testbed(dir.path(), "twins.toml", &text);
+    let overrides = Overrides {
+        sites_file: Some(catalog()),
+        ..Default::default()
+    };
+    let scenario = config::load_with(&path, &overrides, Arc::new(registry)).unwrap();
+    let run = gridbed::live::run(&scenario, Default::default()).unwrap();
+    assert!(run.succeeded, "the run failed");
+    let n = |i: usize| counts[i].load(Ordering::Relaxed);
+    assert!(n(0) >= 102, "at least one placement per job: {}", n(0));
+    assert!(n(2) > 10, "evictions asked: {}", n(2));
+    assert_eq!((n(1), n(3)), (0, 0), "placements and evictions that differ");
+    assert!(run.evictions.iter().sum::<u64>() as usize >= n(2));
+}
+
+/// `gridbed run quickstart --engine sim --strategy POLICY`, with a shell
+/// program written beside: (exit code, stderr).
+fn run_with_program(script: &str, policy: impl Fn(&str) -> String) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("policy.sh");
+    std::fs::write(&prog, script).unwrap();
+    let spec = policy(&format!("sh {}", prog.display()));
+    let db = dir.path().join("run.db");
+    let (quickstart, sites) = (repo("testbeds/quickstart.toml"), catalog());
+    let (code, _, stderr) = gridbed(&[
+        "run",
+        quickstart.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "--engine",
+        "sim",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--strategy",
+        &spec,
+    ]);
+    (code, stderr)
+}
+
+/// The handshake a shell program answers, serving `select`.
+const HELLO: &str = "read l; echo '{\"type\":\"hello\",\"protocol\":1,\"serves\":[\"select\"]}'\n";
+
+/// Answers every request with `answer` (`ID` replaced by the request's id).
+fn answering(answer: &str) -> String {
+    format!(
+        "{HELLO}while read l; do id=$(echo \"$l\" | sed 's/.*\"id\":\\([0-9]*\\),\"job\".*/\\1/'); echo '{}' | sed \"s/ID/$id/\"; done\n",
+        answer
+    )
+}
+
+#[test]
+fn every_bad_program_ends_the_run_with_exit_2_naming_the_program_and_the_decision() {
+    let select = |cmd: &str| format!("external[cmd=\"{cmd}\"]");
+    let quick = |cmd: &str| format!("external[cmd=\"{cmd}\", timeout=0.5]");
+    let missing = |_: &str| select("/nonexistent/policy");
+    type Spec<'a> = &'a dyn Fn(&str) -> String;
+    let cases: Vec<(&str, String, Spec, &str)> = vec![
+        ("missing", String::new(), &missing, "handshake: it exited"),
+        (
+            "exits",
+            "exit 3\n".into(),
+            &select,
+            "handshake: it exited (exit status: 3)",
+        ),
+        (
+            "garbage",
+            "read l; echo hello; cat\n".into(),
+            &select,
+            "answered `hello`, which is not a JSON object",
+        ),
+        (
+            "old protocol",
+            "read l; echo '{\"type\":\"hello\",\"protocol\":2,\"serves\":[\"select\"]}'; cat\n"
+                .into(),
+            &select,
+            "it speaks protocol 2, this gridbed speaks 1",
+        ),
+        (
+            "serves another decision",
+            "read l; echo '{\"type\":\"hello\",\"protocol\":1,\"serves\":[\"evict\"]}'; cat\n"
+                .into(),
+            &select,
+            "it does not serve `select`",
+        ),
+        (
+            "no such site",
+            answering("{\"id\":ID,\"site\":99}"),
+            &select,
+            "answered site 99, which cannot run it",
+        ),
+        (
+            "a site that cannot run jobs",
+            answering("{\"id\":ID,\"site\":\"submit-host\"}"),
+            &select,
+            "answered site \"submit-host\", which cannot run it",
+        ),
+        (
+            "wrong id",
+            answering("{\"id\":7777,\"site\":1}"),
+            &select,
+            "expected its `id` repeated",
+        ),
+        (
+            "reports an error",
+            answering("{\"id\":ID,\"error\":\"boom\"}"),
+            &select,
+            "it reported an error: boom",
+        ),
+        (
+            "dies mid-run",
+            format!("{HELLO}read l; echo oops >&2; exit 1\n"),
+            &select,
+            "its stderr ended with: oops",
+        ),
+        (
+            "hangs",
+            format!("{HELLO}sleep 30\n"),
+            &quick,
+            "no answer within 0.5 s",
+        ),
+    ];
+    for (what, script, policy, expected) in cases {
+        let started = std::time::Instant::now();
+        let (code, stderr) = run_with_program(&script, policy);
+        assert_eq!(code, Some(2), "{what}: {stderr}");
+        assert!(
+            stderr.contains("external policy `") && stderr.contains(expected),
+            "{what}: expected `{expected}` in: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "{what}: took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_failed_program_leaves_the_jobs_that_ran_in_the_database() {
+    // Places three jobs, then answers garbage.
+    let script = format!(
+        "{HELLO}for k in 1 2 3; do read l; id=$(echo \"$l\" | sed 's/.*\"id\":\\([0-9]*\\),\"job\".*/\\1/'); echo \"{{\\\"id\\\":$id,\\\"site\\\":1}}\"; done; read l; echo nonsense\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("policy.sh");
+    std::fs::write(&prog, script).unwrap();
+    let db = dir.path().join("run.db");
+    let quickstart = repo("testbeds/quickstart.toml");
+    let spec = format!("external[cmd=\"sh {}\"]", prog.display());
+    let (code, _, stderr) = gridbed(&[
+        "run",
+        quickstart.to_str().unwrap(),
+        "--sites",
+        catalog().to_str().unwrap(),
+        "--engine",
+        "sim",
+        "-q",
+        "--db",
+        db.to_str().unwrap(),
+        "--strategy",
+        &spec,
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("answered `nonsense`"), "{stderr}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let placed: i64 = conn
+        .query_row("SELECT COUNT(DISTINCT job) FROM attempts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(placed, 3, "the three jobs placed before the failure");
+}
