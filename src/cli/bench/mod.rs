@@ -23,6 +23,7 @@
 //!   run (`planner.rs`).
 
 mod calibrate;
+mod external;
 mod netbed;
 mod network;
 mod planner;
@@ -78,8 +79,9 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 20] = [
+const BENCHMARKS: [&str; 21] = [
     "sim",
+    "policy",
     "calibrate",
     "network",
     "diffusion",
@@ -235,6 +237,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
     }
     if want("calibrate") {
         figures.extend(calibrate::calibrate((20 / shrink).max(2)).map_err(failed("calibrate"))?);
+    }
+    if want("policy") {
+        figures.extend(external::decisions(20_000 / shrink).map_err(failed("policy"))?);
     }
     if want("planner") {
         figures.extend(planner::planner(5_000 / shrink, 100).map_err(failed("planner"))?);

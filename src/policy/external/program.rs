@@ -1,12 +1,13 @@
 //! One external policy program: started with `sh -c "exec CMD"` in the
 //! current directory, spoken to in JSON Lines, ended when the run drops it.
-//! Answers are read by a thread of their own so that a silent program is
-//! found out at its timeout instead of hanging the run.
+//! Answers are read on the asking thread, waiting with `poll(2)` up to the
+//! timeout, so that a silent program is found out instead of hanging the
+//! run, and an answer costs no thread hand-off.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::os::fd::AsRawFd;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -39,8 +40,8 @@ struct Running {
     child: Child,
     /// Taken (closed) when it is ended.
     stdin: Option<BufWriter<ChildStdin>>,
-    /// Its stdout, a line at a time; `None` once it closed.
-    lines: Receiver<Option<String>>,
+    /// Its stdout, a line at a time.
+    lines: Lines,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -174,17 +175,11 @@ impl Program {
         let stdin = BufWriter::new(child.stdin.take().expect("piped stdin"));
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("policy-stdout".into())
-            .spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if tx.send(Some(line)).is_err() {
-                        return;
-                    }
-                }
-                let _ = tx.send(None);
-            })?;
+        let lines = Lines {
+            out: stdout,
+            buf: Vec::with_capacity(1 << 16),
+            start: 0,
+        };
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let (keep, name) = (tail.clone(), self.cmd.clone());
         std::thread::Builder::new()
@@ -257,10 +252,10 @@ impl Program {
             .and_then(|()| stdin.flush());
         let answer = match written {
             Err(_) => Err(self.gone(run)),
-            Ok(()) => match run.lines.recv_timeout(timeout) {
-                Ok(Some(line)) => Ok(line),
-                Ok(None) | Err(RecvTimeoutError::Disconnected) => Err(self.gone(run)),
-                Err(RecvTimeoutError::Timeout) => Err(format!(
+            Ok(()) => match run.lines.next(Instant::now() + timeout) {
+                Read_::Line(line) => Ok(line),
+                Read_::Closed => Err(self.gone(run)),
+                Read_::Late => Err(format!(
                     "no answer within {} s (its `timeout`); ended it",
                     timeout.as_secs_f64()
                 )),
@@ -318,6 +313,71 @@ impl Program {
         match status {
             Some(s) => format!("it exited ({s}) instead of answering{said}"),
             None => format!("it closed its stdout instead of answering{said}"),
+        }
+    }
+}
+
+/// What reading an answer gave.
+enum Read_ {
+    Line(String),
+    /// Its stdout closed (it exited) or could not be read.
+    Closed,
+    /// Nothing by the deadline.
+    Late,
+}
+
+/// A program's stdout read a line at a time on the asking thread.
+struct Lines {
+    out: ChildStdout,
+    buf: Vec<u8>,
+    /// Where the next line starts in `buf`.
+    start: usize,
+}
+
+impl Lines {
+    /// The next line, waiting for it until `deadline`.
+    fn next(&mut self, deadline: Instant) -> Read_ {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..]) {
+                let end = self.start + i;
+                let line = String::from_utf8_lossy(&self.buf[self.start..end]).into_owned();
+                self.start = end + 1;
+                if self.start == self.buf.len() {
+                    self.buf.clear();
+                    self.start = 0;
+                }
+                return Read_::Line(line);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut fd = libc::pollfd {
+                fd: self.out.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: one valid pollfd, for the call's duration.
+            let ready = unsafe { libc::poll(&mut fd, 1, ms) };
+            if ready < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Read_::Closed;
+            }
+            if ready == 0 {
+                if Instant::now() >= deadline {
+                    return Read_::Late;
+                }
+                continue;
+            }
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            let mut chunk = [0u8; 1 << 14];
+            match self.out.read(&mut chunk) {
+                Ok(0) | Err(_) => return Read_::Closed,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
         }
     }
 }
