@@ -157,8 +157,18 @@ pub struct FarmTestbed {
     pub emulation: Emulation,
 }
 
-/// Loads a farm testbed.
+/// Loads a farm testbed, its policies among the built-ins.
 pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
+    load_with(path, &crate::policy::Registry::shared_builtin())
+}
+
+/// [`load`], its `policy` and `eviction` looked up in `registry` (run it
+/// with the same registry: `sim::farm::run_with`, or the live
+/// `FarmOptions::registry`).
+pub fn load_with(
+    path: &Path,
+    registry: &crate::policy::Registry,
+) -> Result<FarmTestbed, ConfigError> {
     let src = Source::read(path)?;
     let f: FarmFile = src.parse()?;
     let bad = |field: &str, m: &str| src.error(None, Some(field.to_string()), m.to_string());
@@ -180,11 +190,11 @@ pub fn load(path: &Path) -> Result<FarmTestbed, ConfigError> {
     {
         return Err(bad("farm.disk_bandwidth", "expected a rate > 0"));
     }
-    let policy_ok = crate::policy::dispatch_policy(&f.farm.policy, f.seed);
+    let policy_ok = registry.dispatch_policy(&f.farm.policy, f.seed);
     if let Err(e) = policy_ok {
         return Err(bad("farm.policy", &e.to_string()));
     }
-    if let Err(e) = crate::policy::eviction_policy(&f.farm.eviction, f.seed) {
+    if let Err(e) = registry.eviction_policy(&f.farm.eviction, f.seed) {
         return Err(bad("farm.eviction", &e.to_string()));
     }
     let drp = match f.farm.provisioner {

@@ -398,3 +398,28 @@ fn a_failed_program_leaves_the_jobs_that_ran_in_the_database() {
         .unwrap();
     assert_eq!(placed, 3, "the three jobs placed before the failure");
 }
+
+// The library's examples, compiled in here from `examples/`: each
+// registers its own policy, runs a shipped testbed in both engines beside a
+// built-in and fails when a run did not do what it shows.
+#[path = "../../examples/custom_dispatch.rs"]
+mod custom_dispatch;
+#[path = "../../examples/custom_eviction.rs"]
+mod custom_eviction;
+#[path = "../../examples/custom_selector.rs"]
+mod custom_selector;
+
+#[test]
+fn example_a_custom_selector_runs_in_both_engines() {
+    custom_selector::main().unwrap();
+}
+
+#[test]
+fn example_a_custom_eviction_runs_in_both_engines() {
+    custom_eviction::main().unwrap();
+}
+
+#[test]
+fn example_a_custom_dispatch_runs_in_both_engines() {
+    custom_dispatch::main().unwrap();
+}
