@@ -31,7 +31,8 @@
 //!   max-min network model and [`core::topology`] which links a transfer
 //!   crosses; [`core::seams`] the traits policies implement.
 //! * [`policy`] holds the site selectors, eviction and dispatch policies, one
-//!   file each, picked by name.
+//!   file each, found by name in a [`policy::Registry`]; `external[cmd=…]`
+//!   asks a program in any language over a pipe ([`policy::external`]).
 //! * [`sim`] is the discrete-event engine: the same core on a virtual clock,
 //!   with the max-min transfer model; [`sim::farm`] simulates the
 //!   farm.
@@ -49,6 +50,44 @@
 //!   model's knobs to them.
 //! * [`cli`] is the command line, one file per command (with `sweep` and
 //!   `bench`); the binary's `main` only calls [`cli::main`].
+//!
+//! ## Using gridbed as a library
+//!
+//! Load a testbed, register your own policies under names (the built-ins
+//! are registered the same way, and their names cannot be taken), run it in
+//! either engine, read the result. `docs/write-a-policy.md` has the three
+//! routes to a policy (a file in the tree, the library, a program in any
+//! language over a pipe) and `examples/` a selector, an eviction and a
+//! farm dispatch policy run in both engines.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use gridbed::config::{self, Overrides};
+//! use gridbed::core::{JobId, SiteId};
+//! use gridbed::policy::{GridView, Registry, SiteSelector};
+//!
+//! /// Every job on the eligible site with the most free slots.
+//! struct LeastLoaded;
+//!
+//! impl SiteSelector for LeastLoaded {
+//!     fn select(&mut self, _: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
+//!         let free = |s: SiteId| view.sites[s].cpus.saturating_sub(view.claimed[s]);
+//!         *eligible.iter().rev().max_by_key(|&&s| free(s)).unwrap()
+//!     }
+//! }
+//!
+//! let mut registry = Registry::builtin();
+//! registry.register_selector("least-loaded", |_| Ok(Box::new(LeastLoaded)))?;
+//! assert!(registry.register_selector("random", |_| Ok(Box::new(LeastLoaded))).is_err());
+//!
+//! let testbed = concat!(env!("CARGO_MANIFEST_DIR"), "/testbeds/quickstart.toml");
+//! let overrides = Overrides { strategy: Some("least-loaded".into()), ..Default::default() };
+//! let scenario = config::load_with(testbed.as_ref(), &overrides, Arc::new(registry))?;
+//! let run = gridbed::sim::run(&scenario)?; // or gridbed::live::run(&scenario, Default::default())
+//! assert!(run.succeeded);
+//! println!("makespan {:.0} s, {} transfers", run.makespan, run.transfers);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod calibrate;

@@ -110,6 +110,34 @@ fn parse_spec(spec: &str) -> Result<(&str, Params), String> {
     ))
 }
 
+/// A comma-separated list of policies (`--strategies`), split at the commas
+/// outside brackets and double quotes: `clustered[sequence=false, ra=4]`
+/// and `external[cmd="a, b"]` stay whole.
+pub fn split_policy_list(list: &str) -> Result<Vec<String>, String> {
+    let (mut items, mut from, mut depth, mut quoted, mut escaped) =
+        (Vec::new(), 0, 0i32, false, false);
+    for (i, c) in list.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '[' if !quoted => depth += 1,
+            ']' if !quoted => depth -= 1,
+            ',' if !quoted && depth == 0 => {
+                items.push(list[from..i].trim().to_string());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if quoted || depth != 0 {
+        return Err("a quote or a bracket is not closed".into());
+    }
+    items.push(list[from..].trim().to_string());
+    items.retain(|i| !i.is_empty());
+    Ok(items)
+}
+
 /// `body` split at the commas outside double quotes.
 fn split_quoted(body: &str) -> Result<Vec<&str>, String> {
     let (mut items, mut from, mut quoted, mut escaped) = (Vec::new(), 0, false, false);
@@ -296,6 +324,20 @@ mod tests {
         assert!(e.contains("takes no parameters"), "{e}");
         assert!(site_selector("clustered[sequence=maybe]", 0).is_err());
         assert!(site_selector("clustered[sequence", 0).is_err());
+    }
+
+    #[test]
+    fn a_list_of_policies_splits_outside_brackets_and_quotes() {
+        let list = r#"random, clustered[sequence=false, ra=4],external[cmd="a, b", timeout=2]"#;
+        assert_eq!(
+            split_policy_list(list).unwrap(),
+            [
+                "random",
+                "clustered[sequence=false, ra=4]",
+                r#"external[cmd="a, b", timeout=2]"#
+            ]
+        );
+        assert!(split_policy_list("clustered[a=1").is_err());
     }
 
     #[test]

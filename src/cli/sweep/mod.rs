@@ -40,12 +40,10 @@ pub enum Backend {
 pub struct SweepArgs {
     /// The testbed every run starts from.
     pub testbed: PathBuf,
-    /// Strategies (site selectors).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "random,random-caching,clustered,data-present"
-    )]
+    /// Strategies (site selectors), comma-separated; a comma inside a
+    /// policy's `[…]` or a quoted value (`external[cmd="…", timeout=5]`)
+    /// does not split.
+    #[arg(long, default_value = "random,random-caching,clustered,data-present")]
     pub strategies: Vec<String>,
     /// Site counts: the first N execution sites of the testbed.
     #[arg(long, value_delimiter = ',', default_value = "5,10,15,20,25")]
@@ -74,7 +72,7 @@ pub struct SweepArgs {
     pub sites_file: Option<PathBuf>,
     /// The testbed's MonitQueue only for these strategies (seed 002 pairs
     /// it with Opportunistic); the others run without it.
-    #[arg(long, value_delimiter = ',', value_name = "STRATEGIES")]
+    #[arg(long, value_name = "STRATEGIES")]
     pub monitqueue_for: Option<Vec<String>>,
     /// No progress bar.
     #[arg(long, short)]
@@ -319,6 +317,19 @@ fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
 /// `args.out`.
 pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
     let mut args = args.clone();
+    let split = |lists: &[String]| -> Result<Vec<String>, SweepError> {
+        let mut names = Vec::new();
+        for list in lists {
+            let parts = crate::policy::split_policy_list(list)
+                .map_err(|e| SweepError::Invalid(format!("`{list}`: {e}")))?;
+            names.extend(parts);
+        }
+        Ok(names)
+    };
+    args.strategies = split(&args.strategies)?;
+    if let Some(with) = &args.monitqueue_for {
+        args.monitqueue_for = Some(split(with)?);
+    }
     if let Some(n) = args.repeat {
         if n == 0 {
             return Err(SweepError::Invalid("--repeat: expected at least 1".into()));
