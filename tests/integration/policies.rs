@@ -69,49 +69,50 @@ fn record(dir: &Path, testbed: &Path, name: &str, args: &[&str]) -> (serde_json:
     (rec, table.join("\n"))
 }
 
+/// Runs `builtin` and `external` (testbed, arguments) and asserts that
+/// their tables and records are the same; the built-in's table.
+fn assert_same(
+    dir: &Path,
+    what: &str,
+    builtin: (&Path, &[&str]),
+    external: (&Path, &[&str]),
+) -> String {
+    let (a, table) = record(dir, builtin.0, &format!("{what}-builtin"), builtin.1);
+    let (b, ext_table) = record(dir, external.0, &format!("{what}-external"), external.1);
+    assert_eq!(table, ext_table, "{what}: the tables differ");
+    assert_eq!(a, b, "{what}: the records differ");
+    table
+}
+
 #[test]
 #[ignore = "needs python3"]
 fn python_data_present_and_lru_equal_the_builtins_in_the_simulator() {
     let dir = tempfile::tempdir().unwrap();
+    let strategy = python("data_present");
+    let external = ["--strategy", strategy.as_str()];
     // The quickstart: Data-Present with caching (the testbed sets it).
     let quickstart = repo("testbeds/quickstart.toml");
-    let (builtin, table) = record(dir.path(), &quickstart, "qs-builtin", &[]);
-    let strategy = python("data_present");
-    let (external, ext_table) = record(
+    assert_same(
         dir.path(),
-        &quickstart,
-        "qs-external",
-        &["--strategy", &strategy],
+        "qs",
+        (&quickstart, &[]),
+        (&quickstart, &external),
     );
-    assert_eq!(table, ext_table);
-    assert_eq!(builtin, external, "quickstart: the records differ");
 
     // SPCL's Grid3 testbed, 2,220 jobs: Data-Present leaving the replica
     // policy to the testbed (`delete`); then its own clustered strategy
     // with LRU making room 149,127 times.
     let spcl = repo("testbeds/spcl-live-4.toml");
     let dp = ["--strategy", "data-present[caching=false]"];
-    let (builtin, table) = record(dir.path(), &spcl, "spcl-dp-builtin", &dp);
-    let (external, ext_table) = record(
-        dir.path(),
-        &spcl,
-        "spcl-dp-external",
-        &["--strategy", &strategy],
-    );
-    assert_eq!(table, ext_table);
-    assert_eq!(builtin, external, "SPCL Data-Present: the records differ");
-
+    assert_same(dir.path(), "spcl-dp", (&spcl, &dp), (&spcl, &external));
     let text = std::fs::read_to_string(&spcl).unwrap();
     let lru = python("lru");
     let with_lru = text.replace("eviction = \"lru\"", &format!("eviction = '{lru}'"));
     assert_ne!(with_lru, text);
     let spcl_lru = dir.path().join("spcl-lru.toml");
     std::fs::write(&spcl_lru, &with_lru).unwrap();
-    let (builtin, table) = record(dir.path(), &spcl, "spcl-lru-builtin", &[]);
-    let (external, ext_table) = record(dir.path(), &spcl_lru, "spcl-lru-external", &[]);
+    let table = assert_same(dir.path(), "spcl-lru", (&spcl, &[]), (&spcl_lru, &[]));
     assert!(table.contains("evictions 149127"), "{table}");
-    assert_eq!(table, ext_table);
-    assert_eq!(builtin, external, "SPCL LRU: the records differ");
 }
 
 /// Asks the built-in and the program every placement, takes the program's
