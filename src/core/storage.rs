@@ -521,6 +521,62 @@ mod tests {
         r.evicted
     }
 
+    /// Chooses its victims: the evictable files it was told of, newest
+    /// first, or an impossible answer when `bad`.
+    struct Chooser {
+        evictable: Vec<FileId>,
+        bad: bool,
+    }
+
+    impl EvictionPolicy for Chooser {
+        fn key(&mut self, c: &Candidate) -> u64 {
+            self.evictable.retain(|&f| f != c.file);
+            self.evictable.push(c.file);
+            0
+        }
+        fn forget(&mut self, file: FileId) {
+            self.evictable.retain(|&f| f != file);
+        }
+        fn chooses(&self) -> bool {
+            true
+        }
+        fn victims(&mut self, _need: u64) -> Option<Vec<FileId>> {
+            if self.bad {
+                return Some(vec![99]);
+            }
+            self.evictable.last().map(|&f| vec![f])
+        }
+    }
+
+    #[test]
+    fn a_policy_that_chooses_is_told_what_is_evictable_and_its_choice_is_checked() {
+        let chooser = |bad| Chooser {
+            evictable: Vec::new(),
+            bad,
+        };
+        let mut p = Pool::new(30, Box::new(chooser(false)));
+        write(&mut p, 1, 10);
+        write(&mut p, 2, 10);
+        p.pin_job(7, &[2]);
+        write(&mut p, 3, 10);
+        // 3 is the newest evictable file (2 is pinned: forgotten).
+        assert_eq!(write(&mut p, 4, 10), vec![3]);
+        p.release_job(7, &[]);
+        assert_eq!(
+            write(&mut p, 5, 10),
+            vec![2],
+            "unpinned: evictable again, newest"
+        );
+        check(&p);
+        // A choice of a file that is not evictable here is not taken: the
+        // keys (file order at equal keys) decide.
+        let mut p = Pool::new(20, Box::new(chooser(true)));
+        write(&mut p, 1, 10);
+        write(&mut p, 2, 10);
+        assert_eq!(write(&mut p, 3, 10), vec![1]);
+        check(&p);
+    }
+
     #[test]
     fn evicts_least_recently_used_first() {
         let mut p = pool(30);
