@@ -1,7 +1,8 @@
 //! Policies from outside the crate (issue 38): registered through the
 //! library, and `external[cmd=…]` programs over a pipe. The Python
-//! re-implementations of Data-Present and LRU (`examples/python/`) equal
-//! the built-ins: whole runs in the simulator, every decision live (live
+//! re-implementations of Data-Present, LRU and first-available
+//! (`examples/python/`) equal the built-ins: whole runs in the simulator,
+//! every selection and eviction decision live (live
 //! runs differ from run to run for the built-ins too, so a live run asks
 //! both and compares each answer). Every bad program ends the run with
 //! exit 2 and a message naming the program and the decision.
@@ -113,6 +114,29 @@ fn python_data_present_and_lru_equal_the_builtins_in_the_simulator() {
     std::fs::write(&spcl_lru, &with_lru).unwrap();
     let table = assert_same(dir.path(), "spcl-lru", (&spcl, &[]), (&spcl_lru, &[]));
     assert!(table.contains("evictions 149127"), "{table}");
+
+    // The small Falkon farm, first-available: the farm's report is the same.
+    let farm = repo("testbeds/falkon-diffusion-small.toml");
+    let dispatch = format!(
+        "external[cmd=\"python3 {}\", window=16]",
+        repo("examples/python/first_available.py").display()
+    );
+    let report = |policy: &str| {
+        let (code, stdout, stderr) = gridbed(&[
+            "farm",
+            farm.to_str().unwrap(),
+            "--engine",
+            "sim",
+            "--policy",
+            policy,
+        ]);
+        assert_eq!(code, Some(0), "{policy}: {stderr}");
+        // Past the title (the policy's name) and the wall time.
+        stdout.lines().skip(2).collect::<Vec<_>>().join("\n")
+    };
+    let builtin = report("first-available");
+    assert!(builtin.contains("3000 tasks"), "{builtin}");
+    assert_eq!(builtin, report(&dispatch));
 }
 
 /// Asks the built-in and the program every placement, takes the program's
