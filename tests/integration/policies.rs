@@ -266,9 +266,12 @@ fn python_data_present_and_lru_answer_as_the_builtins_in_a_live_run() {
     assert!(run.evictions.iter().sum::<u64>() as usize >= n(2));
 }
 
-/// `gridbed run quickstart --engine sim --strategy POLICY`, with a shell
-/// program written beside: (exit code, stderr).
-fn run_with_program(script: &str, policy: impl Fn(&str) -> String) -> (Option<i32>, String) {
+/// `gridbed run quickstart --engine sim --db DIR/run.db --strategy
+/// POLICY`, with a shell program written in DIR: (exit code, stderr, DIR).
+fn run_with_program(
+    script: &str,
+    policy: impl Fn(&str) -> String,
+) -> (Option<i32>, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("policy.sh");
     std::fs::write(&prog, script).unwrap();
@@ -288,7 +291,7 @@ fn run_with_program(script: &str, policy: impl Fn(&str) -> String) -> (Option<i3
         "--strategy",
         &spec,
     ]);
-    (code, stderr)
+    (code, stderr, dir)
 }
 
 /// The handshake a shell program answers, serving `select`.
@@ -375,7 +378,7 @@ fn every_bad_program_ends_the_run_with_exit_2_naming_the_program_and_the_decisio
     ];
     for (what, script, policy, expected) in cases {
         let started = std::time::Instant::now();
-        let (code, stderr) = run_with_program(&script, policy);
+        let (code, stderr, _) = run_with_program(&script, policy);
         assert_eq!(code, Some(2), "{what}: {stderr}");
         assert!(
             stderr.contains("external policy `") && stderr.contains(expected),
@@ -396,28 +399,10 @@ fn a_failed_program_leaves_the_jobs_that_ran_in_the_database() {
     let script = format!(
         "{HELLO}for k in 1 2 3; do read l; id=$(echo \"$l\" | sed 's/.*\"id\":\\([0-9]*\\),\"job\".*/\\1/'); echo \"{{\\\"id\\\":$id,\\\"site\\\":1}}\"; done; read l; echo nonsense\n"
     );
-    let dir = tempfile::tempdir().unwrap();
-    let prog = dir.path().join("policy.sh");
-    std::fs::write(&prog, script).unwrap();
-    let db = dir.path().join("run.db");
-    let quickstart = repo("testbeds/quickstart.toml");
-    let spec = format!("external[cmd=\"sh {}\"]", prog.display());
-    let (code, _, stderr) = gridbed(&[
-        "run",
-        quickstart.to_str().unwrap(),
-        "--sites",
-        catalog().to_str().unwrap(),
-        "--engine",
-        "sim",
-        "-q",
-        "--db",
-        db.to_str().unwrap(),
-        "--strategy",
-        &spec,
-    ]);
+    let (code, stderr, dir) = run_with_program(&script, |cmd| format!("external[cmd=\"{cmd}\"]"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("answered `nonsense`"), "{stderr}");
-    let conn = rusqlite::Connection::open(&db).unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("run.db")).unwrap();
     let placed: i64 = conn
         .query_row("SELECT COUNT(DISTINCT job) FROM attempts", [], |r| r.get(0))
         .unwrap();

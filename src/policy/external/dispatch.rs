@@ -92,10 +92,7 @@ impl DispatchPolicy for ExternalDispatch {
         let Some(answer) = self.program.ask(what, request) else {
             return Vec::new();
         };
-        let picks: Option<Vec<usize>> = answer
-            .get("tasks")
-            .and_then(Value::as_array)
-            .and_then(|a| a.iter().map(|v| v.as_u64().map(|i| i as usize)).collect());
+        let picks = super::ids(&answer, "tasks");
         let ok = picks.as_ref().is_some_and(|p| {
             p.len() <= max
                 && p.iter().all(|&i| i < n)

@@ -119,6 +119,15 @@ impl Programs {
     }
 }
 
+/// The list of ids an answer gives under `key` (`evict`, `tasks`), if it
+/// is one.
+fn ids(answer: &serde_json::Map<String, serde_json::Value>, key: &str) -> Option<Vec<usize>> {
+    let list = answer.get(key)?.as_array()?;
+    list.iter()
+        .map(|v| v.as_u64().map(|i| i as usize))
+        .collect()
+}
+
 /// The program an `external[cmd=…, timeout=…]` policy names.
 fn program_of(c: &Context<'_>, decisions: &[&'static str]) -> Result<Arc<Program>, String> {
     let cmd: String = c.params().get("cmd", String::new())?;
