@@ -24,6 +24,11 @@ Decisions and what the functions return:
   pick_up(request)  a list of positions in request["window"], at most
                     request["max"] of them (the farm)
 
+A select request's "sites" is every site (id, free, claimed, active) as it
+is now: this module asks gridbed for the sites that changed only and keeps
+the table. It also takes a round's offers in one request (serve's `batch`)
+and still calls select once per offer.
+
 Every request has a "draw": a 32-bit number from a generator that gridbed
 seeds for the policy, as it seeds its built-ins. Take your randomness from
 it (`pick(draw, n)`) and the run repeats for a seed.
@@ -50,13 +55,51 @@ def pick(draw, n):
     return (draw * n) >> 32
 
 
-def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout=None):
-    """Answers gridbed's requests until it closes the pipe."""
+def _select_batch(select, request, ids):
+    """Answers a batch of select offers in order, each as if asked alone:
+    a placement takes one of its site's free slots before the next."""
+    sites = request["sites"]
+    answers = []
+    for offer in request["offers"]:
+        one = {
+            "type": "select",
+            "id": request["id"],
+            "time": request["time"],
+            "job": offer["job"],
+            "eligible": offer["eligible"],
+            "sites": sites,
+            "draw": offer["draw"],
+        }
+        choice = select(one)
+        if choice is None:
+            answers.append({"hold": True})
+            continue
+        answers.append({"site": choice})
+        s = ids.get(choice) if isinstance(choice, str) else choice
+        if isinstance(s, int) and 0 <= s < len(sites):
+            sites = list(sites)  # what earlier calls saw stays as it was
+            site = sites[s] = dict(sites[s])
+            site["claimed"] += 1
+            site["free"] = max(0, site["free"] - 1)
+    return answers
+
+
+def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout=None, batch=1024):
+    """Answers gridbed's requests until it closes the pipe.
+
+    With `batch` > 1 gridbed may send several select offers in one request
+    (a round of the manager); `select` is still called once per offer,
+    with the sites' free slots updated by its earlier answers, so that it
+    sees what it would see asked one at a time. A `select` whose answers
+    depend on its own earlier answers (a counter, say) passes batch=1.
+    """
     handlers = {"select": select, "evict": evict, "notify": notify, "pick_up": pick_up}
     handlers = {k: f for k, f in handlers.items() if f is not None}
     if not handlers:
         raise ValueError("serve() needs at least one of select, evict, notify, pick_up")
     pools = {}  # per site: the evictable files, from "changed" and "gone"
+    ids = {}  # site name -> id, from the handshake
+    sites = []  # each site's free slots and load, kept from "sites" changes
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     write = stdout.write
@@ -67,8 +110,19 @@ def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout
             if request.get("protocol") != PROTOCOL:
                 sys.stderr.write(f"gridbed speaks protocol {request.get('protocol')}, this helper {PROTOCOL}\n")
             answer = {"type": "hello", "protocol": PROTOCOL, "serves": sorted(handlers)}
+            if select is not None:
+                answer["site_changes"] = True
+                if batch > 1:
+                    answer["batch"] = batch
+            ids = {s["name"]: s["id"] for s in request.get("sites", ())}
         elif kind in handlers:
-            if kind == "evict":
+            if kind == "select":
+                for site in request["sites"]:
+                    i = site["id"]
+                    sites.extend(None for _ in range(i + 1 - len(sites)))
+                    sites[i] = site
+                request["sites"] = list(sites)
+            elif kind == "evict":
                 pool = pools.setdefault(request.get("site"), {})
                 for f in request.get("gone", ()):
                     pool.pop(f, None)
@@ -76,13 +130,18 @@ def serve(select=None, evict=None, notify=None, pick_up=None, stdin=None, stdout
                     pool[c["id"]] = c
                 request["candidates"] = pool
             try:
-                choice = handlers[kind](request)
+                if kind == "select" and "offers" in request:
+                    choice = _select_batch(select, request, ids)
+                else:
+                    choice = handlers[kind](request)
             except Exception:  # the run ends with what went wrong
                 last = traceback.format_exc().strip().splitlines()
                 answer = {"id": request.get("id"), "error": f"{kind}: {last[-1]}"}
                 traceback.print_exc(file=sys.stderr)
             else:
-                if kind == "select" and choice is None:
+                if kind == "select" and "offers" in request:
+                    answer = {"id": request["id"], "answers": choice}
+                elif kind == "select" and choice is None:
                     answer = {"id": request["id"], "hold": True}
                 else:
                     answer = {"id": request["id"], _ANSWER_KEY[kind]: choice}

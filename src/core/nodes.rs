@@ -128,6 +128,23 @@ impl ReadyQueue {
         }
     }
 
+    /// Up to `n` queued jobs in the order [`pop`](Self::pop) would give
+    /// them, without taking them.
+    pub fn peek(&self, n: usize) -> Vec<JobId> {
+        match self.priority {
+            None => self.fifo.iter().take(n).copied().collect(),
+            Some(_) => {
+                let mut next: Vec<_> = self.heap.iter().copied().collect();
+                if next.len() > n {
+                    next.select_nth_unstable_by(n, |a, b| b.cmp(a));
+                    next.truncate(n);
+                }
+                next.sort_unstable_by(|a, b| b.cmp(a));
+                next.into_iter().map(|(_, _, j)| j).collect()
+            }
+        }
+    }
+
     /// Jobs queued.
     pub fn len(&self) -> usize {
         self.fifo.len() + self.heap.len()
@@ -206,6 +223,23 @@ mod tests {
         fifo.push(2);
         fifo.push(0);
         assert_eq!(fifo.pop(), Some(2));
+    }
+
+    #[test]
+    fn peek_gives_what_pop_would_without_taking_it() {
+        let mut q = ReadyQueue::fifo();
+        for j in [4, 1, 3] {
+            q.push(j);
+        }
+        assert_eq!(q.peek(2), [4, 1]);
+        q.set_priorities(vec![0, 5, -1, 5, 2]);
+        q.push(0);
+        for n in 0..=5 {
+            let mut taken = q.clone();
+            let popped: Vec<_> = std::iter::from_fn(|| taken.pop()).take(n).collect();
+            assert_eq!(q.peek(n), popped, "peek({n})");
+        }
+        assert_eq!(q.len(), 4);
     }
 
     #[test]

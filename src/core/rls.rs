@@ -20,6 +20,7 @@ pub type Holders = SmallVec<[SiteId; 2]>;
 pub struct Rls {
     holders: Vec<Holders>,
     replicas: usize,
+    changes: u64,
 }
 
 impl Rls {
@@ -28,6 +29,7 @@ impl Rls {
         Rls {
             holders: vec![Holders::new(); files],
             replicas: 0,
+            changes: 0,
         }
     }
 
@@ -39,6 +41,7 @@ impl Rls {
         }
         h.push(site);
         self.replicas += 1;
+        self.changes += 1;
         true
     }
 
@@ -49,6 +52,7 @@ impl Rls {
             Some(i) => {
                 h.swap_remove(i);
                 self.replicas -= 1;
+                self.changes += 1;
                 true
             }
             None => false,
@@ -63,6 +67,7 @@ impl Rls {
             if let Some(i) = h.iter().position(|&s| s == site) {
                 h.swap_remove(i);
                 self.replicas -= 1;
+                self.changes += 1;
                 dropped.push(file);
             }
         }
@@ -79,6 +84,12 @@ impl Rls {
         self.holders[file].contains(&site)
     }
 
+    /// How many times the catalogue changed (a replica registered or
+    /// forgotten): the same count twice means the same holders.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     /// Number of registered replicas over all files.
     pub fn replicas(&self) -> usize {
         self.replicas
@@ -93,6 +104,7 @@ mod tests {
     fn register_and_unregister_are_idempotent() {
         let mut r = Rls::new(2);
         assert!(r.register(0, 3));
+        assert_eq!(r.changes(), 1);
         assert!(!r.register(0, 3));
         assert!(r.register(0, 1));
         assert_eq!(r.replicas(), 2);
@@ -102,5 +114,6 @@ mod tests {
         assert_eq!(r.holders(0), &[1]);
         assert!(r.holders(1).is_empty());
         assert_eq!(r.replicas(), 1);
+        assert_eq!(r.changes(), 3, "only what changed the catalogue counts");
     }
 }

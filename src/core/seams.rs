@@ -71,6 +71,16 @@ impl GridView<'_> {
     }
 }
 
+/// A ready job the manager will offer a selector, with the execution
+/// sites it may use (see [`SiteSelector::place_ahead`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// The job.
+    pub job: JobId,
+    /// The sites it may use, in site order (never empty).
+    pub eligible: Vec<SiteId>,
+}
+
 /// Chooses the execution site for a job (the prescript's first task, seed 000 §4).
 pub trait SiteSelector: Send {
     /// `eligible` is never empty: execution sites the job may use for this
@@ -85,6 +95,30 @@ pub trait SiteSelector: Send {
     /// default every job is placed at once by [`select`](Self::select).
     fn place(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> Option<SiteId> {
         Some(self.select(job, view, eligible))
+    }
+
+    /// How many of the jobs the manager offers after `job` in the same
+    /// round the selector wants to see with it, through
+    /// [`place_ahead`](Self::place_ahead); 0 (the default) asks
+    /// [`place`](Self::place) alone. An external program answers a whole
+    /// round in one exchange this way.
+    fn look_ahead(&mut self, _job: JobId, _view: &GridView<'_>, _eligible: &[SiteId]) -> usize {
+        0
+    }
+
+    /// [`place`](Self::place), told the offers that follow `job` in this
+    /// round if nothing else changes (next first, at most what
+    /// [`look_ahead`](Self::look_ahead) asked, each with the sites it may
+    /// use). A forecast only: each is offered in turn through `place` or
+    /// `place_ahead`, with the grid as it is then.
+    fn place_ahead(
+        &mut self,
+        job: JobId,
+        view: &GridView<'_>,
+        eligible: &[SiteId],
+        _ahead: &[Offer],
+    ) -> Option<SiteId> {
+        self.place(job, view, eligible)
     }
 
     /// Called once before the run: extra (parent, child) ordering edges the

@@ -22,7 +22,7 @@ pub use registry::{
 };
 
 pub use crate::core::seams::{
-    CacheWorth, CachedFile, Candidate, EvictionPolicy, GridView, SiteSelector,
+    CacheWorth, CachedFile, Candidate, EvictionPolicy, GridView, Offer, SiteSelector,
 };
 
 use crate::core::cache_index::ExecId;

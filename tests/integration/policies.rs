@@ -210,6 +210,85 @@ impl TwinEviction {
     }
 }
 
+/// A Condor-like selector: the eligible site with a free slot holding the
+/// most input bytes, or hold the job while none is free. Served in batches
+/// of `sys.argv[1]` offers; every request it gets is logged to `sys.argv[2]`.
+const FREE_OR_HOLD: &str = r#"
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import gridbed_policy as gp
+
+def select(request):
+    free = [s for s in request["eligible"] if request["sites"][s]["free"] > 0]
+    if not free:
+        return None
+    present = {}
+    for f in request["job"]["inputs"]:
+        for site in f["holders"]:
+            present[site] = present.get(site, 0) + f["size"]
+    best = max(present.get(s, 0) for s in free)
+    tied = [s for s in free if present.get(s, 0) == best]
+    return tied[gp.pick(request["draw"], len(tied))]
+
+class Logged:
+    def __init__(self, log):
+        self.log = log
+    def __iter__(self):
+        for line in sys.stdin:
+            self.log.write(line)
+            yield line
+
+with open(sys.argv[2], "w") as log:
+    gp.serve(select=select, batch=int(sys.argv[1]), stdin=Logged(log))
+"#;
+
+#[test]
+#[ignore = "needs python3"]
+fn a_program_answering_a_round_at_a_time_runs_as_one_asked_each_job_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("free_or_hold.py");
+    std::fs::write(&program, FREE_OR_HOLD).unwrap();
+    // The quickstart without its prescript interval: a round places as
+    // many jobs as there are free slots, then holds the rest.
+    let text = std::fs::read_to_string(repo("testbeds/quickstart.toml")).unwrap();
+    let unspaced = text.replace("prescript_interval = 1.0", "prescript_interval = 0");
+    assert_ne!(unspaced, text);
+    let quickstart = dir.path().join("quickstart-unspaced.toml");
+    std::fs::write(&quickstart, unspaced).unwrap();
+    let strategy = |batch: usize| {
+        format!(
+            "external[cmd=\"python3 {} {batch} {} {}\"]",
+            program.display(),
+            dir.path().join(format!("requests-{batch}")).display(),
+            repo("python").display()
+        )
+    };
+    let (round, alone) = (strategy(1024), strategy(1));
+    // Each placement takes a slot the offers after it see taken.
+    assert_same(
+        dir.path(),
+        "batch",
+        (&quickstart, &["--strategy", &alone]),
+        (&quickstart, &["--strategy", &round]),
+    );
+    let offers = |batch: usize| -> Vec<usize> {
+        let log = std::fs::read_to_string(dir.path().join(format!("requests-{batch}"))).unwrap();
+        log.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["type"] == "select")
+            .map(|r| r["offers"].as_array().map_or(1, Vec::len))
+            .collect()
+    };
+    let (round, alone) = (offers(1024), offers(1));
+    assert!(alone.iter().all(|&n| n == 1), "batch=1 got several offers");
+    assert!(
+        round.len() * 2 < alone.len() && round.iter().any(|&n| n > 4),
+        "{} requests answered {} decisions: expected rounds in fewer requests",
+        round.len(),
+        alone.len()
+    );
+}
+
 #[test]
 #[ignore = "needs python3"]
 fn python_data_present_and_lru_answer_as_the_builtins_in_a_live_run() {
@@ -300,7 +379,7 @@ const HELLO: &str = "read l; echo '{\"type\":\"hello\",\"protocol\":1,\"serves\"
 /// Answers every request with `answer` (`ID` replaced by the request's id).
 fn answering(answer: &str) -> String {
     format!(
-        "{HELLO}while read l; do id=$(echo \"$l\" | sed 's/.*\"id\":\\([0-9]*\\),\"job\".*/\\1/'); echo '{}' | sed \"s/ID/$id/\"; done\n",
+        "{HELLO}while read l; do id=$(echo \"$l\" | sed 's/^{{\"id\":\\([0-9]*\\),.*/\\1/'); echo '{}' | sed \"s/ID/$id/\"; done\n",
         answer
     )
 }
@@ -364,6 +443,23 @@ fn every_bad_program_ends_the_run_with_exit_2_naming_the_program_and_the_decisio
             "it reported an error: boom",
         ),
         (
+            "a batch answered short",
+            answering("{\"id\":ID,\"answers\":[]}").replacen(
+                "\"serves\":[\"select\"]",
+                "\"serves\":[\"select\"],\"batch\":4",
+                1,
+            ),
+            &select,
+            "with one answer for each of the",
+        ),
+        (
+            "a batch of none",
+            "read l; echo '{\"type\":\"hello\",\"protocol\":1,\"serves\":[\"select\"],\"batch\":0}'; cat\n"
+                .into(),
+            &select,
+            "expected a whole number of offers, at least 1",
+        ),
+        (
             "dies mid-run",
             format!("{HELLO}read l; echo oops >&2; exit 1\n"),
             &select,
@@ -397,7 +493,7 @@ fn every_bad_program_ends_the_run_with_exit_2_naming_the_program_and_the_decisio
 fn a_failed_program_leaves_the_jobs_that_ran_in_the_database() {
     // Places three jobs, then answers garbage.
     let script = format!(
-        "{HELLO}for k in 1 2 3; do read l; id=$(echo \"$l\" | sed 's/.*\"id\":\\([0-9]*\\),\"job\".*/\\1/'); echo \"{{\\\"id\\\":$id,\\\"site\\\":1}}\"; done; read l; echo nonsense\n"
+        "{HELLO}for k in 1 2 3; do read l; id=$(echo \"$l\" | sed 's/^{{\"id\":\\([0-9]*\\),.*/\\1/'); echo \"{{\\\"id\\\":$id,\\\"site\\\":1}}\"; done; read l; echo nonsense\n"
     );
     let (code, stderr, dir) = run_with_program(&script, |cmd| format!("external[cmd=\"{cmd}\"]"));
     assert_eq!(code, Some(2), "{stderr}");

@@ -1,7 +1,8 @@
 //! Issue 38's speed goals: decisions per second of an external policy
 //! program over the pipe (a trivial Python one through the helper, and a
 //! Rust one, `examples/first_eligible.rs`), beside the built-in
-//! round-robin in the same run.
+//! round-robin in the same run. Both programs take a round's offers in
+//! one request (`batch`); the Python one is timed one offer a request too.
 
 use std::time::Instant;
 
@@ -9,9 +10,12 @@ use super::{Failure, Figure};
 use crate::core::rls::Rls;
 use crate::core::submissions::Submissions;
 use crate::core::{File, JobSpec, SiteInfo, Workflow};
-use crate::policy::{GridView, Registry, SiteSelector};
+use crate::policy::{GridView, Offer, Registry, SiteSelector};
 
-/// Times `decisions` placements of one job with two inputs on five sites.
+/// Times a manager round that offers `decisions` ready jobs (two inputs
+/// each) on five sites, placed in turn as the manager places them: each
+/// placement claims a slot, and a selector that looks ahead is told the
+/// offers after the current one.
 fn time(selector: &mut dyn SiteSelector, decisions: usize) -> Result<f64, Failure> {
     let files = vec![
         File {
@@ -23,18 +27,20 @@ fn time(selector: &mut dyn SiteSelector, decisions: usize) -> Result<f64, Failur
             size: 5 << 20,
         },
     ];
-    let job = JobSpec {
-        name: "j".into(),
-        runtime: 60.0,
-        inputs: vec!["a".into(), "b".into()],
-        outputs: Vec::new(),
-        ..Default::default()
-    };
-    let workflow = Workflow::build(files, vec![job])?;
+    let jobs = (0..=decisions)
+        .map(|j| JobSpec {
+            name: format!("j{j}"),
+            runtime: 60.0,
+            inputs: vec!["a".into(), "b".into()],
+            outputs: Vec::new(),
+            ..Default::default()
+        })
+        .collect();
+    let workflow = Workflow::build(files, jobs)?;
     let sites: Vec<SiteInfo> = (0..5)
         .map(|i| SiteInfo {
             name: format!("site-{i}"),
-            cpus: 8,
+            cpus: 1 << 30,
             disk: 1 << 40,
             speed: 1.0,
             overhead: 0.0,
@@ -43,31 +49,42 @@ fn time(selector: &mut dyn SiteSelector, decisions: usize) -> Result<f64, Failur
     let mut rls = Rls::new(2);
     rls.register(0, 0);
     rls.register(1, 2);
-    let (claimed, active) = (vec![0; 5], vec![0; 5]);
-    let submissions = Submissions::single(1, 0);
-    let view = GridView {
-        workflow: &workflow,
-        sites: &sites,
-        rls: &rls,
-        active: &active,
-        counters: &[],
-        last_ended: None,
-        claimed: &claimed,
-        states: &[],
-        submissions: &submissions,
-        workload: &[],
-        now: 0.0,
-    };
+    let (mut claimed, active) = (vec![0; 5], vec![0; 5]);
+    let submissions = Submissions::single(decisions + 1, 0);
     let eligible = [1, 2, 3, 4];
-    // The first one starts the program and shakes hands.
-    selector
-        .place(0, &view, &eligible)
+    let offers: Vec<Offer> = (0..=decisions)
+        .map(|job| Offer {
+            job,
+            eligible: eligible.to_vec(),
+        })
+        .collect();
+    let mut start = Instant::now();
+    // Job 0 starts the program and shakes hands, untimed.
+    for job in 0..=decisions {
+        if job == 1 {
+            start = Instant::now();
+        }
+        let view = GridView {
+            workflow: &workflow,
+            sites: &sites,
+            rls: &rls,
+            active: &active,
+            counters: &[],
+            last_ended: None,
+            claimed: &claimed,
+            states: &[],
+            submissions: &submissions,
+            workload: &[],
+            now: 0.0,
+        };
+        let n = selector.look_ahead(job, &view, &eligible);
+        let ahead = &offers[(job + 1).min(decisions)..(job + 1 + n).min(decisions + 1)];
+        let site = match (job, ahead) {
+            (0, _) | (_, []) => selector.place(job, &view, &eligible),
+            _ => selector.place_ahead(job, &view, &eligible, ahead),
+        }
         .ok_or("the policy held or failed")?;
-    let start = Instant::now();
-    for _ in 0..decisions {
-        selector
-            .place(0, &view, &eligible)
-            .ok_or("the policy held or failed")?;
+        claimed[site] += 1;
     }
     Ok(decisions as f64 / start.elapsed().as_secs_f64())
 }
@@ -82,16 +99,19 @@ pub fn decisions(decisions: usize) -> Result<Vec<Figure>, Failure> {
     )?;
     let dir = tempfile::tempdir()?;
     let helper = std::env::current_dir()?.join("python");
-    let program = dir.path().join("first.py");
-    std::fs::write(
-        &program,
-        format!(
-            "import sys\nsys.path.insert(0, {:?})\nimport gridbed_policy as gp\ngp.serve(select=lambda r: r['eligible'][0])\n",
-            helper.display().to_string()
-        ),
-    )?;
-    let python = format!("external[cmd=\"python3 {}\"]", program.display());
-    let py = time(&mut *registry.site_selector(&python, 1)?, decisions)?;
+    let python = |batch: usize| -> Result<f64, Failure> {
+        let program = dir.path().join(format!("first-{batch}.py"));
+        std::fs::write(
+            &program,
+            format!(
+                "import sys\nsys.path.insert(0, {:?})\nimport gridbed_policy as gp\ngp.serve(select=lambda r: r['eligible'][0], batch={batch})\n",
+                helper.display().to_string()
+            ),
+        )?;
+        let spec = format!("external[cmd=\"python3 {}\"]", program.display());
+        time(&mut *registry.site_selector(&spec, 1)?, decisions)
+    };
+    let (py, single) = (python(1024)?, python(1)?);
     let mut figures = vec![
         Figure {
             name: "policy: built-in round-robin, decisions/s".into(),
@@ -106,6 +126,13 @@ pub fn decisions(decisions: usize) -> Result<Vec<Figure>, Failure> {
             unit: "/s".into(),
             goal: Some("≥ 20,000/s".into()),
             met: py >= 20_000.0,
+        },
+        Figure {
+            name: "policy: the same, one offer a request (batch=1), decisions/s".into(),
+            value: single,
+            unit: "/s".into(),
+            goal: None,
+            met: true,
         },
     ];
     let exe = std::env::current_exe()?;

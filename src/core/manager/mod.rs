@@ -57,7 +57,7 @@ use super::records::{
     Attempt, EvictionRecord, FaultRecord, JobRecord, MemberRun, Outcome, Records, ScriptRun,
     TransferRecord,
 };
-use super::seams::{CacheWorth, GridView, SiteSelector};
+use super::seams::{CacheWorth, GridView, Offer, SiteSelector};
 use super::submissions::{Submissions, Workload};
 use super::window::IdWindow;
 use super::wms::{Latency, Wms, WmsSettings};

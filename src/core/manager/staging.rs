@@ -14,47 +14,44 @@ macro_rules! idle_view {
     };
 }
 
+/// Why a job has no site to offer the selector.
+enum NoSite {
+    /// Every site that could run it is down.
+    AllDown,
+    /// No site can run it.
+    None,
+}
+
 impl Manager {
     /// Starts `job`'s prescript; false when the selector holds the job
     /// (nothing started, no prescript interval used).
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
         self.exited[job] = None;
-        let avoid = self.avoid.get(&job);
-        let need = self.footprint[job];
         let mut eligible = std::mem::take(&mut self.eligible);
-        eligible.clear();
-        eligible.extend((0..self.sites.len()).filter(|&s| {
-            let site = &self.sites[s];
-            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
-        }));
-        if !eligible.is_empty() && eligible.iter().all(|&s| self.down[s]) {
-            // Every site that could run it crashed: wait for a recovery.
-            self.eligible = eligible;
-            self.retry(job, Retry::SitesDown);
-            return true;
+        match self.eligible_sites(job, &mut eligible) {
+            Ok(()) => {}
+            Err(NoSite::AllDown) => {
+                // Every site that could run it crashed: wait for a recovery.
+                self.eligible = eligible;
+                self.retry(job, Retry::SitesDown);
+                return true;
+            }
+            Err(NoSite::None) => {
+                self.eligible = eligible;
+                let why = format!(
+                    "no site with CPUs can hold its inputs and outputs ({} bytes){}",
+                    self.footprint[job],
+                    if self.avoid.contains_key(&job) {
+                        " apart from those where its outputs never fit"
+                    } else {
+                        ""
+                    }
+                );
+                self.fail_for_good(job, why);
+                return true;
+            }
         }
-        eligible.retain(|&s| !self.down[s]);
-        if eligible.is_empty() {
-            self.eligible = eligible;
-            let why = format!(
-                "no site with CPUs can hold its inputs and outputs ({} bytes){}",
-                need,
-                if avoid.is_some() {
-                    " apart from those where its outputs never fit"
-                } else {
-                    ""
-                }
-            );
-            self.fail_for_good(job, why);
-            return true;
-        }
-        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
-        // but that site, if there is anywhere else.
-        if let Some(killer) = self.avoid_once[job].take()
-            && eligible.len() > 1
-        {
-            eligible.retain(|&s| s != killer);
-        }
+        self.avoid_once[job] = None;
         let view = GridView {
             workflow: &self.wf,
             sites: &self.sites,
@@ -68,7 +65,15 @@ impl Manager {
             workload: &self.workload,
             now: self.now,
         };
-        let site = self.selector.place(job, &view, &eligible);
+        let ahead = match self.selector.look_ahead(job, &view, &eligible) {
+            0 => Vec::new(),
+            n => self.upcoming(n),
+        };
+        let site = if ahead.is_empty() {
+            self.selector.place(job, &view, &eligible)
+        } else {
+            self.selector.place_ahead(job, &view, &eligible, &ahead)
+        };
         self.eligible = eligible;
         let Some(site) = site else {
             return false;
@@ -124,6 +129,51 @@ impl Manager {
             self.launch(job, out);
         }
         true
+    }
+
+    /// The execution sites `job` may use now, into `out`: those with CPUs
+    /// and room for its inputs and outputs, that it does not avoid, that
+    /// are up; not the one that re-planned it last, if there is another.
+    fn eligible_sites(&self, job: JobId, out: &mut Vec<SiteId>) -> Result<(), NoSite> {
+        let avoid = self.avoid.get(&job);
+        let need = self.footprint[job];
+        out.clear();
+        out.extend((0..self.sites.len()).filter(|&s| {
+            let site = &self.sites[s];
+            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
+        }));
+        if !out.is_empty() && out.iter().all(|&s| self.down[s]) {
+            return Err(NoSite::AllDown);
+        }
+        out.retain(|&s| !self.down[s]);
+        if out.is_empty() {
+            return Err(NoSite::None);
+        }
+        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
+        // but that site, if there is anywhere else.
+        if let Some(killer) = self.avoid_once[job]
+            && out.len() > 1
+        {
+            out.retain(|&s| s != killer);
+        }
+        Ok(())
+    }
+
+    /// Up to `n` ready jobs the round would offer the selector next if
+    /// nothing changed (those without an eligible site never reach it).
+    fn upcoming(&self, n: usize) -> Vec<Offer> {
+        let mut ahead = Vec::with_capacity(n.min(self.ready.len()));
+        for job in self.ready.peek(self.ready.len().min(2 * n)) {
+            if ahead.len() == n {
+                break;
+            }
+            let mut eligible = Vec::new();
+            if self.state[job] == JobState::Ready && self.eligible_sites(job, &mut eligible).is_ok()
+            {
+                ahead.push(Offer { job, eligible });
+            }
+        }
+        ahead
     }
 
     /// Orders the node's script at its site; POST scripts beyond

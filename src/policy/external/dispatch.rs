@@ -48,7 +48,7 @@ impl DispatchPolicy for ExternalDispatch {
             "utilization": view.utilization, "draw": self.rng.next_u32(),
         });
         let what = || "notify for the head task".to_string();
-        let answer = self.program.ask(what, request)?;
+        let answer = self.program.ask(what, &request)?;
         match answer.get("executor") {
             Some(Value::Null) => None,
             Some(Value::Number(n)) => match n.as_u64().map(|e| e as usize) {
@@ -89,7 +89,7 @@ impl DispatchPolicy for ExternalDispatch {
             "free": view.free, "utilization": view.utilization, "draw": self.rng.next_u32(),
         });
         let what = || format!("pick_up for executor {e}");
-        let Some(answer) = self.program.ask(what, request) else {
+        let Some(answer) = self.program.ask(what, &request) else {
             return Vec::new();
         };
         let picks = super::ids(&answer, "tasks");

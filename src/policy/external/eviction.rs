@@ -81,7 +81,7 @@ impl EvictionPolicy for ExternalEviction {
         });
         let site = self.site.map_or(String::new(), |s| format!(" at site {s}"));
         let what = || format!("evict{site} ({need} bytes needed)");
-        let answer = self.program.ask(what, request)?;
+        let answer = self.program.ask(what, &request)?;
         let files: Option<Vec<FileId>> = super::ids(&answer, "evict");
         let mut freed = 0;
         let mut seen = FxHashSet::default();

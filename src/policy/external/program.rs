@@ -11,9 +11,14 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::{PROTOCOL, ProgramFailure, SiteSummary};
+
+/// The most `select` offers gridbed puts in one request, whatever a
+/// program takes.
+pub const MAX_BATCH: usize = 1024;
 
 /// Lines of the program's stderr kept for a failure's message.
 const STDERR_TAIL: usize = 8;
@@ -32,6 +37,12 @@ struct State {
     wanted: BTreeSet<&'static str>,
     timeout: Duration,
     started: bool,
+    /// The most `select` offers it takes in one request (its handshake's
+    /// `batch`; 1 without one).
+    batch: usize,
+    /// Whether its `select` requests list only the sites that changed
+    /// since the last (its handshake's `site_changes`).
+    site_changes: bool,
     running: Option<Running>,
     next_id: u64,
 }
@@ -129,7 +140,7 @@ impl Program {
         s.running = Some(running);
         let wants: Vec<&str> = s.wanted.iter().copied().collect();
         let hello = json!({"type": "hello", "protocol": PROTOCOL, "seed": seed, "wants": wants, "sites": sites});
-        let answer = self.exchange(&mut s, "handshake", hello, false)?;
+        let answer = self.exchange(&mut s, "handshake", &hello, false)?;
         let expected = format!(
             "expected {{\"type\": \"hello\", \"protocol\": {PROTOCOL}, \"serves\": [...]}} with {wants:?} among the decisions served"
         );
@@ -155,6 +166,30 @@ impl Program {
                 shorten(&Value::Object(answer.clone()))
             )),
         };
+        let batch = match answer.get("batch") {
+            None => Ok(1),
+            Some(b) => b
+                .as_u64()
+                .filter(|&b| b >= 1)
+                .map(|b| b.min(MAX_BATCH as u64) as usize)
+                .ok_or_else(|| {
+                    format!(
+                        "answered `\"batch\": {b}`: expected a whole number of offers, at least 1"
+                    )
+                }),
+        };
+        let site_changes = match answer.get("site_changes") {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(format!(
+                "answered `\"site_changes\": {v}`: expected true or false"
+            )),
+        };
+        let problem = problem
+            .or_else(|| batch.as_ref().err().cloned())
+            .or_else(|| site_changes.as_ref().err().cloned());
+        s.batch = batch.unwrap_or(1);
+        s.site_changes = site_changes.unwrap_or(false);
         match problem {
             Some(p) => {
                 let f = self.failure("handshake", p);
@@ -202,11 +237,28 @@ impl Program {
         })
     }
 
+    /// The most `select` offers it takes in one request: 1 unless its
+    /// handshake said more (then at most [`MAX_BATCH`]); 1 before it
+    /// started.
+    pub fn batch(&self) -> usize {
+        self.lock().batch.max(1)
+    }
+
+    /// Whether its `select` requests list only the sites that changed
+    /// since its last one (false before it started).
+    pub fn site_changes(&self) -> bool {
+        self.lock().site_changes
+    }
+
     /// Asks `request` of it (a `type` and the decision's fields; the `id`
     /// and the answer's check are added here) and returns its answer, or
     /// `None` once it failed (the failure is kept for the engine). `what`
     /// names the decision in a failure ("select for job `j3`").
-    pub fn ask(&self, what: impl FnOnce() -> String, request: Value) -> Option<Map<String, Value>> {
+    pub fn ask(
+        &self,
+        what: impl FnOnce() -> String,
+        request: &impl Serialize,
+    ) -> Option<Map<String, Value>> {
         if self.failure.get().is_some() {
             return None;
         }
@@ -232,24 +284,30 @@ impl Program {
         &self,
         s: &mut State,
         decision: &str,
-        mut request: Value,
+        request: &impl Serialize,
         with_id: bool,
     ) -> Result<Map<String, Value>, ProgramFailure> {
         let id = s.next_id;
         s.next_id += 1;
-        if with_id {
-            request["id"] = json!(id);
+        // The id goes first in the object: `{"id":N,` and the request's
+        // fields.
+        let mut line = Vec::with_capacity(256);
+        if let Err(e) = serde_json::to_writer(&mut line, request) {
+            let f = self.failure(decision, format!("cannot write the request: {e}"));
+            return Err(self.fail(s, f));
         }
+        if with_id && line.first() == Some(&b'{') {
+            let head = format!("{{\"id\":{id}{}", if line.len() > 2 { "," } else { "" });
+            line.splice(..1, head.bytes());
+        }
+        line.push(b'\n');
         let timeout = s.timeout;
         let Some(run) = s.running.as_mut() else {
             let f = self.failure(decision, "it is not running (it failed before)".into());
             return Err(self.fail(s, f));
         };
         let stdin = run.stdin.as_mut().expect("open while running");
-        let written = serde_json::to_writer(&mut *stdin, &request)
-            .map_err(std::io::Error::from)
-            .and_then(|()| stdin.write_all(b"\n"))
-            .and_then(|()| stdin.flush());
+        let written = stdin.write_all(&line).and_then(|()| stdin.flush());
         let answer = match written {
             Err(_) => Err(self.gone(run)),
             Ok(()) => match run.lines.next(Instant::now() + timeout) {
@@ -382,7 +440,7 @@ impl Lines {
     }
 }
 
-fn shorten(v: &Value) -> String {
+pub(super) fn shorten(v: &Value) -> String {
     shorten_str(&v.to_string())
 }
 
