@@ -2,7 +2,7 @@
 //! library, and `external[cmd=…]` programs over a pipe. The Python
 //! re-implementations of Data-Present, LRU and first-available
 //! (`examples/python/`) equal the built-ins: whole runs in the simulator,
-//! every selection and eviction decision live (live
+//! every selection, eviction and farm dispatch decision live (live
 //! runs differ from run to run for the built-ins too, so a live run asks
 //! both and compares each answer). Every bad program ends the run with
 //! exit 2 and a message naming the program and the decision.
@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use gridbed::config::{self, Overrides};
+use gridbed::core::cache_index::ExecId;
 use gridbed::core::{FileId, JobId, SiteId};
+use gridbed::policy::dispatch::{DispatchPolicy, FarmView, TaskQueue};
 use gridbed::policy::{Candidate, EvictionPolicy, GridView, Registry, SiteSelector};
 
 use super::common::{self, catalog, gridbed, record_with_detail};
@@ -208,6 +210,80 @@ impl TwinEviction {
             self.lru.remove(&(last, file));
         }
     }
+}
+
+/// The built-in first-available's two answers beside the program's, on
+/// the same farm.
+struct TwinDispatch {
+    builtin: Box<dyn DispatchPolicy>,
+    external: Box<dyn DispatchPolicy>,
+    asked: Arc<AtomicUsize>,
+    differed: Arc<AtomicUsize>,
+}
+
+impl TwinDispatch {
+    fn count<T: PartialEq>(&self, b: &T, e: &T) {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        if b != e {
+            self.differed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl DispatchPolicy for TwinDispatch {
+    fn notify(&mut self, files: &[FileId], view: &FarmView<'_>) -> Option<ExecId> {
+        let b = self.builtin.notify(files, view);
+        let e = self.external.notify(files, view);
+        self.count(&b, &e);
+        e
+    }
+
+    fn pick_up(
+        &mut self,
+        e: ExecId,
+        queue: &dyn TaskQueue,
+        max: usize,
+        view: &FarmView<'_>,
+    ) -> Vec<usize> {
+        let b = self.builtin.pick_up(e, queue, max, view);
+        let x = self.external.pick_up(e, queue, max, view);
+        self.count(&b, &x);
+        x
+    }
+}
+
+#[test]
+#[ignore = "needs python3"]
+fn python_first_available_answers_as_the_builtin_on_a_live_farm() {
+    let (asked, differed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut registry = Registry::builtin();
+    let (a, d) = (asked.clone(), differed.clone());
+    registry
+        .register_dispatch("twin-first-available", move |c| {
+            let builtin = Registry::shared_builtin().dispatch_policy("first-available", c.seed());
+            let program = python("first_available").replace("\"]", "\", window=16]");
+            let external = Registry::shared_builtin().dispatch_policy(&program, c.seed());
+            Ok(Box::new(TwinDispatch {
+                builtin: builtin.map_err(|e| e.to_string())?,
+                external: external.map_err(|e| e.to_string())?,
+                asked: a.clone(),
+                differed: d.clone(),
+            }))
+        })
+        .unwrap();
+    let registry = Arc::new(registry);
+    let path = repo("testbeds/falkon-diffusion-small.toml");
+    let mut farm = gridbed::diffusion::config::load_with(&path, &registry).unwrap();
+    farm.spec.policy = "twin-first-available".into();
+    let opts = gridbed::live::farm::FarmOptions {
+        registry: Some(registry.clone()),
+        ..Default::default()
+    };
+    let live = gridbed::live::farm::run(&farm.spec, &farm.tasks, farm.emulation, opts).unwrap();
+    assert_eq!(live.run.tasks, farm.tasks.len(), "every task ran");
+    let asked = asked.load(Ordering::Relaxed);
+    assert!(asked >= farm.tasks.len(), "asked {asked} decisions");
+    assert_eq!(differed.load(Ordering::Relaxed), 0, "of {asked} decisions");
 }
 
 /// A Condor-like selector: the eligible site with a free slot holding the
