@@ -250,10 +250,11 @@ pub fn replay(
         }
     }
     let machines = sites.len() - storage;
-    scenario.replace_sites(sites).map_err(|name| {
-        TraceError::Policy(format!(
+    scenario.replace_sites(sites).map_err(|e| match e {
+        crate::config::SubsetError::Submit(name) => TraceError::Policy(format!(
             "the testbed's submit machine `{name}` must be a storage site to replay a trace"
-        ))
+        )),
+        e => TraceError::Policy(e.to_string()),
     })?;
     for p in scenario
         .topology

@@ -360,32 +360,69 @@ impl Scenario {
         at
     }
 
-    /// Replaces the sites with `sites`, finding the origin and every submit
-    /// machine again by name; the error names one that is gone.
-    pub fn replace_sites(&mut self, sites: Vec<SiteConfig>) -> Result<(), String> {
+    /// Replaces the sites with `sites`, finding the origin, every submit
+    /// machine and every timed fault's site again by name (a resumed
+    /// output at a site that is gone is lost, as on a lost pool). The
+    /// error names a submit machine or a faulted site that is gone.
+    pub fn replace_sites(&mut self, sites: Vec<SiteConfig>) -> Result<(), SubsetError> {
         let find = |old: SiteId| {
             let name = &self.sites[old].info.name;
-            sites
-                .iter()
-                .position(|s| &s.info.name == name)
-                .ok_or_else(|| name.clone())
+            sites.iter().position(|s| &s.info.name == name)
         };
-        let origin = find(self.origin)?;
+        let submit = |old: SiteId| {
+            find(old).ok_or_else(|| SubsetError::Submit(self.sites[old].info.name.clone()))
+        };
+        let origin = submit(self.origin)?;
         let mut submissions = self.submissions.clone();
         for sub in &mut submissions.list {
-            sub.origin = find(sub.origin)?;
+            sub.origin = submit(sub.origin)?;
         }
+        let mut timed = self.faults.timed.clone();
+        for (at, site, _) in &mut timed {
+            *site = find(*site).ok_or_else(|| SubsetError::Faulted {
+                site: self.sites[*site].info.name.clone(),
+                at: *at,
+            })?;
+        }
+        let outputs: Option<Vec<_>> = self.resume.as_ref().map(|r| {
+            r.outputs
+                .iter()
+                .filter_map(|&(f, s)| Some((f, find(s)?)))
+                .collect()
+        });
         // A site new to the scenario (a trace's machine) is on no link.
         let keep: Vec<Option<SiteId>> = sites
             .iter()
             .map(|s| self.sites.iter().position(|o| o.info.name == s.info.name))
             .collect();
         self.topology = self.topology.subset(&keep);
+        if let (Some(r), Some(outputs)) = (&mut self.resume, outputs) {
+            r.outputs = outputs;
+        }
+        self.faults.timed = timed;
         self.origin = origin;
         self.submissions = submissions;
         self.sites = sites;
         Ok(())
     }
+}
+
+/// Why a scenario's sites cannot be replaced by a subset.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SubsetError {
+    /// A submit machine (where inputs start) is not among the new sites.
+    #[error("the submit machine `{0}` is not among the sites")]
+    Submit(String),
+    /// A site with a timed fault is not among the new sites.
+    #[error(
+        "site `{site}` has a timed fault (at {at} s) and is not among the sites: keep it, or take its faults out of the testbed"
+    )]
+    Faulted {
+        /// The site.
+        site: String,
+        /// When its fault is planned (nominal s).
+        at: f64,
+    },
 }
 
 /// What an interrupted run finished: its ended jobs (they do not run again)

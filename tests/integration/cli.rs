@@ -1,6 +1,7 @@
 //! Commands end to end through the binary: sweep, workflow stats, validate.
 
 use crate::common::{catalog, gridbed, record_with_detail, run_testbed, write_testbed};
+use std::path::Path;
 
 const SMALL: &str = r#"
 strategy = "random"
@@ -136,6 +137,47 @@ fn sweep_refuses_a_site_count_beyond_the_testbed() {
     ]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--sites: 9"), "{stderr}");
+}
+
+#[test]
+fn sweep_refuses_site_counts_that_drop_a_faulted_site_and_renumbers_its_faults() {
+    let chaos = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/chaos.toml");
+    let (code, _, stderr) = gridbed(&[
+        "sweep",
+        chaos.to_str().unwrap(),
+        "--sites-file",
+        catalog().to_str().unwrap(),
+        "--sites",
+        "1",
+        "-q",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("site `grid3-02` has a timed fault (at 300 s)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Without grid3-01, grid3-02 is site 1: its crash moves with it.
+    let overrides = gridbed::config::Overrides {
+        sites_file: Some(catalog()),
+        ..Default::default()
+    };
+    let mut s = gridbed::config::load(&chaos, &overrides).unwrap();
+    let (at, site, _) = s.faults.timed[0];
+    assert_eq!((at, s.sites[site].info.name.as_str()), (300.0, "grid3-02"));
+    let kept = vec![s.sites[0].clone(), s.sites[2].clone(), s.sites[3].clone()];
+    s.replace_sites(kept).unwrap();
+    assert!(
+        s.faults
+            .timed
+            .iter()
+            .all(|&(_, site, _)| s.sites[site].info.name == "grid3-02"),
+        "{:?}",
+        s.faults.timed
+    );
+    let run = gridbed::sim::run(&s).unwrap();
+    assert!(run.succeeded);
 }
 
 #[test]

@@ -254,7 +254,7 @@ fn load(args: &SweepArgs, strategy: &str, seed: u64) -> Result<Scenario, ConfigE
 }
 
 /// Keeps the storage sites and the first `n` execution sites.
-fn first_sites(s: &mut Scenario, n: usize) {
+fn first_sites(s: &mut Scenario, n: usize) -> Result<(), String> {
     let mut submit: Vec<crate::core::SiteId> =
         s.submissions.list.iter().map(|w| w.origin).collect();
     submit.push(s.origin);
@@ -267,14 +267,15 @@ fn first_sites(s: &mut Scenario, n: usize) {
         })
         .map(|i| s.sites[i].clone())
         .collect();
-    // Every submit machine is kept, so every one is found again.
-    let _ = s.replace_sites(sites);
+    // Every submit machine is kept; a faulted site may not be.
+    s.replace_sites(sites)
+        .map_err(|e| format!("the first {n} execution sites: {e}"))
 }
 
 fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
     let strategy = &args.strategies[cell.strategy];
     let mut s = load(args, strategy, cell.seed).map_err(|e| e.to_string())?;
-    first_sites(&mut s, cell.sites);
+    first_sites(&mut s, cell.sites)?;
     s.manager.maxpre = cell.maxpre;
     if let Some(with) = &args.monitqueue_for
         && !with.contains(strategy)
@@ -373,6 +374,10 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         return Err(SweepError::Invalid(format!(
             "--sites: {n} is not between 1 and the testbed's {exec} execution sites"
         )));
+    }
+    for &n in &args.sites {
+        first_sites(&mut base.clone(), n)
+            .map_err(|e| SweepError::Invalid(format!("--sites: {e}")))?;
     }
     let mut cells = Vec::new();
     for strategy in 0..args.strategies.len() {
