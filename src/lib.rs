@@ -23,11 +23,11 @@
 //!
 //! * [`core`] is sans-IO and imports no other room: the [`core::Manager`]
 //!   takes events stamped with the nominal time and returns commands;
-//!   [`core::site::Site`] is a site's rules and returns actions;
+//!   `core::site::Site` is a site's rules and returns actions;
 //!   [`core::farm::Dispatcher`] is the data-diffusion farm's dispatcher in
 //!   the manager's shape; [`core::faults`] the testbed's faults and the
 //!   seeded per-response schedules;
-//!   [`core::events`] the one event queue; [`core::network`] the one
+//!   `core::events` the one event queue; [`core::network`] the one
 //!   max-min network model and [`core::topology`] which links a transfer
 //!   crosses; [`core::seams`] the traits policies implement.
 //! * [`policy`] holds the site selectors, eviction and dispatch policies, one
@@ -38,18 +38,24 @@
 //!   farm.
 //! * [`live`] is the live engine: each site an actix actor owning a
 //!   capacity-limited temp-dir pool, plus a rate-limited HTTP file server on
-//!   loopback; [`live::audit`] checks pools kept on disk against a control
+//!   loopback; `live::audit` checks pools kept on disk against a control
 //!   database.
 //! * [`diffusion`] holds the data-diffusion farm's inputs (seed 001's task
 //!   streams and farm testbeds); [`live::farm`] runs the farm live.
 //! * [`config`] loads `sites.toml` and testbeds with precise errors;
 //!   [`units`] reads sizes and rates; [`workflow`] generates and parses
 //!   workflows; [`report`] prints, plots and validates run records;
-//!   [`metrics`] exports Prometheus series; [`db`] is the control database;
+//!   `metrics` exports Prometheus series; `db` is the control database;
 //!   [`calibrate`] predicts real runs (WfCommons traces) and fits the WMS
 //!   model's knobs to them.
-//! * [`cli`] is the command line, one file per command (with `sweep` and
-//!   `bench`); the binary's `main` only calls [`cli::main`].
+//! * `cli` is the command line, one file per command (with `sweep` and
+//!   `bench`); the binary's `main` only calls it.
+//!
+//! What a user of the library sees is the modules linked above; the rest
+//! (the command line, the control database, the metrics, the netbed, the
+//! live engine's actors and servers, the manager's and the sites'
+//! machinery) is the crate's own. gridbed's integration tests reach it
+//! through the `internals` feature, which nothing else should turn on.
 //!
 //! ## Using gridbed as a library
 //!
@@ -90,19 +96,34 @@
 //! ```
 #![warn(missing_docs)]
 
+/// Declares modules internal to gridbed: the crate's own, and public
+/// (hidden from the docs) only with the `internals` feature, which gridbed's own
+/// integration tests turn on so that they can reach what users cannot.
+macro_rules! internal {
+    ($($m:ident),* $(,)?) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $m;
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $m;
+    )*};
+}
+
 pub mod calibrate;
-pub mod cli;
 pub mod config;
 pub mod core;
-pub mod db;
 pub mod diffusion;
 pub mod live;
-pub mod memo;
-pub mod metrics;
-pub mod netbed;
 pub mod policy;
 pub mod report;
 pub mod sim;
-
 pub mod units;
 pub mod workflow;
+
+internal!(cli, db, memo, metrics, netbed);
+
+/// The `gridbed` command line: what the binary runs.
+#[doc(hidden)]
+pub fn command_line() -> std::process::ExitCode {
+    cli::main()
+}

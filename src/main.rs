@@ -1,5 +1,5 @@
-//! The `gridbed` binary: the command line of [`gridbed::cli`].
+//! The `gridbed` binary: gridbed's command line.
 
 fn main() -> std::process::ExitCode {
-    gridbed::cli::main()
+    gridbed::command_line()
 }

@@ -347,13 +347,3 @@ impl History {
         tx.commit().map_err(err)
     }
 }
-
-/// Jobs a run memoized: done at its start without an attempt.
-pub fn memoized_count(run: &RunResult) -> usize {
-    run.records
-        .jobs
-        .iter()
-        .zip(&run.done)
-        .filter(|(r, d)| **d && r.attempts.is_empty())
-        .count()
-}

@@ -83,11 +83,13 @@ impl<E> EventQueue<E> {
     }
 
     /// Events waiting.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// Whether none waits.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

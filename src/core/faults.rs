@@ -10,7 +10,7 @@
 //!   by option) and the recovery; a slow spell (its CPUs run at a fraction
 //!   of their speed for jobs that start meanwhile); a disk that shrinks.
 //!   Both engines schedule them at the same nominal times and carry them out
-//!   through the site state machine ([`super::site::Site`]).
+//!   through the site state machine (`core::site::Site`).
 //! * **Per-transfer** faults of a site's file server ([`SiteFaults`]): each
 //!   response that starts to stream steps the site's schedules, which say
 //!   whether it is corrupted, reset halfway or stalled.

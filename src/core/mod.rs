@@ -15,34 +15,28 @@
 //!
 //! The rest of the emulated world's rules are here too, so that both engines
 //! drive them rather than rewrite them: a site's queue, slots and pool
-//! ([`site::Site`] over [`storage::Pool`]), faults injected on purpose
-//! ([`faults`]), the one event queue of the simulators ([`events`]), the
+//! (`site::Site` over `storage::Pool`), faults injected on purpose
+//! ([`faults`]), the one event queue of the simulators (`events`), the
 //! farm's cache location index ([`cache_index`]), and the traits that
 //! policies implement ([`seams`]). This room imports no other.
 
-pub mod background;
 pub mod cache_index;
 pub mod dag;
-pub mod events;
 pub mod farm;
 pub mod faults;
-pub mod manager;
 pub mod network;
-pub mod nodes;
 pub mod observer;
 pub mod records;
 pub mod result;
 pub mod rls;
 pub mod seams;
-pub mod site;
-pub mod storage;
 pub mod submissions;
-pub mod timeline;
 pub mod topology;
 pub mod trace;
-pub mod versions;
-pub mod window;
 pub mod wms;
+internal!(
+    background, events, manager, nodes, site, storage, timeline, versions, window
+);
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{JobState, Manager, ManagerSettings, Registration, ReplicaPolicy};

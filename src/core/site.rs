@@ -123,10 +123,6 @@ impl Site {
         self.id
     }
 
-    /// The site's static description.
-    pub fn info(&self) -> &SiteInfo {
-        &self.info
-    }
     /// Its pool's accounting.
     pub fn pool(&self) -> &Pool {
         &self.pool
@@ -140,6 +136,7 @@ impl Site {
         self.running.len() + self.ending.len()
     }
     /// Whether the site is up (not crashed).
+    #[cfg(test)]
     pub fn is_up(&self) -> bool {
         self.up
     }

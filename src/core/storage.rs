@@ -124,6 +124,7 @@ impl Pool {
         self.entries.get(&file).is_some_and(|e| e.present)
     }
     /// Whether `file` is pinned (by a job or an ongoing write).
+    #[cfg(test)]
     pub fn is_pinned(&self, file: FileId) -> bool {
         self.entries
             .get(&file)

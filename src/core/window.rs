@@ -76,6 +76,7 @@ impl<T> IdWindow<T> {
     }
 
     /// Whether nothing is stored.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.live == 0
     }

@@ -23,8 +23,8 @@ mod detail;
 mod read;
 mod writer;
 
-pub use detail::{AttemptEntry, JobEntry, RunDetail, TransferEntry, run_detail};
-pub use read::{AttemptRow, FinalState, SiteRow, final_state, job_history, site_rows};
+pub use detail::{AttemptEntry, JobEntry, TransferEntry, run_detail};
+pub use read::{final_state, job_history, site_rows};
 use writer::{AttemptWrite, Batch, FaultWrite, JobWrite, TransferWrite};
 
 /// An error of the control database, with the file it concerns.

@@ -13,18 +13,10 @@
 //! [`run`] sets everything up (pools, origin files, servers), runs the workflow
 //! to the end, checks every site's files from disk, and tears down.
 
-pub mod audit;
 pub mod farm;
-pub mod gridftp;
-pub mod manager;
-pub mod messages;
-pub mod names;
-pub mod prepare;
-pub mod remote;
-pub mod shaping;
-pub mod site;
-pub mod store;
-pub mod transfer;
+internal!(
+    audit, gridftp, manager, messages, names, prepare, remote, shaping, site, store, transfer,
+);
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;

@@ -89,10 +89,12 @@ impl Store {
             .unwrap_or_default()
     }
     /// Number of listed files.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.catalog.read().map(|c| c.len()).unwrap_or(0)
     }
     /// Whether nothing is listed.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -110,6 +112,7 @@ fn content_rng(seed: u64, name: &str) -> ChaCha8Rng {
 /// The bytes of a generated file (workflow input or mock-job output), whole.
 /// For tests and checks; writing goes through [`write_generated`], which
 /// streams.
+#[cfg(any(test, feature = "internals"))]
 pub fn content(seed: u64, name: &str, len: u64) -> Vec<u8> {
     let mut buf = vec![0u8; len as usize];
     content_rng(seed, name).fill_bytes(&mut buf);
@@ -144,6 +147,7 @@ pub fn generated_sha256(seed: u64, name: &str, len: u64) -> String {
 }
 
 /// Lower-case hex sha256 of `bytes`.
+#[cfg(any(test, feature = "internals"))]
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }

@@ -1,14 +1,11 @@
 //! What a run shows: the progress display while it runs, the run record
 //! (`--json`, schema in `docs/run-record.md`) and the summary table at the end.
 
-pub mod dagman_files;
-pub mod farm_view;
-pub mod plot;
 mod progress;
 pub mod record;
 pub mod run_report;
 pub mod validate;
-pub mod wfinstance;
+internal!(dagman_files, farm_view, plot, wfinstance);
 
 pub use progress::Progress;
 pub use record::{Detail, RunRecord};

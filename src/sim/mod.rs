@@ -18,8 +18,8 @@
 //!   may corrupt it (it ends as a corrupt transfer), reset it (it fails when
 //!   half its bytes have flowed) or stall it (its bytes start later).
 //! * **Timed faults** (`[[fault]]`): at its nominal time each goes to its
-//!   [`Site`]; a crash also ends every transfer into or out of the site.
-//! * **Sites**: each is a [`Site`] — the same FIFO queue, slots, background
+//!   `core::site::Site`; a crash also ends every transfer into or out of the site.
+//! * **Sites**: each is a `core::site::Site` — the same FIFO queue, slots, background
 //!   load, input checks and pool (with the scenario's eviction policy) as the
 //!   live site actor drives; runs end after their nominal time, and bytes are
 //!   only counted.
@@ -28,7 +28,7 @@
 //! driving the core's farm dispatcher on the same event queue and links.
 
 pub mod farm;
-pub mod flows;
+internal!(flows);
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -190,3 +190,50 @@ fn the_core_and_the_engines_depend_on_no_display_or_cli_crate() {
         );
     }
 }
+
+/// The modules a file declares with `internal!(…)`: `parent::name` each.
+fn internal_modules(file: &Path, parent: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let body = code(&text);
+    let Some(start) = body.find("internal!(") else {
+        return Vec::new();
+    };
+    let list = &body[start + "internal!(".len()..];
+    let list = &list[..list.find(')').unwrap()];
+    list.split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| format!("{parent}{m}"))
+        .collect()
+}
+
+#[test]
+fn the_examples_and_the_library_tour_use_only_what_users_can_reach() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut internal = internal_modules(&root.join("src/lib.rs"), "");
+    for room in ["core", "live", "sim", "report"] {
+        internal.extend(internal_modules(
+            &root.join(format!("src/{room}/mod.rs")),
+            &format!("{room}::"),
+        ));
+    }
+    for expected in ["cli", "db", "netbed", "core::manager", "live::gridftp"] {
+        assert!(internal.iter().any(|m| m == expected), "{internal:?}");
+    }
+    let mut files = Vec::new();
+    rust_files(&root.join("examples"), &mut files);
+    files.push(root.join("src/lib.rs"));
+    assert!(files.len() > 4, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for m in &internal {
+            for used in [format!("gridbed::{m}::"), format!("gridbed::{m};")] {
+                assert!(
+                    !text.contains(&used),
+                    "{} uses `{used}`, which is internal (only gridbed's own tests reach it)",
+                    file.display()
+                );
+            }
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use gridbed::core::manager::ReplicaPolicy;
+use gridbed::core::ReplicaPolicy;
 use gridbed::core::records::Outcome;
 use gridbed::live::{self, LiveOptions};
 use gridbed::report::validate::Comparison;

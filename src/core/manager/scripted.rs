@@ -295,6 +295,7 @@ impl ScriptedWorld {
     /// Runs to the end (or to a bound of steps far beyond what the
     /// workflow needs, so that a manager that never finishes fails its
     /// test instead of hanging it).
+    #[cfg(test)]
     pub fn run(&mut self) {
         self.run_with(|m, now, event, out| m.handle(now, event, out));
     }

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 pub use dispatch::ExternalDispatch;
 pub use eviction::ExternalEviction;
-pub use program::Program;
+pub use program::{MAX_BATCH, Program};
 pub use selector::ExternalSelector;
 
 use super::Context;

@@ -4,7 +4,7 @@
 //! outputs as it ends and recorded on its own; the first member to fail
 //! stops the cluster and fails it (Pegasus's default,
 //! `pegasus.clusterer.job.aggregator.seqexec.firstjobfail = true`). The site
-//! state machine runs the members ([`crate::core::site`]).
+//! state machine runs the members (`core::site`).
 //!
 //! * `horizontal[size=N]` / `horizontal[num=N]` ([`horizontal`]): per level
 //!   (the *longest* distance from a root) and transformation, clusters of N
