@@ -40,7 +40,33 @@ pub struct GridView<'a> {
     pub now: f64,
 }
 
-impl GridView<'_> {
+/// The submissions of a view that has none yet.
+static NO_SUBMISSIONS: Submissions = Submissions {
+    list: Vec::new(),
+    of_job: Vec::new(),
+};
+
+impl<'a> GridView<'a> {
+    /// A view of `sites` and `rls` where nothing has happened yet: no job
+    /// active, claimed, ended or in a state, one workflow, time 0. A policy's
+    /// tests and tools start here and set what they need with struct update
+    /// syntax (`GridView { claimed: &c, ..GridView::new(&wf, &sites, &rls) }`).
+    pub fn new(workflow: &'a Workflow, sites: &'a [SiteInfo], rls: &'a Rls) -> Self {
+        GridView {
+            workflow,
+            sites,
+            rls,
+            active: &[],
+            counters: &[],
+            last_ended: None,
+            claimed: &[],
+            states: &[],
+            submissions: &NO_SUBMISSIONS,
+            workload: &[],
+            now: 0.0,
+        }
+    }
+
     /// Whether `site` has a slot no job holds (Condor's unclaimed machine).
     pub fn is_free(&self, site: SiteId) -> bool {
         self.claimed[site] < self.sites[site].cpus

@@ -65,17 +65,10 @@ fn time(selector: &mut dyn SiteSelector, decisions: usize) -> Result<f64, Failur
             start = Instant::now();
         }
         let view = GridView {
-            workflow: &workflow,
-            sites: &sites,
-            rls: &rls,
             active: &active,
-            counters: &[],
-            last_ended: None,
             claimed: &claimed,
-            states: &[],
             submissions: &submissions,
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(&workflow, &sites, &rls)
         };
         let n = selector.look_ahead(job, &view, &eligible);
         let ahead = &offers[(job + 1).min(decisions)..(job + 1 + n).min(decisions + 1)];

@@ -192,17 +192,10 @@ fn grid_view<'a>(
     submissions: &'a Submissions,
 ) -> GridView<'a> {
     GridView {
-        workflow,
-        sites,
-        rls,
-        active: &[],
-        counters: &[],
-        last_ended: None,
         claimed,
         states,
         submissions,
-        workload: &[],
-        now: 0.0,
+        ..GridView::new(workflow, sites, rls)
     }
 }
 

@@ -264,17 +264,8 @@ mod tests {
         assert!(edges.iter().all(|&(p, ch)| c.site_of[p] == c.site_of[ch]));
         let rls = crate::core::rls::Rls::new(wf.files.len());
         let view = GridView {
-            workflow: &wf,
-            sites: &s,
-            rls: &rls,
             active: &[0; 4],
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(&wf, &s, &rls)
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

@@ -629,11 +629,6 @@ mod tests {
         Workflow::build(files, jobs).unwrap()
     }
 
-    static EMPTY: crate::core::submissions::Submissions = crate::core::submissions::Submissions {
-        list: Vec::new(),
-        of_job: Vec::new(),
-    };
-
     fn view<'a>(
         wf: &'a Workflow,
         sites: &'a [SiteInfo],
@@ -642,17 +637,9 @@ mod tests {
         states: &'a [JobState],
     ) -> GridView<'a> {
         GridView {
-            workflow: wf,
-            sites,
-            rls,
-            active: &[],
-            counters: &[],
-            last_ended: None,
             claimed,
             states,
-            submissions: &EMPTY,
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(wf, sites, rls)
         }
     }
 

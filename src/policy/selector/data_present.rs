@@ -113,17 +113,8 @@ mod tests {
         rls.register(2, 2);
         let active = vec![0; 3];
         let view = GridView {
-            workflow: &wf,
-            sites: &sites,
-            rls: &rls,
             active: &active,
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(&wf, &sites, &rls)
         };
         let mut dp = DataPresent::new(ChaCha8Rng::seed_from_u64(3));
         assert_eq!(dp.select(0, &view, &[0, 1, 2]), 1);

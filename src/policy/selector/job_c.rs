@@ -99,17 +99,9 @@ mod tests {
         let mut claimed = vec![0, 0, 0];
         let view = |claimed: &[usize]| {
             let v = GridView {
-                workflow: &wf,
-                sites: &sites,
-                rls: &rls,
-                active: &[],
-                counters: &[],
-                last_ended: None,
                 claimed,
                 states: &states,
-                submissions: &Default::default(),
-                workload: &[],
-                now: 0.0,
+                ..GridView::new(&wf, &sites, &rls)
             };
             JobC::default().place(0, &v, &[0, 1, 2])
         };

@@ -30,19 +30,7 @@ mod tests {
     #[test]
     fn round_robin_until_a_job_ends_then_the_last_site() {
         let (wf, rls) = (Workflow::default(), Rls::new(0));
-        let mut view = GridView {
-            workflow: &wf,
-            sites: &[],
-            rls: &rls,
-            active: &[],
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
-        };
+        let mut view = GridView::new(&wf, &[], &rls);
         let mut s = LastRecentUsed::default();
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 1);
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 2);

@@ -100,17 +100,8 @@ mod tests {
         let mut o = Opportunistic::default();
         let mut pick = |job, counters: &[SiteCounters], eligible: &[SiteId]| {
             let view = GridView {
-                workflow: &wf,
-                sites: &sites,
-                rls: &rls,
-                active: &[],
                 counters,
-                last_ended: None,
-                claimed: &[],
-                states: &[],
-                submissions: &Default::default(),
-                workload: &[],
-                now: 0.0,
+                ..GridView::new(&wf, &sites, &rls)
             };
             o.select(job, &view, eligible)
         };
@@ -135,17 +126,8 @@ mod tests {
         let (wf, rls) = (Workflow::default(), Rls::new(0));
         let counters = ended(&[0, 1, 1]);
         let view = GridView {
-            workflow: &wf,
-            sites: &[],
-            rls: &rls,
-            active: &[],
             counters: &counters,
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(&wf, &[], &rls)
         };
         let mut o = Opportunistic {
             scheduled: vec![0, 1, 1],

@@ -59,19 +59,7 @@ mod tests {
         };
         let sites = [site("submit"), site("m1"), site("m2")];
         let rls = Rls::new(0);
-        let view = GridView {
-            workflow: &wf,
-            sites: &sites,
-            rls: &rls,
-            active: &[],
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
-        };
+        let view = GridView::new(&wf, &sites, &rls);
         let mut r = Recorded::default();
         assert_eq!(r.select(0, &view, &[1, 2]), 2);
         assert_eq!(r.select(1, &view, &[1, 2]), 1);

@@ -34,19 +34,7 @@ mod tests {
     fn cycles_and_wraps() {
         let wf = Workflow::default();
         let rls = Rls::new(0);
-        let view = GridView {
-            workflow: &wf,
-            sites: &[],
-            rls: &rls,
-            active: &[],
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
-        };
+        let view = GridView::new(&wf, &[], &rls);
         let mut rr = RoundRobin::default();
         let picks: Vec<_> = (0..5).map(|j| rr.select(j, &view, &[1, 2, 4])).collect();
         assert_eq!(picks, vec![1, 2, 4, 1, 2]);

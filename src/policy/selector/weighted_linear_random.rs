@@ -56,17 +56,8 @@ mod tests {
         let sites = vec![site(1), site(3), site(6)];
         let (wf, rls) = (Workflow::default(), Rls::new(0));
         let view = GridView {
-            workflow: &wf,
-            sites: &sites,
-            rls: &rls,
             active: &[0; 3],
-            counters: &[],
-            last_ended: None,
-            claimed: &[],
-            states: &[],
-            submissions: &Default::default(),
-            workload: &[],
-            now: 0.0,
+            ..GridView::new(&wf, &sites, &rls)
         };
         let mut w = WeightedLinearRandom::new(ChaCha8Rng::seed_from_u64(1));
         let mut n = [0usize; 3];
