@@ -52,10 +52,12 @@ impl CliError {
         CliError::Failed(e.to_string())
     }
     /// A live run's failure: bad input (exit 2) when a policy's name or
-    /// its external program failed, else a failure (exit 1).
+    /// its external program failed or a site cannot be made as the testbed
+    /// says, else a failure (exit 1).
     pub fn engine(e: crate::live::EngineError) -> Self {
         match e {
             crate::live::EngineError::Policy(p) => CliError::input(p),
+            crate::live::EngineError::Setup(s) => CliError::input(s),
             e => CliError::failed(e),
         }
     }

@@ -3,14 +3,19 @@
 //!
 //! Every mistake in either file becomes a [`ConfigError`] naming the file, the
 //! line and column, the field and what was expected; nothing here panics on
-//! input. The testbed format is documented in `docs/testbed.md`.
+//! input. The testbed format is documented in `docs/testbed.md`. A loaded
+//! scenario also makes each of its sites' starting state ([`SiteStart`]),
+//! the one way both engines make a site.
 
 mod faults;
 mod manager;
+mod setup;
 mod sites;
 pub(crate) mod source;
 mod submissions;
 mod workflow;
+
+pub use setup::{SetupError, SiteStart};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -349,6 +354,28 @@ impl Scenario {
             .into_iter()
             .chain(resumed)
             .collect()
+    }
+
+    /// What site `id` starts from, given the run's `policies`, its
+    /// workflow `inputs` (of [`Scenario::inputs_by_site`]) and `resumed`
+    /// outputs (of [`Scenario::resumed_outputs`]).
+    pub fn site_start<'a>(
+        &'a self,
+        id: SiteId,
+        policies: &'a policy::RunPolicies,
+        inputs: &'a [crate::core::FileId],
+        resumed: &'a [crate::core::FileId],
+    ) -> SiteStart<'a> {
+        SiteStart {
+            id,
+            cfg: &self.sites[id],
+            workflow: &self.workflow,
+            seed: self.seed,
+            eviction: &self.eviction,
+            policies,
+            inputs,
+            resumed,
+        }
     }
 
     /// Per site: the workflow inputs that start there (on submit machines).

@@ -15,7 +15,8 @@
 //!
 //! The rest of the emulated world's rules are here too, so that both engines
 //! drive them rather than rewrite them: a site's queue, slots and pool
-//! (`site::Site` over `storage::Pool`), faults injected on purpose
+//! (`site::Site` over `storage::Pool`), its file server's answers
+//! (`file_server`), faults injected on purpose
 //! ([`faults`]), the one event queue of the simulators (`events`), the
 //! farm's cache location index ([`cache_index`]), and the traits that
 //! policies implement ([`seams`]). This room imports no other.
@@ -35,7 +36,16 @@ pub mod topology;
 pub mod trace;
 pub mod wms;
 internal!(
-    background, events, manager, nodes, site, storage, timeline, versions, window
+    background,
+    events,
+    file_server,
+    manager,
+    nodes,
+    site,
+    storage,
+    timeline,
+    versions,
+    window
 );
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};

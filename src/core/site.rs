@@ -136,7 +136,6 @@ impl Site {
         self.running.len() + self.ending.len()
     }
     /// Whether the site is up (not crashed).
-    #[cfg(test)]
     pub fn is_up(&self) -> bool {
         self.up
     }

@@ -45,6 +45,7 @@ use crate::core::farm::{
     Counts, Dispatcher, FarmCommand, FarmEvent, FarmRun, FarmSpec, Fetched, Read, Source, Task,
 };
 use crate::core::faults::{FaultSchedule, FaultSpec};
+use crate::core::file_server::{FileServer, ResponseFaults};
 use crate::metrics::Metrics;
 
 /// Attempts of a read from the store before it counts as failed (its task
@@ -394,7 +395,12 @@ struct Starter {
 impl Starter {
     /// An executor's endpoint over `store`.
     fn endpoint(&self, store: &Store) -> gridftp::Gridftp {
-        gridftp::Gridftp::new(store.clone(), self.limits.clone(), Arc::default())
+        gridftp::Gridftp::new(
+            store.clone(),
+            self.limits.clone(),
+            FileServer::new(ENDPOINT_CONNECTIONS, ResponseFaults::none()),
+            Arc::default(),
+        )
     }
 
     fn start(&self, id: ExecId) -> std::io::Result<Started> {
@@ -485,7 +491,8 @@ async fn run_async(
         gridftp::Gridftp::new(
             data.clone(),
             endpoint(),
-            Arc::new(gridftp::Faults::new(corrupt)),
+            FileServer::new(ENDPOINT_CONNECTIONS, ResponseFaults::corrupting(corrupt)),
+            Arc::default(),
         ),
     )?;
 
@@ -624,16 +631,17 @@ async fn run_async(
 
 /// A farm endpoint's limits: none on its bytes (the reading executor passes
 /// them through the store's or the peer's shaper and its own link's), no
-/// connection limit that matters, no latency (the caller sets the peer
-/// reads' set-up time).
+/// latency (the caller sets the peer reads' set-up time).
 fn endpoint() -> gridftp::Limits {
     gridftp::Limits {
         bandwidth: f64::INFINITY,
         stream_cap: f64::INFINITY,
-        max_connections: 100_000,
         latency: Duration::ZERO,
     }
 }
+
+/// A farm endpoint's connections: no limit that matters.
+const ENDPOINT_CONNECTIONS: usize = 100_000;
 
 /// What the loop counts beside the dispatcher.
 #[derive(Default)]

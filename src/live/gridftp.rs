@@ -17,6 +17,10 @@
 //! * A request may ask for the latency of the shared links on its path
 //!   (`X-Gridbed-Path-Latency-Us`, at most an hour): it is waited out with
 //!   the server's own, holding the connection slot.
+//! * What it answers is the core's rule ([`crate::core::file_server`]), the
+//!   simulator's too: 502 while the site is down, 404 for a file not in the
+//!   pool, 503 at `max_connections`, in that order; the file is read when
+//!   the latency is over, so a file evicted meanwhile gets 404 then.
 //! * More than `max_connections` responses at once get 503 with `Retry-After`
 //!   (and `X-Retry-After-Ms`, since emulated transfers are far shorter than a
 //!   second); the transfer client reports it as a busy source, and the
@@ -35,8 +39,8 @@
 //!   connections.
 
 use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::body::SizedStream;
@@ -49,7 +53,8 @@ use super::shaping::{
     ByteBucket, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, WAITED_HEADER, chunk_for,
 };
 use super::store::{FileMeta, Store};
-use crate::core::faults::{Fault, FaultSchedule};
+use crate::core::faults::Fault;
+use crate::core::file_server::{FileServer, Refusal};
 
 /// Shaping and limits of one file server, in real units.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,74 +63,30 @@ pub struct Limits {
     pub bandwidth: f64,
     /// Per-response cap, bytes per second (∞: none).
     pub stream_cap: f64,
-    /// Responses served at once.
-    pub max_connections: usize,
     /// Wait before the first byte of every response (the emulated per-transfer
     /// latency; the connection slot is held meanwhile).
     pub latency: Duration,
 }
 
-/// Deliberate faults in served responses: the site's schedules of
-/// [`crate::core::faults`], stepped once per response that starts to stream,
-/// and whether the site is down.
+/// How a server carries out faults on purpose: the real length of a stall,
+/// whether the site is down, and whom it tells.
+#[derive(Default)]
 pub struct Faults {
-    /// Which responses get one byte flipped in their first chunk.
-    corrupt: std::sync::Mutex<FaultSchedule>,
-    /// Which responses are reset when half their bytes are sent.
-    resets: std::sync::Mutex<FaultSchedule>,
-    /// Which responses stall for `stall` before their first byte.
-    stalls: std::sync::Mutex<FaultSchedule>,
+    /// How long a stall lasts, real.
     stall: Duration,
-    /// Nominal seconds of a stall, as reported.
-    stall_nominal: f64,
     /// The site crashed and has not recovered.
     down: AtomicBool,
     /// Tells the manager of each fault injected into a transfer.
     report: Option<Box<dyn Fn(Fault) + Send + Sync>>,
 }
 
-/// A server that injects nothing.
-impl Default for Faults {
-    fn default() -> Self {
-        Faults::new(FaultSchedule::none())
-    }
-}
-
-/// What the schedules say of one response.
-#[derive(Debug, Clone, Copy, Default)]
-struct Drawn {
-    corrupt: bool,
-    reset: bool,
-    stall: bool,
-}
-
 impl Faults {
-    /// Faults stepped by `corrupt` only.
-    pub fn new(corrupt: FaultSchedule) -> Self {
+    /// Stalling `stall` (real) when a response's schedule says so.
+    pub fn new(stall: Duration) -> Self {
         Faults {
-            corrupt: std::sync::Mutex::new(corrupt),
-            resets: std::sync::Mutex::new(FaultSchedule::none()),
-            stalls: std::sync::Mutex::new(FaultSchedule::none()),
-            stall: Duration::ZERO,
-            stall_nominal: 0.0,
-            down: AtomicBool::new(false),
-            report: None,
+            stall,
+            ..Faults::default()
         }
-    }
-
-    /// With resets and stalls (`stall` real, `stall_nominal` as reported).
-    pub fn with(
-        mut self,
-        resets: FaultSchedule,
-        stalls: FaultSchedule,
-        stall: Duration,
-        stall_nominal: f64,
-    ) -> Self {
-        self.resets = std::sync::Mutex::new(resets);
-        self.stalls = std::sync::Mutex::new(stalls);
-        self.stall = stall;
-        self.stall_nominal = stall_nominal;
-        self
     }
 
     /// Reporting each injected fault to `report`.
@@ -143,18 +104,6 @@ impl Faults {
         self.down.load(Ordering::Acquire)
     }
 
-    /// The schedules' verdicts on the response starting now, in the
-    /// simulator's order (corrupt, reset, stall).
-    fn draw(&self) -> Drawn {
-        let step =
-            |s: &std::sync::Mutex<FaultSchedule>| s.lock().map(|mut s| s.step()).unwrap_or(false);
-        Drawn {
-            corrupt: step(&self.corrupt),
-            reset: step(&self.resets),
-            stall: step(&self.stalls),
-        }
-    }
-
     fn tell(&self, fault: Fault) {
         if let Some(r) = &self.report {
             r(fault);
@@ -170,13 +119,15 @@ pub struct Gridftp {
     aggregate: Option<Arc<Shaper>>,
     /// The key of pulls that shape this server's out themselves.
     key: Option<String>,
-    active: Arc<AtomicUsize>,
+    /// What it answers, its connections and fault schedules (the core's rule).
+    server: Arc<Mutex<FileServer>>,
     faults: Arc<Faults>,
 }
 
 impl Gridftp {
-    /// Handler state for `store` with `limits` and `faults`.
-    pub fn new(store: Store, limits: Limits, faults: Arc<Faults>) -> Self {
+    /// Handler state for `store` with `limits`, answering as `server` and
+    /// carrying out its faults by `faults`.
+    pub fn new(store: Store, limits: Limits, server: FileServer, faults: Arc<Faults>) -> Self {
         let chunk = chunk_for(limits.bandwidth.min(limits.stream_cap));
         Gridftp {
             aggregate: Shaper::new(limits.bandwidth, chunk).map(Arc::new),
@@ -184,7 +135,7 @@ impl Gridftp {
             limits,
             chunk,
             key: None,
-            active: Arc::default(),
+            server: Arc::new(Mutex::new(server)),
             faults,
         }
     }
@@ -195,6 +146,12 @@ impl Gridftp {
         self.aggregate = egress;
         self.key = Some(key.to_string());
         self
+    }
+
+    /// The core's file server, locked (a poisoned lock is still its state:
+    /// every change to it is a single counter or schedule step).
+    fn server(&self) -> std::sync::MutexGuard<'_, FileServer> {
+        self.server.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -245,28 +202,24 @@ fn pool_name(req: &HttpRequest) -> Option<String> {
     Some(raw.to_string())
 }
 
-/// Why a request gets no file.
-enum Refusal {
-    /// Not a canonical pool name: 400.
-    BadName,
-    /// Not in this pool: 404.
-    Missing,
+/// 400 for a name that is not a canonical pool name.
+fn bad_name() -> HttpResponse {
+    HttpResponse::BadRequest().body("not a pool file name: expected /files/<encoded name>")
 }
 
-impl Refusal {
-    fn response(self) -> HttpResponse {
-        match self {
-            Refusal::BadName => HttpResponse::BadRequest()
-                .body("not a pool file name: expected /files/<encoded name>"),
-            Refusal::Missing => HttpResponse::NotFound().body("no such file in this pool"),
-        }
+/// The answer to a request the file server refuses.
+fn refused(refusal: Refusal) -> HttpResponse {
+    let status = actix_web::http::StatusCode::from_u16(refusal.status())
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    match refusal {
+        Refusal::Down => response.body("site is down"),
+        Refusal::Missing => response.body("no such file in this pool"),
+        Refusal::Busy => response
+            .insert_header(("Retry-After", "1"))
+            .insert_header(("X-Retry-After-Ms", "5"))
+            .body("too many transfers at once"),
     }
-}
-
-fn lookup(req: &HttpRequest, st: &Gridftp) -> Result<(String, FileMeta), Refusal> {
-    let enc = pool_name(req).ok_or(Refusal::BadName)?;
-    let meta = st.store.meta(&enc).ok_or(Refusal::Missing)?;
-    Ok((enc, meta))
 }
 
 /// Request headers beyond this many bytes in all get 431 (as nginx's and
@@ -290,22 +243,25 @@ async fn head_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if let Some(refused) = oversized(&req) {
         return refused;
     }
-    match lookup(&req, &st) {
-        Ok((_, meta)) => HttpResponse::Ok()
+    let Some(enc) = pool_name(&req) else {
+        return bad_name();
+    };
+    match st.store.meta(&enc) {
+        Some(meta) => HttpResponse::Ok()
             .insert_header(("X-Sha256", meta.sha256))
             .insert_header(("X-Size", meta.size.to_string()))
             .no_chunking(meta.size)
             .finish(),
-        Err(refusal) => refusal.response(),
+        None => refused(Refusal::Missing),
     }
 }
 
-/// Gives back a connection slot when the response body is dropped (sent in
-/// full, or the client went away).
-struct Slot(Arc<AtomicUsize>);
+/// Gives back a connection when the response (or the request, refused after
+/// its latency) is dropped: sent in full, cut, or the client went away.
+struct Slot(Arc<Mutex<FileServer>>);
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).close();
     }
 }
 
@@ -320,6 +276,22 @@ enum Source {
 /// Files up to this size are read whole before streaming.
 const READ_WHOLE: u64 = 4 << 20;
 
+/// The file `enc` of `store`, read whole when small or else opened, if it
+/// is there.
+async fn read_source(store: &Store, enc: &str) -> Option<(FileMeta, Source)> {
+    let meta = store.meta(enc)?;
+    let path = store.path(enc);
+    let source = if meta.size <= READ_WHOLE {
+        match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
+            Ok(Ok(bytes)) if bytes.len() as u64 == meta.size => Source::Memory(Bytes::from(bytes)),
+            _ => return None,
+        }
+    } else {
+        Source::File(tokio::fs::File::open(path).await.ok()?)
+    };
+    Some((meta, source))
+}
+
 struct Body {
     source: Source,
     remaining: u64,
@@ -327,7 +299,7 @@ struct Body {
     aggregate: Option<Arc<Shaper>>,
     stream: Option<ByteBucket>,
     corrupt: bool,
-    /// Bytes after which the connection is reset (a fault), if any.
+    /// Bytes still to send when the connection is reset (a fault), if it is.
     reset_at: Option<u64>,
     transfer: Option<u64>,
     faults: Arc<Faults>,
@@ -338,35 +310,14 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if let Some(refused) = oversized(&req) {
         return refused;
     }
-    if st.faults.is_down() {
-        return HttpResponse::BadGateway().body("site is down");
-    }
-    let (enc, meta) = match lookup(&req, &st) {
-        Ok(found) => found,
-        Err(refusal) => return refusal.response(),
+    let Some(enc) = pool_name(&req) else {
+        return bad_name();
     };
-    if st.active.fetch_add(1, Ordering::AcqRel) >= st.limits.max_connections {
-        st.active.fetch_sub(1, Ordering::AcqRel);
-        return HttpResponse::ServiceUnavailable()
-            .insert_header(("Retry-After", "1"))
-            .insert_header(("X-Retry-After-Ms", "5"))
-            .body("too many transfers at once");
+    let holds = st.store.meta(&enc).is_some();
+    if let Err(refusal) = st.server().request(!st.faults.is_down(), holds) {
+        return refused(refusal);
     }
-    let slot = Slot(st.active.clone());
-    // Read (or opened) before streaming: an eviction after this point unlinks
-    // the name but not these bytes.
-    let path = st.store.path(&enc);
-    let source = if meta.size <= READ_WHOLE {
-        match tokio::task::spawn_blocking(move || std::fs::read(path)).await {
-            Ok(Ok(bytes)) if bytes.len() as u64 == meta.size => Source::Memory(Bytes::from(bytes)),
-            _ => return Refusal::Missing.response(),
-        }
-    } else {
-        match tokio::fs::File::open(path).await {
-            Ok(f) => Source::File(f),
-            Err(_) => return Refusal::Missing.response(),
-        }
-    };
+    let slot = Slot(st.server.clone());
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let path_latency = header(LATENCY_HEADER)
         .and_then(|v| v.parse::<u64>().ok())
@@ -377,27 +328,30 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
+    // Read (or opened) when the latency is over, as the core's rule says:
+    // an eviction after this point unlinks the name but not these bytes.
+    let read = read_source(&st.store, &enc).await;
+    let size = read.as_ref().map_or(0, |(meta, _)| meta.size);
+    let response = st
+        .server()
+        .respond(!st.faults.is_down(), read.is_some(), size);
+    let ((meta, source), response) = match (read, response) {
+        (Some(read), Ok(response)) => (read, response),
+        (_, Err(refusal)) => return refused(refusal),
+        (None, Ok(_)) => return refused(Refusal::Missing),
+    };
     // The puller passes its bytes through this server's out and cap.
     let shaped_there = st.key.is_some() && header(SHAPED_HEADER) == st.key.as_deref();
-    let drawn = if meta.size > 0 {
-        st.faults.draw()
-    } else {
-        Drawn::default()
-    };
-    let transfer: Option<u64> = req
-        .headers()
-        .get("X-Gridbed-Transfer")
-        .and_then(|v| v.to_str().ok()?.parse().ok());
+    let transfer: Option<u64> = header("X-Gridbed-Transfer").and_then(|v| v.parse().ok());
     if let Some(transfer) = transfer {
-        if drawn.corrupt {
+        if response.corrupt {
             st.faults.tell(Fault::Corrupt { transfer });
         }
-        if drawn.stall {
-            let seconds = st.faults.stall_nominal;
+        if let Some(seconds) = response.stall {
             st.faults.tell(Fault::Stall { transfer, seconds });
         }
     }
-    if drawn.stall {
+    if response.stall.is_some() {
         tokio::time::sleep(st.faults.stall).await;
     }
     let body = Body {
@@ -406,10 +360,8 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         chunk: st.chunk,
         aggregate: st.aggregate.clone().filter(|_| !shaped_there),
         stream: ByteBucket::new(st.limits.stream_cap, st.chunk).filter(|_| !shaped_there),
-        corrupt: drawn.corrupt,
-        // Half the bytes go, and never all of them (the client would see
-        // a complete body).
-        reset_at: drawn.reset.then_some((meta.size / 2).max(1)),
+        corrupt: response.corrupt,
+        reset_at: response.reset_after.map(|sent| meta.size - sent),
         transfer,
         faults: st.faults.clone(),
         _slot: slot,
@@ -467,6 +419,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
 mod tests {
     use super::*;
 
+    use crate::core::file_server::ResponseFaults;
     use actix_web::test;
 
     fn state(max_connections: usize) -> (tempfile::TempDir, web::Data<Gridftp>) {
@@ -477,12 +430,12 @@ mod tests {
         let limits = Limits {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
-            max_connections,
             latency: Duration::ZERO,
         };
+        let answers = FileServer::new(max_connections, ResponseFaults::none());
         (
             dir,
-            web::Data::new(Gridftp::new(store, limits, Arc::default())),
+            web::Data::new(Gridftp::new(store, limits, answers, Arc::default())),
         )
     }
 

@@ -124,9 +124,9 @@ pub enum EngineError {
     /// policy program that failed.
     #[error(transparent)]
     Policy(#[from] policy::PolicyError),
-    /// The origin cannot hold the inputs.
-    #[error("origin site `{0}` cannot hold the workflow's inputs")]
-    OriginFull(String),
+    /// A site could not be made.
+    #[error(transparent)]
+    Setup(#[from] crate::config::SetupError),
     /// The inputs' real bytes do not fit where the pools go.
     #[error(
         "the workflow's inputs are {need} real bytes (nominal sizes over byte_scale), more than the {free} bytes free under {}",
@@ -295,10 +295,9 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
             Made::Local(p) => {
                 servers.push(p.server);
                 let actor = site::SiteActor::new(
-                    i,
                     cfg.clone(),
                     shared.clone(),
-                    p.pool,
+                    p.site,
                     p.store,
                     p.dir,
                     manager_addr.clone().recipient(),
@@ -486,16 +485,9 @@ async fn make_sites(
         let m = match &s.daemon {
             None => {
                 let spec = prepare::SiteSpec {
-                    id: i,
-                    cfg: s,
-                    workflow: wf,
+                    start: scenario.site_start(i, policies, &inputs[i], &resumed),
                     encoded,
                     emulation: scenario.emulation,
-                    seed: scenario.seed,
-                    eviction: &scenario.eviction,
-                    policies,
-                    inputs: &inputs[i],
-                    resumed: &resumed,
                     shapers,
                 };
                 let report = reporter.clone();

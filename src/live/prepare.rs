@@ -1,6 +1,7 @@
-//! One live site made ready before any clock starts: its pool directory and
-//! accounting, the files it starts with (workflow inputs at a submit
-//! machine, a resumed run's outputs) and its gridftp endpoint. The
+//! One live site made ready before any clock starts: its state machine as
+//! the simulator makes it ([`SiteStart`]: pool, starting files, load,
+//! exit faults), its pool directory with those files written, and its
+//! gridftp endpoint. The
 //! in-process engine and a `gridbed site` daemon make every site this way,
 //! so a site behaves the same wherever it runs.
 
@@ -11,34 +12,19 @@ use std::sync::Arc;
 use tempfile::TempDir;
 
 use super::{EngineError, gridftp, serve_gridftp, shaping, site, store, write_files};
-use crate::config::{Emulation, SiteConfig};
-use crate::core::faults::{Fault, ResponseFault};
-use crate::core::storage::Pool;
-use crate::core::{FileId, SiteId, Workflow};
-use crate::policy;
+use crate::config::{Emulation, SiteStart};
+use crate::core::faults::Fault;
+use crate::core::file_server::{FileServer, ResponseFaults};
+use crate::core::site::Site;
 
 /// What a site is made from.
 pub struct SiteSpec<'a> {
-    /// Its id in the run.
-    pub id: SiteId,
-    /// Its configuration.
-    pub cfg: &'a SiteConfig,
-    /// The workflow.
-    pub workflow: &'a Arc<Workflow>,
+    /// What it starts from, as the simulator's site does.
+    pub start: SiteStart<'a>,
     /// Pool name of every file, by file id.
     pub encoded: &'a [String],
     /// Emulation factors.
     pub emulation: Emulation,
-    /// The run seed.
-    pub seed: u64,
-    /// The eviction policy's name.
-    pub eviction: &'a str,
-    /// The run's policies, which build it.
-    pub policies: &'a policy::RunPolicies,
-    /// Workflow inputs that start here (a submit machine).
-    pub inputs: &'a [FileId],
-    /// Outputs an interrupted run's ended jobs left here.
-    pub resumed: &'a [FileId],
     /// The network's limits this process carries out (the site's out among
     /// them, shared with its server).
     pub shapers: &'a shaping::GridShapers,
@@ -46,8 +32,8 @@ pub struct SiteSpec<'a> {
 
 /// A site ready to start.
 pub struct SiteParts {
-    /// Its pool accounting, the starting files placed.
-    pub pool: Pool,
+    /// Its state machine, its pool's starting files placed.
+    pub site: Site,
     /// Its files on disk.
     pub store: store::Store,
     /// The pool directory (removed when the last holder drops it, unless kept).
@@ -71,50 +57,35 @@ pub async fn prepare(
     bind: IpAddr,
     report: impl Fn(Fault) + Send + Sync + 'static,
 ) -> Result<SiteParts, EngineError> {
-    let (s, wf, em, i) = (spec.cfg, spec.workflow, spec.emulation, spec.id);
+    let start = &spec.start;
+    let (s, em, i) = (start.cfg, spec.emulation, start.id);
+    let site = start.site()?;
     let dir = tempfile::Builder::new()
         .prefix(&format!("gridbed-{}-", s.info.name))
         .disable_cleanup(keep)
         .tempdir_in(root)?;
     let store = store::Store::new(dir.path());
-    let eviction = spec
-        .policies
-        .eviction(spec.eviction, i)
-        .map_err(policy::PolicyError::from)?;
-    let mut pool = Pool::new(s.info.disk, eviction);
-    for &f in spec.inputs {
-        pool.place_origin(f, wf.files[f].size)
-            .map_err(|_| EngineError::OriginFull(s.info.name.clone()))?;
-    }
-    for &f in spec.resumed {
-        let _ = pool.place_output(f, wf.files[f].size);
-    }
-    let mut files = spec.resumed.to_vec();
-    files.extend_from_slice(spec.inputs);
-    write_files(&store, wf, spec.encoded, em, spec.seed, files).await?;
+    let files = start.files();
+    write_files(&store, start.workflow, spec.encoded, em, start.seed, files).await?;
 
     let limits = gridftp::Limits {
         bandwidth: em.real_rate(s.bandwidth_out),
         stream_cap: em.real_rate(s.stream_cap),
-        max_connections: s.max_connections,
         latency: site::real_duration(em.real_secs(s.latency)),
     };
-    let f = &s.faults;
     let faults = Arc::new(
-        gridftp::Faults::new(f.schedule(ResponseFault::Corrupt, spec.seed, i))
-            .with(
-                f.schedule(ResponseFault::Reset, spec.seed, i),
-                f.schedule(ResponseFault::Stall, spec.seed, i),
-                site::real_duration(em.real_secs(f.stall_seconds)),
-                f.stall_seconds,
-            )
+        gridftp::Faults::new(site::real_duration(em.real_secs(s.faults.stall_seconds)))
             .reporting(report),
     );
-    let server = gridftp::Gridftp::new(store.clone(), limits, faults.clone())
+    let answers = FileServer::new(
+        s.max_connections,
+        ResponseFaults::of(&s.faults, start.seed, i),
+    );
+    let server = gridftp::Gridftp::new(store.clone(), limits, answers, faults.clone())
         .sharing(spec.shapers.egress(i), spec.shapers.key());
     let (url, server) = serve_gridftp(bind, server)?;
     Ok(SiteParts {
-        pool,
+        site,
         store,
         dir: Arc::new(dir),
         url,

@@ -23,11 +23,9 @@ use super::messages::{
 use super::store::{self, Store};
 use super::{Shared, transfer};
 use crate::config::SiteConfig;
-use crate::core::background::Load;
 use crate::core::faults::Fault;
 use crate::core::site::{Site, SiteAction};
-use crate::core::storage::Pool;
-use crate::core::{Event, JobFailure, JobId, SiteId, TransferFailure};
+use crate::core::{Event, JobFailure, JobId, TransferFailure};
 
 /// Real seconds as a duration; absurd values (a runtime of 1e300 s) saturate
 /// instead of panicking.
@@ -86,22 +84,16 @@ impl SiteActor {
         );
     }
 
-    /// A site over an already filled pool.
+    /// The actor carrying out `site` (made by [`crate::config::SiteStart`],
+    /// its files in `store`).
     pub fn new(
-        id: SiteId,
         cfg: SiteConfig,
         shared: Arc<Shared>,
-        pool: Pool,
+        site: Site,
         store: Store,
         dir: Arc<TempDir>,
         manager: Recipient<SiteEvent>,
     ) -> Self {
-        let load = cfg.background.clone().map(|model| {
-            let seed = SiteConfig::load_seed(shared.seed, id);
-            Load::new(model, cfg.info.cpus, seed)
-        });
-        let site = Site::new(id, cfg.info.clone(), shared.workflow.clone(), pool, load)
-            .with_exit_faults(cfg.faults.exit_schedule(shared.seed, id));
         SiteActor {
             cfg,
             shared,

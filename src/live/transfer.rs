@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use super::shaping::{LATENCY_HEADER, PathShaping, SHAPED_HEADER, WAITED_HEADER};
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
+use crate::core::file_server::Refusal;
 
 /// Bodies up to this size are received in memory and written in one step;
 /// larger ones stream to the part file through a blocking writer.
@@ -116,12 +117,11 @@ async fn fetch(
         .map_err(|e| TransferFailure::Connection(e.to_string()))?;
     match resp.status().as_u16() {
         200 => {}
-        503 => return Err(TransferFailure::Busy),
-        404 => return Err(TransferFailure::SourceMissing),
         code => {
-            return Err(TransferFailure::Connection(format!(
-                "HTTP {code} from {url}"
-            )));
+            return Err(Refusal::of_status(code).map_or_else(
+                || TransferFailure::Connection(format!("HTTP {code} from {url}")),
+                Refusal::failure,
+            ));
         }
     }
     let expected_sha = resp

@@ -34,14 +34,13 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::config::{Scenario, SiteConfig};
-use crate::core::background::Load;
+use crate::config::{Scenario, SetupError};
 use crate::core::events::EventQueue;
-use crate::core::faults::{Fault, FaultSchedule, ResponseFault};
+use crate::core::faults::Fault;
+use crate::core::file_server::{FileServer, Response, ResponseFaults};
 use crate::core::network::{RouteId, ShareId};
 use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
-use crate::core::storage::Pool;
 use crate::core::timeline::{Sample, Timeline};
 use crate::core::topology::{GridNetwork, Interface};
 use crate::core::window::IdWindow;
@@ -81,8 +80,25 @@ fn interfaces(scenario: &Scenario) -> Vec<Interface> {
         .collect()
 }
 
+/// Why a simulated run could not be made or carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A site could not be made.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// A policy's name, or an external policy program that failed.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+impl From<crate::policy::UnknownPolicy> for SimError {
+    fn from(e: crate::policy::UnknownPolicy) -> Self {
+        SimError::Policy(e.into())
+    }
+}
+
 /// Runs `scenario` on the virtual clock.
-pub fn run(scenario: &Scenario) -> Result<SimRun, PolicyError> {
+pub fn run(scenario: &Scenario) -> Result<SimRun, SimError> {
     run_recorded(scenario, None)
 }
 
@@ -90,7 +106,7 @@ pub fn run(scenario: &Scenario) -> Result<SimRun, PolicyError> {
 /// batches of [`DB_BATCH`] events). A database error does not stop the run; it
 /// is returned in [`RunResult::db_error`]. An external policy program that
 /// fails ends the run with its failure, the database holding what ran.
-pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, PolicyError> {
+pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, SimError> {
     let started = Instant::now();
     let mut sim = Sim::new(scenario)?;
     if db.is_some() {
@@ -103,7 +119,7 @@ pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun
         if let Some(db) = sim.db.take() {
             let _ = db.finish();
         }
-        return Err(failure.into());
+        return Err(PolicyError::from(failure).into());
     }
     if let Some(mut db) = sim.db.take() {
         let rows = scenario
@@ -156,15 +172,8 @@ fn schedule(queue: &mut EventQueue<Ev>, immediate: &mut VecDeque<Ev>, now: Time,
 
 /// A site's file server as the transfer model sees it.
 struct Source {
-    max_connections: usize,
     latency: f64,
-    /// Connections held (waiting out latency or streaming).
-    connections: usize,
-    /// Which responses it corrupts, resets and stalls on purpose.
-    corrupt: FaultSchedule,
-    resets: FaultSchedule,
-    stalls: FaultSchedule,
-    stall_seconds: f64,
+    server: FileServer,
 }
 
 struct Flow {
@@ -176,12 +185,9 @@ struct Flow {
     size: u64,
     /// Its route over the network.
     route: RouteId,
-    /// Its response was corrupted: the destination's check fails at the end.
-    corrupt: bool,
-    /// Its connection is reset when half its bytes have flowed.
-    reset: bool,
-    /// The source's fault schedules were drawn for it.
-    drawn: bool,
+    /// What the source's fault schedules said of its response, once its
+    /// latency is over.
+    response: Option<Response>,
 }
 
 struct Sim {
@@ -260,39 +266,22 @@ impl Sim {
         db.write(&changes, self.manager.records(), &self.wf);
     }
 
-    fn new(scenario: &Scenario) -> Result<Sim, PolicyError> {
+    fn new(scenario: &Scenario) -> Result<Sim, SimError> {
         let wf = scenario.workflow.clone();
         let policies = scenario.policies();
         let mut sites = Vec::new();
         let mut sources = Vec::new();
         let inputs = scenario.inputs_by_site();
         for (i, s) in scenario.sites.iter().enumerate() {
-            let eviction = policies.eviction(&scenario.eviction, i)?;
-            let mut pool = Pool::new(s.info.disk, eviction);
-            for f in inputs[i].iter().copied() {
-                // The scenario loader checked that the inputs fit.
-                let _ = pool.place_origin(f, wf.files[f].size);
-            }
-            for f in scenario.resumed_outputs(i) {
-                // `Resume::new` placed only what fits.
-                let _ = pool.place_output(f, wf.files[f].size);
-            }
-            let load = s
-                .background
-                .clone()
-                .map(|b| Load::new(b, s.info.cpus, SiteConfig::load_seed(scenario.seed, i)));
-            sites.push(
-                Site::new(i, s.info.clone(), wf.clone(), pool, load)
-                    .with_exit_faults(s.faults.exit_schedule(scenario.seed, i)),
-            );
+            let resumed: Vec<FileId> = scenario.resumed_outputs(i).collect();
+            let start = scenario.site_start(i, &policies, &inputs[i], &resumed);
+            sites.push(start.site()?);
             sources.push(Source {
-                max_connections: s.max_connections,
                 latency: s.latency,
-                connections: 0,
-                corrupt: s.faults.schedule(ResponseFault::Corrupt, scenario.seed, i),
-                resets: s.faults.schedule(ResponseFault::Reset, scenario.seed, i),
-                stalls: s.faults.schedule(ResponseFault::Stall, scenario.seed, i),
-                stall_seconds: s.faults.stall_seconds,
+                server: FileServer::new(
+                    s.max_connections,
+                    ResponseFaults::of(&s.faults, scenario.seed, i),
+                ),
             });
         }
         let interfaces = interfaces(scenario);
@@ -497,7 +486,12 @@ impl Sim {
         if !accepted {
             return;
         }
-        let size = self.wf.files[file].size;
+        let (up, holds) = (self.sites[from].is_up(), self.sites[from].serves(source));
+        if let Err(refusal) = self.sources[from].server.request(up, holds) {
+            self.sites[to].end_fetch(id, file, Err(refusal.failure()), &mut self.actions);
+            self.carry_out(to);
+            return;
+        }
         let (route, link_latency) = self.network.route(from, to);
         self.flows.insert(
             id,
@@ -506,80 +500,51 @@ impl Sim {
                 source,
                 from,
                 to,
-                size,
+                size: self.wf.files[file].size,
                 route,
-                corrupt: false,
-                reset: false,
-                drawn: false,
+                response: None,
             },
         );
-        let src = &mut self.sources[from];
-        if src.connections < src.max_connections {
-            src.connections += 1;
-            let at = self.now + src.latency + link_latency;
-            self.at(at, Ev::Stream(id));
-        } else {
-            // Refused at once, as a live endpoint answers 503 (or 404
-            // first, when it does not hold the file).
-            let failure = if self.sites[from].serves(source) {
-                TransferFailure::Busy
-            } else {
-                TransferFailure::SourceMissing
-            };
-            self.refuse(id, failure);
-        }
+        let at = self.now + self.sources[from].latency + link_latency;
+        self.at(at, Ev::Stream(id));
     }
 
-    /// A transfer that never took a connection ends as `failure`.
-    fn refuse(&mut self, id: TransferId, failure: TransferFailure) {
-        let Some(flow) = self.flows.take(id) else {
-            return;
-        };
-        self.sites[flow.to].end_fetch(id, flow.file, Err(failure), &mut self.actions);
-        self.carry_out(flow.to);
-    }
-
-    /// Latency over: the source must still hold the file (live: 404 otherwise),
-    /// then the source's fault schedules are drawn (corrupt, reset, stall; a
-    /// stalled response comes back here when the stall is over) and the
-    /// bytes flow, half of them when the connection is to be reset.
+    /// Latency over (or a stall): the source's file server answers by
+    /// [`FileServer::respond`] (a stalled response comes back here when the
+    /// stall is over) and the bytes flow, only those before the reset when
+    /// the connection is to be reset.
     fn stream(&mut self, id: TransferId) {
         let Some(flow) = self.flows.get(id) else {
             return;
         };
-        let (from, source, size, drawn, route) =
-            (flow.from, flow.source, flow.size, flow.drawn, flow.route);
-        if !drawn && !self.sites[from].serves(source) {
-            self.end_transfer(id, Err(TransferFailure::SourceMissing));
-            return;
-        }
-        if !drawn && size > 0 {
-            let src = &mut self.sources[from];
-            let (corrupt, reset, stall) =
-                (src.corrupt.step(), src.resets.step(), src.stalls.step());
-            let seconds = src.stall_seconds;
-            let flow = self.flows.get_mut(id).expect("looked up above");
-            (flow.corrupt, flow.reset, flow.drawn) = (corrupt, reset, true);
-            if corrupt {
-                self.fault_at(from, Fault::Corrupt { transfer: id });
+        let (from, source, size, route) = (flow.from, flow.source, flow.size, flow.route);
+        let response = match flow.response {
+            Some(r) => r,
+            None => {
+                let (up, holds) = (self.sites[from].is_up(), self.sites[from].serves(source));
+                let r = match self.sources[from].server.respond(up, holds, size) {
+                    Ok(r) => r,
+                    Err(refusal) => return self.end_transfer(id, Err(refusal.failure())),
+                };
+                self.flows.get_mut(id).expect("looked up above").response = Some(r);
+                if r.corrupt {
+                    self.fault_at(from, Fault::Corrupt { transfer: id });
+                }
+                if let Some(seconds) = r.stall {
+                    self.fault_at(
+                        from,
+                        Fault::Stall {
+                            transfer: id,
+                            seconds,
+                        },
+                    );
+                    self.at(self.now + seconds, Ev::Stream(id));
+                    return;
+                }
+                r
             }
-            if stall {
-                self.fault_at(
-                    from,
-                    Fault::Stall {
-                        transfer: id,
-                        seconds,
-                    },
-                );
-                self.at(self.now + seconds, Ev::Stream(id));
-                return;
-            }
-        }
-        let bytes = if self.flows.get(id).is_some_and(|f| f.reset) {
-            size as f64 / 2.0
-        } else {
-            size as f64
         };
+        let bytes = response.reset_after.unwrap_or(size) as f64;
         self.network.net.start(self.now, route, id, bytes);
         self.reschedule();
     }
@@ -634,12 +599,15 @@ impl Sim {
         };
         for id in done {
             let result = match self.flows.get(id) {
-                Some(f) if f.reset => {
-                    self.fault_at(f.from, Fault::Reset { transfer: id });
-                    Err(TransferFailure::Connection(RESET.into()))
-                }
-                Some(f) if f.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
-                f => Ok(f.map_or(0, |f| f.size)),
+                Some(f) => match f.response.unwrap_or_default() {
+                    r if r.reset_after.is_some() => {
+                        self.fault_at(f.from, Fault::Reset { transfer: id });
+                        Err(TransferFailure::Connection(RESET.into()))
+                    }
+                    r if r.corrupt => Err(TransferFailure::Corrupt(CORRUPT.into())),
+                    _ => Ok(f.size),
+                },
+                None => Ok(0),
             };
             self.end_transfer(id, result);
         }
@@ -655,7 +623,7 @@ impl Sim {
             self.transfers += 1;
         }
         self.sites[flow.to].end_fetch(id, flow.file, result, &mut self.actions);
-        self.sources[flow.from].connections -= 1;
+        self.sources[flow.from].server.close();
         self.carry_out(flow.to);
     }
 

@@ -2,6 +2,7 @@
 //! rate limiting, traversal refusal, max_connections with the client's retry.
 
 use gridbed::core::TransferFailure;
+use gridbed::core::file_server::{FileServer, ResponseFaults};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,12 +25,16 @@ fn site() -> Site {
 }
 
 /// Starts a server over `store`; returns its base URL and a stop handle.
-fn start(store: &Store, limits: Limits) -> (String, actix_web::dev::ServerHandle) {
+fn start(
+    store: &Store,
+    (limits, max_connections): (Limits, usize),
+) -> (String, actix_web::dev::ServerHandle) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let state = Arc::new(Gridftp::new(
         store.clone(),
         limits,
+        FileServer::new(max_connections, ResponseFaults::none()),
         Arc::new(Faults::default()),
     ));
     let server = gridftp::serve(listener, state).unwrap();
@@ -38,13 +43,14 @@ fn start(store: &Store, limits: Limits) -> (String, actix_web::dev::ServerHandle
     (url, handle)
 }
 
-fn limits(bandwidth: f64, stream_cap: f64, max_connections: usize) -> Limits {
-    Limits {
+/// A server's shaping and its connections.
+fn limits(bandwidth: f64, stream_cap: f64, max_connections: usize) -> (Limits, usize) {
+    let limits = Limits {
         bandwidth,
         stream_cap,
-        max_connections,
         latency: Duration::ZERO,
-    }
+    };
+    (limits, max_connections)
 }
 
 fn client() -> reqwest::Client {

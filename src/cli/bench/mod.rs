@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Emulation, Scenario, SiteConfig};
+use crate::core::file_server::{FileServer, ResponseFaults};
 use crate::core::manager::scripted::ScriptedWorld;
 use crate::core::{File, JobSpec, ManagerSettings, ReplicaPolicy, SiteInfo, Workflow};
 use crate::live::{self, gridftp, store};
@@ -1101,10 +1102,10 @@ fn transfer_throughput(files: usize, size: u64) -> Result<Vec<Figure>, Failure> 
         let limits = gridftp::Limits {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
-            max_connections: 64,
             latency: Duration::ZERO,
         };
-        let state = gridftp::Gridftp::new(src.clone(), limits, Arc::default())
+        let answers = FileServer::new(64, ResponseFaults::none());
+        let state = gridftp::Gridftp::new(src.clone(), limits, answers, Arc::default())
             .sharing(shapers.egress(0), shapers.key());
         let server = gridftp::serve(listener, Arc::new(state))?;
         let handle = server.handle();

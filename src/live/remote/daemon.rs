@@ -17,6 +17,7 @@ use tokio::sync::{Mutex, mpsc};
 
 use super::protocol::{Attach, Attached, Line, Order, Start, Status};
 use crate::core::topology::Topology;
+use crate::config::SiteStart;
 use crate::core::{Event, Workflow};
 use crate::live::messages::{SiteEvent, TakeInventory};
 use crate::live::prepare::{SiteParts, SiteSpec, prepare};
@@ -292,16 +293,18 @@ async fn attach(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
         Vec::new(),
     );
     let spec = SiteSpec {
-        id: a.site,
-        cfg: &a.config,
-        workflow: &workflow,
+        start: SiteStart {
+            id: a.site,
+            cfg: &a.config,
+            workflow: &workflow,
+            seed: a.seed,
+            eviction: &a.eviction,
+            policies: &policies,
+            inputs: &a.inputs,
+            resumed: &a.resumed,
+        },
         encoded: &encoded,
         emulation: a.emulation,
-        seed: a.seed,
-        eviction: &a.eviction,
-        policies: &policies,
-        inputs: &a.inputs,
-        resumed: &a.resumed,
         shapers: &shapers,
     };
     let (site, report) = (a.site, tx.clone());
@@ -393,10 +396,9 @@ async fn start(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> H
     });
     let sink = EventSink(session.events.clone()).start();
     let actor = SiteActor::new(
-        a.site,
         a.config.clone(),
         shared,
-        parts.pool,
+        parts.site,
         parts.store,
         parts.dir,
         sink.recipient(),
