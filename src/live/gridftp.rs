@@ -423,6 +423,13 @@ mod tests {
     use actix_web::test;
 
     fn state(max_connections: usize) -> (tempfile::TempDir, web::Data<Gridftp>) {
+        state_waiting(max_connections, Duration::ZERO)
+    }
+
+    fn state_waiting(
+        max_connections: usize,
+        latency: Duration,
+    ) -> (tempfile::TempDir, web::Data<Gridftp>) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::new(dir.path());
         super::super::store::write_generated(&store, "a.txt", 1, "a.txt", 5000).unwrap();
@@ -430,7 +437,7 @@ mod tests {
         let limits = Limits {
             bandwidth: f64::INFINITY,
             stream_cap: f64::INFINITY,
-            latency: Duration::ZERO,
+            latency,
         };
         let answers = FileServer::new(max_connections, ResponseFaults::none());
         (
@@ -481,6 +488,21 @@ mod tests {
         .await;
         assert_eq!(head.status(), 200);
         assert_eq!(head.headers().get("X-Size").unwrap(), "5000");
+    }
+
+    #[actix_web::test]
+    async fn a_file_evicted_during_the_latency_is_404_as_in_the_simulator() {
+        let (_dir, st) = state_waiting(4, Duration::from_millis(300));
+        let app = test::init_service(App::new().configure(|c| configure(c, st.clone()))).await;
+        let get = test::TestRequest::get().uri("/files/a.txt").to_request();
+        let evict = async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::fs::remove_file(st.store.path("a.txt")).unwrap();
+            st.store.remove("a.txt");
+        };
+        let (resp, ()) = futures_util::join!(test::call_service(&app, get), evict);
+        assert_eq!(resp.status(), 404);
+        assert_eq!(st.server().connections(), 0, "its connection is given back");
     }
 
     #[actix_web::test]
