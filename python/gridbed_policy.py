@@ -55,17 +55,32 @@ def pick(draw, n):
     return (draw * n) >> 32
 
 
+def _with_planned(job, planned):
+    """`job` with the sites earlier placements registered its inputs at."""
+    if not planned:
+        return job
+    inputs = []
+    for f in job["inputs"]:
+        extra = [s for s in planned.get(f["id"], ()) if s not in f["holders"]]
+        inputs.append(dict(f, holders=f["holders"] + extra) if extra else f)
+    return dict(job, inputs=inputs)
+
+
 def _select_batch(select, request, ids):
     """Answers a batch of select offers in order, each as if asked alone:
-    a placement takes one of its site's free slots before the next."""
+    a placement takes one of its site's free slots before the next, and
+    with `plans_inputs` its job's inputs count as held at its site."""
     sites = request["sites"]
+    plans_inputs = request.get("plans_inputs", False)
+    planned = {}  # file id -> sites earlier placements registered it at
     answers = []
     for offer in request["offers"]:
+        job = _with_planned(offer["job"], planned)
         one = {
             "type": "select",
             "id": request["id"],
             "time": request["time"],
-            "job": offer["job"],
+            "job": job,
             "eligible": offer["eligible"],
             "sites": sites,
             "draw": offer["draw"],
@@ -81,6 +96,11 @@ def _select_batch(select, request, ids):
             site = sites[s] = dict(sites[s])
             site["claimed"] += 1
             site["free"] = max(0, site["free"] - 1)
+            if plans_inputs:
+                for f in job["inputs"]:
+                    at = planned.setdefault(f["id"], [])
+                    if s not in f["holders"] and s not in at:
+                        at.append(s)
     return answers
 
 

@@ -38,6 +38,10 @@ pub struct GridView<'a> {
     pub workload: &'a [Workload],
     /// The time now (nominal s).
     pub now: f64,
+    /// Placing a job registers its inputs at its site in `rls` at once
+    /// (planned registration under the caching replica policy), so the
+    /// next decision sees them there.
+    pub plans_inputs: bool,
 }
 
 /// The submissions of a view that has none yet.
@@ -64,6 +68,7 @@ impl<'a> GridView<'a> {
             submissions: &NO_SUBMISSIONS,
             workload: &[],
             now: 0.0,
+            plans_inputs: false,
         }
     }
 

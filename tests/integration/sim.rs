@@ -414,7 +414,7 @@ parents = ["b"]
 fn the_testbeds_simulate_to_their_pinned_figures() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (testbed, makespan, transfers) in [
-        ("quickstart", 2527.3, 70),
+        ("quickstart", 2732.7, 69),
         ("spcl-live-10", 5548.0, 106_400),
         ("osg-12-pipeline", 1261.5, 468),
     ] {

@@ -10,7 +10,9 @@ impl Manager {
         match self.settings.replica_policy {
             // Registered when they arrived (see `on_transfer_done`), or now.
             ReplicaPolicy::Caching => {
-                if let Some(c) = self.catalogue.as_mut() {
+                if self.settings.registration == Registration::Postscript
+                    && let Some(c) = self.catalogue.as_mut()
+                {
                     for &f in staged.iter().filter(|&&f| self.rls.has(f, site)) {
                         c.register(f, site);
                     }

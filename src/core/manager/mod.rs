@@ -86,7 +86,16 @@ pub enum ReplicaPolicy {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Registration {
-    /// As soon as it is verified at the site (a caching RLS).
+    /// As soon as a prescript plans to stage it there (it is pending or in
+    /// flight): what a selector sees then follows from the decisions made
+    /// before, never from whether a transfer has ended yet, which a live run
+    /// cannot time to the instant as the simulator does. Transfers read
+    /// only copies that are there. A planned copy that never arrives (its
+    /// prescript aborted) leaves the catalogue again.
+    Planned,
+    /// As soon as it is verified at the site (a caching RLS): a prescript
+    /// right after a transfer's end sees the copy or not by a few
+    /// milliseconds in a live run.
     #[default]
     Arrival,
     /// In the postscript of the job that staged it, after the job ran: seed
@@ -249,6 +258,9 @@ struct Staging {
     tries: Vec<StageTry>,
     /// The node's PRE script is running: nothing is staged until it ends.
     pre_running: bool,
+    /// The inputs it planned to stage, seen by selectors at the site
+    /// ([`Registration::Planned`]) until it ends.
+    planned: Vec<FileId>,
 }
 
 /// A transfer in flight; its id is also its index in the transfer records.
@@ -353,9 +365,15 @@ pub struct Manager {
     /// Every replica the manager knows of, used to stage (a copy at the site
     /// itself is reused as soon as it arrives).
     rls: Rls,
-    /// With [`Registration::Postscript`], the catalogue selectors and
-    /// transfer sources read: staged copies enter it in their job's postscript.
+    /// The catalogue selectors read, when it is not `rls`: with
+    /// [`Registration::Postscript`] staged copies enter it in their job's
+    /// postscript (and transfers read it too); with
+    /// [`Registration::Planned`] when a prescript plans them.
     catalogue: Option<Rls>,
+    /// [`Registration::Planned`]: prescripts staging each (file, site) now.
+    planned: HashMap<(FileId, SiteId), u32>,
+    /// Jobs waiting for a file whose every replica was lost to be made again.
+    remade: HashMap<FileId, Vec<JobId>>,
     now: Time,
     state: Vec<JobState>,
     missing_parents: Vec<usize>,
@@ -560,7 +578,10 @@ impl Manager {
             sites.iter().map(|s| s.cpus).collect(),
             n,
         );
-        let catalogue = (settings.registration == Registration::Postscript).then(|| rls.clone());
+        let catalogue = (settings.registration != Registration::Arrival
+            && (settings.registration == Registration::Postscript
+                || settings.replica_policy == ReplicaPolicy::Caching))
+            .then(|| rls.clone());
         let home = submit_machines(&workflow, placement);
         let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
@@ -573,6 +594,8 @@ impl Manager {
             settings,
             selector,
             catalogue,
+            planned: HashMap::default(),
+            remade: HashMap::default(),
             rls,
             now: 0.0,
             state,
@@ -828,6 +851,9 @@ impl Manager {
         self.rls.register(file, site);
         if let Some(c) = self.catalogue.as_mut() {
             c.register(file, site);
+        }
+        if !self.remade.is_empty() {
+            self.wake_remade(file);
         }
     }
 
@@ -1158,7 +1184,9 @@ impl Manager {
     /// and recorded.
     fn forget_copy(&mut self, file: FileId, site: SiteId) {
         self.rls.unregister(file, site);
-        if let Some(c) = self.catalogue.as_mut() {
+        if let Some(c) = self.catalogue.as_mut()
+            && !self.planned.contains_key(&(file, site))
+        {
             c.unregister(file, site);
         }
         self.records.evictions.push(EvictionRecord {

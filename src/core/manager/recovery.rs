@@ -26,6 +26,10 @@ pub(super) enum Retry {
     /// is down; as [`Retry::Later`], it gives up only when no job anywhere
     /// ends meanwhile.
     SitesDown,
+    /// When this file, whose every replica was lost, is registered again
+    /// (its producer ran again), or its producer fails for good: not a try
+    /// every back-off while the producer runs.
+    Remade(FileId),
 }
 
 impl Manager {
@@ -47,6 +51,10 @@ impl Manager {
                 a.status
             );
             self.fail_for_good(job, why);
+            return;
+        }
+        if let Retry::Remade(file) = retry {
+            self.remade.entry(file).or_default().push(job);
             return;
         }
         let backoff = self.settings.replan_backoff;
@@ -82,6 +90,7 @@ impl Manager {
                 Some(format!("{}, its RETRY's UNLESS-EXIT status", last(self))),
                 self.now,
             ),
+            Retry::Remade(_) => unreachable!("waits above"),
             Retry::Later | Retry::SitesDown => {
                 // No room now is nobody's fault and passes as jobs end and
                 // release their pins: wait longer each time. But when no job
@@ -132,11 +141,29 @@ impl Manager {
         }
     }
 
+    /// The jobs waiting for `file` to be made again plan again: it is
+    /// registered, or will never be.
+    pub(super) fn wake_remade(&mut self, file: FileId) {
+        let Some(jobs) = self.remade.remove(&file) else {
+            return;
+        };
+        for job in jobs {
+            if self.state[job] == JobState::Ready {
+                self.ready.push(job);
+            }
+        }
+    }
+
     /// The job will never run: its descendants are blocked (DAGMan), while the
     /// jobs that were only ordered after it are released.
     pub(super) fn fail_for_good(&mut self, job: JobId, why: String) {
         self.set_state(job, JobState::Failed);
         self.records.jobs[job].failure = Some(why);
+        if !self.remade.is_empty() {
+            for i in 0..self.wf.jobs[job].outputs.len() {
+                self.wake_remade(self.wf.jobs[job].outputs[i]);
+            }
+        }
         let wf = self.wf.clone();
         let mut stack = vec![job];
         while let Some(j) = stack.pop() {

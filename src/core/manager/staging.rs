@@ -64,6 +64,7 @@ impl Manager {
             submissions: &self.submissions,
             workload: &self.workload,
             now: self.now,
+            plans_inputs: self.plans_inputs(),
         };
         let ahead = match self.selector.look_ahead(job, &view, &eligible) {
             0 => Vec::new(),
@@ -114,6 +115,7 @@ impl Manager {
                 pending.push_back(f);
             }
         }
+        let planned = self.plan_copies(&pending, site);
         self.staging[job] = Some(Staging {
             site,
             pending,
@@ -122,6 +124,7 @@ impl Manager {
             staged: Vec::new(),
             tries: Vec::new(),
             pre_running: self.nodes.pre[job],
+            planned,
         });
         if self.nodes.pre[job] {
             self.run_script(job, ScriptKind::Pre, 0, out);
@@ -260,7 +263,13 @@ impl Manager {
             let preferred = preferred.or((self.settings.replica_policy == ReplicaPolicy::Return
                 && !excluded.contains(&home))
             .then_some(home));
-            let holders = self.catalogue.as_ref().unwrap_or(&self.rls).holders(file);
+            // Only a copy that is there can be read (one registered in its
+            // job's postscript, with that registration).
+            let holders = match (&self.catalogue, self.settings.registration) {
+                (Some(c), Registration::Postscript) => c,
+                _ => &self.rls,
+            }
+            .holders(file);
             let down = &self.down;
             let source = preferred
                 .filter(|&s| holders.contains(&s) && !down[s])
@@ -278,7 +287,7 @@ impl Manager {
                     if self.reproduce(file) {
                         let reason =
                             format!("every replica of `{name}` was lost; it is made again");
-                        self.abort_staging(job, reason, Retry::Later, out);
+                        self.abort_staging(job, reason, Retry::Remade(file), out);
                     } else {
                         let reason = format!("every replica of `{name}` was lost");
                         self.abort_staging(job, reason, Retry::Never, out);
@@ -324,6 +333,7 @@ impl Manager {
         let Some(st) = self.staging[job].take() else {
             return;
         };
+        self.unplan_copies(&st.planned, st.site);
         self.site_of[job] = st.site;
         self.staged[job] = st.staged;
         self.prescripts_running -= 1;
@@ -484,6 +494,11 @@ impl Manager {
         {
             // A verified copy at the site: every later prescript may use it.
             self.rls.register(key.0, key.1);
+            if self.settings.registration == Registration::Planned
+                && let Some(c) = self.catalogue.as_mut()
+            {
+                c.register(key.0, key.1);
+            }
         }
         if let Some(c) = self.changes.as_mut() {
             c.transfers.push(id);
@@ -611,6 +626,7 @@ impl Manager {
         let Some(st) = self.staging[job].take() else {
             return;
         };
+        self.unplan_copies(&st.planned, st.site);
         self.prescripts_running -= 1;
         let delete = self.postscript_replicas(st.site, &st.staged);
         out.push(Command::Release {
@@ -643,5 +659,50 @@ impl IdleView<'_> {
             && self.jobs[job].attempts.len() == attempt + 1
             && !self.at_site[job]
             && !self.killing[job]
+    }
+}
+
+impl Manager {
+    /// Whether a placement registers its job's inputs in the selectors'
+    /// catalogue at once ([`Registration::Planned`] with caching).
+    fn plans_inputs(&self) -> bool {
+        self.settings.registration == Registration::Planned && self.catalogue.is_some()
+    }
+
+    /// [`Registration::Planned`]: `files`, which a prescript plans to stage
+    /// at `site`, enter the selectors' catalogue there; returns them.
+    fn plan_copies(&mut self, files: &VecDeque<FileId>, site: SiteId) -> Vec<FileId> {
+        if !self.plans_inputs() {
+            return Vec::new();
+        }
+        let Some(c) = self.catalogue.as_mut() else {
+            return Vec::new();
+        };
+        for &f in files {
+            *self.planned.entry((f, site)).or_default() += 1;
+            c.register(f, site);
+        }
+        files.iter().copied().collect()
+    }
+
+    /// A prescript that planned `files` at `site` ended (its job submitted,
+    /// or aborted): each leaves the selectors' catalogue there unless it
+    /// arrived or another prescript still plans it.
+    pub(super) fn unplan_copies(&mut self, files: &[FileId], site: SiteId) {
+        for &f in files {
+            let Some(n) = self.planned.get_mut(&(f, site)) else {
+                continue;
+            };
+            *n -= 1;
+            if *n > 0 {
+                continue;
+            }
+            self.planned.remove(&(f, site));
+            if !self.rls.has(f, site)
+                && let Some(c) = self.catalogue.as_mut()
+            {
+                c.unregister(f, site);
+            }
+        }
     }
 }

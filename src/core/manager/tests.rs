@@ -1110,6 +1110,58 @@ fn postscript_registration_hides_a_staged_copy_from_selectors_until_its_job_ran(
     assert_eq!(site[7], site[0], "{site:?}");
 }
 
+/// Issue 39: with planned registration a selector sees a copy from the
+/// moment a prescript plans it, so prescripts 1 s apart follow the first
+/// one's copy though its 5 s transfer has not ended; on arrival, the ones
+/// before its end tie and spread at random. A planned copy that never
+/// arrives leaves the catalogue.
+#[test]
+fn planned_registration_shows_a_copy_on_its_way_and_forgets_one_that_never_comes() {
+    let wf = || {
+        let files = vec![File {
+            name: "x".into(),
+            size: 100,
+        }];
+        let jobs = (0..8)
+            .map(|i| JobSpec {
+                name: format!("j{i}"),
+                runtime: 60.0,
+                inputs: vec!["x".into()],
+                ..Default::default()
+            })
+            .collect();
+        Workflow::build(files, jobs).unwrap()
+    };
+    let settings = |registration| ManagerSettings {
+        prescript_interval: 1.0,
+        registration,
+        ..Default::default()
+    };
+    let run = |registration| {
+        let mut w = world(wf(), sites(4, 8, 10_000), settings(registration), "data-present");
+        w.transfer = 5.0;
+        w.run();
+        assert!(w.m.succeeded());
+        let mut site: Vec<SiteId> = (0..8)
+            .map(|j| w.m.records().jobs[j].attempts[0].site)
+            .collect();
+        site.dedup();
+        (site, w.transfers)
+    };
+    let (site, transfers) = run(Registration::Planned);
+    assert_eq!((site.len(), transfers), (1, 1), "{site:?}");
+    let (site, transfers) = run(Registration::Arrival);
+    assert!(site.len() > 1 && transfers > 1, "{site:?}");
+
+    let mut w = world(wf(), sites(4, 8, 10_000), settings(Registration::Planned), "data-present");
+    w.fail_from = Some(0);
+    w.run();
+    assert!(!w.m.succeeded(), "x never arrives anywhere");
+    assert!(w.m.planned.is_empty());
+    let catalogue = w.m.catalogue.as_ref().expect("planned registration keeps one");
+    assert_eq!(catalogue.holders(0), w.m.rls().holders(0));
+}
+
 #[test]
 fn a_matchmaker_holds_ready_jobs_until_a_slot_is_free_and_every_job_ends_once() {
     for strategy in ["orig", "job-c"] {

@@ -10,7 +10,7 @@
 //! program assumed; otherwise the rest are dropped and asked again, so a
 //! run is the same with or without batches.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
 use rand::RngCore;
@@ -65,6 +65,9 @@ struct Forecast {
     eligible: Vec<SiteId>,
     /// Per site: the claimed slots the program assumed.
     claimed: Vec<usize>,
+    /// The catalogue's count of changes it assumed: more than the batch's
+    /// when earlier placements registered their inputs (`plans_inputs`).
+    changes: u64,
     answer: Option<SiteId>,
 }
 
@@ -72,9 +75,9 @@ struct Forecast {
 struct Assumed {
     time: f64,
     active: Vec<usize>,
-    /// The catalogue (its address) and its count of changes: the inputs'
-    /// holders as sent.
-    rls: (usize, u64),
+    /// The catalogue (its address): the inputs' holders as sent, with the
+    /// forecasts' counts of changes.
+    rls: usize,
 }
 
 impl ExternalSelector {
@@ -104,7 +107,8 @@ impl ExternalSelector {
                 && f.claimed == view.claimed
                 && self.assumed.time.to_bits() == view.now.to_bits()
                 && self.assumed.active == view.active
-                && self.assumed.rls == catalogue(view)
+                && self.assumed.rls == std::ptr::from_ref(view.rls) as usize
+                && f.changes == view.rls.changes()
         })
     }
 
@@ -126,6 +130,7 @@ impl ExternalSelector {
         let request = Batch {
             kind: "select",
             time: view.now,
+            plans_inputs: view.plans_inputs,
             sites: self.sites_out(view),
             offers: offers
                 .iter()
@@ -157,6 +162,10 @@ impl ExternalSelector {
             }
         };
         let mut claimed = view.claimed.to_vec();
+        // Inputs earlier placements registered at their sites, and so the
+        // changes each later offer's catalogue shows.
+        let mut planned: HashSet<(usize, SiteId)> = HashSet::new();
+        let mut changes = view.rls.changes();
         let mut first = None;
         for (k, (&(j, eligible), a)) in offers.iter().zip(answers).enumerate() {
             let empty = Map::new();
@@ -168,17 +177,25 @@ impl ExternalSelector {
                     job: j,
                     eligible: eligible.to_vec(),
                     claimed: claimed.clone(),
+                    changes,
                     answer: site,
                 });
             }
             if let Some(s) = site {
                 claimed[s] += 1;
+                if view.plans_inputs {
+                    for &f in &view.workflow.jobs[j].inputs {
+                        if !view.rls.has(f, s) && planned.insert((f, s)) {
+                            changes += 1;
+                        }
+                    }
+                }
             }
         }
         self.assumed = Assumed {
             time: view.now,
             active: view.active.to_vec(),
-            rls: catalogue(view),
+            rls: std::ptr::from_ref(view.rls) as usize,
         };
         self.sent = offers.len();
         self.used = 0;
@@ -329,11 +346,6 @@ impl SiteSelector for ExternalSelector {
     }
 }
 
-/// The catalogue a view shows and how often it changed.
-fn catalogue(view: &GridView<'_>) -> (usize, u64) {
-    (std::ptr::from_ref(view.rls) as usize, view.rls.changes())
-}
-
 /// A `select` request for one job.
 #[derive(Serialize)]
 struct One<'a> {
@@ -352,6 +364,9 @@ struct Batch<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     time: f64,
+    /// Each placement registers its job's inputs at its site, as the
+    /// offers after it must assume.
+    plans_inputs: bool,
     sites: Vec<SiteOut>,
     offers: Vec<OfferOut<'a>>,
 }
