@@ -191,6 +191,20 @@ fn the_core_and_the_engines_depend_on_no_display_or_cli_crate() {
     }
 }
 
+/// Issue 39: the engines are two drivers of one world and never each
+/// other's; a policy sees only the core's seams (and the units it reads).
+#[test]
+fn the_engines_import_neither_each_other_and_policies_only_the_core() {
+    let (graph, _) = room_graph();
+    assert!(!graph["sim"].contains("live"), "sim imports {:?}", graph["sim"]);
+    assert!(!graph["live"].contains("sim"), "live imports {:?}", graph["live"]);
+    let beyond: Vec<&String> = graph["policy"]
+        .iter()
+        .filter(|r| !["core", "units"].contains(&r.as_str()))
+        .collect();
+    assert!(beyond.is_empty(), "policy imports {beyond:?}");
+}
+
 /// The modules a file declares with `internal!(…)`: `parent::name` each.
 fn internal_modules(file: &Path, parent: &str) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap();
