@@ -139,10 +139,11 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .db
         .clone()
         .or_else(|| args.out.json.as_ref().map(|j| j.with_extension("db")));
+    let run_id = run_id(&scenario, args.engine);
     let db = match &db_path {
         Some(path) => {
-            let run = run_keys(&args.scenario, &scenario, args.engine);
-            let run: Vec<(&str, String)> = run.iter().map(|(k, v)| (*k, v.clone())).collect();
+            let run = run_keys(&args, &scenario, &run_id);
+            let run: Vec<(&str, String)> = run.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
             let db = crate::db::ControlDb::create(
                 path,
                 args.force,
@@ -157,6 +158,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let ex = Execution {
         engine: args.engine,
+        run_id,
         metrics_addr: args.metrics_addr,
         linger: args.linger,
         out: args.out,
@@ -176,6 +178,11 @@ pub(crate) struct ResumeArgs {
     /// The engine (default: the interrupted run's).
     #[arg(long, value_enum)]
     engine: Option<Engine>,
+    /// Resume though the testbed, the sites or the workflow changed since
+    /// the run was recorded (their digests differ): the jobs that ended are
+    /// still taken as done, on what is there now.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -185,22 +192,16 @@ pub(crate) struct ResumeArgs {
 /// where they were written), and runs the rest, writing on in the same
 /// database.
 pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
-    let (db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
+    let (mut db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
     let key = |k: &str| was.run.get(k).cloned();
-    // The pools a killed live run left behind (its temp dirs had no chance
-    // to go), as it noted them.
-    let mut removed = 0;
-    for (k, dir) in &was.run {
-        let dir = std::path::Path::new(dir);
-        let ours = dir
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("gridbed-"));
-        if k.starts_with("pool_dir.") && ours && std::fs::remove_dir_all(dir).is_ok() {
-            removed += 1;
-        }
-    }
-    if removed > 0 {
-        say!("removed the {removed} pool directories the interrupted run left");
+    if let Some(pid) = key("pid").and_then(|p| p.parse::<u32>().ok())
+        && pid != std::process::id()
+        && is_gridbed(pid)
+    {
+        return Err(CliError::input(format!(
+            "{}: its run is still going (gridbed process {pid}): resume it once that process has ended",
+            args.db.display()
+        )));
     }
     let testbed = key("testbed_path").ok_or_else(|| {
         CliError::input(format!(
@@ -217,6 +218,10 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         format: key("format").and_then(|f| crate::workflow::formats::Format::from_name(&f)),
     };
     let mut scenario = load(&scenario_args)?;
+    if let Some(dir) = key("netbed") {
+        super::netbed::apply(&mut scenario, std::path::Path::new(&dir))?;
+    }
+    check_digests(&scenario, &was.run, &args)?;
     let same = scenario.workflow.jobs.len() == was.jobs.len()
         && scenario
             .workflow
@@ -233,6 +238,23 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
             scenario.workflow.jobs.len()
         )));
     }
+    // The pools a killed live run left behind (its temp dirs had no chance
+    // to go), as it noted them: its process is gone (above), and this
+    // resume is the one that goes on with it.
+    let mut removed = 0;
+    for (k, dir) in &was.run {
+        let dir = std::path::Path::new(dir);
+        let ours = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("gridbed-"));
+        if k.starts_with("pool_dir.") && ours && std::fs::remove_dir_all(dir).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        say!("removed the {removed} pool directories the interrupted run left");
+    }
+    db.note_writer(std::process::id());
     let resume = crate::config::Resume::new(
         &scenario.workflow,
         &was.ended_at,
@@ -251,45 +273,132 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         .engine
         .or_else(|| key("engine").and_then(|e| Engine::from_name(&e)))
         .unwrap_or(Engine::Live);
+    let mut memo = match key("memo") {
+        Some(path) => {
+            let history = crate::memo::History::open(std::path::Path::new(&path))
+                .map_err(CliError::input)?;
+            let versions = crate::core::versions::Versions::of(&scenario.workflow, scenario.seed);
+            Some((history, versions))
+        }
+        None => None,
+    };
     let ex = Execution {
         engine,
+        // The same run, gone on with: older databases have no id.
+        run_id: key("run_id").unwrap_or_else(|| run_id(&scenario, engine)),
         metrics_addr: None,
         linger: std::time::Duration::ZERO,
         out: args.out,
     };
-    execute(&scenario, &ex, Some(db), Some(&args.db), None)
+    execute(&scenario, &ex, Some(db), Some(&args.db), memo.as_mut())
+}
+
+/// Refuses to resume on a testbed, sites or workflow other than the ones
+/// the run recorded, unless `--force` (then says what changed).
+fn check_digests(
+    scenario: &Scenario,
+    recorded: &std::collections::BTreeMap<String, String>,
+    args: &ResumeArgs,
+) -> Result<(), CliError> {
+    let mut changed = Vec::new();
+    for (what, now) in scenario.digests() {
+        match recorded.get(&format!("digest.{what}")) {
+            Some(was) if *was != now => changed.push(what),
+            _ => {}
+        }
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let which = changed.join(", ");
+    if args.force {
+        eprintln!(
+            "note: resuming with --force though the {which} changed since {} was recorded",
+            args.db.display()
+        );
+        return Ok(());
+    }
+    Err(CliError::input(format!(
+        "{}: the {which} changed since the run was recorded (sha256 differs): resuming would mix two runs; pass --force to resume on what is there now",
+        args.db.display()
+    )))
+}
+
+/// Whether process `pid` is a running gridbed (Linux: its command line).
+fn is_gridbed(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).contains("gridbed"))
 }
 
 /// What a control database keeps of how its run was asked for, so that
 /// `gridbed resume` can load the same scenario again.
-fn run_keys(
-    args: &ScenarioArgs,
-    scenario: &Scenario,
-    engine: Engine,
-) -> Vec<(&'static str, String)> {
+fn run_keys(args: &RunArgs, scenario: &Scenario, run_id: &str) -> Vec<(String, String)> {
     let absolute = |p: &std::path::Path| {
         std::fs::canonicalize(p)
             .unwrap_or_else(|_| p.to_path_buf())
             .display()
             .to_string()
     };
+    let s = &args.scenario;
     let mut keys = vec![
+        ("run_id", run_id.to_string()),
         ("testbed", scenario.name.clone()),
         ("strategy", scenario.strategy.clone()),
-        ("engine", engine.name().to_string()),
+        ("engine", args.engine.name().to_string()),
         ("seed", scenario.seed.to_string()),
-        ("testbed_path", absolute(&args.testbed)),
+        ("testbed_path", absolute(&s.testbed)),
+        // The process writing the database: a resume leaves its pools
+        // alone while it runs.
+        ("pid", std::process::id().to_string()),
     ];
-    if let Some(p) = &args.sites {
-        keys.push(("sites_file", absolute(p)));
+    let paths = [
+        ("sites_file", &s.sites),
+        ("workflow", &s.workflow),
+        ("netbed", &args.netbed),
+        ("memo", &args.memo),
+    ];
+    for (key, path) in paths {
+        if let Some(p) = path {
+            keys.push((key, absolute(p)));
+        }
     }
-    if let Some(p) = &args.workflow {
-        keys.push(("workflow", absolute(p)));
-    }
-    if let Some(f) = args.format {
+    if let Some(f) = s.format {
         keys.push(("format", f.name().to_string()));
     }
+    let mut keys: Vec<(String, String)> = keys.into_iter().map(|(k, v)| (k.into(), v)).collect();
+    for (what, digest) in scenario.digests() {
+        keys.push((format!("digest.{what}"), digest));
+    }
     keys
+}
+
+/// The id the run record, the control database and the metrics share: a
+/// simulated run is a function of its scenario, so its id is too (the
+/// testbed, seed and a digest of what it ran); a live one is stamped with
+/// its start and process.
+fn run_id(scenario: &Scenario, engine: Engine) -> String {
+    match engine {
+        Engine::Sim => {
+            use sha2::{Digest, Sha256};
+            let mut all = Sha256::new();
+            for (what, digest) in scenario.digests() {
+                all.update(format!("{what}={digest}\n"));
+            }
+            all.update(format!("{}\n{}\n", scenario.strategy, scenario.eviction));
+            let short: String = all.finalize()[..4].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}-{}-sim-{short}", scenario.name, scenario.seed)
+        }
+        Engine::Live => format!(
+            "{}-{}-{}-{}",
+            scenario.name,
+            scenario.seed,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            std::process::id()
+        ),
+    }
 }
 
 fn db_error(e: crate::db::DbError) -> CliError {
@@ -302,6 +411,8 @@ fn db_error(e: crate::db::DbError) -> CliError {
 /// How a scenario is run and what the run writes (`run` and `resume`).
 struct Execution {
     engine: Engine,
+    /// The id the record, the database and the metrics share.
+    run_id: String,
     metrics_addr: Option<SocketAddr>,
     linger: std::time::Duration,
     out: OutputArgs,
@@ -332,11 +443,10 @@ fn execute(
                     "note: --metrics-addr, --linger, --pool-dir and --keep-pools apply to the live engine only"
                 );
             }
-            // A simulated run is a function of the scenario: its id is too.
-            let run_id = format!("{}-{}-sim", scenario.name, scenario.seed);
+            let run_id = &ex.run_id;
             let result = sim::run_recorded(scenario, db).map_err(CliError::input)?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_run(scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(scenario, &result, run_id, detail);
             say!("{}", record.table().trim_end());
             write_outputs(&ex.out, scenario, &result, epoch)?;
             say!(
@@ -348,15 +458,7 @@ fn execute(
             (record, ended_and_forgotten(result.result))
         }
         Engine::Live => {
-            let run_id = format!(
-                "{}-{}-{}",
-                scenario.name,
-                scenario.seed,
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0)
-            );
+            let run_id = &ex.run_id;
             let progress: BoxedObserver = if ex.out.quiet {
                 Box::new(Progress::Hidden)
             } else {
@@ -377,7 +479,7 @@ fn execute(
             };
             let result = live::run(scenario, opts).map_err(CliError::engine)?;
             db_error = result.db_error.clone();
-            let record = RunRecord::from_run(scenario, &result, &run_id, detail);
+            let record = RunRecord::from_run(scenario, &result, run_id, detail);
             say!("{}", record.table().trim_end());
             write_outputs(&ex.out, scenario, &result, epoch)?;
             remember(memo, scenario, &result.result)?;

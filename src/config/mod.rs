@@ -332,6 +332,40 @@ impl Scenario {
         })
     }
 
+    /// What the run is made of, each as a sha256 (hex): the testbed file,
+    /// the sites as loaded (catalogue entries with the testbed's changes)
+    /// and the workflow (its files' names and sizes, its jobs' names,
+    /// runtimes, files and parents). A control database keeps them, so
+    /// that a run is resumed only on what it ran on.
+    pub fn digests(&self) -> Vec<(&'static str, String)> {
+        use sha2::{Digest, Sha256};
+        let hex = |d: Sha256| {
+            d.finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        let mut testbed = Sha256::new();
+        testbed.update(std::fs::read(&self.path).unwrap_or_default());
+        let mut sites = Sha256::new();
+        sites.update(serde_json::to_vec(&self.sites).unwrap_or_default());
+        let mut wf = Sha256::new();
+        for f in &self.workflow.files {
+            wf.update(format!("{}\0{}\n", f.name, f.size));
+        }
+        for j in &self.workflow.jobs {
+            wf.update(format!(
+                "{}\0{}\0{:?}\0{:?}\0{:?}\n",
+                j.name, j.runtime, j.inputs, j.outputs, j.parents
+            ));
+        }
+        vec![
+            ("testbed", hex(testbed)),
+            ("sites", hex(sites)),
+            ("workflow", hex(wf)),
+        ]
+    }
+
     /// The core's view of the sites.
     pub fn site_infos(&self) -> Vec<SiteInfo> {
         self.sites.iter().map(|s| s.info.clone()).collect()
@@ -477,11 +511,15 @@ impl Resume {
         room[origin] = room[origin].saturating_sub(inputs);
         let mut outputs = Vec::new();
         for (job, site) in ended_at.iter().enumerate() {
-            let Some(site) = *site else { continue };
+            // A site the sites no longer list (resumed with `--force`
+            // after the catalogue changed) lost its outputs.
+            let Some((site, room)) = site.and_then(|s| Some((s, room.get_mut(s)?))) else {
+                continue;
+            };
             for &f in &wf.jobs[job].outputs {
                 let size = wf.files[f].size;
-                if size <= room[site] {
-                    room[site] -= size;
+                if size <= *room {
+                    *room -= size;
                     outputs.push((f, site));
                 }
             }

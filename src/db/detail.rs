@@ -89,6 +89,8 @@ pub struct TransferEntry {
 /// id order) of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunDetail {
+    /// The run's id (databases of older gridbeds have none).
+    pub run_id: Option<String>,
     /// Per job.
     pub jobs: Vec<JobEntry>,
     /// Per transfer attempt.
@@ -245,5 +247,12 @@ pub fn run_detail(path: &Path) -> Result<RunDetail, DbError> {
             transfers.push(t);
         }
     }
-    Ok(RunDetail { jobs, transfers })
+    let run_id = conn
+        .query_row("SELECT value FROM run WHERE key = 'run_id'", [], |r| r.get(0))
+        .ok();
+    Ok(RunDetail {
+        run_id,
+        jobs,
+        transfers,
+    })
 }

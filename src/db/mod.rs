@@ -376,6 +376,15 @@ impl ControlDb {
         });
     }
 
+    /// Notes that process `pid` writes the database now (`run` key `pid`):
+    /// a resume refuses to start while it runs.
+    pub fn note_writer(&mut self, pid: u32) {
+        self.send(Batch {
+            run: vec![("pid".into(), pid.to_string())],
+            ..Default::default()
+        });
+    }
+
     /// Notes the files whose bytes derive from another file's name (`run`
     /// keys `content.<file>`): a memoized job's outputs hold its twin's
     /// bytes, and `gridbed audit` checks them against those.

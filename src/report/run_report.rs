@@ -92,6 +92,16 @@ pub fn read_run(path: &Path, db: Option<&Path>) -> Result<RunRecord, ReportError
         path: db.display().to_string(),
         message: format!("the control database of {}: {e}", path.display()),
     })?;
+    if let Some(id) = detail.run_id.as_ref().filter(|id| **id != rec.run_id) {
+        return Err(ReportError::Input {
+            path: db.display().to_string(),
+            message: format!(
+                "is the control database of run `{id}`, the record {}'s is `{}`: not this run's (pass --db with the one `gridbed run` wrote beside it)",
+                path.display(),
+                rec.run_id
+            ),
+        });
+    }
     if detail.jobs.len() != rec.summary.jobs {
         return Err(ReportError::Input {
             path: db.display().to_string(),

@@ -196,8 +196,16 @@ fn the_core_and_the_engines_depend_on_no_display_or_cli_crate() {
 #[test]
 fn the_engines_import_neither_each_other_and_policies_only_the_core() {
     let (graph, _) = room_graph();
-    assert!(!graph["sim"].contains("live"), "sim imports {:?}", graph["sim"]);
-    assert!(!graph["live"].contains("sim"), "live imports {:?}", graph["live"]);
+    assert!(
+        !graph["sim"].contains("live"),
+        "sim imports {:?}",
+        graph["sim"]
+    );
+    assert!(
+        !graph["live"].contains("sim"),
+        "live imports {:?}",
+        graph["live"]
+    );
     let beyond: Vec<&String> = graph["policy"]
         .iter()
         .filter(|r| !["core", "units"].contains(&r.as_str()))

@@ -368,6 +368,32 @@ fn report_draws_every_plot_of_a_sim_and_a_live_record_and_refuses_a_malformed_on
             "{engine}: site lanes are labelled"
         );
     }
+    // The record and its database share the run's id; another run's
+    // database with as many jobs is refused (issue 39).
+    let sim_json = dir.path().join("sim.json");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sim_json).unwrap()).unwrap();
+    let db_id: String = rusqlite::Connection::open(dir.path().join("sim.db"))
+        .unwrap()
+        .query_row("SELECT value FROM run WHERE key = 'run_id'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(record["run_id"], db_id.as_str());
+    let live_db = dir.path().join("live.db");
+    let (code, _, stderr) = gridbed(&[
+        "report",
+        sim_json.to_str().unwrap(),
+        "--db",
+        live_db.to_str().unwrap(),
+        "--out",
+        dir.path().join("mixed").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is the control database of run"),
+        "{stderr}"
+    );
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"schema\": 1, \"engine\": 3}").unwrap();
     for (path, what) in [

@@ -200,7 +200,8 @@ fn resume_refuses_what_it_cannot_resume() {
         stderr.contains("not a gridbed control database"),
         "{stderr}"
     );
-    // A database of another workflow than the testbed's now.
+    // A database of another workflow than the testbed's now: its digests
+    // differ, and with --force the job names still do.
     let db = dir.path().join("run.db");
     let tb = write_testbed(dir.path(), "t.toml", TESTBED);
     let (code, _, stderr) = run_testbed(&tb, &["--engine", "sim", "--db", db.to_str().unwrap()]);
@@ -213,9 +214,56 @@ fn resume_refuses_what_it_cannot_resume() {
     let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
+        stderr.contains("the testbed, workflow changed since the run was recorded"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "--force"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
         stderr.contains("is not the one the database recorded"),
         "{stderr}"
     );
+}
+
+/// Issue 39: an edited testbed (here a site's slots) resumes only with
+/// `--force`, which says so; a run whose process still runs is not resumed
+/// (nor are its pools removed).
+#[test]
+fn resume_refuses_a_changed_testbed_without_force_and_a_run_still_going() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let tb = write_testbed(dir.path(), "t.toml", TESTBED);
+    let (code, _, stderr) = run_testbed(&tb, &["--engine", "sim", "--db", db.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let changed = TESTBED.replacen("cpus = 2", "cpus = 3", 1);
+    write_testbed(dir.path(), "t.toml", &changed);
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("the testbed, sites changed"), "{stderr}");
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q", "--force"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("resuming with --force though the testbed, sites changed"));
+
+    // A gridbed process that is still going: a site daemon, noted as the
+    // database's writer.
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["site", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "INSERT OR REPLACE INTO run (key, value) VALUES ('pid', ?1)",
+        [daemon.id().to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q", "--force"]);
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("its run is still going"), "{stderr}");
 }
 
 #[test]
