@@ -139,10 +139,11 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         .db
         .clone()
         .or_else(|| args.out.json.as_ref().map(|j| j.with_extension("db")));
-    let run_id = run_id(&scenario, args.engine);
+    let digests = scenario.digests();
+    let run_id = run_id(&scenario, args.engine, &digests);
     let db = match &db_path {
         Some(path) => {
-            let run = run_keys(&args, &scenario, &run_id);
+            let run = run_keys(&args, &scenario, &run_id, &digests);
             let run: Vec<(&str, String)> = run.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
             let db = crate::db::ControlDb::create(
                 path,
@@ -285,7 +286,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     let ex = Execution {
         engine,
         // The same run, gone on with: older databases have no id.
-        run_id: key("run_id").unwrap_or_else(|| run_id(&scenario, engine)),
+        run_id: key("run_id").unwrap_or_else(|| run_id(&scenario, engine, &scenario.digests())),
         metrics_addr: None,
         linger: std::time::Duration::ZERO,
         out: args.out,
@@ -332,7 +333,12 @@ fn is_gridbed(pid: u32) -> bool {
 
 /// What a control database keeps of how its run was asked for, so that
 /// `gridbed resume` can load the same scenario again.
-fn run_keys(args: &RunArgs, scenario: &Scenario, run_id: &str) -> Vec<(String, String)> {
+fn run_keys(
+    args: &RunArgs,
+    scenario: &Scenario,
+    run_id: &str,
+    digests: &[(&str, String)],
+) -> Vec<(String, String)> {
     let absolute = |p: &std::path::Path| {
         std::fs::canonicalize(p)
             .unwrap_or_else(|_| p.to_path_buf())
@@ -366,8 +372,8 @@ fn run_keys(args: &RunArgs, scenario: &Scenario, run_id: &str) -> Vec<(String, S
         keys.push(("format", f.name().to_string()));
     }
     let mut keys: Vec<(String, String)> = keys.into_iter().map(|(k, v)| (k.into(), v)).collect();
-    for (what, digest) in scenario.digests() {
-        keys.push((format!("digest.{what}"), digest));
+    for (what, digest) in digests {
+        keys.push((format!("digest.{what}"), digest.clone()));
     }
     keys
 }
@@ -376,12 +382,12 @@ fn run_keys(args: &RunArgs, scenario: &Scenario, run_id: &str) -> Vec<(String, S
 /// simulated run is a function of its scenario, so its id is too (the
 /// testbed, seed and a digest of what it ran); a live one is stamped with
 /// its start and process.
-fn run_id(scenario: &Scenario, engine: Engine) -> String {
+fn run_id(scenario: &Scenario, engine: Engine, digests: &[(&str, String)]) -> String {
     match engine {
         Engine::Sim => {
             use sha2::{Digest, Sha256};
             let mut all = Sha256::new();
-            for (what, digest) in scenario.digests() {
+            for (what, digest) in digests {
                 all.update(format!("{what}={digest}\n"));
             }
             all.update(format!("{}\n{}\n", scenario.strategy, scenario.eviction));

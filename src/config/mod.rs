@@ -351,13 +351,21 @@ impl Scenario {
         sites.update(serde_json::to_vec(&self.sites).unwrap_or_default());
         let mut wf = Sha256::new();
         for f in &self.workflow.files {
-            wf.update(format!("{}\0{}\n", f.name, f.size));
+            wf.update(f.name.as_bytes());
+            wf.update(f.size.to_le_bytes());
         }
+        let ids = |wf: &mut Sha256, ids: &[usize]| {
+            wf.update((ids.len() as u64).to_le_bytes());
+            for &i in ids {
+                wf.update((i as u64).to_le_bytes());
+            }
+        };
         for j in &self.workflow.jobs {
-            wf.update(format!(
-                "{}\0{}\0{:?}\0{:?}\0{:?}\n",
-                j.name, j.runtime, j.inputs, j.outputs, j.parents
-            ));
+            wf.update(j.name.as_bytes());
+            wf.update(j.runtime.to_le_bytes());
+            ids(&mut wf, &j.inputs);
+            ids(&mut wf, &j.outputs);
+            ids(&mut wf, &j.parents);
         }
         vec![
             ("testbed", hex(testbed)),
