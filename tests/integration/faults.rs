@@ -217,7 +217,9 @@ fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
     let db_dir = tempfile::tempdir().unwrap();
     let db_path = db_dir.path().join("chaos.db");
     let wf = s.workflow.clone();
-    let db = gridbed::db::ControlDb::create(&db_path, false, &[], &s.site_infos(), &wf).unwrap();
+    // The audit regenerates the files' bytes from the run's seed.
+    let seed = [("seed", s.seed.to_string())];
+    let db = gridbed::db::ControlDb::create(&db_path, false, &seed, &s.site_infos(), &wf).unwrap();
     let pools = tempfile::tempdir().unwrap();
     let live_run = live::run(
         &s,
@@ -271,4 +273,49 @@ fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
         live_run.metrics.contains("gridbed_faults_total{"),
         "faults metric"
     );
+    // The catalogue the database ends with is what the kept pools hold.
+    let differences = gridbed::live::audit::audit(&db_path).unwrap();
+    assert!(differences.is_empty(), "audit: {differences:?}");
+}
+
+/// Issue 39: a live in-process site crash that loses its pool, its files
+/// made again as in the simulator, and the audit of what the pools kept.
+#[test]
+fn a_live_crash_that_loses_its_pool_makes_its_files_again_and_audits_clean() {
+    let (_d, s) = common::scenario(&testbed(40, 200, CRASH_LOST));
+    let db_dir = tempfile::tempdir().unwrap();
+    let db_path = db_dir.path().join("lost.db");
+    let seed = [("seed", s.seed.to_string())];
+    let db = gridbed::db::ControlDb::create(&db_path, false, &seed, &s.site_infos(), &s.workflow)
+        .unwrap();
+    let pools = tempfile::tempdir().unwrap();
+    let run = live::run(
+        &s,
+        LiveOptions {
+            db: Some(db),
+            pool_root: Some(pools.path().to_path_buf()),
+            keep_pools: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let rec = RunRecord::from_run(&s, &run, "t", Detail::Full);
+    assert!(rec.summary.succeeded, "{:?}", rec.summary);
+    assert_eq!(rec.summary.jobs_done, 120);
+    let made_again = rec.jobs.iter().any(|j| {
+        j.attempts
+            .iter()
+            .filter(|a| a.outcome == Outcome::Ended)
+            .count()
+            == 2
+    });
+    let lost = rec.jobs.iter().flat_map(|j| &j.attempts).any(|a| {
+        matches!(&a.outcome, Outcome::StagingFailed(r) if r.contains("was lost; it is made again"))
+    });
+    assert!(
+        made_again && lost,
+        "no file of the lost pool was made again"
+    );
+    let differences = gridbed::live::audit::audit(&db_path).unwrap();
+    assert!(differences.is_empty(), "audit: {differences:?}");
 }
