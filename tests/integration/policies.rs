@@ -58,7 +58,8 @@ fn record(dir: &Path, testbed: &Path, name: &str, args: &[&str]) -> (serde_json:
     for key in ["wall_s", "setup_wall_s"] {
         rec["summary"].as_object_mut().unwrap().remove(key);
     }
-    for key in ["strategy", "eviction", "db", "testbed_path"] {
+    // What names the run and its policies differs; what it did must not.
+    for key in ["run_id", "strategy", "eviction", "db", "testbed_path"] {
         rec.as_object_mut().unwrap().remove(key);
     }
     let table: Vec<&str> = stdout
