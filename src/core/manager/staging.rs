@@ -688,7 +688,7 @@ impl Manager {
     /// A prescript that planned `files` at `site` ended (its job submitted,
     /// or aborted): each leaves the selectors' catalogue there unless it
     /// arrived or another prescript still plans it.
-    pub(super) fn unplan_copies(&mut self, files: &[FileId], site: SiteId) {
+    fn unplan_copies(&mut self, files: &[FileId], site: SiteId) {
         for &f in files {
             let Some(n) = self.planned.get_mut(&(f, site)) else {
                 continue;
