@@ -1058,27 +1058,30 @@ fn abort_dag_on_stops_the_dag_and_the_final_node_still_runs() {
     assert_eq!(w.m.job_state(2), JobState::Blocked);
 }
 
+/// Eight 60 s jobs that each read the one 100-byte file `x`.
+fn eight_readers_of_one_file() -> Workflow {
+    let files = vec![File {
+        name: "x".into(),
+        size: 100,
+    }];
+    let jobs = (0..8)
+        .map(|i| JobSpec {
+            name: format!("j{i}"),
+            runtime: 60.0,
+            inputs: vec!["x".into()],
+            ..Default::default()
+        })
+        .collect();
+    Workflow::build(files, jobs).unwrap()
+}
+
 /// Seed 000's simulator registers a staged copy in its job's postscript:
 /// DataPresent does not follow a copy whose job has not run yet, while a
 /// job at the copy's own site reuses it at once; on arrival, every later
 /// prescript follows it.
 #[test]
 fn postscript_registration_hides_a_staged_copy_from_selectors_until_its_job_ran() {
-    let wf = || {
-        let files = vec![File {
-            name: "x".into(),
-            size: 100,
-        }];
-        let jobs = (0..8)
-            .map(|i| JobSpec {
-                name: format!("j{i}"),
-                runtime: 60.0,
-                inputs: vec!["x".into()],
-                ..Default::default()
-            })
-            .collect();
-        Workflow::build(files, jobs).unwrap()
-    };
+    let wf = eight_readers_of_one_file;
     let run = |registration| {
         // Prescripts 10 s apart, transfers of 5 s, jobs of 60 s: j0's copy
         // arrives at 5 and its postscript is at 65, between j6's and j7's
@@ -1117,21 +1120,7 @@ fn postscript_registration_hides_a_staged_copy_from_selectors_until_its_job_ran(
 /// arrives leaves the catalogue.
 #[test]
 fn planned_registration_shows_a_copy_on_its_way_and_forgets_one_that_never_comes() {
-    let wf = || {
-        let files = vec![File {
-            name: "x".into(),
-            size: 100,
-        }];
-        let jobs = (0..8)
-            .map(|i| JobSpec {
-                name: format!("j{i}"),
-                runtime: 60.0,
-                inputs: vec!["x".into()],
-                ..Default::default()
-            })
-            .collect();
-        Workflow::build(files, jobs).unwrap()
-    };
+    let wf = eight_readers_of_one_file;
     let settings = |registration| ManagerSettings {
         prescript_interval: 1.0,
         registration,
