@@ -207,22 +207,20 @@ fn overlapping(rec: &RunRecord) -> Vec<String> {
     bad
 }
 
-#[test]
-fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
-    // 667 pipelines × 3 levels: 2,001 jobs.
-    let body = testbed(667, 500, CHAOS);
-    let (_d, s) = common::scenario(&body);
-    let sim_run = sim::run(&s).unwrap();
-    let sim_rec = RunRecord::from_run(&s, &sim_run, "t", Detail::Full);
+/// A live run of `s` that writes its control database (with the seed the
+/// audit regenerates the files' bytes from) and keeps its pools: the run,
+/// the database, and the folders that hold both.
+fn live_keeping_pools(
+    s: &gridbed::config::Scenario,
+) -> (live::LiveRun, std::path::PathBuf, [tempfile::TempDir; 2]) {
     let db_dir = tempfile::tempdir().unwrap();
-    let db_path = db_dir.path().join("chaos.db");
-    let wf = s.workflow.clone();
-    // The audit regenerates the files' bytes from the run's seed.
+    let db_path = db_dir.path().join("run.db");
     let seed = [("seed", s.seed.to_string())];
-    let db = gridbed::db::ControlDb::create(&db_path, false, &seed, &s.site_infos(), &wf).unwrap();
+    let db = gridbed::db::ControlDb::create(&db_path, false, &seed, &s.site_infos(), &s.workflow)
+        .unwrap();
     let pools = tempfile::tempdir().unwrap();
-    let live_run = live::run(
-        &s,
+    let run = live::run(
+        s,
         LiveOptions {
             db: Some(db),
             pool_root: Some(pools.path().to_path_buf()),
@@ -231,6 +229,17 @@ fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
         },
     )
     .unwrap();
+    (run, db_path, [db_dir, pools])
+}
+
+#[test]
+fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
+    // 667 pipelines × 3 levels: 2,001 jobs.
+    let body = testbed(667, 500, CHAOS);
+    let (_d, s) = common::scenario(&body);
+    let sim_run = sim::run(&s).unwrap();
+    let sim_rec = RunRecord::from_run(&s, &sim_run, "t", Detail::Full);
+    let (live_run, db_path, _kept) = live_keeping_pools(&s);
     let live_rec = RunRecord::from_run(&s, &live_run, "t", Detail::Full);
     for (engine, rec) in [("sim", &sim_rec), ("live", &live_rec)] {
         assert_eq!(rec.summary.jobs, 2001);
@@ -283,22 +292,7 @@ fn the_chaos_run_completes_live_with_nothing_lost_and_as_in_the_simulator() {
 #[test]
 fn a_live_crash_that_loses_its_pool_makes_its_files_again_and_audits_clean() {
     let (_d, s) = common::scenario(&testbed(40, 200, CRASH_LOST));
-    let db_dir = tempfile::tempdir().unwrap();
-    let db_path = db_dir.path().join("lost.db");
-    let seed = [("seed", s.seed.to_string())];
-    let db = gridbed::db::ControlDb::create(&db_path, false, &seed, &s.site_infos(), &s.workflow)
-        .unwrap();
-    let pools = tempfile::tempdir().unwrap();
-    let run = live::run(
-        &s,
-        LiveOptions {
-            db: Some(db),
-            pool_root: Some(pools.path().to_path_buf()),
-            keep_pools: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let (run, db_path, _kept) = live_keeping_pools(&s);
     let rec = RunRecord::from_run(&s, &run, "t", Detail::Full);
     assert!(rec.summary.succeeded, "{:?}", rec.summary);
     assert_eq!(rec.summary.jobs_done, 120);
