@@ -41,6 +41,12 @@ pub(super) struct ManagerFile {
     cache_bound: Option<Spanned<Size>>,
     /// Seed 003 §6.2: k-replication's k.
     replicas: Option<usize>,
+    /// Storage-aware release (`core::manager::room`), on by default.
+    storage_aware: Option<bool>,
+    /// `DAGMAN_SUBMIT_DEPTH_FIRST`.
+    submit_depth_first: Option<bool>,
+    /// Pegasus's stage-out of final outputs to the submit machine.
+    stage_out: Option<bool>,
 }
 
 /// The site selector and eviction policy by name, checked against the
@@ -133,6 +139,9 @@ pub(super) fn settings<W>(
         reproduce_lost: m.reproduce_lost.unwrap_or(defaults.reproduce_lost),
         cache_bound: m.cache_bound.as_ref().map(|b| b.get_ref().0),
         replicas: m.replicas.unwrap_or(defaults.replicas),
+        storage_aware: m.storage_aware.unwrap_or(defaults.storage_aware),
+        submit_depth_first: m.submit_depth_first.unwrap_or(defaults.submit_depth_first),
+        stage_out: m.stage_out.unwrap_or(defaults.stage_out),
     };
     if let Some(b) = &m.cache_bound {
         let eviction = tb.eviction.as_ref().map_or("lru", |e| e.get_ref().as_str());

@@ -724,13 +724,15 @@ pub fn load_with(
         }
     };
 
-    // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE.
-    if let Some(max_pre) = source
-        .as_ref()
-        .and_then(|s| s.dagman.as_ref())
-        .and_then(|d| d.max_pre)
-    {
-        manager.maxpre = max_pre;
+    // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE, its
+    // DAGMAN_SUBMIT_DEPTH_FIRST the DAG's release order.
+    if let Some(d) = source.as_ref().and_then(|s| s.dagman.as_ref()) {
+        if let Some(max_pre) = d.max_pre {
+            manager.maxpre = max_pre;
+        }
+        if let Some(depth_first) = d.submit_depth_first {
+            manager.submit_depth_first = depth_first;
+        }
     }
     Ok(Scenario {
         name: tb.name.unwrap_or_else(|| {

@@ -81,13 +81,16 @@ impl NodeSettings {
 }
 
 /// Ready jobs waiting for a prescript: FIFO, or by priority (higher first,
-/// then first come) when any job has one.
+/// then first come) when any job has one. Depth-first
+/// (`DAGMAN_SUBMIT_DEPTH_FIRST`) puts newly ready jobs at the head instead
+/// of the tail: last come first among equal priorities.
 #[derive(Debug, Clone, Default)]
 pub struct ReadyQueue {
     fifo: VecDeque<JobId>,
     heap: BinaryHeap<(i32, Reverse<u64>, JobId)>,
     priority: Option<Vec<i32>>,
     seq: u64,
+    depth_first: bool,
 }
 
 impl ReadyQueue {
@@ -96,13 +99,24 @@ impl ReadyQueue {
         ReadyQueue::default()
     }
 
+    /// A queue that serves the newest ready job first.
+    pub fn depth_first() -> Self {
+        ReadyQueue {
+            depth_first: true,
+            ..ReadyQueue::default()
+        }
+    }
+
     /// Orders by `priority` from now on (the jobs queued keep their order
     /// among equals).
     pub fn set_priorities(&mut self, priority: Vec<i32>) {
         if priority.iter().all(|&p| p == 0) {
             return;
         }
-        let queued: Vec<JobId> = self.fifo.drain(..).collect();
+        let mut queued: Vec<JobId> = self.fifo.drain(..).collect();
+        if self.depth_first {
+            queued.reverse(); // pushed again oldest first, they keep their order
+        }
         self.priority = Some(priority);
         for j in queued {
             self.push(j);
@@ -112,10 +126,16 @@ impl ReadyQueue {
     /// Queues `job`.
     pub fn push(&mut self, job: JobId) {
         match &self.priority {
+            None if self.depth_first => self.fifo.push_front(job),
             None => self.fifo.push_back(job),
             Some(p) => {
                 self.seq += 1;
-                self.heap.push((p[job], Reverse(self.seq), job));
+                let order = if self.depth_first {
+                    u64::MAX - self.seq
+                } else {
+                    self.seq
+                };
+                self.heap.push((p[job], Reverse(order), job));
             }
         }
     }
@@ -223,6 +243,26 @@ mod tests {
         fifo.push(2);
         fifo.push(0);
         assert_eq!(fifo.pop(), Some(2));
+    }
+
+    #[test]
+    fn depth_first_serves_the_newest_first_among_equal_priorities() {
+        let mut q = ReadyQueue::depth_first();
+        for j in 0..3 {
+            q.push(j);
+        }
+        assert_eq!(q.pop(), Some(2));
+        q.push(3);
+        assert_eq!(q.peek(3), [3, 1, 0]);
+        // Priorities first; the queued keep their order when they are set.
+        q.set_priorities(vec![0, 0, 0, 0, 7]);
+        assert_eq!(q.peek(3), [3, 1, 0]);
+        q.push(4);
+        q.push(2);
+        assert_eq!(
+            std::iter::from_fn(|| q.pop()).collect::<Vec<_>>(),
+            [4, 2, 3, 1, 0]
+        );
     }
 
     #[test]

@@ -229,6 +229,7 @@ fn dagman_reads_every_keyword_of_the_fixture() {
         (info.max_pre, info.max_post, info.max_jobs_idle),
         (Some(4), Some(2), Some(50))
     );
+    assert_eq!(info.submit_depth_first, Some(true));
     let wf = &loaded.workflow;
     let (_, edges, _) = shape(wf);
     // PARENT a CHILD b c (continued) and PARENT b c CHILD d e: 2 + 4 edges.

@@ -91,7 +91,18 @@ fn one_5_mb_file_at_1_mb_per_s_then_a_10_s_job_gives_the_analytic_makespan() {
 
 #[test]
 fn conservation_at_scale() {
-    let (_dir, s) = common::scenario(
+    // Small disks (6 to 24 GB) under 1,800 jobs of random placement. Placed
+    // regardless of room now, prescripts find disks full of the inputs of
+    // queued jobs: staging fails, jobs are planned again and pools evict.
+    // Placed only where their files fit (storage-aware release), no job is
+    // planned again.
+    for storage_aware in [true, false] {
+        conserved_on_small_disks(storage_aware);
+    }
+}
+
+fn conserved_on_small_disks(storage_aware: bool) {
+    let (_dir, s) = common::scenario(&format!(
         r#"
 strategy = "random"
 replica_policy = "caching"
@@ -101,6 +112,7 @@ time_scale = 1
 byte_scale = 1
 [manager]
 maxpre = 40
+storage_aware = {storage_aware}
 [workflow]
 generator = "spatial"
 ra = 60
@@ -118,8 +130,8 @@ name = "grid3-20"
 name = "grid3-21"
 [[site]]
 name = "grid3-24"
-"#,
-    );
+"#
+    ));
     let run = sim::run(&s).unwrap();
     assert!(run.succeeded, "{:?}", run.counts);
     for (j, rec) in run.records.jobs.iter().enumerate() {
@@ -137,8 +149,17 @@ name = "grid3-24"
         .filter(|t| t.failure.is_none() && t.end.is_some())
         .count();
     assert_eq!(run.transfers as usize, recorded);
-    // Small disks (6 to 24 GB) under 1,800 jobs: evictions happen, capacity holds.
-    assert!(run.evictions.iter().sum::<u64>() > 0);
+    let replans: u32 = run
+        .records
+        .jobs
+        .iter()
+        .map(|j| j.attempts.len() as u32 - 1)
+        .sum();
+    if storage_aware {
+        assert_eq!(replans, 0, "no job placed where its files did not fit");
+    } else {
+        assert!(replans > 0 && run.evictions.iter().sum::<u64>() > 0);
+    }
     for (i, site) in s.sites.iter().enumerate() {
         assert!(
             run.peak_used[i] <= site.info.disk,
@@ -417,6 +438,7 @@ fn the_testbeds_simulate_to_their_pinned_figures() {
         ("quickstart", 2732.7, 69),
         ("spcl-live-10", 5548.0, 106_400),
         ("osg-12-pipeline", 1261.5, 468),
+        ("tight-disk", 740.0, 122),
     ] {
         let s = common::load(&root.join(format!("testbeds/{testbed}.toml")));
         let r = sim::run(&s).unwrap();

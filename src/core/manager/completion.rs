@@ -102,7 +102,7 @@ impl Manager {
             // its exit status; the POST script's exit decides the node.
             Err(JobFailure::Exit(status)) if self.nodes.post[job] => {
                 self.leave_slot(job, site, out);
-                out.push(Command::Release { job, site, delete });
+                self.release_pins(job, site, delete, false, out);
                 self.exited[job] = Some(status);
                 self.run_script(job, ScriptKind::Post, status, out);
             }
@@ -113,7 +113,7 @@ impl Manager {
                 }
                 self.records.sites[site].failed += 1;
                 self.leave_slot(job, site, out);
-                out.push(Command::Release { job, site, delete });
+                self.release_pins(job, site, delete, false, out);
                 self.set_state(job, JobState::Ready);
                 let retry = match failure {
                     JobFailure::MissingInput(_) => Retry::Now,
@@ -143,7 +143,7 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         self.leave_slot(job, site, out);
-        out.push(Command::Release { job, site, delete });
+        self.release_pins(job, site, delete, true, out);
         let noticed = self.wms.noticed(self.now);
         if noticed > self.now {
             self.schedule(noticed, Timer::Noticed { job, site });
@@ -281,6 +281,9 @@ impl Manager {
                 self.made_at[o] = Some(at);
             }
             self.memo_ended(job);
+            if self.settings.stage_out {
+                self.finals_due.push((job, at));
+            }
         }
         if self.settings.cache_bound.is_some() {
             self.maintenance_due.push((site, job));

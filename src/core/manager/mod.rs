@@ -29,13 +29,16 @@
 //! holds the state, the event entry point and the timers; `staging` the
 //! prescript (site choice, transfers, submit); `completion` the job's end
 //! and the postscript; `recovery` retries, re-planning and MonitQueue;
-//! `release` how ready jobs are released to the prescripts.
+//! `release` how ready jobs are released to the prescripts; `room` where
+//! their files fit (storage-aware release); `stage_out` outputs sent to the
+//! submit machine.
 
 mod completion;
 mod maintenance;
 mod memo;
 mod recovery;
 mod release;
+mod room;
 pub mod scripted;
 mod stage_out;
 mod staging;
@@ -43,6 +46,7 @@ mod staging;
 mod tests;
 
 use recovery::Retry;
+use staging::Prescript;
 
 use super::events::EventQueue;
 use super::nodes::{NodeSettings, ReadyQueue, Throttle};
@@ -163,6 +167,17 @@ pub struct ManagerSettings {
     /// Seed 003 §6.2's k: a file about to lose one of its last k copies is
     /// moved to the site with most free room first (0: off).
     pub replicas: usize,
+    /// Storage-aware release: a job is placed only where its files fit
+    /// beside what the manager has committed there, and otherwise waits
+    /// for room (see `room`); off, a job is placed wherever it could ever
+    /// fit and its staging fails when the site has no room now.
+    pub storage_aware: bool,
+    /// `DAGMAN_SUBMIT_DEPTH_FIRST`: newly ready jobs go to the head of the
+    /// ready queue, not its tail.
+    pub submit_depth_first: bool,
+    /// Pegasus's stage-out: a final output (read by no job) is copied to
+    /// its job's submit machine and cleaned up where it was made.
+    pub stage_out: bool,
 }
 
 impl Default for ManagerSettings {
@@ -189,6 +204,9 @@ impl Default for ManagerSettings {
             reproduce_lost: true,
             cache_bound: None,
             replicas: 0,
+            storage_aware: true,
+            submit_depth_first: false,
+            stage_out: false,
         }
     }
 }
@@ -283,6 +301,8 @@ enum FlightKind {
     StageOut,
     /// A copy k-replication moves away from a full cache.
     Replica,
+    /// A final output on its way to the submit machine (`stage_out`).
+    Final,
     /// A memoized job's output, copied from its twin's `source` to the
     /// job's submit machine (seed 003 §5.3, §8.4).
     Memo {
@@ -333,6 +353,14 @@ enum Timer {
     },
     /// DAGMan's event loop: submit ready nodes.
     DagmanTick,
+    /// Jobs wait for room: has any job ended since the last look?
+    RoomCheck,
+    /// Try again to copy a final output to the submit machine.
+    RetryFinal {
+        job: JobId,
+        file: FileId,
+        from: SiteId,
+    },
     /// A negotiation cycle: match idle jobs to slots.
     Negotiate,
     /// The schedd starts a matched job (its shadow).
@@ -381,6 +409,14 @@ pub struct Manager {
     failures: Vec<u32>,
     replans: Vec<u32>,
     room_waits: Vec<u32>,
+    /// What each site's disk has committed, and the jobs waiting for room.
+    room: room::Room,
+    /// Final outputs on their way to their submit machine (`stage_out`),
+    /// and the failed tries of each.
+    finals_out: usize,
+    /// Nodes ended whose final outputs are to leave (job, where they are).
+    finals_due: Vec<(JobId, SiteId)>,
+    final_tries: HashMap<FileId, u32>,
     /// Per job: waits for room in a row with no job ended in between, when
     /// the first of them was, and `progress` at the last.
     stalls: Vec<u32>,
@@ -464,6 +500,8 @@ pub struct Manager {
     readers_left: Vec<u32>,
     /// Intermediate outputs whose last reader ended, to clean up.
     cleanup_due: Vec<FileId>,
+    /// Jobs woken by room freed, between two offers (kept for its capacity).
+    woken: Vec<JobId>,
     /// Per site: crashed and not yet recovered.
     down: Vec<bool>,
     /// Per job: running again to make a lost output anew (its children
@@ -539,7 +577,11 @@ impl Manager {
             evictions: Vec::new(),
             faults: Vec::new(),
         };
-        let mut ready = ReadyQueue::fifo();
+        let mut ready = if settings.submit_depth_first {
+            ReadyQueue::depth_first()
+        } else {
+            ReadyQueue::fifo()
+        };
         for j in 0..n {
             if missing_parents[j] == 0 {
                 state[j] = JobState::Ready;
@@ -586,6 +628,12 @@ impl Manager {
         let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
         let files = workflow.files.len();
+        let room = room::Room::new(
+            settings.storage_aware,
+            &workflow,
+            &sites,
+            placement,
+        );
         let mut origin_copies = placement.to_vec();
         origin_copies.sort_unstable();
         let mut manager = Manager {
@@ -604,6 +652,10 @@ impl Manager {
             failures: vec![0; n],
             replans: vec![0; n],
             room_waits: vec![0; n],
+            room,
+            finals_out: 0,
+            finals_due: Vec::new(),
+            final_tries: HashMap::default(),
             stalls: vec![0; n],
             stall_since: vec![0.0; n],
             stall_horizon,
@@ -656,6 +708,7 @@ impl Manager {
             footprint,
             readers_left,
             cleanup_due: Vec::new(),
+            woken: Vec::new(),
             down: vec![false; m],
             rerun: vec![false; n],
             changes: None,
@@ -806,7 +859,7 @@ impl Manager {
     /// Whether no job can make progress any more (all done, failed or blocked).
     pub fn is_finished(&self) -> bool {
         let c = &self.counts;
-        c.done + c.failed + c.blocked == self.state.len()
+        c.done + c.failed + c.blocked == self.state.len() && self.finals_out == 0
     }
 
     /// Whether the DAG succeeded: every job ended well; with a `FINAL`
@@ -998,10 +1051,17 @@ impl Manager {
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval
     /// allow.
     fn pump(&mut self, out: &mut Vec<Command>) {
-        for file in self.cleanup_due.drain(..) {
+        let mut due = std::mem::take(&mut self.cleanup_due);
+        for &file in &due {
             for &site in self.rls.holders(file) {
+                self.room.unkeep(&self.wf, file, site);
                 out.push(Command::Cleanup { site, file });
             }
+        }
+        due.clear();
+        self.cleanup_due = due; // keeps its capacity
+        for (job, site) in std::mem::take(&mut self.finals_due) {
+            self.stage_out_finals(job, site, out);
         }
         for (site, job) in std::mem::take(&mut self.maintenance_due) {
             self.maintain_cache(site, job, out);
@@ -1017,6 +1077,7 @@ impl Manager {
                     }
                 }
                 Timer::Replan { job } => {
+                    self.room.stop_waiting(job);
                     if self.state[job] == JobState::Ready {
                         self.ready.push(job);
                     }
@@ -1025,6 +1086,8 @@ impl Manager {
                     self.retry_stage_out(job, attempt, file, out)
                 }
                 Timer::Monit => self.monit_queue(out),
+                Timer::RoomCheck => self.check_room(),
+                Timer::RetryFinal { job, file, from } => self.retry_final(job, file, from, out),
                 Timer::Arrival { submission } => self.arrive(submission, out),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
@@ -1094,6 +1157,15 @@ impl Manager {
     /// Starts the prescripts of ready jobs that MAXPRE, the prescript
     /// interval and category throttles allow; the selector may hold a job.
     fn offer_ready(&mut self, out: &mut Vec<Command>) {
+        let mut woken = std::mem::take(&mut self.woken);
+        self.room.wake(&mut woken);
+        for &job in &woken {
+            if self.state[job] == JobState::Ready {
+                self.ready.push(job);
+            }
+        }
+        woken.clear();
+        self.woken = woken;
         while !self.ready.is_empty()
             && self.prescript_slot_free()
             && self.now >= self.next_prescript
@@ -1108,14 +1180,22 @@ impl Manager {
                 continue; // held until a job of its category leaves
             }
             self.throttled[job] = self.nodes.category[job].is_some();
-            if self.start_prescript(job, out) {
-                self.next_prescript = self.now + self.settings.prescript_interval;
-            } else {
-                // Held by the selector: it waits without a prescript.
-                if self.throttled[job] {
-                    self.unthrottle(job);
+            match self.start_prescript(job, out) {
+                Prescript::Started => {
+                    self.next_prescript = self.now + self.settings.prescript_interval;
                 }
-                self.held.push(job);
+                Prescript::Held => {
+                    // Held by the selector: it waits without a prescript.
+                    if self.throttled[job] {
+                        self.unthrottle(job);
+                    }
+                    self.held.push(job);
+                }
+                Prescript::WaitsForRoom => {
+                    if self.throttled[job] {
+                        self.unthrottle(job);
+                    }
+                }
             }
         }
     }

@@ -190,6 +190,7 @@ impl Manager {
             Fault::Crash { pool_lost } => {
                 self.down[site] = true;
                 if pool_lost {
+                    self.room.lose_site(site);
                     self.rls.drop_site(site);
                     if let Some(c) = self.catalogue.as_mut() {
                         c.drop_site(site);
@@ -299,7 +300,7 @@ impl Manager {
         }
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
-        out.push(Command::Release { job, site, delete });
+        self.release_pins(job, site, delete, false, out);
         self.set_state(job, JobState::Ready);
         self.avoid_once[job] = Some(site);
         self.retry(job, Retry::Now);

@@ -8,6 +8,15 @@
 //!
 //! An output that cannot be sent home after `transfer_retries` tries is lost
 //! with the execute machine's copy: the job runs again, against its RETRY.
+//!
+//! Pegasus's stage-out of final outputs (`stage_out`, Pegasus 5 user guide,
+//! "Data Transfers"; its output site is `local`, the submit machine): once
+//! a node ends, each output no job reads is copied to the job's submit
+//! machine and registered there, and the copy where it was made is cleaned
+//! up, so that a long run's results do not fill the execution sites. The
+//! node's children do not wait for it (they read none of these files); the
+//! run ends when every such copy arrived or failed for good, in which case
+//! the copy where it was made stays kept (nothing is lost).
 
 use super::*;
 
@@ -124,11 +133,7 @@ impl Manager {
         let mut delete = so.delete;
         delete.extend(self.own_outputs(job, so.site, out));
         self.leave_slot(job, so.site, out);
-        out.push(Command::Release {
-            job,
-            site: so.site,
-            delete,
-        });
+        self.release_pins(job, so.site, delete, false, out);
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
             a.outcome = Outcome::Failed(JobFailure::Failed(reason));
@@ -170,8 +175,78 @@ impl Manager {
     fn own_outputs(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) -> Vec<FileId> {
         let outputs = self.wf.jobs[job].outputs.clone();
         for &file in &outputs {
+            self.room.unkeep(&self.wf, file, site);
             out.push(Command::Cleanup { site, file });
         }
         outputs
+    }
+}
+
+impl Manager {
+    /// `job`'s node ended with its outputs registered at `site`: its final
+    /// outputs leave for its submit machine (see the module's note).
+    pub(super) fn stage_out_finals(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        let home = self.home[job];
+        if !self.settings.stage_out || site == home || self.down[home] {
+            return;
+        }
+        for i in 0..self.wf.jobs[job].outputs.len() {
+            let file = self.wf.jobs[job].outputs[i];
+            if self.unread[file] {
+                self.finals_out += 1;
+                self.send_final(job, file, site, false, out);
+            }
+        }
+    }
+
+    fn send_final(
+        &mut self,
+        job: JobId,
+        file: FileId,
+        from: SiteId,
+        retry: bool,
+        out: &mut Vec<Command>,
+    ) {
+        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
+        let to = self.home[job];
+        self.start_flight((job, attempt), file, from, to, FlightKind::Final, retry, out);
+    }
+
+    /// A final output's copy to the submit machine ended: registered there
+    /// and cleaned up where it was made, or tried again.
+    pub(super) fn on_final_done(
+        &mut self,
+        job: JobId,
+        file: FileId,
+        from: SiteId,
+        ok: bool,
+        out: &mut Vec<Command>,
+    ) {
+        let to = self.home[job];
+        if ok {
+            self.finals_out -= 1;
+            self.register(file, to);
+            self.room.unkeep(&self.wf, file, from);
+            out.push(Command::Cleanup { site: from, file });
+            return;
+        }
+        let tries = self.final_tries.entry(file).or_insert(0);
+        *tries += 1;
+        if *tries <= self.settings.transfer_retries && !self.down[from] && self.rls.has(file, from)
+        {
+            let at = self.now + self.settings.transfer_backoff;
+            self.schedule(at, Timer::RetryFinal { job, file, from });
+        } else {
+            self.finals_out -= 1; // stays kept where it was made
+        }
+    }
+
+    /// A retry timer of a final output's copy fired.
+    pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, out: &mut Vec<Command>) {
+        if self.rls.has(file, from) {
+            self.send_final(job, file, from, true, out);
+        } else {
+            self.finals_out -= 1; // lost meanwhile: its producer makes it again
+        }
     }
 }

@@ -15,17 +15,33 @@ macro_rules! idle_view {
 }
 
 /// Why a job has no site to offer the selector.
-enum NoSite {
+pub(super) enum NoSite {
     /// Every site that could run it is down.
     AllDown,
     /// No site can run it.
     None,
+    /// No site that could run it has room for it now (storage-aware
+    /// release): these could.
+    NoRoom(Vec<SiteId>),
+}
+
+/// What became of a ready job offered a prescript.
+pub(super) enum Prescript {
+    /// Its prescript started (or it went back to wait for a site to
+    /// recover, or failed for good).
+    Started,
+    /// The selector holds it: no prescript started.
+    Held,
+    /// No site has room for it now: it waits for room, no prescript
+    /// started.
+    WaitsForRoom,
 }
 
 impl Manager {
-    /// Starts `job`'s prescript; false when the selector holds the job
-    /// (nothing started, no prescript interval used).
-    pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
+    /// Starts `job`'s prescript, unless the selector holds it or no site
+    /// has room for it now (then nothing starts and no prescript interval
+    /// is used).
+    pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> Prescript {
         self.exited[job] = None;
         let mut eligible = std::mem::take(&mut self.eligible);
         match self.eligible_sites(job, &mut eligible) {
@@ -34,7 +50,12 @@ impl Manager {
                 // Every site that could run it crashed: wait for a recovery.
                 self.eligible = eligible;
                 self.retry(job, Retry::SitesDown);
-                return true;
+                return Prescript::Started;
+            }
+            Err(NoSite::NoRoom(could)) => {
+                self.eligible = eligible;
+                self.wait_for_room(job, &could);
+                return Prescript::WaitsForRoom;
             }
             Err(NoSite::None) => {
                 self.eligible = eligible;
@@ -48,7 +69,7 @@ impl Manager {
                     }
                 );
                 self.fail_for_good(job, why);
-                return true;
+                return Prescript::Started;
             }
         }
         self.avoid_once[job] = None;
@@ -77,13 +98,14 @@ impl Manager {
         };
         self.eligible = eligible;
         let Some(site) = site else {
-            return false;
+            return Prescript::Held;
         };
         debug_assert!(
             self.eligible.contains(&site),
             "selector chose an ineligible site"
         );
         self.site_of[job] = site;
+        self.room.place(&self.wf, job, site);
         self.set_state(job, JobState::Staging);
         if self.submissions.list.len() > 1 {
             self.grid_changed = true; // the fair share moved
@@ -131,13 +153,17 @@ impl Manager {
         } else {
             self.launch(job, out);
         }
-        true
+        Prescript::Started
     }
 
     /// The execution sites `job` may use now, into `out`: those with CPUs
     /// and room for its inputs and outputs, that it does not avoid, that
     /// are up; not the one that re-planned it last, if there is another.
-    fn eligible_sites(&self, job: JobId, out: &mut Vec<SiteId>) -> Result<(), NoSite> {
+    pub(super) fn eligible_sites(
+        &self,
+        job: JobId,
+        out: &mut Vec<SiteId>,
+    ) -> Result<(), NoSite> {
         let avoid = self.avoid.get(&job);
         let need = self.footprint[job];
         out.clear();
@@ -159,6 +185,18 @@ impl Manager {
         {
             out.retain(|&s| s != killer);
         }
+        // Those with room now, in their order (the others only if none).
+        let mut fit = 0;
+        for i in 0..out.len() {
+            if self.room.fits(&self.wf, job, out[i]) {
+                out.swap(fit, i);
+                fit += 1;
+            }
+        }
+        if fit == 0 {
+            return Err(NoSite::NoRoom(std::mem::take(out)));
+        }
+        out.truncate(fit);
         Ok(())
     }
 
@@ -526,6 +564,10 @@ impl Manager {
                 self.on_replica_done(fl.file, fl.from, key.1, result.is_ok(), out);
                 return;
             }
+            FlightKind::Final => {
+                self.on_final_done(fl.job, fl.file, fl.from, result.is_ok(), out);
+                return;
+            }
             FlightKind::Memo { .. } => {
                 self.on_memo_copied(fl.job, fl.file, key.1, result.is_ok());
                 return;
@@ -629,11 +671,7 @@ impl Manager {
         self.unplan_copies(&st.planned, st.site);
         self.prescripts_running -= 1;
         let delete = self.postscript_replicas(st.site, &st.staged);
-        out.push(Command::Release {
-            job,
-            site: st.site,
-            delete,
-        });
+        self.release_pins(job, st.site, delete, false, out);
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
             a.outcome = Outcome::StagingFailed(reason);

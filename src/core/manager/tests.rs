@@ -1495,3 +1495,67 @@ fn dag_c_splits_the_machines_when_a_workflow_arrives_and_replans_the_first_ones_
     assert_eq!(u1_after, [2, 3], "u1 keeps the first half");
     assert_eq!(u2, [4, 5], "u2 gets the rest");
 }
+
+/// Attempts in `w`'s records whose staging failed for want of room now.
+fn staged_without_room(w: &World) -> usize {
+    w.m.records()
+        .jobs
+        .iter()
+        .flat_map(|j| &j.attempts)
+        .filter(|a| matches!(&a.outcome, Outcome::StagingFailed(why) if why.contains("no room")))
+        .count()
+}
+
+#[test]
+fn storage_aware_release_places_a_job_only_where_its_files_fit_now() {
+    // One site of two CPUs with room for two 100-byte inputs and their
+    // 5-byte outputs, but not a third input: placed regardless of room,
+    // prescripts stage inputs the disk cannot hold and fail.
+    let run = |storage_aware: bool| {
+        let settings = ManagerSettings {
+            storage_aware,
+            prescript_interval: 0.0,
+            ..Default::default()
+        };
+        let mut w = world(pipeline(7, 1), sites(1, 2, 230), settings, "random");
+        w.run();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        w
+    };
+    let aware = run(true);
+    assert_eq!(staged_without_room(&aware), 0);
+    assert!(aware.m.records().jobs.iter().all(|j| j.attempts.len() == 1));
+    assert_eq!(aware.m.room.committed(1), 7 * 5, "the seven final outputs");
+    let blind = run(false);
+    assert!(staged_without_room(&blind) > 0, "placed without room");
+}
+
+#[test]
+fn stage_out_sends_final_outputs_home_so_that_a_small_disk_holds_only_the_work_under_way() {
+    // 125 bytes hold one 100-byte input, a job's outputs and a few final
+    // outputs, not all seven: kept, they leave no room for the last jobs.
+    let run = |stage_out: bool| {
+        let settings = ManagerSettings {
+            stage_out,
+            prescript_interval: 0.0,
+            ..Default::default()
+        };
+        let mut w = world(pipeline(7, 1), sites(1, 1, 125), settings, "random");
+        w.run();
+        w
+    };
+    let kept = run(false);
+    assert!(kept.m.is_finished() && !kept.m.succeeded());
+    let why = kept.m.records().jobs.iter().find_map(|j| j.failure.as_deref());
+    assert!(why.unwrap().contains("deadlock on disk space"), "{why:?}");
+    let w = run(true);
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let wf = w.m.workflow().clone();
+    for i in 0..7 {
+        let out = wf.files.iter().position(|f| f.name == format!("out-{i}")).unwrap();
+        // Registered at home; where it was made, until it is evicted.
+        assert!(w.m.rls().has(out, 0), "out-{i} is home");
+        assert!(w.cleaned.contains(&(1, out)), "out-{i} cleaned where it was made");
+    }
+    assert_eq!(w.m.room.committed(1), 0, "nothing is kept at the site");
+}

@@ -102,6 +102,8 @@ pub struct DagmanInfo {
     pub max_post: Option<usize>,
     /// `DAGMAN_MAX_JOBS_IDLE` (from `CONFIG`).
     pub max_jobs_idle: Option<usize>,
+    /// `DAGMAN_SUBMIT_DEPTH_FIRST` (from `CONFIG`).
+    pub submit_depth_first: Option<bool>,
     /// `CONFIG file`, as written (relative to the `.dag`).
     pub config: Option<String>,
     /// `DOT file [INCLUDE header]`: the DAG drawn for Graphviz, with its
@@ -326,7 +328,8 @@ impl DagmanInfo {
     }
 }
 
-/// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings into `info`.
+/// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings and
+/// `DAGMAN_SUBMIT_DEPTH_FIRST` into `info`.
 pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, String)> {
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -337,6 +340,19 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
             return Err((n + 1, format!("expected `NAME = value`, found `{line}`")));
         };
         let key = key.trim().to_ascii_uppercase();
+        if key == "DAGMAN_SUBMIT_DEPTH_FIRST" {
+            // HTCondor's booleans: true/false, in any case, or t/f.
+            let v = value.trim().to_ascii_lowercase();
+            info.submit_depth_first = Some(match v.as_str() {
+                "true" | "t" => true,
+                "false" | "f" => false,
+                _ => {
+                    let msg = format!("{key}: expected True or False, found `{}`", value.trim());
+                    return Err((n + 1, msg));
+                }
+            });
+            continue;
+        }
         let slot = match key.as_str() {
             "DAGMAN_MAX_PRE_SCRIPTS" => &mut info.max_pre,
             "DAGMAN_MAX_POST_SCRIPTS" => &mut info.max_post,
@@ -488,4 +504,21 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             ..settings
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_sets_depth_first_release_and_refuses_what_is_no_boolean() {
+        let mut info = DagmanInfo::default();
+        apply_config("dagman_submit_depth_first = t\n", &mut info).unwrap();
+        assert_eq!(info.submit_depth_first, Some(true));
+        apply_config("DAGMAN_SUBMIT_DEPTH_FIRST = FALSE", &mut info).unwrap();
+        assert_eq!(info.submit_depth_first, Some(false));
+        let err = apply_config("# x\nDAGMAN_SUBMIT_DEPTH_FIRST = often", &mut info).unwrap_err();
+        assert_eq!(err.0, 2);
+        assert!(err.1.contains("expected True or False"), "{}", err.1);
+    }
 }

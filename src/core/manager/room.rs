@@ -1,0 +1,364 @@
+//! Storage-aware release (Ramakrishnan et al., "Scheduling data-intensive
+//! workflows onto storage-constrained distributed resources", CCGrid 2007):
+//! a prescript places a job only at a site whose disk can hold, beside
+//! what is committed there already, the job's inputs not yet held there
+//! and its outputs. A job no site has room for now waits for room without
+//! an attempt, and is offered again as soon as room is freed.
+//!
+//! What is committed at a site is the manager's own ledger, the same in
+//! both engines: the origin copies placed there, the outputs kept there
+//! for jobs yet to read them (until their cleanup), and the inputs and
+//! outputs of every job placed there (from its prescript until its pins
+//! are released). Cached copies nothing holds are not committed: a pool
+//! evicts them to make room.
+//!
+//! Why it cannot deadlock a pipeline: a job that starts new work (a root,
+//! with no parent) may not take the last `reserve` bytes of a site while
+//! other jobs hold files anywhere, `reserve` being the largest footprint of
+//! a job that continues work (one with parents). The kept outputs that the
+//! roots leave behind can therefore never fill a disk past the room their
+//! readers need; a reader that leaves no more kept bytes than it found (a
+//! pipeline's, the tight-disk case's) frees its room again when it ends.
+//! With `submit_depth_first`, those readers are also offered before new
+//! roots. A job that grows the kept bytes (a fan-in whose inputs others
+//! still read) may still fill a disk: then the wait for room ends as
+//! before, failing the job once no job has ended anywhere for long.
+
+use super::*;
+
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::BTreeMap;
+
+/// The bytes committed at each site, and the jobs waiting for room.
+#[derive(Debug, Default)]
+pub(super) struct Room {
+    on: bool,
+    disk: Vec<u64>,
+    /// Per site: it has CPUs.
+    runs: Vec<bool>,
+    committed: Vec<u64>,
+    /// Holders of each copy: jobs placed at its site, its keeping as an
+    /// output, its being an origin copy.
+    holds: HashMap<(FileId, SiteId), u32>,
+    /// Output copies kept for their readers (held once each).
+    kept: HashSet<(FileId, SiteId)>,
+    /// Per job: the site where it holds its files.
+    held_at: Vec<Option<SiteId>>,
+    /// Jobs holding files anywhere.
+    holding: usize,
+    reserve: u64,
+    /// Jobs waiting for room, by the least they need and then by arrival.
+    waiting: BTreeMap<(u64, u64), JobId>,
+    wait_key: Vec<Option<(u64, u64)>>,
+    seq: u64,
+    /// Room was freed since the waiting jobs were last looked at.
+    freed: bool,
+    /// A `RoomCheck` timer is pending.
+    check_pending: bool,
+    /// Jobs ended at the last `RoomCheck`.
+    progress_seen: u64,
+}
+
+impl Room {
+    /// The ledger for `wf` on `sites`, with the origin
+    /// copies in `placement`; `on` false keeps no ledger (every site has
+    /// room as long as it can ever hold the job).
+    pub(super) fn new(
+        on: bool,
+        wf: &Workflow,
+        sites: &[SiteInfo],
+        placement: &[(FileId, SiteId)],
+    ) -> Room {
+        let n = wf.jobs.len();
+        let reserve = (0..n)
+            .filter(|&j| !wf.jobs[j].parents.is_empty())
+            .map(|j| wf.footprint(j))
+            .max()
+            .unwrap_or(0);
+        let mut room = Room {
+            on,
+            committed: vec![0; sites.len()],
+            disk: sites.iter().map(|s| s.disk).collect(),
+            runs: sites.iter().map(|s| s.cpus > 0).collect(),
+            held_at: vec![None; if on { n } else { 0 }],
+            wait_key: vec![None; if on { n } else { 0 }],
+            reserve,
+            ..Room::default()
+        };
+        if on {
+            for &(f, s) in placement {
+                room.hold(wf, f, s);
+            }
+        }
+        room
+    }
+
+    fn hold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+        let n = self.holds.entry((file, site)).or_insert(0);
+        if *n == 0 {
+            self.committed[site] = self.committed[site].saturating_add(wf.files[file].size);
+        }
+        *n += 1;
+    }
+
+    fn unhold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+        let Some(n) = self.holds.get_mut(&(file, site)) else {
+            return; // lost with its site's pool
+        };
+        *n -= 1;
+        if *n == 0 {
+            self.holds.remove(&(file, site));
+            self.committed[site] = self.committed[site].saturating_sub(wf.files[file].size);
+            self.freed = true;
+        }
+    }
+
+    /// Bytes `job` would add to what is committed at `site`.
+    pub(super) fn need(&self, wf: &Workflow, job: JobId, site: SiteId) -> u64 {
+        let j = &wf.jobs[job];
+        j.inputs
+            .iter()
+            .chain(&j.outputs)
+            .filter(|&&f| !self.holds.contains_key(&(f, site)))
+            .map(|&f| wf.files[f].size)
+            .sum()
+    }
+
+    /// The room `job` must leave free: the reserve for a root while other
+    /// jobs hold files.
+    fn reserve_for(&self, wf: &Workflow, job: JobId) -> u64 {
+        if wf.jobs[job].parents.is_empty() && self.holding > 0 {
+            self.reserve
+        } else {
+            0
+        }
+    }
+
+    /// Whether `site` has room for `job` now (see the module's note on the
+    /// reserve).
+    pub(super) fn fits(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+        if !self.on {
+            return true;
+        }
+        let reserve = self.reserve_for(wf, job);
+        let need = self.need(wf, job, site);
+        need == 0
+            || self.committed[site]
+                .saturating_add(need)
+                .saturating_add(reserve)
+                <= self.disk[site]
+    }
+
+    /// `job` was placed at `site`: its inputs and outputs are held there.
+    pub(super) fn place(&mut self, wf: &Workflow, job: JobId, site: SiteId) {
+        if !self.on {
+            return;
+        }
+        debug_assert!(self.held_at[job].is_none(), "placed twice");
+        let j = &wf.jobs[job];
+        for i in 0..j.inputs.len() + j.outputs.len() {
+            let f = if i < j.inputs.len() {
+                j.inputs[i]
+            } else {
+                j.outputs[i - j.inputs.len()]
+            };
+            self.hold(wf, f, site);
+        }
+        self.held_at[job] = Some(site);
+        self.holding += 1;
+    }
+
+    /// `job`'s pins are released; its outputs stay kept at its site when
+    /// `kept` (it ended well and they are registered there).
+    pub(super) fn release(&mut self, wf: &Workflow, job: JobId, kept: bool) {
+        if !self.on {
+            return;
+        }
+        let Some(site) = self.held_at[job].take() else {
+            return;
+        };
+        self.holding -= 1;
+        let j = &wf.jobs[job];
+        if kept {
+            for &o in &j.outputs {
+                if self.kept.insert((o, site)) {
+                    self.hold(wf, o, site);
+                }
+            }
+        }
+        for i in 0..j.inputs.len() + j.outputs.len() {
+            let f = if i < j.inputs.len() {
+                j.inputs[i]
+            } else {
+                j.outputs[i - j.inputs.len()]
+            };
+            self.unhold(wf, f, site);
+        }
+    }
+
+    /// The copy of `file` at `site` is no longer kept (its cleanup).
+    pub(super) fn unkeep(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+        if self.on && self.kept.remove(&(file, site)) {
+            self.unhold(wf, file, site);
+        }
+    }
+
+    /// `site` crashed and lost its pool: nothing is committed there.
+    pub(super) fn lose_site(&mut self, site: SiteId) {
+        if !self.on {
+            return;
+        }
+        self.holds.retain(|&(_, s), _| s != site);
+        self.kept.retain(|&(_, s)| s != site);
+        self.committed[site] = 0;
+        self.freed = true;
+    }
+
+    /// `job` waits for room at one of `sites`.
+    pub(super) fn wait(&mut self, wf: &Workflow, job: JobId, sites: &[SiteId]) {
+        self.stop_waiting(job);
+        // Keyed as if others hold room (when none does, all are woken).
+        let reserve = if wf.jobs[job].parents.is_empty() {
+            self.reserve
+        } else {
+            0
+        };
+        let need = sites
+            .iter()
+            .map(|&s| self.need(wf, job, s).saturating_add(reserve))
+            .min()
+            .unwrap_or(u64::MAX);
+        self.seq += 1;
+        let key = (need, self.seq);
+        self.waiting.insert(key, job);
+        self.wait_key[job] = Some(key);
+    }
+
+    /// `job` no longer waits for room (its back-off ran out first).
+    pub(super) fn stop_waiting(&mut self, job: JobId) {
+        if let Some(key) = self.wait_key.get_mut(job).and_then(Option::take) {
+            self.waiting.remove(&key);
+        }
+    }
+
+    /// The jobs to offer again now that room was freed: in order of need,
+    /// as many as the room freed at all sites together may hold.
+    pub(super) fn wake(&mut self, into: &mut Vec<JobId>) {
+        if !std::mem::take(&mut self.freed) || self.waiting.is_empty() {
+            return;
+        }
+        if self.holding == 0 {
+            // No reserve applies now: every waiting job may fit.
+            self.wake_all(into);
+            return;
+        }
+        // Room at sites that run jobs (a storage-only site runs none).
+        let free = |s: usize| {
+            if self.runs[s] {
+                self.disk[s].saturating_sub(self.committed[s])
+            } else {
+                0
+            }
+        };
+        let most = (0..self.disk.len()).map(free).max().unwrap_or(0);
+        let mut budget = (0..self.disk.len()).map(free).fold(0u64, u64::saturating_add);
+        let mut keys = Vec::new();
+        for (&key, &job) in self.waiting.range(..=(most, u64::MAX)) {
+            if key.0 > budget {
+                break;
+            }
+            budget -= key.0;
+            keys.push(key);
+            into.push(job);
+        }
+        for key in keys {
+            if let Some(job) = self.waiting.remove(&key) {
+                self.wait_key[job] = None;
+            }
+        }
+    }
+
+    fn wake_all(&mut self, into: &mut Vec<JobId>) {
+        for (_, job) in std::mem::take(&mut self.waiting) {
+            self.wait_key[job] = None;
+            into.push(job);
+        }
+    }
+
+    /// Bytes committed at `site`.
+    #[cfg(test)]
+    pub(super) fn committed(&self, site: SiteId) -> u64 {
+        self.committed[site]
+    }
+}
+
+impl Manager {
+    /// Unpins `job`'s files at `site`, deleting `delete` there; the room
+    /// its files held is free again, but for its outputs when `ended_well`
+    /// leaves them registered there.
+    pub(super) fn release_pins(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+        ended_well: bool,
+        out: &mut Vec<Command>,
+    ) {
+        let kept = ended_well && self.output_site(job, site) == site;
+        self.room.release(&self.wf, job, kept);
+        out.push(Command::Release { job, site, delete });
+    }
+}
+
+impl Manager {
+    /// No site that can run `job` (those are `could`) has room for it now:
+    /// it waits, and a look at the whole grid is due.
+    pub(super) fn wait_for_room(&mut self, job: JobId, could: &[SiteId]) {
+        self.room.wait(&self.wf, job, could);
+        if !self.room.check_pending {
+            self.room.check_pending = true;
+            self.room.progress_seen = self.progress;
+            self.schedule(self.now + self.stall_horizon.max(1.0), Timer::RoomCheck);
+        }
+    }
+
+    /// Jobs wait for room. While any job ends, or any holds room it will
+    /// free, they are woken as room is freed. When no job has ended for the
+    /// stall horizon and none holds room, nothing will free any: each
+    /// waiting job that still has no room anywhere fails (a deadlock on
+    /// disk space: what the disks keep leaves it no room).
+    pub(super) fn check_room(&mut self) {
+        self.room.check_pending = false;
+        if self.room.waiting.is_empty() {
+            return;
+        }
+        if self.progress != self.room.progress_seen || self.room.holding > 0 {
+            self.room.check_pending = true;
+            self.room.progress_seen = self.progress;
+            self.schedule(self.now + self.stall_horizon.max(1.0), Timer::RoomCheck);
+            return;
+        }
+        let mut waiting = Vec::new();
+        self.room.wake_all(&mut waiting);
+        let mut eligible = std::mem::take(&mut self.eligible);
+        for job in waiting {
+            if self.state[job] != JobState::Ready {
+                continue;
+            }
+            let room = self.eligible_sites(job, &mut eligible);
+            if matches!(room, Err(staging::NoSite::NoRoom(_))) {
+                let why = format!(
+                    "no site that can run it had room for its files ({} bytes) for {:.0} s \
+                     in which no job ended anywhere and none held room to free (a deadlock \
+                     on disk space: the outputs the disks keep for their readers leave no room)",
+                    self.footprint[job],
+                    self.stall_horizon.max(1.0)
+                );
+                self.fail_for_good(job, why);
+            } else {
+                self.ready.push(job);
+            }
+        }
+        self.eligible = eligible;
+    }
+}
