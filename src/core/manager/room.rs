@@ -156,12 +156,7 @@ impl Room {
         }
         debug_assert!(self.held_at[job].is_none(), "placed twice");
         let j = &wf.jobs[job];
-        for i in 0..j.inputs.len() + j.outputs.len() {
-            let f = if i < j.inputs.len() {
-                j.inputs[i]
-            } else {
-                j.outputs[i - j.inputs.len()]
-            };
+        for &f in j.inputs.iter().chain(&j.outputs) {
             self.hold(wf, f, site);
         }
         self.held_at[job] = Some(site);
@@ -186,12 +181,7 @@ impl Room {
                 }
             }
         }
-        for i in 0..j.inputs.len() + j.outputs.len() {
-            let f = if i < j.inputs.len() {
-                j.inputs[i]
-            } else {
-                j.outputs[i - j.inputs.len()]
-            };
+        for &f in j.inputs.iter().chain(&j.outputs) {
             self.unhold(wf, f, site);
         }
     }

@@ -187,7 +187,7 @@ impl Manager {
     /// outputs leave for its submit machine (see the module's note).
     pub(super) fn stage_out_finals(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         let home = self.home[job];
-        if !self.settings.stage_out || site == home || self.down[home] {
+        if site == home || self.down[home] {
             return;
         }
         for i in 0..self.wf.jobs[job].outputs.len() {
