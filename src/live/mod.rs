@@ -611,13 +611,14 @@ const MAILBOX: usize = u32::MAX as usize;
 /// Loopback, where everything this process serves listens by default.
 const LOOPBACK: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
-/// The HTTP client of every transfer: no proxy (loopback only), bounded
-/// connect and read waits, kept-alive connections.
+/// The HTTP client of every transfer: no proxy (loopback only), a bounded
+/// connect wait, kept-alive connections. Reads are bounded by the pull
+/// itself ([`shaping::READ_STALL`]), which tells waiting on the source from
+/// pacing its own bytes.
 pub fn http_client() -> Result<reqwest::Client, EngineError> {
     reqwest::Client::builder()
         .no_proxy()
         .connect_timeout(Duration::from_secs(10))
-        .read_timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(64)
         .build()
         .map_err(|e| EngineError::Client(e.to_string()))

@@ -41,6 +41,15 @@ pub const LATENCY_HEADER: &str = "X-Gridbed-Path-Latency-Us";
 /// path's) before answering, which the puller's clock does not count as
 /// its own.
 pub const WAITED_HEADER: &str = "X-Gridbed-Waited-Us";
+/// The longest wait for the source's next bytes (its response head, or
+/// the next piece of its body) before the pull fails as stalled. It counts
+/// only time spent waiting on the source: a puller pacing itself through a
+/// narrow share (hundreds of streams on one link) may hold a chunk for
+/// minutes before it reads on, and that is the network model, not a stall.
+/// (reqwest's own `read_timeout` runs from the last byte read, pacing
+/// included, and cut such pulls after their last byte.)
+pub const READ_STALL: Duration = Duration::from_secs(60);
+
 /// The most path latency a request may ask for.
 pub const MAX_PATH_LATENCY: Duration = Duration::from_secs(3600);
 
@@ -154,6 +163,9 @@ pub struct PathShaping {
     pub key: Option<String>,
     /// What the shared links on the path add before the first byte.
     pub latency: Duration,
+    /// The longest wait for the source's next bytes ([`READ_STALL`] unless
+    /// set otherwise).
+    pub stall: Duration,
     /// Bytes passed, and granted by each shaper so far.
     turns: std::sync::Mutex<Turns>,
     /// The pull's flow in the process's model, when it is paced by it.
@@ -181,6 +193,7 @@ impl PathShaping {
             chunk: usize::MAX,
             key: None,
             latency: Duration::ZERO,
+            stall: READ_STALL,
             turns: Default::default(),
             flow: None,
         }
@@ -203,6 +216,7 @@ impl PathShaping {
             chunk,
             key: None,
             latency: Duration::ZERO,
+            stall: READ_STALL,
             turns: Default::default(),
             flow: None,
         }

@@ -111,9 +111,9 @@ async fn fetch(
         request = request.header(LATENCY_HEADER, path.latency.as_micros() as u64);
     }
     let sent = tokio::time::Instant::now();
-    let resp = request
-        .send()
+    let resp = tokio::time::timeout(path.stall, request.send())
         .await
+        .map_err(|_| stalled(path.stall))?
         .map_err(|e| TransferFailure::Connection(e.to_string()))?;
     match resp.status().as_u16() {
         200 => {}
@@ -181,6 +181,11 @@ async fn fetch(
     }
 }
 
+/// A pull whose source sent nothing for `wait`.
+fn stalled(wait: std::time::Duration) -> TransferFailure {
+    TransferFailure::Connection(format!("the source sent nothing for {:.1} s", wait.as_secs_f64()))
+}
+
 /// Receives and verifies the body. A body of at most [`WRITE_BATCH`] bytes
 /// stays in memory and is returned (the caller writes it in one step); a
 /// larger one goes chunk by chunk to a blocking writer that hashes each
@@ -197,7 +202,8 @@ async fn receive(
     let mut received = 0u64;
     let mut body = resp.bytes_stream();
     let mut next = async || -> Result<Option<bytes::Bytes>, TransferFailure> {
-        let Some(chunk) = body.next().await else {
+        let next = tokio::time::timeout(path.stall, body.next());
+        let Some(chunk) = next.await.map_err(|_| stalled(path.stall))? else {
             return Ok(None);
         };
         let chunk = chunk.map_err(|e| {

@@ -447,3 +447,52 @@ async fn a_large_pull_whose_bytes_differ_from_the_listed_sha_is_corrupt_and_leav
     store::verify(&dst.store, "big").unwrap();
     h.stop(false).await;
 }
+
+#[actix_rt::test]
+async fn a_puller_pacing_its_bytes_longer_than_the_stall_wait_is_not_stalled() {
+    // 3,000 bytes through a 1,000 B/s path take about 3 s of the puller's
+    // own pacing after the source has sent them all; only waiting on the
+    // source counts towards the 0.3 s stall wait.
+    let (src, dst) = (site(), site());
+    store::write_generated(&src.store, "slow", 1, "slow", 3_000).unwrap();
+    let (url, h) = start(&src.store, limits(INF, INF, 8));
+    let shaper = gridbed::live::shaping::Shaper::of(1_000.0);
+    let mut path = gridbed::live::shaping::PathShaping::through(shaper, INF);
+    path.stall = Duration::from_millis(300);
+    let client = gridbed::live::http_client().unwrap();
+    let t = Instant::now();
+    transfer::pull_as(&client, &url, "slow", &dst.store, "slow", 1, &path)
+        .await
+        .unwrap();
+    assert!(t.elapsed() > Duration::from_secs(2), "{:?}", t.elapsed());
+    store::verify(&dst.store, "slow").unwrap();
+    h.stop(false).await;
+}
+
+#[actix_rt::test]
+async fn a_source_that_stops_sending_fails_the_pull_as_stalled() {
+    // A source that announces 100 bytes, sends 10 and then nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut head = [0u8; 4096];
+        let _ = s.read(&mut head);
+        let reply = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nX-Sha256: 00\r\n\r\n0123456789";
+        s.write_all(reply.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_secs(3));
+    });
+    let dst = site();
+    let mut path = gridbed::live::shaping::PathShaping::none();
+    path.stall = Duration::from_millis(300);
+    let client = gridbed::live::http_client().unwrap();
+    let t = Instant::now();
+    let got = transfer::pull_as(&client, &url, "f", &dst.store, "f", 1, &path).await;
+    assert!(
+        matches!(&got, Err(TransferFailure::Connection(why)) if why.contains("sent nothing")),
+        "{got:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(!dst.store.part_path("f", 1).exists(), "no part file left");
+    server.join().unwrap();
+}
