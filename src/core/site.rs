@@ -131,6 +131,10 @@ impl Site {
     pub fn queued(&self) -> usize {
         self.queue.len()
     }
+    /// The job first in the FIFO queue.
+    pub fn next_queued(&self) -> Option<JobId> {
+        self.queue.front().copied()
+    }
     /// Jobs holding a slot.
     pub fn running(&self) -> usize {
         self.running.len() + self.ending.len()
@@ -353,6 +357,14 @@ impl Site {
             return;
         };
         self.busy = load.step();
+        self.try_start(out);
+    }
+
+    /// Other users' load is now `load` (none: they hold no slot): freed
+    /// slots start queued jobs.
+    pub fn set_load(&mut self, load: Option<Load>, out: &mut Vec<SiteAction>) {
+        self.load = load.filter(|_| self.info.cpus > 0);
+        self.busy = self.load.as_ref().map_or(0, Load::busy);
         self.try_start(out);
     }
 

@@ -1,30 +1,53 @@
 //! A scripted world for the manager: the smallest engine that carries out
-//! its commands, with no actors, no clock and no bytes. Transfers take
-//! [`transfer`](ScriptedWorld::transfer) seconds, jobs their runtime; sites
-//! have FIFO queues, CPU slots and pools; knobs script what the manager must
-//! survive (corrupt transfers, a source that refuses, sites whose slots
-//! are taken, a kill racing a start, failing DAGMan scripts). The
-//! manager's unit tests and `gridbed bench manager` both drive it, and a
-//! new site selector can be tried in it without an engine.
+//! its commands, with no actors, no clock and no bytes. Its sites are the
+//! engines' own [`Site`] (FIFO queue, CPU slots, pool, the moment outputs
+//! are reserved) and its sources the engines' own [`FileServer`]; transfers
+//! take [`transfer`](ScriptedWorld::transfer) seconds and jobs their
+//! runtime. Knobs script what the manager must survive (corrupt transfers, a
+//! source that refuses, servers at their connections, sites whose slots are
+//! taken, a kill racing a start, failing DAGMan scripts). The manager's unit
+//! tests and `gridbed bench manager` both drive it, and a new site selector
+//! can be tried in it without an engine.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::{Command, Event, JobFailure, Manager, ManagerSettings, ScriptKind, TransferFailure};
+use super::{Command, Event, Manager, ManagerSettings, ScriptKind, TransferFailure, TransferId};
+use crate::core::background::{Background, Load};
 use crate::core::events::EventQueue;
+use crate::core::file_server::{FileServer, ResponseFaults};
 use crate::core::seams::{EvictionPolicy, SiteSelector};
-use crate::core::storage::Pool;
+use crate::core::site::{Site, SiteAction};
+use crate::core::storage::{NoSpace, Pool};
 use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, Workflow};
+
+/// What happens next in the world.
+enum Happening {
+    /// The manager hears of this.
+    Tell(Event),
+    /// A job's program ends on a site.
+    RunEnds { site: SiteId, job: JobId },
+    /// A transfer's bytes have all arrived (or it failed); `server` is the
+    /// source whose connection it held.
+    FetchEnds {
+        id: TransferId,
+        file: FileId,
+        server: Option<SiteId>,
+        to: SiteId,
+        result: Result<u64, TransferFailure>,
+    },
+}
 
 /// The world, its manager and what it counted.
 pub struct ScriptedWorld {
     /// The manager it drives.
     pub m: Manager,
-    /// Each site's pool (origins hold the workflow's inputs at the start).
-    pub pools: Vec<Pool>,
-    queues: Vec<VecDeque<JobId>>,
-    running: Vec<usize>,
-    events: EventQueue<Event>,
+    /// Each site's pool until the run starts (origins hold the workflow's
+    /// inputs; [`place_origin`](Self::place_origin) adds more), then each
+    /// site.
+    pools: Vec<Pool>,
+    sites: Vec<Site>,
+    servers: Vec<FileServer>,
+    events: EventQueue<Happening>,
     now: Time,
     /// Seconds a transfer takes (5 unless set).
     pub transfer: f64,
@@ -32,22 +55,15 @@ pub struct ScriptedWorld {
     pub corrupt_first: usize,
     /// A source whose every transfer is refused.
     pub fail_from: Option<SiteId>,
-    /// Transfers every source serves at once; more are refused as busy
-    /// (none by default).
+    /// Responses every source serves at once; more are refused as busy
+    /// (no limit by default).
     pub max_connections: Option<usize>,
-    /// Transfers each source is serving, and the source of each transfer
-    /// in flight.
-    serving: Vec<usize>,
-    sources: std::collections::HashMap<super::TransferId, SiteId>,
     /// Sites whose slots are all taken by other users: nothing starts there.
     pub blocked: Vec<bool>,
     /// On a Kill, start the job first if it is next in line (the race).
     pub start_before_kill: bool,
     /// Scripts that fail (exit 1) the next time they run.
     pub failing_scripts: Vec<(JobId, ScriptKind)>,
-    /// The exit status of each queued job's program (as the manager's
-    /// [`Command::Submit`] said; absent: 0).
-    exits: std::collections::HashMap<JobId, i32>,
     /// Each DAGMan script run: (job, kind, `$RETURN` passed), in order.
     pub scripts_run: Vec<(JobId, ScriptKind, i32)>,
     /// Per job: runs that ended successfully (exactly 1 at the end of a
@@ -57,7 +73,7 @@ pub struct ScriptedWorld {
     pub pin_times: Vec<Time>,
     /// Most prescripts running at once.
     pub max_prescripts: usize,
-    /// Transfers started.
+    /// Transfers a source accepted.
     pub transfers: usize,
     /// Each [`Command::Cleanup`] (site, file), in order.
     pub cleaned: Vec<(SiteId, FileId)>,
@@ -93,20 +109,17 @@ impl ScriptedWorld {
         ScriptedWorld {
             m: Manager::new(wf, sites, &placement, settings, selector),
             pools,
-            queues: vec![VecDeque::new(); m],
-            running: vec![0; m],
+            sites: Vec::new(),
+            servers: Vec::new(),
             events: EventQueue::new(),
             now: 0.0,
             transfer: 5.0,
             corrupt_first: 0,
             fail_from: None,
             max_connections: None,
-            serving: vec![0; m],
-            sources: Default::default(),
             blocked: vec![false; m],
             start_before_kill: false,
             failing_scripts: Vec::new(),
-            exits: Default::default(),
             scripts_run: Vec::new(),
             ended_ok: vec![0; n],
             pin_times: Vec::new(),
@@ -116,94 +129,104 @@ impl ScriptedWorld {
         }
     }
 
-    fn at(&mut self, when: Time, e: Event) {
-        self.events.push(when, e);
+    /// Before the run: a file the manager does not know of takes `size`
+    /// bytes of `site`'s disk for good.
+    pub fn place_origin(&mut self, site: SiteId, file: FileId, size: u64) -> Result<(), NoSpace> {
+        self.pools[site].place_origin(file, size)
+    }
+
+    /// Site `site`'s pool (as it is now).
+    pub fn pool(&self, site: SiteId) -> &Pool {
+        match self.sites.get(site) {
+            Some(s) => s.pool(),
+            None => &self.pools[site],
+        }
+    }
+
+    /// The run starts: each site over its pool (a blocked one with every
+    /// slot held by other users), each source's file server.
+    fn open(&mut self) {
+        let wf = self.m.workflow().clone();
+        let infos = self.m.sites().to_vec();
+        for (i, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
+            let info = infos[i].clone();
+            let load = self.blocked[i].then(|| full(info.cpus));
+            self.sites.push(Site::new(i, info, wf.clone(), pool, load));
+            let connections = self.max_connections.unwrap_or(usize::MAX);
+            self.servers
+                .push(FileServer::new(connections, ResponseFaults::none()));
+        }
+    }
+
+    /// Carries out what `site` asked for, in order.
+    fn carry_out(&mut self, site: SiteId, actions: Vec<SiteAction>) {
+        for a in actions {
+            match a {
+                SiteAction::Emit(e) => {
+                    if let Event::JobEnded {
+                        job, result: Ok(()), ..
+                    } = &e
+                    {
+                        self.ended_ok[*job] += 1;
+                    }
+                    self.events.push(self.now, Happening::Tell(e));
+                }
+                SiteAction::Run { job, nominal } => {
+                    self.events
+                        .push(self.now + nominal, Happening::RunEnds { site, job });
+                }
+                // No bytes to remove.
+                SiteAction::Remove { .. } => {}
+            }
+        }
     }
 
     fn apply(&mut self, cmds: &mut Vec<Command>) {
         for c in cmds.drain(..) {
-            match c {
+            let mut out = Vec::new();
+            let site = match c {
                 Command::Kill { job, site } => {
-                    if self.start_before_kill && self.queues[site].front() == Some(&job) {
+                    if self.start_before_kill && self.sites[site].next_queued() == Some(job) {
                         // The slot freed just before the kill arrived.
-                        self.blocked[site] = false;
-                        self.start_jobs(site);
-                        self.blocked[site] = true;
+                        self.sites[site].set_load(None, &mut out);
+                        let cpus = self.m.sites()[site].cpus;
+                        self.sites[site].set_load(Some(full(cpus)), &mut out);
                     }
-                    let q = &mut self.queues[site];
-                    let killed = match q.iter().position(|&j| j == job) {
-                        Some(i) => q.remove(i).is_some(),
-                        None => false,
-                    };
-                    self.at(self.now, Event::JobKilled { job, site, killed });
+                    self.sites[site].kill(job, &mut out);
+                    site
                 }
                 Command::Pin { job, site } => {
                     self.pin_times.push(self.now);
-                    let inputs = self.m.workflow().jobs[job].inputs.clone();
-                    self.pools[site].pin_job(job, &inputs);
-                }
-                Command::StartTransfer { id, from, .. } if self.fail_from == Some(from) => {
-                    let result = Err(TransferFailure::Connection("refused".into()));
-                    self.at(self.now + 1.0, Event::TransferDone { id, result });
-                }
-                Command::StartTransfer { id, from, .. }
-                    if self
-                        .max_connections
-                        .is_some_and(|m| self.serving[from] >= m) =>
-                {
-                    let result = Err(TransferFailure::Busy);
-                    self.at(self.now, Event::TransferDone { id, result });
+                    self.sites[site].pin(job);
+                    site
                 }
                 Command::StartTransfer {
                     id,
+                    job,
                     file,
+                    source,
                     from,
                     to,
-                    job,
-                    ..
                 } => {
-                    self.transfers += 1;
-                    self.serving[from] += 1;
-                    self.sources.insert(id, from);
-                    let size = self.m.workflow().files[file].size;
-                    match self.pools[to].begin_write(file, size) {
-                        Ok(r) => {
-                            for f in r.evicted {
-                                self.at(self.now, Event::FileEvicted { site: to, file: f });
-                            }
-                            let ok = self.corrupt_first == 0;
-                            let result = if ok {
-                                self.pools[to].commit_write(file);
-                                Ok(size)
-                            } else {
-                                self.corrupt_first -= 1;
-                                self.pools[to].abort_write(file);
-                                Err(TransferFailure::Corrupt("flipped".into()))
-                            };
-                            self.at(self.now + self.transfer, Event::TransferDone { id, result });
-                        }
-                        Err(e) => {
-                            let wf = self.m.workflow().clone();
-                            let never = e.never || !self.could_ever_run(&wf, job, to);
-                            let result = Err(TransferFailure::NoSpace { never });
-                            self.at(self.now, Event::TransferDone { id, result });
-                        }
-                    }
+                    self.start_transfer(id, job, (file, source), from, to);
+                    continue;
                 }
                 Command::Submit { job, site, exit } => {
-                    self.exits.insert(job, exit);
-                    self.queues[site].push_back(job);
-                    self.start_jobs(site);
+                    self.sites[site].submit(job, exit, &mut out);
+                    site
                 }
                 Command::Release { job, site, delete } => {
-                    self.pools[site].release_job(job, &delete);
+                    self.sites[site].release(job, &delete, &mut out);
+                    site
                 }
                 Command::Cleanup { site, file } => {
                     self.cleaned.push((site, file));
-                    self.pools[site].unkeep(file);
+                    self.sites[site].cleanup(file);
+                    site
                 }
                 Command::Delete { site, file } => {
-                    self.pools[site].evict(file);
+                    self.sites[site].delete(file, &mut out);
+                    site
                 }
                 Command::RunScript {
                     job, kind, status, ..
@@ -211,84 +234,100 @@ impl ScriptedWorld {
                     self.scripts_run.push((job, kind, status));
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
-                    self.at(self.now, Event::ScriptDone { job, kind, status });
+                    let done = Event::ScriptDone { job, kind, status };
+                    self.events.push(self.now, Happening::Tell(done));
+                    continue;
                 }
-            }
+            };
+            self.carry_out(site, out);
         }
     }
 
-    /// Whether `job`'s inputs and outputs could ever be at `site` at once
-    /// (the site state machine's rule).
-    fn could_ever_run(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
-        let files = wf.jobs[job].inputs.iter().chain(&wf.jobs[job].outputs);
-        self.pools[site].could_ever_hold(files.map(|&f| (f, wf.files[f].size)))
+    /// As the engines do: the destination reserves room, then the source's
+    /// server answers; the bytes arrive [`transfer`](Self::transfer)
+    /// seconds later.
+    fn start_transfer(
+        &mut self,
+        id: TransferId,
+        job: JobId,
+        (file, source): (FileId, FileId),
+        from: SiteId,
+        to: SiteId,
+    ) {
+        let mut out = Vec::new();
+        let accepted = self.sites[to].begin_fetch(id, job, file, &mut out);
+        self.carry_out(to, out);
+        if !accepted {
+            return;
+        }
+        let ends = |server, result| Happening::FetchEnds {
+            id,
+            file,
+            server,
+            to,
+            result,
+        };
+        if self.fail_from == Some(from) {
+            let refused = Err(TransferFailure::Connection("refused".into()));
+            self.events.push(self.now + 1.0, ends(None, refused));
+            return;
+        }
+        let (up, holds) = (self.sites[from].is_up(), self.sites[from].serves(source));
+        let size = self.m.workflow().files[file].size;
+        let server = &mut self.servers[from];
+        let answer = server.request(up, holds).and_then(|()| {
+            server.respond(up, holds, size).inspect_err(|_| server.close())
+        });
+        if let Err(refusal) = answer {
+            let mut out = Vec::new();
+            self.sites[to].end_fetch(id, file, Err(refusal.failure()), &mut out);
+            return self.carry_out(to, out);
+        }
+        self.transfers += 1;
+        let result = if self.corrupt_first > 0 {
+            self.corrupt_first -= 1;
+            Err(TransferFailure::Corrupt("flipped".into()))
+        } else {
+            Ok(size)
+        };
+        self.events
+            .push(self.now + self.transfer, ends(Some(from), result));
     }
 
-    fn start_jobs(&mut self, site: SiteId) {
-        while !self.blocked[site] && self.running[site] < self.m.sites()[site].cpus {
-            let Some(job) = self.queues[site].pop_front() else {
-                return;
-            };
-            let wf = self.m.workflow().clone();
-            let missing = wf.jobs[job]
-                .inputs
-                .iter()
-                .find(|&&f| !self.pools[site].has(f));
-            if let Some(&f) = missing {
-                let failure = JobFailure::MissingInput(wf.files[f].name.clone());
-                self.at(
-                    self.now,
-                    Event::JobEnded {
-                        job,
-                        site,
-                        result: Err(failure),
-                    },
-                );
-                continue;
-            }
-            for &f in &wf.jobs[job].inputs {
-                self.pools[site].touch(f);
-            }
-            self.running[site] += 1;
-            self.at(self.now, Event::JobStarted { job, site });
-            // Outputs are reserved as the job starts and listed when all
-            // fit; otherwise none is, and the job ends without them.
-            let mut result = match self.exits.remove(&job).unwrap_or(0) {
-                0 => Ok(()),
-                status => Err(JobFailure::Exit(status)),
-            };
-            let mut reserved = Vec::new();
-            for &o in wf.jobs[job].outputs.iter().filter(|_| result.is_ok()) {
-                match self.pools[site].begin_write(o, wf.files[o].size) {
-                    Ok(r) => {
-                        for file in r.evicted {
-                            self.at(self.now, Event::FileEvicted { site, file });
-                        }
-                        reserved.push(o);
-                    }
-                    Err(e) => {
-                        let never = e.never || !self.could_ever_run(&wf, job, site);
-                        result = Err(JobFailure::NoSpace { never });
-                        break;
-                    }
+    /// Carries out what happens now in the world; an event for the manager
+    /// is handed back.
+    fn happen(&mut self, h: Happening) -> Option<Event> {
+        let mut actions = Vec::new();
+        match h {
+            Happening::Tell(e) => return Some(e),
+            Happening::RunEnds { site, job } => {
+                let s = &mut self.sites[site];
+                if s.end_run(job, &mut actions).is_some() {
+                    s.outputs_written(job, Ok(()), &mut actions);
                 }
+                self.carry_out(site, actions);
             }
-            for o in reserved {
-                if result.is_ok() {
-                    self.pools[site].commit_write(o);
-                    self.pools[site].keep(o);
-                } else {
-                    self.pools[site].abort_write(o);
+            Happening::FetchEnds {
+                id,
+                file,
+                server,
+                to,
+                result,
+            } => {
+                if let Some(from) = server {
+                    self.servers[from].close();
                 }
+                self.sites[to].end_fetch(id, file, result, &mut actions);
+                self.carry_out(to, actions);
             }
-            if result.is_ok() {
-                self.ended_ok[job] += 1;
-            }
-            // The end event frees the slot; the world starts the next job then.
-            let end = self.now + wf.jobs[job].runtime;
-            self.at(end, Event::JobEnded { job, site, result });
         }
+        None
     }
+}
+
+/// Other users' load holding every one of `cpus` slots for good.
+fn full(cpus: usize) -> Load {
+    Load::new(Background::Trace(vec![(0.0, cpus)]), cpus, 0)
 }
 
 impl ScriptedWorld {
@@ -306,6 +345,7 @@ impl ScriptedWorld {
         &mut self,
         mut handle: impl FnMut(&mut Manager, Time, Event, &mut Vec<Command>),
     ) {
+        self.open();
         let wf = self.m.workflow().clone();
         let bound = 64 * (wf.jobs.len() + wf.references()) + 100_000;
         let mut out = Vec::new();
@@ -314,34 +354,17 @@ impl ScriptedWorld {
         for _ in 0..bound {
             let next_event = self.events.peek_time();
             let wake = self.m.next_wakeup();
-            let (when, ev) = match (next_event, wake) {
-                (Some(e), Some(w)) if w < e => (w, Event::Tick),
+            let (when, h) = match (next_event, wake) {
+                (Some(e), Some(w)) if w < e => (w, Happening::Tell(Event::Tick)),
                 (Some(_), _) => self.events.pop().expect("an event is due"),
-                (None, Some(w)) => (w, Event::Tick),
+                (None, Some(w)) => (w, Happening::Tell(Event::Tick)),
                 (None, None) => break,
             };
             self.now = when;
-            // A job that started frees its slot as it ends (one whose input
-            // was missing never took one).
-            let freed = match &ev {
-                Event::JobEnded { site, result, .. }
-                    if !matches!(result, Err(JobFailure::MissingInput(_))) =>
-                {
-                    Some(*site)
-                }
-                _ => None,
-            };
-            if let Event::TransferDone { id, .. } = &ev
-                && let Some(from) = self.sources.remove(id)
-            {
-                self.serving[from] -= 1;
-            }
-            handle(&mut self.m, when, ev, &mut out);
-            self.max_prescripts = self.max_prescripts.max(self.m.prescripts_running());
-            self.apply(&mut out);
-            if let Some(site) = freed {
-                self.running[site] -= 1;
-                self.start_jobs(site);
+            if let Some(ev) = self.happen(h) {
+                handle(&mut self.m, when, ev, &mut out);
+                self.max_prescripts = self.max_prescripts.max(self.m.prescripts_running());
+                self.apply(&mut out);
             }
         }
     }

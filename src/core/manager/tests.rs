@@ -2,7 +2,6 @@
 
 use super::scripted::ScriptedWorld as World;
 use super::*;
-use crate::core::storage::Pool;
 use crate::core::{File, JobSpec};
 use crate::policy::{eviction::Lru, site_selector};
 
@@ -289,9 +288,10 @@ fn a_full_disk_evicts_and_the_run_still_completes() {
     let mut w = world(pipeline(20, 1), sites(2, 1, 450), settings, "random");
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    let evictions: u64 = w.pools.iter().map(Pool::evictions).sum();
+    let n = w.m.sites().len();
+    let evictions: u64 = (0..n).map(|s| w.pool(s).evictions()).sum();
     assert!(evictions > 0);
-    for (s, pool) in w.pools.iter().enumerate() {
+    for (s, pool) in (0..n).map(|s| (s, w.pool(s))) {
         for f in 0..w.m.workflow().files.len() {
             if w.m.rls().has(f, s) {
                 assert!(pool.has(f), "RLS lists a file site {s} no longer holds");
@@ -305,7 +305,7 @@ fn inputs_that_never_fit_avoid_the_site() {
     let mut s = sites(2, 1, 10_000);
     s[1].disk = 250; // two 100-byte inputs never fit beside the 100-byte origin
     let mut w = world(pipeline(4, 2), s, ManagerSettings::default(), "round-robin");
-    w.pools[1].place_origin(99, 100).unwrap();
+    w.place_origin(1, 99, 100).unwrap();
     w.run();
     assert!(w.m.succeeded());
     for j in (0..8).filter(|j| w.m.workflow().jobs[*j].name.starts_with('a')) {
@@ -321,7 +321,7 @@ fn outputs_that_do_not_fit_fail_the_attempt_and_the_job_ends_elsewhere() {
     let mut s = sites(2, 1, 10_000);
     s[1].disk = 105;
     let mut w = world(pipeline(2, 1), s, ManagerSettings::default(), "round-robin");
-    w.pools[1].place_origin(99, 5).unwrap();
+    w.place_origin(1, 99, 5).unwrap();
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     let full = Outcome::Failed(JobFailure::NoSpace { never: true });
@@ -390,7 +390,7 @@ fn an_intermediate_output_is_cleaned_up_after_its_last_reader_and_a_final_one_st
     );
     for i in 0..3 {
         // Still on disk (nothing needed the room) and still registered.
-        assert!(w.pools[1].has(file(&format!("mid-{i}"))));
+        assert!(w.pool(1).has(file(&format!("mid-{i}"))));
         assert!(w.m.rls().has(file(&format!("mid-{i}")), 1));
         let reader = &w.m.records().jobs[job(&format!("b{i}"))];
         assert_eq!(reader.attempts.last().unwrap().outcome, Outcome::Ended);
@@ -416,7 +416,7 @@ fn cleanup_lets_a_chain_run_on_a_disk_that_holds_two_of_its_files() {
     );
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    assert!(w.pools[1].evictions() > 0, "cleaned outputs made room");
+    assert!(w.pool(1).evictions() > 0, "cleaned outputs made room");
 
     let off = ManagerSettings {
         cleanup: false,
@@ -1209,7 +1209,7 @@ fn orig_sends_outputs_home_holds_the_slot_meanwhile_and_leaves_execute_disks_emp
     }
     // Every input came from the submit machine; nothing stays where jobs ran.
     assert!(rec.transfers.iter().all(|t| t.from == 0 || t.to == 0));
-    assert_eq!(w.pools[1].used() + w.pools[2].used(), 0);
+    assert_eq!(w.pool(1).used() + w.pool(2).used(), 0);
 }
 
 #[test]
@@ -1355,18 +1355,18 @@ fn k_replication_moves_a_last_copy_when_a_site_has_room_and_deletes_it_otherwise
     assert_eq!(moved.len(), 1);
     assert_eq!((moved[0].from, moved[0].to), (1, 2));
     assert_eq!(w.m.rls().holders(0), [2]);
-    assert!(!w.pools[1].has(0) && w.pools[2].has(0));
-    assert!(w.pools[1].has(1), "the final output stays");
+    assert!(!w.pool(1).has(0) && w.pool(2).has(0));
+    assert!(w.pool(1).has(1), "the final output stays");
     // No other execute site: m is deleted without a copy.
     let mut w = cache_world(&files, specs(), 1, vec![1, 1], true, 30, 1);
     w.run();
     assert!(w.m.succeeded());
     assert!(w.m.records().transfers.is_empty());
-    assert!(w.m.rls().holders(0).is_empty() && !w.pools[1].has(0));
+    assert!(w.m.rls().holders(0).is_empty() && !w.pool(1).has(0));
     // k = 0: deleted even with room elsewhere.
     let mut w = cache_world(&files, specs(), 2, vec![1, 1], true, 30, 0);
     w.run();
-    assert!(w.m.records().transfers.is_empty() && !w.pools[1].has(0));
+    assert!(w.m.records().transfers.is_empty() && !w.pool(1).has(0));
 }
 
 /// Two submit machines (sites 0 and 1) and `exec` one-CPU execute sites;
