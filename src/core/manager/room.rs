@@ -47,6 +47,11 @@ pub(super) struct Room {
     /// Jobs holding files anywhere.
     holding: usize,
     reserve: u64,
+    /// Per job: its inputs' and outputs' bytes, the most it can need.
+    footprint: Vec<u64>,
+    /// Per site: its disk holds every file of the workflow and a reserve
+    /// beside, so it always has room and keeps no ledger.
+    roomy: Vec<bool>,
     /// Jobs waiting for room, by the least they need and then by arrival.
     waiting: BTreeMap<(u64, u64), JobId>,
     wait_key: Vec<Option<(u64, u64)>>,
@@ -70,19 +75,31 @@ impl Room {
         placement: &[(FileId, SiteId)],
     ) -> Room {
         let n = wf.jobs.len();
-        let reserve = (0..n)
+        let footprint: Vec<u64> = if on {
+            (0..n).map(|j| wf.footprint(j)).collect()
+        } else {
+            Vec::new()
+        };
+        let reserve = (0..footprint.len())
             .filter(|&j| !wf.jobs[j].parents.is_empty())
-            .map(|j| wf.footprint(j))
+            .map(|j| footprint[j])
             .max()
             .unwrap_or(0);
+        let all: u64 = wf.files.iter().map(|f| f.size).sum();
+        let roomy = sites
+            .iter()
+            .map(|s| s.disk >= all.saturating_add(reserve))
+            .collect();
         let mut room = Room {
             on,
+            roomy,
             committed: vec![0; sites.len()],
             disk: sites.iter().map(|s| s.disk).collect(),
             runs: sites.iter().map(|s| s.cpus > 0).collect(),
             held_at: vec![None; if on { n } else { 0 }],
             wait_key: vec![None; if on { n } else { 0 }],
             reserve,
+            footprint,
             ..Room::default()
         };
         if on {
@@ -94,6 +111,9 @@ impl Room {
     }
 
     fn hold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+        if self.roomy[site] {
+            return;
+        }
         let n = self.holds.entry((file, site)).or_insert(0);
         if *n == 0 {
             self.committed[site] = self.committed[site].saturating_add(wf.files[file].size);
@@ -102,6 +122,9 @@ impl Room {
     }
 
     fn unhold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+        if self.roomy[site] {
+            return;
+        }
         let Some(n) = self.holds.get_mut(&(file, site)) else {
             return; // lost with its site's pool
         };
@@ -137,16 +160,18 @@ impl Room {
     /// Whether `site` has room for `job` now (see the module's note on the
     /// reserve).
     pub(super) fn fits(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
-        if !self.on {
+        if !self.on || self.roomy[site] {
             return true;
         }
         let reserve = self.reserve_for(wf, job);
+        let free = self.disk[site].saturating_sub(self.committed[site]);
+        // What a job needs is at most its footprint: a site with room for
+        // all of it needs no look at which of its files are held there.
+        if self.footprint[job].saturating_add(reserve) <= free {
+            return true;
+        }
         let need = self.need(wf, job, site);
-        need == 0
-            || self.committed[site]
-                .saturating_add(need)
-                .saturating_add(reserve)
-                <= self.disk[site]
+        need == 0 || need.saturating_add(reserve) <= free
     }
 
     /// `job` was placed at `site`: its inputs and outputs are held there.
@@ -156,8 +181,10 @@ impl Room {
         }
         debug_assert!(self.held_at[job].is_none(), "placed twice");
         let j = &wf.jobs[job];
-        for &f in j.inputs.iter().chain(&j.outputs) {
-            self.hold(wf, f, site);
+        if !self.roomy[site] {
+            for &f in j.inputs.iter().chain(&j.outputs) {
+                self.hold(wf, f, site);
+            }
         }
         self.held_at[job] = Some(site);
         self.holding += 1;
@@ -174,6 +201,9 @@ impl Room {
         };
         self.holding -= 1;
         let j = &wf.jobs[job];
+        if self.roomy[site] {
+            return;
+        }
         if kept {
             for &o in &j.outputs {
                 if self.kept.insert((o, site)) {
