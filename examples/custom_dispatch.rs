@@ -41,7 +41,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml");
     println!("falkon-diffusion-small (3,000 tasks): makespan (nominal s), cache hit ratio");
     for policy in ["first-available", "cache-affine"] {
-        let mut farm = gridbed::diffusion::config::load_with(&path, &registry)?;
+        let mut farm = gridbed::config::farm::load_with(&path, &registry)?;
         farm.spec.policy = policy.into();
         let sim = gridbed::sim::farm::run_with(&farm.spec, &farm.tasks, registry.clone())?;
         let opts = gridbed::live::farm::FarmOptions {

@@ -76,10 +76,9 @@ pub(crate) struct FarmArgs {
 }
 
 pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
-    use crate::diffusion::config;
     use crate::sim::farm;
     let bad = CliError::Input;
-    let mut tb = config::load(&args.testbed).map_err(|e| bad(e.to_string()))?;
+    let mut tb = crate::config::farm::load(&args.testbed).map_err(|e| bad(e.to_string()))?;
     if let Some(p) = args.policy {
         crate::policy::dispatch_policy(&p, 1).map_err(|e| bad(format!("--policy: {e}")))?;
         tb.spec.policy = p;
@@ -248,7 +247,7 @@ pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
 /// Runs seed 001's experiment set on `tb` (simulated) and writes its table
 /// and figures into `dir`.
 fn experiments(
-    tb: &crate::diffusion::config::FarmTestbed,
+    tb: &crate::config::farm::FarmTestbed,
     dir: &Path,
 ) -> Result<ExitCode, CliError> {
     use crate::diffusion::experiments as ex;
@@ -325,7 +324,7 @@ fn experiments(
 }
 
 /// Prints what a farm run measured.
-fn print_farm(r: &crate::core::farm::FarmRun, tb: &crate::diffusion::config::FarmTestbed) {
+fn print_farm(r: &crate::core::farm::FarmRun, tb: &crate::config::farm::FarmTestbed) {
     let ideal = tb.tasks.last().map_or(0.0, |t| t.arrival) + tb.spec.compute;
     let reads = (r.local_hits + r.global_hits + r.misses).max(1) as f64;
     let pct = |n: u64| 100.0 * n as f64 / reads;

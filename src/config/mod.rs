@@ -5,8 +5,10 @@
 //! line and column, the field and what was expected; nothing here panics on
 //! input. The testbed format is documented in `docs/testbed.md`. A loaded
 //! scenario also makes each of its sites' starting state ([`SiteStart`]),
-//! the one way both engines make a site.
+//! the one way both engines make a site. Farm testbeds (seed 001's `[farm]`
+//! and `[stream]`) load through [`farm`].
 
+pub mod farm;
 mod faults;
 mod manager;
 mod setup;

@@ -13,9 +13,9 @@ use super::{ConfigError, Overrides, TestbedFile, WorkflowSource};
 use crate::core::Workflow;
 use crate::workflow::WorkflowSpec;
 use crate::workflow::clustering::Clustering;
-use crate::workflow::formats::{self, FormatError};
+use crate::workflow::formats::{self, FileSpec, FormatError};
 use crate::workflow::generators::{
-    Coadd, Dags, Epigenomics, FileSpec, GENERATORS, Inline, Pipeline, Spatial,
+    Coadd, Dags, Epigenomics, GENERATORS, Inline, Pipeline, Spatial,
 };
 
 /// The workflow a scenario runs, where it was read from, and its
@@ -51,7 +51,7 @@ pub(super) fn resolve(
         (None, WorkflowSpec::File(f)) => Some((
             base.join(&f.file),
             f.options(base),
-            f.scripts == crate::workflow::generators::Scripts::Run,
+            f.scripts == crate::workflow::formats::Scripts::Run,
         )),
         _ => None,
     };

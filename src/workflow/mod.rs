@@ -1,10 +1,12 @@
-//! Workflows: the generators of the papers' workflows (and, in later issues,
-//! parsers of the formats users bring). Everything here produces a validated
-//! [`crate::core::Workflow`].
+//! Workflows: the generators of the papers' workflows, the parsers of the
+//! formats users bring, the clustering of seed 000 and the planner. Everything
+//! here produces a validated [`crate::core::Workflow`]; [`spec`] is what a
+//! testbed's `[workflow]` table asks for.
 
 pub mod clustering;
 pub mod formats;
 pub mod generators;
 pub mod planner;
+pub mod spec;
 
-pub use generators::WorkflowSpec;
+pub use spec::WorkflowSpec;

@@ -259,3 +259,76 @@ fn the_examples_and_the_library_tour_use_only_what_users_can_reach() {
         }
     }
 }
+
+/// The parts of one room (its sub-folders and files) → the parts they name,
+/// through `crate::room::part` or `super::…` paths that resolve into the
+/// room. A file's module path is read from where it lies.
+fn part_graph(room: &str) -> Graph {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(room);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let mut graph = Graph::new();
+    for f in files {
+        let rel = f.strip_prefix(&dir).unwrap();
+        if rel == Path::new("mod.rs") {
+            continue;
+        }
+        // The module path below the room: `formats/dax.rs` → [formats, dax],
+        // `formats/mod.rs` → [formats].
+        let mut module: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let last = module.pop().unwrap();
+        if last != "mod.rs" {
+            module.push(last.trim_end_matches(".rs").to_string());
+        }
+        let part = module[0].clone();
+        let body = code(&std::fs::read_to_string(&f).unwrap());
+        let prefix = format!("crate::{room}::");
+        let mut named = BTreeSet::new();
+        let ident = |s: &str| -> String {
+            s.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        for (i, _) in body.match_indices(&prefix) {
+            named.insert(ident(&body[i + prefix.len()..]));
+        }
+        for (i, _) in body.match_indices("super::") {
+            // Only the first `super::` of a chain starts a path.
+            if body[..i].ends_with("super::") {
+                continue;
+            }
+            let mut rest = &body[i..];
+            let mut up = 0;
+            while let Some(r) = rest.strip_prefix("super::") {
+                up += 1;
+                rest = r;
+            }
+            if up == module.len() {
+                named.insert(ident(rest));
+            }
+        }
+        named.retain(|n| !n.is_empty() && *n != part);
+        graph.entry(part).or_default().extend(named);
+    }
+    graph
+}
+
+/// Issue 39: inside `workflow`, the parsers of the formats users bring and
+/// the papers' generators do not lean on each other both ways; what a
+/// testbed may ask for (`spec`) is the one part that names both.
+#[test]
+fn the_parts_of_the_workflow_room_import_each_other_without_a_cycle() {
+    let graph = part_graph("workflow");
+    assert!(graph["spec"].contains("formats"), "{graph:#?}");
+    assert!(graph["spec"].contains("generators"), "{graph:#?}");
+    assert!(graph["planner"].contains("clustering"), "{graph:#?}");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "the workflow room's parts import each other in a loop: {}\n{graph:#?}",
+            cycle.join(" → ")
+        );
+    }
+}

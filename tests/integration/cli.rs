@@ -517,8 +517,7 @@ fn a_mid_size_record_holds_no_detail_and_report_and_inspect_read_it_from_the_dat
 #[test]
 fn farm_runs_a_farm_testbed_and_refuses_bad_ones() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let paper =
-        gridbed::diffusion::config::load(&root.join("testbeds/falkon-diffusion.toml")).unwrap();
+    let paper = gridbed::config::farm::load(&root.join("testbeds/falkon-diffusion.toml")).unwrap();
     assert_eq!(
         (paper.tasks.len(), paper.spec.executors, paper.spec.cpus),
         (250_000, 64, 2)

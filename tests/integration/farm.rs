@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use gridbed::config::Emulation;
+use gridbed::config::farm as testbed;
 use gridbed::core::farm::{Allocation, Drp, FarmSpec, Task};
-use gridbed::diffusion::config;
 use gridbed::diffusion::stream::{Arrivals, Popularity, generate};
 use gridbed::live::farm::{FarmOptions, LiveFarmRun};
 use gridbed::report::validate;
@@ -14,8 +14,8 @@ use gridbed::sim::farm;
 
 use crate::common;
 
-fn small() -> config::FarmTestbed {
-    config::load(
+fn small() -> testbed::FarmTestbed {
+    testbed::load(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml"),
     )
     .unwrap()
@@ -437,9 +437,10 @@ fn corrupt_reads_are_retried_and_a_task_whose_read_keeps_failing_is_placed_again
 #[test]
 fn the_papers_ordering_of_dispatch_policies_holds_at_4_gb() {
     use gridbed::diffusion::experiments::paper_set;
-    let tb =
-        config::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion.toml"))
-            .unwrap();
+    let tb = testbed::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion.toml"),
+    )
+    .unwrap();
     let set = paper_set();
     let run = |name: &str| {
         let e = set.iter().find(|e| e.name == name).unwrap();

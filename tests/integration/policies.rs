@@ -275,7 +275,7 @@ fn python_first_available_answers_as_the_builtin_on_a_live_farm() {
         .unwrap();
     let registry = Arc::new(registry);
     let path = repo("testbeds/falkon-diffusion-small.toml");
-    let mut farm = gridbed::diffusion::config::load_with(&path, &registry).unwrap();
+    let mut farm = gridbed::config::farm::load_with(&path, &registry).unwrap();
     farm.spec.policy = "twin-first-available".into();
     let opts = gridbed::live::farm::FarmOptions {
         registry: Some(registry.clone()),

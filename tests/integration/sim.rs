@@ -450,8 +450,8 @@ fn the_testbeds_simulate_to_their_pinned_figures() {
         );
         assert_eq!(r.transfers, transfers, "{testbed}: transfers");
     }
-    let tb = gridbed::diffusion::config::load(&root.join("testbeds/falkon-diffusion-small.toml"))
-        .unwrap();
+    let tb =
+        gridbed::config::farm::load(&root.join("testbeds/falkon-diffusion-small.toml")).unwrap();
     let r = gridbed::sim::farm::run(&tb.spec, &tb.tasks).unwrap();
     assert!((r.makespan - 125.0).abs() < 0.05, "farm: {}", r.makespan);
     assert_eq!((r.local_hits, r.global_hits, r.misses), (2092, 360, 548));

@@ -17,7 +17,7 @@ use crate::core::events::EventQueue;
 use crate::core::file_server::{FileServer, ResponseFaults};
 use crate::core::seams::{EvictionPolicy, SiteSelector};
 use crate::core::site::{Site, SiteAction};
-use crate::core::storage::{NoSpace, Pool};
+use crate::core::storage::Pool;
 use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, Workflow};
 
 /// What happens next in the world.
@@ -130,12 +130,19 @@ impl ScriptedWorld {
     }
 
     /// Before the run: a file the manager does not know of takes `size`
-    /// bytes of `site`'s disk for good.
-    pub fn place_origin(&mut self, site: SiteId, file: FileId, size: u64) -> Result<(), NoSpace> {
+    /// bytes of `site`'s disk for good. (The manager's unit tests' knob.)
+    #[cfg(test)]
+    pub fn place_origin(
+        &mut self,
+        site: SiteId,
+        file: FileId,
+        size: u64,
+    ) -> Result<(), crate::core::storage::NoSpace> {
         self.pools[site].place_origin(file, size)
     }
 
-    /// Site `site`'s pool (as it is now).
+    /// Site `site`'s pool (as it is now). (The manager's unit tests' knob.)
+    #[cfg(test)]
     pub fn pool(&self, site: SiteId) -> &Pool {
         match self.sites.get(site) {
             Some(s) => s.pool(),

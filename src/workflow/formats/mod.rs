@@ -100,6 +100,61 @@ impl Default for Options {
     }
 }
 
+/// `workflow = { file = "…" }`: a workflow read from a file, relative to the
+/// testbed.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// The workflow file.
+    pub file: String,
+    /// Its format (default: chosen by content).
+    #[serde(default = "auto")]
+    pub format: Format,
+    /// Keep auxiliary/transfer tasks of Pegasus traces.
+    #[serde(default)]
+    pub auxiliary: bool,
+    /// Runtime (nominal s) of a job the file gives none (default 1).
+    pub default_runtime: Option<f64>,
+    /// Size of a file the file gives none (default 0 B).
+    pub default_size: Option<crate::units::Size>,
+    /// A DAGMan file's sidecar (TOML `[[file]]` and `[[job]]` tables with
+    /// sizes, runtimes, inputs and outputs), relative to the testbed.
+    pub sidecar: Option<String>,
+    /// A DAGMan file's PRE/POST scripts: `skip` (default) or `run` (live:
+    /// really run in the site's pool; sim: each ends at once, well).
+    #[serde(default)]
+    pub scripts: Scripts,
+}
+
+/// Whether a DAGMan file's scripts run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scripts {
+    /// Parsed, not run.
+    #[default]
+    Skip,
+    /// Run.
+    Run,
+}
+
+fn auto() -> Format {
+    Format::Auto
+}
+
+impl FileSpec {
+    /// The reading options this spec asks for; `base` is the testbed's folder.
+    pub fn options(&self, base: &std::path::Path) -> Options {
+        let d = Options::default();
+        Options {
+            format: self.format,
+            keep_auxiliary: self.auxiliary,
+            default_runtime: self.default_runtime.unwrap_or(d.default_runtime),
+            default_size: self.default_size.map_or(d.default_size, |s| s.0),
+            sidecar: self.sidecar.as_ref().map(|s| base.join(s)),
+        }
+    }
+}
+
 /// A workflow file that could not be read: the file, where in it (a line, or
 /// a JSON path), and what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::stream::{Arrivals, Popularity, generate, parse_arrivals};
-use crate::config::source::Source;
-use crate::config::{ConfigError, Emulation};
+use super::source::Source;
+use super::{ConfigError, Emulation};
 use crate::core::farm::{Allocation, Drp, FarmSpec, Task};
+use crate::diffusion::stream::{Arrivals, Popularity, generate, parse_arrivals};
 use crate::units::{Rate, Size};
 
 #[derive(Deserialize)]
