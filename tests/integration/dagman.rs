@@ -589,3 +589,86 @@ fn an_aborted_dags_status_file_marks_the_nodes_that_never_ran_futile() {
         assert!(e.contains("line 2:") && e.contains(what), "{e}");
     }
 }
+
+/// HTCondor reads a DAG file in two passes (`DagProcessor::process` in its
+/// `parse.cpp`, gittrac #5732): first the commands that make nodes and
+/// splices, then the rest in file order. So a command may come before the
+/// JOB it names, and the file reads as its reordered twin.
+#[test]
+fn commands_before_their_job_read_as_the_reordered_dag() {
+    let before = r#"# every command above the nodes it names
+PARENT A CHILD B
+RETRY A 2 UNLESS-EXIT 4
+SCRIPT POST B post.sh $RETURN
+VARS ALL_NODES x="1"
+PRIORITY B 7
+CATEGORY A c1
+MAXJOBS c1 1
+ABORT_DAG_ON B 3 RETURN 9
+DONE A
+JOB A a.sub
+JOB B b.sub
+FINAL F f.sub
+"#;
+    let after = r#"JOB A a.sub
+JOB B b.sub
+FINAL F f.sub
+PARENT A CHILD B
+RETRY A 2 UNLESS-EXIT 4
+SCRIPT POST B post.sh $RETURN
+VARS ALL_NODES x="1"
+PRIORITY B 7
+CATEGORY A c1
+MAXJOBS c1 1
+ABORT-DAG-ON B 3 RETURN 9
+DONE A
+"#;
+    let (a, b) = (parse(before).unwrap(), parse(after).unwrap());
+    assert_eq!(a, b);
+    let (info, names, edges) = a;
+    assert_eq!(names, ["A", "B", "F"]);
+    assert_eq!(edges, edge_set(&[("A", "B")]));
+    let (na, nb) = (node(&info, "A"), node(&info, "B"));
+    assert_eq!(
+        (na.retry, na.retry_unless_exit, na.done),
+        (2, Some(4), true)
+    );
+    assert_eq!((nb.priority, nb.abort_on.clone()), (7, vec![(3, Some(9))]));
+    assert_eq!(nb.post.as_ref().unwrap().args, ["$RETURN"]);
+    // ALL_NODES reaches every node but FINAL, wherever it is written.
+    assert_eq!(na.vars, [("x".to_string(), "1".to_string())]);
+    assert!(node(&info, "F").vars.is_empty());
+    assert_eq!(info.max_jobs.get("c1"), Some(&1));
+}
+
+/// What the two passes still refuse, at the command's own line: a node no
+/// file defines (HTCondor: "Unknown node … referenced"), a node defined
+/// only in an INCLUDE read below the command (the INCLUDE is read where it
+/// stands, on the second pass), and keywords DAGMan does not know (refused
+/// on the first pass, before any node command is looked at).
+#[test]
+fn a_command_naming_no_node_of_the_dag_fails_at_its_line() {
+    let e = parse("RETRY X 2\nJOB A a.sub\n").unwrap_err();
+    assert!(e.contains("line 1: RETRY: unknown node `X`"), "{e}");
+    let e = parse_files(&[
+        ("top.dag", "JOB A a.sub\nRETRY B 1\nINCLUDE more.dag\n"),
+        ("more.dag", "JOB B b.sub\n"),
+    ])
+    .unwrap_err();
+    assert!(
+        e.contains("top.dag: line 2: RETRY: unknown node `B`"),
+        "{e}"
+    );
+    let (info, _, _) = parse_files(&[
+        (
+            "top.dag",
+            "JOB A a.sub\nINCLUDE more.dag\nRETRY B 1\nPRIORITY ALL_NODES 3\n",
+        ),
+        ("more.dag", "RETRY B 2\nJOB B b.sub\n"),
+    ])
+    .unwrap();
+    let b = node(&info, "B");
+    assert_eq!((b.retry, b.priority), (1, 3), "the later command wins");
+    let e = parse("RETRY X 2\nJOB A a.sub\nFROB A\n").unwrap_err();
+    assert!(e.contains("line 3: unknown command `FROB`"), "{e}");
+}

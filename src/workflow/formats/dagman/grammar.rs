@@ -14,39 +14,81 @@ const IGNORED: [&str; 4] = ["SET_JOB_ATTR", "PRE_SKIP", "ENV", "SAVE_POINT_FILE"
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
-const UNSUPPORTED: [&str; 4] = ["SERVICE", "PROVISIONER", "SUBMIT-DESCRIPTION", "TOLERANCE"];
+const UNSUPPORTED: [&str; 5] = [
+    "SERVICE",
+    "PROVISIONER",
+    "SUBMIT_DESCRIPTION",
+    "TOLERANCE",
+    "WEAK",
+];
 
-const KEYWORDS: [&str; 22] = [
+/// Every command of HTCondor's DAG language (`DAG::KEYWORD_MAP` of its
+/// `dag_commands.cpp`), as its manual writes them; DAGMan reads `-` and `_`
+/// in a keyword as one.
+const KEYWORDS: [&str; 31] = [
     "JOB",
     "FINAL",
+    "PROVISIONER",
+    "SERVICE",
+    "SUBDAG",
+    "SPLICE",
+    "INCLUDE",
+    "SUBMIT-DESCRIPTION",
+    "CATEGORY",
     "PARENT",
+    "WEAK",
     "SCRIPT",
     "RETRY",
+    "ABORT-DAG-ON",
     "VARS",
     "PRIORITY",
-    "CATEGORY",
-    "MAXJOBS",
+    "PRE_SKIP",
+    "TOLERANCE",
     "DONE",
+    "MAXJOBS",
     "CONFIG",
-    "ABORT-DAG-ON",
-    "REJECT",
-    "INCLUDE",
-    "SPLICE",
-    "SUBDAG",
-    "CONNECT",
-    "PIN_IN",
-    "PIN_OUT",
     "DOT",
     "NODE_STATUS_FILE",
     "JOBSTATE_LOG",
+    "SAVE_POINT_FILE",
+    "SET_JOB_ATTR",
+    "ENV",
+    "REJECT",
+    "CONNECT",
+    "PIN_IN",
+    "PIN_OUT",
 ];
 
-/// A node command's target: one node, or `ALL_NODES` (every node of the
-/// file but the FINAL one).
+/// A keyword as DAGMan compares it: upper case, `-` read as `_`.
+fn key(word: &str) -> String {
+    word.to_ascii_uppercase().replace('-', "_")
+}
+
+/// Whether DAGMan reads a command on its first pass over a file: the
+/// commands that make nodes and splices, and those that only name DAGMan's
+/// own files. Every other command is read on the second pass, so it may
+/// name a node written below it (HTCondor's `DagProcessor::process`).
+fn first_pass(key: &str) -> bool {
+    matches!(
+        key,
+        "JOB"
+            | "FINAL"
+            | "SUBDAG"
+            | "SPLICE"
+            | "REJECT"
+            | "DOT"
+            | "NODE_STATUS_FILE"
+            | "JOBSTATE_LOG"
+    )
+}
+
+/// A node command's target: one node, or `ALL_NODES` (every node but the
+/// FINAL one among the first `n`: those defined when the command is read,
+/// so an INCLUDE below it adds nodes it does not touch, as in DAGMan).
 #[derive(Clone, Copy)]
 enum Target {
     Node(usize),
-    All,
+    All(usize),
 }
 
 /// A command that sets a property of nodes; applied in file order once
@@ -178,7 +220,7 @@ pub fn looks_like(text: &str) -> bool {
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
         .and_then(|l| l.split_whitespace().next())
-        .is_some_and(|w| KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(w)))
+        .is_some_and(|w| KEYWORDS.iter().any(|k| key(k) == key(w)))
 }
 
 /// Splits a line into words; double quotes group (with `\"` inside).
@@ -251,41 +293,6 @@ pub(super) struct DagFile {
 /// INCLUDEs nested deeper than this are a cycle.
 const MAX_DEPTH: usize = 32;
 
-/// Reads the `.dag` at `path` (its text `text`) and its INCLUDEs.
-pub(super) fn read(path: &Path, text: &str) -> Result<DagFile, FormatError> {
-    let mut p = Parser {
-        file: DagFile {
-            info: DagmanInfo::default(),
-            edges: Vec::new(),
-            splices: Vec::new(),
-            connects: Vec::new(),
-            pins_in: Vec::new(),
-            pins_out: Vec::new(),
-            warnings: Vec::new(),
-        },
-        index: HashMap::new(),
-        node_cmds: Vec::new(),
-    };
-    p.text(path, text, 0)?;
-    for (target, cmd) in &p.node_cmds {
-        match *target {
-            Target::Node(i) => cmd.apply(&mut p.file.info.nodes[i]),
-            Target::All => {
-                for n in p.file.info.nodes.iter_mut().filter(|n| !n.is_final) {
-                    cmd.apply(n);
-                }
-            }
-        }
-    }
-    Ok(p.file)
-}
-
-struct Parser {
-    file: DagFile,
-    index: HashMap<String, usize>,
-    node_cmds: Vec<(Target, NodeCmd)>,
-}
-
 /// Logical lines: a trailing `\` continues on the next physical line.
 fn logical_lines(text: &str) -> Vec<(usize, String)> {
     let mut logical: Vec<(usize, String)> = Vec::new();
@@ -309,365 +316,497 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
     logical
 }
 
+/// Reads the `.dag` at `path` (its text `text`) and its INCLUDEs.
+pub(super) fn read(path: &Path, text: &str) -> Result<DagFile, FormatError> {
+    let mut p = Parser {
+        file: DagFile {
+            info: DagmanInfo::default(),
+            edges: Vec::new(),
+            splices: Vec::new(),
+            connects: Vec::new(),
+            pins_in: Vec::new(),
+            pins_out: Vec::new(),
+            warnings: Vec::new(),
+        },
+        index: HashMap::new(),
+        node_cmds: Vec::new(),
+    };
+    p.text(path, text, 0)?;
+    for (target, cmd) in &p.node_cmds {
+        match *target {
+            Target::Node(i) => cmd.apply(&mut p.file.info.nodes[i]),
+            Target::All(n) => {
+                for node in p.file.info.nodes[..n].iter_mut().filter(|n| !n.is_final) {
+                    cmd.apply(node);
+                }
+            }
+        }
+    }
+    Ok(p.file)
+}
+
+/// One command of a `.dag` file: where it is, its words, its keyword.
+struct Line<'a> {
+    path: &'a Path,
+    no: usize,
+    text: String,
+    w: Vec<String>,
+    /// The keyword as written, in upper case (for messages).
+    kw: String,
+    /// The keyword as DAGMan matches it ([`key`]).
+    key: String,
+}
+
+impl<'a> Line<'a> {
+    /// Splits line `no` of `path`; refuses a keyword DAGMan does not know
+    /// and one gridbed does not read.
+    fn new(path: &'a Path, no: usize, text: &str) -> Result<Line<'a>, FormatError> {
+        let mut line = Line {
+            path,
+            no,
+            text: text.to_string(),
+            w: Vec::new(),
+            kw: String::new(),
+            key: String::new(),
+        };
+        line.w = words(text).map_err(|m| line.err(m))?;
+        line.kw = line.w[0].to_ascii_uppercase();
+        line.key = key(&line.w[0]);
+        if !KEYWORDS.iter().any(|k| key(k) == line.key) {
+            return Err(line.err(format!(
+                "unknown command `{}`; expected one of {}",
+                line.w[0],
+                KEYWORDS.join(", ")
+            )));
+        }
+        if UNSUPPORTED.contains(&line.key.as_str()) {
+            return Err(line.err(format!("{} is not supported", line.kw)));
+        }
+        Ok(line)
+    }
+
+    /// An error at this line.
+    fn err(&self, m: impl Into<String>) -> FormatError {
+        FormatError {
+            file: self.path.to_path_buf(),
+            message: format!("line {}: {}", self.no, m.into()),
+        }
+    }
+
+    /// A warning at this line.
+    fn warning(&self, m: &str) -> String {
+        format!("{} line {}: {m}", self.path.display(), self.no)
+    }
+
+    /// Where this line is.
+    fn at(&self) -> At {
+        (self.path.to_path_buf(), self.no)
+    }
+
+    /// Word `k`, or an error saying `what` was expected there.
+    fn arg(&self, k: usize, what: &str) -> Result<String, FormatError> {
+        self.w
+            .get(k)
+            .cloned()
+            .ok_or_else(|| self.err(format!("{}: expected {what}", self.kw)))
+    }
+
+    /// Word `k` read as a number; `bad` is the error if it is none.
+    fn number<T: std::str::FromStr>(
+        &self,
+        k: usize,
+        what: &str,
+        bad: &str,
+    ) -> Result<T, FormatError> {
+        self.arg(k, what)?.parse().map_err(|_| self.err(bad))
+    }
+}
+
+struct Parser {
+    file: DagFile,
+    index: HashMap<String, usize>,
+    node_cmds: Vec<(Target, NodeCmd)>,
+}
+
 impl Parser {
+    /// Reads one file in DAGMan's two passes: first the commands that make
+    /// nodes, then the rest in file order (an INCLUDE's file read whole, both
+    /// passes, where the INCLUDE stands).
     fn text(&mut self, path: &Path, text: &str, depth: usize) -> Result<(), FormatError> {
-        for (line, t) in logical_lines(text) {
-            self.line(path, line, t.trim(), depth)?;
+        let mut lines = Vec::new();
+        for (no, t) in logical_lines(text) {
+            let t = t.trim();
+            if !(t.is_empty() || t.starts_with('#')) {
+                lines.push(Line::new(path, no, t)?);
+            }
+        }
+        for l in lines.iter().filter(|l| first_pass(&l.key)) {
+            match l.key.as_str() {
+                "JOB" | "FINAL" | "SUBDAG" => self.node(l)?,
+                "SPLICE" => self.splice(l)?,
+                "REJECT" => {
+                    return Err(l.err(
+                        "REJECT: this DAG file is marked rejected; DAGMan refuses to run it",
+                    ));
+                }
+                _ => self.output_file(l)?,
+            }
+        }
+        for l in lines.iter().filter(|l| !first_pass(&l.key)) {
+            match l.key.as_str() {
+                "PARENT" => self.parent(l)?,
+                "SCRIPT" => self.script(l)?,
+                "RETRY" => self.retry(l)?,
+                "VARS" => self.vars(l)?,
+                "PRIORITY" => {
+                    let target = self.target(l, 1, false)?;
+                    let p = l.number(2, "a priority", "PRIORITY: expected an integer")?;
+                    self.node_cmds.push((target, NodeCmd::Priority(p)));
+                }
+                "CATEGORY" => {
+                    let target = self.target(l, 1, false)?;
+                    let c = l.arg(2, "a category name")?;
+                    self.node_cmds.push((target, NodeCmd::Category(c)));
+                }
+                "ABORT_DAG_ON" => self.abort_dag_on(l)?,
+                "MAXJOBS" => {
+                    let cat = l.arg(1, "a category name")?;
+                    let n = l.number(2, "a job limit", "MAXJOBS: expected a whole number")?;
+                    self.file.info.max_jobs.insert(cat, n);
+                }
+                "DONE" => {
+                    let Target::Node(i) = self.target(l, 1, false)? else {
+                        return Err(l.err("DONE: expected a node name, not ALL_NODES"));
+                    };
+                    self.file.info.nodes[i].done = true;
+                }
+                "CONFIG" => self.file.info.config = Some(l.arg(1, "a configuration file")?),
+                "INCLUDE" => self.include(l, depth)?,
+                "CONNECT" => {
+                    let out = l.arg(1, "an output splice and an input splice")?;
+                    let inp = l.arg(2, "an input splice after the output splice")?;
+                    self.file.connects.push((l.at(), out, inp));
+                }
+                "PIN_IN" | "PIN_OUT" => self.pin(l)?,
+                k => {
+                    debug_assert!(IGNORED.contains(&k), "{k} has no reader");
+                    let m = format!("{} ignored (it only shapes DAGMan's own output)", l.kw);
+                    self.file.warnings.push(l.warning(&m));
+                }
+            }
         }
         Ok(())
     }
 
-    fn line(&mut self, path: &Path, line: usize, t: &str, depth: usize) -> Result<(), FormatError> {
-        let at = |m: String| FormatError {
-            file: path.to_path_buf(),
-            message: format!("line {line}: {m}"),
-        };
-        if t.is_empty() || t.starts_with('#') {
-            return Ok(());
+    /// The node a command names in word `k`, or ALL_NODES; the FINAL node
+    /// only where DAGMan allows it.
+    fn target(&self, l: &Line, k: usize, final_ok: bool) -> Result<Target, FormatError> {
+        let name = l.arg(k, "a node name (or ALL_NODES)")?;
+        if name.eq_ignore_ascii_case("ALL_NODES") {
+            return Ok(Target::All(self.file.info.nodes.len()));
         }
-        let w = words(t).map_err(at)?;
-        let kw = w[0].to_ascii_uppercase();
-        let arg = |k: usize, what: &str| {
-            w.get(k)
-                .cloned()
-                .ok_or_else(|| at(format!("{kw}: expected {what}")))
+        let kw = &l.kw;
+        let i = self.index.get(&name).copied().ok_or_else(|| {
+            l.err(format!(
+                "{kw}: unknown node `{name}` (no JOB, FINAL or SUBDAG of this DAG has that name)"
+            ))
+        })?;
+        if self.file.info.nodes[i].is_final && !final_ok {
+            return Err(l.err(format!(
+                "{kw}: `{name}` is the FINAL node, which {kw} may not name"
+            )));
+        }
+        Ok(Target::Node(i))
+    }
+
+    /// `JOB name file [DIR dir] [NOOP] [DONE]`, `FINAL …` and
+    /// `SUBDAG EXTERNAL name file …`.
+    fn node(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let is_sub = kw == "SUBDAG";
+        if is_sub {
+            let ext = l.arg(1, "EXTERNAL")?;
+            if !ext.eq_ignore_ascii_case("EXTERNAL") {
+                return Err(l.err(format!(
+                    "SUBDAG: `{ext}`; expected SUBDAG EXTERNAL name file"
+                )));
+            }
+        }
+        let k0 = if is_sub { 2 } else { 1 };
+        let name = l.arg(k0, "a node name and a submit file")?;
+        let submit = l.arg(k0 + 1, "a file after the node name")?;
+        if self.index.contains_key(&name) {
+            return Err(l.err(format!("{kw}: a second node named `{name}`")));
+        }
+        if name.eq_ignore_ascii_case("ALL_NODES") || name.contains('+') {
+            return Err(l.err(format!(
+                "{kw}: `{name}` cannot name a node (ALL_NODES is a keyword, `+` joins splice names)"
+            )));
+        }
+        let is_final = kw == "FINAL";
+        if is_final && let Some(f) = self.file.info.nodes.iter().find(|n| n.is_final) {
+            return Err(l.err(format!(
+                "FINAL: a second FINAL node (`{}` is one already); a DAG has at most one",
+                f.name
+            )));
+        }
+        let mut n = NodeInfo {
+            name: name.clone(),
+            is_final,
+            ..Default::default()
         };
-        let here = || (path.to_path_buf(), line);
+        if is_sub {
+            n.subdag = Some(submit);
+        } else {
+            n.submit = submit;
+        }
+        let mut k = k0 + 2;
+        while k < l.w.len() {
+            match l.w[k].to_ascii_uppercase().as_str() {
+                "NOOP" => n.noop = true,
+                "DONE" if !is_final => n.done = true,
+                "DIR" => {
+                    k += 1;
+                    n.dir = Some(l.arg(k, "a directory after DIR")?);
+                }
+                other => {
+                    let expected = if is_final {
+                        "DIR dir or NOOP"
+                    } else {
+                        "DIR dir, NOOP or DONE"
+                    };
+                    return Err(l.err(format!("{kw} {name}: `{other}`; expected {expected}")));
+                }
+            }
+            k += 1;
+        }
+        self.index.insert(name, self.file.info.nodes.len());
+        self.file.info.nodes.push(n);
+        Ok(())
+    }
+
+    /// `SPLICE name file [DIR dir]`.
+    fn splice(&mut self, l: &Line) -> Result<(), FormatError> {
+        let name = l.arg(1, "a splice name and a file")?;
+        let file = l.arg(2, "a .dag file after the splice name")?;
+        let dir = match l.w.get(3) {
+            None => None,
+            Some(d) if d.eq_ignore_ascii_case("DIR") => Some(l.arg(4, "a directory after DIR")?),
+            Some(d) => return Err(l.err(format!("SPLICE {name}: `{d}`; expected DIR dir"))),
+        };
+        if self.index.contains_key(&name) || self.file.splices.iter().any(|s| s.name == name) {
+            return Err(l.err(format!("SPLICE: a second node or splice named `{name}`")));
+        }
+        self.file.splices.push(SpliceRef {
+            name,
+            file,
+            dir,
+            at: l.at(),
+        });
+        Ok(())
+    }
+
+    /// `DOT file [options]`, `NODE_STATUS_FILE file [seconds] [ALWAYS-UPDATE]`
+    /// and `JOBSTATE_LOG file`: the files DAGMan writes about its run.
+    fn output_file(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let file = l.arg(1, "a file name")?;
+        let mut include = None;
+        let mut k = 2;
+        while let Some(opt) = l.w.get(k) {
+            let opt = opt.to_ascii_uppercase();
+            match (l.key.as_str(), opt.as_str()) {
+                ("DOT", "UPDATE" | "DONT-UPDATE" | "OVERWRITE" | "DONT-OVERWRITE") => {}
+                ("DOT", "INCLUDE") => {
+                    k += 1;
+                    include = Some(l.arg(k, "a header file after INCLUDE")?);
+                }
+                ("NODE_STATUS_FILE", "ALWAYS-UPDATE") => {}
+                ("NODE_STATUS_FILE", n) if k == 2 && n.parse::<u64>().is_ok() => {}
+                _ => return Err(l.err(format!("{kw} {file}: `{opt}` is no option of {kw}"))),
+            }
+            k += 1;
+        }
         let info = &mut self.file.info;
-        let index = &self.index;
-        // A node a command names (defined above this line), or ALL_NODES;
-        // the FINAL node only where DAGMan allows it.
-        let target = |k: usize, final_ok: bool, info: &DagmanInfo| -> Result<Target, FormatError> {
-            let name = arg(k, "a node name (or ALL_NODES)")?;
-            if name.eq_ignore_ascii_case("ALL_NODES") {
-                return Ok(Target::All);
-            }
-            let i = index.get(&name).copied().ok_or_else(|| {
-                at(format!(
-                    "{kw}: no JOB named `{name}` (defined above this line)"
-                ))
-            })?;
-            if info.nodes[i].is_final && !final_ok {
-                return Err(at(format!(
-                    "{kw}: `{name}` is the FINAL node, which {kw} may not name"
-                )));
-            }
-            Ok(Target::Node(i))
+        let slot_taken = match l.key.as_str() {
+            "DOT" => info.dot.replace((file, include)).is_some(),
+            "NODE_STATUS_FILE" => info.node_status_file.replace(file).is_some(),
+            _ => info.jobstate_log.replace(file).is_some(),
         };
-        match kw.as_str() {
-            "JOB" | "FINAL" | "SUBDAG" => {
-                let (k0, is_sub) = if kw == "SUBDAG" {
-                    let ext = arg(1, "EXTERNAL")?;
-                    if !ext.eq_ignore_ascii_case("EXTERNAL") {
-                        return Err(at(format!(
-                            "SUBDAG: `{ext}`; expected SUBDAG EXTERNAL name file"
-                        )));
-                    }
-                    (2, true)
-                } else {
-                    (1, false)
-                };
-                let name = arg(k0, "a node name and a submit file")?;
-                let submit = arg(k0 + 1, "a file after the node name")?;
-                if self.index.contains_key(&name) {
-                    return Err(at(format!("{kw}: a second node named `{name}`")));
-                }
-                if name.eq_ignore_ascii_case("ALL_NODES") || name.contains('+') {
-                    return Err(at(format!(
-                        "{kw}: `{name}` cannot name a node (ALL_NODES is a keyword, `+` joins splice names)"
-                    )));
-                }
-                let is_final = kw == "FINAL";
-                if is_final && let Some(f) = info.nodes.iter().find(|n| n.is_final) {
-                    return Err(at(format!(
-                        "FINAL: a second FINAL node (`{}` is one already); a DAG has at most one",
-                        f.name
-                    )));
-                }
-                let mut n = NodeInfo {
-                    name: name.clone(),
-                    is_final,
-                    ..Default::default()
-                };
-                if is_sub {
-                    n.subdag = Some(submit);
-                } else {
-                    n.submit = submit;
-                }
-                let mut k = k0 + 2;
-                while k < w.len() {
-                    match w[k].to_ascii_uppercase().as_str() {
-                        "NOOP" => n.noop = true,
-                        "DONE" if !is_final => n.done = true,
-                        "DIR" => {
-                            k += 1;
-                            n.dir = Some(arg(k, "a directory after DIR")?);
-                        }
-                        other => {
-                            let expected = if is_final {
-                                "DIR dir or NOOP"
-                            } else {
-                                "DIR dir, NOOP or DONE"
-                            };
-                            return Err(at(format!("{kw} {name}: `{other}`; expected {expected}")));
-                        }
-                    }
-                    k += 1;
-                }
-                self.index.insert(name, info.nodes.len());
-                info.nodes.push(n);
-            }
-            "PARENT" => {
-                let child_at = w
-                    .iter()
-                    .position(|x| x.eq_ignore_ascii_case("CHILD"))
-                    .ok_or_else(|| at("PARENT: expected `PARENT p… CHILD c…`".into()))?;
-                let (ps, cs) = (&w[1..child_at], &w[child_at + 1..]);
-                if ps.is_empty() || cs.is_empty() {
-                    return Err(at(
-                        "PARENT: expected at least one parent and one child".into()
-                    ));
-                }
-                // Nodes and splices may be declared after the edge.
-                for p in ps {
-                    for c in cs {
-                        self.file.edges.push((here(), p.clone(), c.clone()));
-                    }
-                }
-            }
-            "SCRIPT" => {
-                let mut k = 1;
-                let mut defer = None;
-                let mut debug = None;
-                if w.get(k).is_some_and(|x| x.eq_ignore_ascii_case("DEFER")) {
-                    let status = arg(k + 1, "a status after DEFER")?
-                        .parse()
-                        .map_err(|_| at("SCRIPT DEFER: expected an exit status".into()))?;
-                    let time = arg(k + 2, "a time after DEFER status")?
-                        .parse()
-                        .map_err(|_| at("SCRIPT DEFER: expected seconds".into()))?;
-                    defer = Some((status, time));
-                    k += 3;
-                }
-                if w.get(k).is_some_and(|x| x.eq_ignore_ascii_case("DEBUG")) {
-                    let file = arg(k + 1, "a file after DEBUG")?;
-                    let kind =
-                        arg(k + 2, "STDOUT, STDERR or ALL after DEBUG file")?.to_ascii_uppercase();
-                    if !["STDOUT", "STDERR", "ALL"].contains(&kind.as_str()) {
-                        return Err(at(format!(
-                            "SCRIPT DEBUG: `{kind}`; expected STDOUT, STDERR or ALL"
-                        )));
-                    }
-                    debug = Some((file, kind));
-                    k += 3;
-                }
-                let when = arg(k, "PRE, POST or HOLD")?.to_ascii_uppercase();
-                let target = target(k + 1, true, info)?;
-                let script = Script {
-                    executable: arg(k + 2, "an executable")?,
-                    args: w[k + 3..].to_vec(),
-                    defer,
-                    debug,
-                };
-                match when.as_str() {
-                    "PRE" | "POST" => self.node_cmds.push((
-                        target,
-                        NodeCmd::Script {
-                            post: when == "POST",
-                            script,
-                        },
-                    )),
-                    "HOLD" => self.file.warnings.push(format!(
-                        "{} line {line}: SCRIPT HOLD ignored (gridbed's jobs are never held)",
-                        path.display()
-                    )),
-                    other => {
-                        return Err(at(format!("SCRIPT: `{other}`; expected PRE, POST or HOLD")));
-                    }
-                }
-            }
-            "RETRY" => {
-                let target = target(1, false, info)?;
-                let n = arg(2, "a retry count")?
-                    .parse()
-                    .map_err(|_| at("RETRY: expected a whole number of retries".into()))?;
-                let mut unless = None;
-                if let Some(u) = w.get(3) {
-                    if !u.eq_ignore_ascii_case("UNLESS-EXIT") {
-                        return Err(at(format!("RETRY: `{u}`; expected UNLESS-EXIT value")));
-                    }
-                    unless = Some(
-                        arg(4, "an exit value after UNLESS-EXIT")?
-                            .parse()
-                            .map_err(|_| at("RETRY UNLESS-EXIT: expected an integer".into()))?,
-                    );
-                }
-                self.node_cmds.push((target, NodeCmd::Retry { n, unless }));
-            }
-            "VARS" => {
-                let target = target(1, true, info)?;
-                let edit = w.get(2).is_some_and(|x| {
-                    x.eq_ignore_ascii_case("PREPEND") || x.eq_ignore_ascii_case("APPEND")
-                });
-                let rest = after_words(t, if edit { 3 } else { 2 });
-                let pairs = vars_pairs(rest).map_err(|m| at(format!("VARS: {m}")))?;
-                self.node_cmds.push((target, NodeCmd::Vars(pairs)));
-            }
-            "PRIORITY" => {
-                let target = target(1, false, info)?;
-                let p = arg(2, "a priority")?
-                    .parse()
-                    .map_err(|_| at("PRIORITY: expected an integer".into()))?;
-                self.node_cmds.push((target, NodeCmd::Priority(p)));
-            }
-            "CATEGORY" => {
-                let target = target(1, false, info)?;
-                let c = arg(2, "a category name")?;
-                self.node_cmds.push((target, NodeCmd::Category(c)));
-            }
-            "ABORT-DAG-ON" => {
-                let target = target(1, false, info)?;
-                let value = arg(2, "an exit value")?
-                    .parse()
-                    .map_err(|_| at("ABORT-DAG-ON: expected an integer exit value".into()))?;
-                let ret = match w.get(3) {
-                    None => None,
-                    Some(r) if r.eq_ignore_ascii_case("RETURN") => Some(
-                        arg(4, "a DAG return value after RETURN")?
-                            .parse()
-                            .map_err(|_| at("ABORT-DAG-ON RETURN: expected an integer".into()))?,
-                    ),
-                    Some(r) => {
-                        return Err(at(format!("ABORT-DAG-ON: `{r}`; expected RETURN value")));
-                    }
-                };
-                self.node_cmds.push((target, NodeCmd::AbortOn(value, ret)));
-            }
-            "MAXJOBS" => {
-                let cat = arg(1, "a category name")?;
-                let n = arg(2, "a job limit")?
-                    .parse()
-                    .map_err(|_| at("MAXJOBS: expected a whole number".into()))?;
-                info.max_jobs.insert(cat, n);
-            }
-            "DONE" => {
-                let Target::Node(i) = target(1, false, info)? else {
-                    return Err(at("DONE: expected a node name, not ALL_NODES".into()));
-                };
-                info.nodes[i].done = true;
-            }
-            "CONFIG" => info.config = Some(arg(1, "a configuration file")?),
-            "DOT" | "NODE_STATUS_FILE" | "JOBSTATE_LOG" => {
-                let file = arg(1, "a file name")?;
-                let mut include = None;
-                let mut k = 2;
-                while let Some(opt) = w.get(k) {
-                    let opt = opt.to_ascii_uppercase();
-                    match (kw.as_str(), opt.as_str()) {
-                        ("DOT", "UPDATE" | "DONT-UPDATE" | "OVERWRITE" | "DONT-OVERWRITE") => {}
-                        ("DOT", "INCLUDE") => {
-                            k += 1;
-                            include = Some(arg(k, "a header file after INCLUDE")?);
-                        }
-                        ("NODE_STATUS_FILE", "ALWAYS-UPDATE") => {}
-                        ("NODE_STATUS_FILE", n) if k == 2 && n.parse::<u64>().is_ok() => {}
-                        _ => return Err(at(format!("{kw} {file}: `{opt}` is no option of {kw}"))),
-                    }
-                    k += 1;
-                }
-                let slot_taken = match kw.as_str() {
-                    "DOT" => info.dot.replace((file, include)).is_some(),
-                    "NODE_STATUS_FILE" => info.node_status_file.replace(file).is_some(),
-                    _ => info.jobstate_log.replace(file).is_some(),
-                };
-                if slot_taken {
-                    self.file.warnings.push(format!(
-                        "{} line {line}: a second {kw}: this one is used",
-                        path.display()
-                    ));
-                }
-            }
-            "REJECT" => {
-                return Err(at(
-                    "REJECT: this DAG file is marked rejected; DAGMan refuses to run it".into(),
-                ));
-            }
-            "INCLUDE" => {
-                let file = arg(1, "a file to include")?;
-                if depth >= MAX_DEPTH {
-                    return Err(at(format!(
-                        "INCLUDE {file}: nested more than {MAX_DEPTH} deep (a file that includes itself?)"
-                    )));
-                }
-                let inc = path.parent().unwrap_or(Path::new(".")).join(&file);
-                let text = std::fs::read_to_string(&inc).map_err(|e| {
-                    at(format!(
-                        "INCLUDE {file}: cannot read {}: {e}",
-                        inc.display()
-                    ))
-                })?;
-                self.text(&inc, &text, depth + 1)?;
-            }
-            "SPLICE" => {
-                let name = arg(1, "a splice name and a file")?;
-                let file = arg(2, "a .dag file after the splice name")?;
-                let dir = match w.get(3) {
-                    None => None,
-                    Some(d) if d.eq_ignore_ascii_case("DIR") => {
-                        Some(arg(4, "a directory after DIR")?)
-                    }
-                    Some(d) => return Err(at(format!("SPLICE {name}: `{d}`; expected DIR dir"))),
-                };
-                if self.index.contains_key(&name)
-                    || self.file.splices.iter().any(|s| s.name == name)
-                {
-                    return Err(at(format!(
-                        "SPLICE: a second node or splice named `{name}`"
-                    )));
-                }
-                self.file.splices.push(SpliceRef {
-                    name,
-                    file,
-                    dir,
-                    at: here(),
-                });
-            }
-            "CONNECT" => {
-                let out = arg(1, "an output splice and an input splice")?;
-                let inp = arg(2, "an input splice after the output splice")?;
-                self.file.connects.push((here(), out, inp));
-            }
-            "PIN_IN" | "PIN_OUT" => {
-                let node = arg(1, "a node name and a pin number")?;
-                let n: usize = arg(2, "a pin number")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| at(format!("{kw}: expected a pin number ≥ 1")))?;
-                let pins = if kw == "PIN_IN" {
-                    &mut self.file.pins_in
-                } else {
-                    &mut self.file.pins_out
-                };
-                pins.push((here(), node, n));
-            }
-            k if IGNORED.contains(&k) => {
-                self.file.warnings.push(format!(
-                    "{} line {line}: {k} ignored (it only shapes DAGMan's own output)",
-                    path.display()
-                ));
-            }
-            k if UNSUPPORTED.contains(&k) => {
-                return Err(at(format!("{k} is not supported")));
-            }
-            _ => {
-                return Err(at(format!(
-                    "unknown command `{}`; expected one of {}",
-                    w[0],
-                    KEYWORDS.join(", ")
-                )));
+        if slot_taken {
+            let m = format!("a second {kw}: this one is used");
+            self.file.warnings.push(l.warning(&m));
+        }
+        Ok(())
+    }
+
+    /// `PARENT p… CHILD c…`: nodes or splices, which may be written below.
+    fn parent(&mut self, l: &Line) -> Result<(), FormatError> {
+        let child_at =
+            l.w.iter()
+                .position(|x| x.eq_ignore_ascii_case("CHILD"))
+                .ok_or_else(|| l.err("PARENT: expected `PARENT p… CHILD c…`"))?;
+        let (ps, cs) = (&l.w[1..child_at], &l.w[child_at + 1..]);
+        if ps.is_empty() || cs.is_empty() {
+            return Err(l.err("PARENT: expected at least one parent and one child"));
+        }
+        for p in ps {
+            for c in cs {
+                self.file.edges.push((l.at(), p.clone(), c.clone()));
             }
         }
+        Ok(())
+    }
+
+    /// `SCRIPT [DEFER status time] [DEBUG file STDOUT|STDERR|ALL]
+    /// PRE|POST|HOLD node executable args…`.
+    fn script(&mut self, l: &Line) -> Result<(), FormatError> {
+        let mut k = 1;
+        let mut defer = None;
+        let mut debug = None;
+        if l.w.get(k).is_some_and(|x| x.eq_ignore_ascii_case("DEFER")) {
+            let status = l.number(
+                k + 1,
+                "a status after DEFER",
+                "SCRIPT DEFER: expected an exit status",
+            )?;
+            let time = l.number(
+                k + 2,
+                "a time after DEFER status",
+                "SCRIPT DEFER: expected seconds",
+            )?;
+            defer = Some((status, time));
+            k += 3;
+        }
+        if l.w.get(k).is_some_and(|x| x.eq_ignore_ascii_case("DEBUG")) {
+            let file = l.arg(k + 1, "a file after DEBUG")?;
+            let kind = l
+                .arg(k + 2, "STDOUT, STDERR or ALL after DEBUG file")?
+                .to_ascii_uppercase();
+            if !["STDOUT", "STDERR", "ALL"].contains(&kind.as_str()) {
+                return Err(l.err(format!(
+                    "SCRIPT DEBUG: `{kind}`; expected STDOUT, STDERR or ALL"
+                )));
+            }
+            debug = Some((file, kind));
+            k += 3;
+        }
+        let when = l.arg(k, "PRE, POST or HOLD")?.to_ascii_uppercase();
+        let target = self.target(l, k + 1, true)?;
+        let script = Script {
+            executable: l.arg(k + 2, "an executable")?,
+            args: l.w[k + 3..].to_vec(),
+            defer,
+            debug,
+        };
+        match when.as_str() {
+            "PRE" | "POST" => {
+                let post = when == "POST";
+                self.node_cmds
+                    .push((target, NodeCmd::Script { post, script }));
+            }
+            "HOLD" => {
+                let m = "SCRIPT HOLD ignored (gridbed's jobs are never held)";
+                self.file.warnings.push(l.warning(m));
+            }
+            other => {
+                return Err(l.err(format!("SCRIPT: `{other}`; expected PRE, POST or HOLD")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `RETRY node n [UNLESS-EXIT value]`.
+    fn retry(&mut self, l: &Line) -> Result<(), FormatError> {
+        let target = self.target(l, 1, false)?;
+        let n = l.number(
+            2,
+            "a retry count",
+            "RETRY: expected a whole number of retries",
+        )?;
+        let mut unless = None;
+        if let Some(u) = l.w.get(3) {
+            if !u.eq_ignore_ascii_case("UNLESS-EXIT") {
+                return Err(l.err(format!("RETRY: `{u}`; expected UNLESS-EXIT value")));
+            }
+            unless = Some(l.number(
+                4,
+                "an exit value after UNLESS-EXIT",
+                "RETRY UNLESS-EXIT: expected an integer",
+            )?);
+        }
+        self.node_cmds.push((target, NodeCmd::Retry { n, unless }));
+        Ok(())
+    }
+
+    /// `VARS node [PREPEND|APPEND] name="value"…`.
+    fn vars(&mut self, l: &Line) -> Result<(), FormatError> {
+        let target = self.target(l, 1, true)?;
+        let edit = l
+            .w
+            .get(2)
+            .is_some_and(|x| x.eq_ignore_ascii_case("PREPEND") || x.eq_ignore_ascii_case("APPEND"));
+        let rest = after_words(&l.text, if edit { 3 } else { 2 });
+        let pairs = vars_pairs(rest).map_err(|m| l.err(format!("VARS: {m}")))?;
+        self.node_cmds.push((target, NodeCmd::Vars(pairs)));
+        Ok(())
+    }
+
+    /// `ABORT-DAG-ON node value [RETURN status]`.
+    fn abort_dag_on(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let target = self.target(l, 1, false)?;
+        let value = l.number(
+            2,
+            "an exit value",
+            &format!("{kw}: expected an integer exit value"),
+        )?;
+        let ret = match l.w.get(3) {
+            None => None,
+            Some(r) if r.eq_ignore_ascii_case("RETURN") => Some(l.number(
+                4,
+                "a DAG return value after RETURN",
+                &format!("{kw} RETURN: expected an integer"),
+            )?),
+            Some(r) => return Err(l.err(format!("{kw}: `{r}`; expected RETURN value"))),
+        };
+        self.node_cmds.push((target, NodeCmd::AbortOn(value, ret)));
+        Ok(())
+    }
+
+    /// `INCLUDE file`: read whole where it stands, relative to this file.
+    fn include(&mut self, l: &Line, depth: usize) -> Result<(), FormatError> {
+        let file = l.arg(1, "a file to include")?;
+        if depth >= MAX_DEPTH {
+            return Err(l.err(format!(
+                "INCLUDE {file}: nested more than {MAX_DEPTH} deep (a file that includes itself?)"
+            )));
+        }
+        let inc = l.path.parent().unwrap_or(Path::new(".")).join(&file);
+        let text = std::fs::read_to_string(&inc).map_err(|e| {
+            l.err(format!(
+                "INCLUDE {file}: cannot read {}: {e}",
+                inc.display()
+            ))
+        })?;
+        self.text(&inc, &text, depth + 1)
+    }
+
+    /// `PIN_IN node n` and `PIN_OUT node n`.
+    fn pin(&mut self, l: &Line) -> Result<(), FormatError> {
+        let node = l.arg(1, "a node name and a pin number")?;
+        let n: usize = l
+            .arg(2, "a pin number")?
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| l.err(format!("{}: expected a pin number ≥ 1", l.kw)))?;
+        let pins = if l.key == "PIN_IN" {
+            &mut self.file.pins_in
+        } else {
+            &mut self.file.pins_out
+        };
+        pins.push((l.at(), node, n));
         Ok(())
     }
 }
