@@ -672,3 +672,70 @@ fn a_command_naming_no_node_of_the_dag_fails_at_its_line() {
     let e = parse("RETRY X 2\nJOB A a.sub\nFROB A\n").unwrap_err();
     assert!(e.contains("line 3: unknown command `FROB`"), "{e}");
 }
+
+/// Inline submit descriptions as HTCondor's `test_dagman_inline_desc.py`
+/// writes them: `JOB C @=desc … @desc`, named `SUBMIT-DESCRIPTION`s used
+/// before they are written, from an INCLUDE, and from a splice, where the
+/// top DAG's description of a name wins over the splice's (that test's
+/// splice defines `sleep` with a million-second argument that "should not
+/// take effect").
+#[test]
+fn inline_submit_descriptions_are_kept_with_their_nodes_and_the_top_dag_wins() {
+    let (info, names, _) = parse_files(&[
+        (
+            "top.dag",
+            "JOB BEFORE sleep\n\nSUBMIT-DESCRIPTION sleep @=desc\n    executable = /bin/sleep\n    arguments  = 0\n@desc\n\
+             JOB AFTER sleep\nJOB INCLUDE INC\nJOB BRACE {\n  executable = /bin/true\n  # a comment inside\n\n  queue\n} DIR d NOOP\n\
+             SPLICE A splice.dag\nINCLUDE dag.include\n",
+        ),
+        (
+            "dag.include",
+            "SUBMIT-DESCRIPTION INC @=desc\n    executable = /bin/sleep\n    arguments  = 0\n@desc\n",
+        ),
+        (
+            "splice.dag",
+            "SUBMIT-DESCRIPTION foo @=desc\n  executable = /bin/sleep\n  arguments  = 0\n@desc\n\
+             SUBMIT-DESCRIPTION sleep @=desc\n  executable = /bin/sleep\n  arguments  = 1000000\n@desc\n\
+             JOB A foo\nJOB B sleep\nJOB C @=desc\n  executable = /bin/sleep\n  arguments = 0\n@desc\n",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(
+        names,
+        ["BEFORE", "AFTER", "INCLUDE", "BRACE", "A+A", "A+B", "A+C"]
+    );
+    let desc = |n: &str| node(&info, n).submit_description.clone().unwrap();
+    let zero = "executable = /bin/sleep\narguments  = 0\n";
+    for n in ["BEFORE", "AFTER", "INCLUDE", "A+B"] {
+        assert_eq!(desc(n), zero, "{n}");
+    }
+    assert_eq!(desc("A+A"), "executable = /bin/sleep\narguments  = 0\n");
+    assert_eq!(desc("A+C"), "executable = /bin/sleep\narguments = 0\n");
+    let brace = node(&info, "BRACE");
+    assert_eq!(desc("BRACE"), "executable = /bin/true\nqueue\n");
+    assert_eq!((brace.dir.as_deref(), brace.noop), (Some("d"), true));
+    assert_eq!(brace.submit, "BRACE-InlineDesc");
+    // A plain submit file has no description.
+    let (info, _, _) = parse("JOB A a.sub\n").unwrap();
+    assert_eq!(node(&info, "A").submit_description, None);
+    for (dag, line, what) in [
+        ("JOB A {\n  executable = x\n", 1, "no closing `}`"),
+        ("JOB A @=\nx\n@\n", 1, "@=TOKEN"),
+        (
+            "SUBMIT-DESCRIPTION d a.sub\n",
+            1,
+            "expected an inline description",
+        ),
+        (
+            "JOB A a.sub\nJOB B @=end\nexecutable = x\n@end FROB\n",
+            2,
+            "`FROB`",
+        ),
+    ] {
+        let e = parse(dag).unwrap_err();
+        assert!(
+            e.contains(&format!("line {line}:")) && e.contains(what),
+            "{dag:?}: {e}"
+        );
+    }
+}

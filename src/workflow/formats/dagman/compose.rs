@@ -38,6 +38,48 @@ pub(super) struct Flat {
     pub warnings: Vec<String>,
 }
 
+/// One DAGMan's named inline submit descriptions and the nodes that may
+/// use them: the top DAG with its splices (lifted into it), or a sub-DAG
+/// with its own (a sub-DAG is a DAGMan of its own and shares none).
+#[derive(Default)]
+struct Scope {
+    descriptions: HashMap<String, String>,
+    nodes: Vec<usize>,
+}
+
+impl Scope {
+    /// Adds `file`'s descriptions: a name the scope has already keeps its
+    /// first description (the DAG above a splice wins, as DAGMan's
+    /// `LiftSplices` has it), with a warning where the two differ.
+    fn add(&mut self, descriptions: HashMap<String, String>, path: &Path, out: &mut Flat) {
+        let mut names: Vec<_> = descriptions.into_iter().collect();
+        names.sort();
+        for (name, desc) in names {
+            match self.descriptions.entry(name) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(desc);
+                }
+                std::collections::hash_map::Entry::Occupied(o) if *o.get() != desc => {
+                    out.warnings.push(format!(
+                        "{}: SUBMIT-DESCRIPTION {} differs from the one above it, which is used",
+                        path.display(),
+                        o.key()
+                    ));
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {}
+            }
+        }
+    }
+
+    /// Gives each node of the scope that names a description its text.
+    fn resolve(self, out: &mut Flat) {
+        for i in self.nodes {
+            let n = &mut out.nodes[i];
+            n.submit_description = self.descriptions.get(&n.submit).cloned();
+        }
+    }
+}
+
 /// What one flattened file offers its parent: its roots and leaves, and the
 /// nodes of each of its pins.
 struct Piece {
@@ -73,20 +115,24 @@ fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile
 /// Flattens the top `file`, read from `path`, into `out`.
 pub(super) fn flatten(file: DagFile, path: &Path, out: &mut Flat) -> Result<(), FormatError> {
     let top = path.parent().unwrap_or(Path::new("."));
-    flatten_piece(file, path, top, "", None, 0, out).map(|_| ())
+    let mut scope = Scope::default();
+    flatten_piece(file, path, top, "", (None, 0), &mut scope, out)?;
+    scope.resolve(out);
+    Ok(())
 }
 
 /// Flattens `file` (read from `path`) into `out`: its nodes named with
 /// `prefix` before their names, running in `dir` (relative to `top`, the
 /// top DAG's folder, where DAGMan runs: splice and sub-DAG files are found
-/// there, or in their DIR).
+/// there, or in their DIR), `depth` splices or sub-DAGs down; its nodes
+/// find their named submit descriptions in `scope`.
 fn flatten_piece(
     file: DagFile,
     path: &Path,
     top: &Path,
     prefix: &str,
-    dir: Option<&Path>,
-    depth: usize,
+    (dir, depth): (Option<&Path>, usize),
+    scope: &mut Scope,
     out: &mut Flat,
 ) -> Result<Piece, FormatError> {
     let first = out.nodes.len();
@@ -97,6 +143,7 @@ fn flatten_piece(
         None => c.to_string(),
     };
     out.warnings.extend(file.warnings);
+    scope.add(file.descriptions, path, out);
     let i = &file.info;
     if nested
         && (i.config.is_some()
@@ -134,6 +181,9 @@ fn flatten_piece(
         if n.subdag.is_some() && !n.done && !n.noop {
             subdags.push((out.nodes.len(), n.dir.clone()));
         }
+        if n.subdag.is_none() && n.submit_description.is_none() {
+            scope.nodes.push(out.nodes.len());
+        }
         as_parent.insert(local.clone(), vec![n.name.clone()]);
         as_child.insert(local, vec![n.name.clone()]);
         out.nodes.push(n);
@@ -158,8 +208,8 @@ fn flatten_piece(
             &spath,
             top,
             &format!("{prefix}{}+", s.name),
-            inner_dir.as_deref(),
-            depth + 1,
+            (inner_dir.as_deref(), depth + 1),
+            scope,
             out,
         )?;
         as_parent.insert(s.name.clone(), piece.leaves.clone());
@@ -182,15 +232,17 @@ fn flatten_piece(
         let sfile = read_file(&spath, err)?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
         let inner = out.nodes.len();
+        let mut own = Scope::default();
         let piece = flatten_piece(
             sfile,
             &spath,
             top,
             &format!("{name}+"),
-            inner_dir.as_deref(),
-            depth + 1,
+            (inner_dir.as_deref(), depth + 1),
+            &mut own,
             out,
         )?;
+        own.resolve(out);
         // The node ends when its DAG ends; its PRE script runs before it starts.
         let node = &mut out.nodes[i];
         node.noop = true;

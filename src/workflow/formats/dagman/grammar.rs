@@ -14,13 +14,7 @@ const IGNORED: [&str; 4] = ["SET_JOB_ATTR", "PRE_SKIP", "ENV", "SAVE_POINT_FILE"
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
-const UNSUPPORTED: [&str; 5] = [
-    "SERVICE",
-    "PROVISIONER",
-    "SUBMIT_DESCRIPTION",
-    "TOLERANCE",
-    "WEAK",
-];
+const UNSUPPORTED: [&str; 4] = ["SERVICE", "PROVISIONER", "TOLERANCE", "WEAK"];
 
 /// Every command of HTCondor's DAG language (`DAG::KEYWORD_MAP` of its
 /// `dag_commands.cpp`), as its manual writes them; DAGMan reads `-` and `_`
@@ -75,6 +69,7 @@ fn first_pass(key: &str) -> bool {
             | "FINAL"
             | "SUBDAG"
             | "SPLICE"
+            | "SUBMIT_DESCRIPTION"
             | "REJECT"
             | "DOT"
             | "NODE_STATUS_FILE"
@@ -288,32 +283,102 @@ pub(super) struct DagFile {
     pub pins_in: Vec<(At, String, usize)>,
     pub pins_out: Vec<(At, String, usize)>,
     pub warnings: Vec<String>,
+    /// `SUBMIT-DESCRIPTION name { … }`: named inline descriptions (the last
+    /// of a name in the file wins, as in DAGMan); nodes find them by their
+    /// submit name once the splices are joined ([`super::compose`]).
+    pub descriptions: HashMap<String, String>,
 }
 
 /// INCLUDEs nested deeper than this are a cycle.
 const MAX_DEPTH: usize = 32;
 
-/// Logical lines: a trailing `\` continues on the next physical line.
-fn logical_lines(text: &str) -> Vec<(usize, String)> {
-    let mut logical: Vec<(usize, String)> = Vec::new();
-    let mut pending: Option<(usize, String)> = None;
-    for (n, raw) in text.lines().enumerate() {
-        let (start, mut acc) = pending.take().unwrap_or((n + 1, String::new()));
-        let trimmed = raw.trim_end();
-        match trimmed.strip_suffix('\\') {
-            Some(head) => {
-                acc.push_str(head);
-                acc.push(' ');
-                pending = Some((start, acc));
+/// Whether a physical line is no command: blank, or a comment (`#`, and
+/// `//` as DAGMan's parser also takes).
+fn skipped(line: &str) -> bool {
+    line.is_empty() || line.starts_with('#') || line.starts_with("//")
+}
+
+/// The token that closes an inline description a command's word opens:
+/// `{` … `}`, or `@=TOKEN` … `@TOKEN` (DAGMan's `get_inline_desc_end`);
+/// `Some("")` for a bare `@=`.
+fn inline_end(word: &str) -> Option<String> {
+    if word.starts_with('{') {
+        Some("}".into())
+    } else {
+        word.strip_prefix("@=").map(|t| {
+            if t.is_empty() {
+                String::new()
+            } else {
+                format!("@{t}")
             }
-            None => {
-                acc.push_str(trimmed);
-                logical.push((start, acc));
+        })
+    }
+}
+
+/// The commands of a file as DAGMan reads it: blank and comment lines left
+/// out, a trailing `\` continuing on the next line, and after a node or
+/// `SUBMIT-DESCRIPTION` that opens an inline description, its raw lines up
+/// to the closing token (what follows that token continues the command).
+fn commands<'a>(path: &'a Path, text: &str) -> Result<Vec<Line<'a>>, FormatError> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().map(|(n, l)| (n + 1, l.trim()));
+    while let Some((no, first)) = lines.next() {
+        if skipped(first) {
+            continue;
+        }
+        let mut logical = String::new();
+        let mut cur = first;
+        loop {
+            match cur.strip_suffix('\\') {
+                Some(head) => {
+                    logical.push_str(head);
+                    logical.push(' ');
+                }
+                None => {
+                    logical.push_str(cur);
+                    break;
+                }
+            }
+            match lines.by_ref().find(|(_, l)| !skipped(l)) {
+                Some((_, next)) => cur = next,
+                None => break,
             }
         }
+        let mut line = Line::new(path, no, logical.trim())?;
+        let opens = match line.key.as_str() {
+            "JOB" | "FINAL" | "SUBMIT_DESCRIPTION" => line.w.get(2).and_then(|w| inline_end(w)),
+            _ => None,
+        };
+        if let Some(end) = opens {
+            if end.is_empty() {
+                return Err(line.err(format!(
+                    "{}: no closing token after `@=` (expected @=TOKEN)",
+                    line.kw
+                )));
+            }
+            let mut desc = String::new();
+            let mut tail = None;
+            for (_, raw) in lines.by_ref().filter(|(_, l)| !skipped(l)) {
+                if raw == end || raw.starts_with(&format!("{end} ")) {
+                    tail = Some(raw[end.len()..].to_string());
+                    break;
+                }
+                desc.push_str(raw);
+                desc.push('\n');
+            }
+            let Some(tail) = tail else {
+                return Err(line.err(format!(
+                    "{}: the inline description has no closing `{end}`",
+                    line.kw
+                )));
+            };
+            line.w.truncate(2);
+            line.w.extend(words(&tail).map_err(|m| line.err(m))?);
+            line.desc = Some(desc);
+        }
+        out.push(line);
     }
-    logical.extend(pending);
-    logical
+    Ok(out)
 }
 
 /// Reads the `.dag` at `path` (its text `text`) and its INCLUDEs.
@@ -327,6 +392,7 @@ pub(super) fn read(path: &Path, text: &str) -> Result<DagFile, FormatError> {
             pins_in: Vec::new(),
             pins_out: Vec::new(),
             warnings: Vec::new(),
+            descriptions: HashMap::new(),
         },
         index: HashMap::new(),
         node_cmds: Vec::new(),
@@ -355,6 +421,8 @@ struct Line<'a> {
     kw: String,
     /// The keyword as DAGMan matches it ([`key`]).
     key: String,
+    /// The inline submit description the command opens, as written.
+    desc: Option<String>,
 }
 
 impl<'a> Line<'a> {
@@ -368,6 +436,7 @@ impl<'a> Line<'a> {
             w: Vec::new(),
             kw: String::new(),
             key: String::new(),
+            desc: None,
         };
         line.w = words(text).map_err(|m| line.err(m))?;
         line.kw = line.w[0].to_ascii_uppercase();
@@ -433,17 +502,26 @@ impl Parser {
     /// nodes, then the rest in file order (an INCLUDE's file read whole, both
     /// passes, where the INCLUDE stands).
     fn text(&mut self, path: &Path, text: &str, depth: usize) -> Result<(), FormatError> {
-        let mut lines = Vec::new();
-        for (no, t) in logical_lines(text) {
-            let t = t.trim();
-            if !(t.is_empty() || t.starts_with('#')) {
-                lines.push(Line::new(path, no, t)?);
-            }
-        }
+        let lines = commands(path, text)?;
         for l in lines.iter().filter(|l| first_pass(&l.key)) {
             match l.key.as_str() {
                 "JOB" | "FINAL" | "SUBDAG" => self.node(l)?,
                 "SPLICE" => self.splice(l)?,
+                "SUBMIT_DESCRIPTION" => {
+                    let name = l.arg(1, "a name and an inline description")?;
+                    let desc = l.desc.clone().ok_or_else(|| {
+                        l.err(format!(
+                            "{} {name}: expected an inline description (`{{` … `}}` or @=TOKEN … @TOKEN)",
+                            l.kw
+                        ))
+                    })?;
+                    if let Some(extra) = l.w.get(2) {
+                        return Err(
+                            l.err(format!("{} {name}: `{extra}` after the description", l.kw))
+                        );
+                    }
+                    self.file.descriptions.insert(name, desc);
+                }
                 "REJECT" => {
                     return Err(l.err(
                         "REJECT: this DAG file is marked rejected; DAGMan refuses to run it",
@@ -488,11 +566,11 @@ impl Parser {
                     self.file.connects.push((l.at(), out, inp));
                 }
                 "PIN_IN" | "PIN_OUT" => self.pin(l)?,
-                k => {
-                    debug_assert!(IGNORED.contains(&k), "{k} has no reader");
+                k if IGNORED.contains(&k) => {
                     let m = format!("{} ignored (it only shapes DAGMan's own output)", l.kw);
                     self.file.warnings.push(l.warning(&m));
                 }
+                _ => return Err(l.err(format!("{} is not supported", l.kw))),
             }
         }
         Ok(())
@@ -534,7 +612,10 @@ impl Parser {
         }
         let k0 = if is_sub { 2 } else { 1 };
         let name = l.arg(k0, "a node name and a submit file")?;
-        let submit = l.arg(k0 + 1, "a file after the node name")?;
+        let submit = match l.desc {
+            Some(_) => String::new(),
+            None => l.arg(k0 + 1, "a file after the node name")?,
+        };
         if self.index.contains_key(&name) {
             return Err(l.err(format!("{kw}: a second node named `{name}`")));
         }
@@ -557,10 +638,14 @@ impl Parser {
         };
         if is_sub {
             n.subdag = Some(submit);
+        } else if let Some(desc) = &l.desc {
+            n.submit = format!("{name}-InlineDesc");
+            n.submit_description = Some(desc.clone());
         } else {
             n.submit = submit;
         }
-        let mut k = k0 + 2;
+        // An inline description's closing line carries on the options.
+        let mut k = if l.desc.is_some() { k0 + 1 } else { k0 + 2 };
         while k < l.w.len() {
             match l.w[k].to_ascii_uppercase().as_str() {
                 "NOOP" => n.noop = true,

@@ -12,11 +12,13 @@
 //! (HTCondor's own test files write `Job`, `Script`). `DOT`,
 //! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
 //! `report::dagman_files`); `SET_JOB_ATTR`, `ENV`, `PRE_SKIP`,
-//! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; `INCLUDE` reads a file
+//! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; inline submit descriptions
+//! (`JOB name { … }`, `@=END` … `@END`, `SUBMIT-DESCRIPTION name { … }`)
+//! are kept with their nodes; `INCLUDE` reads a file
 //! inline; `SPLICE` (with `CONNECT`, `PIN_IN`, `PIN_OUT`) and `SUBDAG
 //! EXTERNAL` are flattened into one DAG ([`compose`]); `SERVICE`,
-//! `PROVISIONER`, `SUBMIT-DESCRIPTION` and `TOLERANCE` are errors naming
-//! their line.
+//! `PROVISIONER`, `TOLERANCE` and `WEAK PARENT` are errors naming their
+//! line.
 //!
 //! [`grammar`] reads one file; [`compose`] joins the files.
 //!
@@ -54,8 +56,12 @@ pub struct Script {
 pub struct NodeInfo {
     /// Node name.
     pub name: String,
-    /// Its submit description file.
+    /// Its submit description file (or, for a description written inline,
+    /// `name-InlineDesc`, as DAGMan names it).
     pub submit: String,
+    /// Its submit description as the DAG writes it inline (`JOB name { … }`,
+    /// or a `SUBMIT-DESCRIPTION` its submit name names), as written.
+    pub submit_description: Option<String>,
     /// `SUBDAG EXTERNAL`: the node's own DAG file (flattened into the DAG;
     /// the node ends when its DAG ends).
     pub subdag: Option<String>,
