@@ -3,7 +3,8 @@
 //! attempts of one node, `PRIORITY` orders the release of ready nodes
 //! (higher first, ties first come), `CATEGORY` + `MAXJOBS` bound the nodes of
 //! a category in flight at once, `NOOP` nodes run no job, `DONE` nodes are
-//! complete before the run starts, `ABORT-DAG-ON` stops the DAG, and the
+//! complete before the run starts, `PRE_SKIP` ends a node whose PRE script
+//! exits its value, `ABORT-DAG-ON` stops the DAG, and the
 //! `FINAL` node runs last whatever happened before. A workflow without DAGMan settings gets
 //! [`NodeSettings::none`]: FIFO release, no categories, the manager's
 //! `max_retries` for every job.
@@ -39,6 +40,9 @@ pub struct NodeSettings {
     pub pre_defer: Vec<Option<(i32, f64)>>,
     /// The same for the POST script.
     pub post_defer: Vec<Option<(i32, f64)>>,
+    /// `PRE_SKIP v`: the PRE script exiting `v` (non-zero) ends the node,
+    /// successfully, without its job or POST script.
+    pub pre_skip: Vec<Option<i32>>,
     /// `DAGMAN_MAX_POST_SCRIPTS`: POST scripts running at once (0: no limit).
     pub max_post: usize,
     /// `DAGMAN_MAX_JOBS_IDLE`: jobs submitted and not started at once, over
@@ -71,6 +75,7 @@ impl NodeSettings {
             retry_unless_exit: vec![None; jobs],
             pre_defer: vec![None; jobs],
             post_defer: vec![None; jobs],
+            pre_skip: vec![None; jobs],
             max_post: 0,
             max_jobs_idle: 0,
             exits: vec![Vec::new(); jobs],

@@ -739,3 +739,23 @@ fn inline_submit_descriptions_are_kept_with_their_nodes_and_the_top_dag_wins() {
         );
     }
 }
+
+/// `PRE_SKIP node value` (HTCondor's `Node::AddPreSkip`: 0 to 255, the last
+/// one written wins; ALL_NODES reaches every node but FINAL).
+#[test]
+fn pre_skip_reads_its_value_and_refuses_one_beyond_an_exit_code() {
+    let (info, _, _) =
+        parse("PRE_SKIP ALL_NODES 2\nJOB A a.sub\nJOB B b.sub\nPRE-SKIP B 9\nFINAL F f.sub\n")
+            .unwrap();
+    let skip = |n: &str| node(&info, n).pre_skip;
+    assert_eq!((skip("A"), skip("B"), skip("F")), (Some(2), Some(9), None));
+    for bad in [
+        "PRE_SKIP A 256",
+        "PRE_SKIP A -1",
+        "PRE_SKIP A x",
+        "PRE_SKIP A",
+    ] {
+        let e = parse(&format!("JOB A a.sub\n{bad}\n")).unwrap_err();
+        assert!(e.contains("line 2: PRE_SKIP: expected"), "{bad}: {e}");
+    }
+}

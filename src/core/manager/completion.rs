@@ -163,6 +163,24 @@ impl Manager {
         }
     }
 
+    /// DAGMan's `PRE_SKIP`: the PRE script exited the node's skip value, so
+    /// the node is done, successfully, with neither its job nor its POST
+    /// script run (HTCondor's `Dag::PreScriptReaper`). Like a DONE node it
+    /// writes no outputs.
+    fn pre_skipped(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if !self.end_staging(job, out) {
+            return;
+        }
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Ended;
+        }
+        self.set_state(job, JobState::Done);
+        if !std::mem::take(&mut self.rerun[job]) {
+            self.release_children(job);
+        }
+    }
+
     /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
     fn unless_exit(&self, job: JobId, status: i32) -> Retry {
         if self.nodes.retry_unless_exit[job] == Some(status) {
@@ -220,7 +238,9 @@ impl Manager {
                 }
                 st.pre_running = false;
                 self.abort_on(job, status);
-                if status == 0 {
+                if status != 0 && self.nodes.pre_skip[job] == Some(status) {
+                    self.pre_skipped(job, out);
+                } else if status == 0 {
                     self.launch(job, out);
                 } else {
                     let reason = format!("PRE script exited {status}");

@@ -658,6 +658,20 @@ impl Manager {
     }
 
     /// Ends a prescript that cannot finish; the job goes back to be planned.
+    /// Ends `job`'s staging without a submission: its planned copies
+    /// forgotten, its prescript's place freed, its inputs' pins released;
+    /// false if it was not staging.
+    pub(super) fn end_staging(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
+        let Some(st) = self.staging[job].take() else {
+            return false;
+        };
+        self.unplan_copies(&st.planned, st.site);
+        self.prescripts_running -= 1;
+        let delete = self.postscript_replicas(st.site, &st.staged);
+        self.release_pins(job, st.site, delete, false, out);
+        true
+    }
+
     pub(super) fn abort_staging(
         &mut self,
         job: JobId,
@@ -665,13 +679,9 @@ impl Manager {
         retry: Retry,
         out: &mut Vec<Command>,
     ) {
-        let Some(st) = self.staging[job].take() else {
+        if !self.end_staging(job, out) {
             return;
-        };
-        self.unplan_copies(&st.planned, st.site);
-        self.prescripts_running -= 1;
-        let delete = self.postscript_replicas(st.site, &st.staged);
-        self.release_pins(job, st.site, delete, false, out);
+        }
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
             a.outcome = Outcome::StagingFailed(reason);

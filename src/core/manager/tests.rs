@@ -687,6 +687,43 @@ fn scripted_world() -> World {
     )
 }
 
+/// DAGMan's PRE_SKIP (HTCondor's `Dag::PreScriptReaper`): a PRE script
+/// exiting the node's skip value ends the node as a success, with neither
+/// its job nor its POST script run, and its children go on; another
+/// non-zero exit is still a failed attempt.
+#[test]
+fn dagman_pre_skip_ends_the_node_well_without_its_job_or_post_script() {
+    let mut w = scripted_world();
+    let n = w.m.workflow().jobs.len();
+    let mut nodes = NodeSettings::none(n);
+    nodes.pre = vec![true; n];
+    nodes.post = vec![true; n];
+    nodes.retry = vec![Some(1); n];
+    nodes.pre_skip[1] = Some(1);
+    nodes.pre_skip[2] = Some(7);
+    w.m.set_nodes(nodes);
+    w.failing_scripts = vec![(1, ScriptKind::Pre), (2, ScriptKind::Pre)];
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let skipped = &w.m.records().jobs[1].attempts;
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].outcome, Outcome::Ended);
+    assert!(skipped[0].submitted.is_none(), "the job never reaches a queue");
+    assert!(
+        !w.scripts_run.iter().any(|&(j, k, _)| (j, k) == (1, ScriptKind::Post)),
+        "{:?}",
+        w.scripts_run
+    );
+    // Job 2's PRE exited 1, not its skip value 7: a failure, then a retry.
+    let other = &w.m.records().jobs[2].attempts;
+    assert_eq!(other.len(), 2);
+    assert_eq!(
+        other[0].outcome,
+        Outcome::StagingFailed("PRE script exited 1".into())
+    );
+    assert!(other[1].submitted.is_some() && other[1].outcome == Outcome::Ended);
+}
+
 #[test]
 fn dagman_retry_unless_exit_makes_that_exit_final() {
     let mut w = scripted_world();

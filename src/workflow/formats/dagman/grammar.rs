@@ -10,7 +10,7 @@ use crate::workflow::formats::FormatError;
 
 /// Commands that only configure DAGMan's own output or the DAGMan job
 /// itself: read, ignored.
-const IGNORED: [&str; 4] = ["SET_JOB_ATTR", "PRE_SKIP", "ENV", "SAVE_POINT_FILE"];
+const IGNORED: [&str; 3] = ["SET_JOB_ATTR", "ENV", "SAVE_POINT_FILE"];
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
@@ -96,6 +96,7 @@ enum NodeCmd {
     Priority(i32),
     Category(String),
     AbortOn(i32, Option<i32>),
+    PreSkip(i32),
 }
 
 impl NodeCmd {
@@ -117,6 +118,7 @@ impl NodeCmd {
                 }
             }
             NodeCmd::Priority(p) => n.priority = *p,
+            NodeCmd::PreSkip(v) => n.pre_skip = Some(*v),
             NodeCmd::Category(c) => n.category = Some(c.clone()),
             NodeCmd::AbortOn(v, r) => {
                 n.abort_on.retain(|(x, _)| x != v);
@@ -547,6 +549,16 @@ impl Parser {
                     self.node_cmds.push((target, NodeCmd::Category(c)));
                 }
                 "ABORT_DAG_ON" => self.abort_dag_on(l)?,
+                "PRE_SKIP" => {
+                    // HTCondor's `Node::AddPreSkip` takes 0 to 255.
+                    let target = self.target(l, 1, true)?;
+                    let bad = format!("{}: expected an exit code from 0 to 255", l.kw);
+                    let v: i32 = l.number(2, "an exit code", &bad)?;
+                    if !(0..=255).contains(&v) {
+                        return Err(l.err(bad));
+                    }
+                    self.node_cmds.push((target, NodeCmd::PreSkip(v)));
+                }
                 "MAXJOBS" => {
                     let cat = l.arg(1, "a category name")?;
                     let n = l.number(2, "a job limit", "MAXJOBS: expected a whole number")?;

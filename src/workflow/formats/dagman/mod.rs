@@ -11,7 +11,7 @@
 //! comments and `\` line continuations. Keywords are case-insensitive
 //! (HTCondor's own test files write `Job`, `Script`). `DOT`,
 //! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
-//! `report::dagman_files`); `SET_JOB_ATTR`, `ENV`, `PRE_SKIP`,
+//! `report::dagman_files`); `PRE_SKIP` is honoured; `SET_JOB_ATTR`, `ENV`,
 //! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; inline submit descriptions
 //! (`JOB name { … }`, `@=END` … `@END`, `SUBMIT-DESCRIPTION name { … }`)
 //! are kept with their nodes; `INCLUDE` reads a file
@@ -87,6 +87,9 @@ pub struct NodeInfo {
     pub category: Option<String>,
     /// `FINAL`: the node that runs last, whatever happened before.
     pub is_final: bool,
+    /// `PRE_SKIP v`: the PRE script exiting `v` skips the job and POST
+    /// script, and the node succeeds.
+    pub pre_skip: Option<i32>,
     /// `ABORT-DAG-ON`: exit values that abort the DAG, each with the DAG's
     /// return value if given.
     pub abort_on: Vec<(i32, Option<i32>)>,
@@ -324,6 +327,7 @@ impl DagmanInfo {
             };
             s.pre_defer[j] = defer(&n.pre);
             s.post_defer[j] = defer(&n.post);
+            s.pre_skip[j] = n.pre_skip;
             s.abort_on[j] = n.abort_on.clone();
             s.exits[j] = n.exits.clone();
             if n.is_final {
