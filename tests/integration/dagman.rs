@@ -759,3 +759,72 @@ fn pre_skip_reads_its_value_and_refuses_one_beyond_an_exit_code() {
         assert!(e.contains("line 2: PRE_SKIP: expected"), "{bad}: {e}");
     }
 }
+
+/// `ENV` and `SET_JOB_ATTR`, which `condor_submit_dag` reads into the
+/// DAGMan job (HTCondor's `dagman_utils.cpp`): DAGMan's scripts run with its
+/// `getenv` list of the submitter's variables, `ENV GET`'s and `ENV SET`'s,
+/// and nothing else; a real script shows what it sees.
+#[test]
+fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
+    let (info, _, _) = parse(
+        "JOB A a.sub\nENV GET MY_*, KEEP_ME\nENV SET COLOR=blue; SIZE=2\n\
+         ENV SET \"GREETING='hello world' QUOTE='it''s'\"\nSET_JOB_ATTR accounting_group = \"ligo\"\n",
+    )
+    .unwrap();
+    assert_eq!(info.env_get, ["MY_*", "KEEP_ME"]);
+    assert_eq!(info.job_attrs, ["accounting_group = \"ligo\""]);
+    let submitter = [
+        ("PATH", "/usr/bin:/bin"),
+        ("HOME", "/home/u"),
+        ("MY_TOKEN", "t"),
+        ("KEEP_ME", "k"),
+        ("SECRET", "s"),
+        ("COLOR", "red"),
+        ("PERL5LIB", "/p"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let env = info.script_env(submitter.into_iter());
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "COLOR", "GREETING", "HOME", "KEEP_ME", "MY_TOKEN", "PATH", "PERL5LIB", "QUOTE", "SIZE"
+        ]
+    );
+    let get = |k: &str| env.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
+    assert_eq!(
+        get("COLOR"),
+        Some("blue"),
+        "ENV SET overrides the submitter's"
+    );
+    assert_eq!(
+        (get("GREETING"), get("QUOTE")),
+        (Some("hello world"), Some("it's"))
+    );
+    // A real script run with that environment.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("env.log");
+    let run = formats::dagman::Invocation {
+        executable: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            "echo \"$COLOR|$GREETING|${SECRET-unset}\"".into(),
+        ],
+        debug: Some((log.clone(), true, true)),
+        env,
+    };
+    assert_eq!(run.run_blocking(dir.path()), 0);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "blue|hello world|unset\n"
+    );
+    for (bad, what) in [
+        ("ENV PUT A=1", "expected SET or GET"),
+        ("ENV SET", "expected variables"),
+        ("ENV SET A", "no key=value"),
+        ("SET_JOB_ATTR nothing", "key = value"),
+    ] {
+        let e = parse(&format!("JOB A a.sub\n{bad}\n")).unwrap_err();
+        assert!(e.contains("line 2: ") && e.contains(what), "{bad}: {e}");
+    }
+}

@@ -10,7 +10,7 @@ use crate::workflow::formats::FormatError;
 
 /// Commands that only configure DAGMan's own output or the DAGMan job
 /// itself: read, ignored.
-const IGNORED: [&str; 3] = ["SET_JOB_ATTR", "ENV", "SAVE_POINT_FILE"];
+const IGNORED: [&str; 1] = ["SAVE_POINT_FILE"];
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
@@ -199,6 +199,51 @@ fn vars_pairs(rest: &str) -> Result<Vec<(String, String)>, String> {
         return Err("expected name=\"value\" pairs".into());
     }
     Ok(out)
+}
+
+/// The `key=value` pairs of an environment in HTCondor's V1 form
+/// (`;`-separated) or V2 form (double-quoted, space-separated, a value with
+/// spaces in single quotes, `''` a quote inside).
+fn env_pairs(text: &str) -> Result<Vec<(String, String)>, String> {
+    let items: Vec<String> = match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(v2) => {
+            let (mut items, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+            let mut chars = v2.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\'' if quoted && chars.peek() == Some(&'\'') => {
+                        chars.next();
+                        cur.push('\'');
+                    }
+                    '\'' => quoted = !quoted,
+                    c if c.is_whitespace() && !quoted => {
+                        if !cur.is_empty() {
+                            items.push(std::mem::take(&mut cur));
+                        }
+                    }
+                    c => cur.push(c),
+                }
+            }
+            if quoted {
+                return Err("an unclosed `'`".into());
+            }
+            items.extend((!cur.is_empty()).then_some(cur));
+            items
+        }
+        None => text
+            .split(';')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
+    };
+    items
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(format!("`{item}` is no key=value pair")),
+        })
+        .collect()
 }
 
 /// The text of `line` after its first `n` words.
@@ -571,6 +616,14 @@ impl Parser {
                     self.file.info.nodes[i].done = true;
                 }
                 "CONFIG" => self.file.info.config = Some(l.arg(1, "a configuration file")?),
+                "SET_JOB_ATTR" => {
+                    let line = after_words(&l.text, 1).trim();
+                    if !line.contains('=') {
+                        return Err(l.err(format!("{}: expected key = value", l.kw)));
+                    }
+                    self.file.info.job_attrs.push(line.to_string());
+                }
+                "ENV" => self.env(l)?,
                 "INCLUDE" => self.include(l, depth)?,
                 "CONNECT" => {
                     let out = l.arg(1, "an output splice and an input splice")?;
@@ -868,6 +921,31 @@ impl Parser {
             Some(r) => return Err(l.err(format!("{kw}: `{r}`; expected RETURN value"))),
         };
         self.node_cmds.push((target, NodeCmd::AbortOn(value, ret)));
+        Ok(())
+    }
+
+    /// `ENV GET names…` (space or comma separated) and `ENV SET pairs`: the
+    /// pairs in HTCondor's V1 form (`k=v;k2=v2`) or V2 (`"k=v k2='v w'"`).
+    fn env(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let action = l.arg(1, "SET or GET and variables")?.to_ascii_uppercase();
+        let rest = after_words(&l.text, 2).trim();
+        if rest.is_empty() {
+            return Err(l.err(format!("{kw} {action}: expected variables")));
+        }
+        let info = &mut self.file.info;
+        match action.as_str() {
+            "GET" => info.env_get.extend(
+                rest.split([',', ' ', '\t'])
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            ),
+            "SET" => {
+                let pairs = env_pairs(rest).map_err(|m| l.err(format!("{kw} SET: {m}")))?;
+                info.env_set.extend(pairs);
+            }
+            other => return Err(l.err(format!("{kw}: `{other}`; expected SET or GET"))),
+        }
         Ok(())
     }
 

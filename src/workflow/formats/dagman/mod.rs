@@ -11,7 +11,9 @@
 //! comments and `\` line continuations. Keywords are case-insensitive
 //! (HTCondor's own test files write `Job`, `Script`). `DOT`,
 //! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
-//! `report::dagman_files`); `PRE_SKIP` is honoured; `SET_JOB_ATTR`, `ENV`,
+//! `report::dagman_files`); `PRE_SKIP` is honoured; `ENV GET`/`SET` make
+//! the scripts' environment (DAGMan's own `getenv` list, [`DAGMAN_GETENV`]);
+//! `SET_JOB_ATTR` is kept;
 //! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; inline submit descriptions
 //! (`JOB name { … }`, `@=END` … `@END`, `SUBMIT-DESCRIPTION name { … }`)
 //! are kept with their nodes; `INCLUDE` reads a file
@@ -122,6 +124,84 @@ pub struct DagmanInfo {
     pub node_status_file: Option<String>,
     /// `JOBSTATE_LOG file`: the run's node events, as Pegasus reads them.
     pub jobstate_log: Option<String>,
+    /// `SET_JOB_ATTR key = value`: lines of the DAGMan job's own ClassAd,
+    /// as written (kept in the run's record; no schedd reads them here).
+    pub job_attrs: Vec<String>,
+    /// `ENV GET names…`: variables (`*` a wildcard) DAGMan takes from the
+    /// submitter's environment besides its own list ([`DAGMAN_GETENV`]).
+    pub env_get: Vec<String>,
+    /// `ENV SET key=value;…`: variables set in DAGMan's environment.
+    pub env_set: Vec<(String, String)>,
+}
+
+/// The variables `condor_submit_dag` passes from the submitter's
+/// environment to the DAGMan job (`getenv` of its `.condor.sub`, HTCondor's
+/// `dagman_utils.cpp`); its PRE and POST scripts see these, `ENV GET`'s
+/// and `ENV SET`'s, and nothing else.
+pub const DAGMAN_GETENV: [&str; 15] = [
+    "CONDOR_CONFIG",
+    "_CONDOR_*",
+    "PATH",
+    "PYTHONPATH",
+    "PERL*",
+    "PEGASUS_*",
+    "TZ",
+    "HOME",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "ASAN_OPTIONS",
+    "LSAN_OPTIONS",
+    "BEARER_TOKEN",
+    "BEARER_TOKEN_FILE",
+];
+
+/// Whether `name` matches a `getenv` pattern (`*` any run of characters,
+/// names compared without case, as HTCondor's `getenv` does).
+fn env_matches(pattern: &str, name: &str) -> bool {
+    let (p, n) = (pattern.to_ascii_uppercase(), name.to_ascii_uppercase());
+    let parts: Vec<&str> = p.split('*').collect();
+    if parts.len() == 1 {
+        return p == n;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !n.starts_with(first) || n.len() < first.len() + last.len() || !n.ends_with(last) {
+        return false;
+    }
+    let mut rest = &n[first.len()..n.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+impl DagmanInfo {
+    /// The environment DAGMan's scripts run with: the variables of `from`
+    /// (the submitter's) that [`DAGMAN_GETENV`] or `ENV GET` name, then
+    /// `ENV SET`'s.
+    pub fn script_env(
+        &self,
+        from: impl Iterator<Item = (String, String)>,
+    ) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = from
+            .filter(|(k, _)| {
+                DAGMAN_GETENV
+                    .iter()
+                    .map(|p| p.to_string())
+                    .chain(self.env_get.iter().cloned())
+                    .any(|p| env_matches(&p, k))
+            })
+            .collect();
+        for (k, v) in &self.env_set {
+            env.retain(|(x, _)| x != k);
+            env.push((k.clone(), v.clone()));
+        }
+        env.sort();
+        env
+    }
 }
 
 /// One script ready to run: its executable resolved against the `.dag`'s
@@ -146,6 +226,8 @@ pub struct Invocation {
     pub args: Vec<String>,
     /// `DEBUG`: the file its output is appended to, stdout, stderr.
     pub debug: Option<(std::path::PathBuf, bool, bool)>,
+    /// Its whole environment.
+    pub env: Vec<(String, String)>,
 }
 
 impl Invocation {
@@ -166,7 +248,11 @@ impl Invocation {
     pub fn command(&self, dir: &std::path::Path) -> std::io::Result<std::process::Command> {
         use std::process::Stdio;
         let mut cmd = std::process::Command::new(&self.executable);
-        cmd.args(&self.args).current_dir(dir).stdin(Stdio::null());
+        cmd.args(&self.args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .env_clear()
+            .envs(self.env.iter().cloned());
         let (mut out, mut err) = (Stdio::null(), Stdio::null());
         if let Some((file, stdout, stderr)) = &self.debug {
             // DAGMan appends to the DEBUG file, creating it if need be.
@@ -197,6 +283,9 @@ pub struct NodeScripts {
     pub pre: Option<ScriptCall>,
     /// POST.
     pub post: Option<ScriptCall>,
+    /// The environment its scripts run with ([`DagmanInfo::script_env`]).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
 }
 
 impl NodeScripts {
@@ -216,6 +305,7 @@ impl NodeScripts {
             executable: call.executable.clone(),
             args: self.args(&call.args, retry, status),
             debug: call.debug.clone(),
+            env: self.env.clone(),
         })
     }
 
@@ -266,6 +356,7 @@ impl DagmanInfo {
                     .map(|(file, kind)| (dir.join(file), kind != "STDERR", kind != "STDOUT")),
             })
         };
+        let env = self.script_env(std::env::vars());
         wf.jobs
             .iter()
             .map(|j| {
@@ -275,6 +366,7 @@ impl DagmanInfo {
                     max_retries: n.retry,
                     pre: resolve(n, &n.pre),
                     post: resolve(n, &n.post),
+                    env: env.clone(),
                 })
             })
             .collect()
