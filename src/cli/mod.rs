@@ -155,6 +155,13 @@ struct ScenarioArgs {
     /// stats`), instead of telling it from the content.
     #[arg(long, value_parser = format_parser())]
     format: Option<crate::workflow::formats::Format>,
+    /// Run a `.dag` from none of its rescue DAGs (DAGMan's `-AutoRescue 0`);
+    /// by default a run starts from the newest `x.dag.rescueNNN` beside it.
+    #[arg(long, conflicts_with = "rescue_from")]
+    no_rescue: bool,
+    /// Run a `.dag` from its rescue DAG number N (DAGMan's `-DoRescueFrom N`).
+    #[arg(long, value_name = "N")]
+    rescue_from: Option<u32>,
 }
 
 /// `--format`'s values, from the workflow room's own list of formats.
@@ -211,6 +218,14 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
         sites_file: args.sites.clone(),
         workflow: args.workflow.clone(),
         format: args.format,
+        rescue: {
+            use crate::workflow::formats::dagman::rescue::Rescue;
+            match (args.no_rescue, args.rescue_from) {
+                (true, _) => Some(Rescue::Ignore),
+                (false, Some(n)) => Some(Rescue::From(n)),
+                (false, None) => None,
+            }
+        },
     };
     let s = config::load(&args.testbed, &overrides).map_err(CliError::input)?;
     if let Some(src) = &s.source {

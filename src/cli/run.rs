@@ -217,6 +217,10 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         sites: key("sites_file").map(PathBuf::from),
         workflow: key("workflow").map(PathBuf::from),
         format: key("format").and_then(|f| crate::workflow::formats::Format::from_name(&f)),
+        // A `.dag` resumes from its newest rescue, as its run would start;
+        // the database's record of what ended decides either way.
+        no_rescue: false,
+        rescue_from: None,
     };
     let mut scenario = load(&scenario_args)?;
     if let Some(dir) = key("netbed") {
@@ -438,7 +442,7 @@ fn execute(
     // The record file holds no per-attempt or per-transfer detail: that is
     // in the control database it names.
     let detail = Detail::Summary;
-    let (record, done) = match ex.engine {
+    let (record, (done, failed)) = match ex.engine {
         Engine::Sim => {
             if ex.metrics_addr.is_some()
                 || !ex.linger.is_zero()
@@ -508,6 +512,13 @@ fn execute(
     if s.succeeded && s.corrupt_at_end == 0 {
         Ok(ExitCode::SUCCESS)
     } else {
+        if let Some(src) = scenario.source.as_ref().filter(|s| s.dagman.is_some()) {
+            let path = write_dagman_rescue(scenario, src, &done, &failed)?;
+            say!(
+                "rescue DAG written to {} (the next `gridbed run` of this DAG starts from it)",
+                path.display()
+            );
+        }
         if let Some(path) = &ex.out.rescue {
             let name = format!("{}-rescue", scenario.name);
             let rest = crate::workflow::formats::wfformat::rest(&scenario.workflow, &done, &name);
@@ -528,10 +539,45 @@ fn execute(
 /// Which jobs ended done; the rest of the result is not freed, as the
 /// process ends with this command (freeing a 100K-job run's records piece by
 /// piece took 30 ms of its 1.2 s).
-fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> Vec<bool> {
+fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> (Vec<bool>, Vec<bool>) {
     let done = std::mem::take(&mut result.done);
+    let failed = result.records.jobs.iter().map(|j| j.failure.is_some()).collect();
     std::mem::forget(result);
-    done
+    (done, failed)
+}
+
+/// DAGMan's rescue of a `.dag` run that did not complete, beside the DAG:
+/// every node of the DAG that ended well is DONE in it.
+fn write_dagman_rescue(
+    scenario: &Scenario,
+    src: &crate::config::WorkflowSource,
+    done: &[bool],
+    failed: &[bool],
+) -> Result<PathBuf, CliError> {
+    use crate::workflow::formats::dagman::rescue;
+    let info = src.dagman.as_ref().expect("a .dag's settings");
+    let job_of: std::collections::HashMap<&str, usize> = scenario
+        .workflow
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(j, job)| (job.name.as_str(), j))
+        .collect();
+    let outcomes: Vec<rescue::Outcome> = info
+        .nodes
+        .iter()
+        .map(|n| {
+            let j = job_of.get(n.name.as_str()).copied();
+            rescue::Outcome {
+                name: &n.name,
+                done: j.is_some_and(|j| done[j]),
+                failed: j.is_some_and(|j| failed[j]),
+                is_final: n.is_final,
+            }
+        })
+        .collect();
+    rescue::write(&src.path, &outcomes, &rescue::created_now())
+        .map_err(|e| CliError::Failed(format!("cannot write the rescue DAG beside {}: {e}", src.path.display())))
 }
 
 /// How a record at `record` names the control database at `db`: its file

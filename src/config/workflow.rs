@@ -55,6 +55,12 @@ pub(super) fn resolve(
         )),
         _ => None,
     };
+    let file = file.map(|(path, mut opts, scripts)| {
+        if let Some(r) = overrides.rescue {
+            opts.rescue = r;
+        }
+        (path, opts, scripts)
+    });
     let (workflow, source) = match file {
         Some((path, opts, run_scripts)) => {
             let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {

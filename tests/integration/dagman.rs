@@ -828,3 +828,87 @@ fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
         assert!(e.contains("line 2: ") && e.contains(what), "{bad}: {e}");
     }
 }
+
+/// Rescue DAGs as DAGMan writes and finds them (HTCondor manual, "The
+/// Rescue DAG"): a failed run of `w.dag` writes `w.dag.rescue001` with a
+/// `DONE` line per node that ended well; the next run starts from it, runs
+/// only the rest, and writes `rescue002` when it fails again; a run that
+/// succeeds writes none. `--no-rescue` and `--rescue-from N` choose as
+/// `-AutoRescue 0` and `-DoRescueFrom N` do.
+#[test]
+fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dag =
+        "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nJOB d n.sub\nPARENT a CHILD b\nPARENT b CHILD c\n";
+    let tb = dag_testbed(dir.path(), dag, "", "");
+    // b fails on every attempt (a .dag node without RETRY has one).
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[job]]\nname = \"b\"\nexit = [1]\n",
+    )
+    .unwrap();
+    let run =
+        |args: &[&str]| crate::common::run_testbed(&tb, &[&["--engine", "sim"], args].concat());
+    let rescue = |n: u32| dir.path().join(format!("w.dag.rescue{n:03}"));
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    let first = std::fs::read_to_string(rescue(1)).unwrap();
+    assert!(
+        first.starts_with("# Rescue DAG file, created after running\n#   the "),
+        "{first}"
+    );
+    assert!(first.contains("# Rescue DAG version: 2.1.0\n"), "{first}");
+    assert!(
+        first.contains("# Total number of Nodes: 4\n# Nodes premarked DONE: 2\n# Nodes that failed: 1\n#   b,<ENDLIST>\n\nDONE a\nDONE d\n"),
+        "{first}"
+    );
+    // The next run starts from it: a and d are DONE, b fails again.
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("w.dag.rescue001: 2 nodes already DONE"),
+        "{err}"
+    );
+    let second = std::fs::read_to_string(rescue(2)).unwrap();
+    assert!(second.contains("DONE a\nDONE d\n"), "{second}");
+    // --rescue-from a number that does not exist is bad input.
+    let (code, _, err) = run(&["--rescue-from", "7"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no rescue DAG number 7"), "{err}");
+    // --no-rescue runs every node again (and still writes the next rescue).
+    let (code, _, err) = run(&["--no-rescue"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(!err.contains("already DONE"), "{err}");
+    assert!(rescue(3).exists());
+    // b now succeeds: the run from the newest rescue completes, no rescue004.
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[job]]\nname = \"b\"\nexit = [0]\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&[
+        "--rescue-from",
+        "1",
+        "--json",
+        dir.path().join("r.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("w.dag.rescue001: 2 nodes already DONE"),
+        "{err}"
+    );
+    assert!(!rescue(4).exists());
+    // An edited DAG whose rescue names a node it no longer has is refused
+    // at the rescue's line.
+    std::fs::write(
+        dir.path().join("w.dag"),
+        "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("w.dag.rescue003") && err.contains("DONE d: the DAG has no such node"),
+        "{err}"
+    );
+}

@@ -86,6 +86,8 @@ pub struct Options {
     pub default_size: u64,
     /// A DAGMan file's sidecar: runtimes, inputs and outputs of its jobs.
     pub sidecar: Option<PathBuf>,
+    /// Which rescue DAG a `.dag` starts from (default: the newest).
+    pub rescue: dagman::rescue::Rescue,
 }
 
 impl Default for Options {
@@ -96,6 +98,7 @@ impl Default for Options {
             default_runtime: 1.0,
             default_size: 0,
             sidecar: None,
+            rescue: Default::default(),
         }
     }
 }
@@ -151,6 +154,7 @@ impl FileSpec {
             default_runtime: self.default_runtime.unwrap_or(d.default_runtime),
             default_size: self.default_size.map_or(d.default_size, |s| s.0),
             sidecar: self.sidecar.as_ref().map(|s| base.join(s)),
+            ..d
         }
     }
 }

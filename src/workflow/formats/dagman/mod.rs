@@ -30,6 +30,7 @@
 
 mod compose;
 mod grammar;
+pub mod rescue;
 
 pub use grammar::looks_like;
 
@@ -578,6 +579,14 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             message: "no JOB line: not a DAGMan file".into(),
         });
     }
+    let mut warnings = std::mem::take(&mut flat.warnings);
+    if let Some(file) = rescue::chosen(path, opts.rescue)? {
+        let marked = rescue::apply(&file, &mut flat.nodes)?;
+        warnings.push(format!(
+            "running from the rescue DAG {}: {marked} nodes already DONE",
+            file.display()
+        ));
+    }
     let jobs = flat
         .nodes
         .iter()
@@ -590,7 +599,6 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             ..Default::default()
         })
         .collect();
-    let mut warnings = flat.warnings;
     warnings.push(format!(
         "a .dag gives no runtimes or files: every job runs {} s and moves no data",
         opts.default_runtime

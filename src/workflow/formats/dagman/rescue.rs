@@ -1,0 +1,267 @@
+//! Rescue DAGs in DAGMan's own format (HTCondor manual, "The Rescue DAG";
+//! `Dag::WriteRescue` and `DagmanUtils::FindLastRescueDagNum` in its source).
+//!
+//! A run of `x.dag` that does not complete writes `x.dag.rescue001`, or the
+//! next number after the newest one there (at most [`MAX_RESCUE`]). The file
+//! has DAGMan's header and a `DONE` line for every node that ended well,
+//! except the FINAL node. DAGMan resets retries on rescue by default
+//! (`DAGMAN_RESET_RETRIES_UPON_RESCUE`), so no `RETRY` lines are written.
+//! The next run of `x.dag` reads the newest rescue after the DAG itself, as
+//! `condor_submit_dag` does (its `-AutoRescue`), and runs only the nodes it
+//! does not mark DONE. [`Rescue`] chooses another rescue or none.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::NodeInfo;
+use crate::workflow::formats::FormatError;
+
+/// DAGMan's `DAGMAN_MAX_RESCUE_NUM` default: the highest rescue number.
+pub const MAX_RESCUE: u32 = 100;
+
+/// The version DAGMan writes in a rescue's header.
+const VERSION: &str = "2.1.0";
+
+/// Which rescue DAG a run of a `.dag` starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rescue {
+    /// The newest one beside the DAG, if any (DAGMan's `-AutoRescue 1`).
+    #[default]
+    Newest,
+    /// None: every node runs (`-AutoRescue 0`).
+    Ignore,
+    /// Rescue number N, which must exist (`-DoRescueFrom N`).
+    From(u32),
+}
+
+/// The name of rescue number `n` of `dag`: `dag.rescueNNN`.
+pub fn name(dag: &Path, n: u32) -> PathBuf {
+    let mut s = dag.as_os_str().to_owned();
+    s.push(format!(".rescue{n:03}"));
+    PathBuf::from(s)
+}
+
+/// The newest rescue number of `dag` (0: none), found as DAGMan finds it:
+/// the highest number from 1 to [`MAX_RESCUE`] whose file exists.
+pub fn newest(dag: &Path) -> u32 {
+    (1..=MAX_RESCUE)
+        .filter(|&n| name(dag, n).exists())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The rescue file `choice` picks for `dag`, if any.
+pub fn chosen(dag: &Path, choice: Rescue) -> Result<Option<PathBuf>, FormatError> {
+    match choice {
+        Rescue::Ignore => Ok(None),
+        Rescue::Newest => Ok(Some(newest(dag)).filter(|&n| n > 0).map(|n| name(dag, n))),
+        Rescue::From(n) => {
+            let file = name(dag, n);
+            if n == 0 || n > MAX_RESCUE || !file.exists() {
+                return Err(FormatError {
+                    file,
+                    message: format!(
+                        "no rescue DAG number {n} (expected one of 1 to {MAX_RESCUE} that exists beside the DAG)"
+                    ),
+                });
+            }
+            Ok(Some(file))
+        }
+    }
+}
+
+/// Reads the rescue at `path` and marks its `DONE` nodes done in `nodes`.
+/// `RETRY node n [UNLESS-EXIT v]` lines set the retries left, as DAGMan
+/// writes them when it does not reset retries. Returns how many nodes it
+/// marked. A line naming no node of the DAG is an error at that line.
+pub fn apply(path: &Path, nodes: &mut [NodeInfo]) -> Result<usize, FormatError> {
+    let text = std::fs::read_to_string(path).map_err(|e| FormatError {
+        file: path.to_path_buf(),
+        message: format!("cannot read the rescue DAG: {e}"),
+    })?;
+    let index: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    let mut marked = 0;
+    for (no, line) in text.lines().enumerate() {
+        let err = |m: String| FormatError {
+            file: path.to_path_buf(),
+            message: format!("line {}: {m}", no + 1),
+        };
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.is_empty() || w[0].starts_with('#') {
+            continue;
+        }
+        let node = |k: usize| -> Result<usize, FormatError> {
+            let name = w
+                .get(k)
+                .ok_or_else(|| err(format!("{}: expected a node name", w[0])))?;
+            index.get(*name).copied().ok_or_else(|| {
+                err(format!(
+                    "{} {name}: the DAG has no such node (was the DAG edited after its rescue was written?)",
+                    w[0]
+                ))
+            })
+        };
+        match w[0].to_ascii_uppercase().as_str() {
+            "DONE" => {
+                let i = node(1)?;
+                if nodes[i].is_final {
+                    return Err(err(format!("DONE {}: the FINAL node is never done", w[1])));
+                }
+                marked += usize::from(!nodes[i].done);
+                nodes[i].done = true;
+            }
+            "RETRY" => {
+                let i = node(1)?;
+                let bad = || err(format!("RETRY {}: expected a whole number", w[1]));
+                nodes[i].retry = w.get(2).and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+                if w.get(3)
+                    .is_some_and(|x| x.eq_ignore_ascii_case("UNLESS-EXIT"))
+                {
+                    nodes[i].retry_unless_exit = w.get(4).and_then(|v| v.parse().ok());
+                }
+            }
+            _ => {
+                return Err(err(format!(
+                    "`{}`: a rescue DAG has only DONE and RETRY lines",
+                    w[0]
+                )));
+            }
+        }
+    }
+    Ok(marked)
+}
+
+/// What a rescue records of a run: each node's name and how it ended.
+pub struct Outcome<'a> {
+    /// The node's name, as the DAG names it.
+    pub name: &'a str,
+    /// It ended well.
+    pub done: bool,
+    /// It failed for good.
+    pub failed: bool,
+    /// It is the FINAL node (never marked DONE).
+    pub is_final: bool,
+}
+
+/// The text of a rescue of `dag` after a run whose nodes ended as
+/// `outcomes`, created at `created` (UTC `M/D/YYYY HH:MM:SS`).
+pub fn text(dag: &Path, outcomes: &[Outcome], created: &str) -> String {
+    let done = outcomes.iter().filter(|o| o.done && !o.is_final).count();
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.failed)
+        .map(|o| o.name)
+        .collect();
+    let mut out = format!(
+        "# Rescue DAG file, created after running\n#   the {} DAG file\n\
+         # Created {created} UTC\n# Rescue DAG version: {VERSION}\n#\n\
+         # Total number of Nodes: {}\n# Nodes premarked DONE: {done}\n\
+         # Nodes that failed: {}\n#   ",
+        dag.display(),
+        outcomes.len(),
+        failed.len(),
+    );
+    for f in &failed {
+        out.push_str(f);
+        out.push(',');
+    }
+    out.push_str("<ENDLIST>\n\n");
+    for o in outcomes.iter().filter(|o| o.done && !o.is_final) {
+        out.push_str("DONE ");
+        out.push_str(o.name);
+        out.push('\n');
+    }
+    out
+}
+
+/// Now, as DAGMan writes a rescue's creation time (UTC `M/D/YYYY HH:MM:SS`).
+pub fn created_now() -> String {
+    let t = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let num = |r: std::ops::Range<usize>| t.get(r).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0);
+    format!(
+        "{}/{}/{} {}",
+        num(5..7),
+        num(8..10),
+        num(0..4),
+        t.get(11..19).unwrap_or("00:00:00")
+    )
+}
+
+/// Writes the next rescue of `dag` (after the newest there, at most
+/// [`MAX_RESCUE`], which is overwritten once reached, as DAGMan does) and
+/// returns its path.
+pub fn write(dag: &Path, outcomes: &[Outcome], created: &str) -> std::io::Result<PathBuf> {
+    let path = name(dag, (newest(dag) + 1).min(MAX_RESCUE));
+    std::fs::write(&path, text(dag, outcomes, created))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rescue_has_dagmans_header_and_done_lines_and_reads_back() {
+        let o = |name, done, failed, is_final| Outcome {
+            name,
+            done,
+            failed,
+            is_final,
+        };
+        let outcomes = [
+            o("A", true, false, false),
+            o("B", false, true, false),
+            o("S+C", true, false, false),
+            o("F", true, false, true),
+        ];
+        let t = text(Path::new("x.dag"), &outcomes, "11/27/2026 01:02:03");
+        assert!(t.starts_with(
+            "# Rescue DAG file, created after running\n#   the x.dag DAG file\n# Created 11/27/2026 01:02:03 UTC\n# Rescue DAG version: 2.1.0\n"
+        ));
+        assert!(t.contains("# Total number of Nodes: 4\n# Nodes premarked DONE: 2\n# Nodes that failed: 1\n#   B,<ENDLIST>\n\nDONE A\nDONE S+C\n"), "{t}");
+        assert!(!t.contains("DONE F"), "FINAL is never DONE");
+        let dir = tempfile::tempdir().unwrap();
+        let dag = dir.path().join("x.dag");
+        assert_eq!(newest(&dag), 0);
+        let first = write(&dag, &outcomes, "now").unwrap();
+        assert_eq!(first, dir.path().join("x.dag.rescue001"));
+        assert_eq!(write(&dag, &outcomes, "now").unwrap(), name(&dag, 2));
+        assert_eq!(newest(&dag), 2);
+        let node = |n: &str, is_final| NodeInfo {
+            name: n.into(),
+            is_final,
+            ..Default::default()
+        };
+        let mut nodes = vec![
+            node("A", false),
+            node("B", false),
+            node("S+C", false),
+            node("F", true),
+        ];
+        assert_eq!(apply(&first, &mut nodes).unwrap(), 2);
+        let done: Vec<bool> = nodes.iter().map(|n| n.done).collect();
+        assert_eq!(done, [true, false, true, false]);
+        assert_eq!(chosen(&dag, Rescue::Newest).unwrap(), Some(name(&dag, 2)));
+        assert_eq!(chosen(&dag, Rescue::From(1)).unwrap(), Some(first.clone()));
+        assert_eq!(chosen(&dag, Rescue::Ignore).unwrap(), None);
+        assert!(chosen(&dag, Rescue::From(3)).is_err());
+        std::fs::write(&first, "DONE A\nDONE Z\n").unwrap();
+        let e = apply(&first, &mut nodes).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("line 2: DONE Z: the DAG has no such node"),
+            "{e:?}"
+        );
+        std::fs::write(&first, "JOB A a.sub\n").unwrap();
+        assert!(
+            apply(&first, &mut nodes)
+                .unwrap_err()
+                .message
+                .contains("only DONE and RETRY")
+        );
+    }
+}
