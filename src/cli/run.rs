@@ -442,7 +442,7 @@ fn execute(
     // The record file holds no per-attempt or per-transfer detail: that is
     // in the control database it names.
     let detail = Detail::Summary;
-    let (record, (done, failed)) = match ex.engine {
+    let (record, ended) = match ex.engine {
         Engine::Sim => {
             if ex.metrics_addr.is_some()
                 || !ex.linger.is_zero()
@@ -486,6 +486,7 @@ fn execute(
                     .or_else(|| ex.out.pool_dir.clone()),
                 db,
                 keep_pools: ex.out.keep_pools.is_some(),
+                remove_on_interrupt: true,
             };
             let result = live::run(scenario, opts).map_err(CliError::engine)?;
             db_error = result.db_error.clone();
@@ -509,19 +510,41 @@ fn execute(
         return Err(CliError::Failed(format!("control database {e}")));
     }
     let s = &record.summary;
-    if s.succeeded && s.corrupt_at_end == 0 {
+    let complete = s.succeeded && s.corrupt_at_end == 0;
+    if let Some(stop) = ended.stop {
+        let why = match stop.node {
+            Some(n) => format!(
+                "ABORT-DAG-ON: node `{}` exited {}",
+                scenario.workflow.jobs[n].name, stop.status
+            ),
+            None => "removed by the user".into(),
+        };
+        say!(
+            "the DAG stopped ({why}): its jobs in flight were removed; DAGMan's exit value {}",
+            stop.dag_return
+        );
+    }
+    // DAGMan writes its rescue when the DAG fails, and when it stops with a
+    // non-zero exit value even if FINAL then succeeds (main_shutdown_rescue
+    // writes it before FINAL runs).
+    let rescue_due = !complete || ended.stop.is_some_and(|a| a.dag_return != 0);
+    if rescue_due
+        && let Some(src) = scenario.source.as_ref()
+        && let Some(info) = &src.dagman
+    {
+        let path = write_dagman_rescue(scenario, src, info, &ended)?;
+        say!(
+            "rescue DAG written to {} (the next `gridbed run` of this DAG starts from it)",
+            path.display()
+        );
+    }
+    if complete {
         Ok(ExitCode::SUCCESS)
     } else {
-        if let Some(src) = scenario.source.as_ref().filter(|s| s.dagman.is_some()) {
-            let path = write_dagman_rescue(scenario, src, &done, &failed)?;
-            say!(
-                "rescue DAG written to {} (the next `gridbed run` of this DAG starts from it)",
-                path.display()
-            );
-        }
         if let Some(path) = &ex.out.rescue {
             let name = format!("{}-rescue", scenario.name);
-            let rest = crate::workflow::formats::wfformat::rest(&scenario.workflow, &done, &name);
+            let done = &ended.done;
+            let rest = crate::workflow::formats::wfformat::rest(&scenario.workflow, done, &name);
             write_json(path, &rest)?;
             let left = done.iter().filter(|&&d| !d).count();
             say!(
@@ -536,14 +559,27 @@ fn execute(
     }
 }
 
-/// Which jobs ended done; the rest of the result is not freed, as the
+/// How a run's jobs ended, all a failed run's rescue needs.
+struct Ended {
+    /// Per job: it ended done.
+    done: Vec<bool>,
+    /// Per job: it failed for good.
+    failed: Vec<bool>,
+    /// What stopped the DAG, if anything did.
+    stop: Option<crate::core::DagAbort>,
+}
+
+/// How the jobs ended; the rest of the result is not freed, as the
 /// process ends with this command (freeing a 100K-job run's records piece by
 /// piece took 30 ms of its 1.2 s).
-fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> (Vec<bool>, Vec<bool>) {
-    let done = std::mem::take(&mut result.done);
-    let failed = result.records.jobs.iter().map(|j| j.failure.is_some()).collect();
+fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> Ended {
+    let ended = Ended {
+        done: std::mem::take(&mut result.done),
+        failed: result.records.jobs.iter().map(|j| j.failure.is_some()).collect(),
+        stop: result.dag_stop,
+    };
     std::mem::forget(result);
-    (done, failed)
+    ended
 }
 
 /// DAGMan's rescue of a `.dag` run that did not complete, beside the DAG:
@@ -551,11 +587,11 @@ fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> (Vec<bool>
 fn write_dagman_rescue(
     scenario: &Scenario,
     src: &crate::config::WorkflowSource,
-    done: &[bool],
-    failed: &[bool],
+    info: &crate::workflow::formats::dagman::DagmanInfo,
+    ended: &Ended,
 ) -> Result<PathBuf, CliError> {
     use crate::workflow::formats::dagman::rescue;
-    let info = src.dagman.as_ref().expect("a .dag's settings");
+    let (done, failed) = (&ended.done, &ended.failed);
     let job_of: std::collections::HashMap<&str, usize> = scenario
         .workflow
         .jobs

@@ -49,7 +49,7 @@ internal!(
 );
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
-pub use manager::{JobState, Manager, ManagerSettings, Registration, ReplicaPolicy};
+pub use manager::{DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy};
 pub use rls::Rls;
 
 /// Index of a site in the scenario's site list.
@@ -200,6 +200,10 @@ pub enum Event {
         /// What happened.
         fault: faults::Fault,
     },
+    /// The user removed the DAG (Ctrl-C of a run, DAGMan's `condor_rm` of
+    /// its own job): every node job is removed, the `FINAL` node runs, and
+    /// the DAG exits as DAGMan's `main_shutdown_remove` does.
+    DagRemoved,
 }
 
 /// An order from the manager to the engine.
@@ -243,6 +247,18 @@ pub enum Command {
     /// MonitQueue: remove `job` from `site`'s queue if it has not started;
     /// answer with [`Event::JobKilled`].
     Kill {
+        /// The job.
+        job: JobId,
+        /// The site.
+        site: SiteId,
+    },
+    /// `condor_rm` of a node job when the DAG stops (`ABORT-DAG-ON`, or the
+    /// user removed the DAG): `site` drops `job` wherever it is, queued,
+    /// running or writing its outputs, frees its slot and keeps none of
+    /// what it wrote; a PRE or POST script of the node running there is
+    /// killed. The manager has already counted it removed, so the site
+    /// answers nothing.
+    Remove {
         /// The job.
         job: JobId,
         /// The site.

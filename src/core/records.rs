@@ -23,6 +23,9 @@ pub enum Outcome {
     Failed(JobFailure),
     /// MonitQueue killed it in the site's queue after `max_idle`; re-planned.
     Killed,
+    /// Removed when the DAG stopped (`ABORT-DAG-ON`, or the user removed
+    /// the DAG), for the reason given; never retried.
+    Removed(String),
 }
 
 impl Outcome {
@@ -42,6 +45,7 @@ impl Outcome {
             Outcome::Failed(JobFailure::Failed(r)) => format!("failed: {r}"),
             Outcome::Failed(JobFailure::Exit(status)) => format!("exited {status}"),
             Outcome::Killed => "killed by MonitQueue".into(),
+            Outcome::Removed(r) => format!("removed: {r}"),
         }
     }
 }

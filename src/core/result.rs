@@ -27,8 +27,10 @@ pub struct RunResult {
     /// FINAL did).
     pub succeeded: bool,
     /// The DAG's exit status as DAGMan reports it: 0 when it succeeded, an
-    /// `ABORT-DAG-ON`'s return value, else 1.
+    /// `ABORT-DAG-ON`'s return value (2 after the user removed it), else 1.
     pub dag_exit: i32,
+    /// What stopped the DAG, if anything did (`ABORT-DAG-ON`, the user).
+    pub dag_stop: Option<super::DagAbort>,
     /// Nominal makespan (last job end).
     pub makespan: Time,
     /// Final RLS: holders of every file.
@@ -77,7 +79,8 @@ impl RunResult {
             .map(|j| manager.job_state(j) == super::manager::JobState::Done)
             .collect();
         let succeeded = manager.succeeded();
-        let dag_exit = match (succeeded, manager.dag_abort()) {
+        let dag_stop = manager.dag_abort();
+        let dag_exit = match (succeeded, dag_stop) {
             (true, _) => 0,
             (false, Some(a)) => a.dag_return,
             (false, None) => 1,
@@ -90,6 +93,7 @@ impl RunResult {
             done,
             succeeded,
             dag_exit,
+            dag_stop,
             makespan,
             rls,
             evictions: Vec::new(),

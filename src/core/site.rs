@@ -255,6 +255,31 @@ impl Site {
         killed
     }
 
+    /// `condor_rm` of `job` (the DAG stopped): dropped from the queue, or
+    /// from its slot, which the next queued job takes; outputs it was
+    /// writing are dropped. Its run, if the engine still times one, ends
+    /// unseen ([`Site::end_run`] finds no such run). Nothing is emitted:
+    /// the manager counted the job removed when it asked.
+    pub fn remove(&mut self, job: JobId, out: &mut Vec<SiteAction>) {
+        self.exits.remove(&job);
+        if let Some(i) = self.queue.iter().position(|&j| j == job) {
+            self.queue.remove(i);
+            return;
+        }
+        if let Some(i) = self.running.iter().position(|&j| j == job) {
+            self.running.swap_remove(i);
+        } else if let Some(i) = self.ending.iter().position(|&j| j == job) {
+            for o in self.writing(job).to_vec() {
+                self.pool.abort_write(o);
+            }
+            self.ending.swap_remove(i);
+        } else {
+            return; // it ended meanwhile, and the manager ignores that end
+        }
+        self.member_at.remove(&job);
+        self.try_start(out);
+    }
+
     /// Postscript: unpins `job`'s files and deletes `delete` once nothing
     /// pins them.
     pub fn release(&mut self, job: JobId, delete: &[FileId], out: &mut Vec<SiteAction>) {
@@ -915,6 +940,35 @@ mod tests {
         out.clear();
         complete(&mut s, 0, &mut out);
         assert!(started(&out).is_empty(), "the killed job is gone");
+    }
+
+    #[test]
+    fn a_removal_drops_a_job_queued_running_or_writing_and_frees_its_slot() {
+        let mut s = site(1, 1000, 5, None);
+        let mut out = Vec::new();
+        for j in 0..3 {
+            s.submit(j, 0, &mut out);
+        }
+        out.clear();
+        // Queued: gone from the line, nothing said, nothing started.
+        s.remove(1, &mut out);
+        assert!(out.is_empty());
+        // Running: its slot goes to the next in line at once.
+        s.remove(0, &mut out);
+        assert_eq!(started(&out), vec![2]);
+        assert!(out.iter().all(|a| !matches!(a, Emit(Event::JobEnded { .. }))));
+        // Its timed run ends unseen.
+        out.clear();
+        assert!(s.end_run(0, &mut out).is_none());
+        assert!(out.is_empty());
+        // Writing: the reserved output is dropped, as is its late report.
+        assert_eq!(s.end_run(2, &mut out), Some(vec![4]));
+        assert_eq!(s.pool().used(), 15);
+        s.remove(2, &mut out);
+        s.outputs_written(2, Ok(()), &mut out);
+        assert!(ended(&out).is_empty());
+        assert_eq!((s.pool().used(), s.running()), (10, 0));
+        assert!(!s.serves(4));
     }
 
     #[test]

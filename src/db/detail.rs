@@ -105,6 +105,7 @@ fn outcome_of(kind: &str, reason: Option<String>) -> Outcome {
     match kind {
         "ended" => Outcome::Ended,
         "killed" => Outcome::Killed,
+        "removed" => Outcome::Removed(reason),
         "staging_failed" => Outcome::StagingFailed(reason),
         "failed" => {
             Outcome::Failed(serde_json::from_str(&reason).unwrap_or(JobFailure::Failed(reason)))

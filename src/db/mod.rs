@@ -114,6 +114,7 @@ fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
         Outcome::StagingFailed(r) => ("staging_failed", Some(r.clone())),
         Outcome::Failed(f) => ("failed", serde_json::to_string(f).ok()),
         Outcome::Killed => ("killed", Some("idle longer than max_idle".into())),
+        Outcome::Removed(r) => ("removed", Some(r.clone())),
     }
 }
 

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::messages::{Cleanup, Delete, Fetch, Kill, Pin, Release, RunScript, SiteEvent, Submit};
+use super::messages::{
+    Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteEvent, Submit,
+};
 use super::remote::SiteAddr;
 use crate::core::observer::BoxedObserver;
 use crate::core::{Command, Event, Manager, Time};
@@ -137,6 +139,7 @@ impl ManagerActor {
                     self.sites[site].do_send(Submit { job, exit })
                 }
                 Command::Kill { job, site } => self.sites[site].do_send(Kill { job }),
+                Command::Remove { job, site } => self.sites[site].do_send(Remove { job }),
                 Command::RunScript {
                     job,
                     site,

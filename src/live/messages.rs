@@ -52,6 +52,16 @@ pub struct Kill {
     pub job: JobId,
 }
 
+/// Manager → site (the DAG stopped): `condor_rm` of `job`, queued,
+/// running or writing its outputs; the site answers nothing (see
+/// [`crate::core::Command::Remove`]).
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[rtype(result = "()")]
+pub struct Remove {
+    /// The job.
+    pub job: JobId,
+}
+
 /// Manager → site: run `job`'s PRE or POST script in the pool; the site
 /// answers with [`crate::core::Event::ScriptDone`].
 #[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]

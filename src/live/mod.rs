@@ -94,6 +94,11 @@ pub struct LiveOptions {
     /// Leave the sites' pool directories on disk after the run (their paths
     /// go into the control database, for `gridbed audit`).
     pub keep_pools: bool,
+    /// Ctrl-C removes the DAG as `condor_rm` of DAGMan does (its jobs
+    /// removed, FINAL run, the run's end reported); a second one ends the
+    /// process at once. `gridbed run` sets it; a library caller keeps its
+    /// own handling of the signal.
+    pub remove_on_interrupt: bool,
 }
 
 /// A finished live run: the engine-neutral [`RunResult`] (reached through
@@ -152,6 +157,21 @@ pub enum EngineError {
     /// A farm read failed past its retries, or the farm stalled.
     #[error("live farm: {0}")]
     Farm(String),
+}
+
+/// The user's Ctrl-C removes the DAG (DAGMan's `main_shutdown_remove`);
+/// a second one ends the process at once, as 128 + SIGINT.
+async fn remove_on_interrupt(manager: Addr<manager::ManagerActor>) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    eprintln!(
+        "\ninterrupted: removing the DAG's jobs, then its FINAL node runs (Ctrl-C again to stop at once)"
+    );
+    manager.do_send(SiteEvent(Event::DagRemoved));
+    if tokio::signal::ctrl_c().await.is_ok() {
+        std::process::exit(130);
+    }
 }
 
 /// Runs `scenario` live and returns when no job can make progress.
@@ -351,9 +371,12 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         sites: sites.clone(),
         done: tx,
     });
+    let interrupt = opts
+        .remove_on_interrupt
+        .then(|| actix_rt::spawn(remove_on_interrupt(manager_addr.clone())));
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
     let wall = clock.start.elapsed();
-    for t in timed {
+    for t in timed.iter().chain(&interrupt) {
         t.abort();
     }
     let manager::Taken { core, db, timeline } = manager_addr

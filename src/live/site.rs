@@ -17,7 +17,7 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Cleanup, Delete, Fetch, FileCheck, Kill, Pin, Release, RunScript, SiteEvent, SiteFault,
+    Cleanup, Delete, Fetch, FileCheck, Kill, Pin, Release, Remove, RunScript, SiteEvent, SiteFault,
     SiteReport, Submit, TakeInventory,
 };
 use super::store::{self, Store};
@@ -47,6 +47,8 @@ pub struct SiteActor {
     real_bytes_in: u64,
     /// Transfers into the site in flight (a crash ends them at once).
     fetching: rustc_hash::FxHashMap<crate::core::TransferId, crate::core::FileId>,
+    /// PRE and POST scripts running here, by node (a removal kills them).
+    scripts: rustc_hash::FxHashMap<JobId, SpawnHandle>,
 }
 
 impl Actor for SiteActor {
@@ -104,6 +106,7 @@ impl SiteActor {
             manager,
             real_bytes_in: 0,
             fetching: Default::default(),
+            scripts: Default::default(),
         }
     }
 
@@ -413,6 +416,17 @@ impl Handler<Kill> for SiteActor {
     }
 }
 
+impl Handler<Remove> for SiteActor {
+    type Result = ();
+    fn handle(&mut self, m: Remove, ctx: &mut Context<Self>) {
+        if let Some(script) = self.scripts.remove(&m.job) {
+            ctx.cancel_future(script);
+        }
+        self.site.remove(m.job, &mut self.actions);
+        self.carry_out(ctx);
+    }
+}
+
 impl Handler<Release> for SiteActor {
     type Result = ();
     fn handle(&mut self, m: Release, ctx: &mut Context<Self>) {
@@ -489,7 +503,13 @@ impl Handler<RunScript> for SiteActor {
         let dir = self.store.dir().to_path_buf();
         let fut = async move {
             let status = match call.command(&dir) {
-                Ok(c) => tokio::process::Command::from(c).status().await,
+                // A removed node's script is killed with its future.
+            Ok(c) => {
+                tokio::process::Command::from(c)
+                    .kill_on_drop(true)
+                    .status()
+                    .await
+            }
                 Err(e) => Err(e),
             };
             match status {
@@ -500,8 +520,10 @@ impl Handler<RunScript> for SiteActor {
                 }
             }
         };
-        ctx.spawn(fut.into_actor(self).map(move |status, act, _| {
+        let handle = ctx.spawn(fut.into_actor(self).map(move |status, act, _| {
+            act.scripts.remove(&job);
             act.emit(Event::ScriptDone { job, kind, status });
         }));
+        self.scripts.insert(job, handle);
     }
 }

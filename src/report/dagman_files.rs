@@ -116,7 +116,8 @@ pub fn jobstate_log(scenario: &Scenario, run: &RunResult, epoch: SystemTime) -> 
                         ev(t, "JOB_FAILURE -1002".into());
                     }
                 }
-            } else if a.outcome == Outcome::Killed
+            } else if (a.outcome == Outcome::Killed
+                || matches!(a.outcome, Outcome::Removed(_)) && a.submitted.is_some())
                 && let Some(t) = a.ended
             {
                 ev(t, format!("JOB_ABORTED {id}"));

@@ -448,6 +448,10 @@ impl Sim {
                 self.sites[site].kill(job, &mut self.actions);
                 self.carry_out(site);
             }
+            Command::Remove { job, site } => {
+                self.sites[site].remove(job, &mut self.actions);
+                self.carry_out(site);
+            }
             Command::Cleanup { site, file } => self.sites[site].cleanup(file),
             Command::Delete { site, file } => {
                 self.sites[site].delete(file, &mut self.actions);

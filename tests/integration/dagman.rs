@@ -912,3 +912,203 @@ fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
         "{err}"
     );
 }
+
+/// `a` and five 1000 s nodes `r1`..`r5` that each write a file and have a
+/// POST script, FINAL `fin` with one; with `abort`, `a` exits 7 at 10 s
+/// and `ABORT-DAG-ON a 7 RETURN 4` stops the DAG while r1..r5 run. Every
+/// script writes to `scripts.log`; the site has six slots.
+fn five_running_testbed(dir: &Path, abort: bool) -> std::path::PathBuf {
+    let mut dag = String::from("JOB a n.sub\nFINAL fin n.sub\n");
+    let mut sidecar = String::from("[[job]]\nname = \"a\"\nruntime = 10\n");
+    if abort {
+        dag.push_str("ABORT-DAG-ON a 7 RETURN 4\n");
+        sidecar.push_str("exit = [7]\n");
+    }
+    for i in 1..6 {
+        dag.push_str(&format!(
+            "JOB r{i} n.sub\nSCRIPT DEBUG scripts.log STDOUT POST r{i} post.sh $JOB $RETURN\n"
+        ));
+        sidecar.push_str(&format!(
+            "[[file]]\nname = \"out{i}\"\nsize = 1000\n[[job]]\nname = \"r{i}\"\nruntime = 1000\noutputs = [\"out{i}\"]\n"
+        ));
+    }
+    dag.push_str("SCRIPT DEBUG scripts.log STDOUT POST fin post.sh $JOB $RETURN\n");
+    std::fs::write(dir.join("w.dag"), dag).unwrap();
+    std::fs::write(dir.join("w.toml"), sidecar).unwrap();
+    let post = dir.join("post.sh");
+    std::fs::write(&post, POST_SH).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let body = r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1
+[manager]
+maxpre = 0
+prescript_interval = 0
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 6
+[workflow]
+file = "w.dag"
+sidecar = "w.toml"
+default_runtime = 10
+scripts = "run"
+"#;
+    write_testbed(dir, "t.toml", body)
+}
+
+/// r1..r5 were removed at `at` (nominal s) before they ended: attempt
+/// removed, output not registered, no POST script run; FINAL ran after.
+fn assert_five_removed(run: &gridbed::core::result::RunResult, s: &gridbed::config::Scenario) {
+    use gridbed::core::records::Outcome;
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    let stop = run.records.jobs[job("r1")].attempts[0].ended.unwrap();
+    for i in 1..6 {
+        let attempts = &run.records.jobs[job(&format!("r{i}"))].attempts;
+        assert_eq!(attempts.len(), 1, "r{i} is not retried");
+        let a = &attempts[0];
+        assert!(
+            matches!(&a.outcome, Outcome::Removed(_)),
+            "r{i}: {:?}",
+            a.outcome
+        );
+        assert_eq!((a.finished, a.ended), (None, Some(stop)), "r{i}");
+        let out = s
+            .workflow
+            .files
+            .iter()
+            .position(|f| f.name == format!("out{i}"))
+            .unwrap();
+        assert!(run.rls.holders(out).is_empty(), "out{i} registered");
+    }
+    assert!(stop < 1000.0, "removed long before their end: {stop}");
+    let fin = &run.records.jobs[job("fin")].attempts[0];
+    assert!(fin.prescript >= stop, "FINAL ran after the removal");
+    assert!(run.makespan < 1000.0, "{}", run.makespan);
+}
+
+/// The issue's case (HTCondor's main_shutdown_rescue): ABORT-DAG-ON with
+/// five jobs running removes them all in both engines, none registers its
+/// output or runs its POST script, FINAL runs, and FINAL's success is the
+/// DAG's (Dag::DoneSuccess) while the DAG's stop value is RETURN's 4.
+#[test]
+fn abort_dag_on_removes_five_running_jobs_in_both_engines_then_final_runs() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = load(&five_running_testbed(dir.path(), true));
+        let run = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert_five_removed(&run, &s);
+        let stop = run.dag_stop.expect("stopped");
+        assert_eq!((stop.status, stop.dag_return), (7, 4), "{engine}");
+        assert!(run.succeeded, "{engine}: FINAL ended well");
+        let log = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+        assert_eq!(log, "fin returned 0\n", "{engine}: only FINAL's POST ran");
+    }
+    // Through `gridbed run`: DAGMan writes the rescue at the stop, before
+    // FINAL, so there is one though the run succeeded.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = five_running_testbed(dir.path(), true);
+    let catalog = crate::common::catalog();
+    let (code, said, err) = crate::common::gridbed(&[
+        "run".as_ref(),
+        tb.as_os_str(),
+        "--sites".as_ref(),
+        catalog.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        said.contains("the DAG stopped (ABORT-DAG-ON: node `a` exited 7)")
+            && said.contains("exit value 4"),
+        "{said}"
+    );
+    let rescue = std::fs::read_to_string(dir.path().join("w.dag.rescue001")).unwrap();
+    assert!(
+        rescue.contains("# Nodes premarked DONE: 0\n# Nodes that failed: 6\n"),
+        "{rescue}"
+    );
+}
+
+/// Ctrl-C of a live `gridbed run` removes the DAG as `condor_rm` of
+/// DAGMan does (main_shutdown_remove): its running jobs are removed, FINAL
+/// runs, and the rescue DAG is written (the removal's exit value is 2,
+/// EXIT_ABORT); FINAL's success is the DAG's, so the run exits 0 and the
+/// jobstate log ends with DAGMan's 0, as ExitSuccess writes it.
+#[test]
+fn ctrl_c_removes_the_running_jobs_runs_final_and_writes_the_rescue() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = five_running_testbed(dir.path(), false);
+    // Each r node's PRE script marks that its job is about to start.
+    let marks = dir.path().join("pre.log");
+    let pre = dir.path().join("pre.sh");
+    std::fs::write(
+        &pre,
+        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marks.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pre, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut dag = std::fs::read_to_string(dir.path().join("w.dag")).unwrap();
+    for i in 1..6 {
+        dag.push_str(&format!("SCRIPT PRE r{i} pre.sh $JOB\n"));
+    }
+    dag.push_str("JOBSTATE_LOG j.log\n");
+    std::fs::write(dir.path().join("w.dag"), dag).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", tb.to_str().unwrap(), "--sites"])
+        .arg(crate::common::catalog())
+        .args(["--json", "r.json"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The r jobs run 20 s of real time once their PRE scripts are over.
+    let marked = || std::fs::read_to_string(&marks).map_or(0, |t| t.lines().count());
+    for _ in 0..400 {
+        if marked() == 5 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let (said, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "FINAL ended well: {err}");
+    assert!(
+        err.contains("interrupted: removing the DAG's jobs"),
+        "{err}"
+    );
+    assert!(
+        said.contains("the DAG stopped (removed by the user)"),
+        "{said}"
+    );
+    assert!(said.contains("exit value 2"), "{said}");
+    assert!(dir.path().join("w.dag.rescue001").exists(), "{said}");
+    let scripts = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+    assert_eq!(scripts, "fin returned 0\n");
+    let jobstate = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+    assert!(jobstate.contains("DAGMAN_FINISHED 0"), "{jobstate}");
+    assert_eq!(
+        jobstate.matches("JOB_ABORTED").count(),
+        5,
+        "each removed job's abort is logged: {jobstate}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(record["summary"]["jobs_failed"], 5, "{record}");
+    assert!(record["summary"]["makespan_s"].as_f64().unwrap() < 1000.0);
+}

@@ -124,7 +124,7 @@ impl Manager {
                     JobFailure::NoSpace { never: false } => Retry::Later,
                     JobFailure::Failed(_) => Retry::Counted,
                     JobFailure::Exit(status) => {
-                        self.abort_on(job, status);
+                        self.abort_on(job, status, out);
                         self.unless_exit(job, status)
                     }
                 };
@@ -158,7 +158,7 @@ impl Manager {
         if self.nodes.post[job] {
             self.run_script(job, ScriptKind::Post, 0, out);
         } else {
-            self.abort_on(job, 0);
+            self.abort_on(job, 0, out);
             self.postscript(job, site);
         }
     }
@@ -237,11 +237,14 @@ impl Manager {
                     return;
                 }
                 st.pre_running = false;
-                self.abort_on(job, status);
+                self.abort_on(job, status, out);
                 if status != 0 && self.nodes.pre_skip[job] == Some(status) {
                     self.pre_skipped(job, out);
-                } else if status == 0 {
+                } else if status == 0 && !self.stopped_for(job) {
                     self.launch(job, out);
+                } else if status == 0 {
+                    let reason = self.stop_reason();
+                    self.abort_staging(job, reason, Retry::Never, out);
                 } else {
                     let reason = format!("PRE script exited {status}");
                     self.abort_staging(job, reason, retry, out);
@@ -263,7 +266,7 @@ impl Manager {
                     return;
                 }
                 let site = self.site_of[job];
-                self.abort_on(job, status);
+                self.abort_on(job, status, out);
                 if status == 0 {
                     // A POST script that exits 0 rescues a failed job.
                     self.postscript(job, site);

@@ -33,6 +33,7 @@
 //! their files fit (storage-aware release); `stage_out` outputs sent to the
 //! submit machine.
 
+mod abort;
 mod completion;
 mod maintenance;
 mod memo;
@@ -526,19 +527,22 @@ pub struct Manager {
     /// Per job: the non-zero status its program exited with on this attempt
     /// (it wrote no outputs; its POST script decides the node).
     exited: Vec<Option<i32>>,
-    /// `ABORT-DAG-ON` took effect.
+    /// The DAG stopped (`ABORT-DAG-ON`, or the user removed it).
     abort: Option<DagAbort>,
 }
 
-/// An `ABORT-DAG-ON` that took effect: no node starts any more but the
-/// `FINAL` one; the nodes in flight end as they do, without retries.
+/// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
+/// removal of the DAG. Every node job in flight was removed and no node
+/// starts any more but the `FINAL` one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DagAbort {
-    /// The node whose exit aborted the DAG.
-    pub node: JobId,
-    /// The value it exited with.
+    /// The node whose exit aborted the DAG; `None` when the user removed
+    /// it.
+    pub node: Option<JobId>,
+    /// The value that node exited with (0 for a removal).
     pub status: i32,
-    /// The DAG's exit value (`RETURN`, else the node's).
+    /// The DAG's exit value: `RETURN`, else the node's; for a removal
+    /// DAGMan's `EXIT_ABORT` (2).
     pub dag_return: i32,
 }
 
@@ -836,6 +840,7 @@ impl Manager {
             Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => self.forget_copy(file, site),
+            Event::DagRemoved => self.remove_dag(out),
             Event::Fault { site, fault } => {
                 self.grid_changed = true;
                 self.on_fault(site, fault, out);

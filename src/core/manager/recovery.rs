@@ -42,14 +42,8 @@ impl Manager {
     }
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
-        if let Some(a) = self.abort
-            && Some(job) != self.nodes.final_node
-        {
-            let node = &self.wf.jobs[a.node].name;
-            let why = format!(
-                "the DAG was aborted (ABORT-DAG-ON: `{node}` exited {})",
-                a.status
-            );
+        if self.stopped_for(job) {
+            let why = self.stop_reason();
             self.fail_for_good(job, why);
             return;
         }

@@ -1,7 +1,7 @@
 //! Release of ready jobs: a node is ready when its parents ended (DAGMan);
 //! NOOP and DONE nodes complete without running; the FINAL node is ready
-//! when every other node is over; ABORT-DAG-ON stops all releases but the
-//! FINAL node's.
+//! when every other node is over; a stopped DAG (see `abort.rs`) releases
+//! none but the FINAL node.
 
 use super::*;
 
@@ -50,34 +50,8 @@ impl Manager {
         }
     }
 
-    /// `ABORT-DAG-ON`: `job` exited `status`; if that value aborts the DAG,
-    /// no node starts any more but the FINAL one (those waiting will never
-    /// run; those in flight end as they do, without retries).
-    pub(super) fn abort_on(&mut self, job: JobId, status: i32) {
-        if self.abort.is_some() {
-            return;
-        }
-        let Some(&(_, ret)) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status) else {
-            return;
-        };
-        self.abort = Some(DagAbort {
-            node: job,
-            status,
-            dag_return: ret.unwrap_or(status),
-        });
-        for j in 0..self.state.len() {
-            if j != job
-                && Some(j) != self.nodes.final_node
-                && matches!(self.state[j], JobState::Waiting | JobState::Ready)
-            {
-                self.set_state(j, JobState::Blocked);
-                self.records.jobs[j].blocked_by = Some(job);
-            }
-        }
-    }
-
     pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.abort.is_some() && Some(job) != self.nodes.final_node || self.memoizing(job) {
+        if self.stopped_for(job) || self.memoizing(job) {
             return;
         }
         if self.state[job] == JobState::Waiting {

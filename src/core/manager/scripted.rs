@@ -150,6 +150,19 @@ impl ScriptedWorld {
         }
     }
 
+    /// Jobs holding a slot at `site` now. (The manager's unit tests' knob.)
+    #[cfg(test)]
+    pub fn running(&self, site: SiteId) -> usize {
+        self.sites.get(site).map_or(0, Site::running)
+    }
+
+    /// `event` reaches the manager at `at` (a user's interrupt, say).
+    /// (The manager's unit tests' knob.)
+    #[cfg(test)]
+    pub fn tell_at(&mut self, at: Time, event: Event) {
+        self.events.push(at, Happening::Tell(event));
+    }
+
     /// The run starts: each site over its pool (a blocked one with every
     /// slot held by other users), each source's file server.
     fn open(&mut self) {
@@ -200,6 +213,10 @@ impl ScriptedWorld {
                         self.sites[site].set_load(Some(full(cpus)), &mut out);
                     }
                     self.sites[site].kill(job, &mut out);
+                    site
+                }
+                Command::Remove { job, site } => {
+                    self.sites[site].remove(job, &mut out);
                     site
                 }
                 Command::Pin { job, site } => {

@@ -227,6 +227,12 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         if kind == ScriptKind::Post {
+            if self.stopped_for(job) {
+                // No script starts once the DAG stopped (a deferred one,
+                // or one whose job's end DAGMan reads only now).
+                self.end_removed(job);
+                return;
+            }
             if self.nodes.max_post > 0 && self.posts_running >= self.nodes.max_post {
                 self.posts_waiting.push_back(job);
                 return;

@@ -1,5 +1,6 @@
 //! The manager's unit tests, in the scripted world (LRU pools).
 
+use super::abort::EXIT_ABORT;
 use super::scripted::ScriptedWorld as World;
 use super::*;
 use crate::core::{File, JobSpec};
@@ -1060,7 +1061,7 @@ fn abort_dag_on_stops_the_dag_and_the_final_node_still_runs() {
     });
     w.run();
     let a = w.m.dag_abort().expect("aborted");
-    assert_eq!((a.node, a.status, a.dag_return), (0, 7, 2));
+    assert_eq!((a.node, a.status, a.dag_return), (Some(0), 7, 2));
     assert_eq!(
         w.m.job_state(0),
         JobState::Failed,
@@ -1090,9 +1091,125 @@ fn abort_dag_on_stops_the_dag_and_the_final_node_still_runs() {
     w.run();
     assert_eq!(
         w.m.dag_abort().map(|a| (a.node, a.dag_return)),
-        Some((1, 1))
+        Some((Some(1), 1))
     );
     assert_eq!(w.m.job_state(2), JobState::Blocked);
+}
+
+/// `j0` (10 s; with `abort`, it exits 7: ABORT-DAG-ON j0 7 RETURN 4)
+/// beside five 100 s jobs that each write a file and have a POST script,
+/// on one site of six slots; node 6 is FINAL if `with_final`.
+fn five_running_beside_j0(abort: bool, with_final: bool) -> World {
+    let files = (1..6)
+        .map(|i| File {
+            name: format!("out{i}"),
+            size: 10,
+        })
+        .collect();
+    let jobs = (0..7)
+        .map(|i| JobSpec {
+            name: format!("j{i}"),
+            runtime: if (1..6).contains(&i) { 100.0 } else { 10.0 },
+            outputs: if (1..6).contains(&i) {
+                vec![format!("out{i}")]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        })
+        .collect();
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(files, jobs).unwrap();
+    let mut w = world(wf, sites(1, 6, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(7);
+    nodes.final_node = with_final.then_some(6);
+    nodes.post = (0..7).map(|j| j > 0).collect();
+    nodes.retry = vec![Some(3); 7];
+    if abort {
+        nodes.exits[0] = vec![7];
+        nodes.abort_on[0] = vec![(7, Some(4))];
+    }
+    w.m.set_nodes(nodes);
+    w
+}
+
+/// j1..j5: each attempt removed at `at` while it ran, none of their
+/// outputs registered, no POST script of theirs run, never retried.
+fn assert_removed(w: &World, at: Time) {
+    for j in 1..6 {
+        assert_eq!(w.m.job_state(j), JobState::Failed, "j{j}");
+        let r = &w.m.records().jobs[j];
+        assert_eq!(r.attempts.len(), 1, "j{j} is not retried");
+        let a = &r.attempts[0];
+        assert!(matches!(a.outcome, Outcome::Removed(_)), "{:?}", a.outcome);
+        assert!(a.started.is_some_and(|t| t < at), "j{j} was running");
+        assert_eq!((a.finished, a.ended), (None, Some(at)));
+        assert!(!w.m.rls().has(j - 1, 1), "out{j} registered");
+    }
+    assert!(
+        w.scripts_run.iter().all(|s| !(1..6).contains(&s.0)),
+        "a removed node ran a POST script: {:?}",
+        w.scripts_run
+    );
+    assert_eq!(w.ended_ok[1..6], [0; 5], "a removed job ended well");
+    assert_eq!(w.running(1), 0, "every slot freed");
+}
+
+#[test]
+fn abort_dag_on_removes_the_running_jobs_before_final_runs() {
+    // j0 exits 7 at 10 s with j1..j5 running until 100 s. DAGMan's
+    // main_shutdown_rescue: every job removed, then FINAL runs.
+    let mut w = five_running_beside_j0(true, true);
+    w.run();
+    let a = w.m.dag_abort().expect("aborted");
+    assert_eq!((a.node, a.dag_return), (Some(0), 4));
+    assert_removed(&w, 10.0);
+    let fin = &w.m.records().jobs[6].attempts[0];
+    assert!(fin.prescript >= 10.0 && fin.prescript < 100.0, "{fin:?}");
+    assert_eq!(w.m.job_state(6), JobState::Done);
+    assert!(w.m.is_finished());
+    // FINAL ended well, so the DAG did (Dag::DoneSuccess).
+    assert!(w.m.succeeded());
+    // Without FINAL, RETURN 4 is the DAG's exit: a failure.
+    let mut w = five_running_beside_j0(true, false);
+    w.run();
+    assert_removed(&w, 10.0);
+    assert!(w.m.is_finished() && !w.m.succeeded());
+    assert_eq!(w.m.dag_abort().map(|a| a.dag_return), Some(4));
+}
+
+#[test]
+fn a_users_removal_removes_jobs_runs_final_and_exits_dagmans_exit_abort() {
+    // The user removes the DAG at 50 s, while j1..j5 run.
+    let mut w = five_running_beside_j0(false, true);
+    w.tell_at(50.0, Event::DagRemoved);
+    w.run();
+    let a = w.m.dag_abort().expect("removed");
+    assert_eq!((a.node, a.dag_return), (None, EXIT_ABORT));
+    assert_removed(&w, 50.0);
+    assert_eq!(w.m.job_state(0), JobState::Done, "it had ended");
+    assert_eq!(w.m.job_state(6), JobState::Done, "FINAL runs after a removal");
+    assert!(w.m.records().jobs[6].attempts[0].prescript >= 50.0);
+    assert!(w.m.succeeded(), "FINAL ended well: so did the DAG");
+    // Without FINAL the DAG exits EXIT_ABORT; a second removal changes
+    // nothing.
+    let mut w = five_running_beside_j0(false, false);
+    w.tell_at(50.0, Event::DagRemoved);
+    w.tell_at(60.0, Event::DagRemoved);
+    w.run();
+    assert_removed(&w, 50.0);
+    assert!(w.m.is_finished() && !w.m.succeeded());
+    assert_eq!(w.m.dag_abort().map(|a| a.dag_return), Some(EXIT_ABORT));
+    // A removal after the DAG's end is no stop.
+    let mut w = five_running_beside_j0(false, false);
+    w.tell_at(1000.0, Event::DagRemoved);
+    w.run();
+    assert!(w.m.succeeded());
+    assert_eq!(w.m.dag_abort(), None);
 }
 
 /// Eight 60 s jobs that each read the one 100-byte file `x`.

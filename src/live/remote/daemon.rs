@@ -477,6 +477,7 @@ async fn orders(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
             Order::Fetch(m) => actor.do_send(m),
             Order::Submit(m) => actor.do_send(m),
             Order::Kill(m) => actor.do_send(m),
+            Order::Remove(m) => actor.do_send(m),
             Order::RunScript(m) => actor.do_send(m),
             Order::Release(m) => actor.do_send(m),
             Order::Cleanup(m) => actor.do_send(m),

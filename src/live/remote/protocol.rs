@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Emulation, SiteConfig};
 use crate::core::{Event, File, FileId, Job, SiteId};
 use crate::live::messages::{
-    Cleanup, Delete, Fetch, Kill, Pin, Release, RunScript, SiteFault, Submit,
+    Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteFault, Submit,
 };
 use crate::workflow::formats::dagman::NodeScripts;
 
@@ -91,6 +91,8 @@ pub enum Order {
     Submit(Submit),
     /// MonitQueue: take a job out of the queue if it has not started.
     Kill(Kill),
+    /// The DAG stopped: remove a job wherever it is.
+    Remove(Remove),
     /// Run a node's PRE or POST script.
     RunScript(RunScript),
     /// Unpin a job's files.

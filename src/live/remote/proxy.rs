@@ -22,7 +22,7 @@ use crate::core::faults::Fault;
 use crate::core::{Event, JobFailure, JobId, ScriptKind, SiteId, TransferFailure, TransferId};
 use crate::live::EngineError;
 use crate::live::messages::{
-    Cleanup, Delete, Fetch, Kill, Pin, Release, RunScript, SiteEvent, SiteFault, SiteReport,
+    Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteEvent, SiteFault, SiteReport,
     Submit, TakeInventory,
 };
 use crate::metrics::Metrics;
@@ -198,6 +198,10 @@ impl RemoteSite {
             }
             Order::Kill(m) => {
                 self.owed.kills.insert(m.job);
+            }
+            // Removed, the job is owed no end any more.
+            Order::Remove(m) => {
+                self.owed.jobs.remove(&m.job);
             }
             _ => {}
         }
@@ -423,6 +427,7 @@ orders!(
     Pin => Pin,
     Submit => Submit,
     Kill => Kill,
+    Remove => Remove,
     RunScript => RunScript,
     Release => Release,
     Cleanup => Cleanup,

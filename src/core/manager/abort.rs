@@ -1,0 +1,168 @@
+//! Stopping the DAG as DAGMan does (HTCondor's `main_shutdown_rescue`):
+//! an `ABORT-DAG-ON` value, or the user's removal of the DAG, removes every
+//! node job in flight (`condor_rm`) and ends every PRE and POST script,
+//! before the `FINAL` node runs; nothing starts after that but the FINAL
+//! node. A removed attempt is recorded as such, frees its slot and
+//! registers none of its outputs; its node fails and is never retried.
+//!
+//! What is not removed: a node whose job has ended well and waits only for
+//! DAGMan to read that end, or for its outputs to go home. Its job is no
+//! longer in the queue for `condor_rm` to reach, so it ends done (but runs
+//! no POST script: none starts after the stop).
+
+use super::*;
+
+/// DAGMan's exit value when the user removed the DAG (`EXIT_ABORT`).
+pub const EXIT_ABORT: i32 = 2;
+
+impl Manager {
+    /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
+    pub(super) fn stopped_for(&self, job: JobId) -> bool {
+        self.abort.is_some() && Some(job) != self.nodes.final_node
+    }
+
+    /// `ABORT-DAG-ON`: `job` exited `status` (its job, or its PRE or POST
+    /// script); if that value aborts the DAG, the DAG stops. `job` itself
+    /// is left to its caller, which ends it as its status says.
+    pub(super) fn abort_on(&mut self, job: JobId, status: i32, out: &mut Vec<Command>) {
+        if self.abort.is_some() {
+            return;
+        }
+        let Some(&(_, ret)) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status) else {
+            return;
+        };
+        let abort = DagAbort {
+            node: Some(job),
+            status,
+            dag_return: ret.unwrap_or(status),
+        };
+        self.stop(abort, Some(job), out);
+    }
+
+    /// The user removed the DAG (Ctrl-C): it stops, and exits
+    /// [`EXIT_ABORT`] unless its FINAL node ends well.
+    pub(super) fn remove_dag(&mut self, out: &mut Vec<Command>) {
+        if self.abort.is_some() || self.is_finished() {
+            return;
+        }
+        let abort = DagAbort {
+            node: None,
+            status: 0,
+            dag_return: EXIT_ABORT,
+        };
+        self.stop(abort, None, out);
+    }
+
+    /// Why nodes stopped, in words, once the DAG did.
+    pub(super) fn stop_reason(&self) -> String {
+        match self.abort {
+            Some(DagAbort {
+                node: Some(n),
+                status,
+                ..
+            }) => format!(
+                "the DAG was aborted (ABORT-DAG-ON: `{}` exited {status})",
+                self.wf.jobs[n].name
+            ),
+            Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
+            None => String::new(),
+        }
+    }
+
+    /// The DAG stops: nodes not yet started never will, and those in
+    /// flight (but `spare`, whose end is being handled) are removed.
+    fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
+        self.abort = Some(abort);
+        for j in 0..self.state.len() {
+            if Some(j) == spare || Some(j) == self.nodes.final_node {
+                continue;
+            }
+            match self.state[j] {
+                JobState::Waiting | JobState::Ready => {
+                    self.set_state(j, JobState::Blocked);
+                    self.records.jobs[j].blocked_by = abort.node;
+                }
+                JobState::Staging | JobState::Queued | JobState::Running => {
+                    self.remove_node(j, out);
+                }
+                JobState::Done | JobState::Failed | JobState::Blocked => {}
+            }
+        }
+    }
+
+    /// `condor_rm` of `job`'s attempt, wherever it is: its PRE script or
+    /// staging, the schedd, its site's queue or slot, or its POST script.
+    fn remove_node(&mut self, job: JobId, out: &mut Vec<Command>) {
+        let site = self.site_of[job];
+        let at_site = self.state[job] == JobState::Queued
+            || self.at_site[job]
+                && self.records.jobs[job]
+                    .attempts
+                    .last()
+                    .is_some_and(|a| a.finished.is_none());
+        match self.state[job] {
+            JobState::Staging => {
+                if let Some(st) = self.staging[job].as_ref().filter(|s| s.pre_running) {
+                    // Its PRE script is killed where it runs.
+                    out.push(Command::Remove { job, site: st.site });
+                }
+                if !self.end_staging(job, out) {
+                    // Submitted, not yet in the schedd (condor_submit's
+                    // overhead, DAGMan's submit cycle, MAX_JOBS_IDLE).
+                    self.unpin_staged(job, site, out);
+                }
+            }
+            JobState::Queued | JobState::Running if at_site => {
+                self.killing[job] = false;
+                self.active[site] -= 1;
+                if self.at_site[job] {
+                    out.push(Command::Remove { job, site });
+                }
+                self.leave_slot(job, site, out);
+                self.unpin_staged(job, site, out);
+            }
+            JobState::Running => {
+                // Its job ended: only a POST script running or waiting for
+                // MAX_POST is stopped; any other end is left to come.
+                let post_running = self.records.jobs[job].attempts.last().is_some_and(|a| {
+                    a.scripts
+                        .iter()
+                        .any(|r| r.kind == ScriptKind::Post && r.end.is_none())
+                });
+                let before = self.posts_waiting.len();
+                self.posts_waiting.retain(|&j| j != job);
+                if post_running {
+                    self.posts_running -= 1;
+                    out.push(Command::Remove { job, site });
+                } else if self.posts_waiting.len() == before {
+                    return;
+                }
+            }
+            _ => return,
+        }
+        self.end_removed(job);
+    }
+
+    /// A node the DAG's stop reached ends failed, its attempt removed.
+    pub(super) fn end_removed(&mut self, job: JobId) {
+        let why = self.stop_reason();
+        self.exited[job] = None;
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Removed(why.clone());
+            // A script it ran is ended with it (DAGMan kills them).
+            for r in a.scripts.iter_mut().filter(|r| r.end.is_none()) {
+                r.end = Some(self.now);
+            }
+        }
+        self.fail_for_good(job, format!("removed: {why}"));
+    }
+
+    /// The pins of the inputs `job` staged at `site` go, and the copies the
+    /// replica policy does not keep with them.
+    fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        self.release_pins(job, site, delete, false, out);
+    }
+}
