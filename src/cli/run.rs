@@ -528,15 +528,16 @@ fn execute(
     // non-zero exit value even if FINAL then succeeds (main_shutdown_rescue
     // writes it before FINAL runs).
     let rescue_due = !complete || ended.stop.is_some_and(|a| a.dag_return != 0);
-    if rescue_due
-        && let Some(src) = scenario.source.as_ref()
+    if let Some(src) = scenario.source.as_ref()
         && let Some(info) = &src.dagman
+        && (rescue_due || !ended.subdag_runs.is_empty())
     {
-        let path = write_dagman_rescue(scenario, src, info, &ended)?;
-        say!(
-            "rescue DAG written to {} (the next `gridbed run` of this DAG starts from it)",
-            path.display()
-        );
+        for path in write_dagman_rescues(scenario, src, info, &ended, rescue_due)? {
+            say!(
+                "rescue DAG written to {} (the next `gridbed run` of its DAG starts from it)",
+                path.display()
+            );
+        }
     }
     if complete {
         Ok(ExitCode::SUCCESS)
@@ -567,6 +568,8 @@ struct Ended {
     failed: Vec<bool>,
     /// What stopped the DAG, if anything did.
     stop: Option<crate::core::DagAbort>,
+    /// Each failed run of a sub-DAG, in order.
+    subdag_runs: Vec<crate::core::SubDagRun>,
 }
 
 /// How the jobs ended; the rest of the result is not freed, as the
@@ -577,21 +580,23 @@ fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> Ended {
         done: std::mem::take(&mut result.done),
         failed: result.records.jobs.iter().map(|j| j.failure.is_some()).collect(),
         stop: result.dag_stop,
+        subdag_runs: std::mem::take(&mut result.subdag_runs_failed),
     };
     std::mem::forget(result);
     ended
 }
 
-/// DAGMan's rescue of a `.dag` run that did not complete, beside the DAG:
-/// every node of the DAG that ended well is DONE in it.
-fn write_dagman_rescue(
+/// DAGMan's rescue DAGs of a `.dag` run (see
+/// [`crate::workflow::formats::dagman::rescue::write_for_run`]): each failed
+/// run of a sub-DAG's, and with `top` the DAG's own.
+fn write_dagman_rescues(
     scenario: &Scenario,
     src: &crate::config::WorkflowSource,
     info: &crate::workflow::formats::dagman::DagmanInfo,
     ended: &Ended,
-) -> Result<PathBuf, CliError> {
+    top: bool,
+) -> Result<Vec<PathBuf>, CliError> {
     use crate::workflow::formats::dagman::rescue;
-    let (done, failed) = (&ended.done, &ended.failed);
     let job_of: std::collections::HashMap<&str, usize> = scenario
         .workflow
         .jobs
@@ -599,21 +604,18 @@ fn write_dagman_rescue(
         .enumerate()
         .map(|(j, job)| (job.name.as_str(), j))
         .collect();
-    let outcomes: Vec<rescue::Outcome> = info
-        .nodes
-        .iter()
-        .map(|n| {
-            let j = job_of.get(n.name.as_str()).copied();
-            rescue::Outcome {
-                name: &n.name,
-                done: j.is_some_and(|j| done[j]),
-                failed: j.is_some_and(|j| failed[j]),
-                is_final: n.is_final,
-            }
-        })
-        .collect();
-    rescue::write(&src.path, &outcomes, &rescue::created_now())
-        .map_err(|e| CliError::Failed(format!("cannot write the rescue DAG beside {}: {e}", src.path.display())))
+    let end = rescue::RunEnd {
+        job_of: &job_of,
+        done: &ended.done,
+        failed: &ended.failed,
+        subdag_runs: &ended.subdag_runs,
+    };
+    rescue::write_for_run(&src.path, info, &end, top).map_err(|e| {
+        CliError::Failed(format!(
+            "cannot write the rescue DAGs beside {}: {e}",
+            src.path.display()
+        ))
+    })
 }
 
 /// How a record at `record` names the control database at `db`: its file

@@ -49,7 +49,9 @@ internal!(
 );
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
-pub use manager::{DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy};
+pub use manager::{
+    DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy, SubDagRun,
+};
 pub use rls::Rls;
 
 /// Index of a site in the scenario's site list.

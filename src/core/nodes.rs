@@ -58,6 +58,26 @@ pub struct NodeSettings {
     /// `FINAL`: the node that runs once every other node is done, failed or
     /// will never run (after an abort too); its outcome is the DAG's.
     pub final_node: Option<JobId>,
+    /// `SUBDAG EXTERNAL`: each sub-DAG, run as its own DAGMan.
+    pub subdags: Vec<SubDag>,
+}
+
+/// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
+/// the node is a no-op that follows its DAG's leaves, and its "job" is its
+/// DAG, which ends with DAGMan's exit value (0 when every node of it ended
+/// well, else 1). A failure inside blocks only the nodes of the sub-DAG
+/// below it; the node's POST script sees the exit value as `$RETURN`, and
+/// its `RETRY` runs the sub-DAG again from its rescue (the nodes that ended
+/// well stay done).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubDag {
+    /// The `SUBDAG EXTERNAL` node.
+    pub node: JobId,
+    /// The no-op that runs the node's PRE script before its DAG starts, if
+    /// it has one.
+    pub entry: Option<JobId>,
+    /// Its DAG's nodes, those of sub-DAGs nested in it included.
+    pub members: Vec<JobId>,
 }
 
 impl NodeSettings {
@@ -81,6 +101,7 @@ impl NodeSettings {
             exits: vec![Vec::new(); jobs],
             abort_on: vec![Vec::new(); jobs],
             final_node: None,
+            subdags: Vec::new(),
         }
     }
 }

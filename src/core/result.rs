@@ -31,6 +31,8 @@ pub struct RunResult {
     pub dag_exit: i32,
     /// What stopped the DAG, if anything did (`ABORT-DAG-ON`, the user).
     pub dag_stop: Option<super::DagAbort>,
+    /// Each failed run of a sub-DAG, in order (for its rescue DAG).
+    pub subdag_runs_failed: Vec<super::SubDagRun>,
     /// Nominal makespan (last job end).
     pub makespan: Time,
     /// Final RLS: holders of every file.
@@ -86,6 +88,7 @@ impl RunResult {
             (false, None) => 1,
         };
         let makespan = manager.records().makespan();
+        let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
         let (records, rls) = manager.into_records_and_rls();
         RunResult {
             engine,
@@ -94,6 +97,7 @@ impl RunResult {
             succeeded,
             dag_exit,
             dag_stop,
+            subdag_runs_failed,
             makespan,
             rls,
             evictions: Vec::new(),

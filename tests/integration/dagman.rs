@@ -1112,3 +1112,135 @@ fn ctrl_c_removes_the_running_jobs_runs_final_and_writes_the_rescue() {
     assert_eq!(record["summary"]["jobs_failed"], 5, "{record}");
     assert!(record["summary"]["makespan_s"].as_f64().unwrap() < 1000.0);
 }
+
+/// A POST script that reports `$RETURN` and exits with it.
+const POST_PASS_SH: &str = "#!/bin/sh\necho \"$1 returned $2\"\nexit $2\n";
+
+/// `a`, then the sub-DAG `s` (`inner.dag`: `x` then `y`, and `w1`..`w3`
+/// of category `wide` with `MAXJOBS wide 1`), then `z`. `s+y` exits as
+/// `y_exits` says; `s` has a POST script that reports and passes on
+/// `$RETURN`, and `retry` retries.
+fn subdag_testbed(dir: &Path, y_exits: &str, retry: u32) -> std::path::PathBuf {
+    let top = format!(
+        "JOB a n.sub\nSUBDAG EXTERNAL s inner.dag\nJOB z n.sub\nPARENT a CHILD s\n\
+         PARENT s CHILD z\nRETRY s {retry}\n\
+         SCRIPT DEBUG scripts.log STDOUT POST s post.sh $JOB $RETURN\n"
+    );
+    std::fs::write(
+        dir.join("inner.dag"),
+        "JOB x n.sub\nJOB y n.sub\nJOB w1 n.sub\nJOB w2 n.sub\nJOB w3 n.sub\n\
+         PARENT x CHILD y\nCATEGORY w1 wide\nCATEGORY w2 wide\nCATEGORY w3 wide\n\
+         MAXJOBS wide 1\n",
+    )
+    .unwrap();
+    let tb = dag_testbed(dir, &top, "", "scripts = \"run\"");
+    std::fs::write(
+        dir.join("w.toml"),
+        format!("[[job]]\nname = \"s+y\"\nexit = {y_exits}\n"),
+    )
+    .unwrap();
+    let post = dir.join("post.sh");
+    std::fs::write(&post, POST_PASS_SH).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tb
+}
+
+/// The issue's SUBDAG case, after HTCondor's manual ("SUBDAG EXTERNAL",
+/// "The Rescue DAG"): `s+y` fails once, so the sub-DAG's DAGMan exits 1;
+/// the POST script of `s` sees `$RETURN` 1 and passes it on; `RETRY s 1`
+/// runs the sub-DAG again from its rescue (`x` and `w1`..`w3` stay DONE),
+/// `y` succeeds, POST sees 0 and `z` runs. `MAXJOBS wide 1` of the
+/// sub-DAG holds throughout. Both engines.
+#[test]
+fn a_failing_subdag_with_retry_reruns_from_its_rescue_and_its_post_sees_the_status() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = load(&subdag_testbed(dir.path(), "[1, 0]", 1));
+        let run = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+        let attempts = |n: &str| run.records.jobs[job(n)].attempts.len();
+        let counts: Vec<usize> = ["a", "s+x", "s+y", "s+w1", "s", "z"]
+            .iter()
+            .map(|n| attempts(n))
+            .collect();
+        assert_eq!(counts, [1, 1, 2, 1, 2, 1], "{engine}: attempts");
+        let log = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+        assert_eq!(
+            log, "s returned 1\ns returned 0\n",
+            "{engine}: POST's $RETURN"
+        );
+        let s_attempts = &run.records.jobs[job("s")].attempts;
+        assert_eq!(s_attempts[0].exit, Some(1), "{engine}: the sub-DAG's exit");
+        assert_eq!(run.subdag_runs_failed.len(), 1, "{engine}");
+        // MAXJOBS wide 1: the w nodes' flights never overlap.
+        let mut spans: Vec<(f64, f64)> = ["s+w1", "s+w2", "s+w3"]
+            .iter()
+            .map(|n| {
+                let a = &run.records.jobs[job(n)].attempts[0];
+                (a.prescript, a.ended.unwrap())
+            })
+            .collect();
+        spans.sort_by(|p, q| p.0.total_cmp(&q.0));
+        for w in spans.windows(2) {
+            assert!(w[0].1 <= w[1].0 + 1e-9, "{engine}: {spans:?}");
+        }
+    }
+    // Through `gridbed run`: the sub-DAG's failed run wrote its rescue,
+    // DAGMan's way, beside inner.dag; the DAG succeeded, so no rescue of
+    // its own.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = subdag_testbed(dir.path(), "[1, 0]", 1);
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(0), "{err}");
+    let rescue = std::fs::read_to_string(dir.path().join("inner.dag.rescue001")).unwrap();
+    assert!(
+        rescue.contains(
+            "# Total number of Nodes: 5\n# Nodes premarked DONE: 4\n# Nodes that failed: 1\n#   y,<ENDLIST>\n\nDONE x\nDONE w1\nDONE w2\nDONE w3\n"
+        ),
+        "{rescue}"
+    );
+    assert!(!dir.path().join("w.dag.rescue001").exists());
+}
+
+/// A sub-DAG that fails for good: the top DAG's rescue names `s` (not
+/// its nodes) as not done, the sub-DAG's rescue its own nodes; the next
+/// run starts from both, running only `s+y` (and `s`, and what follows).
+#[test]
+fn a_subdag_that_fails_writes_both_rescues_and_the_next_run_starts_from_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = subdag_testbed(dir.path(), "[1]", 0);
+    let run =
+        |args: &[&str]| crate::common::run_testbed(&tb, &[&["--engine", "sim"], args].concat());
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(1), "{err}");
+    let top = std::fs::read_to_string(dir.path().join("w.dag.rescue001")).unwrap();
+    assert!(
+        top.contains("# Total number of Nodes: 3\n# Nodes premarked DONE: 1\n# Nodes that failed: 1\n#   s,<ENDLIST>\n\nDONE a\n"),
+        "{top}"
+    );
+    assert!(!top.contains("s+"), "{top}");
+    assert!(dir.path().join("inner.dag.rescue001").exists());
+    // The next run: a DONE from the top rescue, x and w1..w3 from the
+    // sub-DAG's; y fails again, so each writes its next rescue.
+    let (code, _, err) = run(&["--json", dir.path().join("r.json").to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("w.dag.rescue001: 1 nodes already DONE"),
+        "{err}"
+    );
+    assert!(
+        err.contains("inner.dag.rescue001: 4 nodes already DONE"),
+        "{err}"
+    );
+    assert!(dir.path().join("inner.dag.rescue002").exists());
+    assert!(dir.path().join("w.dag.rescue002").exists());
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    // a, x, w1..w3 were DONE before the run: only y and s ran (and failed).
+    assert_eq!(record["summary"]["jobs_failed"], 2, "{record}");
+}

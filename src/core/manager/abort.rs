@@ -19,6 +19,7 @@ impl Manager {
     /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
     pub(super) fn stopped_for(&self, job: JobId) -> bool {
         self.abort.is_some() && Some(job) != self.nodes.final_node
+            || self.subdags.stopped(job).is_some()
     }
 
     /// `ABORT-DAG-ON`: `job` exited `status` (its job, or its PRE or POST
@@ -36,7 +37,11 @@ impl Manager {
             status,
             dag_return: ret.unwrap_or(status),
         };
-        self.stop(abort, Some(job), out);
+        // In a sub-DAG, only its own DAGMan stops.
+        match self.subdags.innermost(job) {
+            Some(k) => self.abort_subdag(k, abort, out),
+            None => self.stop(abort, Some(job), out),
+        }
     }
 
     /// The user removed the DAG (Ctrl-C): it stops, and exits
@@ -53,15 +58,19 @@ impl Manager {
         self.stop(abort, None, out);
     }
 
-    /// Why nodes stopped, in words, once the DAG did.
-    pub(super) fn stop_reason(&self) -> String {
-        match self.abort {
+    /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
+    pub(super) fn stop_reason(&self, job: JobId) -> String {
+        let (abort, what) = match self.subdags.stopped(job) {
+            Some(a) => (Some(a), "its sub-DAG"),
+            None => (self.abort, "the DAG"),
+        };
+        match abort {
             Some(DagAbort {
                 node: Some(n),
                 status,
                 ..
             }) => format!(
-                "the DAG was aborted (ABORT-DAG-ON: `{}` exited {status})",
+                "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
                 self.wf.jobs[n].name
             ),
             Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
@@ -92,7 +101,7 @@ impl Manager {
 
     /// `condor_rm` of `job`'s attempt, wherever it is: its PRE script or
     /// staging, the schedd, its site's queue or slot, or its POST script.
-    fn remove_node(&mut self, job: JobId, out: &mut Vec<Command>) {
+    pub(super) fn remove_node(&mut self, job: JobId, out: &mut Vec<Command>) {
         let site = self.site_of[job];
         let at_site = self.state[job] == JobState::Queued
             || self.at_site[job]
@@ -145,7 +154,7 @@ impl Manager {
 
     /// A node the DAG's stop reached ends failed, its attempt removed.
     pub(super) fn end_removed(&mut self, job: JobId) {
-        let why = self.stop_reason();
+        let why = self.stop_reason(job);
         self.exited[job] = None;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);

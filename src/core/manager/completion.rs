@@ -243,7 +243,7 @@ impl Manager {
                 } else if status == 0 && !self.stopped_for(job) {
                     self.launch(job, out);
                 } else if status == 0 {
-                    let reason = self.stop_reason();
+                    let reason = self.stop_reason(job);
                     self.abort_staging(job, reason, Retry::Never, out);
                 } else {
                     let reason = format!("PRE script exited {status}");

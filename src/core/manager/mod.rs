@@ -43,6 +43,8 @@ mod room;
 pub mod scripted;
 mod stage_out;
 mod staging;
+mod subdag;
+pub use subdag::SubDagRun;
 #[cfg(test)]
 mod tests;
 
@@ -529,6 +531,8 @@ pub struct Manager {
     exited: Vec<Option<i32>>,
     /// The DAG stopped (`ABORT-DAG-ON`, or the user removed it).
     abort: Option<DagAbort>,
+    /// `SUBDAG EXTERNAL` nodes, each run as its own DAGMan.
+    subdags: subdag::SubDags,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -725,6 +729,7 @@ impl Manager {
             at_site: vec![false; n],
             exited: vec![None; n],
             abort: None,
+            subdags: Default::default(),
         };
         manager.start_monit();
         manager
@@ -737,6 +742,7 @@ impl Manager {
         self.ready.set_priorities(nodes.priority.clone());
         self.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
+        self.subdags = subdag::SubDags::new(&nodes);
         self.nodes = nodes;
         // The FINAL node waits for every other one (its ready-queue entry is
         // skipped as stale).
@@ -867,15 +873,22 @@ impl Manager {
         c.done + c.failed + c.blocked == self.state.len() && self.finals_out == 0
     }
 
-    /// Whether the DAG succeeded: every job ended well; with a `FINAL`
-    /// node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON` without
-    /// one, whether the DAG's return value is 0.
+    /// Whether the DAG succeeded: every job ended well (of a sub-DAG, its
+    /// node stands for its nodes: a POST script may rescue it); with a
+    /// `FINAL` node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON`
+    /// without one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
         match (self.nodes.final_node, self.abort) {
             (Some(f), _) => self.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
-            (None, None) => self.counts.done == self.state.len(),
+            (None, None) if self.counts.done == self.state.len() => true,
+            (None, None) => self.subdags.top_level_done(&self.state),
         }
+    }
+
+    /// Each failed run of a sub-DAG, in order, for its rescue DAG.
+    pub fn subdag_runs_failed(&self) -> &[SubDagRun] {
+        &self.subdags.runs_failed
     }
 
     /// The `ABORT-DAG-ON` that stopped the DAG, if one did.
@@ -1007,6 +1020,7 @@ impl Manager {
         if matches!(to, JobState::Done | JobState::Failed | JobState::Blocked) {
             self.reader_ended(job);
             self.release_final();
+            self.subdag_member_over(job);
         }
         if to == JobState::Done {
             self.progress += 1;

@@ -43,7 +43,7 @@ impl Manager {
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
         if self.stopped_for(job) {
-            let why = self.stop_reason();
+            let why = self.stop_reason(job);
             self.fail_for_good(job, why);
             return;
         }
@@ -128,6 +128,9 @@ impl Manager {
         };
         if let Some(why) = why {
             self.fail_for_good(job, why);
+        } else if let Some(k) = self.subdags.of_node(job) {
+            // DAGMan submits the sub-DAG again at once.
+            self.restart_subdag(job, k);
         } else if at <= self.now {
             self.ready.push(job);
         } else {
@@ -165,12 +168,20 @@ impl Manager {
                 let c = self.ordering[j][i];
                 self.release_child(c);
             }
-            for &c in &wf.children[j] {
-                if self.state[c] == JobState::Waiting {
-                    self.set_state(c, JobState::Blocked);
-                    self.records.jobs[c].blocked_by = Some(job);
-                    stack.push(c);
+            let gated = self.close_gate(j);
+            for &c in wf.children[j].iter().chain(&gated) {
+                if self.state[c] != JobState::Waiting {
+                    continue;
                 }
+                // A sub-DAG's failure stops at its node, whose DAG ends
+                // failed once nothing more of it can run.
+                if let Some(k) = self.subdags.of_node(c) {
+                    self.subdag_leaf_failed(c, k);
+                    continue;
+                }
+                self.set_state(c, JobState::Blocked);
+                self.records.jobs[c].blocked_by = Some(job);
+                stack.push(c);
             }
         }
     }

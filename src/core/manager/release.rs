@@ -23,6 +23,7 @@ impl Manager {
             let c = self.ordering[job][i];
             self.release_child(c);
         }
+        self.open_gate(job);
     }
 
     /// One parent of `c` is over; `c` is ready when none is left.
@@ -51,7 +52,7 @@ impl Manager {
     }
 
     pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.stopped_for(job) || self.memoizing(job) {
+        if self.stopped_for(job) || self.memoizing(job) || self.subdag_holds(job) {
             return;
         }
         if self.state[job] == JobState::Waiting {

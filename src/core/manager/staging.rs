@@ -385,7 +385,11 @@ impl Manager {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
             // any) still runs.
             self.set_state(job, JobState::Running);
-            self.job_succeeded(job, st.site, out);
+            // A sub-DAG node's "job" is its DAG, over by now.
+            match self.subdag_exit(job) {
+                Some(status) => self.subdag_failed(job, st.site, status, out),
+                None => self.job_succeeded(job, st.site, out),
+            }
             return;
         }
         let attempt = self.records.jobs[job].attempts.len() - 1;
@@ -493,7 +497,13 @@ impl Manager {
     pub(super) fn send_to_site(&mut self, job: JobId, out: &mut Vec<Command>) {
         self.at_site[job] = true;
         let exits = &self.nodes.exits[job];
-        let attempt = self.failures[job] as usize;
+        // The program's runs so far (its retries may have been reset since:
+        // a sub-DAG run again from its rescue).
+        let attempt = self.records.jobs[job]
+            .attempts
+            .iter()
+            .filter(|a| a.started.is_some())
+            .count();
         out.push(Command::Submit {
             job,
             site: self.site_of[job],

@@ -1713,3 +1713,149 @@ fn stage_out_sends_final_outputs_home_so_that_a_small_disk_holds_only_the_work_u
     }
     assert_eq!(w.m.room.committed(1), 0, "nothing is kept at the site");
 }
+
+/// A sub-DAG `s` of `s+a` → `s+b`, with `s+c` (`c_runtime` s) beside
+/// them, then `after`; `s+b` exits 1 on its first attempt. Node 3 is `s`.
+fn subdag_world(c_runtime: f64, set: impl FnOnce(&mut NodeSettings)) -> World {
+    let spec = |name: &str, runtime: f64, parents: &[&str]| JobSpec {
+        name: name.into(),
+        runtime,
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        ..Default::default()
+    };
+    let jobs = vec![
+        spec("s+a", 10.0, &[]),
+        spec("s+b", 10.0, &["s+a"]),
+        spec("s+c", c_runtime, &[]),
+        spec("s", 0.0, &["s+b", "s+c"]),
+        spec("after", 10.0, &["s"]),
+    ];
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(vec![], jobs).unwrap();
+    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(5);
+    nodes.retry = vec![Some(0); 5];
+    nodes.noop[3] = true;
+    nodes.exits[1] = vec![1, 0];
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 3,
+        entry: None,
+        members: vec![0, 1, 2],
+    }];
+    set(&mut nodes);
+    w.m.set_nodes(nodes);
+    w
+}
+
+#[test]
+fn a_failed_subdag_with_retry_runs_again_from_its_rescue_and_succeeds() {
+    // RETRY s 1: the sub-DAG's DAGMan exits 1, runs again from its rescue
+    // (s+a and s+c DONE), and s+b succeeds this time.
+    let mut w = subdag_world(10.0, |n| n.retry[3] = Some(1));
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let attempts = |j: JobId| w.m.records().jobs[j].attempts.len();
+    assert_eq!(
+        (0..5).map(attempts).collect::<Vec<_>>(),
+        [1, 2, 1, 2, 1],
+        "only s+b and s run again"
+    );
+    let s = &w.m.records().jobs[3].attempts;
+    assert_eq!(s[0].exit, Some(1), "the sub-DAG's exit value");
+    assert_eq!(s[0].outcome, Outcome::Failed(JobFailure::Exit(1)));
+    assert_eq!(s[1].outcome, Outcome::Ended);
+    assert_eq!(
+        w.m.subdag_runs_failed(),
+        [SubDagRun {
+            subdag: 0,
+            done: vec![0, 2],
+            failed: vec![1]
+        }]
+    );
+    // Without RETRY the node fails, and only what follows it is blocked.
+    let mut w = subdag_world(10.0, |_| {});
+    w.run();
+    assert!(!w.m.succeeded());
+    let states: Vec<JobState> = (0..5).map(|j| w.m.job_state(j)).collect();
+    use JobState::*;
+    assert_eq!(states, [Done, Failed, Done, Failed, Blocked]);
+}
+
+#[test]
+fn a_subdag_nodes_post_script_sees_its_dags_exit_and_decides() {
+    // POST fails the first time it runs (on $RETURN 1): the node is
+    // retried, its DAG runs again and ends well, and POST sees 0.
+    let mut w = subdag_world(10.0, |n| {
+        n.retry[3] = Some(1);
+        n.post[3] = true;
+    });
+    w.failing_scripts = vec![(3, ScriptKind::Post)];
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let posts: Vec<(JobId, i32)> = w
+        .scripts_run
+        .iter()
+        .filter(|s| s.1 == ScriptKind::Post)
+        .map(|s| (s.0, s.2))
+        .collect();
+    assert_eq!(posts, [(3, 1), (3, 0)]);
+    // A POST script that exits 0 on $RETURN 1 rescues the node: no re-run.
+    let mut w = subdag_world(10.0, |n| n.post[3] = true);
+    w.run();
+    assert!(w.m.succeeded());
+    assert_eq!(w.m.records().jobs[1].attempts.len(), 1);
+    assert_eq!(w.m.job_state(4), JobState::Done);
+}
+
+#[test]
+fn a_failed_subdag_ends_only_once_nothing_more_of_it_runs() {
+    // s+b fails at 20 s, s+c runs until 100 s: DAGMan's sub-DAG goes on
+    // with s+c, and its node ends after it.
+    let mut w = subdag_world(100.0, |_| {});
+    w.run();
+    let r = w.m.records();
+    let c_end = r.jobs[2].attempts[0].ended.unwrap();
+    assert!(c_end >= 100.0);
+    let s = &r.jobs[3].attempts[0];
+    assert!(s.prescript >= c_end, "{} < {c_end}", s.prescript);
+    assert_eq!(w.m.job_state(2), JobState::Done);
+    assert_eq!(
+        w.m.subdag_runs_failed(),
+        [SubDagRun {
+            subdag: 0,
+            done: vec![0, 2],
+            failed: vec![1]
+        }]
+    );
+}
+
+#[test]
+fn abort_dag_on_inside_a_subdag_stops_only_that_subdag() {
+    // ABORT-DAG-ON s+b 1 RETURN 3 in the sub-DAG: its DAGMan removes s+c
+    // (running until 100 s) and exits 3; the top DAG goes on and fails
+    // only through s.
+    let mut w = subdag_world(100.0, |n| n.abort_on[1] = vec![(1, Some(3))]);
+    w.run();
+    assert_eq!(w.m.dag_abort(), None, "the top DAG was not aborted");
+    let r = w.m.records();
+    assert!(matches!(r.jobs[2].attempts[0].outcome, Outcome::Removed(_)));
+    assert_eq!(r.jobs[3].attempts[0].exit, Some(3), "the sub-DAG's RETURN");
+    assert!(r.jobs[3].attempts[0].prescript < 100.0, "s+c was removed");
+    use JobState::*;
+    let states: Vec<JobState> = (0..5).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Failed, Failed, Failed, Blocked]);
+    // RETRY s 1: the sub-DAG runs again from its rescue, s+b and s+c
+    // with it, and ends well.
+    let mut w = subdag_world(100.0, |n| {
+        n.abort_on[1] = vec![(1, Some(3))];
+        n.retry[3] = Some(1);
+    });
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let attempts = |j: JobId| w.m.records().jobs[j].attempts.len();
+    assert_eq!((0..5).map(attempts).collect::<Vec<_>>(), [1, 2, 2, 2, 1]);
+}

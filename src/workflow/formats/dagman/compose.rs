@@ -11,16 +11,20 @@
 //! A `SUBDAG EXTERNAL` node is one node of its parent that ends when its own
 //! DAG ends: its DAG's nodes join as `node+inner`, after the node's parents,
 //! and the node itself becomes a no-op that follows every one of them (so
-//! its POST script and its children wait for the whole sub-DAG, and a
-//! failure inside blocks it). A PRE script of the node runs in a no-op
-//! `node+PRE` before the sub-DAG starts. DAGMan runs a sub-DAG as its own
-//! DAGMan job; here its nodes share the parent's throttles.
+//! its POST script and its children wait for the whole sub-DAG). A PRE
+//! script of the node runs in a no-op `node+PRE` before the sub-DAG starts.
+//! Each sub-DAG is recorded ([`SubDagInfo`]) for the manager, which runs it
+//! as its own DAGMan (`core/manager/subdag.rs`: its exit value, `RETRY`,
+//! POST's `$RETURN`), and it starts from its own newest rescue DAG, as
+//! DAGMan's auto-rescue of the sub-DAG's `.dag` does. Its categories are its
+//! own; its `CONFIG` is not (the top DAG's applies).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::NodeInfo;
 use super::grammar::{self, At, DagFile};
+use super::rescue::{self, Rescue};
+use super::{NodeInfo, SubDagInfo};
 use crate::workflow::formats::FormatError;
 
 /// Splices and sub-DAGs nested deeper than this are a cycle.
@@ -35,7 +39,11 @@ pub(super) struct Flat {
     pub parents: Vec<Vec<String>>,
     /// MAXJOBS of every category, local ones prefixed.
     pub max_jobs: BTreeMap<String, usize>,
+    /// Each sub-DAG, inner ones first.
+    pub subdags: Vec<SubDagInfo>,
     pub warnings: Vec<String>,
+    /// Which rescue a sub-DAG starts from: its newest, or none.
+    rescue: Rescue,
 }
 
 /// One DAGMan's named inline submit descriptions and the nodes that may
@@ -112,12 +120,68 @@ fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile
     grammar::read(path, &text)
 }
 
-/// Flattens the top `file`, read from `path`, into `out`.
-pub(super) fn flatten(file: DagFile, path: &Path, out: &mut Flat) -> Result<(), FormatError> {
+/// Flattens the top `file`, read from `path`, into `out`; its sub-DAGs
+/// start from their newest rescue unless `rescue` is [`Rescue::Ignore`].
+pub(super) fn flatten(
+    file: DagFile,
+    path: &Path,
+    rescue: Rescue,
+    out: &mut Flat,
+) -> Result<(), FormatError> {
+    out.rescue = match rescue {
+        Rescue::Ignore => Rescue::Ignore,
+        _ => Rescue::Newest,
+    };
     let top = path.parent().unwrap_or(Path::new("."));
     let mut scope = Scope::default();
     flatten_piece(file, path, top, "", (None, 0), &mut scope, out)?;
     scope.resolve(out);
+    Ok(())
+}
+
+/// DAGMan's auto-rescue of a sub-DAG: the newest rescue of its `.dag` at
+/// `path` marks its nodes (from `first` on in `out`, named `prefix` then
+/// their names in it) DONE.
+fn start_from_rescue(
+    path: &Path,
+    prefix: &str,
+    first: usize,
+    out: &mut Flat,
+) -> Result<(), FormatError> {
+    let Some(file) = rescue::chosen(path, out.rescue)? else {
+        return Ok(());
+    };
+    let mut local: Vec<NodeInfo> = out.nodes[first..]
+        .iter()
+        .map(|n| NodeInfo {
+            name: n.name[prefix.len()..].to_string(),
+            ..n.clone()
+        })
+        .collect();
+    let marked = rescue::apply(&file, &mut local)?;
+    for (n, l) in out.nodes[first..].iter_mut().zip(local) {
+        (n.done, n.retry, n.retry_unless_exit) = (l.done, l.retry, l.retry_unless_exit);
+    }
+    // A sub-DAG inside that is DONE is done with all of its nodes.
+    let done: std::collections::HashSet<String> = out.nodes[first..]
+        .iter()
+        .filter(|n| n.done)
+        .map(|n| n.name.clone())
+        .collect();
+    let inner: std::collections::HashSet<String> = out
+        .subdags
+        .iter()
+        .filter(|d| done.contains(&d.node))
+        .flat_map(|d| d.members.iter().chain(&d.entry).cloned())
+        .collect();
+    for n in &mut out.nodes[first..] {
+        n.done |= inner.contains(&n.name);
+    }
+    out.warnings.push(format!(
+        "the sub-DAG {} starts from its rescue DAG {}: {marked} nodes already DONE",
+        path.display(),
+        file.display()
+    ));
     Ok(())
 }
 
@@ -243,6 +307,8 @@ fn flatten_piece(
             out,
         )?;
         own.resolve(out);
+        let end = out.nodes.len();
+        start_from_rescue(&spath, &format!("{name}+"), inner, out)?;
         // The node ends when its DAG ends; its PRE script runs before it starts.
         let node = &mut out.nodes[i];
         node.noop = true;
@@ -269,6 +335,15 @@ fn flatten_piece(
             None => piece.roots.clone(),
         };
         out.parents[i].extend(piece.leaves.iter().cloned());
+        out.subdags.push(SubDagInfo {
+            node: name.clone(),
+            file: spath.clone(),
+            entry: (out.nodes.len() > end).then(|| out.nodes[end].name.clone()),
+            members: out.nodes[inner..end]
+                .iter()
+                .map(|n| n.name.clone())
+                .collect(),
+        });
         if !roots.is_empty() {
             as_child.insert(local, roots);
         }

@@ -101,6 +101,20 @@ pub struct NodeInfo {
     pub exits: Vec<i32>,
 }
 
+/// A `SUBDAG EXTERNAL` node's DAG, flattened into the DAG (see
+/// [`compose`]): the manager runs it as its own DAGMan.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SubDagInfo {
+    /// The `SUBDAG EXTERNAL` node's name.
+    pub node: String,
+    /// Its `.dag` file, where its rescue DAGs go.
+    pub file: std::path::PathBuf,
+    /// The no-op that runs the node's PRE script first (`node+PRE`).
+    pub entry: Option<String>,
+    /// Its DAG's nodes (`node+name`), nested sub-DAGs' included.
+    pub members: Vec<String>,
+}
+
 /// DAGMan's settings of a whole `.dag` file.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DagmanInfo {
@@ -133,6 +147,9 @@ pub struct DagmanInfo {
     pub env_get: Vec<String>,
     /// `ENV SET key=value;…`: variables set in DAGMan's environment.
     pub env_set: Vec<(String, String)>,
+    /// Its sub-DAGs (`SUBDAG EXTERNAL`), nested ones included, inner ones
+    /// first.
+    pub subdags: Vec<SubDagInfo>,
 }
 
 /// The variables `condor_submit_dag` passes from the submitter's
@@ -427,7 +444,40 @@ impl DagmanInfo {
                 s.final_node = Some(j);
             }
         }
+        let job_of: HashMap<&str, usize> = wf
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, job)| (job.name.as_str(), j))
+            .collect();
+        let id = |n: &String| job_of.get(n.as_str()).copied();
+        s.subdags = self
+            .subdags
+            .iter()
+            .filter_map(|d| {
+                Some(crate::core::nodes::SubDag {
+                    node: id(&d.node)?,
+                    entry: d.entry.as_ref().and_then(id),
+                    members: d.members.iter().filter_map(id).collect(),
+                })
+            })
+            .collect();
         s
+    }
+
+    /// The nodes of the top DAG: those of no sub-DAG (whose nodes, and
+    /// the no-ops of their PRE scripts, belong to its own DAGMan and its
+    /// own rescue DAG).
+    pub fn top_level(&self) -> impl Iterator<Item = &NodeInfo> {
+        let inner: std::collections::HashSet<&str> = self
+            .subdags
+            .iter()
+            .flat_map(|d| d.members.iter().chain(&d.entry))
+            .map(String::as_str)
+            .collect();
+        self.nodes
+            .iter()
+            .filter(move |n| !inner.contains(n.name.as_str()))
     }
 }
 
@@ -572,7 +622,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         ..top.info.clone()
     };
     let mut flat = compose::Flat::default();
-    compose::flatten(top, path, &mut flat)?;
+    compose::flatten(top, path, opts.rescue, &mut flat)?;
     if flat.nodes.is_empty() {
         return Err(FormatError {
             file: path.to_path_buf(),
@@ -611,6 +661,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         dagman: Some(DagmanInfo {
             nodes: flat.nodes,
             max_jobs: flat.max_jobs,
+            subdags: flat.subdags,
             ..settings
         }),
     })

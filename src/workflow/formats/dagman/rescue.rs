@@ -200,6 +200,79 @@ pub fn write(dag: &Path, outcomes: &[Outcome], created: &str) -> std::io::Result
     Ok(path)
 }
 
+/// How a run of a DAG ended, as its rescue DAGs record it.
+pub struct RunEnd<'a> {
+    /// Each node's job in the run, by name.
+    pub job_of: &'a HashMap<&'a str, usize>,
+    /// Per job: it ended well.
+    pub done: &'a [bool],
+    /// Per job: it failed for good.
+    pub failed: &'a [bool],
+    /// Each failed run of a sub-DAG, in order.
+    pub subdag_runs: &'a [crate::core::SubDagRun],
+}
+
+/// The rescue DAGs of a run of the DAG `info`, read from `dag`: one per
+/// failed run of one of its sub-DAGs, beside that sub-DAG's `.dag` (its
+/// own nodes under their names in it, as its DAGMan writes it), in the
+/// order they failed; then, with `top`, the DAG's own (its top-level
+/// nodes). Returns their paths.
+pub fn write_for_run(
+    dag: &Path,
+    info: &super::DagmanInfo,
+    end: &RunEnd,
+    top: bool,
+) -> std::io::Result<Vec<PathBuf>> {
+    let created = created_now();
+    let job = |n: &str| end.job_of.get(n).copied();
+    let mut written = Vec::new();
+    for run in end.subdag_runs {
+        let Some(d) = info.subdags.get(run.subdag) else {
+            continue;
+        };
+        // A sub-DAG nested in it has its own rescue.
+        let nested: std::collections::HashSet<&str> = info
+            .subdags
+            .iter()
+            .filter(|o| d.members.contains(&o.node))
+            .flat_map(|o| o.members.iter().chain(&o.entry))
+            .map(String::as_str)
+            .collect();
+        let prefix = d.node.len() + 1;
+        let outcomes: Vec<Outcome> = d
+            .members
+            .iter()
+            .filter(|m| !nested.contains(m.as_str()))
+            .map(|m| {
+                let j = job(m);
+                Outcome {
+                    name: &m[prefix..],
+                    done: j.is_some_and(|j| run.done.contains(&j)),
+                    failed: j.is_some_and(|j| run.failed.contains(&j)),
+                    is_final: false,
+                }
+            })
+            .collect();
+        written.push(write(&d.file, &outcomes, &created)?);
+    }
+    if top {
+        let outcomes: Vec<Outcome> = info
+            .top_level()
+            .map(|n| {
+                let j = job(&n.name);
+                Outcome {
+                    name: &n.name,
+                    done: j.is_some_and(|j| end.done[j]),
+                    failed: j.is_some_and(|j| end.failed[j]),
+                    is_final: n.is_final,
+                }
+            })
+            .collect();
+        written.push(write(dag, &outcomes, &created)?);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

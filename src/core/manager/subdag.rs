@@ -1,0 +1,362 @@
+//! `SUBDAG EXTERNAL` as its own DAGMan (HTCondor manual, "SUBDAG
+//! EXTERNAL"; [`crate::core::nodes::SubDag`]): the sub-DAG's nodes are
+//! flattened into the DAG, but a failure among them stops at the sub-DAG
+//! node, which then "exits" 1 as the sub-DAG's DAGMan does
+//! (`main_shutdown_rescue(EXIT_ERROR)`): its POST script sees that value
+//! as `$RETURN`, and its `RETRY` runs the sub-DAG again from its rescue
+//! (DAGMan's auto-rescue of the sub-DAG's own `.dag`): the nodes that ended
+//! well stay done, the others wait again behind the node's PRE script, with
+//! their retries reset (`DAGMAN_RESET_RETRIES_UPON_RESCUE`). Each failed
+//! run of a sub-DAG is recorded, for its rescue file.
+
+use super::*;
+
+/// The sub-DAGs of a DAG, as the manager follows them.
+#[derive(Debug, Default)]
+pub(super) struct SubDags {
+    /// The sub-DAG of each `SUBDAG EXTERNAL` node.
+    of_node: HashMap<JobId, usize>,
+    /// The sub-DAG whose PRE script each entry no-op runs.
+    of_entry: HashMap<JobId, usize>,
+    /// Per sub-DAG: a node of its current run failed for good.
+    failed: Vec<bool>,
+    /// Per sub-DAG: nodes of a run again that wait for its PRE script.
+    gate: Vec<Vec<JobId>>,
+    /// The innermost sub-DAG of each node of one.
+    member_of: HashMap<JobId, usize>,
+    /// Per sub-DAG: failed, its node waits for its nodes still running.
+    held: Vec<bool>,
+    /// Per sub-DAG: the `ABORT-DAG-ON` that stopped its current run.
+    aborted: Vec<Option<DagAbort>>,
+    /// Sub-DAGs aborted.
+    aborts: usize,
+    /// Sub-DAGs held.
+    holding: usize,
+    /// Each failed run of a sub-DAG, in order.
+    pub runs_failed: Vec<SubDagRun>,
+}
+
+/// A failed run of a sub-DAG, as its rescue DAG records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubDagRun {
+    /// The sub-DAG: its index in [`NodeSettings::subdags`].
+    pub subdag: usize,
+    /// Its nodes that had ended well.
+    pub done: Vec<JobId>,
+    /// Its nodes that had failed for good.
+    pub failed: Vec<JobId>,
+}
+
+impl SubDags {
+    /// Follows `nodes`' sub-DAGs.
+    pub(super) fn new(nodes: &NodeSettings) -> Self {
+        let n = nodes.subdags.len();
+        let mut s = SubDags {
+            failed: vec![false; n],
+            gate: vec![Vec::new(); n],
+            held: vec![false; n],
+            aborted: vec![None; n],
+            ..Default::default()
+        };
+        for (k, d) in nodes.subdags.iter().enumerate() {
+            s.of_node.insert(d.node, k);
+            if let Some(e) = d.entry {
+                s.of_entry.insert(e, k);
+            }
+        }
+        // Outer sub-DAGs first, so that an inner one names its own nodes.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(nodes.subdags[k].members.len()));
+        for k in order {
+            for &m in &nodes.subdags[k].members {
+                s.member_of.insert(m, k);
+            }
+        }
+        s
+    }
+
+    /// The sub-DAG whose node `job` is.
+    pub(super) fn of_node(&self, job: JobId) -> Option<usize> {
+        if self.of_node.is_empty() {
+            return None;
+        }
+        self.of_node.get(&job).copied()
+    }
+
+    /// Whether every node of the top DAG ended well (the nodes of its
+    /// sub-DAGs, and their PRE scripts' no-ops, are their nodes' business).
+    pub(super) fn top_level_done(&self, state: &[JobState]) -> bool {
+        (0..state.len()).all(|j| {
+            state[j] == JobState::Done
+                || self.member_of.contains_key(&j)
+                || self.of_entry.contains_key(&j)
+        })
+    }
+
+    /// The innermost sub-DAG `job` is a node of.
+    pub(super) fn innermost(&self, job: JobId) -> Option<usize> {
+        if self.member_of.is_empty() {
+            return None;
+        }
+        self.member_of.get(&job).copied()
+    }
+
+    /// The abort that stopped the current run of `job`'s sub-DAG, if one
+    /// did.
+    pub(super) fn stopped(&self, job: JobId) -> Option<DagAbort> {
+        if self.aborts == 0 {
+            return None;
+        }
+        self.aborted[self.innermost(job)?]
+    }
+
+    /// The sub-DAG whose PRE script the no-op `job` runs.
+    fn of_entry(&self, job: JobId) -> Option<usize> {
+        if self.of_entry.is_empty() {
+            return None;
+        }
+        self.of_entry.get(&job).copied()
+    }
+}
+
+impl Manager {
+    /// Whether every node of sub-DAG `k` is over.
+    fn subdag_over(&self, k: usize) -> bool {
+        self.nodes.subdags[k].members.iter().all(|&m| {
+            matches!(
+                self.state[m],
+                JobState::Done | JobState::Failed | JobState::Blocked
+            )
+        })
+    }
+
+    /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
+    /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
+    /// nothing more of it can run).
+    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
+        let Some(k) = self.subdags.of_node(job) else {
+            return false;
+        };
+        if !self.subdags.failed[k] || self.subdag_over(k) {
+            return false;
+        }
+        if !self.subdags.held[k] {
+            self.subdags.held[k] = true;
+            self.subdags.holding += 1;
+        }
+        true
+    }
+
+    /// `job` is over: if it was the last node running of a held sub-DAG,
+    /// that sub-DAG's node is ready.
+    pub(super) fn subdag_member_over(&mut self, job: JobId) {
+        if self.subdags.holding == 0 {
+            return;
+        }
+        let Some(&k) = self.subdags.member_of.get(&job) else {
+            return;
+        };
+        if self.subdags.held[k] && self.subdag_over(k) {
+            self.subdags.held[k] = false;
+            self.subdags.holding -= 1;
+            self.make_ready(self.nodes.subdags[k].node);
+        }
+    }
+
+    /// A leaf of the sub-DAG of `node` failed for good or will never run:
+    /// `node` is not blocked but counts it as over, and its DAG will end
+    /// failed.
+    pub(super) fn subdag_leaf_failed(&mut self, node: JobId, k: usize) {
+        self.subdags.failed[k] = true;
+        self.release_child(node);
+    }
+
+    /// The no-op `job` ended its PRE script's part: the nodes of its
+    /// sub-DAG's new run that waited for it may start.
+    pub(super) fn open_gate(&mut self, job: JobId) {
+        if let Some(k) = self.subdags.of_entry(job) {
+            for m in std::mem::take(&mut self.subdags.gate[k]) {
+                self.release_child(m);
+            }
+        }
+    }
+
+    /// The PRE script's no-op `job` failed for good: the nodes of its
+    /// sub-DAG's new run that waited for it are blocked; returns them.
+    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
+        match self.subdags.of_entry(job) {
+            Some(k) => std::mem::take(&mut self.subdags.gate[k]),
+            None => Vec::new(),
+        }
+    }
+
+    /// `ABORT-DAG-ON` in sub-DAG `k`: its DAGMan stops as the DAG's does
+    /// (see `abort.rs`), and exits `abort.dag_return`; the DAG around it
+    /// goes on. `abort.node`'s own end is left to its caller.
+    pub(super) fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
+        if self.subdags.aborted[k].is_some() {
+            return;
+        }
+        self.subdags.aborted[k] = Some(abort);
+        self.subdags.aborts += 1;
+        self.subdags.failed[k] = true;
+        let node = self.nodes.subdags[k].node;
+        let members = self.nodes.subdags[k].members.clone();
+        let wf = self.wf.clone();
+        for &m in &members {
+            if Some(m) != abort.node && matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+                self.set_state(m, JobState::Blocked);
+                self.records.jobs[m].blocked_by = abort.node;
+                // A leaf that will never run is over for the node.
+                if wf.children[m].contains(&node) {
+                    self.release_child(node);
+                }
+            }
+        }
+        for m in members {
+            if Some(m) != abort.node
+                && matches!(
+                    self.state[m],
+                    JobState::Staging | JobState::Queued | JobState::Running
+                )
+            {
+                self.remove_node(m, out);
+            }
+        }
+    }
+
+    /// The sub-DAG node `job`, released once its DAG is over, "ran" at
+    /// `site`: its DAG's exit value when that is a failure, else `None`.
+    pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
+        let k = self.subdags.of_node(job)?;
+        if !self.subdags.failed[k] {
+            return None;
+        }
+        // An abort's RETURN 0 is the sub-DAG's success.
+        let exit = self.subdags.aborted[k].map_or(1, |a| a.dag_return);
+        if exit == 0 {
+            return None;
+        }
+        let (members, state) = (&self.nodes.subdags[k].members, &self.state);
+        let ended = |s: JobState| -> Vec<JobId> {
+            members.iter().copied().filter(|&m| state[m] == s).collect()
+        };
+        let run = SubDagRun {
+            subdag: k,
+            done: ended(JobState::Done),
+            failed: ended(JobState::Failed),
+        };
+        self.subdags.runs_failed.push(run);
+        Some(exit)
+    }
+
+    /// The sub-DAG node `job` ended at `site` with its DAG's failure
+    /// `status`, as a job that exits it: its POST script decides, or the
+    /// node is retried (its DAG run again) or fails.
+    pub(super) fn subdag_failed(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        status: i32,
+        out: &mut Vec<Command>,
+    ) {
+        // Its placement is let go, to be made again if it runs again.
+        self.release_pins(job, site, Vec::new(), false, out);
+        let attempt = self.records.jobs[job].attempts.last_mut();
+        if let Some(a) = attempt {
+            a.finished = Some(self.now);
+            a.exit = Some(status);
+            if !self.nodes.post[job] {
+                a.ended = Some(self.now);
+                a.outcome = Outcome::Failed(JobFailure::Exit(status));
+            }
+        }
+        if self.nodes.post[job] {
+            self.exited[job] = Some(status);
+            self.run_script(job, ScriptKind::Post, status, out);
+            return;
+        }
+        self.records.sites[site].failed += 1;
+        self.set_state(job, JobState::Ready);
+        self.abort_on(job, status, out);
+        let retry = match self.nodes.retry_unless_exit[job] == Some(status) {
+            true => Retry::Never,
+            false => Retry::Counted,
+        };
+        self.retry(job, retry);
+    }
+
+    /// `RETRY` of the sub-DAG node `job` (of sub-DAG `k`): its DAGMan runs
+    /// again from its rescue. Its nodes that did not end well wait again,
+    /// their retries reset, behind its PRE script if it has one; `job`
+    /// waits for its DAG's leaves again.
+    pub(super) fn restart_subdag(&mut self, job: JobId, k: usize) {
+        self.subdags.failed[k] = false;
+        if self.subdags.aborted[k].take().is_some() {
+            self.subdags.aborts -= 1;
+        }
+        let sub = self.nodes.subdags[k].clone();
+        let mut again: Vec<JobId> = sub
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| matches!(self.state[m], JobState::Failed | JobState::Blocked))
+            .collect();
+        // A nested sub-DAG run again runs its PRE script again too, and so
+        // does this one.
+        for d in &self.nodes.subdags {
+            if let Some(e) = d.entry
+                && (d.node == job || again.contains(&d.node))
+                && self.state[e] == JobState::Done
+            {
+                again.push(e);
+            }
+        }
+        for d in self.nodes.subdags.clone() {
+            if again.contains(&d.node)
+                && let Some(n) = self.subdags.of_node(d.node)
+            {
+                self.subdags.failed[n] = false;
+                if self.subdags.aborted[n].take().is_some() {
+                    self.subdags.aborts -= 1;
+                }
+            }
+        }
+        for &m in &again {
+            self.records.jobs[m].failure = None;
+            self.records.jobs[m].blocked_by = None;
+            self.failures[m] = 0;
+            self.replans[m] = 0;
+            for i in 0..self.wf.jobs[m].inputs.len() {
+                let f = self.wf.jobs[m].inputs[i];
+                self.readers_left[f] += 1;
+            }
+            self.set_state(m, JobState::Waiting);
+        }
+        self.set_state(job, JobState::Waiting);
+        again.push(job);
+        // Each waits for its parents that have not ended well.
+        for &m in &again {
+            let wf = &self.wf;
+            let workflow = wf.jobs[m].parents.iter();
+            let ordering = (0..self.ordering.len()).filter(|&p| self.ordering[p].contains(&m));
+            self.missing_parents[m] = workflow
+                .copied()
+                .chain(ordering)
+                .filter(|&p| self.state[p] != JobState::Done)
+                .count();
+        }
+        for m in again {
+            if self.missing_parents[m] > 0 {
+                continue;
+            }
+            match sub.entry {
+                Some(e) if e != m => {
+                    self.missing_parents[m] += 1;
+                    self.subdags.gate[k].push(m);
+                }
+                _ => self.make_ready(m),
+            }
+        }
+    }
+}
