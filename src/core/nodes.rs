@@ -60,6 +60,13 @@ pub struct NodeSettings {
     pub final_node: Option<JobId>,
     /// `SUBDAG EXTERNAL`: each sub-DAG, run as its own DAGMan.
     pub subdags: Vec<SubDag>,
+    /// `SERVICE`: the node runs beside the DAG from its start and is
+    /// removed once every other node is over; its outcome is not the
+    /// DAG's.
+    pub service: Vec<bool>,
+    /// `PROVISIONER`: the node whose job must run before any other node
+    /// starts (DAGMan waits for its go-ahead).
+    pub provisioner: Option<JobId>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -102,6 +109,8 @@ impl NodeSettings {
             abort_on: vec![Vec::new(); jobs],
             final_node: None,
             subdags: Vec::new(),
+            service: vec![false; jobs],
+            provisioner: None,
         }
     }
 }

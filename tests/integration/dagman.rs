@@ -1244,3 +1244,95 @@ fn a_subdag_that_fails_writes_both_rescues_and_the_next_run_starts_from_them() {
     // a, x, w1..w3 were DONE before the run: only y and s ran (and failed).
     assert_eq!(record["summary"]["jobs_failed"], 2, "{record}");
 }
+
+/// SERVICE and PROVISIONER read as HTCondor's parser reads them, and
+/// refused where it refuses them (`parse.cpp`, `Dag::AddNode`).
+#[test]
+fn service_and_provisioner_nodes_read_and_are_refused_where_htcondor_refuses_them() {
+    let (info, names, edges) = parse(
+        "SERVICE S s.sub DIR d\nPROVISIONER P p.sub\nJOB A a.sub\nRETRY ALL_NODES 2\n\
+         SERVICE T t.sub DONE\nPARENT P CHILD A\n",
+    )
+    .unwrap();
+    assert_eq!(names, ["S", "P", "A", "T"]);
+    assert!(node(&info, "S").is_service && !node(&info, "S").is_provisioner);
+    assert!(node(&info, "P").is_provisioner);
+    assert_eq!(node(&info, "S").dir.as_deref(), Some("d"));
+    // ALL_NODES reaches no SERVICE node; DONE on one is ignored (a warning).
+    assert_eq!((node(&info, "S").retry, node(&info, "A").retry), (0, 2));
+    assert!(!node(&info, "T").done);
+    assert_eq!(edges.len(), 1);
+    for (dag, line, what) in [
+        (
+            "SERVICE S s.sub\nRETRY S 2\n",
+            2,
+            "SERVICE node, which cannot have a RETRY",
+        ),
+        (
+            "SERVICE S s.sub\nPRIORITY S 2\n",
+            2,
+            "cannot have a PRIORITY",
+        ),
+        (
+            "SERVICE S s.sub\nCATEGORY S c\n",
+            2,
+            "cannot have a CATEGORY",
+        ),
+        (
+            "PROVISIONER P p.sub\nPROVISIONER Q q.sub\n",
+            2,
+            "a second PROVISIONER",
+        ),
+        (
+            "JOB A a.sub\nSERVICE S s.sub\nPARENT A CHILD S\n",
+            3,
+            "is a SERVICE node",
+        ),
+    ] {
+        let e = parse(dag).unwrap_err();
+        assert!(
+            e.contains(&format!("line {line}:")) && e.contains(what),
+            "{dag:?}: {e}"
+        );
+    }
+}
+
+/// A SERVICE node runs beside the DAG and is removed at its end, after
+/// FINAL; no node starts before the PROVISIONER's job runs. Both engines.
+#[test]
+fn a_service_is_removed_at_the_dags_end_and_the_provisioner_runs_first_in_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let dag = "SERVICE svc n.sub\nPROVISIONER prov n.sub\nJOB a n.sub\nJOB b n.sub\n\
+               PARENT a CHILD b\nFINAL fin n.sub\n";
+    let tb = dag_testbed(dir.path(), dag, "", "");
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[job]]\nname = \"svc\"\nruntime = 1000\n[[job]]\nname = \"prov\"\nruntime = 50\n",
+    )
+    .unwrap();
+    let s = load(&tb);
+    let sim = gridbed::sim::run(&s).unwrap().result;
+    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    for (engine, run) in [("sim", &sim), ("live", &live)] {
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let at = |n: &str| &run.records.jobs[job(n)].attempts[0];
+        let go = at("prov").started.unwrap();
+        assert!(at("a").prescript >= go, "{engine}: a before the go-ahead");
+        assert!(
+            at("a").prescript < 50.0,
+            "{engine}: a waited for prov's end"
+        );
+        let fin_end = at("fin").ended.unwrap();
+        assert!(fin_end < 1000.0, "{engine}: FINAL waited for the service");
+        assert!(
+            matches!(
+                at("svc").outcome,
+                gridbed::core::records::Outcome::Removed(_)
+            ),
+            "{engine}: {:?}",
+            at("svc").outcome
+        );
+        assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
+    }
+}

@@ -100,8 +100,17 @@ impl Manager {
     }
 
     /// `condor_rm` of `job`'s attempt, wherever it is: its PRE script or
-    /// staging, the schedd, its site's queue or slot, or its POST script.
+    /// staging, the schedd, its site's queue or slot, or its POST script;
+    /// the node fails.
     pub(super) fn remove_node(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if self.withdraw(job, out) {
+            self.end_removed(job);
+        }
+    }
+
+    /// Takes `job`'s attempt back from wherever it is (see
+    /// [`Self::remove_node`]); false when there was nothing to take back.
+    pub(super) fn withdraw(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
         let site = self.site_of[job];
         let at_site = self.state[job] == JobState::Queued
             || self.at_site[job]
@@ -144,27 +153,32 @@ impl Manager {
                     self.posts_running -= 1;
                     out.push(Command::Remove { job, site });
                 } else if self.posts_waiting.len() == before {
-                    return;
+                    return false;
                 }
             }
-            _ => return,
+            _ => return false,
         }
-        self.end_removed(job);
+        true
     }
 
     /// A node the DAG's stop reached ends failed, its attempt removed.
     pub(super) fn end_removed(&mut self, job: JobId) {
         let why = self.stop_reason(job);
+        self.record_removal(job, &why);
+        self.fail_for_good(job, format!("removed: {why}"));
+    }
+
+    /// `job`'s attempt is recorded as removed, for `why`.
+    pub(super) fn record_removal(&mut self, job: JobId, why: &str) {
         self.exited[job] = None;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
-            a.outcome = Outcome::Removed(why.clone());
+            a.outcome = Outcome::Removed(why.to_string());
             // A script it ran is ended with it (DAGMan kills them).
             for r in a.scripts.iter_mut().filter(|r| r.end.is_none()) {
                 r.end = Some(self.now);
             }
         }
-        self.fail_for_good(job, format!("removed: {why}"));
     }
 
     /// The pins of the inputs `job` staged at `site` go, and the copies the

@@ -32,6 +32,7 @@ impl Manager {
             return;
         }
         self.set_state(job, JobState::Running);
+        self.provisioned(job);
         self.records.sites[site].started += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.started = Some(self.now);

@@ -41,6 +41,7 @@ mod recovery;
 mod release;
 mod room;
 pub mod scripted;
+mod service;
 mod stage_out;
 mod staging;
 mod subdag;
@@ -533,6 +534,8 @@ pub struct Manager {
     abort: Option<DagAbort>,
     /// `SUBDAG EXTERNAL` nodes, each run as its own DAGMan.
     subdags: subdag::SubDags,
+    /// `SERVICE` and `PROVISIONER` nodes.
+    services: service::Services,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -730,6 +733,7 @@ impl Manager {
             exited: vec![None; n],
             abort: None,
             subdags: Default::default(),
+            services: Default::default(),
         };
         manager.start_monit();
         manager
@@ -759,6 +763,7 @@ impl Manager {
                 self.complete_without_running(j);
             }
         }
+        self.set_services();
     }
 
     /// Splits the jobs into workflows submitted from their own submit
@@ -874,7 +879,8 @@ impl Manager {
     }
 
     /// Whether the DAG succeeded: every job ended well (of a sub-DAG, its
-    /// node stands for its nodes: a POST script may rescue it); with a
+    /// node stands for its nodes: a POST script may rescue it; a SERVICE
+    /// node's outcome is not the DAG's); with a
     /// `FINAL` node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON`
     /// without one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
@@ -882,7 +888,7 @@ impl Manager {
             (Some(f), _) => self.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
             (None, None) if self.counts.done == self.state.len() => true,
-            (None, None) => self.subdags.top_level_done(&self.state),
+            (None, None) => self.subdags.top_level_done(&self.state, &self.nodes.service),
         }
     }
 
@@ -1001,6 +1007,7 @@ impl Manager {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
+        self.service_moved(job, from, to);
         let claims =
             |s: JobState| matches!(s, JobState::Staging | JobState::Queued | JobState::Running);
         let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
@@ -1085,6 +1092,7 @@ impl Manager {
         for (site, job) in std::mem::take(&mut self.maintenance_due) {
             self.maintain_cache(site, job, out);
         }
+        self.remove_services(out);
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {

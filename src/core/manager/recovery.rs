@@ -168,7 +168,8 @@ impl Manager {
                 let c = self.ordering[j][i];
                 self.release_child(c);
             }
-            let gated = self.close_gate(j);
+            let mut gated = self.close_gate(j);
+            gated.extend(self.never_provisioned(j));
             for &c in wf.children[j].iter().chain(&gated) {
                 if self.state[c] != JobState::Waiting {
                     continue;

@@ -44,8 +44,9 @@ impl Manager {
         if let Some(f) = self.nodes.final_node
             && self.state[f] == JobState::Waiting
         {
-            let c = &self.counts;
-            if c.done + c.failed + c.blocked + 1 == self.state.len() {
+            // SERVICE nodes run on beside it.
+            let (over, of) = self.over_beside_services();
+            if over + 1 == of {
                 self.make_ready(f);
             }
         }

@@ -84,10 +84,12 @@ impl SubDags {
     }
 
     /// Whether every node of the top DAG ended well (the nodes of its
-    /// sub-DAGs, and their PRE scripts' no-ops, are their nodes' business).
-    pub(super) fn top_level_done(&self, state: &[JobState]) -> bool {
+    /// sub-DAGs, and their PRE scripts' no-ops, are their nodes' business;
+    /// a `service` node's outcome is no one's).
+    pub(super) fn top_level_done(&self, state: &[JobState], service: &[bool]) -> bool {
         (0..state.len()).all(|j| {
             state[j] == JobState::Done
+                || service[j]
                 || self.member_of.contains_key(&j)
                 || self.of_entry.contains_key(&j)
         })

@@ -1859,3 +1859,81 @@ fn abort_dag_on_inside_a_subdag_stops_only_that_subdag() {
     let attempts = |j: JobId| w.m.records().jobs[j].attempts.len();
     assert_eq!((0..5).map(attempts).collect::<Vec<_>>(), [1, 2, 2, 2, 1]);
 }
+
+/// `svc` (SERVICE, 1000 s), `prov` (PROVISIONER, 50 s), `a` → `b` (10 s
+/// each) and, with `with_final`, FINAL `fin` (10 s), on one 4-slot site.
+fn service_world(with_final: bool, set: impl FnOnce(&mut NodeSettings)) -> World {
+    let spec = |name: &str, runtime: f64, parents: &[&str]| JobSpec {
+        name: name.into(),
+        runtime,
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        ..Default::default()
+    };
+    let mut jobs = vec![
+        spec("svc", 1000.0, &[]),
+        spec("prov", 50.0, &[]),
+        spec("a", 10.0, &[]),
+        spec("b", 10.0, &["a"]),
+    ];
+    if with_final {
+        jobs.push(spec("fin", 10.0, &[]));
+    }
+    let n = jobs.len();
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(vec![], jobs).unwrap();
+    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(n);
+    nodes.retry = vec![Some(0); n];
+    nodes.service[0] = true;
+    nodes.provisioner = Some(1);
+    nodes.final_node = with_final.then_some(4);
+    set(&mut nodes);
+    w.m.set_nodes(nodes);
+    w
+}
+
+#[test]
+fn a_service_runs_beside_the_dag_and_is_removed_at_its_end_after_final() {
+    let mut w = service_world(true, |_| {});
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let r = w.m.records();
+    let at = |j: JobId| &r.jobs[j].attempts[0];
+    assert_eq!(at(0).prescript, 0.0, "the service starts with the DAG");
+    // The provisioner's go-ahead is its job running, not its end.
+    let go = at(1).started.unwrap();
+    assert!(at(2).prescript >= go && at(2).prescript < 50.0, "{:?}", at(2));
+    // FINAL does not wait for the service; the service is removed after it.
+    let fin_end = at(4).ended.unwrap();
+    assert!(at(4).prescript >= at(3).ended.unwrap() && fin_end < 1000.0);
+    assert!(matches!(at(0).outcome, Outcome::Removed(_)), "{:?}", at(0));
+    assert_eq!(at(0).ended, Some(fin_end));
+    assert_eq!(w.m.job_state(0), JobState::Done);
+    assert_eq!(w.running(1), 0, "its slot freed");
+    assert!(w.m.is_finished());
+    // A service that fails (its PRE script does) is not the DAG's failure.
+    let mut w = service_world(false, |n| n.pre[0] = true);
+    w.failing_scripts = vec![(0, ScriptKind::Pre)];
+    w.run();
+    assert_eq!(w.m.job_state(0), JobState::Failed);
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+}
+
+#[test]
+fn nothing_starts_before_the_provisioner_runs_and_nothing_if_it_never_does() {
+    // Its PRE script fails (no retries): the nodes waiting for its
+    // go-ahead never run; the service still runs and is removed.
+    let mut w = service_world(false, |n| n.pre[1] = true);
+    w.failing_scripts = vec![(1, ScriptKind::Pre)];
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..4).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Failed, Blocked, Blocked]);
+    assert!(!w.m.succeeded());
+    assert!(w.m.is_finished());
+    assert!(w.m.records().jobs[2].attempts.is_empty());
+}

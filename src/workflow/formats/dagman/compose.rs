@@ -229,11 +229,17 @@ fn flatten_piece(
     let mut subdags = Vec::new();
     for mut n in file.info.nodes {
         let local = n.name.clone();
-        if nested && n.is_final {
+        let kind = match &n {
+            n if n.is_final => Some("FINAL"),
+            n if n.is_service => Some("SERVICE"),
+            n if n.is_provisioner => Some("PROVISIONER"),
+            _ => None,
+        };
+        if nested && let Some(kind) = kind {
             return Err(FormatError {
                 file: path.to_path_buf(),
                 message: format!(
-                    "FINAL {local}: a splice or sub-DAG may not have a FINAL node here"
+                    "{kind} {local}: a splice or sub-DAG may not have a {kind} node here"
                 ),
             });
         }
@@ -367,15 +373,18 @@ fn flatten_piece(
                     format!("PARENT/CHILD: no JOB, SUBDAG or SPLICE named `{n}`"),
                 )
             })?;
-            if let Some(&i) = names.first().and_then(|x| index.get(x))
-                && out.nodes[i].is_final
-            {
-                return Err(at_err(
-                    at,
-                    format!(
-                        "PARENT/CHILD: `{n}` is the FINAL node, which runs after every other and has no edges"
-                    ),
-                ));
+            if let Some(&i) = names.first().and_then(|x| index.get(x)) {
+                let why = match &out.nodes[i] {
+                    x if x.is_final => Some("the FINAL node, which runs after every other"),
+                    x if x.is_service => Some("a SERVICE node, which runs beside the DAG"),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    return Err(at_err(
+                        at,
+                        format!("PARENT/CHILD: `{n}` is {why} and has no edges"),
+                    ));
+                }
             }
             Ok(names.clone())
         };

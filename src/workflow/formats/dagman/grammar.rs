@@ -14,7 +14,7 @@ const IGNORED: [&str; 1] = ["SAVE_POINT_FILE"];
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
-const UNSUPPORTED: [&str; 4] = ["SERVICE", "PROVISIONER", "TOLERANCE", "WEAK"];
+const UNSUPPORTED: [&str; 2] = ["TOLERANCE", "WEAK"];
 
 /// Every command of HTCondor's DAG language (`DAG::KEYWORD_MAP` of its
 /// `dag_commands.cpp`), as its manual writes them; DAGMan reads `-` and `_`
@@ -67,6 +67,8 @@ fn first_pass(key: &str) -> bool {
         key,
         "JOB"
             | "FINAL"
+            | "SERVICE"
+            | "PROVISIONER"
             | "SUBDAG"
             | "SPLICE"
             | "SUBMIT_DESCRIPTION"
@@ -393,7 +395,9 @@ fn commands<'a>(path: &'a Path, text: &str) -> Result<Vec<Line<'a>>, FormatError
         }
         let mut line = Line::new(path, no, logical.trim())?;
         let opens = match line.key.as_str() {
-            "JOB" | "FINAL" | "SUBMIT_DESCRIPTION" => line.w.get(2).and_then(|w| inline_end(w)),
+            "JOB" | "FINAL" | "SERVICE" | "PROVISIONER" | "SUBMIT_DESCRIPTION" => {
+                line.w.get(2).and_then(|w| inline_end(w))
+            }
             _ => None,
         };
         if let Some(end) = opens {
@@ -449,7 +453,9 @@ pub(super) fn read(path: &Path, text: &str) -> Result<DagFile, FormatError> {
         match *target {
             Target::Node(i) => cmd.apply(&mut p.file.info.nodes[i]),
             Target::All(n) => {
-                for node in p.file.info.nodes[..n].iter_mut().filter(|n| !n.is_final) {
+                // DAGMan's ALL_NODES reaches neither FINAL nor SERVICE nodes.
+                let all = p.file.info.nodes[..n].iter_mut();
+                for node in all.filter(|n| !n.is_final && !n.is_service) {
                     cmd.apply(node);
                 }
             }
@@ -552,7 +558,7 @@ impl Parser {
         let lines = commands(path, text)?;
         for l in lines.iter().filter(|l| first_pass(&l.key)) {
             match l.key.as_str() {
-                "JOB" | "FINAL" | "SUBDAG" => self.node(l)?,
+                "JOB" | "FINAL" | "SERVICE" | "PROVISIONER" | "SUBDAG" => self.node(l)?,
                 "SPLICE" => self.splice(l)?,
                 "SUBMIT_DESCRIPTION" => {
                     let name = l.arg(1, "a name and an inline description")?;
@@ -585,11 +591,13 @@ impl Parser {
                 "VARS" => self.vars(l)?,
                 "PRIORITY" => {
                     let target = self.target(l, 1, false)?;
+                    self.no_service(l, &target)?;
                     let p = l.number(2, "a priority", "PRIORITY: expected an integer")?;
                     self.node_cmds.push((target, NodeCmd::Priority(p)));
                 }
                 "CATEGORY" => {
                     let target = self.target(l, 1, false)?;
+                    self.no_service(l, &target)?;
                     let c = l.arg(2, "a category name")?;
                     self.node_cmds.push((target, NodeCmd::Category(c)));
                 }
@@ -662,8 +670,20 @@ impl Parser {
         Ok(Target::Node(i))
     }
 
-    /// `JOB name file [DIR dir] [NOOP] [DONE]`, `FINAL …` and
-    /// `SUBDAG EXTERNAL name file …`.
+    /// HTCondor refuses RETRY, PRIORITY and CATEGORY of a SERVICE node
+    /// (`parse.cpp`: "SERVICE node … cannot have … specification").
+    fn no_service(&self, l: &Line, target: &Target) -> Result<(), FormatError> {
+        match *target {
+            Target::Node(i) if self.file.info.nodes[i].is_service => Err(l.err(format!(
+                "{}: `{}` is a SERVICE node, which cannot have a {} specification",
+                l.kw, self.file.info.nodes[i].name, l.kw
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `JOB name file [DIR dir] [NOOP] [DONE]`, `FINAL …`, `SERVICE …`,
+    /// `PROVISIONER …` and `SUBDAG EXTERNAL name file …`.
     fn node(&mut self, l: &Line) -> Result<(), FormatError> {
         let kw = &l.kw;
         let is_sub = kw == "SUBDAG";
@@ -696,9 +716,18 @@ impl Parser {
                 f.name
             )));
         }
+        let is_provisioner = kw == "PROVISIONER";
+        if is_provisioner && let Some(p) = self.file.info.nodes.iter().find(|n| n.is_provisioner) {
+            return Err(l.err(format!(
+                "PROVISIONER: a second PROVISIONER node (`{}` is one already); a DAG has at most one",
+                p.name
+            )));
+        }
         let mut n = NodeInfo {
             name: name.clone(),
             is_final,
+            is_service: kw == "SERVICE",
+            is_provisioner,
             ..Default::default()
         };
         if is_sub {
@@ -714,6 +743,10 @@ impl Parser {
         while k < l.w.len() {
             match l.w[k].to_ascii_uppercase().as_str() {
                 "NOOP" => n.noop = true,
+                "DONE" if n.is_service => {
+                    let m = format!("SERVICE node {name} cannot be set to DONE");
+                    self.file.warnings.push(l.warning(&m));
+                }
                 "DONE" if !is_final => n.done = true,
                 "DIR" => {
                     k += 1;
@@ -869,6 +902,7 @@ impl Parser {
     /// `RETRY node n [UNLESS-EXIT value]`.
     fn retry(&mut self, l: &Line) -> Result<(), FormatError> {
         let target = self.target(l, 1, false)?;
+        self.no_service(l, &target)?;
         let n = l.number(
             2,
             "a retry count",

@@ -90,6 +90,13 @@ pub struct NodeInfo {
     pub category: Option<String>,
     /// `FINAL`: the node that runs last, whatever happened before.
     pub is_final: bool,
+    /// `SERVICE`: a node that runs beside the DAG from its start, with no
+    /// edges, and is removed when the DAG ends; its outcome is not the
+    /// DAG's.
+    pub is_service: bool,
+    /// `PROVISIONER`: the node that runs first; no other node starts
+    /// before its job runs.
+    pub is_provisioner: bool,
     /// `PRE_SKIP v`: the PRE script exiting `v` skips the job and POST
     /// script, and the node succeeds.
     pub pre_skip: Option<i32>,
@@ -443,6 +450,10 @@ impl DagmanInfo {
             if n.is_final {
                 s.final_node = Some(j);
             }
+            s.service[j] = n.is_service;
+            if n.is_provisioner {
+                s.provisioner = Some(j);
+            }
         }
         let job_of: HashMap<&str, usize> = wf
             .jobs
@@ -467,7 +478,7 @@ impl DagmanInfo {
 
     /// The nodes of the top DAG: those of no sub-DAG (whose nodes, and
     /// the no-ops of their PRE scripts, belong to its own DAGMan and its
-    /// own rescue DAG).
+    /// own rescue DAG), and no SERVICE node (DAGMan keeps those apart).
     pub fn top_level(&self) -> impl Iterator<Item = &NodeInfo> {
         let inner: std::collections::HashSet<&str> = self
             .subdags
@@ -477,7 +488,7 @@ impl DagmanInfo {
             .collect();
         self.nodes
             .iter()
-            .filter(move |n| !inner.contains(n.name.as_str()))
+            .filter(move |n| !inner.contains(n.name.as_str()) && !n.is_service)
     }
 }
 
