@@ -126,6 +126,30 @@ pub enum ScriptKind {
     Post,
 }
 
+/// What DAGMan substitutes for its macros in a PRE or POST script's
+/// arguments (HTCondor's `Script::BackgroundRun`), as the DAG stands when
+/// the script starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ScriptMacros {
+    /// `$RETRY`: attempts of this node before this one.
+    pub retry: u32,
+    /// `$RETURN` (POST scripts): the job's exit status.
+    pub status: i32,
+    /// `$DAG_STATUS`: DAGMan's status of the DAG (0 well, 2 a node
+    /// failed, 3 aborted, 4 removed by the user).
+    pub dag_status: i32,
+    /// `$FAILED_COUNT`: nodes failed.
+    pub failed: usize,
+    /// `$FUTILE_COUNT`: nodes that will never run, a parent having failed.
+    pub futile: usize,
+    /// `$DONE_COUNT`: nodes done.
+    pub done: usize,
+    /// `$QUEUED_COUNT`: nodes whose job is submitted.
+    pub queued: usize,
+    /// `$NODE_COUNT`: nodes of the DAG.
+    pub nodes: usize,
+}
+
 /// An input to the manager. Every event comes with the nominal time `now`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Event {
@@ -275,10 +299,8 @@ pub enum Command {
         site: SiteId,
         /// Which script.
         kind: ScriptKind,
-        /// `$RETRY`: attempts of this node before this one.
-        retry: u32,
-        /// `$RETURN` for a POST script: the job's exit status.
-        status: i32,
+        /// The values of DAGMan's macros in its arguments.
+        macros: ScriptMacros,
         /// How long the script takes in the simulator (nominal s; the
         /// live engine runs it in its real time).
         duration: f64,

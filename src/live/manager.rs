@@ -144,15 +144,9 @@ impl ManagerActor {
                     job,
                     site,
                     kind,
-                    retry,
-                    status,
+                    macros,
                     ..
-                } => self.sites[site].do_send(RunScript {
-                    job,
-                    kind,
-                    retry,
-                    status,
-                }),
+                } => self.sites[site].do_send(RunScript { job, kind, macros }),
                 Command::Release { job, site, delete } => {
                     self.sites[site].do_send(Release { job, delete })
                 }

@@ -71,10 +71,8 @@ pub struct RunScript {
     pub job: JobId,
     /// Which script.
     pub kind: crate::core::ScriptKind,
-    /// `$RETRY`.
-    pub retry: u32,
-    /// `$RETURN` (POST).
-    pub status: i32,
+    /// The values of DAGMan's macros in its arguments.
+    pub macros: crate::core::ScriptMacros,
 }
 
 /// Manager → site: unpin `job`'s files and delete `delete` when unpinned.

@@ -490,7 +490,7 @@ impl Handler<RunScript> for SiteActor {
             .scripts
             .get(m.job)
             .and_then(Option::as_ref)
-            .and_then(|n| n.invocation(m.kind, m.retry, m.status));
+            .and_then(|n| n.invocation(m.kind, &m.macros));
         let (job, kind) = (m.job, m.kind);
         let Some(call) = script else {
             self.emit(Event::ScriptDone {

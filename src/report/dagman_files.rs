@@ -174,10 +174,11 @@ pub fn node_status_file(
     let status = node_status(run);
     let count = |s: u8| status.iter().filter(|&&x| x == s).count();
     let end = seconds(epoch, run.makespan);
-    let dag_status = if run.succeeded {
-        STATUS_DONE
-    } else {
-        STATUS_ERROR
+    // DAGMan's note on the DAG's status (`Dag::DumpNodeStatus`).
+    let (dag_status, note) = match (run.succeeded, run.dag_stop) {
+        (true, _) => (STATUS_DONE, "success"),
+        (false, Some(s)) if s.node.is_some() => (STATUS_ERROR, "aborted"),
+        (false, _) => (STATUS_ERROR, "failed"),
     };
     let mut out = String::new();
     let _ = writeln!(out, "[\n  Type = \"DagStatus\";");
@@ -185,7 +186,7 @@ pub fn node_status_file(
     let _ = writeln!(out, "  Timestamp = {end};");
     let _ = writeln!(
         out,
-        "  DagStatus = {dag_status}; /* \"{}\" */",
+        "  DagStatus = {dag_status}; /* \"{} ({note})\" */",
         status_name(dag_status)
     );
     let _ = writeln!(out, "  NodesTotal = {};", status.len());

@@ -228,14 +228,13 @@ impl Sim {
         &mut self,
         job: JobId,
         kind: crate::core::ScriptKind,
-        retry: u32,
-        status: i32,
+        macros: &crate::core::ScriptMacros,
     ) -> i32 {
         let Some(call) = self
             .scripts
             .get(job)
             .and_then(Option::as_ref)
-            .and_then(|n| n.invocation(kind, retry, status))
+            .and_then(|n| n.invocation(kind, macros))
         else {
             return 0;
         };
@@ -433,12 +432,11 @@ impl Sim {
             Command::RunScript {
                 job,
                 kind,
-                retry,
-                status,
+                macros,
                 duration,
                 ..
             } => {
-                let status = self.run_script(job, kind, retry, status);
+                let status = self.run_script(job, kind, &macros);
                 self.at(
                     self.now + duration,
                     Ev::Deliver(Event::ScriptDone { job, kind, status }),

@@ -185,7 +185,12 @@ exit = [5, 0]
 
 /// A testbed running `dag` with the sidecar above on one 2-slot site; its
 /// `[manager]` gets `manager` (script time), `[workflow]` `workflow`.
-fn dag_testbed(dir: &Path, dag: &str, manager: &str, workflow: &str) -> std::path::PathBuf {
+pub(crate) fn dag_testbed(
+    dir: &Path,
+    dag: &str,
+    manager: &str,
+    workflow: &str,
+) -> std::path::PathBuf {
     std::fs::write(dir.join("w.dag"), dag).unwrap();
     std::fs::write(dir.join("w.toml"), SIDECAR).unwrap();
     let body = format!(

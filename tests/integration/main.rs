@@ -8,6 +8,7 @@ mod common;
 mod config_errors;
 mod dag_condor;
 mod dagman;
+mod dagman_htcondor;
 mod deploy;
 mod farm;
 mod faults;

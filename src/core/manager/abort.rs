@@ -58,6 +58,36 @@ impl Manager {
         self.stop(abort, None, out);
     }
 
+    /// DAGMan's script macros for a script of `job` starting now, its
+    /// job having exited `status`.
+    pub(super) fn script_macros(&self, job: JobId, status: i32) -> ScriptMacros {
+        let c = &self.counts;
+        // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
+        let dag_status = match self.abort {
+            Some(DagAbort { node: Some(_), .. }) => 3,
+            Some(DagAbort { node: None, .. }) => 4,
+            None if c.failed > 0 => 2,
+            None => 0,
+        };
+        // Nodes a stop left unrun are blocked but not futile.
+        let futile = match self.abort.is_some() || self.subdags.stopped(job).is_some() {
+            true => (0..self.state.len())
+                .filter(|&j| self.records.jobs[j].blocked_by.is_some())
+                .count(),
+            false => c.blocked,
+        };
+        ScriptMacros {
+            retry: self.failures[job],
+            status,
+            dag_status,
+            failed: c.failed,
+            futile,
+            done: c.done,
+            queued: c.queued + c.running,
+            nodes: self.state.len(),
+        }
+    }
+
     /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
     pub(super) fn stop_reason(&self, job: JobId) -> String {
         let (abort, what) = match self.subdags.stopped(job) {
@@ -87,10 +117,9 @@ impl Manager {
                 continue;
             }
             match self.state[j] {
-                JobState::Waiting | JobState::Ready => {
-                    self.set_state(j, JobState::Blocked);
-                    self.records.jobs[j].blocked_by = abort.node;
-                }
+                // Never to run, but not futile: DAGMan leaves them NOT_READY
+                // (unless a failure for good below makes them futile).
+                JobState::Waiting | JobState::Ready => self.set_state(j, JobState::Blocked),
                 JobState::Staging | JobState::Queued | JobState::Running => {
                     self.remove_node(j, out);
                 }
@@ -165,7 +194,7 @@ impl Manager {
     pub(super) fn end_removed(&mut self, job: JobId) {
         let why = self.stop_reason(job);
         self.record_removal(job, &why);
-        self.fail_for_good(job, format!("removed: {why}"));
+        self.fail_node(job, format!("removed: {why}"), false);
     }
 
     /// `job`'s attempt is recorded as removed, for `why`.

@@ -54,7 +54,7 @@ use staging::Prescript;
 
 use super::events::EventQueue;
 use super::nodes::{NodeSettings, ReadyQueue, Throttle};
-use crate::core::ScriptKind;
+use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;
 

@@ -44,7 +44,15 @@ impl Manager {
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
         if self.stopped_for(job) {
             let why = self.stop_reason(job);
-            self.fail_for_good(job, why);
+            // A node the stop kept from its retries fails without making
+            // the nodes below it futile (DAGMan had restarted it).
+            let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
+            if matches!(retry, Retry::Counted) && self.failures[job] < allowed {
+                self.set_state(job, JobState::Failed);
+                self.records.jobs[job].failure = Some(why);
+            } else {
+                self.fail_for_good(job, why);
+            }
             return;
         }
         if let Retry::Remade(file) = retry {
@@ -154,6 +162,13 @@ impl Manager {
     /// The job will never run: its descendants are blocked (DAGMan), while the
     /// jobs that were only ordered after it are released.
     pub(super) fn fail_for_good(&mut self, job: JobId, why: String) {
+        self.fail_node(job, why, true);
+    }
+
+    /// [`Self::fail_for_good`]; with `futile`, the nodes a stop left
+    /// unrun below `job` become futile too (a removed node's do not: DAGMan
+    /// reads no end of a job it removed).
+    pub(super) fn fail_node(&mut self, job: JobId, why: String, futile: bool) {
         self.set_state(job, JobState::Failed);
         self.records.jobs[job].failure = Some(why);
         if !self.remade.is_empty() {
@@ -162,8 +177,9 @@ impl Manager {
             }
         }
         let wf = self.wf.clone();
-        let mut stack = vec![job];
-        while let Some(j) = stack.pop() {
+        // (node, a stop had left it unrun: a sub-DAG's node counted it then)
+        let mut stack = vec![(job, false)];
+        while let Some((j, was_stopped)) = stack.pop() {
             for i in 0..self.ordering[j].len() {
                 let c = self.ordering[j][i];
                 self.release_child(c);
@@ -171,18 +187,29 @@ impl Manager {
             let mut gated = self.close_gate(j);
             gated.extend(self.never_provisioned(j));
             for &c in wf.children[j].iter().chain(&gated) {
+                // A node a stop left unrun becomes futile too.
+                if futile
+                    && self.state[c] == JobState::Blocked
+                    && self.records.jobs[c].blocked_by.is_none()
+                {
+                    self.records.jobs[c].blocked_by = Some(job);
+                    stack.push((c, true));
+                    continue;
+                }
                 if self.state[c] != JobState::Waiting {
                     continue;
                 }
                 // A sub-DAG's failure stops at its node, whose DAG ends
                 // failed once nothing more of it can run.
                 if let Some(k) = self.subdags.of_node(c) {
-                    self.subdag_leaf_failed(c, k);
+                    if !was_stopped {
+                        self.subdag_leaf_failed(c, k);
+                    }
                     continue;
                 }
                 self.set_state(c, JobState::Blocked);
                 self.records.jobs[c].blocked_by = Some(job);
-                stack.push(c);
+                stack.push((c, false));
             }
         }
     }

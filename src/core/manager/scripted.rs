@@ -253,9 +253,9 @@ impl ScriptedWorld {
                     site
                 }
                 Command::RunScript {
-                    job, kind, status, ..
+                    job, kind, macros, ..
                 } => {
-                    self.scripts_run.push((job, kind, status));
+                    self.scripts_run.push((job, kind, macros.status));
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
                     let done = Event::ScriptDone { job, kind, status };

@@ -247,12 +247,12 @@ impl Manager {
                 status: None,
             });
         }
+        let macros = self.script_macros(job, status);
         out.push(Command::RunScript {
             job,
             site: self.site_of[job],
             kind,
-            retry: self.failures[job],
-            status,
+            macros,
             duration: self.wms.draw(&self.settings.script_time),
         });
     }

@@ -208,7 +208,6 @@ impl Manager {
         for &m in &members {
             if Some(m) != abort.node && matches!(self.state[m], JobState::Waiting | JobState::Ready) {
                 self.set_state(m, JobState::Blocked);
-                self.records.jobs[m].blocked_by = abort.node;
                 // A leaf that will never run is over for the node.
                 if wf.children[m].contains(&node) {
                     self.release_child(node);

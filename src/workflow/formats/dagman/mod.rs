@@ -319,31 +319,42 @@ impl NodeScripts {
     pub fn invocation(
         &self,
         kind: crate::core::ScriptKind,
-        retry: u32,
-        status: i32,
+        macros: &crate::core::ScriptMacros,
     ) -> Option<Invocation> {
         let call = match kind {
             crate::core::ScriptKind::Pre => self.pre.as_ref(),
             crate::core::ScriptKind::Post => self.post.as_ref(),
         }?;
+        let post = kind == crate::core::ScriptKind::Post;
         Some(Invocation {
             executable: call.executable.clone(),
-            args: self.args(&call.args, retry, status),
+            args: self.args(&call.args, macros, post),
             debug: call.debug.clone(),
             env: self.env.clone(),
         })
     }
 
-    /// The arguments of a script with DAGMan's macros substituted: `$JOB`
-    /// and `$NODE`, `$RETRY`, `$MAX_RETRIES`, `$RETURN` (each a whole
-    /// argument, as DAGMan substitutes them).
-    pub fn args(&self, args: &[String], retry: u32, status: i32) -> Vec<String> {
+    /// The arguments of a script with DAGMan's macros substituted, each a
+    /// whole argument and in any case, as HTCondor's `Script::BackgroundRun`
+    /// substitutes them: `$JOB` and `$NODE`, `$RETRY`, `$MAX_RETRIES`,
+    /// `$DAG_STATUS`, `$FAILED_COUNT`, `$FUTILE_COUNT`, `$DONE_COUNT`,
+    /// `$QUEUED_COUNT`, `$NODE_COUNT`; and for a `post` script `$RETURN`
+    /// and `$SUCCESS` (a PRE script gets them as written). Any other
+    /// `$WORD` (a job id gridbed has none of) is left as written.
+    pub fn args(&self, args: &[String], m: &crate::core::ScriptMacros, post: bool) -> Vec<String> {
         args.iter()
-            .map(|a| match a.as_str() {
+            .map(|a| match a.to_ascii_uppercase().as_str() {
                 "$JOB" | "$NODE" => self.node.clone(),
-                "$RETRY" => retry.to_string(),
+                "$RETRY" => m.retry.to_string(),
                 "$MAX_RETRIES" => self.max_retries.to_string(),
-                "$RETURN" => status.to_string(),
+                "$DAG_STATUS" => m.dag_status.to_string(),
+                "$FAILED_COUNT" => m.failed.to_string(),
+                "$FUTILE_COUNT" => m.futile.to_string(),
+                "$DONE_COUNT" => m.done.to_string(),
+                "$QUEUED_COUNT" => m.queued.to_string(),
+                "$NODE_COUNT" => m.nodes.to_string(),
+                "$RETURN" if post => m.status.to_string(),
+                "$SUCCESS" if post => if m.status == 0 { "True" } else { "False" }.into(),
                 _ => a.clone(),
             })
             .collect()
