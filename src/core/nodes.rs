@@ -48,6 +48,9 @@ pub struct NodeSettings {
     /// `DAGMAN_MAX_JOBS_IDLE`: jobs submitted and not started at once, over
     /// all sites (0: no limit); more wait before their submission.
     pub max_jobs_idle: usize,
+    /// `DAGMAN_MAX_JOBS_SUBMITTED` of the top DAG: its jobs in the queue at
+    /// once (0: no limit); a sub-DAG has its own ([`SubDag`]).
+    pub max_jobs_submitted: usize,
     /// The status each job's program exits with, per attempt (the last
     /// repeats; empty: 0). A DAG's sidecar sets it (`exit = [1, 0]`).
     pub exits: Vec<Vec<i32>>,
@@ -85,6 +88,8 @@ pub struct SubDag {
     pub entry: Option<JobId>,
     /// Its DAG's nodes, those of sub-DAGs nested in it included.
     pub members: Vec<JobId>,
+    /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG` (0: no limit).
+    pub max_jobs_submitted: usize,
 }
 
 impl NodeSettings {
@@ -105,6 +110,7 @@ impl NodeSettings {
             pre_skip: vec![None; jobs],
             max_post: 0,
             max_jobs_idle: 0,
+            max_jobs_submitted: 0,
             exits: vec![Vec::new(); jobs],
             abort_on: vec![Vec::new(); jobs],
             final_node: None,

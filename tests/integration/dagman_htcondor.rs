@@ -92,21 +92,25 @@ fn abort_dag_on_with_return_0_is_a_success_and_leaves_the_rest_unready() {
     }
 }
 
-/// HTCondor's `job_dagman_abort-B`: A → B → {C, D}; C's job fails and its
-/// POST script exits 5, which aborts (`ABORT-DAG-ON C 5 RETURN 1`, `RETRY C
-/// 3`); D's job fails too. Expected, from that test: DAG `STATUS_ERROR
+/// HTCondor's `job_dagman_abort-B`: A → B → {C, D}, one job in the
+/// queue at a time (`DAGMAN_MAX_JOBS_SUBMITTED = 1` in its CONFIG); C's
+/// job fails and its POST script exits 5, which aborts (`ABORT-DAG-ON C 5
+/// RETURN 1`, `RETRY C 3`). D, submitted once C's job left the queue, is
+/// removed by the abort. Expected, from that test: DAG `STATUS_ERROR
 /// (aborted)`, 2 done, 2 failed, none unready; C and D in error.
-/// Difference: that test runs one job at a time (`DAGMAN_MAX_JOBS_SUBMITTED
-/// = 1`, which gridbed does not read), so there D is removed by the abort;
-/// here D runs beside C and fails by itself. Both end in error.
 #[test]
 fn abort_dag_on_from_a_post_script_aborts_the_dag_with_its_return() {
-    let dag = "JOB A n.sub\nJOB B n.sub\nJOB C n.sub\nSCRIPT POST C post5.sh\n\
+    let dag = "CONFIG one.cfg\nJOB A n.sub\nJOB B n.sub\nJOB C n.sub\nSCRIPT POST C post5.sh\n\
                ABORT-DAG-ON C 5 RETURN 1\nRETRY C 3\nJOB D n.sub\n\
                PARENT A CHILD B\nPARENT B CHILD C D\n";
     let sidecar = "[[job]]\nname = \"C\"\nexit = [1]\n[[job]]\nname = \"D\"\nexit = [1]\n";
     for engine in ["sim", "live"] {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("one.cfg"),
+            "DAGMAN_MAX_JOBS_SUBMITTED = 1\n",
+        )
+        .unwrap();
         script(dir.path(), "post5.sh", "exit 5\n");
         let (code, status) = run(dir.path(), dag, sidecar, engine);
         assert_eq!(code, Some(1), "{engine}: the DAG fails");
@@ -122,6 +126,7 @@ fn abort_dag_on_from_a_post_script_aborts_the_dag_with_its_return() {
                 "NodeStatus = 6;.*STATUS_ERROR",
                 "Node = \"D\";",
                 "NodeStatus = 6;.*STATUS_ERROR",
+                "StatusDetails = \"removed: the DAG was aborted",
             ],
             engine,
         );

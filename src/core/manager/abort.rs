@@ -162,6 +162,7 @@ impl Manager {
             JobState::Queued | JobState::Running if at_site => {
                 self.killing[job] = false;
                 self.active[site] -= 1;
+                self.left_queue(job);
                 if self.at_site[job] {
                     out.push(Command::Remove { job, site });
                 }

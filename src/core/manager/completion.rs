@@ -82,6 +82,7 @@ impl Manager {
             return;
         }
         self.active[site] -= 1;
+        self.left_queue(job);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
         let home_bound = result.is_ok() && self.sends_home(job, site);

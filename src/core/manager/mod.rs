@@ -45,6 +45,7 @@ mod service;
 mod stage_out;
 mod staging;
 mod subdag;
+mod submit_limit;
 pub use subdag::SubDagRun;
 #[cfg(test)]
 mod tests;
@@ -536,6 +537,8 @@ pub struct Manager {
     subdags: subdag::SubDags,
     /// `SERVICE` and `PROVISIONER` nodes.
     services: service::Services,
+    /// `DAGMAN_MAX_JOBS_SUBMITTED` of each DAGMan.
+    submit_limits: submit_limit::SubmitLimits,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -734,6 +737,7 @@ impl Manager {
             abort: None,
             subdags: Default::default(),
             services: Default::default(),
+            submit_limits: Default::default(),
         };
         manager.start_monit();
         manager
@@ -747,6 +751,7 @@ impl Manager {
         self.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
         self.subdags = subdag::SubDags::new(&nodes);
+        self.submit_limits = submit_limit::SubmitLimits::new(&nodes);
         self.nodes = nodes;
         // The FINAL node waits for every other one (its ready-queue entry is
         // skipped as stale).
@@ -1151,6 +1156,7 @@ impl Manager {
                 }
             }
         }
+        self.submit_held(out);
         // DAGMAN_MAX_JOBS_IDLE: submissions held while too many wait.
         while self.nodes.max_jobs_idle > 0 && self.counts.queued < self.nodes.max_jobs_idle {
             let Some(job) = self.idle_waiting.pop_front() else {

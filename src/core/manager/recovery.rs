@@ -325,6 +325,7 @@ impl Manager {
             return;
         }
         self.active[site] -= 1;
+        self.left_queue(job);
         self.leave_slot(job, site, out);
         self.records.sites[site].killed += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {

@@ -436,6 +436,9 @@ impl Manager {
             self.idle_waiting.push_back(job);
             return;
         }
+        if self.submission_held(job) {
+            return;
+        }
         let site = self.site_of[job];
         self.note_uses(job);
         self.set_state(job, JobState::Queued);

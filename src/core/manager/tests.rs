@@ -1745,6 +1745,7 @@ fn subdag_world(c_runtime: f64, set: impl FnOnce(&mut NodeSettings)) -> World {
         node: 3,
         entry: None,
         members: vec![0, 1, 2],
+        ..Default::default()
     }];
     set(&mut nodes);
     w.m.set_nodes(nodes);
@@ -1936,4 +1937,50 @@ fn nothing_starts_before_the_provisioner_runs_and_nothing_if_it_never_does() {
     assert!(!w.m.succeeded());
     assert!(w.m.is_finished());
     assert!(w.m.records().jobs[2].attempts.is_empty());
+}
+
+#[test]
+fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
+    // Most jobs of a set in the queue at once, over the run.
+    let most = |w: &World, jobs: &[JobId]| {
+        let r = w.m.records();
+        let mut edges: Vec<(f64, i32)> = jobs
+            .iter()
+            .flat_map(|&j| r.jobs[j].attempts.iter())
+            .filter_map(|a| Some([(a.submitted?, 1), (a.finished.or(a.ended)?, -1)]))
+            .flatten()
+            .collect();
+        edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        edges
+            .iter()
+            .scan(0, |n, e| {
+                *n += e.1;
+                Some(*n)
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    // The top DAG's limit: eight independent jobs on eight slots, two at
+    // a time.
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = dataless(8, 10.0, false);
+    let mut w = world(wf, sites(1, 8, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(8);
+    nodes.max_jobs_submitted = 2;
+    w.m.set_nodes(nodes);
+    w.run();
+    assert!(w.m.succeeded());
+    assert_eq!(most(&w, &(0..8).collect::<Vec<_>>()), 2);
+    // A sub-DAG's own: s+a and s+c one at a time, `after` unbounded.
+    let mut w = subdag_world(10.0, |n| {
+        n.exits[1] = vec![0];
+        n.subdags[0].max_jobs_submitted = 1;
+    });
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert_eq!(most(&w, &[0, 1, 2]), 1);
 }

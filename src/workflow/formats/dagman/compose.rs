@@ -139,6 +139,40 @@ pub(super) fn flatten(
     Ok(())
 }
 
+/// A sub-DAG's own `CONFIG` (read beside its `.dag` at `path`, where its
+/// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED`. Its other settings are
+/// the submit host's, the top DAG's (a warning says so).
+fn subdag_config(
+    file: &DagFile,
+    path: &Path,
+    out: &mut Flat,
+) -> Result<Option<usize>, FormatError> {
+    let Some(config) = &file.info.config else {
+        return Ok(None);
+    };
+    let cpath = path.parent().unwrap_or(Path::new(".")).join(config);
+    let text = std::fs::read_to_string(&cpath).map_err(|e| FormatError {
+        file: path.to_path_buf(),
+        message: format!("CONFIG {config}: cannot read {}: {e}", cpath.display()),
+    })?;
+    let mut own = super::DagmanInfo::default();
+    super::apply_config(&text, &mut own).map_err(|(line, m)| FormatError {
+        file: cpath.clone(),
+        message: format!("line {line}: {m}"),
+    })?;
+    if own.max_pre.is_some()
+        || own.max_post.is_some()
+        || own.max_jobs_idle.is_some()
+        || own.submit_depth_first.is_some()
+    {
+        out.warnings.push(format!(
+            "{}: a sub-DAG's DAGMAN_MAX_PRE_SCRIPTS, DAGMAN_MAX_POST_SCRIPTS, DAGMAN_MAX_JOBS_IDLE and DAGMAN_SUBMIT_DEPTH_FIRST are the top DAG's here",
+            cpath.display()
+        ));
+    }
+    Ok(own.max_jobs_submitted)
+}
+
 /// DAGMan's auto-rescue of a sub-DAG: the newest rescue of its `.dag` at
 /// `path` marks its nodes (from `first` on in `out`, named `prefix` then
 /// their names in it) DONE.
@@ -209,14 +243,9 @@ fn flatten_piece(
     out.warnings.extend(file.warnings);
     scope.add(file.descriptions, path, out);
     let i = &file.info;
-    if nested
-        && (i.config.is_some()
-            || i.dot.is_some()
-            || i.node_status_file.is_some()
-            || i.jobstate_log.is_some())
-    {
+    if nested && (i.dot.is_some() || i.node_status_file.is_some() || i.jobstate_log.is_some()) {
         out.warnings.push(format!(
-            "{}: CONFIG, DOT, NODE_STATUS_FILE and JOBSTATE_LOG of a splice or sub-DAG are ignored (the top DAG's apply)",
+            "{}: DOT, NODE_STATUS_FILE and JOBSTATE_LOG of a splice or sub-DAG are ignored (the top DAG's apply)",
             path.display()
         ));
     }
@@ -301,6 +330,7 @@ fn flatten_piece(
             .join(n.subdag.as_deref().unwrap_or_default());
         let sfile = read_file(&spath, err)?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
+        let max_jobs_submitted = subdag_config(&sfile, &spath, out)?;
         let inner = out.nodes.len();
         let mut own = Scope::default();
         let piece = flatten_piece(
@@ -349,6 +379,7 @@ fn flatten_piece(
                 .iter()
                 .map(|n| n.name.clone())
                 .collect(),
+            max_jobs_submitted,
         });
         if !roots.is_empty() {
             as_child.insert(local, roots);

@@ -120,6 +120,8 @@ pub struct SubDagInfo {
     pub entry: Option<String>,
     /// Its DAG's nodes (`node+name`), nested sub-DAGs' included.
     pub members: Vec<String>,
+    /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG`.
+    pub max_jobs_submitted: Option<usize>,
 }
 
 /// DAGMan's settings of a whole `.dag` file.
@@ -135,6 +137,9 @@ pub struct DagmanInfo {
     pub max_post: Option<usize>,
     /// `DAGMAN_MAX_JOBS_IDLE` (from `CONFIG`).
     pub max_jobs_idle: Option<usize>,
+    /// `DAGMAN_MAX_JOBS_SUBMITTED` (from `CONFIG`): its jobs in the queue at
+    /// once.
+    pub max_jobs_submitted: Option<usize>,
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` (from `CONFIG`).
     pub submit_depth_first: Option<bool>,
     /// `CONFIG file`, as written (relative to the `.dag`).
@@ -419,6 +424,7 @@ impl DagmanInfo {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
         s.max_post = self.max_post.unwrap_or(0);
         s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
+        s.max_jobs_submitted = self.max_jobs_submitted.unwrap_or(0);
         let categories: Vec<&String> = self
             .nodes
             .iter()
@@ -481,6 +487,7 @@ impl DagmanInfo {
                     node: id(&d.node)?,
                     entry: d.entry.as_ref().and_then(id),
                     members: d.members.iter().filter_map(id).collect(),
+                    max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
                 })
             })
             .collect();
@@ -532,6 +539,7 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
             "DAGMAN_MAX_PRE_SCRIPTS" => &mut info.max_pre,
             "DAGMAN_MAX_POST_SCRIPTS" => &mut info.max_post,
             "DAGMAN_MAX_JOBS_IDLE" => &mut info.max_jobs_idle,
+            "DAGMAN_MAX_JOBS_SUBMITTED" => &mut info.max_jobs_submitted,
             _ => continue,
         };
         *slot = Some(value.trim().parse().map_err(|_| {
