@@ -609,6 +609,7 @@ fn write_dagman_rescues(
         done: &ended.done,
         failed: &ended.failed,
         subdag_runs: &ended.subdag_runs,
+        children: &scenario.workflow.children,
     };
     rescue::write_for_run(&src.path, info, &end, top).map_err(|e| {
         CliError::Failed(format!(

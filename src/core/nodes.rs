@@ -70,6 +70,10 @@ pub struct NodeSettings {
     /// `PROVISIONER`: the node whose job must run before any other node
     /// starts (DAGMan waits for its go-ahead).
     pub provisioner: Option<JobId>,
+    /// `WEAK PARENT p CHILD c` edges (p, c): when `p` fails for good, `c`
+    /// counts it as over and may run (a node made futile still makes all
+    /// of its children futile).
+    pub weak: std::collections::BTreeSet<(JobId, JobId)>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -117,6 +121,7 @@ impl NodeSettings {
             subdags: Vec::new(),
             service: vec![false; jobs],
             provisioner: None,
+            weak: Default::default(),
         }
     }
 }

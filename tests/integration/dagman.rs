@@ -1341,3 +1341,46 @@ fn a_service_is_removed_at_the_dags_end_and_the_provisioner_runs_first_in_both_e
         assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
     }
 }
+
+/// `WEAK PARENT` as HTCondor 25.x reads and runs it: a weak child runs
+/// once its parent is over, even failed; an edge declared weak and strong
+/// is strong; the rescue writes a failed node whose every child is weak
+/// DONE, under DAGMan's comment.
+#[test]
+fn a_weak_edge_lets_its_child_run_after_a_failure_and_the_rescue_says_so() {
+    let (info, _, edges) =
+        parse("JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nWEAK PARENT a CHILD b c\nPARENT a CHILD c\n")
+            .unwrap();
+    assert_eq!(edges.len(), 2);
+    assert_eq!(info.weak_edges, [("a".to_string(), "b".to_string())]);
+    let e = parse("JOB a n.sub\nJOB b n.sub\nWEAK a CHILD b\n").unwrap_err();
+    assert!(
+        e.contains("line 3:") && e.contains("WEAK dependency missing PARENT keyword"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tb = dag_testbed(
+        dir.path(),
+        "JOB a n.sub\nJOB b n.sub\nWEAK PARENT a CHILD b\n",
+        "",
+        "",
+    );
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[job]]\nname = \"a\"\nexit = [1]\n",
+    )
+    .unwrap();
+    let s = load(&tb);
+    let run = gridbed::sim::run(&s).unwrap().result;
+    assert_eq!(run.records.jobs[1].attempts.len(), 1, "b ran");
+    assert!(run.done[1] && !run.succeeded);
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(1), "{err}");
+    let rescue = std::fs::read_to_string(dir.path().join("w.dag.rescue001")).unwrap();
+    assert!(
+        rescue.contains(
+            "#   a,<ENDLIST>\n\n# Failed node with only weak child dependencies:\nDONE a\nDONE b\n"
+        ),
+        "{rescue}"
+    );
+}

@@ -187,6 +187,14 @@ impl Manager {
             let mut gated = self.close_gate(j);
             gated.extend(self.never_provisioned(j));
             for &c in wf.children[j].iter().chain(&gated) {
+                // A weak child of the node that failed runs all the same
+                // (DAGMan's weak arc: its parent is over).
+                if j == job && !self.nodes.weak.is_empty() && self.nodes.weak.contains(&(j, c)) {
+                    if self.state[c] == JobState::Waiting {
+                        self.release_child(c);
+                    }
+                    continue;
+                }
                 // A node a stop left unrun becomes futile too.
                 if futile
                     && self.state[c] == JobState::Blocked

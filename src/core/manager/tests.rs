@@ -1984,3 +1984,41 @@ fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     assert_eq!(most(&w, &[0, 1, 2]), 1);
 }
+
+#[test]
+fn a_weak_child_runs_after_its_parent_fails_and_a_futile_nodes_children_are_all_futile() {
+    // a fails; WEAK PARENT a CHILD b; PARENT a CHILD c; PARENT c CHILD d;
+    // WEAK PARENT c CHILD e (c never ran: e is futile too).
+    let spec = |name: &str, parents: &[&str]| JobSpec {
+        name: name.into(),
+        runtime: 10.0,
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        ..Default::default()
+    };
+    let jobs = vec![
+        spec("a", &[]),
+        spec("b", &["a"]),
+        spec("c", &["a"]),
+        spec("d", &["c"]),
+        spec("e", &["c"]),
+    ];
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(vec![], jobs).unwrap();
+    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut nodes = NodeSettings::none(5);
+    nodes.retry = vec![Some(0); 5];
+    nodes.exits[0] = vec![1];
+    nodes.weak = [(0, 1), (2, 4)].into_iter().collect();
+    w.m.set_nodes(nodes);
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..5).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Failed, Done, Blocked, Blocked, Blocked]);
+    assert!(!w.m.succeeded(), "a failed: so did the DAG");
+    let b = &w.m.records().jobs[1].attempts[0];
+    assert!(b.prescript >= w.m.records().jobs[0].attempts[0].ended.unwrap());
+}

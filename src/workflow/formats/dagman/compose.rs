@@ -41,6 +41,11 @@ pub(super) struct Flat {
     pub max_jobs: BTreeMap<String, usize>,
     /// Each sub-DAG, inner ones first.
     pub subdags: Vec<SubDagInfo>,
+    /// Edges declared weak, and those declared strong (by names as
+    /// flattened): an edge declared both ways is strong (DAGMan's
+    /// "strongest wins").
+    pub weak: std::collections::BTreeSet<(String, String)>,
+    pub strong: std::collections::HashSet<(String, String)>,
     pub warnings: Vec<String>,
     /// Which rescue a sub-DAG starts from: its newest, or none.
     rescue: Rescue,
@@ -122,6 +127,7 @@ fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile
 
 /// Flattens the top `file`, read from `path`, into `out`; its sub-DAGs
 /// start from their newest rescue unless `rescue` is [`Rescue::Ignore`].
+/// An edge declared both weak and strong is left strong.
 pub(super) fn flatten(
     file: DagFile,
     path: &Path,
@@ -136,6 +142,8 @@ pub(super) fn flatten(
     let mut scope = Scope::default();
     flatten_piece(file, path, top, "", (None, 0), &mut scope, out)?;
     scope.resolve(out);
+    let strong = std::mem::take(&mut out.strong);
+    out.weak.retain(|e| !strong.contains(e));
     Ok(())
 }
 
@@ -396,7 +404,7 @@ fn flatten_piece(
             out.parents[ci].push(p.to_string());
         }
     };
-    for (at, p, c) in &file.edges {
+    for (at, p, c, weak) in &file.edges {
         let find = |map: &HashMap<String, Vec<String>>, n: &String| {
             let names = map.get(n).ok_or_else(|| {
                 at_err(
@@ -423,6 +431,11 @@ fn flatten_piece(
         for p in &ps {
             for c in &cs {
                 edge(out, p, c);
+                let pair = (p.clone(), c.clone());
+                match weak {
+                    true => out.weak.insert(pair),
+                    false => out.strong.insert(pair),
+                };
             }
         }
     }

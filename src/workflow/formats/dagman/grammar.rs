@@ -14,7 +14,7 @@ const IGNORED: [&str; 1] = ["SAVE_POINT_FILE"];
 
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
-const UNSUPPORTED: [&str; 2] = ["TOLERANCE", "WEAK"];
+const UNSUPPORTED: [&str; 1] = ["TOLERANCE"];
 
 /// Every command of HTCondor's DAG language (`DAG::KEYWORD_MAP` of its
 /// `dag_commands.cpp`), as its manual writes them; DAGMan reads `-` and `_`
@@ -323,8 +323,9 @@ pub(super) struct DagFile {
     /// Its nodes (JOB, FINAL, SUBDAG EXTERNAL) with their settings, and
     /// its MAXJOBS and CONFIG.
     pub info: DagmanInfo,
-    /// `PARENT … CHILD …` by name: nodes or splices.
-    pub edges: Vec<(At, String, String)>,
+    /// `PARENT … CHILD …` by name (nodes or splices), and whether the edge
+    /// is weak (`WEAK PARENT …`).
+    pub edges: Vec<(At, String, String, bool)>,
     pub splices: Vec<SpliceRef>,
     /// `CONNECT out-splice in-splice`.
     pub connects: Vec<(At, String, String)>,
@@ -585,7 +586,13 @@ impl Parser {
         }
         for l in lines.iter().filter(|l| !first_pass(&l.key)) {
             match l.key.as_str() {
-                "PARENT" => self.parent(l)?,
+                "PARENT" => self.parent(l, 1)?,
+                "WEAK" => {
+                    if !l.w.get(1).is_some_and(|x| x.eq_ignore_ascii_case("PARENT")) {
+                        return Err(l.err("WEAK dependency missing PARENT keyword"));
+                    }
+                    self.parent(l, 2)?
+                }
                 "SCRIPT" => self.script(l)?,
                 "RETRY" => self.retry(l)?,
                 "VARS" => self.vars(l)?,
@@ -824,18 +831,22 @@ impl Parser {
     }
 
     /// `PARENT p… CHILD c…`: nodes or splices, which may be written below.
-    fn parent(&mut self, l: &Line) -> Result<(), FormatError> {
+    /// `PARENT p… CHILD c…`, or `WEAK PARENT …` (its parents from word
+    /// `first` on): a weak child runs once its parent is over, even failed.
+    fn parent(&mut self, l: &Line, first: usize) -> Result<(), FormatError> {
         let child_at =
             l.w.iter()
                 .position(|x| x.eq_ignore_ascii_case("CHILD"))
                 .ok_or_else(|| l.err("PARENT: expected `PARENT p… CHILD c…`"))?;
-        let (ps, cs) = (&l.w[1..child_at], &l.w[child_at + 1..]);
+        let (ps, cs) = (&l.w[first..child_at], &l.w[child_at + 1..]);
         if ps.is_empty() || cs.is_empty() {
             return Err(l.err("PARENT: expected at least one parent and one child"));
         }
         for p in ps {
             for c in cs {
-                self.file.edges.push((l.at(), p.clone(), c.clone()));
+                self.file
+                    .edges
+                    .push((l.at(), p.clone(), c.clone(), first > 1));
             }
         }
         Ok(())

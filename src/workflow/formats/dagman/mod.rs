@@ -162,6 +162,8 @@ pub struct DagmanInfo {
     /// Its sub-DAGs (`SUBDAG EXTERNAL`), nested ones included, inner ones
     /// first.
     pub subdags: Vec<SubDagInfo>,
+    /// `WEAK PARENT p CHILD c` edges (parent, child), by node name.
+    pub weak_edges: Vec<(String, String)>,
 }
 
 /// The variables `condor_submit_dag` passes from the submitter's
@@ -479,6 +481,11 @@ impl DagmanInfo {
             .map(|(j, job)| (job.name.as_str(), j))
             .collect();
         let id = |n: &String| job_of.get(n.as_str()).copied();
+        s.weak = self
+            .weak_edges
+            .iter()
+            .filter_map(|(p, c)| Some((id(p)?, id(c)?)))
+            .collect();
         s.subdags = self
             .subdags
             .iter()
@@ -692,6 +699,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             nodes: flat.nodes,
             max_jobs: flat.max_jobs,
             subdags: flat.subdags,
+            weak_edges: flat.weak.into_iter().collect(),
             ..settings
         }),
     })

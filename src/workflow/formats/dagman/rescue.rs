@@ -145,6 +145,9 @@ pub struct Outcome<'a> {
     pub failed: bool,
     /// It is the FINAL node (never marked DONE).
     pub is_final: bool,
+    /// It has children and every edge to them is weak: failed, it is
+    /// written DONE all the same, as DAGMan's `WriteRescue` does.
+    pub weak_children_only: bool,
 }
 
 /// The text of a rescue of `dag` after a run whose nodes ended as
@@ -170,7 +173,12 @@ pub fn text(dag: &Path, outcomes: &[Outcome], created: &str) -> String {
         out.push(',');
     }
     out.push_str("<ENDLIST>\n\n");
-    for o in outcomes.iter().filter(|o| o.done && !o.is_final) {
+    for o in outcomes.iter().filter(|o| !o.is_final) {
+        if o.failed && o.weak_children_only {
+            out.push_str("# Failed node with only weak child dependencies:\n");
+        } else if !o.done {
+            continue;
+        }
         out.push_str("DONE ");
         out.push_str(o.name);
         out.push('\n');
@@ -210,6 +218,8 @@ pub struct RunEnd<'a> {
     pub failed: &'a [bool],
     /// Each failed run of a sub-DAG, in order.
     pub subdag_runs: &'a [crate::core::SubDagRun],
+    /// Per job: its children in the run's workflow.
+    pub children: &'a [Vec<usize>],
 }
 
 /// The rescue DAGs of a run of the DAG `info`, read from `dag`: one per
@@ -225,6 +235,15 @@ pub fn write_for_run(
 ) -> std::io::Result<Vec<PathBuf>> {
     let created = created_now();
     let job = |n: &str| end.job_of.get(n).copied();
+    let weak: std::collections::HashSet<(usize, usize)> = info
+        .weak_edges
+        .iter()
+        .filter_map(|(p, c)| Some((job(p)?, job(c)?)))
+        .collect();
+    let weak_only = |j: usize| {
+        let children = &end.children[j];
+        !children.is_empty() && children.iter().all(|&c| weak.contains(&(j, c)))
+    };
     let mut written = Vec::new();
     for run in end.subdag_runs {
         let Some(d) = info.subdags.get(run.subdag) else {
@@ -250,6 +269,7 @@ pub fn write_for_run(
                     done: j.is_some_and(|j| run.done.contains(&j)),
                     failed: j.is_some_and(|j| run.failed.contains(&j)),
                     is_final: false,
+                    weak_children_only: j.is_some_and(weak_only),
                 }
             })
             .collect();
@@ -265,6 +285,7 @@ pub fn write_for_run(
                     done: j.is_some_and(|j| end.done[j]),
                     failed: j.is_some_and(|j| end.failed[j]),
                     is_final: n.is_final,
+                    weak_children_only: j.is_some_and(weak_only),
                 }
             })
             .collect();
@@ -284,6 +305,7 @@ mod tests {
             done,
             failed,
             is_final,
+            weak_children_only: false,
         };
         let outcomes = [
             o("A", true, false, false),
