@@ -111,6 +111,17 @@ pub(crate) struct ValidateArgs {
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut scenario = load(&args.scenario)?;
+    if let Some(n) = args.scenario.rescue_from
+        && let Some(src) = scenario.source.as_ref().filter(|s| s.dagman.is_some())
+    {
+        use crate::workflow::formats::dagman::rescue;
+        let renamed = rescue::rename_after(&src.path, n).map_err(|e| {
+            CliError::Failed(format!("cannot rename the rescue DAGs after number {n}: {e}"))
+        })?;
+        for r in renamed {
+            say!("renamed {} to its .old (DAGMan's -DoRescueFrom {n})", r.display());
+        }
+    }
     if let Some(dir) = &args.netbed {
         super::netbed::apply(&mut scenario, dir)?;
     }

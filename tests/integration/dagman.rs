@@ -839,7 +839,8 @@ fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
 /// `DONE` line per node that ended well; the next run starts from it, runs
 /// only the rest, and writes `rescue002` when it fails again; a run that
 /// succeeds writes none. `--no-rescue` and `--rescue-from N` choose as
-/// `-AutoRescue 0` and `-DoRescueFrom N` do.
+/// `-AutoRescue 0` and `-DoRescueFrom N` do, the latter renaming the newer
+/// rescues to `.old`.
 #[test]
 fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -903,6 +904,9 @@ fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
         "{err}"
     );
     assert!(!rescue(4).exists());
+    // As -DoRescueFrom 1 does, the newer rescues became `.old`.
+    assert!(!rescue(2).exists() && !rescue(3).exists());
+    assert!(dir.path().join("w.dag.rescue003.old").exists());
     // An edited DAG whose rescue names a node it no longer has is refused
     // at the rescue's line.
     std::fs::write(
@@ -913,7 +917,7 @@ fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
     let (code, _, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains("w.dag.rescue003") && err.contains("DONE d: the DAG has no such node"),
+        err.contains("w.dag.rescue001") && err.contains("DONE d: the DAG has no such node"),
         "{err}"
     );
 }

@@ -208,6 +208,26 @@ pub fn write(dag: &Path, outcomes: &[Outcome], created: &str) -> std::io::Result
     Ok(path)
 }
 
+/// `-DoRescueFrom n`'s renaming (`DagmanUtils::RenameRescueDagsAfter`):
+/// the rescues of `dag` numbered after `n` become `….rescueNNN.old`
+/// (replacing an older `.old`), so the next one written is number
+/// `n + 1`. Returns the renamed files.
+pub fn rename_after(dag: &Path, n: u32) -> std::io::Result<Vec<PathBuf>> {
+    let mut renamed = Vec::new();
+    for k in n + 1..=newest(dag) {
+        let from = name(dag, k);
+        if !from.exists() {
+            continue;
+        }
+        let mut to = from.clone().into_os_string();
+        to.push(".old");
+        let _ = std::fs::remove_file(&to);
+        std::fs::rename(&from, &to)?;
+        renamed.push(from);
+    }
+    Ok(renamed)
+}
+
 /// How a run of a DAG ended, as its rescue DAGs record it.
 pub struct RunEnd<'a> {
     /// Each node's job in the run, by name.
