@@ -33,6 +33,17 @@ fn parse(dag: &str) -> Result<Dag, String> {
     Ok((loaded.dagman.unwrap(), names, edges))
 }
 
+/// Each DAG (text, line, words) is refused at that line with those words.
+fn assert_refused_at(cases: &[(&str, usize, &str)]) {
+    for &(dag, line, what) in cases {
+        let e = parse(dag).unwrap_err();
+        assert!(
+            e.contains(&format!("line {line}:")) && e.contains(what),
+            "{dag:?}: {e}"
+        );
+    }
+}
+
 fn node<'a>(info: &'a DagmanInfo, name: &str) -> &'a formats::dagman::NodeInfo {
     info.nodes.iter().find(|n| n.name == name).unwrap()
 }
@@ -130,7 +141,7 @@ SCRIPT HOLD A hold.sh
         Some(("pre.out".into(), "STDOUT".into()))
     );
     assert_eq!(a.abort_on, [(3, None)]);
-    for (dag, line, what) in [
+    assert_refused_at(&[
         ("JOB A a.sub\nREJECT\n", 2, "REJECT"),
         (
             "JOB A a.sub\nFINAL F f.sub\nFINAL G g.sub\n",
@@ -151,13 +162,7 @@ SCRIPT HOLD A hold.sh
             "STDOUT, STDERR or ALL",
         ),
         ("JOB A a.sub\nSPLICE S s.dag\n", 2, "SPLICE"),
-    ] {
-        let e = parse(dag).unwrap_err();
-        assert!(
-            e.contains(&format!("line {line}:")) && e.contains(what),
-            "{dag:?}: {e}"
-        );
-    }
+    ]);
 }
 
 /// A three-node chain with a FINAL node, where `b`'s job exits 5 on its
@@ -191,6 +196,17 @@ pub(crate) fn dag_testbed(
     manager: &str,
     workflow: &str,
 ) -> std::path::PathBuf {
+    dag_testbed_on(dir, dag, manager, workflow, 2)
+}
+
+/// [`dag_testbed`] with `cpus` slots on its site.
+fn dag_testbed_on(
+    dir: &Path,
+    dag: &str,
+    manager: &str,
+    workflow: &str,
+    cpus: usize,
+) -> std::path::PathBuf {
     std::fs::write(dir.join("w.dag"), dag).unwrap();
     std::fs::write(dir.join("w.toml"), SIDECAR).unwrap();
     let body = format!(
@@ -208,7 +224,7 @@ prescript_interval = 0
 name = "submit-host"
 [[site]]
 name = "grid3-01"
-cpus = 2
+cpus = {cpus}
 [workflow]
 file = "w.dag"
 sidecar = "w.toml"
@@ -723,7 +739,7 @@ fn inline_submit_descriptions_are_kept_with_their_nodes_and_the_top_dag_wins() {
     // A plain submit file has no description.
     let (info, _, _) = parse("JOB A a.sub\n").unwrap();
     assert_eq!(node(&info, "A").submit_description, None);
-    for (dag, line, what) in [
+    assert_refused_at(&[
         ("JOB A {\n  executable = x\n", 1, "no closing `}`"),
         ("JOB A @=\nx\n@\n", 1, "@=TOKEN"),
         (
@@ -736,13 +752,7 @@ fn inline_submit_descriptions_are_kept_with_their_nodes_and_the_top_dag_wins() {
             2,
             "`FROB`",
         ),
-    ] {
-        let e = parse(dag).unwrap_err();
-        assert!(
-            e.contains(&format!("line {line}:")) && e.contains(what),
-            "{dag:?}: {e}"
-        );
-    }
+    ]);
 }
 
 /// `PRE_SKIP node value` (HTCondor's `Node::AddPreSkip`: 0 to 255, the last
@@ -942,33 +952,13 @@ fn five_running_testbed(dir: &Path, abort: bool) -> std::path::PathBuf {
         ));
     }
     dag.push_str("SCRIPT DEBUG scripts.log STDOUT POST fin post.sh $JOB $RETURN\n");
-    std::fs::write(dir.join("w.dag"), dag).unwrap();
+    let tb = dag_testbed_on(dir, &dag, "", "scripts = \"run\"", 6);
     std::fs::write(dir.join("w.toml"), sidecar).unwrap();
     let post = dir.join("post.sh");
     std::fs::write(&post, POST_SH).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let body = r#"
-strategy = "round-robin"
-origin = "submit-host"
-[emulation]
-time_scale = 50
-byte_scale = 1
-[manager]
-maxpre = 0
-prescript_interval = 0
-[[site]]
-name = "submit-host"
-[[site]]
-name = "grid3-01"
-cpus = 6
-[workflow]
-file = "w.dag"
-sidecar = "w.toml"
-default_runtime = 10
-scripts = "run"
-"#;
-    write_testbed(dir, "t.toml", body)
+    tb
 }
 
 /// r1..r5 were removed at `at` (nominal s) before they ended: attempt
@@ -1271,7 +1261,7 @@ fn service_and_provisioner_nodes_read_and_are_refused_where_htcondor_refuses_the
     assert_eq!((node(&info, "S").retry, node(&info, "A").retry), (0, 2));
     assert!(!node(&info, "T").done);
     assert_eq!(edges.len(), 1);
-    for (dag, line, what) in [
+    assert_refused_at(&[
         (
             "SERVICE S s.sub\nRETRY S 2\n",
             2,
@@ -1297,13 +1287,7 @@ fn service_and_provisioner_nodes_read_and_are_refused_where_htcondor_refuses_the
             3,
             "is a SERVICE node",
         ),
-    ] {
-        let e = parse(dag).unwrap_err();
-        assert!(
-            e.contains(&format!("line {line}:")) && e.contains(what),
-            "{dag:?}: {e}"
-        );
-    }
+    ]);
 }
 
 /// A SERVICE node runs beside the DAG and is removed at its end, after

@@ -802,6 +802,27 @@ fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
 
 /// `n` jobs of `runtime` s that move no data; each a child of the previous
 /// one when `chain`.
+/// A world of dataless jobs (name, runtime, parents) on one site of
+/// `cpus` slots, each prescript at once.
+fn chart_world(jobs: &[(&str, f64, &[&str])], cpus: usize) -> World {
+    let jobs = jobs
+        .iter()
+        .map(|&(name, runtime, parents)| JobSpec {
+            name: name.into(),
+            runtime,
+            parents: parents.iter().map(|p| p.to_string()).collect(),
+            ..Default::default()
+        })
+        .collect();
+    let settings = ManagerSettings {
+        prescript_interval: 0.0,
+        maxpre: 0,
+        ..Default::default()
+    };
+    let wf = Workflow::build(vec![], jobs).unwrap();
+    world(wf, sites(1, cpus, 10_000), settings, "round-robin")
+}
+
 fn dataless(n: usize, runtime: f64, chain: bool) -> Workflow {
     let jobs = (0..n)
         .map(|i| JobSpec {
@@ -961,6 +982,15 @@ fn dag_world(n: usize, with_final: bool, set: impl FnOnce(&mut NodeSettings)) ->
     w
 }
 
+/// Each POST script run: (node, `$RETURN`), in order.
+fn posts_run(w: &World) -> Vec<(JobId, i32)> {
+    w.scripts_run
+        .iter()
+        .filter(|s| s.1 == ScriptKind::Post)
+        .map(|s| (s.0, s.2))
+        .collect()
+}
+
 #[test]
 fn a_failed_job_runs_its_post_script_with_its_exit_status_and_post_0_rescues_it() {
     // j1's program exits 3 on its first attempt; its POST script (exit 0
@@ -972,12 +1002,7 @@ fn a_failed_job_runs_its_post_script_with_its_exit_status_and_post_0_rescues_it(
     });
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    let posts: Vec<(JobId, i32)> = w
-        .scripts_run
-        .iter()
-        .filter(|s| s.1 == ScriptKind::Post)
-        .map(|s| (s.0, s.2))
-        .collect();
+    let posts = posts_run(&w);
     assert_eq!(posts, [(0, 0), (1, 3), (2, 0)]);
     assert_eq!(w.m.records().jobs[1].attempts.len(), 1);
     assert_eq!(w.m.records().jobs[1].attempts[0].outcome, Outcome::Ended);
@@ -1717,26 +1742,16 @@ fn stage_out_sends_final_outputs_home_so_that_a_small_disk_holds_only_the_work_u
 /// A sub-DAG `s` of `s+a` → `s+b`, with `s+c` (`c_runtime` s) beside
 /// them, then `after`; `s+b` exits 1 on its first attempt. Node 3 is `s`.
 fn subdag_world(c_runtime: f64, set: impl FnOnce(&mut NodeSettings)) -> World {
-    let spec = |name: &str, runtime: f64, parents: &[&str]| JobSpec {
-        name: name.into(),
-        runtime,
-        parents: parents.iter().map(|p| p.to_string()).collect(),
-        ..Default::default()
-    };
-    let jobs = vec![
-        spec("s+a", 10.0, &[]),
-        spec("s+b", 10.0, &["s+a"]),
-        spec("s+c", c_runtime, &[]),
-        spec("s", 0.0, &["s+b", "s+c"]),
-        spec("after", 10.0, &["s"]),
-    ];
-    let settings = ManagerSettings {
-        prescript_interval: 0.0,
-        maxpre: 0,
-        ..Default::default()
-    };
-    let wf = Workflow::build(vec![], jobs).unwrap();
-    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut w = chart_world(
+        &[
+            ("s+a", 10.0, &[]),
+            ("s+b", 10.0, &["s+a"]),
+            ("s+c", c_runtime, &[]),
+            ("s", 0.0, &["s+b", "s+c"]),
+            ("after", 10.0, &["s"]),
+        ],
+        4,
+    );
     let mut nodes = NodeSettings::none(5);
     nodes.retry = vec![Some(0); 5];
     nodes.noop[3] = true;
@@ -1797,12 +1812,7 @@ fn a_subdag_nodes_post_script_sees_its_dags_exit_and_decides() {
     w.failing_scripts = vec![(3, ScriptKind::Post)];
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    let posts: Vec<(JobId, i32)> = w
-        .scripts_run
-        .iter()
-        .filter(|s| s.1 == ScriptKind::Post)
-        .map(|s| (s.0, s.2))
-        .collect();
+    let posts = posts_run(&w);
     assert_eq!(posts, [(3, 1), (3, 0)]);
     // A POST script that exits 0 on $RETURN 1 rescues the node: no re-run.
     let mut w = subdag_world(10.0, |n| n.post[3] = true);
@@ -1864,29 +1874,17 @@ fn abort_dag_on_inside_a_subdag_stops_only_that_subdag() {
 /// `svc` (SERVICE, 1000 s), `prov` (PROVISIONER, 50 s), `a` → `b` (10 s
 /// each) and, with `with_final`, FINAL `fin` (10 s), on one 4-slot site.
 fn service_world(with_final: bool, set: impl FnOnce(&mut NodeSettings)) -> World {
-    let spec = |name: &str, runtime: f64, parents: &[&str]| JobSpec {
-        name: name.into(),
-        runtime,
-        parents: parents.iter().map(|p| p.to_string()).collect(),
-        ..Default::default()
-    };
-    let mut jobs = vec![
-        spec("svc", 1000.0, &[]),
-        spec("prov", 50.0, &[]),
-        spec("a", 10.0, &[]),
-        spec("b", 10.0, &["a"]),
+    let mut jobs: Vec<(&str, f64, &[&str])> = vec![
+        ("svc", 1000.0, &[]),
+        ("prov", 50.0, &[]),
+        ("a", 10.0, &[]),
+        ("b", 10.0, &["a"]),
     ];
     if with_final {
-        jobs.push(spec("fin", 10.0, &[]));
+        jobs.push(("fin", 10.0, &[]));
     }
     let n = jobs.len();
-    let settings = ManagerSettings {
-        prescript_interval: 0.0,
-        maxpre: 0,
-        ..Default::default()
-    };
-    let wf = Workflow::build(vec![], jobs).unwrap();
-    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut w = chart_world(&jobs, 4);
     let mut nodes = NodeSettings::none(n);
     nodes.retry = vec![Some(0); n];
     nodes.service[0] = true;
@@ -1962,13 +1960,9 @@ fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
     };
     // The top DAG's limit: eight independent jobs on eight slots, two at
     // a time.
-    let settings = ManagerSettings {
-        prescript_interval: 0.0,
-        maxpre: 0,
-        ..Default::default()
-    };
-    let wf = dataless(8, 10.0, false);
-    let mut w = world(wf, sites(1, 8, 10_000), settings, "round-robin");
+    let names: Vec<String> = (0..8).map(|j| format!("j{j}")).collect();
+    let jobs: Vec<(&str, f64, &[&str])> = names.iter().map(|n| (n.as_str(), 10.0, &[][..])).collect();
+    let mut w = chart_world(&jobs, 8);
     let mut nodes = NodeSettings::none(8);
     nodes.max_jobs_submitted = 2;
     w.m.set_nodes(nodes);
@@ -1989,26 +1983,16 @@ fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
 fn a_weak_child_runs_after_its_parent_fails_and_a_futile_nodes_children_are_all_futile() {
     // a fails; WEAK PARENT a CHILD b; PARENT a CHILD c; PARENT c CHILD d;
     // WEAK PARENT c CHILD e (c never ran: e is futile too).
-    let spec = |name: &str, parents: &[&str]| JobSpec {
-        name: name.into(),
-        runtime: 10.0,
-        parents: parents.iter().map(|p| p.to_string()).collect(),
-        ..Default::default()
-    };
-    let jobs = vec![
-        spec("a", &[]),
-        spec("b", &["a"]),
-        spec("c", &["a"]),
-        spec("d", &["c"]),
-        spec("e", &["c"]),
-    ];
-    let settings = ManagerSettings {
-        prescript_interval: 0.0,
-        maxpre: 0,
-        ..Default::default()
-    };
-    let wf = Workflow::build(vec![], jobs).unwrap();
-    let mut w = world(wf, sites(1, 4, 10_000), settings, "round-robin");
+    let mut w = chart_world(
+        &[
+            ("a", 10.0, &[]),
+            ("b", 10.0, &["a"]),
+            ("c", 10.0, &["a"]),
+            ("d", 10.0, &["c"]),
+            ("e", 10.0, &["c"]),
+        ],
+        4,
+    );
     let mut nodes = NodeSettings::none(5);
     nodes.retry = vec![Some(0); 5];
     nodes.exits[0] = vec![1];
