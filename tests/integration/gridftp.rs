@@ -67,13 +67,22 @@ fn within(d: Duration, secs: f64, tolerance: f64) -> bool {
     (d.as_secs_f64() - secs).abs() <= secs * tolerance
 }
 
+/// Whether a transfer the shaper should pace to `secs` was paced: no
+/// faster than that (less a 10% first burst), and no slower than half as
+/// long again. A loaded machine (CI runs these beside other tests) only
+/// makes it slower, so the upper bound is loose; what is tested against
+/// is a shaper that does not pace, or paces at a rate twice off.
+fn paced(d: Duration, secs: f64) -> bool {
+    (secs * 0.9..=secs * 1.5).contains(&d.as_secs_f64())
+}
+
 #[actix_rt::test]
 async fn ten_mb_from_a_5_mb_per_s_site_takes_2_s() {
     let (src, dst) = (site(), site());
     store::write_generated(&src.store, "big", 1, "big", 10_000_000).unwrap();
     let (url, h) = start(&src.store, limits(5e6, INF, 8));
     let took = timed_pull(&client(), &url, &dst.store, "big", 1).await;
-    assert!(within(took, 2.0, 0.10), "took {took:?}");
+    assert!(paced(took, 2.0), "took {took:?}");
     store::verify(&dst.store, "big").unwrap();
     h.stop(false).await;
 }
@@ -92,7 +101,7 @@ async fn two_streams_share_the_aggregate_rate() {
         timed_pull(&c, &url, &dst.store, "b", 2)
     );
     // 10 MB through 5 MB/s: 2 s in all, and each stream took most of it.
-    assert!(within(t.elapsed(), 2.0, 0.10), "together {:?}", t.elapsed());
+    assert!(paced(t.elapsed(), 2.0), "together {:?}", t.elapsed());
     assert!(
         ta.as_secs_f64() > 1.7 && tb.as_secs_f64() > 1.7,
         "unfair share: {ta:?} {tb:?}"
@@ -112,11 +121,9 @@ async fn a_per_stream_cap_holds_for_each_stream() {
         timed_pull(&c, &url, &dst.store, "a", 1),
         timed_pull(&c, &url, &dst.store, "b", 2)
     );
-    // Each stream is capped at 2.5 MB/s, independently of the other.
-    assert!(
-        within(ta, 1.0, 0.10) && within(tb, 1.0, 0.10),
-        "{ta:?} {tb:?}"
-    );
+    // Each stream is capped at 2.5 MB/s, independently of the other (a
+    // cap the two shared would take 2 s).
+    assert!(paced(ta, 1.0) && paced(tb, 1.0), "{ta:?} {tb:?}");
     h.stop(false).await;
 }
 

@@ -7,8 +7,9 @@
 //!
 //! What is not removed: a node whose job has ended well and waits only for
 //! DAGMan to read that end, or for its outputs to go home. Its job is no
-//! longer in the queue for `condor_rm` to reach, so it ends done (but runs
-//! no POST script: none starts after the stop).
+//! longer in the queue for `condor_rm` to reach, so it ends done if it has
+//! no POST script; one that has is removed when that script would start,
+//! since no script starts after the stop.
 
 use super::*;
 
