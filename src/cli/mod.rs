@@ -162,6 +162,11 @@ struct ScenarioArgs {
     /// Run a `.dag` from its rescue DAG number N (DAGMan's `-DoRescueFrom N`).
     #[arg(long, value_name = "N")]
     rescue_from: Option<u32>,
+    /// Run a `.dag` from a save file one of its nodes wrote
+    /// (`SAVE_POINT_FILE`; DAGMan's `-load_save FILE`): a bare name is
+    /// looked for in `save_files/` beside the DAG.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rescue_from", "no_rescue"])]
+    load_save: Option<PathBuf>,
 }
 
 /// `--format`'s values, from the workflow room's own list of formats.
@@ -220,10 +225,11 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
         format: args.format,
         rescue: {
             use crate::workflow::formats::dagman::rescue::Rescue;
-            match (args.no_rescue, args.rescue_from) {
-                (true, _) => Some(Rescue::Ignore),
-                (false, Some(n)) => Some(Rescue::From(n)),
-                (false, None) => None,
+            match (args.no_rescue, args.rescue_from, &args.load_save) {
+                (true, _, _) => Some(Rescue::Ignore),
+                (false, Some(n), _) => Some(Rescue::From(n)),
+                (false, None, Some(f)) => Some(Rescue::SaveFile(f.clone())),
+                (false, None, None) => None,
             }
         },
     };

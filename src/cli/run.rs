@@ -232,6 +232,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         // the database's record of what ended decides either way.
         no_rescue: false,
         rescue_from: None,
+        load_save: None,
     };
     let mut scenario = load(&scenario_args)?;
     if let Some(dir) = key("netbed") {
@@ -522,6 +523,17 @@ fn execute(
     }
     let s = &record.summary;
     let complete = s.succeeded && s.corrupt_at_end == 0;
+    if let Some(src) = scenario.source.as_ref()
+        && let Some(info) = &src.dagman
+        && !ended.save_points.is_empty()
+    {
+        for path in write_dagman_files(scenario, src, info, &ended, DagmanFiles::SavePoints)? {
+            say!(
+                "save file written to {} (gridbed run --load-save starts from it)",
+                path.display()
+            );
+        }
+    }
     if let Some(stop) = ended.stop {
         let why = match stop.node {
             Some(n) => format!(
@@ -543,7 +555,8 @@ fn execute(
         && let Some(info) = &src.dagman
         && (rescue_due || !ended.subdag_runs.is_empty())
     {
-        for path in write_dagman_rescues(scenario, src, info, &ended, rescue_due)? {
+        let files = DagmanFiles::Rescues { top: rescue_due };
+        for path in write_dagman_files(scenario, src, info, &ended, files)? {
             say!(
                 "rescue DAG written to {} (the next `gridbed run` of its DAG starts from it)",
                 path.display()
@@ -581,6 +594,8 @@ struct Ended {
     stop: Option<crate::core::DagAbort>,
     /// Each failed run of a sub-DAG, in order.
     subdag_runs: Vec<crate::core::SubDagRun>,
+    /// The save points written as their nodes started, in order.
+    save_points: Vec<crate::core::SavePoint>,
 }
 
 /// How the jobs ended; the rest of the result is not freed, as the
@@ -592,20 +607,30 @@ fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> Ended {
         failed: result.records.jobs.iter().map(|j| j.failure.is_some()).collect(),
         stop: result.dag_stop,
         subdag_runs: std::mem::take(&mut result.subdag_runs_failed),
+        save_points: std::mem::take(&mut result.save_points),
     };
     std::mem::forget(result);
     ended
 }
 
-/// DAGMan's rescue DAGs of a `.dag` run (see
-/// [`crate::workflow::formats::dagman::rescue::write_for_run`]): each failed
-/// run of a sub-DAG's, and with `top` the DAG's own.
-fn write_dagman_rescues(
+/// Which of DAGMan's rescue-format files a `.dag` run writes.
+#[derive(Clone, Copy)]
+enum DagmanFiles {
+    /// Each failed run of a sub-DAG's rescue DAG, and with `top` the DAG's
+    /// own (see [`crate::workflow::formats::dagman::rescue::write_for_run`]).
+    Rescues { top: bool },
+    /// The save files of its `SAVE_POINT_FILE` nodes.
+    SavePoints,
+}
+
+/// Writes DAGMan's rescue DAGs or save files of a `.dag` run; returns
+/// their paths.
+fn write_dagman_files(
     scenario: &Scenario,
     src: &crate::config::WorkflowSource,
     info: &crate::workflow::formats::dagman::DagmanInfo,
     ended: &Ended,
-    top: bool,
+    files: DagmanFiles,
 ) -> Result<Vec<PathBuf>, CliError> {
     use crate::workflow::formats::dagman::rescue;
     let job_of: std::collections::HashMap<&str, usize> = scenario
@@ -622,9 +647,15 @@ fn write_dagman_rescues(
         subdag_runs: &ended.subdag_runs,
         children: &scenario.workflow.children,
     };
-    rescue::write_for_run(&src.path, info, &end, top).map_err(|e| {
+    match files {
+        DagmanFiles::Rescues { top } => rescue::write_for_run(&src.path, info, &end, top),
+        DagmanFiles::SavePoints => {
+            rescue::write_save_points(&src.path, info, &end, &ended.save_points)
+        }
+    }
+    .map_err(|e| {
         CliError::Failed(format!(
-            "cannot write the rescue DAGs beside {}: {e}",
+            "cannot write the DAG's rescue or save files beside {}: {e}",
             src.path.display()
         ))
     })

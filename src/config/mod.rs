@@ -554,8 +554,9 @@ pub struct Overrides {
     pub workflow: Option<PathBuf>,
     /// `--format` of that file (default: told from its content).
     pub format: Option<formats::Format>,
-    /// `--no-rescue` / `--rescue-from N`: which rescue DAG a `.dag` starts
-    /// from (default: the newest, as `condor_submit_dag` picks it).
+    /// `--no-rescue` / `--rescue-from N` / `--load-save FILE`: which rescue
+    /// DAG a `.dag` starts from (default: the newest, as
+    /// `condor_submit_dag` picks it).
     pub rescue: Option<formats::dagman::rescue::Rescue>,
 }
 

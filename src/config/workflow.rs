@@ -56,8 +56,8 @@ pub(super) fn resolve(
         _ => None,
     };
     let file = file.map(|(path, mut opts, scripts)| {
-        if let Some(r) = overrides.rescue {
-            opts.rescue = r;
+        if let Some(r) = &overrides.rescue {
+            opts.rescue = r.clone();
         }
         (path, opts, scripts)
     });

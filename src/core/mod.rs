@@ -50,7 +50,7 @@ internal!(
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{
-    DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy, SubDagRun,
+    DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy, SavePoint, SubDagRun,
 };
 pub use rls::Rls;
 

@@ -74,6 +74,9 @@ pub struct NodeSettings {
     /// counts it as over and may run (a node made futile still makes all
     /// of its children futile).
     pub weak: std::collections::BTreeSet<(JobId, JobId)>,
+    /// `SAVE_POINT_FILE`: the nodes that record the DAG's state (a
+    /// [`crate::core::SavePoint`]) as they start.
+    pub save_points: std::collections::BTreeSet<JobId>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -122,6 +125,7 @@ impl NodeSettings {
             service: vec![false; jobs],
             provisioner: None,
             weak: Default::default(),
+            save_points: Default::default(),
         }
     }
 }

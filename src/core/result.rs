@@ -33,6 +33,8 @@ pub struct RunResult {
     pub dag_stop: Option<super::DagAbort>,
     /// Each failed run of a sub-DAG, in order (for its rescue DAG).
     pub subdag_runs_failed: Vec<super::SubDagRun>,
+    /// The save points written as their nodes started, in order.
+    pub save_points: Vec<super::SavePoint>,
     /// Nominal makespan (last job end).
     pub makespan: Time,
     /// Final RLS: holders of every file.
@@ -89,6 +91,7 @@ impl RunResult {
         };
         let makespan = manager.records().makespan();
         let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
+        let save_points = manager.save_points().to_vec();
         let (records, rls) = manager.into_records_and_rls();
         RunResult {
             engine,
@@ -98,6 +101,7 @@ impl RunResult {
             dag_exit,
             dag_stop,
             subdag_runs_failed,
+            save_points,
             makespan,
             rls,
             evictions: Vec::new(),

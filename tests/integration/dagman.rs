@@ -1290,6 +1290,82 @@ fn service_and_provisioner_nodes_read_and_are_refused_where_htcondor_refuses_the
     ]);
 }
 
+/// `SAVE_POINT_FILE` as HTCondor's `parse_save_point_file` reads it: a
+/// file name, or `node-dagfile.save`; refused for ALL_NODES, an extra
+/// word, and a node that is no JOB (FINAL, SERVICE, PROVISIONER).
+#[test]
+fn save_point_file_names_its_file_and_is_refused_where_dagman_refuses_it() {
+    let (info, _, _) =
+        parse("JOB A a.sub\nJOB B b.sub\nSAVE_POINT_FILE A\nSAVE_POINT_FILE B b.save\n").unwrap();
+    assert_eq!(node(&info, "A").save_point.as_deref(), Some("A-w.dag.save"));
+    assert_eq!(node(&info, "B").save_point.as_deref(), Some("b.save"));
+    assert_refused_at(&[
+        (
+            "JOB A a.sub\nSAVE_POINT_FILE ALL_NODES\n",
+            2,
+            "does not allow ALL_NODES",
+        ),
+        (
+            "JOB A a.sub\nSAVE_POINT_FILE A a.save extra\n",
+            2,
+            "Extra token (extra)",
+        ),
+        ("FINAL F f.sub\nSAVE_POINT_FILE F\n", 2, "is the FINAL node"),
+        (
+            "SERVICE S s.sub\nSAVE_POINT_FILE S\n",
+            2,
+            "neither SERVICE nor PROVISIONER",
+        ),
+        ("JOB A a.sub\nSAVE_POINT_FILE Z\n", 2, "unknown node `Z`"),
+    ]);
+}
+
+/// Each save file records its own DAGMan's nodes: a sub-DAG node's is the
+/// top DAG's state as it starts (before its DAG's nodes), beside the top
+/// `.dag`; a node inside the sub-DAG writes beside the sub-DAG's `.dag`,
+/// with the names it has there; a spliced node's has its full name. Both
+/// engines.
+#[test]
+fn save_points_in_a_subdag_and_a_splice_write_their_own_dagmans_state() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(
+            d.join("sub/inner.dag"),
+            "JOB X x.sub\nJOB Y y.sub\nPARENT X CHILD Y\nSAVE_POINT_FILE Y\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("piece.dag"), "JOB P p.sub\nSAVE_POINT_FILE P\n").unwrap();
+        let top = "JOB A a.sub\nSUBDAG EXTERNAL S sub/inner.dag\nSPLICE L piece.dag\n\
+                   PARENT A CHILD S\nPARENT S CHILD L\nSAVE_POINT_FILE S\n";
+        let tb = dag_testbed(d, top, "", "");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let read = |p: &str| std::fs::read_to_string(d.join(p)).unwrap();
+        let s = read("save_files/S-w.dag.save");
+        assert!(
+            s.starts_with("# Save file written at Start Node S\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("# Total number of Nodes: 3\n"),
+            "{engine}: A, S, L+P: {s}"
+        );
+        assert!(s.ends_with("\n\nDONE A\n"), "{engine}: {s}");
+        let y = read("sub/save_files/Y-inner.dag.save");
+        assert!(y.contains("# Total number of Nodes: 2\n"), "{engine}: {y}");
+        assert!(y.ends_with("\n\nDONE X\n"), "{engine}: {y}");
+        let p = read("save_files/P-piece.dag.save");
+        assert!(
+            p.starts_with("# Save file written at Start Node L+P\n"),
+            "{p}"
+        );
+        assert!(p.ends_with("DONE A\nDONE S\n"), "{engine}: {p}");
+    }
+}
+
 /// A SERVICE node runs beside the DAG and is removed at its end, after
 /// FINAL; no node starts before the PROVISIONER's job runs. Both engines.
 #[test]

@@ -267,3 +267,112 @@ fn pre_skip_skips_job_and_post_only_on_its_value() {
         assert!(log.contains(" B EXECUTE "), "{engine}: B ran: {log}");
     }
 }
+
+/// The `DONE` lines of a save or rescue file.
+fn done_lines(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no save file {}: {e}", path.display()));
+    text.lines()
+        .filter_map(|l| l.strip_prefix("DONE "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// HTCondor's `test_dagman_save_files.py`: each case's DAG runs once and
+/// writes its save files, each with the `DONE` lines of the nodes done as
+/// its node started; then it runs again from one of them (`-load_save`,
+/// gridbed's `--load-save`), which pre-completes that many nodes, writes
+/// the save points of the nodes that start again and turns the older file
+/// into `.old`. The cases, their files and counts are that test's
+/// (`declared_save`, `custom_name`, `custom_path`, `complex_test`); the DAG
+/// is `w.dag` here, not `test_save_files.dag`.
+#[test]
+fn save_point_files_are_written_as_nodes_start_and_a_run_loads_one() {
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static [&'static str])],
+        &'static str,
+        usize,
+        &'static [&'static str],
+    );
+    let cases: [Case; 4] = [
+        (
+            "JOB A n.sub\nJOB B n.sub\nPARENT A CHILD B\nSAVE_POINT_FILE A\nSAVE_POINT_FILE B\n",
+            &[
+                ("save_files/A-w.dag.save", &[]),
+                ("save_files/B-w.dag.save", &["A"]),
+            ],
+            "B-w.dag.save",
+            1,
+            &["save_files/A-w.dag.save", "save_files/B-w.dag.save.old"],
+        ),
+        (
+            "JOB A n.sub\nJOB B n.sub\nPARENT A CHILD B\n\
+             SAVE_POINT_FILE A redundant.save\nSAVE_POINT_FILE B important.txt\n",
+            &[
+                ("save_files/redundant.save", &[]),
+                ("save_files/important.txt", &["A"]),
+            ],
+            "important.txt",
+            1,
+            &["save_files/redundant.save", "save_files/important.txt.old"],
+        ),
+        (
+            "JOB A n.sub\nJOB B n.sub\nPARENT A CHILD B\n\
+             SAVE_POINT_FILE A ./irrelevant.save\nSAVE_POINT_FILE B ../custom-path.save\n",
+            &[("irrelevant.save", &[]), ("../custom-path.save", &["A"])],
+            "../custom-path.save",
+            1,
+            &["irrelevant.save", "../custom-path.save.old"],
+        ),
+        (
+            "JOB ONE n.sub\nJOB TWO n.sub\nJOB THREE n.sub\nJOB FOUR n.sub\nJOB JOIN n.sub\n\
+             JOB LAST n.sub\nPARENT ONE TWO THREE FOUR CHILD JOIN\nPARENT JOIN CHILD LAST\n\
+             SAVE_POINT_FILE JOIN complex.save\n",
+            &[("save_files/complex.save", &["ONE", "TWO", "THREE", "FOUR"])],
+            "complex.save",
+            4,
+            &["save_files/complex.save", "save_files/complex.save.old"],
+        ),
+    ];
+    for engine in ["sim", "live"] {
+        for (dag, saves, load, pre_completed, finals) in cases {
+            let top = tempfile::tempdir().unwrap();
+            let dir = top.path().join("case");
+            std::fs::create_dir(&dir).unwrap();
+            let (code, _) = run(&dir, dag, "", engine);
+            assert_eq!(code, Some(0), "{engine}: {dag}");
+            for (file, expected) in saves {
+                let mut done = done_lines(&dir.join(file));
+                done.sort();
+                let mut want: Vec<&str> = expected.to_vec();
+                want.sort();
+                assert_eq!(done, want, "{engine}: {file} of {dag}");
+            }
+            let text = std::fs::read_to_string(dir.join(saves[0].0)).unwrap();
+            assert!(
+                text.starts_with("# Save file written at Start Node ")
+                    && text.contains("# Rescue DAG version: 2.1.0\n"),
+                "{engine}: {text}"
+            );
+            // A path is the user's; a bare name is looked for in save_files/.
+            let load = if load.contains('/') {
+                dir.join(load).display().to_string()
+            } else {
+                load.to_string()
+            };
+            let tb = dir.join("t.toml");
+            let (code, _, err) =
+                crate::common::run_testbed(&tb, &["--engine", engine, "--load-save", &load]);
+            assert_eq!(code, Some(0), "{engine}: {err}");
+            assert!(
+                err.contains("loading saved progress from ")
+                    && err.contains(&format!(": {pre_completed} nodes pre-completed")),
+                "{engine}: {err}"
+            );
+            for file in finals {
+                assert!(dir.join(file).exists(), "{engine}: no {file} after {dag}");
+            }
+        }
+    }
+}

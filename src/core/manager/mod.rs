@@ -46,6 +46,7 @@ mod stage_out;
 mod staging;
 mod subdag;
 mod submit_limit;
+pub use release::SavePoint;
 pub use subdag::SubDagRun;
 #[cfg(test)]
 mod tests;
@@ -539,6 +540,8 @@ pub struct Manager {
     services: service::Services,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of each DAGMan.
     submit_limits: submit_limit::SubmitLimits,
+    /// The save points written, in order.
+    save_points: Vec<SavePoint>,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -738,6 +741,7 @@ impl Manager {
             subdags: Default::default(),
             services: Default::default(),
             submit_limits: Default::default(),
+            save_points: Vec::new(),
         };
         manager.start_monit();
         manager
@@ -753,6 +757,9 @@ impl Manager {
         self.subdags = subdag::SubDags::new(&nodes);
         self.submit_limits = submit_limit::SubmitLimits::new(&nodes);
         self.nodes = nodes;
+        // Every DONE node is done before any node starts, as in DAGMan: the
+        // save points of the nodes ready now are written after them.
+        let save_points = std::mem::take(&mut self.nodes.save_points);
         // The FINAL node waits for every other one (its ready-queue entry is
         // skipped as stale).
         if let Some(f) = self.nodes.final_node
@@ -769,6 +776,12 @@ impl Manager {
             }
         }
         self.set_services();
+        self.nodes.save_points = save_points;
+        for j in self.nodes.save_points.clone() {
+            if self.state[j] == JobState::Ready {
+                self.save_point(j);
+            }
+        }
     }
 
     /// Splits the jobs into workflows submitted from their own submit
@@ -900,6 +913,11 @@ impl Manager {
     /// Each failed run of a sub-DAG, in order, for its rescue DAG.
     pub fn subdag_runs_failed(&self) -> &[SubDagRun] {
         &self.subdags.runs_failed
+    }
+
+    /// The save points the run's nodes wrote as they started, in order.
+    pub fn save_points(&self) -> &[SavePoint] {
+        &self.save_points
     }
 
     /// The `ABORT-DAG-ON` that stopped the DAG, if one did.

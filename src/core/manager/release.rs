@@ -1,9 +1,23 @@
 //! Release of ready jobs: a node is ready when its parents ended (DAGMan);
 //! NOOP and DONE nodes complete without running; the FINAL node is ready
 //! when every other node is over; a stopped DAG (see `abort.rs`) releases
-//! none but the FINAL node.
+//! none but the FINAL node. A node with a `SAVE_POINT_FILE` records the
+//! DAG's state as it starts (DAGMan's `Dag::StartNode` writes the save file
+//! before the PRE script, on the node's first start, not on a retry).
 
 use super::*;
+
+/// The state of the DAG as a node with a `SAVE_POINT_FILE` started: what
+/// its save file (a rescue DAG) records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavePoint {
+    /// The node that started.
+    pub node: JobId,
+    /// The nodes that had ended well.
+    pub done: Vec<JobId>,
+    /// The nodes that had failed for good.
+    pub failed: Vec<JobId>,
+}
 
 impl Manager {
     /// Ends a node that runs no job (`NOOP`) or already ran (`DONE`).
@@ -60,6 +74,23 @@ impl Manager {
             self.set_state(job, JobState::Ready);
             self.records.jobs[job].ready = Some(self.now);
             self.ready.push(job);
+            if !self.nodes.save_points.is_empty() && self.nodes.save_points.contains(&job) {
+                self.save_point(job);
+            }
         }
+    }
+
+    /// Records the DAG's state as `job`, a save point, starts. A node is
+    /// made ready once per run of its DAG (a retry does not wait again), so
+    /// this is its first start, or its first in a sub-DAG run again.
+    pub(super) fn save_point(&mut self, job: JobId) {
+        let state = &self.state;
+        let with = |s: JobState| (0..state.len()).filter(|&j| state[j] == s).collect();
+        let point = SavePoint {
+            node: job,
+            done: with(JobState::Done),
+            failed: with(JobState::Failed),
+        };
+        self.save_points.push(point);
     }
 }

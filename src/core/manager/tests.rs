@@ -2006,3 +2006,25 @@ fn a_weak_child_runs_after_its_parent_fails_and_a_futile_nodes_children_are_all_
     let b = &w.m.records().jobs[1].attempts[0];
     assert!(b.prescript >= w.m.records().jobs[0].attempts[0].ended.unwrap());
 }
+
+#[test]
+fn a_save_point_records_the_dag_as_its_node_first_starts_not_on_a_retry() {
+    // j0 is DONE before anything starts; j1 fails once and is retried; j3
+    // starts after j1 and j2.
+    let mut w = dag_world(4, false, |n| {
+        n.done[0] = true;
+        n.exits[1] = vec![1, 0];
+        n.retry = vec![Some(1); 4];
+        n.save_points = [1, 3].into();
+    });
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert_eq!(w.m.records().jobs[1].attempts.len(), 2, "j1 was retried");
+    let points: Vec<(JobId, Vec<JobId>)> = w
+        .m
+        .save_points()
+        .iter()
+        .map(|p| (p.node, p.done.clone()))
+        .collect();
+    assert_eq!(points, [(1, vec![0]), (3, vec![0, 1, 2])]);
+}

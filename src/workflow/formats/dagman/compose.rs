@@ -12,7 +12,8 @@
 //! DAG ends: its DAG's nodes join as `node+inner`, after the node's parents,
 //! and the node itself becomes a no-op that follows every one of them (so
 //! its POST script and its children wait for the whole sub-DAG). A PRE
-//! script of the node runs in a no-op `node+PRE` before the sub-DAG starts.
+//! script of the node runs in a no-op `node+PRE` before the sub-DAG starts,
+//! where the node also writes its save point file if it has one.
 //! Each sub-DAG is recorded ([`SubDagInfo`]) for the manager, which runs it
 //! as its own DAGMan (`core/manager/subdag.rs`: its exit value, `RETRY`,
 //! POST's `$RETURN`), and it starts from its own newest rescue DAG, as
@@ -131,7 +132,7 @@ fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile
 pub(super) fn flatten(
     file: DagFile,
     path: &Path,
-    rescue: Rescue,
+    rescue: &Rescue,
     out: &mut Flat,
 ) -> Result<(), FormatError> {
     out.rescue = match rescue {
@@ -190,7 +191,7 @@ fn start_from_rescue(
     first: usize,
     out: &mut Flat,
 ) -> Result<(), FormatError> {
-    let Some(file) = rescue::chosen(path, out.rescue)? else {
+    let Some(file) = rescue::chosen(path, &out.rescue)? else {
         return Ok(());
     };
     let mut local: Vec<NodeInfo> = out.nodes[first..]
@@ -353,16 +354,19 @@ fn flatten_piece(
         own.resolve(out);
         let end = out.nodes.len();
         start_from_rescue(&spath, &format!("{name}+"), inner, out)?;
-        // The node ends when its DAG ends; its PRE script runs before it starts.
+        // The node ends when its DAG ends; it starts (its PRE script runs,
+        // its save point is written) in a no-op before its DAG starts.
         let node = &mut out.nodes[i];
         node.noop = true;
-        let pre = node.pre.take();
-        let roots = match pre {
-            Some(pre) => {
+        let (pre, save_point) = (node.pre.take(), node.save_point.take());
+        let roots = match (pre, save_point) {
+            (None, None) => piece.roots.clone(),
+            (pre, save_point) => {
                 let entry = NodeInfo {
                     name: format!("{name}+PRE"),
                     noop: true,
-                    pre: Some(pre),
+                    pre,
+                    save_point,
                     ..Default::default()
                 };
                 // The sub-DAG's roots: its nodes without parents.
@@ -376,7 +380,6 @@ fn flatten_piece(
                 out.parents.push(Vec::new());
                 vec![entry_name]
             }
-            None => piece.roots.clone(),
         };
         out.parents[i].extend(piece.leaves.iter().cloned());
         out.subdags.push(SubDagInfo {

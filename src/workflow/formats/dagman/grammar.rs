@@ -8,10 +8,6 @@ use std::path::{Path, PathBuf};
 use super::{DagmanInfo, NodeInfo, Script};
 use crate::workflow::formats::FormatError;
 
-/// Commands that only configure DAGMan's own output or the DAGMan job
-/// itself: read, ignored.
-const IGNORED: [&str; 1] = ["SAVE_POINT_FILE"];
-
 /// Commands that change the graph or the DAGMan job beyond what gridbed
 /// reads yet.
 const UNSUPPORTED: [&str; 1] = ["TOLERANCE"];
@@ -646,10 +642,7 @@ impl Parser {
                     self.file.connects.push((l.at(), out, inp));
                 }
                 "PIN_IN" | "PIN_OUT" => self.pin(l)?,
-                k if IGNORED.contains(&k) => {
-                    let m = format!("{} ignored (it only shapes DAGMan's own output)", l.kw);
-                    self.file.warnings.push(l.warning(&m));
-                }
+                "SAVE_POINT_FILE" => self.save_point(l)?,
                 _ => return Err(l.err(format!("{} is not supported", l.kw))),
             }
         }
@@ -687,6 +680,35 @@ impl Parser {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// `SAVE_POINT_FILE node [file]` (HTCondor's `parse_save_point_file`
+    /// and `ProcessSaveFile`): the node writes a save file as it starts;
+    /// without a file name it is `node-dagfile.save`, the DAG file being the
+    /// one the line is in. Only a JOB (or SUBDAG) node may have one.
+    fn save_point(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let Target::Node(i) = self.target(l, 1, false)? else {
+            return Err(l.err(format!("{kw} does not allow ALL_NODES option")));
+        };
+        if let Some(extra) = l.w.get(3) {
+            return Err(l.err(format!(
+                "Extra token ({extra}) found in {kw} declaration (expected {kw} node [file])"
+            )));
+        }
+        let name = &l.w[1];
+        let n = &mut self.file.info.nodes[i];
+        if n.is_service || n.is_provisioner {
+            return Err(l.err(format!(
+                "{kw} can not be declared with neither SERVICE nor PROVISIONER nodes (`{name}` is one)"
+            )));
+        }
+        let file = l.w.get(2).cloned().unwrap_or_else(|| {
+            let dag = l.path.file_name().unwrap_or_default().to_string_lossy();
+            format!("{name}-{dag}.save")
+        });
+        n.save_point = Some(file);
+        Ok(())
     }
 
     /// `JOB name file [DIR dir] [NOOP] [DONE]`, `FINAL …`, `SERVICE …`,

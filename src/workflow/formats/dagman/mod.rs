@@ -13,8 +13,9 @@
 //! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
 //! `report::dagman_files`); `PRE_SKIP` is honoured; `ENV GET`/`SET` make
 //! the scripts' environment (DAGMan's own `getenv` list, [`DAGMAN_GETENV`]);
-//! `SET_JOB_ATTR` is kept;
-//! `SAVE_POINT_FILE` and `SCRIPT HOLD` are ignored with a warning; inline submit descriptions
+//! `SET_JOB_ATTR` is kept; `SAVE_POINT_FILE` names the save file a node
+//! writes as it starts ([`rescue::write_save_points`]);
+//! `SCRIPT HOLD` is ignored with a warning; inline submit descriptions
 //! (`JOB name { … }`, `@=END` … `@END`, `SUBMIT-DESCRIPTION name { … }`)
 //! are kept with their nodes; `INCLUDE` reads a file
 //! inline; `SPLICE` (with `CONNECT`, `PIN_IN`, `PIN_OUT`) and `SUBDAG
@@ -106,6 +107,10 @@ pub struct NodeInfo {
     /// The exit status of the node's job on each attempt (a sidecar's
     /// `exit`; the last repeats; empty: 0).
     pub exits: Vec<i32>,
+    /// `SAVE_POINT_FILE`: the save file the node writes as it first starts,
+    /// as named (a bare name goes in `save_files/` beside its DAG, see
+    /// [`rescue::save_file`]).
+    pub save_point: Option<String>,
 }
 
 /// A `SUBDAG EXTERNAL` node's DAG, flattened into the DAG (see
@@ -116,7 +121,8 @@ pub struct SubDagInfo {
     pub node: String,
     /// Its `.dag` file, where its rescue DAGs go.
     pub file: std::path::PathBuf,
-    /// The no-op that runs the node's PRE script first (`node+PRE`).
+    /// The no-op that starts the node (`node+PRE`): runs its PRE script,
+    /// writes its save point file; none when it has neither.
     pub entry: Option<String>,
     /// Its DAG's nodes (`node+name`), nested sub-DAGs' included.
     pub members: Vec<String>,
@@ -470,6 +476,9 @@ impl DagmanInfo {
                 s.final_node = Some(j);
             }
             s.service[j] = n.is_service;
+            if n.save_point.is_some() {
+                s.save_points.insert(j);
+            }
             if n.is_provisioner {
                 s.provisioner = Some(j);
             }
@@ -659,7 +668,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         ..top.info.clone()
     };
     let mut flat = compose::Flat::default();
-    compose::flatten(top, path, opts.rescue, &mut flat)?;
+    compose::flatten(top, path, &opts.rescue, &mut flat)?;
     if flat.nodes.is_empty() {
         return Err(FormatError {
             file: path.to_path_buf(),
@@ -667,12 +676,18 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         });
     }
     let mut warnings = std::mem::take(&mut flat.warnings);
-    if let Some(file) = rescue::chosen(path, opts.rescue)? {
+    if let Some(file) = rescue::chosen(path, &opts.rescue)? {
         let marked = rescue::apply(&file, &mut flat.nodes)?;
-        warnings.push(format!(
-            "running from the rescue DAG {}: {marked} nodes already DONE",
-            file.display()
-        ));
+        warnings.push(match opts.rescue {
+            rescue::Rescue::SaveFile(_) => format!(
+                "loading saved progress from {}: {marked} nodes pre-completed",
+                file.display()
+            ),
+            _ => format!(
+                "running from the rescue DAG {}: {marked} nodes already DONE",
+                file.display()
+            ),
+        });
     }
     let jobs = flat
         .nodes

@@ -23,7 +23,7 @@ pub const MAX_RESCUE: u32 = 100;
 const VERSION: &str = "2.1.0";
 
 /// Which rescue DAG a run of a `.dag` starts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Rescue {
     /// The newest one beside the DAG, if any (DAGMan's `-AutoRescue 1`).
     #[default]
@@ -32,6 +32,11 @@ pub enum Rescue {
     Ignore,
     /// Rescue number N, which must exist (`-DoRescueFrom N`).
     From(u32),
+    /// A save file a node wrote (`-load_save file`), which must exist: a
+    /// bare name is looked for in `save_files/` beside the DAG (see
+    /// [`save_file`]), a path as given. Sub-DAGs start from their newest
+    /// rescue.
+    SaveFile(PathBuf),
 }
 
 /// The name of rescue number `n` of `dag`: `dag.rescueNNN`.
@@ -51,8 +56,8 @@ pub fn newest(dag: &Path) -> u32 {
 }
 
 /// The rescue file `choice` picks for `dag`, if any.
-pub fn chosen(dag: &Path, choice: Rescue) -> Result<Option<PathBuf>, FormatError> {
-    match choice {
+pub fn chosen(dag: &Path, choice: &Rescue) -> Result<Option<PathBuf>, FormatError> {
+    match *choice {
         Rescue::Ignore => Ok(None),
         Rescue::Newest => Ok(Some(newest(dag)).filter(|&n| n > 0).map(|n| name(dag, n))),
         Rescue::From(n) => {
@@ -66,6 +71,19 @@ pub fn chosen(dag: &Path, choice: Rescue) -> Result<Option<PathBuf>, FormatError
                 });
             }
             Ok(Some(file))
+        }
+        Rescue::SaveFile(ref file) => {
+            let path = match file.to_str() {
+                Some(bare) if file.parent() == Some(Path::new("")) => save_file(dag, bare),
+                _ => file.clone(),
+            };
+            if !path.exists() {
+                return Err(FormatError {
+                    file: path,
+                    message: "no such save file (a bare name is looked for in save_files/ beside the DAG)".into(),
+                });
+            }
+            Ok(Some(path))
         }
     }
 }
@@ -150,9 +168,18 @@ pub struct Outcome<'a> {
     pub weak_children_only: bool,
 }
 
-/// The text of a rescue of `dag` after a run whose nodes ended as
-/// `outcomes`, created at `created` (UTC `M/D/YYYY HH:MM:SS`).
-pub fn text(dag: &Path, outcomes: &[Outcome], created: &str) -> String {
+/// The header of a rescue DAG of `dag`, as DAGMan writes it after a run.
+pub fn rescue_header(dag: &Path) -> String {
+    format!(
+        "# Rescue DAG file, created after running\n#   the {} DAG file\n",
+        dag.display()
+    )
+}
+
+/// The text of a rescue (or save file) with `header`, of a run whose nodes
+/// ended as `outcomes`, created at `created` (UTC `M/D/YYYY HH:MM:SS`);
+/// DAGMan's `Dag::WriteRescue`.
+pub fn text(header: &str, outcomes: &[Outcome], created: &str) -> String {
     let done = outcomes.iter().filter(|o| o.done && !o.is_final).count();
     let failed: Vec<&str> = outcomes
         .iter()
@@ -160,11 +187,9 @@ pub fn text(dag: &Path, outcomes: &[Outcome], created: &str) -> String {
         .map(|o| o.name)
         .collect();
     let mut out = format!(
-        "# Rescue DAG file, created after running\n#   the {} DAG file\n\
-         # Created {created} UTC\n# Rescue DAG version: {VERSION}\n#\n\
+        "{header}# Created {created} UTC\n# Rescue DAG version: {VERSION}\n#\n\
          # Total number of Nodes: {}\n# Nodes premarked DONE: {done}\n\
          # Nodes that failed: {}\n#   ",
-        dag.display(),
         outcomes.len(),
         failed.len(),
     );
@@ -204,8 +229,16 @@ pub fn created_now() -> String {
 /// returns its path.
 pub fn write(dag: &Path, outcomes: &[Outcome], created: &str) -> std::io::Result<PathBuf> {
     let path = name(dag, (newest(dag) + 1).min(MAX_RESCUE));
-    std::fs::write(&path, text(dag, outcomes, created))?;
+    std::fs::write(&path, text(&rescue_header(dag), outcomes, created))?;
     Ok(path)
+}
+
+/// Renames `file` to `file.old`, replacing an older `.old`.
+fn to_old(file: &Path) -> std::io::Result<()> {
+    let mut old = file.as_os_str().to_owned();
+    old.push(".old");
+    let _ = std::fs::remove_file(&old);
+    std::fs::rename(file, old)
 }
 
 /// `-DoRescueFrom n`'s renaming (`DagmanUtils::RenameRescueDagsAfter`):
@@ -216,16 +249,25 @@ pub fn rename_after(dag: &Path, n: u32) -> std::io::Result<Vec<PathBuf>> {
     let mut renamed = Vec::new();
     for k in n + 1..=newest(dag) {
         let from = name(dag, k);
-        if !from.exists() {
-            continue;
+        if from.exists() {
+            to_old(&from)?;
+            renamed.push(from);
         }
-        let mut to = from.clone().into_os_string();
-        to.push(".old");
-        let _ = std::fs::remove_file(&to);
-        std::fs::rename(&from, &to)?;
-        renamed.push(from);
     }
     Ok(renamed)
+}
+
+/// Where the save file `file` of a node of `dag` goes, or is loaded from
+/// (`DagmanUtils::ResolveSaveFile`): a bare name in `save_files/` beside
+/// the DAG, a name with a path (`./x.save` too) where the path says, from
+/// the DAG's folder (where DAGMan runs).
+pub fn save_file(dag: &Path, file: &str) -> PathBuf {
+    let dir = dag.parent().unwrap_or(Path::new(""));
+    if Path::new(file).parent() == Some(Path::new("")) {
+        dir.join("save_files").join(file)
+    } else {
+        dir.join(file)
+    }
 }
 
 /// How a run of a DAG ended, as its rescue DAGs record it.
@@ -242,6 +284,83 @@ pub struct RunEnd<'a> {
     pub children: &'a [Vec<usize>],
 }
 
+/// One DAGMan of a run: the top DAG's or a sub-DAG's, with its `.dag` and
+/// its own nodes (under their names in it, and their names in the run).
+struct OwnDag<'a> {
+    file: &'a Path,
+    nodes: Vec<(&'a str, &'a str, bool)>,
+}
+
+impl<'a> OwnDag<'a> {
+    /// The DAGMan of sub-DAG `k` of `info` (`None`: the top DAG's, read
+    /// from `top`).
+    fn of(info: &'a super::DagmanInfo, k: Option<usize>, top: &'a Path) -> Option<Self> {
+        let Some(k) = k else {
+            let nodes = info
+                .top_level()
+                .map(|n| (n.name.as_str(), n.name.as_str(), n.is_final))
+                .collect();
+            return Some(OwnDag { file: top, nodes });
+        };
+        let d = info.subdags.get(k)?;
+        // A sub-DAG nested in it has its own DAGMan.
+        let nested: std::collections::HashSet<&str> = info
+            .subdags
+            .iter()
+            .filter(|o| d.members.contains(&o.node))
+            .flat_map(|o| o.members.iter().chain(&o.entry))
+            .map(String::as_str)
+            .collect();
+        let prefix = d.node.len() + 1;
+        let nodes = d
+            .members
+            .iter()
+            .filter(|m| !nested.contains(m.as_str()))
+            .map(|m| (&m[prefix..], m.as_str(), false))
+            .collect();
+        Some(OwnDag {
+            file: &d.file,
+            nodes,
+        })
+    }
+
+    /// Its nodes' outcomes, each node's job's `done` and `failed`.
+    fn outcomes(
+        &self,
+        end: &RunEnd,
+        weak: &std::collections::HashSet<(usize, usize)>,
+        done: impl Fn(usize) -> bool,
+        failed: impl Fn(usize) -> bool,
+    ) -> Vec<Outcome<'a>> {
+        let weak_only = |j: usize| {
+            let children = &end.children[j];
+            !children.is_empty() && children.iter().all(|&c| weak.contains(&(j, c)))
+        };
+        self.nodes
+            .iter()
+            .map(|&(name, full, is_final)| {
+                let j = end.job_of.get(full).copied();
+                Outcome {
+                    name,
+                    done: j.is_some_and(&done),
+                    failed: j.is_some_and(&failed),
+                    is_final,
+                    weak_children_only: j.is_some_and(weak_only),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The `WEAK` edges of `info`, by job.
+fn weak_edges(info: &super::DagmanInfo, end: &RunEnd) -> std::collections::HashSet<(usize, usize)> {
+    let job = |n: &str| end.job_of.get(n).copied();
+    info.weak_edges
+        .iter()
+        .filter_map(|(p, c)| Some((job(p)?, job(c)?)))
+        .collect()
+}
+
 /// The rescue DAGs of a run of the DAG `info`, read from `dag`: one per
 /// failed run of one of its sub-DAGs, beside that sub-DAG's `.dag` (its
 /// own nodes under their names in it, as its DAGMan writes it), in the
@@ -254,62 +373,78 @@ pub fn write_for_run(
     top: bool,
 ) -> std::io::Result<Vec<PathBuf>> {
     let created = created_now();
-    let job = |n: &str| end.job_of.get(n).copied();
-    let weak: std::collections::HashSet<(usize, usize)> = info
-        .weak_edges
-        .iter()
-        .filter_map(|(p, c)| Some((job(p)?, job(c)?)))
-        .collect();
-    let weak_only = |j: usize| {
-        let children = &end.children[j];
-        !children.is_empty() && children.iter().all(|&c| weak.contains(&(j, c)))
-    };
+    let weak = weak_edges(info, end);
     let mut written = Vec::new();
     for run in end.subdag_runs {
-        let Some(d) = info.subdags.get(run.subdag) else {
+        let Some(own) = OwnDag::of(info, Some(run.subdag), dag) else {
             continue;
         };
-        // A sub-DAG nested in it has its own rescue.
-        let nested: std::collections::HashSet<&str> = info
+        let outcomes = own.outcomes(
+            end,
+            &weak,
+            |j| run.done.contains(&j),
+            |j| run.failed.contains(&j),
+        );
+        written.push(write(own.file, &outcomes, &created)?);
+    }
+    if top && let Some(own) = OwnDag::of(info, None, dag) {
+        let outcomes = own.outcomes(end, &weak, |j| end.done[j], |j| end.failed[j]);
+        written.push(write(dag, &outcomes, &created)?);
+    }
+    Ok(written)
+}
+
+/// The save files of a run of the DAG `info`, read from `dag` (HTCondor's
+/// `Dag::WriteSavePoint`): one per save point, in the order their nodes
+/// started, each in the rescue format of its node's own DAGMan as it stood
+/// then, headed `# Save file written at Start Node …`; a file already there
+/// becomes `file.old` (replacing an older one). Returns their paths.
+pub fn write_save_points(
+    dag: &Path,
+    info: &super::DagmanInfo,
+    end: &RunEnd,
+    points: &[crate::core::SavePoint],
+) -> std::io::Result<Vec<PathBuf>> {
+    let created = created_now();
+    let weak = weak_edges(info, end);
+    let node_of: HashMap<usize, &super::NodeInfo> = info
+        .nodes
+        .iter()
+        .filter_map(|n| Some((*end.job_of.get(n.name.as_str())?, n)))
+        .collect();
+    let mut written = Vec::new();
+    for p in points {
+        let Some(n) = node_of.get(&p.node) else {
+            continue;
+        };
+        let Some(file) = &n.save_point else { continue };
+        // A sub-DAG node starts in its entry no-op.
+        let node = info
             .subdags
             .iter()
-            .filter(|o| d.members.contains(&o.node))
-            .flat_map(|o| o.members.iter().chain(&o.entry))
-            .map(String::as_str)
-            .collect();
-        let prefix = d.node.len() + 1;
-        let outcomes: Vec<Outcome> = d
-            .members
-            .iter()
-            .filter(|m| !nested.contains(m.as_str()))
-            .map(|m| {
-                let j = job(m);
-                Outcome {
-                    name: &m[prefix..],
-                    done: j.is_some_and(|j| run.done.contains(&j)),
-                    failed: j.is_some_and(|j| run.failed.contains(&j)),
-                    is_final: false,
-                    weak_children_only: j.is_some_and(weak_only),
-                }
-            })
-            .collect();
-        written.push(write(&d.file, &outcomes, &created)?);
-    }
-    if top {
-        let outcomes: Vec<Outcome> = info
-            .top_level()
-            .map(|n| {
-                let j = job(&n.name);
-                Outcome {
-                    name: &n.name,
-                    done: j.is_some_and(|j| end.done[j]),
-                    failed: j.is_some_and(|j| end.failed[j]),
-                    is_final: n.is_final,
-                    weak_children_only: j.is_some_and(weak_only),
-                }
-            })
-            .collect();
-        written.push(write(dag, &outcomes, &created)?);
+            .find(|d| d.entry.as_ref() == Some(&n.name))
+            .map_or(n.name.as_str(), |d| d.node.as_str());
+        let innermost = (0..info.subdags.len())
+            .filter(|&k| info.subdags[k].members.contains(&n.name))
+            .min_by_key(|&k| info.subdags[k].members.len());
+        let Some(own) = OwnDag::of(info, innermost, dag) else {
+            continue;
+        };
+        let outcomes = own.outcomes(
+            end,
+            &weak,
+            |j| p.done.binary_search(&j).is_ok(),
+            |j| p.failed.binary_search(&j).is_ok(),
+        );
+        let path = save_file(own.file, file);
+        if path.exists() {
+            to_old(&path)?;
+        } else if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let header = format!("# Save file written at Start Node {node}\n");
+        std::fs::write(&path, text(&header, &outcomes, &created))?;
+        written.push(path);
     }
     Ok(written)
 }
@@ -333,7 +468,11 @@ mod tests {
             o("S+C", true, false, false),
             o("F", true, false, true),
         ];
-        let t = text(Path::new("x.dag"), &outcomes, "11/27/2026 01:02:03");
+        let t = text(
+            &rescue_header(Path::new("x.dag")),
+            &outcomes,
+            "11/27/2026 01:02:03",
+        );
         assert!(t.starts_with(
             "# Rescue DAG file, created after running\n#   the x.dag DAG file\n# Created 11/27/2026 01:02:03 UTC\n# Rescue DAG version: 2.1.0\n"
         ));
@@ -360,10 +499,10 @@ mod tests {
         assert_eq!(apply(&first, &mut nodes).unwrap(), 2);
         let done: Vec<bool> = nodes.iter().map(|n| n.done).collect();
         assert_eq!(done, [true, false, true, false]);
-        assert_eq!(chosen(&dag, Rescue::Newest).unwrap(), Some(name(&dag, 2)));
-        assert_eq!(chosen(&dag, Rescue::From(1)).unwrap(), Some(first.clone()));
-        assert_eq!(chosen(&dag, Rescue::Ignore).unwrap(), None);
-        assert!(chosen(&dag, Rescue::From(3)).is_err());
+        assert_eq!(chosen(&dag, &Rescue::Newest).unwrap(), Some(name(&dag, 2)));
+        assert_eq!(chosen(&dag, &Rescue::From(1)).unwrap(), Some(first.clone()));
+        assert_eq!(chosen(&dag, &Rescue::Ignore).unwrap(), None);
+        assert!(chosen(&dag, &Rescue::From(3)).is_err());
         std::fs::write(&first, "DONE A\nDONE Z\n").unwrap();
         let e = apply(&first, &mut nodes).unwrap_err();
         assert!(
