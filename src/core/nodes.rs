@@ -77,6 +77,10 @@ pub struct NodeSettings {
     /// `SAVE_POINT_FILE`: the nodes that record the DAG's state (a
     /// [`crate::core::SavePoint`]) as they start.
     pub save_points: std::collections::BTreeSet<JobId>,
+    /// `TOLERANCE`: the nodes whose job may fail (exit non-zero) without
+    /// failing the node: with no POST script the node ends done, writing
+    /// no outputs.
+    pub tolerant: std::collections::BTreeSet<JobId>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -126,6 +130,7 @@ impl NodeSettings {
             provisioner: None,
             weak: Default::default(),
             save_points: Default::default(),
+            tolerant: Default::default(),
         }
     }
 }

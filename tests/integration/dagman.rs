@@ -1290,6 +1290,81 @@ fn service_and_provisioner_nodes_read_and_are_refused_where_htcondor_refuses_the
     ]);
 }
 
+/// `TOLERANCE` as HTCondor's `DagParser::ParseTolerance` reads it: a
+/// count or a percentage (`n%` or `n %`), then FAIL-FAST or WAIT; ALL_NODES
+/// reaches every node but FINAL, which may be named. A sub-DAG's nodes take its own CONFIG's
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE`, not the top DAG's.
+#[test]
+fn tolerance_reads_counts_and_percentages_and_is_refused_where_dagman_refuses_it() {
+    use formats::dagman::Tolerance;
+    let (info, _, _) = parse(
+        "JOB A a.sub\nJOB B b.sub\nJOB C c.sub\nFINAL F f.sub\nTOLERANCE ALL_NODES 2\n\
+         TOLERANCE A 50% FAIL-FAST\nTOLERANCE B 100 % wait\nTOLERANCE F 1\n",
+    )
+    .unwrap();
+    let t = |n: &str| node(&info, n).tolerance;
+    let count = |value| Tolerance {
+        value,
+        percent: false,
+    };
+    assert_eq!(
+        t("A"),
+        Some(Tolerance {
+            value: 50,
+            percent: true
+        })
+    );
+    assert_eq!(
+        t("B"),
+        Some(Tolerance {
+            value: 100,
+            percent: true
+        })
+    );
+    assert_eq!((t("C"), t("F")), (Some(count(2)), Some(count(1))));
+    assert!(
+        !t("A").unwrap().tolerates_one_failure(),
+        "50% of one job is 0"
+    );
+    assert!(t("B").unwrap().tolerates_one_failure());
+    let (info, _, _) = parse_files(&[
+        (
+            "top.dag",
+            "CONFIG top.cfg\nJOB A a.sub\nSUBDAG EXTERNAL S in.dag\n",
+        ),
+        ("top.cfg", "DAGMAN_NODE_JOB_FAILURE_TOLERANCE = 1\n"),
+        (
+            "in.dag",
+            "CONFIG in.cfg\nJOB X x.sub\nJOB Y y.sub\nTOLERANCE Y 5\n",
+        ),
+        ("in.cfg", "DAGMAN_NODE_JOB_FAILURE_TOLERANCE = 3\n"),
+    ])
+    .unwrap();
+    assert_eq!(info.node_job_failure_tolerance, Some(1));
+    assert_eq!(node(&info, "A").tolerance, None, "the top DAG's default");
+    assert_eq!(node(&info, "S+X").tolerance, Some(count(3)));
+    assert_eq!(node(&info, "S+Y").tolerance, Some(count(5)));
+    assert_refused_at(&[
+        (
+            "JOB A a.sub\nTOLERANCE A\n",
+            2,
+            "expected a failure tolerance value",
+        ),
+        ("JOB A a.sub\nTOLERANCE A %\n", 2, "Empty percentage"),
+        (
+            "JOB A a.sub\nTOLERANCE A -1\n",
+            2,
+            "Invalid tolerance value '-1'",
+        ),
+        (
+            "JOB A a.sub\nTOLERANCE A 1 SOON\n",
+            2,
+            "Unexpected token 'SOON'",
+        ),
+        ("JOB A a.sub\nTOLERANCE Z 1\n", 2, "unknown node `Z`"),
+    ]);
+}
+
 /// `SAVE_POINT_FILE` as HTCondor's `parse_save_point_file` reads it: a
 /// file name, or `node-dagfile.save`; refused for ALL_NODES, an extra
 /// word, and a node that is no JOB (FINAL, SERVICE, PROVISIONER).

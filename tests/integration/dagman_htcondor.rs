@@ -376,3 +376,46 @@ fn save_point_files_are_written_as_nodes_start_and_a_run_loads_one() {
         }
     }
 }
+
+/// HTCondor's `test_dagman_job_list_failure_tolerance.py`, for a job list
+/// of one job (a gridbed node has one): node `TEST`'s job exits 1. The
+/// list fails when its failures exceed the tolerance, a percentage taken
+/// of the list's size rounded down (`Node::CheckBatchFailed`). Its cases
+/// `DEFAULT` (0: the DAG fails, exit 1), `TOLERATE_ALL` (1 of 1: it
+/// succeeds), `GREATER_THAN_NUM_PROCS` (100: it succeeds) and a percentage
+/// (20% of one job is 0: it fails; 100% is 1: it succeeds), with the
+/// tolerance from `TOLERANCE` or from the CONFIG's
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE`. The cases of lists of several jobs
+/// (and FAIL-FAST/WAIT, which decide what becomes of the list's other
+/// jobs) have no gridbed counterpart.
+#[test]
+fn a_job_failure_within_the_nodes_tolerance_leaves_the_node_done() {
+    let sidecar = "[[job]]\nname = \"TEST\"\nexit = [1]\n";
+    let cases = [
+        ("", 1),
+        ("TOLERANCE TEST 1\n", 0),
+        ("TOLERANCE TEST 100\n", 0),
+        ("TOLERANCE TEST 20%\n", 1),
+        ("TOLERANCE TEST 100%\n", 0),
+        ("CONFIG t.cfg\n", 0),
+        ("CONFIG t.cfg\nTOLERANCE TEST 0\n", 1),
+    ];
+    for engine in ["sim", "live"] {
+        for (tolerance, code) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(
+                dir.path().join("t.cfg"),
+                "DAGMAN_NODE_JOB_FAILURE_TOLERANCE = 1\n",
+            )
+            .unwrap();
+            let dag = format!("JOB TEST n.sub\n{tolerance}");
+            let (got, status) = run(dir.path(), &dag, sidecar, engine);
+            assert_eq!(got, Some(code), "{engine}: {tolerance}");
+            let want = match code {
+                0 => ["DagStatus = 5;.*STATUS_DONE (success)", "NodesDone = 1;"],
+                _ => ["DagStatus = 6;.*STATUS_ERROR", "NodesFailed = 1;"],
+            };
+            assert_in_order(&status, &want, engine);
+        }
+    }
+}

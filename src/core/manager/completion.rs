@@ -100,13 +100,10 @@ impl Manager {
             // outputs go home.
             Ok(()) if home_bound => self.start_stage_out(job, site, delete, out),
             Ok(()) => self.ended_well(job, site, delete, out),
-            // DAGMan runs the POST script after a failed job too, `$RETURN`
-            // its exit status; the POST script's exit decides the node.
-            Err(JobFailure::Exit(status)) if self.nodes.post[job] => {
+            Err(JobFailure::Exit(status)) => {
                 self.leave_slot(job, site, out);
                 self.release_pins(job, site, delete, false, out);
-                self.exited[job] = Some(status);
-                self.run_script(job, ScriptKind::Post, status, out);
+                self.job_exited(job, site, status, out);
             }
             Err(failure) => {
                 if let Some(a) = attempt {
@@ -124,15 +121,46 @@ impl Manager {
                         Retry::Now
                     }
                     JobFailure::NoSpace { never: false } => Retry::Later,
-                    JobFailure::Failed(_) => Retry::Counted,
-                    JobFailure::Exit(status) => {
-                        self.abort_on(job, status, out);
-                        self.unless_exit(job, status)
-                    }
+                    // (An exit is `job_exited`'s.)
+                    JobFailure::Failed(_) | JobFailure::Exit(_) => Retry::Counted,
                 };
                 self.retry(job, retry);
             }
         }
+    }
+
+    /// The node's job (or its sub-DAG) exited `status` ≠ 0 at `site` and
+    /// left it, as DAGMan's `Dag::ProcessJobProcEnd` takes it: the POST
+    /// script runs, `$RETURN` the status, and decides the node; else a
+    /// failure its `TOLERANCE` allows leaves the job list successful and
+    /// the node ends done (writing no outputs); else the node is retried or
+    /// fails.
+    pub(super) fn job_exited(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        status: i32,
+        out: &mut Vec<Command>,
+    ) {
+        if self.nodes.post[job] || self.nodes.tolerant.contains(&job) {
+            self.exited[job] = Some(status);
+            if self.nodes.post[job] {
+                self.run_script(job, ScriptKind::Post, status, out);
+            } else {
+                self.abort_on(job, status, out);
+                self.postscript(job, site);
+            }
+            return;
+        }
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Failed(JobFailure::Exit(status));
+        }
+        self.records.sites[site].failed += 1;
+        self.set_state(job, JobState::Ready);
+        self.abort_on(job, status, out);
+        let retry = self.unless_exit(job, status);
+        self.retry(job, retry);
     }
 
     /// The job ended well at `site` and left its slot: the site deletes

@@ -252,8 +252,9 @@ impl Manager {
     }
 
     /// The sub-DAG node `job` ended at `site` with its DAG's failure
-    /// `status`, as a job that exits it: its POST script decides, or the
-    /// node is retried (its DAG run again) or fails.
+    /// `status`, as a job that exits it: its POST script decides, its
+    /// TOLERANCE lets it end done, or the node is retried (its DAG run
+    /// again) or fails.
     pub(super) fn subdag_failed(
         &mut self,
         job: JobId,
@@ -263,28 +264,11 @@ impl Manager {
     ) {
         // Its placement is let go, to be made again if it runs again.
         self.release_pins(job, site, Vec::new(), false, out);
-        let attempt = self.records.jobs[job].attempts.last_mut();
-        if let Some(a) = attempt {
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.finished = Some(self.now);
             a.exit = Some(status);
-            if !self.nodes.post[job] {
-                a.ended = Some(self.now);
-                a.outcome = Outcome::Failed(JobFailure::Exit(status));
-            }
         }
-        if self.nodes.post[job] {
-            self.exited[job] = Some(status);
-            self.run_script(job, ScriptKind::Post, status, out);
-            return;
-        }
-        self.records.sites[site].failed += 1;
-        self.set_state(job, JobState::Ready);
-        self.abort_on(job, status, out);
-        let retry = match self.nodes.retry_unless_exit[job] == Some(status) {
-            true => Retry::Never,
-            false => Retry::Counted,
-        };
-        self.retry(job, retry);
+        self.job_exited(job, site, status, out);
     }
 
     /// `RETRY` of the sub-DAG node `job` (of sub-DAG `k`): its DAGMan runs

@@ -2028,3 +2028,24 @@ fn a_save_point_records_the_dag_as_its_node_first_starts_not_on_a_retry() {
         .collect();
     assert_eq!(points, [(1, vec![0]), (3, vec![0, 1, 2])]);
 }
+
+#[test]
+fn a_tolerated_job_failure_ends_the_node_done_without_a_retry() {
+    // j1's program exits 3; its TOLERANCE allows one failure: the node is
+    // done on its first attempt and j2 runs. Without the tolerance it fails.
+    for tolerant in [true, false] {
+        let mut w = dag_world(3, false, |n| {
+            n.exits[1] = vec![3];
+            n.retry = vec![Some(0); 3];
+            if tolerant {
+                n.tolerant = [1].into();
+            }
+        });
+        w.run();
+        assert_eq!(w.m.succeeded(), tolerant, "{:?}", w.m.counts());
+        let a = &w.m.records().jobs[1].attempts;
+        assert_eq!((a.len(), a[0].exit), (1, Some(3)));
+        let done = w.m.job_state(2) == JobState::Done;
+        assert_eq!(done, tolerant, "j2 runs after a tolerated failure only");
+    }
+}

@@ -149,22 +149,23 @@ pub(super) fn flatten(
 }
 
 /// A sub-DAG's own `CONFIG` (read beside its `.dag` at `path`, where its
-/// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED`. Its other settings are
+/// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED` and
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are its own. Its other settings are
 /// the submit host's, the top DAG's (a warning says so).
 fn subdag_config(
     file: &DagFile,
     path: &Path,
     out: &mut Flat,
-) -> Result<Option<usize>, FormatError> {
+) -> Result<super::DagmanInfo, FormatError> {
+    let mut own = super::DagmanInfo::default();
     let Some(config) = &file.info.config else {
-        return Ok(None);
+        return Ok(own);
     };
     let cpath = path.parent().unwrap_or(Path::new(".")).join(config);
     let text = std::fs::read_to_string(&cpath).map_err(|e| FormatError {
         file: path.to_path_buf(),
         message: format!("CONFIG {config}: cannot read {}: {e}", cpath.display()),
     })?;
-    let mut own = super::DagmanInfo::default();
     super::apply_config(&text, &mut own).map_err(|(line, m)| FormatError {
         file: cpath.clone(),
         message: format!("line {line}: {m}"),
@@ -179,7 +180,7 @@ fn subdag_config(
             cpath.display()
         ));
     }
-    Ok(own.max_jobs_submitted)
+    Ok(own)
 }
 
 /// DAGMan's auto-rescue of a sub-DAG: the newest rescue of its `.dag` at
@@ -339,7 +340,7 @@ fn flatten_piece(
             .join(n.subdag.as_deref().unwrap_or_default());
         let sfile = read_file(&spath, err)?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
-        let max_jobs_submitted = subdag_config(&sfile, &spath, out)?;
+        let config = subdag_config(&sfile, &spath, out)?;
         let inner = out.nodes.len();
         let mut own = Scope::default();
         let piece = flatten_piece(
@@ -353,6 +354,14 @@ fn flatten_piece(
         )?;
         own.resolve(out);
         let end = out.nodes.len();
+        // Its DAGMan's tolerance, not the top DAG's, is its nodes' default.
+        let tolerance = super::Tolerance {
+            value: config.node_job_failure_tolerance.unwrap_or(0),
+            percent: false,
+        };
+        for n in &mut out.nodes[inner..end] {
+            n.tolerance.get_or_insert(tolerance);
+        }
         start_from_rescue(&spath, &format!("{name}+"), inner, out)?;
         // The node ends when its DAG ends; it starts (its PRE script runs,
         // its save point is written) in a no-op before its DAG starts.
@@ -390,7 +399,7 @@ fn flatten_piece(
                 .iter()
                 .map(|n| n.name.clone())
                 .collect(),
-            max_jobs_submitted,
+            max_jobs_submitted: config.max_jobs_submitted,
         });
         if !roots.is_empty() {
             as_child.insert(local, roots);

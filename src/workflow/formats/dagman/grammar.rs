@@ -8,10 +8,6 @@ use std::path::{Path, PathBuf};
 use super::{DagmanInfo, NodeInfo, Script};
 use crate::workflow::formats::FormatError;
 
-/// Commands that change the graph or the DAGMan job beyond what gridbed
-/// reads yet.
-const UNSUPPORTED: [&str; 1] = ["TOLERANCE"];
-
 /// Every command of HTCondor's DAG language (`DAG::KEYWORD_MAP` of its
 /// `dag_commands.cpp`), as its manual writes them; DAGMan reads `-` and `_`
 /// in a keyword as one.
@@ -95,6 +91,7 @@ enum NodeCmd {
     Category(String),
     AbortOn(i32, Option<i32>),
     PreSkip(i32),
+    Tolerance(super::Tolerance),
 }
 
 impl NodeCmd {
@@ -117,6 +114,7 @@ impl NodeCmd {
             }
             NodeCmd::Priority(p) => n.priority = *p,
             NodeCmd::PreSkip(v) => n.pre_skip = Some(*v),
+            NodeCmd::Tolerance(t) => n.tolerance = Some(*t),
             NodeCmd::Category(c) => n.category = Some(c.clone()),
             NodeCmd::AbortOn(v, r) => {
                 n.abort_on.retain(|(x, _)| x != v);
@@ -498,9 +496,6 @@ impl<'a> Line<'a> {
                 KEYWORDS.join(", ")
             )));
         }
-        if UNSUPPORTED.contains(&line.key.as_str()) {
-            return Err(line.err(format!("{} is not supported", line.kw)));
-        }
         Ok(line)
     }
 
@@ -643,6 +638,7 @@ impl Parser {
                 }
                 "PIN_IN" | "PIN_OUT" => self.pin(l)?,
                 "SAVE_POINT_FILE" => self.save_point(l)?,
+                "TOLERANCE" => self.tolerance(l)?,
                 _ => return Err(l.err(format!("{} is not supported", l.kw))),
             }
         }
@@ -680,6 +676,45 @@ impl Parser {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// `TOLERANCE node|ALL_NODES n[%] [FAIL-FAST|WAIT]` (HTCondor's
+    /// `DagParser::ParseTolerance`): how many of the node's jobs may fail
+    /// (a number, or a percentage of them) before its job list fails.
+    fn tolerance(&mut self, l: &Line) -> Result<(), FormatError> {
+        let kw = &l.kw;
+        let target = self.target(l, 1, true)?;
+        let mut k = 2;
+        let mut value = l.arg(k, "a failure tolerance value")?;
+        let mut percent = false;
+        if let Some(v) = value.strip_suffix('%') {
+            if v.is_empty() {
+                return Err(l.err(format!(
+                    "{kw}: Empty percentage specified for failure tolerance"
+                )));
+            }
+            (value, percent) = (v.to_string(), true);
+        } else if l.w.get(k + 1).is_some_and(|w| w == "%") {
+            (percent, k) = (true, k + 1);
+        }
+        let value: u32 = value.parse().map_err(|_| {
+            l.err(format!(
+                "{kw}: Invalid tolerance value '{value}' (expected a whole number ≥ 0, or a percentage)"
+            ))
+        })?;
+        k += 1;
+        if l.w
+            .get(k)
+            .is_some_and(|w| key(w) == "FAIL_FAST" || key(w) == "WAIT")
+        {
+            k += 1;
+        }
+        if let Some(extra) = l.w.get(k) {
+            return Err(l.err(format!("{kw}: Unexpected token '{extra}'")));
+        }
+        let t = super::Tolerance { value, percent };
+        self.node_cmds.push((target, NodeCmd::Tolerance(t)));
+        Ok(())
     }
 
     /// `SAVE_POINT_FILE node [file]` (HTCondor's `parse_save_point_file`

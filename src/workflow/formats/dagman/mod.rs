@@ -5,7 +5,9 @@
 //! `=`, `+attr` and `My.attr` ClassAd attributes), `PRIORITY`, `CATEGORY` +
 //! `MAXJOBS`, `ABORT-DAG-ON [RETURN v]`, `DONE`, `CONFIG`
 //! (`DAGMAN_MAX_PRE_SCRIPTS`, `DAGMAN_MAX_POST_SCRIPTS`,
-//! `DAGMAN_MAX_JOBS_IDLE`), `ALL_NODES` wherever DAGMan takes it (every
+//! `DAGMAN_MAX_JOBS_IDLE`, `DAGMAN_MAX_JOBS_SUBMITTED`,
+//! `DAGMAN_SUBMIT_DEPTH_FIRST`, `DAGMAN_NODE_JOB_FAILURE_TOLERANCE`),
+//! `ALL_NODES` wherever DAGMan takes it (every
 //! node but the FINAL one; node commands apply in file order, the last one
 //! to set a property winning), `REJECT` (refused, as DAGMan does), `#`
 //! comments and `\` line continuations. Keywords are case-insensitive
@@ -19,9 +21,10 @@
 //! (`JOB name { … }`, `@=END` … `@END`, `SUBMIT-DESCRIPTION name { … }`)
 //! are kept with their nodes; `INCLUDE` reads a file
 //! inline; `SPLICE` (with `CONNECT`, `PIN_IN`, `PIN_OUT`) and `SUBDAG
-//! EXTERNAL` are flattened into one DAG ([`compose`]); `SERVICE`,
-//! `PROVISIONER`, `TOLERANCE` and `WEAK PARENT` are errors naming their
-//! line.
+//! EXTERNAL` are flattened into one DAG ([`compose`]), a sub-DAG recorded
+//! to be run as its own DAGMan; `SERVICE`, `PROVISIONER`, `WEAK PARENT`
+//! and `TOLERANCE` (with `DAGMAN_NODE_JOB_FAILURE_TOLERANCE`) are read and
+//! honoured. Where HTCondor refuses a command, it is refused at its line.
 //!
 //! [`grammar`] reads one file; [`compose`] joins the files.
 //!
@@ -107,10 +110,41 @@ pub struct NodeInfo {
     /// The exit status of the node's job on each attempt (a sidecar's
     /// `exit`; the last repeats; empty: 0).
     pub exits: Vec<i32>,
+    /// `TOLERANCE`. A sub-DAG's node without one has its DAGMan's
+    /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` (or 0) here; a top DAG's node,
+    /// the top DAG's [`DagmanInfo::node_job_failure_tolerance`].
+    pub tolerance: Option<Tolerance>,
     /// `SAVE_POINT_FILE`: the save file the node writes as it first starts,
     /// as named (a bare name goes in `save_files/` beside its DAG, see
     /// [`rescue::save_file`]).
     pub save_point: Option<String>,
+}
+
+/// How many of a node's jobs may fail before its job list fails
+/// (`TOLERANCE`; HTCondor's `Node::CheckBatchFailed`): more than `value`,
+/// or than `value` percent of them. The `FAIL-FAST`/`WAIT` mode, what
+/// becomes of the list's other jobs, has nothing to act on here: a gridbed
+/// node has one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tolerance {
+    /// The number, or percentage, of failures tolerated.
+    pub value: u32,
+    /// `value` is a percentage.
+    pub percent: bool,
+}
+
+impl Tolerance {
+    /// Whether a node's one job failing leaves its job list successful:
+    /// DAGMan fails the list when its failures exceed the tolerance, a
+    /// percentage of one job rounded down.
+    pub fn tolerates_one_failure(self) -> bool {
+        let check = if self.percent {
+            self.value / 100
+        } else {
+            self.value
+        };
+        check >= 1
+    }
 }
 
 /// A `SUBDAG EXTERNAL` node's DAG, flattened into the DAG (see
@@ -148,6 +182,9 @@ pub struct DagmanInfo {
     pub max_jobs_submitted: Option<usize>,
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` (from `CONFIG`).
     pub submit_depth_first: Option<bool>,
+    /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` (from `CONFIG`): every node's
+    /// `TOLERANCE` unless it has its own.
+    pub node_job_failure_tolerance: Option<u32>,
     /// `CONFIG file`, as written (relative to the `.dag`).
     pub config: Option<String>,
     /// `DOT file [INCLUDE header]`: the DAG drawn for Graphviz, with its
@@ -479,6 +516,15 @@ impl DagmanInfo {
             if n.save_point.is_some() {
                 s.save_points.insert(j);
             }
+            let tolerance =
+                n.tolerance
+                    .or(self.node_job_failure_tolerance.map(|value| Tolerance {
+                        value,
+                        percent: false,
+                    }));
+            if tolerance.is_some_and(Tolerance::tolerates_one_failure) {
+                s.tolerant.insert(j);
+            }
             if n.is_provisioner {
                 s.provisioner = Some(j);
             }
@@ -556,6 +602,16 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
             "DAGMAN_MAX_POST_SCRIPTS" => &mut info.max_post,
             "DAGMAN_MAX_JOBS_IDLE" => &mut info.max_jobs_idle,
             "DAGMAN_MAX_JOBS_SUBMITTED" => &mut info.max_jobs_submitted,
+            "DAGMAN_NODE_JOB_FAILURE_TOLERANCE" => {
+                let v = value.trim();
+                info.node_job_failure_tolerance = Some(v.parse().map_err(|_| {
+                    (
+                        n + 1,
+                        format!("{key}: expected a whole number ≥ 0, found `{v}`"),
+                    )
+                })?);
+                continue;
+            }
             _ => continue,
         };
         *slot = Some(value.trim().parse().map_err(|_| {
