@@ -200,7 +200,7 @@ pub(crate) fn dag_testbed(
 }
 
 /// [`dag_testbed`] with `cpus` slots on its site.
-fn dag_testbed_on(
+pub(crate) fn dag_testbed_on(
     dir: &Path,
     dag: &str,
     manager: &str,

@@ -419,3 +419,202 @@ fn a_job_failure_within_the_nodes_tolerance_leaves_the_node_done() {
         }
     }
 }
+
+/// HTCondor's `job_dagman_splice-cat`: categories across nested splices.
+/// A splice's categories are its own (`splice+cat`) unless `+`-named; a
+/// file's MAXJOBS for a category wins over its splices' (the outer file is
+/// read last); a global category's limit is the top DAG's. The DAG is
+/// shaped as that test's (three levels, the innermost spliced twice); the
+/// expected categories, with how many nodes and what limit each has, are
+/// those its `.run` file checks in DAGMan's log (`CHECK CATEGORY`). As
+/// there, the first node aborts the DAG with RETURN 0: it succeeds.
+#[test]
+fn categories_across_nested_splices_have_dagmans_members_and_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let top = "MAXJOBS big 15\nJOB first n.sub\nABORT-DAG-ON first 0 RETURN 0\n\
+               JOB a n.sub\nJOB b n.sub\nCATEGORY b big\nJOB c n.sub\nCATEGORY c big\n\
+               SPLICE outer one.dag\nJOB e n.sub\nCATEGORY e +shared\n\
+               PARENT first CHILD a\nPARENT a CHILD b c\nPARENT b c CHILD outer\n\
+               PARENT outer CHILD e\nMAXJOBS big 10\nMAXJOBS +shared 2\nMAXJOBS outer+mid 12\n";
+    let one = "JOB a n.sub\nJOB b n.sub\nCATEGORY b mid\nJOB c n.sub\nCATEGORY c mid\n\
+               SPLICE left two.dag\nSPLICE right two.dag\nJOB f n.sub\nCATEGORY f +shared\n\
+               PARENT a CHILD b c\nPARENT b c CHILD left right\nPARENT left right CHILD f\n\
+               MAXJOBS mid 11\nMAXJOBS +shared 3\nMAXJOBS left+low 33\n";
+    let two = "JOB a n.sub\nJOB b n.sub\nCATEGORY b low\nJOB c n.sub\nCATEGORY c low\n\
+               JOB d n.sub\nCATEGORY d lower\nJOB e n.sub\nCATEGORY e lower\n\
+               JOB f n.sub\nCATEGORY f +shared\n\
+               PARENT a CHILD b c\nPARENT b c CHILD d e\nPARENT d e CHILD f\n\
+               MAXJOBS low 32\nMAXJOBS lower 22\nMAXJOBS +shared 4\n";
+    std::fs::write(d.join("one.dag"), one).unwrap();
+    std::fs::write(d.join("two.dag"), two).unwrap();
+    std::fs::write(d.join("w.dag"), top).unwrap();
+    let opts = gridbed::workflow::formats::Options::default();
+    let loaded = gridbed::workflow::formats::load(&d.join("w.dag"), &opts).unwrap();
+    let info = loaded.dagman.unwrap();
+    let mut found = std::collections::BTreeMap::new();
+    for c in info.nodes.iter().filter_map(|n| n.category.as_deref()) {
+        *found.entry(c.to_string()).or_insert(0) += 1;
+    }
+    let found: Vec<(String, usize, usize)> = found
+        .into_iter()
+        .map(|(c, n)| {
+            let limit = info.max_jobs[&c];
+            (c, n, limit)
+        })
+        .collect();
+    // HTCondor writes the global category `+shared`; gridbed `shared`.
+    let expected = [
+        ("big", 2, 10),
+        ("outer+left+low", 2, 33),
+        ("outer+left+lower", 2, 22),
+        ("outer+mid", 2, 12),
+        ("outer+right+low", 2, 32),
+        ("outer+right+lower", 2, 22),
+        ("shared", 4, 2),
+    ];
+    let expected: Vec<(String, usize, usize)> = expected
+        .iter()
+        .map(|&(c, n, l)| (c.to_string(), n, l))
+        .collect();
+    assert_eq!(found, expected);
+    for engine in ["sim", "live"] {
+        let (code, status) = run(d, top, "", engine);
+        assert_eq!(code, Some(0), "{engine}: the abort returns 0");
+        assert_in_order(&status, &["NodesDone = 1;"], engine);
+    }
+}
+
+/// HTCondor's `job_dagman_throttle`: 20 independent nodes, each with a
+/// POST script that passes `$RETURN` on, run with `-maxjobs 4` (here
+/// `DAGMAN_MAX_JOBS_SUBMITTED = 4` in the DAG's CONFIG, which `-maxjobs`
+/// sets) on a site with slots for 8. That test reads the nodes' log and
+/// fails if more than 4 jobs were ever in the queue at once; here the
+/// attempts' submit and end times are read from the run, ends before
+/// submits at the same instant. The DAG succeeds; the limit is reached and
+/// never passed, in both engines.
+#[test]
+fn maxjobs_keeps_at_most_that_many_jobs_in_the_queue() {
+    let mut dag = String::from("CONFIG four.cfg\n");
+    for i in 0..20 {
+        dag.push_str(&format!(
+            "JOB N{i} n.sub\nSCRIPT POST N{i} post.sh $RETURN\n"
+        ));
+    }
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        script(d, "post.sh", "exit $1\n");
+        std::fs::write(d.join("four.cfg"), "DAGMAN_MAX_JOBS_SUBMITTED = 4\n").unwrap();
+        let tb = crate::dagman::dag_testbed_on(d, &dag, "", "scripts = \"run\"", 8);
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        let s = crate::common::load(&tb);
+        let result = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert!(result.succeeded, "{engine}: {:?}", result.counts);
+        let mut events: Vec<(f64, i32)> = Vec::new();
+        for a in result.records.jobs.iter().flat_map(|j| &j.attempts) {
+            events.push((a.submitted.unwrap(), 1));
+            events.push((a.finished.unwrap(), -1));
+        }
+        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut queued = 0;
+        let mut most = 0;
+        for (_, delta) in events {
+            queued += delta;
+            most = most.max(queued);
+        }
+        assert_eq!(most, 4, "{engine}: at most 4 in the queue, and 4 reached");
+    }
+}
+
+/// HTCondor's `job_dagman_retry-B`: a RETRY counts a failed PRE script, a
+/// failed job and a failed POST script alike, NOOP nodes included. A
+/// chain A → B → C → D → E → F: A's PRE fails on retry 0, its job on retry
+/// 1, its POST on retry 2, and retry 3 succeeds (`RETRY A 3`); B's PRE
+/// fails, then its job, then it succeeds (`RETRY B 2`); C's job and POST
+/// (which passes `$RETURN` on) fail once (`RETRY C 1`); D's job fails once
+/// (`RETRY D 1`); NOOP E's POST and NOOP F's PRE fail on retry 0 (`RETRY
+/// 1`). The scripts decide on `$RETRY`, as that test's do. Expected, from
+/// its `.run` file: each node retried that many times ("Retrying node NodeA
+/// (retry #3 of 3)" …) and the DAG succeeds; here the node status file's
+/// `RetryCount` of each node.
+#[test]
+fn retry_counts_failed_pre_scripts_jobs_and_post_scripts_alike() {
+    let dag = "JOB A n.sub\nSCRIPT PRE A above.sh $RETRY 0\nSCRIPT POST A above.sh $RETRY 2\n\
+               RETRY A 3\nJOB B n.sub\nSCRIPT PRE B above.sh $RETRY 0\nRETRY B 2\n\
+               JOB C n.sub\nSCRIPT POST C above.sh 1 $RETURN\nRETRY C 1\n\
+               JOB D n.sub\nRETRY D 1\n\
+               JOB E n.sub NOOP\nSCRIPT POST E above.sh $RETRY 0\nRETRY E 1\n\
+               JOB F n.sub NOOP\nSCRIPT PRE F above.sh $RETRY 0\nRETRY F 1\n\
+               PARENT A CHILD B\nPARENT B CHILD C\nPARENT C CHILD D\n\
+               PARENT D CHILD E\nPARENT E CHILD F\n";
+    // Each job's exit status per run of its program: A runs on retries 1
+    // to 3, B on 1 and 2.
+    let sidecar = "[[job]]\nname = \"A\"\nexit = [1, 0]\n[[job]]\nname = \"B\"\nexit = [1, 0]\n\
+                   [[job]]\nname = \"C\"\nexit = [1, 0]\n[[job]]\nname = \"D\"\nexit = [1, 0]\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        // `above.sh x y`: succeeds when x > y.
+        script(dir.path(), "above.sh", "[ \"$1\" -gt \"$2\" ]\n");
+        let (code, status) = run(dir.path(), dag, sidecar, engine);
+        assert_eq!(code, Some(0), "{engine}: {status}");
+        let mut expected = vec!["DagStatus = 5;.*STATUS_DONE (success)".to_string()];
+        for (node, retries) in [("A", 3), ("B", 2), ("C", 1), ("D", 1), ("E", 1), ("F", 1)] {
+            expected.push(format!("Node = \"{node}\";"));
+            expected.push("NodeStatus = 5;".into());
+            expected.push(format!("RetryCount = {retries};"));
+        }
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        assert_in_order(&status, &expected, engine);
+    }
+}
+
+/// HTCondor's `job_dagman_rescue-A`: an upper DAG runs a lower one as a
+/// SUBDAG with `RETRY 1`. In the lower DAG, a root node's job succeeds on
+/// its first run and would fail on a second; a last node's job fails on
+/// its first run and succeeds on a second. The first run of the sub-DAG
+/// fails at that last node and writes the sub-DAG's rescue; the retry runs
+/// the sub-DAG from it: only the failed node runs again, the root is not
+/// run twice, and both DAGs succeed (that test checks both DAGMans exit
+/// 0). Here also the rescue's lines.
+#[test]
+fn a_subdag_retried_runs_from_its_rescue_and_nothing_done_runs_twice() {
+    let upper = "JOB setup n.sub\nSUBDAG EXTERNAL inner lower.dag\nRETRY inner 1\n\
+                 PARENT setup CHILD inner\nJOBSTATE_LOG j.log\n";
+    let lower = "JOB first n.sub\nJOB b1 n.sub\nJOB b2 n.sub\nJOB c n.sub\nJOB last n.sub\n\
+                 PARENT first CHILD b1 b2\nPARENT b1 b2 CHILD c\nPARENT c CHILD last\n";
+    let sidecar = "[[job]]\nname = \"inner+first\"\nexit = [0, 1]\n\
+                   [[job]]\nname = \"inner+last\"\nexit = [1, 0]\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lower.dag"), lower).unwrap();
+        let (code, status) = run(dir.path(), upper, sidecar, engine);
+        assert_eq!(code, Some(0), "{engine}: {status}");
+        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        let runs = |node: &str| log.matches(&format!(" {node} EXECUTE ")).count();
+        assert_eq!(
+            (runs("inner+first"), runs("inner+last")),
+            (1, 2),
+            "{engine}: {log}"
+        );
+        let rescue = std::fs::read_to_string(dir.path().join("lower.dag.rescue001")).unwrap();
+        assert_in_order(
+            &rescue,
+            &[
+                "# Total number of Nodes: 5",
+                "# Nodes premarked DONE: 4",
+                "# Nodes that failed: 1",
+                "#   last,<ENDLIST>",
+                "DONE first",
+                "DONE b1",
+                "DONE b2",
+                "DONE c",
+            ],
+            engine,
+        );
+        assert!(!dir.path().join("lower.dag.rescue002").exists(), "{engine}");
+    }
+}

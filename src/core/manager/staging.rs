@@ -383,7 +383,9 @@ impl Manager {
         self.prescripts_running -= 1;
         if self.nodes.noop[job] {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
-            // any) still runs.
+            // any) still runs. Its placement is let go, to be made again
+            // if it runs again.
+            self.release_pins(job, st.site, Vec::new(), false, out);
             self.set_state(job, JobState::Running);
             // A sub-DAG node's "job" is its DAG, over by now.
             match self.subdag_exit(job) {

@@ -262,8 +262,6 @@ impl Manager {
         status: i32,
         out: &mut Vec<Command>,
     ) {
-        // Its placement is let go, to be made again if it runs again.
-        self.release_pins(job, site, Vec::new(), false, out);
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.finished = Some(self.now);
             a.exit = Some(status);

@@ -2049,3 +2049,18 @@ fn a_tolerated_job_failure_ends_the_node_done_without_a_retry() {
         assert_eq!(done, tolerant, "j2 runs after a tolerated failure only");
     }
 }
+
+#[test]
+fn a_noop_node_whose_post_script_fails_is_retried_and_lets_its_placement_go() {
+    // j0 is a NOOP whose POST script fails once; RETRY 1 runs it again.
+    let mut w = dag_world(2, false, |n| {
+        n.noop[0] = true;
+        n.post[0] = true;
+        n.retry = vec![Some(1); 2];
+    });
+    w.failing_scripts.push((0, ScriptKind::Post));
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert_eq!(w.m.records().jobs[0].attempts.len(), 2);
+    assert_eq!(posts_run(&w), [(0, 0), (0, 0)]);
+}

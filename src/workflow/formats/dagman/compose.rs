@@ -259,9 +259,6 @@ fn flatten_piece(
             path.display()
         ));
     }
-    for (c, n) in &file.info.max_jobs {
-        out.max_jobs.insert(category(c), *n);
-    }
     // What each name of this file stands for: as a parent, as a child.
     let mut as_parent: HashMap<String, Vec<String>> = HashMap::new();
     let mut as_child: HashMap<String, Vec<String>> = HashMap::new();
@@ -404,6 +401,13 @@ fn flatten_piece(
         if !roots.is_empty() {
             as_child.insert(local, roots);
         }
+    }
+    // A file's MAXJOBS lines are read after its splices' (DAGMan reads a
+    // splice where its SPLICE line stands, on the first pass): the outer
+    // file's limit for a category wins (`maxjobs D0+cat1 12` over splice
+    // D0's `maxjobs cat1 11`, HTCondor's job_dagman_splice-cat).
+    for (c, n) in &file.info.max_jobs {
+        out.max_jobs.insert(category(c), *n);
     }
     let index: HashMap<String, usize> = out.nodes[first..]
         .iter()
