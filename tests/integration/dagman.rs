@@ -434,7 +434,7 @@ fn a_subdag_is_one_node_that_ends_when_its_dag_ends_and_include_reads_inline() {
                 ("top.dag", "SPLICE S s.dag\n"),
                 ("s.dag", "FINAL F f.sub\n"),
             ][..],
-            "FINAL F",
+            "it has a FINAL node (F)",
         ),
         (
             &[("top.dag", "SUBDAG EXTERNAL S missing.dag\n")][..],
@@ -1445,39 +1445,79 @@ fn save_points_in_a_subdag_and_a_splice_write_their_own_dagmans_state() {
 /// FINAL; no node starts before the PROVISIONER's job runs. Both engines.
 #[test]
 fn a_service_is_removed_at_the_dags_end_and_the_provisioner_runs_first_in_both_engines() {
-    let dir = tempfile::tempdir().unwrap();
-    let dag = "SERVICE svc n.sub\nPROVISIONER prov n.sub\nJOB a n.sub\nJOB b n.sub\n\
-               PARENT a CHILD b\nFINAL fin n.sub\n";
-    let tb = dag_testbed(dir.path(), dag, "", "");
-    std::fs::write(
-        dir.path().join("w.toml"),
-        "[[job]]\nname = \"svc\"\nruntime = 1000\n[[job]]\nname = \"prov\"\nruntime = 50\n",
-    )
-    .unwrap();
-    let s = load(&tb);
-    let sim = gridbed::sim::run(&s).unwrap().result;
-    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
-    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
-    for (engine, run) in [("sim", &sim), ("live", &live)] {
-        assert!(run.succeeded, "{engine}: {:?}", run.counts);
-        let at = |n: &str| &run.records.jobs[job(n)].attempts[0];
-        let go = at("prov").started.unwrap();
-        assert!(at("a").prescript >= go, "{engine}: a before the go-ahead");
-        assert!(
-            at("a").prescript < 50.0,
-            "{engine}: a waited for prov's end"
+    // Written in the DAG, or in a splice (lifted into the DAG, as DAGMan
+    // lifts splices).
+    let nodes = "SERVICE svc n.sub\nPROVISIONER prov n.sub\n";
+    let rest = "JOB a n.sub\nJOB b n.sub\nPARENT a CHILD b\nFINAL fin n.sub\n";
+    for (dag, spliced, pre) in [
+        (format!("{nodes}{rest}"), None, ""),
+        (format!("SPLICE S s.dag\n{rest}"), Some(nodes), "S+"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(text) = spliced {
+            std::fs::write(dir.path().join("s.dag"), text).unwrap();
+        }
+        let tb = dag_testbed(dir.path(), &dag, "", "");
+        let sidecar = format!(
+            "[[job]]\nname = \"{pre}svc\"\nruntime = 1000\n[[job]]\nname = \"{pre}prov\"\nruntime = 50\n"
         );
-        let fin_end = at("fin").ended.unwrap();
-        assert!(fin_end < 1000.0, "{engine}: FINAL waited for the service");
-        assert!(
-            matches!(
-                at("svc").outcome,
-                gridbed::core::records::Outcome::Removed(_)
-            ),
-            "{engine}: {:?}",
-            at("svc").outcome
-        );
-        assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
+        std::fs::write(dir.path().join("w.toml"), sidecar).unwrap();
+        let s = load(&tb);
+        let sim = gridbed::sim::run(&s).unwrap().result;
+        let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+        let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+        for (engine, run) in [("sim", &sim), ("live", &live)] {
+            assert!(run.succeeded, "{engine}: {:?}", run.counts);
+            let at = |n: &str| &run.records.jobs[job(n)].attempts[0];
+            let go = at(&format!("{pre}prov")).started.unwrap();
+            assert!(at("a").prescript >= go, "{engine}: a before the go-ahead");
+            assert!(
+                at("a").prescript < 50.0,
+                "{engine}: a waited for prov's end"
+            );
+            let fin_end = at("fin").ended.unwrap();
+            assert!(fin_end < 1000.0, "{engine}: FINAL waited for the service");
+            let svc = at(&format!("{pre}svc"));
+            assert!(
+                matches!(svc.outcome, gridbed::core::records::Outcome::Removed(_)),
+                "{engine}: {:?}",
+                svc.outcome
+            );
+            assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
+        }
+    }
+}
+
+/// Where HTCondor refuses these nodes across files: a splice with a FINAL
+/// node, a second PROVISIONER lifted from a splice; and what gridbed does
+/// not run yet: a sub-DAG's own FINAL, SERVICE or PROVISIONER.
+#[test]
+fn final_in_a_splice_and_a_second_provisioner_from_one_are_refused() {
+    for (files, what) in [
+        (
+            &[
+                ("top.dag", "JOB A a.sub\nSPLICE S s.dag\n"),
+                ("s.dag", "JOB X x.sub\nFINAL F f.sub\n"),
+            ][..],
+            "SPLICE S: it has a FINAL node (F). This is not permitted.",
+        ),
+        (
+            &[
+                ("top.dag", "PROVISIONER P p.sub\nSPLICE S s.dag\n"),
+                ("s.dag", "PROVISIONER Q q.sub\n"),
+            ][..],
+            "PROVISIONER S+Q: the DAG already has a PROVISIONER node (P)",
+        ),
+        (
+            &[
+                ("top.dag", "SUBDAG EXTERNAL S s.dag\n"),
+                ("s.dag", "JOB X x.sub\nSERVICE V v.sub\n"),
+            ][..],
+            "V: a sub-DAG's SERVICE node is not run here",
+        ),
+    ] {
+        let e = parse_files(files).unwrap_err();
+        assert!(e.contains(what), "{what}: {e}");
     }
 }
 

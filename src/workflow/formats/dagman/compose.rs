@@ -141,7 +141,7 @@ pub(super) fn flatten(
     };
     let top = path.parent().unwrap_or(Path::new("."));
     let mut scope = Scope::default();
-    flatten_piece(file, path, top, "", (None, 0), &mut scope, out)?;
+    flatten_piece(file, path, top, "", Place::default(), &mut scope, out)?;
     scope.resolve(out);
     let strong = std::mem::take(&mut out.strong);
     out.weak.retain(|e| !strong.contains(e));
@@ -229,20 +229,34 @@ fn start_from_rescue(
     Ok(())
 }
 
+/// Where a file is flattened from.
+#[derive(Clone, Copy, Default)]
+struct Place<'a> {
+    /// The folder its nodes run in, relative to the top DAG's.
+    dir: Option<&'a Path>,
+    /// How many splices or sub-DAGs down it is.
+    depth: usize,
+    /// It is a splice.
+    splice: bool,
+    /// Its DAGMan is a sub-DAG's (it is one, or a splice in one).
+    in_subdag: bool,
+}
+
 /// Flattens `file` (read from `path`) into `out`: its nodes named with
-/// `prefix` before their names, running in `dir` (relative to `top`, the
-/// top DAG's folder, where DAGMan runs: splice and sub-DAG files are found
-/// there, or in their DIR), `depth` splices or sub-DAGs down; its nodes
-/// find their named submit descriptions in `scope`.
+/// `prefix` before their names, running in `place.dir` (relative to `top`,
+/// the top DAG's folder, where DAGMan runs: splice and sub-DAG files are
+/// found there, or in their DIR); its nodes find their named submit
+/// descriptions in `scope`.
 fn flatten_piece(
     file: DagFile,
     path: &Path,
     top: &Path,
     prefix: &str,
-    (dir, depth): (Option<&Path>, usize),
+    place: Place,
     scope: &mut Scope,
     out: &mut Flat,
 ) -> Result<Piece, FormatError> {
+    let (dir, depth) = (place.dir, place.depth);
     let first = out.nodes.len();
     let nested = !prefix.is_empty();
     let category = |c: &str| match c.strip_prefix('+') {
@@ -265,18 +279,31 @@ fn flatten_piece(
     let mut subdags = Vec::new();
     for mut n in file.info.nodes {
         let local = n.name.clone();
-        let kind = match &n {
-            n if n.is_final => Some("FINAL"),
-            n if n.is_service => Some("SERVICE"),
-            n if n.is_provisioner => Some("PROVISIONER"),
+        // HTCondor refuses a splice with a FINAL node (`ProcessSplice`);
+        // a splice's SERVICE and PROVISIONER nodes are lifted into its
+        // DAG. A sub-DAG's FINAL is its own.
+        let refused = match &n {
+            n if n.is_final && place.splice => Some(format!(
+                "SPLICE {}: it has a FINAL node ({local}). This is not permitted.",
+                prefix.trim_end_matches('+')
+            )),
+            n if n.is_final && place.in_subdag => Some(format!(
+                "{local}: a sub-DAG's FINAL node is not run here (its own DAGMan would run it last)"
+            )),
+            n if (n.is_service || n.is_provisioner) && place.in_subdag => Some(format!(
+                "{local}: a sub-DAG's {} node is not run here (its own DAGMan would run it beside the sub-DAG)",
+                if n.is_service {
+                    "SERVICE"
+                } else {
+                    "PROVISIONER"
+                }
+            )),
             _ => None,
         };
-        if nested && let Some(kind) = kind {
+        if let Some(message) = refused {
             return Err(FormatError {
                 file: path.to_path_buf(),
-                message: format!(
-                    "{kind} {local}: a splice or sub-DAG may not have a {kind} node here"
-                ),
+                message,
             });
         }
         n.name = format!("{prefix}{local}");
@@ -314,7 +341,12 @@ fn flatten_piece(
             &spath,
             top,
             &format!("{prefix}{}+", s.name),
-            (inner_dir.as_deref(), depth + 1),
+            Place {
+                dir: inner_dir.as_deref(),
+                depth: depth + 1,
+                splice: true,
+                ..place
+            },
             scope,
             out,
         )?;
@@ -345,7 +377,12 @@ fn flatten_piece(
             &spath,
             top,
             &format!("{name}+"),
-            (inner_dir.as_deref(), depth + 1),
+            Place {
+                dir: inner_dir.as_deref(),
+                depth: depth + 1,
+                splice: false,
+                in_subdag: true,
+            },
             &mut own,
             out,
         )?;
@@ -510,8 +547,8 @@ fn flatten_piece(
     let mut leaves = Vec::new();
     for k in first..out.nodes.len() {
         let n = &out.nodes[k];
-        if n.is_final {
-            continue;
+        if n.is_final || n.is_service || n.is_provisioner {
+            continue; // no edges
         }
         if out.parents[k].is_empty() {
             roots.push(n.name.clone());

@@ -731,6 +731,21 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             message: "no JOB line: not a DAGMan file".into(),
         });
     }
+    // Splices are lifted into the DAG: one PROVISIONER among them all.
+    let provisioners: Vec<&str> = flat
+        .nodes
+        .iter()
+        .filter(|n| n.is_provisioner)
+        .map(|n| n.name.as_str())
+        .collect();
+    if let [first, second, ..] = provisioners[..] {
+        return Err(FormatError {
+            file: path.to_path_buf(),
+            message: format!(
+                "PROVISIONER {second}: the DAG already has a PROVISIONER node ({first}); a DAG may have only one"
+            ),
+        });
+    }
     let mut warnings = std::mem::take(&mut flat.warnings);
     if let Some(file) = rescue::chosen(path, &opts.rescue)? {
         let marked = rescue::apply(&file, &mut flat.nodes)?;
