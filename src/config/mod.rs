@@ -252,8 +252,13 @@ impl Scenario {
                 .dagman
                 .as_ref()
                 .map(|d| {
-                    let dir = src.path.parent().unwrap_or(std::path::Path::new("."));
-                    d.scripts(&self.workflow, dir)
+                    // Absolute: a bare `post.sh` would be looked for on PATH.
+                    let dir = match src.path.parent() {
+                        Some(d) if !d.as_os_str().is_empty() => d,
+                        _ => std::path::Path::new("."),
+                    };
+                    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+                    d.scripts(&self.workflow, &dir)
                 })
                 .unwrap_or_default(),
             _ => Vec::new(),

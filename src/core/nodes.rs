@@ -86,7 +86,7 @@ pub struct NodeSettings {
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
 /// the node is a no-op that follows its DAG's leaves, and its "job" is its
 /// DAG, which ends with DAGMan's exit value (0 when every node of it ended
-/// well, else 1). A failure inside blocks only the nodes of the sub-DAG
+/// well, or its FINAL node did; else 1). A failure inside blocks only the nodes of the sub-DAG
 /// below it; the node's POST script sees the exit value as `$RETURN`, and
 /// its `RETRY` runs the sub-DAG again from its rescue (the nodes that ended
 /// well stay done).
@@ -101,6 +101,10 @@ pub struct SubDag {
     pub members: Vec<JobId>,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG` (0: no limit).
     pub max_jobs_submitted: usize,
+    /// Its own FINAL node (one of `members`): it runs once every other
+    /// node of the sub-DAG is over, and its outcome is the sub-DAG's. A
+    /// sub-DAG with one has an `entry`.
+    pub final_node: Option<JobId>,
 }
 
 impl NodeSettings {

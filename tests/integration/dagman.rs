@@ -1563,3 +1563,101 @@ fn a_weak_edge_lets_its_child_run_after_a_failure_and_the_rescue_says_so() {
         "{rescue}"
     );
 }
+
+/// A sub-DAG's own FINAL node, as its DAGMan runs it: last, once every
+/// other node of the sub-DAG is over (after a failure too), its outcome the
+/// sub-DAG's; it runs again with each run of the sub-DAG, and its rescue
+/// never marks it DONE. Both engines.
+#[test]
+fn a_subdags_final_node_runs_last_and_decides_the_subdag() {
+    let inner = "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nFINAL F n.sub\n";
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nJOB T n.sub\n\
+               PARENT A CHILD S\nPARENT S CHILD T\nJOBSTATE_LOG j.log\n";
+    // (sidecar, RETRY of S, the DAG succeeds, runs of X, Y, F, T)
+    let cases = [
+        // X fails, Y never runs; F succeeds: so does the sub-DAG.
+        (
+            "[[job]]\nname = \"S+X\"\nexit = [1]\n",
+            "",
+            true,
+            [1, 0, 1, 1],
+        ),
+        // F fails: the sub-DAG fails, and the DAG.
+        (
+            "[[job]]\nname = \"S+F\"\nexit = [1]\n",
+            "",
+            false,
+            [1, 1, 1, 0],
+        ),
+        // F fails once; the retried sub-DAG runs only F again.
+        (
+            "[[job]]\nname = \"S+F\"\nexit = [1, 0]\n",
+            "RETRY S 1\n",
+            true,
+            [1, 1, 2, 1],
+        ),
+    ];
+    for engine in ["sim", "live"] {
+        for (sidecar, retry, ok, runs) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            std::fs::write(d.join("inner.dag"), inner).unwrap();
+            let tb = dag_testbed(d, &format!("{top}{retry}"), "", "");
+            std::fs::write(d.join("w.toml"), sidecar).unwrap();
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            assert_eq!(code == Some(0), ok, "{engine} {sidecar}: {out}{err}");
+            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            let n = |node: &str| log.matches(&format!(" {node} EXECUTE ")).count();
+            assert_eq!(
+                [n("S+X"), n("S+Y"), n("S+F"), n("T")],
+                runs,
+                "{engine} {sidecar}: {log}"
+            );
+            // F starts once X ended (the log's times are whole seconds).
+            let at = |node: &str, what: &str| -> u64 {
+                let l = log
+                    .lines()
+                    .find(|l| l.contains(&format!(" {node} {what} ")));
+                l.and_then(|l| l.split(' ').next()?.parse().ok()).unwrap()
+            };
+            assert!(
+                at("S+F", "SUBMIT") >= at("S+X", "JOB_TERMINATED"),
+                "{engine}: {log}"
+            );
+            if !ok {
+                let rescue = std::fs::read_to_string(d.join("inner.dag.rescue001")).unwrap();
+                assert!(
+                    rescue.contains("# Nodes that failed: 1\n#   F,<ENDLIST>")
+                        && rescue.ends_with("\nDONE X\nDONE Y\n"),
+                    "{engine}: {rescue}"
+                );
+            }
+        }
+    }
+}
+
+/// A testbed named by a relative path, beside its `.dag`: a script named
+/// bare (`post.sh`) is the one beside the `.dag`, not one looked for on
+/// PATH (it was, and exited 127).
+#[test]
+fn a_bare_script_name_is_found_beside_a_dag_named_relative() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let dag = "JOB A n.sub\nSCRIPT POST A post.sh $RETURN\n";
+    dag_testbed(d, dag, "", "scripts = \"run\"");
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    let post = d.join("post.sh");
+    std::fs::write(&post, "#!/bin/sh\nexit $1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sites = crate::common::catalog();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args(["run", "t.toml", "--engine", "sim", "-q", "--sites"])
+        .arg(&sites)
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("No such file"), "{err}");
+}

@@ -20,7 +20,7 @@ impl Manager {
     /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
     pub(super) fn stopped_for(&self, job: JobId) -> bool {
         self.abort.is_some() && Some(job) != self.nodes.final_node
-            || self.subdags.stopped(job).is_some()
+            || self.subdags.stopped(job).is_some() && !self.subdags.is_final(job)
     }
 
     /// `ABORT-DAG-ON`: `job` exited `status` (its job, or its PRE or POST

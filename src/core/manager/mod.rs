@@ -760,15 +760,16 @@ impl Manager {
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
         let save_points = std::mem::take(&mut self.nodes.save_points);
-        // The FINAL node waits for every other one (its ready-queue entry is
-        // skipped as stale).
-        if let Some(f) = self.nodes.final_node
-            && self.state[f] == JobState::Ready
-        {
-            self.set_state(f, JobState::Waiting);
-            self.records.jobs[f].ready = None;
-            self.release_final();
+        // The FINAL nodes wait for every other one of their DAG (their
+        // ready-queue entries are skipped as stale).
+        let finals = self.nodes.subdags.iter().filter_map(|d| d.final_node);
+        for f in finals.chain(self.nodes.final_node).collect::<Vec<_>>() {
+            if self.state[f] == JobState::Ready {
+                self.set_state(f, JobState::Waiting);
+                self.records.jobs[f].ready = None;
+            }
         }
+        self.release_final();
         // Jobs are in topological order: a DONE node's DONE parents come first.
         for j in done {
             if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
@@ -1047,7 +1048,10 @@ impl Manager {
             (false, true) => self.claimed[self.site_of[job]] += 1,
             _ => {}
         }
-        if matches!(to, JobState::Done | JobState::Failed | JobState::Blocked) {
+        if over(to) != over(from) {
+            self.count_for_subdag_finals(job, over(to));
+        }
+        if over(to) {
             self.reader_ended(job);
             self.release_final();
             self.subdag_member_over(job);

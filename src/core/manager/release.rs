@@ -42,6 +42,12 @@ impl Manager {
 
     /// One parent of `c` is over; `c` is ready when none is left.
     pub(super) fn release_child(&mut self, c: JobId) {
+        // A sub-DAG run again runs its PRE script's no-op again, whose
+        // children done in the last run wait for nothing.
+        if self.missing_parents[c] == 0 {
+            debug_assert!(self.state[c] == JobState::Done, "released twice");
+            return;
+        }
         self.missing_parents[c] -= 1;
         if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
             let delay = self.wms.draw(&self.settings.release_overhead);

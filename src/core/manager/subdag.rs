@@ -34,6 +34,13 @@ pub(super) struct SubDags {
     holding: usize,
     /// Each failed run of a sub-DAG, in order.
     pub runs_failed: Vec<SubDagRun>,
+    /// For each node of a sub-DAG with a FINAL node (the FINAL aside):
+    /// those sub-DAGs.
+    final_scope: HashMap<JobId, Vec<usize>>,
+    /// Per sub-DAG with a FINAL node: its other nodes not over.
+    not_over: Vec<usize>,
+    /// The sub-DAGs' FINAL nodes.
+    finals: std::collections::HashSet<JobId>,
 }
 
 /// A failed run of a sub-DAG, as its rescue DAG records it.
@@ -58,10 +65,19 @@ impl SubDags {
             aborted: vec![None; n],
             ..Default::default()
         };
+        s.not_over = vec![0; n];
         for (k, d) in nodes.subdags.iter().enumerate() {
             s.of_node.insert(d.node, k);
             if let Some(e) = d.entry {
                 s.of_entry.insert(e, k);
+            }
+            if let Some(f) = d.final_node {
+                s.finals.insert(f);
+                // Set before any node is over (DONE nodes end after).
+                for &m in d.members.iter().filter(|&&m| m != f) {
+                    s.final_scope.entry(m).or_default().push(k);
+                    s.not_over[k] += 1;
+                }
             }
         }
         // Outer sub-DAGs first, so that an inner one names its own nodes.
@@ -110,6 +126,11 @@ impl SubDags {
             return None;
         }
         self.aborted[self.innermost(job)?]
+    }
+
+    /// Whether `job` is a sub-DAG's FINAL node.
+    pub(super) fn is_final(&self, job: JobId) -> bool {
+        !self.finals.is_empty() && self.finals.contains(&job)
     }
 
     /// The sub-DAG whose PRE script the no-op `job` runs.
@@ -180,15 +201,55 @@ impl Manager {
             for m in std::mem::take(&mut self.subdags.gate[k]) {
                 self.release_child(m);
             }
+            self.release_subdag_final(k);
         }
     }
 
     /// The PRE script's no-op `job` failed for good: the nodes of its
-    /// sub-DAG's new run that waited for it are blocked; returns them.
+    /// sub-DAG's new run that waited for it, and its FINAL node, are
+    /// blocked (the sub-DAG never runs); returns them.
     pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
         match self.subdags.of_entry(job) {
-            Some(k) => std::mem::take(&mut self.subdags.gate[k]),
+            Some(k) => {
+                let mut gated = std::mem::take(&mut self.subdags.gate[k]);
+                gated.extend(self.nodes.subdags[k].final_node);
+                gated
+            }
             None => Vec::new(),
+        }
+    }
+
+    /// `job` went over (`over`), or back from over: the sub-DAGs with a
+    /// FINAL node it is a node of count it, and run their FINAL once every
+    /// other node is over.
+    pub(super) fn count_for_subdag_finals(&mut self, job: JobId, over: bool) {
+        if self.subdags.final_scope.is_empty() {
+            return;
+        }
+        let Some(ks) = self.subdags.final_scope.get(&job).cloned() else {
+            return;
+        };
+        for k in ks {
+            if over {
+                self.subdags.not_over[k] -= 1;
+                self.release_subdag_final(k);
+            } else {
+                self.subdags.not_over[k] += 1;
+            }
+        }
+    }
+
+    /// Sub-DAG `k`'s FINAL node is ready once the sub-DAG started (its
+    /// entry, which runs the node's PRE script, is done) and every other
+    /// node of it is over (DAGMan's `Dag::StartFinalNode`).
+    fn release_subdag_final(&mut self, k: usize) {
+        let d = &self.nodes.subdags[k];
+        if let (Some(f), Some(e)) = (d.final_node, d.entry)
+            && self.subdags.not_over[k] == 0
+            && self.state[e] == JobState::Done
+            && self.state[f] == JobState::Waiting
+        {
+            self.make_ready(f);
         }
     }
 
@@ -205,8 +266,12 @@ impl Manager {
         let node = self.nodes.subdags[k].node;
         let members = self.nodes.subdags[k].members.clone();
         let wf = self.wf.clone();
+        let fin = self.nodes.subdags[k].final_node;
         for &m in &members {
-            if Some(m) != abort.node && matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+            if Some(m) != abort.node
+                && Some(m) != fin
+                && matches!(self.state[m], JobState::Waiting | JobState::Ready)
+            {
                 self.set_state(m, JobState::Blocked);
                 // A leaf that will never run is over for the node.
                 if wf.children[m].contains(&node) {
@@ -230,7 +295,12 @@ impl Manager {
     /// `site`: its DAG's exit value when that is a failure, else `None`.
     pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
         let k = self.subdags.of_node(job)?;
-        if !self.subdags.failed[k] {
+        // With a FINAL node, its outcome is the sub-DAG's.
+        let failed = match self.nodes.subdags[k].final_node {
+            Some(f) => self.state[f] != JobState::Done,
+            None => self.subdags.failed[k],
+        };
+        if !failed {
             return None;
         }
         // An abort's RETURN 0 is the sub-DAG's success.
@@ -279,11 +349,15 @@ impl Manager {
             self.subdags.aborts -= 1;
         }
         let sub = self.nodes.subdags[k].clone();
+        // Its FINAL node runs again with every run.
         let mut again: Vec<JobId> = sub
             .members
             .iter()
             .copied()
-            .filter(|&m| matches!(self.state[m], JobState::Failed | JobState::Blocked))
+            .filter(|&m| {
+                matches!(self.state[m], JobState::Failed | JobState::Blocked)
+                    || Some(m) == sub.final_node && self.state[m] != JobState::Waiting
+            })
             .collect();
         // A nested sub-DAG run again runs its PRE script again too, and so
         // does this one.
@@ -330,7 +404,8 @@ impl Manager {
                 .count();
         }
         for m in again {
-            if self.missing_parents[m] > 0 {
+            // A FINAL node waits for the rest of its sub-DAG.
+            if self.missing_parents[m] > 0 || self.subdags.is_final(m) {
                 continue;
             }
             match sub.entry {

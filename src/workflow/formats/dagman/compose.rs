@@ -287,9 +287,6 @@ fn flatten_piece(
                 "SPLICE {}: it has a FINAL node ({local}). This is not permitted.",
                 prefix.trim_end_matches('+')
             )),
-            n if n.is_final && place.in_subdag => Some(format!(
-                "{local}: a sub-DAG's FINAL node is not run here (its own DAGMan would run it last)"
-            )),
             n if (n.is_service || n.is_provisioner) && place.in_subdag => Some(format!(
                 "{local}: a sub-DAG's {} node is not run here (its own DAGMan would run it beside the sub-DAG)",
                 if n.is_service {
@@ -397,13 +394,22 @@ fn flatten_piece(
             n.tolerance.get_or_insert(tolerance);
         }
         start_from_rescue(&spath, &format!("{name}+"), inner, out)?;
+        // Its own FINAL node (not one of a sub-DAG nested in it, which
+        // has its own) ends it.
+        let nested: std::collections::HashSet<&String> =
+            out.subdags.iter().flat_map(|d| &d.members).collect();
+        let final_node = out.nodes[inner..end]
+            .iter()
+            .find(|n| n.is_final && !nested.contains(&n.name))
+            .map(|n| n.name.clone());
         // The node ends when its DAG ends; it starts (its PRE script runs,
-        // its save point is written) in a no-op before its DAG starts.
+        // its save point is written, its FINAL node may run) in a no-op
+        // before its DAG starts.
         let node = &mut out.nodes[i];
         node.noop = true;
         let (pre, save_point) = (node.pre.take(), node.save_point.take());
         let roots = match (pre, save_point) {
-            (None, None) => piece.roots.clone(),
+            (None, None) if final_node.is_none() => piece.roots.clone(),
             (pre, save_point) => {
                 let entry = NodeInfo {
                     name: format!("{name}+PRE"),
@@ -412,9 +418,10 @@ fn flatten_piece(
                     save_point,
                     ..Default::default()
                 };
-                // The sub-DAG's roots: its nodes without parents.
+                // The sub-DAG's roots: its nodes without parents (a FINAL
+                // node waits for all of them instead).
                 for j in inner..out.nodes.len() {
-                    if out.parents[j].is_empty() {
+                    if out.parents[j].is_empty() && !out.nodes[j].is_final {
                         out.parents[j].push(entry.name.clone());
                     }
                 }
@@ -424,7 +431,7 @@ fn flatten_piece(
                 vec![entry_name]
             }
         };
-        out.parents[i].extend(piece.leaves.iter().cloned());
+        out.parents[i].extend(piece.leaves.iter().chain(&final_node).cloned());
         out.subdags.push(SubDagInfo {
             node: name.clone(),
             file: spath.clone(),
@@ -434,6 +441,7 @@ fn flatten_piece(
                 .map(|n| n.name.clone())
                 .collect(),
             max_jobs_submitted: config.max_jobs_submitted,
+            final_node,
         });
         if !roots.is_empty() {
             as_child.insert(local, roots);

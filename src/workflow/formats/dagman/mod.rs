@@ -156,12 +156,15 @@ pub struct SubDagInfo {
     /// Its `.dag` file, where its rescue DAGs go.
     pub file: std::path::PathBuf,
     /// The no-op that starts the node (`node+PRE`): runs its PRE script,
-    /// writes its save point file; none when it has neither.
+    /// writes its save point file; none when it has neither and the
+    /// sub-DAG no FINAL node.
     pub entry: Option<String>,
     /// Its DAG's nodes (`node+name`), nested sub-DAGs' included.
     pub members: Vec<String>,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG`.
     pub max_jobs_submitted: Option<usize>,
+    /// Its own FINAL node (`node+name`), which its DAGMan runs last.
+    pub final_node: Option<String>,
 }
 
 /// DAGMan's settings of a whole `.dag` file.
@@ -509,7 +512,13 @@ impl DagmanInfo {
             s.pre_skip[j] = n.pre_skip;
             s.abort_on[j] = n.abort_on.clone();
             s.exits[j] = n.exits.clone();
-            if n.is_final {
+            // A sub-DAG's FINAL node is its own ([`SubDagInfo::final_node`]).
+            if n.is_final
+                && !self
+                    .subdags
+                    .iter()
+                    .any(|d| d.final_node.as_ref() == Some(&n.name))
+            {
                 s.final_node = Some(j);
             }
             s.service[j] = n.is_service;
@@ -550,6 +559,7 @@ impl DagmanInfo {
                     entry: d.entry.as_ref().and_then(id),
                     members: d.members.iter().filter_map(id).collect(),
                     max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
+                    final_node: d.final_node.as_ref().and_then(id),
                 })
             })
             .collect();

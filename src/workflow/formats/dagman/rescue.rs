@@ -316,7 +316,7 @@ impl<'a> OwnDag<'a> {
             .members
             .iter()
             .filter(|m| !nested.contains(m.as_str()))
-            .map(|m| (&m[prefix..], m.as_str(), false))
+            .map(|m| (&m[prefix..], m.as_str(), d.final_node.as_ref() == Some(m)))
             .collect();
         Some(OwnDag {
             file: &d.file,
