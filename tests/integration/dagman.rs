@@ -441,6 +441,10 @@ fn a_subdag_is_one_node_that_ends_when_its_dag_ends_and_include_reads_inline() {
             "SUBDAG EXTERNAL S: cannot read",
         ),
         (
+            &[("top.dag", "SUBDAG EXTERNAL S made.dag\nSCRIPT PRE S make.sh\n")][..],
+            "cannot run one a PRE script writes",
+        ),
+        (
             &[("top.dag", "SUBDAG INTERNAL S s.dag\n")][..],
             "line 1: SUBDAG",
         ),
@@ -1660,4 +1664,53 @@ fn a_bare_script_name_is_found_beside_a_dag_named_relative() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("No such file"), "{err}");
+}
+
+/// A sub-DAG node's PRE script is the node's, as in DAGMan: its failures
+/// count against the node's RETRY (the sub-DAG does not run and no POST
+/// script runs), and once they have used it up the node fails and the
+/// nodes below it are futile. Both engines.
+#[test]
+fn a_subdag_nodes_failed_pre_script_uses_its_retry_and_fails_it_without_post() {
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nSCRIPT PRE S pre.sh $RETRY\n\
+               SCRIPT POST S post.sh $RETURN\nJOB T n.sub\nPARENT A CHILD S\nPARENT S CHILD T\n\
+               JOBSTATE_LOG j.log\n";
+    // The PRE script fails on retries 0 and 1.
+    for (retry, ok) in [(2, true), (1, false)] {
+        for engine in ["sim", "live"] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            std::fs::write(d.join("inner.dag"), "JOB X n.sub\n").unwrap();
+            for (name, body) in [
+                ("pre.sh", "[ \"$1\" -ge 2 ]\n"),
+                (
+                    "post.sh",
+                    "echo \"post $1\" >> \"$(dirname \"$0\")/post.out\"\nexit $1\n",
+                ),
+            ] {
+                let path = d.join(name);
+                std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let dag = format!("{top}RETRY S {retry}\n");
+            let tb = dag_testbed(d, &dag, "", "scripts = \"run\"");
+            std::fs::write(d.join("w.toml"), "").unwrap();
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            assert_eq!(code == Some(0), ok, "{engine} RETRY {retry}: {out}{err}");
+            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            let n = |what: &str| log.matches(what).count();
+            assert_eq!(n(" S+PRE PRE_SCRIPT_FAILURE "), 2, "{engine}: {log}");
+            let post = std::fs::read_to_string(d.join("post.out")).unwrap_or_default();
+            if ok {
+                assert_eq!(n(" S+X EXECUTE "), 1, "{engine}: {log}");
+                assert_eq!(post, "post 0\n", "{engine}: POST only after the sub-DAG");
+            } else {
+                assert_eq!(n(" S+X EXECUTE ") + n(" T EXECUTE "), 0, "{engine}: {log}");
+                assert_eq!(post, "", "{engine}: no POST after a failed PRE");
+                let rescue = std::fs::read_to_string(d.join("w.dag.rescue001")).unwrap();
+                assert!(rescue.contains("#   S,<ENDLIST>"), "{engine}: {rescue}");
+            }
+        }
+    }
 }

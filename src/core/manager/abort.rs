@@ -77,8 +77,10 @@ impl Manager {
                 .count(),
             false => c.blocked,
         };
+        // A sub-DAG node's PRE script runs in a no-op, on the node's retries.
+        let owner = self.node_of_entry(job).unwrap_or(job);
         ScriptMacros {
-            retry: self.failures[job],
+            retry: self.failures[owner],
             status,
             dag_status,
             failed: c.failed,

@@ -42,12 +42,14 @@ impl Manager {
     }
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
+        // A sub-DAG node's PRE script runs in a no-op: the node's RETRY.
+        let owner = self.node_of_entry(job).unwrap_or(job);
         if self.stopped_for(job) {
             let why = self.stop_reason(job);
             // A node the stop kept from its retries fails without making
             // the nodes below it futile (DAGMan had restarted it).
-            let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
-            if matches!(retry, Retry::Counted) && self.failures[job] < allowed {
+            let allowed = self.nodes.retry[owner].unwrap_or(self.settings.max_retries);
+            if matches!(retry, Retry::Counted) && self.failures[owner] < allowed {
                 self.set_state(job, JobState::Failed);
                 self.records.jobs[job].failure = Some(why);
             } else {
@@ -70,9 +72,9 @@ impl Manager {
         };
         let (why, at) = match retry {
             Retry::Counted => {
-                self.failures[job] += 1;
-                let allowed = self.nodes.retry[job].unwrap_or(self.settings.max_retries);
-                let n = self.failures[job];
+                self.failures[owner] += 1;
+                let allowed = self.nodes.retry[owner].unwrap_or(self.settings.max_retries);
+                let n = self.failures[owner];
                 let why = (n > allowed).then(|| {
                     let last = last(self);
                     format!("failed {n} times, more than its {allowed} retries; last: {last}")
@@ -169,6 +171,13 @@ impl Manager {
     /// unrun below `job` become futile too (a removed node's do not: DAGMan
     /// reads no end of a job it removed).
     pub(super) fn fail_node(&mut self, job: JobId, why: String, futile: bool) {
+        // A sub-DAG whose PRE script failed for good never runs: its node
+        // fails (no POST script runs), before its DAG's nodes are blocked.
+        if let Some(node) = self.node_of_entry(job)
+            && self.state[node] == JobState::Waiting
+        {
+            self.fail_node(node, format!("its PRE script's no-op failed: {why}"), futile);
+        }
         self.set_state(job, JobState::Failed);
         self.records.jobs[job].failure = Some(why);
         if !self.remade.is_empty() {

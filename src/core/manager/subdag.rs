@@ -219,6 +219,13 @@ impl Manager {
         }
     }
 
+    /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
+    /// counts the PRE script's failures, and it fails when they fail it.
+    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
+        let k = self.subdags.of_entry(job)?;
+        Some(self.nodes.subdags[k].node)
+    }
+
     /// `job` went over (`over`), or back from over: the sub-DAGs with a
     /// FINAL node it is a node of count it, and run their FINAL once every
     /// other node is over.

@@ -353,6 +353,12 @@ fn flatten_piece(
     }
     for (i, local_dir) in subdags {
         let n = &out.nodes[i];
+        // DAGMan reads a sub-DAG's file only when the node's job starts;
+        // gridbed reads it with the DAG, before any script runs.
+        let written_by_pre = match &n.pre {
+            Some(_) => " (if the node's PRE script writes it: gridbed reads a sub-DAG's file with its DAG, before any script runs, and cannot run one a PRE script writes)",
+            None => "",
+        };
         let err = |m: String| FormatError {
             file: path.to_path_buf(),
             message: format!("SUBDAG EXTERNAL {}: {m}", n.name),
@@ -364,7 +370,7 @@ fn flatten_piece(
         let spath = top
             .join(inner_dir.as_deref().unwrap_or(Path::new("")))
             .join(n.subdag.as_deref().unwrap_or_default());
-        let sfile = read_file(&spath, err)?;
+        let sfile = read_file(&spath, |m| err(format!("{m}{written_by_pre}")))?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
         let config = subdag_config(&sfile, &spath, out)?;
         let inner = out.nodes.len();
@@ -411,11 +417,17 @@ fn flatten_piece(
         let roots = match (pre, save_point) {
             (None, None) if final_node.is_none() => piece.roots.clone(),
             (pre, save_point) => {
+                // The PRE script's exit is the node's: its RETRY (counted on
+                // the node, in the manager), UNLESS-EXIT and ABORT-DAG-ON.
+                let n = &out.nodes[i];
                 let entry = NodeInfo {
                     name: format!("{name}+PRE"),
                     noop: true,
                     pre,
                     save_point,
+                    retry: n.retry,
+                    retry_unless_exit: n.retry_unless_exit,
+                    abort_on: n.abort_on.clone(),
                     ..Default::default()
                 };
                 // The sub-DAG's roots: its nodes without parents (a FINAL

@@ -450,12 +450,21 @@ impl DagmanInfo {
             .iter()
             .map(|j| {
                 let n = by_name.get(j.name.as_str())?;
-                (n.pre.is_some() || n.post.is_some()).then(|| NodeScripts {
-                    node: n.name.clone(),
-                    max_retries: n.retry,
-                    pre: resolve(n, &n.pre),
-                    post: resolve(n, &n.post),
-                    env: env.clone(),
+                (n.pre.is_some() || n.post.is_some()).then(|| {
+                    // A sub-DAG node's PRE script runs in its entry no-op:
+                    // `$JOB` is the node's name.
+                    let node = self
+                        .subdags
+                        .iter()
+                        .find(|d| d.entry.as_ref() == Some(&n.name))
+                        .map_or(&n.name, |d| &d.node);
+                    NodeScripts {
+                        node: node.clone(),
+                        max_retries: n.retry,
+                        pre: resolve(n, &n.pre),
+                        post: resolve(n, &n.post),
+                        env: env.clone(),
+                    }
                 })
             })
             .collect()
