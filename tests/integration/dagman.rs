@@ -441,7 +441,10 @@ fn a_subdag_is_one_node_that_ends_when_its_dag_ends_and_include_reads_inline() {
             "SUBDAG EXTERNAL S: cannot read",
         ),
         (
-            &[("top.dag", "SUBDAG EXTERNAL S made.dag\nSCRIPT PRE S make.sh\n")][..],
+            &[(
+                "top.dag",
+                "SUBDAG EXTERNAL S made.dag\nSCRIPT PRE S make.sh\n",
+            )][..],
             "cannot run one a PRE script writes",
         ),
         (
@@ -1712,5 +1715,49 @@ fn a_subdag_nodes_failed_pre_script_uses_its_retry_and_fails_it_without_post() {
                 assert!(rescue.contains("#   S,<ENDLIST>"), "{engine}: {rescue}");
             }
         }
+    }
+}
+
+/// A sub-DAG is one job of the DAGMan above it (its own DAGMan's job, in
+/// the queue from its submission to its end): with the top DAG's
+/// `DAGMAN_MAX_JOBS_SUBMITTED = 1`, its job A and its sub-DAG S never
+/// overlap, while the sub-DAG's own two jobs run side by side (they count
+/// against the sub-DAG's DAGMan, which has no limit). Both engines.
+#[test]
+fn a_subdag_is_one_job_of_the_dagman_above_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("inner.dag"), "JOB X n.sub\nJOB Y n.sub\n").unwrap();
+    std::fs::write(d.join("one.cfg"), "DAGMAN_MAX_JOBS_SUBMITTED = 1\n").unwrap();
+    let tb = crate::dagman::dag_testbed_on(
+        d,
+        "CONFIG one.cfg\nJOB A n.sub\nSUBDAG EXTERNAL S inner.dag\n",
+        "",
+        "",
+        4,
+    );
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    let s = load(&tb);
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    for engine in ["sim", "live"] {
+        let run = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let span = |n: &str| {
+            let a = &run.records.jobs[job(n)].attempts[0];
+            (a.submitted.unwrap(), a.finished.unwrap())
+        };
+        let (a, x, y) = (span("A"), span("S+X"), span("S+Y"));
+        let sub = (x.0.min(y.0), x.1.max(y.1));
+        assert!(
+            a.1 <= sub.0 || sub.1 <= a.0,
+            "{engine}: A {a:?} beside S {sub:?}"
+        );
+        assert!(
+            x.0 < y.1 && y.0 < x.1,
+            "{engine}: X {x:?} and Y {y:?} side by side"
+        );
     }
 }

@@ -347,6 +347,11 @@ impl Manager {
         if std::mem::take(&mut self.rerun[job]) {
             return; // its children were released when it first ended
         }
+        // A sub-DAG's entry submits its DAG, which its DAGMan's limit may
+        // hold.
+        if self.subdag_start_held(job) {
+            return;
+        }
         self.release_children(job);
     }
 

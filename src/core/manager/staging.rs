@@ -388,6 +388,7 @@ impl Manager {
             self.release_pins(job, st.site, Vec::new(), false, out);
             self.set_state(job, JobState::Running);
             // A sub-DAG node's "job" is its DAG, over by now.
+            self.subdag_left_queue(job);
             match self.subdag_exit(job) {
                 Some(status) => self.subdag_failed(job, st.site, status, out),
                 None => self.job_succeeded(job, st.site, out),

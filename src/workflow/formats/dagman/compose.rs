@@ -216,7 +216,7 @@ fn start_from_rescue(
         .subdags
         .iter()
         .filter(|d| done.contains(&d.node))
-        .flat_map(|d| d.members.iter().chain(&d.entry).cloned())
+        .flat_map(|d| d.members.iter().chain(std::iter::once(&d.entry)).cloned())
         .collect();
     for n in &mut out.nodes[first..] {
         n.done |= inner.contains(&n.name);
@@ -356,7 +356,9 @@ fn flatten_piece(
         // DAGMan reads a sub-DAG's file only when the node's job starts;
         // gridbed reads it with the DAG, before any script runs.
         let written_by_pre = match &n.pre {
-            Some(_) => " (if the node's PRE script writes it: gridbed reads a sub-DAG's file with its DAG, before any script runs, and cannot run one a PRE script writes)",
+            Some(_) => {
+                " (if the node's PRE script writes it: gridbed reads a sub-DAG's file with its DAG, before any script runs, and cannot run one a PRE script writes)"
+            }
             None => "",
         };
         let err = |m: String| FormatError {
@@ -408,46 +410,41 @@ fn flatten_piece(
             .iter()
             .find(|n| n.is_final && !nested.contains(&n.name))
             .map(|n| n.name.clone());
-        // The node ends when its DAG ends; it starts (its PRE script runs,
-        // its save point is written, its FINAL node may run) in a no-op
-        // before its DAG starts.
+        // The node ends when its DAG ends. It starts in a no-op, its entry,
+        // before its DAG starts: the node's PRE script runs there, its save
+        // point is written, its DAG is submitted (one job of the DAGMan
+        // above), and its FINAL node waits for it.
         let node = &mut out.nodes[i];
         node.noop = true;
         let (pre, save_point) = (node.pre.take(), node.save_point.take());
-        let roots = match (pre, save_point) {
-            (None, None) if final_node.is_none() => piece.roots.clone(),
-            (pre, save_point) => {
-                // The PRE script's exit is the node's: its RETRY (counted on
-                // the node, in the manager), UNLESS-EXIT and ABORT-DAG-ON.
-                let n = &out.nodes[i];
-                let entry = NodeInfo {
-                    name: format!("{name}+PRE"),
-                    noop: true,
-                    pre,
-                    save_point,
-                    retry: n.retry,
-                    retry_unless_exit: n.retry_unless_exit,
-                    abort_on: n.abort_on.clone(),
-                    ..Default::default()
-                };
-                // The sub-DAG's roots: its nodes without parents (a FINAL
-                // node waits for all of them instead).
-                for j in inner..out.nodes.len() {
-                    if out.parents[j].is_empty() && !out.nodes[j].is_final {
-                        out.parents[j].push(entry.name.clone());
-                    }
-                }
-                let entry_name = entry.name.clone();
-                out.nodes.push(entry);
-                out.parents.push(Vec::new());
-                vec![entry_name]
-            }
+        // The PRE script's exit is the node's: its RETRY (counted on the
+        // node, in the manager), UNLESS-EXIT and ABORT-DAG-ON.
+        let n = &out.nodes[i];
+        let entry = NodeInfo {
+            name: format!("{name}+PRE"),
+            noop: true,
+            pre,
+            save_point,
+            retry: n.retry,
+            retry_unless_exit: n.retry_unless_exit,
+            abort_on: n.abort_on.clone(),
+            ..Default::default()
         };
+        // The sub-DAG's roots: its nodes without parents (a FINAL node
+        // waits for all of them instead).
+        for j in inner..out.nodes.len() {
+            if out.parents[j].is_empty() && !out.nodes[j].is_final {
+                out.parents[j].push(entry.name.clone());
+            }
+        }
+        let entry_name = entry.name.clone();
+        out.nodes.push(entry);
+        out.parents.push(Vec::new());
         out.parents[i].extend(piece.leaves.iter().chain(&final_node).cloned());
         out.subdags.push(SubDagInfo {
             node: name.clone(),
             file: spath.clone(),
-            entry: (out.nodes.len() > end).then(|| out.nodes[end].name.clone()),
+            entry: entry_name.clone(),
             members: out.nodes[inner..end]
                 .iter()
                 .map(|n| n.name.clone())
@@ -455,9 +452,7 @@ fn flatten_piece(
             max_jobs_submitted: config.max_jobs_submitted,
             final_node,
         });
-        if !roots.is_empty() {
-            as_child.insert(local, roots);
-        }
+        as_child.insert(local, vec![entry_name]);
     }
     // A file's MAXJOBS lines are read after its splices' (DAGMan reads a
     // splice where its SPLICE line stands, on the first pass): the outer

@@ -156,9 +156,8 @@ pub struct SubDagInfo {
     /// Its `.dag` file, where its rescue DAGs go.
     pub file: std::path::PathBuf,
     /// The no-op that starts the node (`node+PRE`): runs its PRE script,
-    /// writes its save point file; none when it has neither and the
-    /// sub-DAG no FINAL node.
-    pub entry: Option<String>,
+    /// writes its save point file, submits the sub-DAG.
+    pub entry: String,
     /// Its DAG's nodes (`node+name`), nested sub-DAGs' included.
     pub members: Vec<String>,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG`.
@@ -456,7 +455,7 @@ impl DagmanInfo {
                     let node = self
                         .subdags
                         .iter()
-                        .find(|d| d.entry.as_ref() == Some(&n.name))
+                        .find(|d| d.entry == n.name)
                         .map_or(&n.name, |d| &d.node);
                     NodeScripts {
                         node: node.clone(),
@@ -565,7 +564,7 @@ impl DagmanInfo {
             .filter_map(|d| {
                 Some(crate::core::nodes::SubDag {
                     node: id(&d.node)?,
-                    entry: d.entry.as_ref().and_then(id),
+                    entry: id(&d.entry),
                     members: d.members.iter().filter_map(id).collect(),
                     max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
                     final_node: d.final_node.as_ref().and_then(id),
@@ -582,7 +581,7 @@ impl DagmanInfo {
         let inner: std::collections::HashSet<&str> = self
             .subdags
             .iter()
-            .flat_map(|d| d.members.iter().chain(&d.entry))
+            .flat_map(|d| d.members.iter().chain(std::iter::once(&d.entry)))
             .map(String::as_str)
             .collect();
         self.nodes

@@ -308,7 +308,7 @@ impl<'a> OwnDag<'a> {
             .subdags
             .iter()
             .filter(|o| d.members.contains(&o.node))
-            .flat_map(|o| o.members.iter().chain(&o.entry))
+            .flat_map(|o| o.members.iter().chain(std::iter::once(&o.entry)))
             .map(String::as_str)
             .collect();
         let prefix = d.node.len() + 1;
@@ -422,7 +422,7 @@ pub fn write_save_points(
         let node = info
             .subdags
             .iter()
-            .find(|d| d.entry.as_ref() == Some(&n.name))
+            .find(|d| d.entry == n.name)
             .map_or(n.name.as_str(), |d| d.node.as_str());
         let innermost = (0..info.subdags.len())
             .filter(|&k| info.subdags[k].members.contains(&n.name))
