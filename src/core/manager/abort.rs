@@ -164,13 +164,10 @@ impl Manager {
             }
             JobState::Queued | JobState::Running if at_site => {
                 self.killing[job] = false;
-                self.active[site] -= 1;
-                self.left_queue(job);
                 if self.at_site[job] {
                     out.push(Command::Remove { job, site });
                 }
-                self.leave_slot(job, site, out);
-                self.unpin_staged(job, site, out);
+                self.leave_queue(job, site, out);
             }
             JobState::Running => {
                 // Its job ended: only a POST script running or waiting for
@@ -212,13 +209,5 @@ impl Manager {
                 r.end = Some(self.now);
             }
         }
-    }
-
-    /// The pins of the inputs `job` staged at `site` go, and the copies the
-    /// replica policy does not keep with them.
-    fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        let staged = self.staged_of(job);
-        let delete = self.postscript_replicas(site, &staged);
-        self.release_pins(job, site, delete, false, out);
     }
 }

@@ -341,17 +341,12 @@ impl Manager {
             self.records.sites[site].kills_void += 1;
             return;
         }
-        self.active[site] -= 1;
-        self.left_queue(job);
-        self.leave_slot(job, site, out);
+        self.leave_queue(job, site, out);
         self.records.sites[site].killed += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
             a.outcome = Outcome::Killed;
         }
-        let staged = self.staged_of(job);
-        let delete = self.postscript_replicas(site, &staged);
-        self.release_pins(job, site, delete, false, out);
         self.set_state(job, JobState::Ready);
         self.avoid_once[job] = Some(site);
         self.retry(job, Retry::Now);

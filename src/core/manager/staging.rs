@@ -517,6 +517,24 @@ impl Manager {
         });
     }
 
+    /// `job` left the queue at `site` without ending (killed by
+    /// MonitQueue, removed by a stop): it leaves its slot, and the copies
+    /// it staged are let go as the replica policy says.
+    pub(super) fn leave_queue(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        self.active[site] -= 1;
+        self.left_queue(job);
+        self.leave_slot(job, site, out);
+        self.unpin_staged(job, site, out);
+    }
+
+    /// `job`'s placement at `site` is let go; the copies it staged there
+    /// stay or go as the replica policy says.
+    pub(super) fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
+        let staged = self.staged_of(job);
+        let delete = self.postscript_replicas(site, &staged);
+        self.release_pins(job, site, delete, false, out);
+    }
+
     /// `job` left its slot at `site` (ended, failed, killed): its claim goes
     /// to the site's next idle job, if any.
     pub(super) fn leave_slot(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
