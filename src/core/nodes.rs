@@ -101,6 +101,10 @@ pub struct SubDag {
     pub members: Vec<JobId>,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG` (0: no limit).
     pub max_jobs_submitted: usize,
+    /// `DAGMAN_MAX_JOBS_IDLE` of its own `CONFIG` (0: no limit).
+    pub max_jobs_idle: usize,
+    /// `DAGMAN_MAX_POST_SCRIPTS` of its own `CONFIG` (0: no limit).
+    pub max_post: usize,
     /// Its own FINAL node (one of `members`): it runs once every other
     /// node of the sub-DAG is over, and its outcome is the sub-DAG's. A
     /// sub-DAG with one has an `entry`.

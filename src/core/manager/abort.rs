@@ -177,12 +177,11 @@ impl Manager {
                         .iter()
                         .any(|r| r.kind == ScriptKind::Post && r.end.is_none())
                 });
-                let before = self.posts_waiting.len();
-                self.posts_waiting.retain(|&j| j != job);
+                let was_held = self.forget_post(job);
                 if post_running {
-                    self.posts_running -= 1;
+                    self.post_ended(job, out);
                     out.push(Command::Remove { job, site });
-                } else if self.posts_waiting.len() == before {
+                } else if !was_held {
                     return false;
                 }
             }

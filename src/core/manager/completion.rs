@@ -284,11 +284,7 @@ impl Manager {
                 if self.state[job] != JobState::Running {
                     return;
                 }
-                self.posts_running = self.posts_running.saturating_sub(1);
-                if let Some(next) = self.posts_waiting.pop_front() {
-                    let status = self.exited[next].unwrap_or(0);
-                    self.run_script(next, ScriptKind::Post, status, out);
-                }
+                self.post_ended(job, out);
                 if let Some((deferred, time)) = defer
                     && deferred == status
                 {

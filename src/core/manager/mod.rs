@@ -45,7 +45,7 @@ mod service;
 mod stage_out;
 mod staging;
 mod subdag;
-mod submit_limit;
+mod dagman_limits;
 pub use release::SavePoint;
 pub use subdag::SubDagRun;
 #[cfg(test)]
@@ -476,11 +476,6 @@ pub struct Manager {
     throttle: Throttle,
     /// Per job: counted in flight by the throttle.
     throttled: Vec<bool>,
-    /// POST scripts running, and the jobs whose POST waits for a slot.
-    posts_running: usize,
-    posts_waiting: VecDeque<JobId>,
-    /// `DAGMAN_MAX_JOBS_IDLE`: staged jobs waiting for their submission.
-    idle_waiting: VecDeque<JobId>,
     next_prescript: Time,
     prescripts_running: usize,
     /// Transfers in flight, by id.
@@ -538,8 +533,9 @@ pub struct Manager {
     subdags: subdag::SubDags,
     /// `SERVICE` and `PROVISIONER` nodes.
     services: service::Services,
-    /// `DAGMAN_MAX_JOBS_SUBMITTED` of each DAGMan.
-    submit_limits: submit_limit::SubmitLimits,
+    /// Each DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED`, `_JOBS_IDLE` and
+    /// `_POST_SCRIPTS`.
+    limits: dagman_limits::DagmanLimits,
     /// The save points written, in order.
     save_points: Vec<SavePoint>,
 }
@@ -706,9 +702,6 @@ impl Manager {
             nodes: NodeSettings::none(n),
             throttle: Throttle::default(),
             throttled: vec![false; n],
-            posts_running: 0,
-            posts_waiting: VecDeque::new(),
-            idle_waiting: VecDeque::new(),
             next_prescript: 0.0,
             prescripts_running: 0,
             flights: IdWindow::default(),
@@ -740,7 +733,7 @@ impl Manager {
             abort: None,
             subdags: Default::default(),
             services: Default::default(),
-            submit_limits: Default::default(),
+            limits: Default::default(),
             save_points: Vec::new(),
         };
         manager.start_monit();
@@ -755,7 +748,7 @@ impl Manager {
         self.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
         self.subdags = subdag::SubDags::new(&nodes);
-        self.submit_limits = submit_limit::SubmitLimits::new(&nodes);
+        self.limits = dagman_limits::DagmanLimits::new(&nodes);
         self.nodes = nodes;
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
@@ -1051,6 +1044,9 @@ impl Manager {
         if over(to) != over(from) {
             self.count_for_subdag_finals(job, over(to));
         }
+        if (from == JobState::Queued) != (to == JobState::Queued) {
+            self.idle_moved(job, to == JobState::Queued);
+        }
         if over(to) {
             self.reader_ended(job);
             self.release_final();
@@ -1179,15 +1175,6 @@ impl Manager {
             }
         }
         self.submit_held(out);
-        // DAGMAN_MAX_JOBS_IDLE: submissions held while too many wait.
-        while self.nodes.max_jobs_idle > 0 && self.counts.queued < self.nodes.max_jobs_idle {
-            let Some(job) = self.idle_waiting.pop_front() else {
-                break;
-            };
-            if self.state[job] == JobState::Staging {
-                self.enter_queue(job, out);
-            }
-        }
         // With several workflows a placement moves the fair share: the held
         // jobs are offered again in the same round, so a slot one workflow
         // left to another is not left idle when the other had no more to

@@ -253,13 +253,17 @@ impl ScriptedWorld {
                     site
                 }
                 Command::RunScript {
-                    job, kind, macros, ..
+                    job,
+                    kind,
+                    macros,
+                    duration,
+                    ..
                 } => {
                     self.scripts_run.push((job, kind, macros.status));
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
                     let done = Event::ScriptDone { job, kind, status };
-                    self.events.push(self.now, Happening::Tell(done));
+                    self.events.push(self.now + duration, Happening::Tell(done));
                     continue;
                 }
             };

@@ -233,11 +233,9 @@ impl Manager {
                 self.end_removed(job);
                 return;
             }
-            if self.nodes.max_post > 0 && self.posts_running >= self.nodes.max_post {
-                self.posts_waiting.push_back(job);
+            if self.post_held(job) {
                 return;
             }
-            self.posts_running += 1;
         }
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.scripts.push(ScriptRun {
@@ -435,10 +433,6 @@ impl Manager {
     }
 
     pub(super) fn enter_queue(&mut self, job: JobId, out: &mut Vec<Command>) {
-        if self.nodes.max_jobs_idle > 0 && self.counts.queued >= self.nodes.max_jobs_idle {
-            self.idle_waiting.push_back(job);
-            return;
-        }
         if self.submission_held(job) {
             return;
         }

@@ -805,6 +805,15 @@ fn dagman_max_jobs_idle_bounds_jobs_submitted_and_not_started() {
 /// A world of dataless jobs (name, runtime, parents) on one site of
 /// `cpus` slots, each prescript at once.
 fn chart_world(jobs: &[(&str, f64, &[&str])], cpus: usize) -> World {
+    chart_world_with(jobs, cpus, ManagerSettings::default())
+}
+
+/// [`chart_world`] with `settings` (their prescripts still at once).
+fn chart_world_with(
+    jobs: &[(&str, f64, &[&str])],
+    cpus: usize,
+    settings: ManagerSettings,
+) -> World {
     let jobs = jobs
         .iter()
         .map(|&(name, runtime, parents)| JobSpec {
@@ -817,7 +826,7 @@ fn chart_world(jobs: &[(&str, f64, &[&str])], cpus: usize) -> World {
     let settings = ManagerSettings {
         prescript_interval: 0.0,
         maxpre: 0,
-        ..Default::default()
+        ..settings
     };
     let wf = Workflow::build(vec![], jobs).unwrap();
     world(wf, sites(1, cpus, 10_000), settings, "round-robin")
@@ -2063,4 +2072,65 @@ fn a_noop_node_whose_post_script_fails_is_retried_and_lets_its_placement_go() {
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     assert_eq!(w.m.records().jobs[0].attempts.len(), 2);
     assert_eq!(posts_run(&w), [(0, 0), (0, 0)]);
+}
+
+#[test]
+fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
+    // One slot: jobs queue. The sub-DAG's DAGMan lets one of its jobs wait
+    // idle and one of its POST scripts (15 s each, longer than a job) run
+    // at once; the top DAG's jobs have no limit.
+    let settings = ManagerSettings {
+        script_time: crate::core::wms::Latency::Fixed { value: 15.0 },
+        ..Default::default()
+    };
+    let mut w = chart_world_with(
+        &[
+            ("t0", 10.0, &[]),
+            ("t1", 10.0, &[]),
+            ("t2", 10.0, &[]),
+            ("s+a", 10.0, &[]),
+            ("s+b", 10.0, &[]),
+            ("s+c", 10.0, &[]),
+            ("s", 0.0, &["s+a", "s+b", "s+c"]),
+        ],
+        1,
+        settings,
+    );
+    let mut nodes = NodeSettings::none(7);
+    nodes.noop[6] = true;
+    for j in 3..6 {
+        nodes.post[j] = true;
+    }
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 6,
+        members: vec![3, 4, 5],
+        max_jobs_idle: 1,
+        max_post: 1,
+        ..Default::default()
+    }];
+    w.m.set_nodes(nodes);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let jobs = &w.m.records().jobs;
+    let most_at_once = |spans: &[(Time, Time)]| {
+        spans
+            .iter()
+            .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
+            .max()
+            .unwrap_or(0)
+    };
+    let idle = |js: std::ops::Range<usize>| -> Vec<(Time, Time)> {
+        js.flat_map(|j| &jobs[j].attempts)
+            .filter_map(|a| Some((a.submitted?, a.started?)))
+            .collect()
+    };
+    assert_eq!(most_at_once(&idle(3..6)), 1, "the sub-DAG's idle jobs");
+    assert!(most_at_once(&idle(0..3)) > 1, "the top DAG's idle jobs");
+    let posts: Vec<(Time, Time)> = (3..6)
+        .flat_map(|j| &jobs[j].attempts)
+        .flat_map(|a| &a.scripts)
+        .filter_map(|r| Some((r.start, r.end?)))
+        .collect();
+    assert_eq!(posts.len(), 3);
+    assert_eq!(most_at_once(&posts), 1, "{posts:?}");
 }

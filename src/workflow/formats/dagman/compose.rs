@@ -149,9 +149,11 @@ pub(super) fn flatten(
 }
 
 /// A sub-DAG's own `CONFIG` (read beside its `.dag` at `path`, where its
-/// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED` and
-/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are its own. Its other settings are
-/// the submit host's, the top DAG's (a warning says so).
+/// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED`, `DAGMAN_MAX_JOBS_IDLE`,
+/// `DAGMAN_MAX_POST_SCRIPTS` and `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are
+/// its own. Its `DAGMAN_MAX_PRE_SCRIPTS` (the submit host's prescript
+/// slots here) and depth-first order are the top DAG's (a warning says
+/// so).
 fn subdag_config(
     file: &DagFile,
     path: &Path,
@@ -170,13 +172,9 @@ fn subdag_config(
         file: cpath.clone(),
         message: format!("line {line}: {m}"),
     })?;
-    if own.max_pre.is_some()
-        || own.max_post.is_some()
-        || own.max_jobs_idle.is_some()
-        || own.submit_depth_first.is_some()
-    {
+    if own.max_pre.is_some() || own.submit_depth_first.is_some() {
         out.warnings.push(format!(
-            "{}: a sub-DAG's DAGMAN_MAX_PRE_SCRIPTS, DAGMAN_MAX_POST_SCRIPTS, DAGMAN_MAX_JOBS_IDLE and DAGMAN_SUBMIT_DEPTH_FIRST are the top DAG's here",
+            "{}: a sub-DAG's DAGMAN_MAX_PRE_SCRIPTS and DAGMAN_SUBMIT_DEPTH_FIRST are the top DAG's here (the submit host's prescript slots, its release order)",
             cpath.display()
         ));
     }
@@ -450,6 +448,8 @@ fn flatten_piece(
                 .map(|n| n.name.clone())
                 .collect(),
             max_jobs_submitted: config.max_jobs_submitted,
+            max_jobs_idle: config.max_jobs_idle,
+            max_post: config.max_post,
             final_node,
         });
         as_child.insert(local, vec![entry_name]);

@@ -162,6 +162,10 @@ pub struct SubDagInfo {
     pub members: Vec<String>,
     /// `DAGMAN_MAX_JOBS_SUBMITTED` of its own `CONFIG`.
     pub max_jobs_submitted: Option<usize>,
+    /// `DAGMAN_MAX_JOBS_IDLE` of its own `CONFIG`.
+    pub max_jobs_idle: Option<usize>,
+    /// `DAGMAN_MAX_POST_SCRIPTS` of its own `CONFIG`.
+    pub max_post: Option<usize>,
     /// Its own FINAL node (`node+name`), which its DAGMan runs last.
     pub final_node: Option<String>,
 }
@@ -567,6 +571,8 @@ impl DagmanInfo {
                     entry: id(&d.entry),
                     members: d.members.iter().filter_map(id).collect(),
                     max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
+                    max_jobs_idle: d.max_jobs_idle.unwrap_or(0),
+                    max_post: d.max_post.unwrap_or(0),
                     final_node: d.final_node.as_ref().and_then(id),
                 })
             })

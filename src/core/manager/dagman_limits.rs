@@ -1,0 +1,256 @@
+//! Each DAGMan's own limits (HTCondor manual, "Throttling"): the top DAG's
+//! and each sub-DAG's, from its own `CONFIG`.
+//!
+//! - `DAGMAN_MAX_JOBS_SUBMITTED` (`condor_submit_dag -maxjobs`): a DAGMan
+//!   holds a node's submission while that many of its jobs are in the
+//!   queue (from submission to the job's end; `Dag::SubmitReadyNodes`).
+//!   A sub-DAG, whose DAGMan is one job in the queue from its submission
+//!   (after the node's PRE script) to its end, counts as one job of the
+//!   DAGMan above it.
+//! - `DAGMAN_MAX_JOBS_IDLE`: a DAGMan holds a submission while that many
+//!   of its jobs wait idle in the queue.
+//! - `DAGMAN_MAX_POST_SCRIPTS`: a DAGMan holds a POST script while that
+//!   many of its own run.
+//!
+//! A sub-DAG's jobs and scripts count against its own DAGMan only.
+
+use super::*;
+use crate::core::nodes::SubDag;
+
+/// A submission or script a DAGMan holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// A node's job, or its POST script.
+    Job(JobId),
+    /// A sub-DAG, started by its entry no-op (done): its DAGMan's job.
+    SubDag(JobId),
+}
+
+/// One limit of every DAGMan: DAGMan 0 is the top DAG, `k + 1` sub-DAG
+/// `k`.
+#[derive(Debug, Default)]
+struct PerDagman {
+    /// Per DAGMan: its limit (0: none).
+    limit: Vec<usize>,
+    /// Per DAGMan: what counts against it now.
+    count: Vec<usize>,
+    /// Per DAGMan: what it holds, first come first out.
+    held: Vec<VecDeque<Held>>,
+    /// Whether any DAGMan has this limit.
+    on: bool,
+}
+
+impl PerDagman {
+    fn new(limit: Vec<usize>) -> Self {
+        let n = limit.len();
+        PerDagman {
+            on: limit.iter().any(|&l| l > 0),
+            limit,
+            count: vec![0; n],
+            held: vec![VecDeque::new(); n],
+        }
+    }
+
+    /// Whether DAGMan `d` is at its limit.
+    fn full(&self, d: usize) -> bool {
+        self.limit[d] > 0 && self.count[d] >= self.limit[d]
+    }
+
+    /// DAGMan `d` counts one more unless it is full; then it holds `what`.
+    /// Returns whether it was held.
+    fn hold_or_count(&mut self, d: usize, what: Held) -> bool {
+        if self.full(d) {
+            self.held[d].push_back(what);
+            return true;
+        }
+        self.count[d] += 1;
+        false
+    }
+
+    /// What DAGMan `d` held that may go now.
+    fn next(&mut self, d: usize) -> Option<Held> {
+        if self.full(d) {
+            return None;
+        }
+        self.held[d].pop_front()
+    }
+}
+
+/// Every DAGMan's limits, and which sub-DAGs count in the queue above.
+#[derive(Debug, Default)]
+pub(super) struct DagmanLimits {
+    submitted: PerDagman,
+    idle: PerDagman,
+    post: PerDagman,
+    /// Per sub-DAG: its submission counts in the queue of the DAGMan above.
+    counted: Vec<bool>,
+}
+
+impl DagmanLimits {
+    /// The limits `nodes` sets.
+    pub(super) fn new(nodes: &NodeSettings) -> Self {
+        let each = |top: usize, sub: fn(&SubDag) -> usize| {
+            PerDagman::new(
+                std::iter::once(top)
+                    .chain(nodes.subdags.iter().map(sub))
+                    .collect(),
+            )
+        };
+        DagmanLimits {
+            submitted: each(nodes.max_jobs_submitted, |d| d.max_jobs_submitted),
+            idle: each(nodes.max_jobs_idle, |d| d.max_jobs_idle),
+            post: each(nodes.max_post, |d| d.max_post),
+            counted: vec![false; nodes.subdags.len()],
+        }
+    }
+}
+
+impl Manager {
+    /// The DAGMan `job` is a node of.
+    fn dagman_of(&self, job: JobId) -> usize {
+        self.subdags.innermost(job).map_or(0, |k| k + 1)
+    }
+
+    /// Whether `job`'s DAGMan holds its submission (it is then held): too
+    /// many of its jobs idle, or in the queue.
+    pub(super) fn submission_held(&mut self, job: JobId) -> bool {
+        let l = &self.limits;
+        if !l.idle.on && !l.submitted.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        if self.limits.idle.on && self.limits.idle.full(d) {
+            self.limits.idle.held[d].push_back(Held::Job(job));
+            return true;
+        }
+        self.submission_held_by(d, Held::Job(job))
+    }
+
+    /// Whether DAGMan `d`'s `DAGMAN_MAX_JOBS_SUBMITTED` holds `what`; else
+    /// it counts it.
+    fn submission_held_by(&mut self, d: usize, what: Held) -> bool {
+        if !self.limits.submitted.on {
+            return false;
+        }
+        if self.limits.submitted.hold_or_count(d, what) {
+            return true;
+        }
+        if let Held::SubDag(entry) = what
+            && let Some(node) = self.node_of_entry(entry)
+            && let Some(k) = self.subdags.of_node(node)
+        {
+            self.limits.counted[k] = true;
+        }
+        false
+    }
+
+    /// `job` went into or out of the queue's idle jobs (`idle`): its
+    /// DAGMan's count of them follows.
+    pub(super) fn idle_moved(&mut self, job: JobId, idle: bool) {
+        if self.limits.idle.on {
+            let d = self.dagman_of(job);
+            let c = &mut self.limits.idle.count[d];
+            *c = if idle { *c + 1 } else { *c - 1 };
+        }
+    }
+
+    /// The entry no-op `job` of a sub-DAG ended: its DAG is submitted, one
+    /// job of the DAGMan above, which may hold it (then its nodes wait).
+    pub(super) fn subdag_start_held(&mut self, job: JobId) -> bool {
+        self.limits.submitted.on
+            && self.node_of_entry(job).is_some()
+            && self.submission_held_by(self.dagman_of(job), Held::SubDag(job))
+    }
+
+    /// The sub-DAG node `job`'s DAG ended: its DAGMan's job left the queue
+    /// of the DAGMan above.
+    pub(super) fn subdag_left_queue(&mut self, job: JobId) {
+        if !self.limits.submitted.on {
+            return;
+        }
+        if let Some(k) = self.subdags.of_node(job)
+            && std::mem::take(&mut self.limits.counted[k])
+        {
+            let d = self.dagman_of(job);
+            self.limits.submitted.count[d] -= 1;
+        }
+    }
+
+    /// `job` left the queue (it ended, was killed or removed): a held
+    /// submission of its DAGMan may go.
+    pub(super) fn left_queue(&mut self, job: JobId) {
+        if self.limits.submitted.on {
+            let d = self.dagman_of(job);
+            self.limits.submitted.count[d] -= 1;
+        }
+    }
+
+    /// Whether `job`'s DAGMan holds its POST script (it is then held).
+    pub(super) fn post_held(&mut self, job: JobId) -> bool {
+        self.limits.post.on && {
+            let d = self.dagman_of(job);
+            self.limits.post.hold_or_count(d, Held::Job(job))
+        }
+    }
+
+    /// `job`'s POST script ended (or was stopped): the next one its DAGMan
+    /// held may run.
+    pub(super) fn post_ended(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if !self.limits.post.on {
+            return;
+        }
+        let d = self.dagman_of(job);
+        self.limits.post.count[d] -= 1;
+        if let Some(Held::Job(next)) = self.limits.post.next(d) {
+            let status = self.exited[next].unwrap_or(0);
+            self.run_script(next, ScriptKind::Post, status, out);
+        }
+    }
+
+    /// `job`'s POST script, held by its DAGMan, will not run: whether it
+    /// was held.
+    pub(super) fn forget_post(&mut self, job: JobId) -> bool {
+        if !self.limits.post.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        let held = &mut self.limits.post.held[d];
+        let before = held.len();
+        held.retain(|&h| h != Held::Job(job));
+        held.len() != before
+    }
+
+    /// Submissions held while their DAGMan had too many jobs idle or in the
+    /// queue go as it has room.
+    pub(super) fn submit_held(&mut self, out: &mut Vec<Command>) {
+        let dagmans = self.limits.submitted.limit.len();
+        if self.limits.idle.on {
+            for d in 0..dagmans {
+                while let Some(Held::Job(job)) = self.limits.idle.next(d) {
+                    if self.state[job] == JobState::Staging {
+                        self.enter_queue(job, out);
+                    }
+                }
+            }
+        }
+        if !self.limits.submitted.on {
+            return;
+        }
+        for d in 0..dagmans {
+            while let Some(held) = self.limits.submitted.next(d) {
+                match held {
+                    Held::Job(job) if self.state[job] == JobState::Staging => {
+                        self.enter_queue(job, out);
+                    }
+                    Held::SubDag(entry)
+                        if self.state[entry] == JobState::Done
+                            && !self.submission_held_by(d, held) =>
+                    {
+                        self.release_children(entry);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
