@@ -1761,3 +1761,39 @@ fn a_subdag_is_one_job_of_the_dagman_above_it() {
         );
     }
 }
+
+/// `PRE_SKIP` of a sub-DAG node: its PRE script exiting that value skips
+/// the node's DAG and its POST script, and the node is done (DAGMan's
+/// `Dag::PreScriptReaper`); the node below runs. Both engines.
+#[test]
+fn pre_skip_of_a_subdag_node_skips_its_dag_and_post() {
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nSCRIPT PRE S exit3.sh\nPRE_SKIP S 3\n\
+               SCRIPT POST S exit1.sh\nJOB T n.sub\nPARENT A CHILD S\nPARENT S CHILD T\n\
+               JOBSTATE_LOG j.log\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("inner.dag"),
+            "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\n",
+        )
+        .unwrap();
+        for (name, code) in [("exit3.sh", 3), ("exit1.sh", 1)] {
+            let path = d.join(name);
+            std::fs::write(&path, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+        assert!(
+            !log.contains(" S+X EXECUTE ") && !log.contains(" S+Y EXECUTE "),
+            "{engine}: {log}"
+        );
+        assert!(!log.contains("POST_SCRIPT_STARTED"), "{engine}: {log}");
+        assert!(log.contains(" T EXECUTE "), "{engine}: {log}");
+    }
+}

@@ -205,6 +205,9 @@ impl Manager {
             a.ended = Some(self.now);
             a.outcome = Outcome::Ended;
         }
+        if let Some(node) = self.node_of_entry(job) {
+            self.skip_subdag(node);
+        }
         self.set_state(job, JobState::Done);
         if !std::mem::take(&mut self.rerun[job]) {
             self.release_children(job);

@@ -226,6 +226,20 @@ impl Manager {
         Some(self.nodes.subdags[k].node)
     }
 
+    /// The sub-DAG node `node`'s PRE script exited its PRE_SKIP value: the
+    /// node is done without its DAG running or its POST script, and the
+    /// DAG's nodes with it, as a DONE sub-DAG node's are.
+    pub(super) fn skip_subdag(&mut self, node: JobId) {
+        let Some(k) = self.subdags.of_node(node) else {
+            return;
+        };
+        for m in self.nodes.subdags[k].members.clone().into_iter().chain([node]) {
+            if matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+                self.complete_without_running(m);
+            }
+        }
+    }
+
     /// `job` went over (`over`), or back from over: the sub-DAGs with a
     /// FINAL node it is a node of count it, and run their FINAL once every
     /// other node is over.

@@ -415,8 +415,9 @@ fn flatten_piece(
         let node = &mut out.nodes[i];
         node.noop = true;
         let (pre, save_point) = (node.pre.take(), node.save_point.take());
+        let pre_skip = node.pre_skip.take();
         // The PRE script's exit is the node's: its RETRY (counted on the
-        // node, in the manager), UNLESS-EXIT and ABORT-DAG-ON.
+        // node, in the manager), UNLESS-EXIT, ABORT-DAG-ON and PRE_SKIP.
         let n = &out.nodes[i];
         let entry = NodeInfo {
             name: format!("{name}+PRE"),
@@ -426,6 +427,7 @@ fn flatten_piece(
             retry: n.retry,
             retry_unless_exit: n.retry_unless_exit,
             abort_on: n.abort_on.clone(),
+            pre_skip,
             ..Default::default()
         };
         // The sub-DAG's roots: its nodes without parents (a FINAL node
