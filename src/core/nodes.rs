@@ -94,8 +94,8 @@ pub struct NodeSettings {
 pub struct SubDag {
     /// The `SUBDAG EXTERNAL` node.
     pub node: JobId,
-    /// The no-op that runs the node's PRE script before its DAG starts, if
-    /// it has one.
+    /// The no-op that starts its DAG: the node's PRE script runs there,
+    /// and its end submits the DAG (a `.dag`'s sub-DAGs always have one).
     pub entry: Option<JobId>,
     /// Its DAG's nodes, those of sub-DAGs nested in it included.
     pub members: Vec<JobId>,

@@ -237,9 +237,7 @@ default_runtime = 10
 
 fn rescued_testbed(dir: &Path, script_time: &str) -> std::path::PathBuf {
     let post = dir.join("post.sh");
-    std::fs::write(&post, POST_SH).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(&post, POST_SH);
     dag_testbed(dir, RESCUED, script_time, "scripts = \"run\"")
 }
 
@@ -962,9 +960,7 @@ fn five_running_testbed(dir: &Path, abort: bool) -> std::path::PathBuf {
     let tb = dag_testbed_on(dir, &dag, "", "scripts = \"run\"", 6);
     std::fs::write(dir.join("w.toml"), sidecar).unwrap();
     let post = dir.join("post.sh");
-    std::fs::write(&post, POST_SH).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(&post, POST_SH);
     tb
 }
 
@@ -1054,13 +1050,8 @@ fn ctrl_c_removes_the_running_jobs_runs_final_and_writes_the_rescue() {
     // Each r node's PRE script marks that its job is about to start.
     let marks = dir.path().join("pre.log");
     let pre = dir.path().join("pre.sh");
-    std::fs::write(
-        &pre,
-        format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marks.display()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&pre, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = format!("#!/bin/sh\necho \"$1\" >> '{}'\n", marks.display());
+    crate::common::executable(&pre, &text);
     let mut dag = std::fs::read_to_string(dir.path().join("w.dag")).unwrap();
     for i in 1..6 {
         dag.push_str(&format!("SCRIPT PRE r{i} pre.sh $JOB\n"));
@@ -1146,9 +1137,7 @@ fn subdag_testbed(dir: &Path, y_exits: &str, retry: u32) -> std::path::PathBuf {
     )
     .unwrap();
     let post = dir.join("post.sh");
-    std::fs::write(&post, POST_PASS_SH).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(&post, POST_PASS_SH);
     tb
 }
 
@@ -1654,9 +1643,7 @@ fn a_bare_script_name_is_found_beside_a_dag_named_relative() {
     dag_testbed(d, dag, "", "scripts = \"run\"");
     std::fs::write(d.join("w.toml"), "").unwrap();
     let post = d.join("post.sh");
-    std::fs::write(&post, "#!/bin/sh\nexit $1\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&post, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(&post, "#!/bin/sh\nexit $1\n");
     let sites = crate::common::catalog();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .args(["run", "t.toml", "--engine", "sim", "-q", "--sites"])
@@ -1692,9 +1679,7 @@ fn a_subdag_nodes_failed_pre_script_uses_its_retry_and_fails_it_without_post() {
                 ),
             ] {
                 let path = d.join(name);
-                std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+                crate::common::executable(&path, &format!("#!/bin/sh\n{body}"));
             }
             let dag = format!("{top}RETRY S {retry}\n");
             let tb = dag_testbed(d, &dag, "", "scripts = \"run\"");
@@ -1780,9 +1765,7 @@ fn pre_skip_of_a_subdag_node_skips_its_dag_and_post() {
         .unwrap();
         for (name, code) in [("exit3.sh", 3), ("exit1.sh", 1)] {
             let path = d.join(name);
-            std::fs::write(&path, format!("#!/bin/sh\nexit {code}\n")).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            crate::common::executable(&path, &format!("#!/bin/sh\nexit {code}\n"));
         }
         let tb = dag_testbed(d, top, "", "scripts = \"run\"");
         std::fs::write(d.join("w.toml"), "").unwrap();
@@ -1795,5 +1778,33 @@ fn pre_skip_of_a_subdag_node_skips_its_dag_and_post() {
         );
         assert!(!log.contains("POST_SCRIPT_STARTED"), "{engine}: {log}");
         assert!(log.contains(" T EXECUTE "), "{engine}: {log}");
+    }
+}
+
+/// A script's count macros are its own DAGMan's (`Script::BackgroundRun`
+/// reads them from the DAG that runs it): in a sub-DAG, the sub-DAG's
+/// nodes; in the top DAG, its own nodes, a sub-DAG being one. Both engines.
+#[test]
+fn a_scripts_counts_are_its_own_dagmans() {
+    let inner = "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nFINAL F n.sub\n\
+                 SCRIPT DEBUG macros.out STDOUT POST F report.sh F $DAG_STATUS $FAILED_COUNT $FUTILE_COUNT $NODE_COUNT\n";
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S sub/inner.dag\nJOB T n.sub\n\
+               PARENT A CHILD S\nPARENT S CHILD T\n\
+               SCRIPT DEBUG macros.out STDOUT POST T report.sh T $DAG_STATUS $DONE_COUNT $FAILED_COUNT $NODE_COUNT\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub/inner.dag"), inner).unwrap();
+        // A sub-DAG runs where the DAG does (DAGMan without -usedagdir).
+        crate::common::executable(&d.join("report.sh"), "#!/bin/sh\necho \"$*\"\n");
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), "[[job]]\nname = \"S+X\"\nexit = [1]\n").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: F rescues the sub-DAG: {out}{err}");
+        let macros = std::fs::read_to_string(d.join("macros.out")).unwrap();
+        // F: status 2 (a node failed), X failed, Y futile, 3 nodes. T: the
+        // top DAG's A and S done, none failed, 3 nodes.
+        assert_eq!(macros, "F 2 1 1 3\nT 0 2 0 3\n", "{engine}");
     }
 }

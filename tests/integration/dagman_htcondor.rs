@@ -14,10 +14,7 @@ use crate::dagman::dag_testbed;
 
 /// Writes `name` in `dir` as an executable shell script of `body`.
 fn script(dir: &Path, name: &str, body: &str) {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(&dir.join(name), &format!("#!/bin/sh\n{body}"));
 }
 
 /// Runs `dag` (with `sidecar`, scripts run) on `engine` through `gridbed

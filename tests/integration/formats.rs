@@ -523,9 +523,7 @@ default_runtime = 20
 
 /// Writes an executable shell script.
 fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::common::executable(path, &format!("#!/bin/sh\n{body}\n"));
 }
 
 fn dag_testbed(dir: &Path, dag: &str, maxpre: usize) -> gridbed::config::Scenario {

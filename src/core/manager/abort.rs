@@ -60,34 +60,52 @@ impl Manager {
     }
 
     /// DAGMan's script macros for a script of `job` starting now, its
-    /// job having exited `status`.
+    /// job having exited `status`: the counts are of `job`'s own DAGMan's
+    /// nodes (a sub-DAG's, or the top DAG's, where a sub-DAG is one node).
     pub(super) fn script_macros(&self, job: JobId, status: i32) -> ScriptMacros {
-        let c = &self.counts;
+        // A sub-DAG node's PRE script runs in a no-op: the node's.
+        let owner = self.node_of_entry(job).unwrap_or(job);
+        let own = self.subdags.innermost(owner);
+        let stopped = self.abort.is_some() || self.subdags.stopped(owner).is_some();
+        let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
+        if self.nodes.subdags.is_empty() {
+            (c, nodes) = (self.counts, self.state.len());
+        } else {
+            for j in (0..self.state.len()).filter(|&j| self.subdags.own_node_of(j, own)) {
+                *c.of_mut(self.state[j]) += 1;
+                nodes += 1;
+            }
+        }
+        // Nodes a stop left unrun are blocked but not futile.
+        if stopped {
+            unrun = (0..self.state.len())
+                .filter(|&j| {
+                    self.state[j] == JobState::Blocked
+                        && self.records.jobs[j].blocked_by.is_none()
+                        && self.subdags.own_node_of(j, own)
+                })
+                .count();
+        }
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
-        let dag_status = match self.abort {
+        let abort = match own {
+            Some(_) => self.subdags.stopped(owner),
+            None => self.abort,
+        };
+        let dag_status = match abort {
             Some(DagAbort { node: Some(_), .. }) => 3,
             Some(DagAbort { node: None, .. }) => 4,
             None if c.failed > 0 => 2,
             None => 0,
         };
-        // Nodes a stop left unrun are blocked but not futile.
-        let futile = match self.abort.is_some() || self.subdags.stopped(job).is_some() {
-            true => (0..self.state.len())
-                .filter(|&j| self.records.jobs[j].blocked_by.is_some())
-                .count(),
-            false => c.blocked,
-        };
-        // A sub-DAG node's PRE script runs in a no-op, on the node's retries.
-        let owner = self.node_of_entry(job).unwrap_or(job);
         ScriptMacros {
             retry: self.failures[owner],
             status,
             dag_status,
             failed: c.failed,
-            futile,
+            futile: c.blocked - unrun,
             done: c.done,
             queued: c.queued + c.running,
-            nodes: self.state.len(),
+            nodes,
         }
     }
 

@@ -260,6 +260,22 @@ pub struct StateCounts {
     pub blocked: usize,
 }
 
+impl StateCounts {
+    /// The count of jobs in state `s`.
+    pub(super) fn of_mut(&mut self, s: JobState) -> &mut usize {
+        match s {
+            JobState::Waiting => &mut self.waiting,
+            JobState::Ready => &mut self.ready,
+            JobState::Staging => &mut self.staging,
+            JobState::Queued => &mut self.queued,
+            JobState::Running => &mut self.running,
+            JobState::Done => &mut self.done,
+            JobState::Failed => &mut self.failed,
+            JobState::Blocked => &mut self.blocked,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct StageTry {
     file: FileId,
@@ -1080,17 +1096,7 @@ impl Manager {
     }
 
     fn count_mut(&mut self, s: JobState) -> &mut usize {
-        let c = &mut self.counts;
-        match s {
-            JobState::Waiting => &mut c.waiting,
-            JobState::Ready => &mut c.ready,
-            JobState::Staging => &mut c.staging,
-            JobState::Queued => &mut c.queued,
-            JobState::Running => &mut c.running,
-            JobState::Done => &mut c.done,
-            JobState::Failed => &mut c.failed,
-            JobState::Blocked => &mut c.blocked,
-        }
+        self.counts.of_mut(s)
     }
 
     fn schedule(&mut self, at: Time, timer: Timer) {

@@ -128,6 +128,13 @@ impl SubDags {
         self.aborted[self.innermost(job)?]
     }
 
+    /// Whether `job` is a node of DAGMan `own` (sub-DAG `k`, or `None`
+    /// the top DAG): of no sub-DAG nested in it, and no entry no-op (a
+    /// nested sub-DAG is one node of it).
+    pub(super) fn own_node_of(&self, job: JobId, own: Option<usize>) -> bool {
+        self.innermost(job) == own && self.of_entry(job).is_none()
+    }
+
     /// Whether `job` is a sub-DAG's FINAL node.
     pub(super) fn is_final(&self, job: JobId) -> bool {
         !self.finals.is_empty() && self.finals.contains(&job)

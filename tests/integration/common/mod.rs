@@ -227,3 +227,10 @@ pub fn assert_each_job_ended_once(records: &gridbed::core::records::Records, wha
         assert_eq!(ended, 1, "{what}: job {j} ended {ended} times");
     }
 }
+
+/// Writes `text` at `path` as an executable file (a script).
+pub fn executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
