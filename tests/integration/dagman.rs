@@ -1486,7 +1486,7 @@ fn a_service_is_removed_at_the_dags_end_and_the_provisioner_runs_first_in_both_e
 
 /// Where HTCondor refuses these nodes across files: a splice with a FINAL
 /// node, a second PROVISIONER lifted from a splice; and what gridbed does
-/// not run yet: a sub-DAG's own FINAL, SERVICE or PROVISIONER.
+/// not run yet: a sub-DAG's own PROVISIONER.
 #[test]
 fn final_in_a_splice_and_a_second_provisioner_from_one_are_refused() {
     for (files, what) in [
@@ -1507,9 +1507,9 @@ fn final_in_a_splice_and_a_second_provisioner_from_one_are_refused() {
         (
             &[
                 ("top.dag", "SUBDAG EXTERNAL S s.dag\n"),
-                ("s.dag", "JOB X x.sub\nSERVICE V v.sub\n"),
+                ("s.dag", "JOB X x.sub\nPROVISIONER V v.sub\n"),
             ][..],
-            "V: a sub-DAG's SERVICE node is not run here",
+            "V: a sub-DAG's PROVISIONER node is not run here",
         ),
     ] {
         let e = parse_files(files).unwrap_err();
@@ -1806,5 +1806,55 @@ fn a_scripts_counts_are_its_own_dagmans() {
         // F: status 2 (a node failed), X failed, Y futile, 3 nodes. T: the
         // top DAG's A and S done, none failed, 3 nodes.
         assert_eq!(macros, "F 2 1 1 3\nT 0 2 0 3\n", "{engine}");
+    }
+}
+
+/// A sub-DAG's own SERVICE node runs beside the sub-DAG, from its start,
+/// and is removed once every other node of it (its FINAL too) is over: the
+/// sub-DAG does not wait for it, nor does the DAG above. Both engines.
+#[test]
+fn a_subdags_service_is_removed_at_the_subdags_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("inner.dag"),
+        "SERVICE V n.sub\nJOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nFINAL F n.sub\n",
+    )
+    .unwrap();
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nJOB T n.sub\nPARENT A CHILD S\nPARENT S CHILD T\n";
+    let tb = dag_testbed_on(d, top, "", "", 4);
+    std::fs::write(
+        d.join("w.toml"),
+        "[[job]]\nname = \"S+V\"\nruntime = 1000\n",
+    )
+    .unwrap();
+    let s = load(&tb);
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    for engine in ["sim", "live"] {
+        let run = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let at = |n: &str| &run.records.jobs[job(n)].attempts[0];
+        assert!(
+            at("S+V").prescript >= at("A").ended.unwrap(),
+            "{engine}: V starts with its sub-DAG"
+        );
+        assert!(
+            matches!(
+                at("S+V").outcome,
+                gridbed::core::records::Outcome::Removed(_)
+            ),
+            "{engine}: {:?}",
+            at("S+V").outcome
+        );
+        let removed = at("S+V").ended.unwrap();
+        assert!(removed >= at("S+F").ended.unwrap(), "{engine}: after FINAL");
+        assert!(
+            removed <= at("T").prescript,
+            "{engine}: at the sub-DAG's end"
+        );
+        assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
     }
 }

@@ -1122,6 +1122,7 @@ impl Manager {
             self.maintain_cache(site, job, out);
         }
         self.remove_services(out);
+        self.remove_subdag_services(out);
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {

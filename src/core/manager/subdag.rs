@@ -34,11 +34,13 @@ pub(super) struct SubDags {
     holding: usize,
     /// Each failed run of a sub-DAG, in order.
     pub runs_failed: Vec<SubDagRun>,
-    /// For each node of a sub-DAG with a FINAL node (the FINAL aside):
-    /// those sub-DAGs.
+    /// For each node of a sub-DAG with a FINAL or SERVICE node (those
+    /// aside): those sub-DAGs.
     final_scope: HashMap<JobId, Vec<usize>>,
-    /// Per sub-DAG with a FINAL node: its other nodes not over.
+    /// Per sub-DAG with a FINAL or SERVICE node: its other nodes not over.
     not_over: Vec<usize>,
+    /// Per sub-DAG: its SERVICE nodes.
+    services: Vec<Vec<JobId>>,
     /// The sub-DAGs' FINAL nodes.
     finals: std::collections::HashSet<JobId>,
 }
@@ -66,19 +68,13 @@ impl SubDags {
             ..Default::default()
         };
         s.not_over = vec![0; n];
+        s.services = vec![Vec::new(); n];
         for (k, d) in nodes.subdags.iter().enumerate() {
             s.of_node.insert(d.node, k);
             if let Some(e) = d.entry {
                 s.of_entry.insert(e, k);
             }
-            if let Some(f) = d.final_node {
-                s.finals.insert(f);
-                // Set before any node is over (DONE nodes end after).
-                for &m in d.members.iter().filter(|&&m| m != f) {
-                    s.final_scope.entry(m).or_default().push(k);
-                    s.not_over[k] += 1;
-                }
-            }
+            s.finals.extend(d.final_node);
         }
         // Outer sub-DAGs first, so that an inner one names its own nodes.
         let mut order: Vec<usize> = (0..n).collect();
@@ -86,6 +82,22 @@ impl SubDags {
         for k in order {
             for &m in &nodes.subdags[k].members {
                 s.member_of.insert(m, k);
+            }
+        }
+        for (k, d) in nodes.subdags.iter().enumerate() {
+            // Its own services, not those of a sub-DAG nested in it.
+            s.services[k] = (d.members.iter().copied())
+                .filter(|&m| nodes.service[m] && s.member_of.get(&m) == Some(&k))
+                .collect();
+            if d.final_node.is_none() && s.services[k].is_empty() {
+                continue;
+            }
+            // Counted before any node is over (DONE nodes end after).
+            for &m in &d.members {
+                if Some(m) != d.final_node && !nodes.service[m] {
+                    s.final_scope.entry(m).or_default().push(k);
+                    s.not_over[k] += 1;
+                }
             }
         }
         s
@@ -263,6 +275,34 @@ impl Manager {
                 self.release_subdag_final(k);
             } else {
                 self.subdags.not_over[k] += 1;
+            }
+        }
+    }
+
+    /// Sub-DAG `k`'s SERVICE nodes still going are removed once every other
+    /// node of it, its FINAL included, is over (its DAGMan's
+    /// `RemoveServiceNodes`): they end done, their attempts recorded as
+    /// removed.
+    pub(super) fn remove_subdag_services(&mut self, out: &mut Vec<Command>) {
+        if self.subdags.services.iter().all(Vec::is_empty) {
+            return;
+        }
+        for k in 0..self.nodes.subdags.len() {
+            let fin = self.nodes.subdags[k].final_node;
+            let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
+            if self.subdags.services[k].is_empty()
+                || self.subdags.not_over[k] > 0
+                || fin.is_some_and(|f| !over(self.state[f]))
+            {
+                continue;
+            }
+            for j in std::mem::take(&mut self.subdags.services[k]) {
+                if over(self.state[j]) {
+                    continue;
+                }
+                self.withdraw(j, out);
+                self.record_removal(j, "its sub-DAG ended (a SERVICE node is removed at its end)");
+                self.set_state(j, JobState::Done);
             }
         }
     }

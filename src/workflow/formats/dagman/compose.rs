@@ -285,13 +285,8 @@ fn flatten_piece(
                 "SPLICE {}: it has a FINAL node ({local}). This is not permitted.",
                 prefix.trim_end_matches('+')
             )),
-            n if (n.is_service || n.is_provisioner) && place.in_subdag => Some(format!(
-                "{local}: a sub-DAG's {} node is not run here (its own DAGMan would run it beside the sub-DAG)",
-                if n.is_service {
-                    "SERVICE"
-                } else {
-                    "PROVISIONER"
-                }
+            n if n.is_provisioner && place.in_subdag => Some(format!(
+                "{local}: a sub-DAG's PROVISIONER node is not run here (its own DAGMan would run it before the sub-DAG's other nodes)"
             )),
             _ => None,
         };

@@ -311,11 +311,18 @@ impl<'a> OwnDag<'a> {
             .flat_map(|o| o.members.iter().chain(std::iter::once(&o.entry)))
             .map(String::as_str)
             .collect();
+        // A SERVICE node is in no rescue (DAGMan keeps them apart).
+        let services: std::collections::HashSet<&str> = info
+            .nodes
+            .iter()
+            .filter(|n| n.is_service)
+            .map(|n| n.name.as_str())
+            .collect();
         let prefix = d.node.len() + 1;
         let nodes = d
             .members
             .iter()
-            .filter(|m| !nested.contains(m.as_str()))
+            .filter(|m| !nested.contains(m.as_str()) && !services.contains(m.as_str()))
             .map(|m| (&m[prefix..], m.as_str(), d.final_node.as_ref() == Some(m)))
             .collect();
         Some(OwnDag {
