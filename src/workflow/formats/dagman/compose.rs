@@ -11,14 +11,17 @@
 //! A `SUBDAG EXTERNAL` node is one node of its parent that ends when its own
 //! DAG ends: its DAG's nodes join as `node+inner`, after the node's parents,
 //! and the node itself becomes a no-op that follows every one of them (so
-//! its POST script and its children wait for the whole sub-DAG). A PRE
-//! script of the node runs in a no-op `node+PRE` before the sub-DAG starts,
-//! where the node also writes its save point file if it has one.
+//! its POST script and its children wait for the whole sub-DAG). The
+//! sub-DAG starts in a no-op `node+PRE`, its entry: the node's PRE script
+//! runs there, its save point file is written, and its end submits the
+//! sub-DAG (one job of the DAGMan above); the sub-DAG's FINAL node waits
+//! for it.
 //! Each sub-DAG is recorded ([`SubDagInfo`]) for the manager, which runs it
 //! as its own DAGMan (`core/manager/subdag.rs`: its exit value, `RETRY`,
 //! POST's `$RETURN`), and it starts from its own newest rescue DAG, as
-//! DAGMan's auto-rescue of the sub-DAG's `.dag` does. Its categories are its
-//! own; its `CONFIG` is not (the top DAG's applies).
+//! DAGMan's auto-rescue of the sub-DAG's `.dag` does. Its categories, its
+//! FINAL and SERVICE nodes and most of its `CONFIG` ([`subdag_config`]) are
+//! its own.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
