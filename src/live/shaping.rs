@@ -222,6 +222,20 @@ impl PathShaping {
         }
     }
 
+    /// The pull's request is on its way. A flow whose source is served here
+    /// and answers at once (no latency on the source or the path) starts
+    /// in the model now, as a transfer starts in the simulator when it is
+    /// asked for; the request's round trip is then the model's time too
+    /// (25 pulls asked at once share from that instant on, not from when
+    /// each response came).
+    pub fn requested(&self) {
+        if let Some(f) = &self.flow
+            && f.at_request
+        {
+            f.start();
+        }
+    }
+
     /// The pull's bytes are due from `at`: its request's departure plus
     /// the latency the source waited out, as a transfer's are in the
     /// simulator. The request's round trip is the emulator's own time, not
@@ -229,9 +243,9 @@ impl PathShaping {
     /// with the clock started at its first byte).
     pub fn begin(&self, at: tokio::time::Instant) {
         if let Some(f) = &self.flow
-            && let Ok(mut due) = f.due.lock()
+            && let Ok(mut clock) = f.clock.lock()
         {
-            *due = Some(at);
+            clock.due_from = Some(at);
         }
     }
 
@@ -242,7 +256,7 @@ impl PathShaping {
             t.total = total;
         }
         if let Some(f) = &self.flow {
-            f.start(total);
+            f.start();
         }
     }
 
@@ -322,6 +336,8 @@ pub struct GridShapers {
     /// Each served site's out bucket, for pulls of other processes.
     out: Vec<Option<Arc<Shaper>>>,
     link_latency: Vec<Duration>,
+    /// Each served site's own latency before it answers.
+    source_latency: Vec<Duration>,
     /// Which sites this process serves and pulls for.
     here: Vec<bool>,
     topology: Topology,
@@ -342,7 +358,9 @@ impl GridShapers {
         let mut interfaces = vec![free; n];
         let mut out = vec![None; n];
         let mut local = vec![false; n];
+        let mut source_latency = vec![Duration::ZERO; n];
         for &(i, s) in here {
+            source_latency[i] = super::site::real_duration(em.real_secs(s.latency));
             interfaces[i] = Interface {
                 out: em.real_rate(s.bandwidth_out),
                 inbound: em.real_rate(s.bandwidth_in),
@@ -366,6 +384,7 @@ impl GridShapers {
                 .iter()
                 .map(|l| super::site::real_duration(em.real_secs(l.latency)))
                 .collect(),
+            source_latency,
             here: local,
             topology: topology.clone(),
             key: format!("{:032x}", rand::random::<u128>()),
@@ -396,8 +415,11 @@ impl GridShapers {
             id: self
                 .next_flow
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            at_request: local
+                && self.source_latency[from].is_zero()
+                && self.topology.crossed(from, to).iter().all(|&l| self.link_latency[l].is_zero()),
             started: Default::default(),
-            due: Default::default(),
+            clock: Default::default(),
         });
         path.key = local.then(|| self.key.clone());
         path.latency = self
@@ -413,15 +435,16 @@ impl GridShapers {
         self.epoch.elapsed().as_secs_f64()
     }
 
-    /// Flow `id` of `bytes` starts on `route`.
-    fn start(&self, route: RouteId, id: u64, bytes: u64) {
-        if let Ok(mut g) = self.grid.lock() {
-            let now = self.now();
-            g.net.start(now, route, id, bytes as f64);
-            // The live bytes decide when a flow ends: the model's end
-            // schedule is not kept.
-            g.net.take_changed(&mut Vec::new());
-        }
+    /// Flow `id` starts on `route`; its route's clock and rate then.
+    fn start(&self, route: RouteId, id: u64) -> Option<(f64, f64)> {
+        let mut g = self.grid.lock().ok()?;
+        let now = self.now();
+        // Its bytes would only set the model's end, which is not kept.
+        g.net.start(now, route, id, f64::MAX);
+        // The live bytes decide when a flow ends: the model's end
+        // schedule is not kept.
+        g.net.take_changed(&mut Vec::new());
+        Some((g.net.clock(now, route), g.net.rate(route)))
     }
 
     /// Each flow's rate on `route` now (bytes/s).
@@ -429,6 +452,14 @@ impl GridShapers {
         self.grid
             .lock()
             .map_or(f64::INFINITY, |mut g| g.net.rate(route))
+    }
+
+    /// The clock of `route` (bytes served to each of its flows) and each
+    /// flow's rate now.
+    fn progress(&self, route: RouteId) -> Option<(f64, f64)> {
+        let mut g = self.grid.lock().ok()?;
+        let now = self.now();
+        Some((g.net.clock(now, route), g.net.rate(route)))
     }
 
     /// Flow `id` leaves `route`.
@@ -442,48 +473,108 @@ impl GridShapers {
 }
 
 /// A pull's flow in the process's model: started when its first bytes
-/// come, paced at its route's rate, removed when the pull is dropped.
+/// come, paced by the bytes the model has served it, removed when the pull
+/// is dropped.
 struct ModelFlow {
     network: Arc<GridShapers>,
     route: RouteId,
     id: u64,
+    /// Whether it starts as its request goes ([`PathShaping::requested`])
+    /// rather than when its first bytes come.
+    at_request: bool,
     started: std::sync::atomic::AtomicBool,
-    /// When the bytes passed so far are due at the model's rates (from
-    /// [`PathShaping::begin`], or the first byte).
-    due: std::sync::Mutex<Option<tokio::time::Instant>>,
+    clock: std::sync::Mutex<FlowClock>,
 }
 
+/// Where a pull stands against its flow in the model.
+#[derive(Default)]
+struct FlowClock {
+    /// When its bytes were due from ([`PathShaping::begin`]).
+    due_from: Option<tokio::time::Instant>,
+    /// The route's clock at which the flow's bytes count from (None: not
+    /// started): the flow has been served `clock - origin` bytes.
+    origin: Option<f64>,
+    /// Bytes the pull has passed.
+    passed: f64,
+}
+
+/// The longest a pull sleeps before it reads the model again: a rate that
+/// rose meanwhile (another flow ended) is taken up within it.
+const PACE_SLICE: Duration = Duration::from_millis(10);
+
 impl ModelFlow {
-    fn start(&self, total: u64) {
-        if !self.started.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            self.network.start(self.route, self.id, total);
+    fn start(&self) {
+        if self.started.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let Some((clock, rate)) = self.network.start(self.route, self.id) else {
+            return;
+        };
+        if let Ok(mut c) = self.clock.lock() {
+            // Served since its bytes were due (the request's round trip is
+            // the emulator's time, not the model's), at most a piece.
+            let early = c.due_from.map_or(0.0, |at| {
+                tokio::time::Instant::now()
+                    .saturating_duration_since(at)
+                    .as_secs_f64()
+            });
+            let head = if rate.is_finite() {
+                (rate * early).min(chunk_for(rate) as f64)
+            } else {
+                0.0
+            };
+            c.origin = Some(clock - head);
         }
     }
 
-    /// Waits until `bytes` more are due at the route's rate now.
+    /// Waits until the model has served the flow `bytes` more than it has
+    /// passed. The model integrates every change of rate while the pull
+    /// waits, so a piece begun when its route was uncrowded does not keep
+    /// that rate after others join (pieces paced at the rate of their
+    /// first instant let a fan-out of 25 small pulls end one after another
+    /// instead of together).
     async fn pace(&self, bytes: usize) {
-        let rate = self.network.rate(self.route);
-        if !rate.is_finite() || rate <= 0.0 {
-            return;
-        }
-        let now = tokio::time::Instant::now();
-        let due = {
-            let Ok(mut due) = self.due.lock() else { return };
-            // At most one piece behind the clock: the time between two
-            // pieces (reading, hashing, the timer's lateness) is made up,
-            // but time the flow was not asking (its bytes had not come) is
-            // not banked beyond that.
-            let span = Duration::from_secs_f64(bytes as f64 / rate);
-            let from = due.map_or(now, |d| d.max(now.checked_sub(span).unwrap_or(now)));
-            let next = from + span;
-            *due = Some(next);
-            next
-        };
-        // A timer sleeps a millisecond at least: a flow less ahead of its
-        // clock than that goes on, and waits once it is (at 10 GB/s a
-        // piece is due every 0.1 ms; sleeping each would hold it to 1 GB/s).
-        if due > now + Duration::from_millis(1) {
-            tokio::time::sleep_until(due).await;
+        let mut first = true;
+        loop {
+            let Some((clock, rate)) = self.network.progress(self.route) else {
+                return;
+            };
+            let wait = {
+                let Ok(mut c) = self.clock.lock() else { return };
+                let Some(mut origin) = c.origin else {
+                    return;
+                };
+                if first && rate.is_finite() {
+                    // At most one piece behind the model: the time between
+                    // two pieces (reading, hashing, the timer's lateness)
+                    // is made up, but time the pull was not asking (its
+                    // bytes had not come) is not banked beyond that.
+                    let behind = clock - origin - c.passed - chunk_for(rate) as f64;
+                    if behind > 0.0 {
+                        origin += behind;
+                        c.origin = Some(origin);
+                    }
+                }
+                first = false;
+                let need = c.passed + bytes as f64 - (clock - origin);
+                let wait = if !rate.is_finite() || need <= 0.0 {
+                    Duration::ZERO
+                } else if rate > 0.0 {
+                    Duration::from_secs_f64((need / rate).min(3600.0))
+                } else {
+                    PACE_SLICE
+                };
+                // A timer sleeps a millisecond at least: a pull less ahead
+                // of the model than that goes on, and makes it up on its
+                // next piece (at 10 GB/s a piece is due every 0.1 ms;
+                // sleeping each would hold it to 1 GB/s).
+                if wait <= Duration::from_millis(1) {
+                    c.passed += bytes as f64;
+                    return;
+                }
+                wait
+            };
+            tokio::time::sleep(wait.min(PACE_SLICE)).await;
         }
     }
 }

@@ -111,6 +111,7 @@ async fn fetch(
         request = request.header(LATENCY_HEADER, path.latency.as_micros() as u64);
     }
     let sent = tokio::time::Instant::now();
+    path.requested();
     let resp = tokio::time::timeout(path.stall, request.send())
         .await
         .map_err(|_| stalled(path.stall))?
