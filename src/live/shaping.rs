@@ -4,8 +4,9 @@
 //! * The grid ([`GridShapers`]): every limit a transfer crosses — the
 //!   source's out, each shared link, the receiver's in, the per-stream cap —
 //!   is a resource of the same [`GridNetwork`] the simulator drives, held by
-//!   the process; each pull is a flow of it from its first byte to its end,
-//!   and paces the chunks it receives at the rate the model gives it now.
+//!   the process; each pull is a flow of it from its request (its first
+//!   byte, when the source has a latency) to its end, and passes the chunks
+//!   it receives only as fast as the model serves that flow.
 //!   All of a path's limits are applied at one place, the puller: a server
 //!   ahead of the receiver would fill the socket buffers at its own share and
 //!   take rate from its other streams. A pull whose source is served in the
@@ -317,8 +318,9 @@ impl PathShaping {
 /// The grid's network as this process carries it out: the core's max-min
 /// model ([`GridNetwork`]) over the limits this process holds — for each
 /// site served here its out and stream cap, for each site that pulls here
-/// its in, and every shared link — and each pull paced at the rate the model
-/// gives its route, re-rated as pulls start and end. Pacing by the model's
+/// its in, and every shared link — and each pull paced by the bytes the
+/// model has served its flow, every change of rate as pulls start and end
+/// integrated ([`crate::core::network::Network::clock`]). Pacing by the model's
 /// rates, rather than passing each chunk through a bucket per limit in turn,
 /// is what keeps both engines on one rule: buckets in series lose the rate
 /// a stream could use at one limit while it waits at another, and streams
