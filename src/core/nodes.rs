@@ -105,10 +105,16 @@ pub struct SubDag {
     pub max_jobs_idle: usize,
     /// `DAGMAN_MAX_POST_SCRIPTS` of its own `CONFIG` (0: no limit).
     pub max_post: usize,
+    /// `DAGMAN_MAX_PRE_SCRIPTS` of its own `CONFIG` (0: no limit): its
+    /// nodes' prescripts at once, within the submit host's `maxpre`.
+    pub max_pre: usize,
     /// Its own FINAL node (one of `members`): it runs once every other
     /// node of the sub-DAG is over, and its outcome is the sub-DAG's. A
     /// sub-DAG with one has an `entry`.
     pub final_node: Option<JobId>,
+    /// Its own PROVISIONER node (one of `members`): the sub-DAG's other
+    /// nodes start once its job runs. A sub-DAG with one has an `entry`.
+    pub provisioner: Option<JobId>,
 }
 
 impl NodeSettings {

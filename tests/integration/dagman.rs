@@ -1484,9 +1484,82 @@ fn a_service_is_removed_at_the_dags_end_and_the_provisioner_runs_first_in_both_e
     }
 }
 
+/// A sub-DAG's own PROVISIONER runs first in its DAG, as its own DAGMan
+/// runs it: the sub-DAG's other nodes start once its job runs (not before
+/// the sub-DAG starts, not at its end), and the run again of a RETRY waits
+/// for it again. Both engines.
+#[test]
+fn a_subdags_provisioner_runs_before_its_other_nodes_in_each_run_in_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("s.dag"),
+        "PROVISIONER prov n.sub\nJOB a n.sub\nJOB b n.sub\nPARENT a CHILD b\n",
+    )
+    .unwrap();
+    let dag = "JOB top n.sub\nSUBDAG EXTERNAL S s.dag\nRETRY S 1\nPARENT top CHILD S\n";
+    let tb = dag_testbed_on(dir.path(), dag, "", "", 4);
+    // S+b fails in the first run: the sub-DAG runs again from its rescue
+    // (S+a done), and S+prov, which ended well, is DONE in it too.
+    std::fs::write(
+        dir.path().join("w.toml"),
+        "[[job]]\nname = \"S+prov\"\nruntime = 50\n\
+         [[job]]\nname = \"S+b\"\nruntime = 10\nexit = [3, 0]\n",
+    )
+    .unwrap();
+    let s = load(&tb);
+    let sim = gridbed::sim::run(&s).unwrap().result;
+    let live = gridbed::live::run(&s, Default::default()).unwrap().result;
+    let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+    for (engine, run) in [("sim", &sim), ("live", &live)] {
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let attempts = |n: &str| &run.records.jobs[job(n)].attempts;
+        let top_end = attempts("top")[0].ended.unwrap();
+        let go = attempts("S+prov")[0].started.unwrap();
+        assert!(
+            go >= top_end,
+            "{engine}: the provisioner ran before its sub-DAG"
+        );
+        let a = &attempts("S+a")[0];
+        assert!(a.prescript >= go, "{engine}: S+a before the go-ahead");
+        assert!(
+            a.prescript < go + 50.0,
+            "{engine}: S+a waited for the provisioner's end"
+        );
+        assert_eq!(attempts("S+a").len(), 1, "{engine}: S+a ran twice");
+        assert_eq!(
+            attempts("S+prov").len(),
+            1,
+            "{engine}: the provisioner ran twice"
+        );
+        assert_eq!(attempts("S+b").len(), 2, "{engine}: S+b ran once");
+    }
+}
+
+/// A sub-DAG's own file sets its own PROVISIONER (beside the top DAG's)
+/// and, in its CONFIG, its own `DAGMAN_MAX_PRE_SCRIPTS`.
+#[test]
+fn a_subdags_provisioner_and_max_pre_scripts_are_its_own() {
+    let (info, _, _) = parse_files(&[
+        (
+            "top.dag",
+            "PROVISIONER P p.sub\nJOB A a.sub\nSUBDAG EXTERNAL S in.dag\n",
+        ),
+        (
+            "in.dag",
+            "CONFIG in.cfg\nPROVISIONER V v.sub\nJOB X x.sub\n",
+        ),
+        ("in.cfg", "DAGMAN_MAX_PRE_SCRIPTS = 2\n"),
+    ])
+    .unwrap();
+    let sub = &info.subdags[0];
+    assert_eq!(sub.provisioner.as_deref(), Some("S+V"));
+    assert_eq!(sub.max_pre, Some(2));
+    assert_eq!(info.max_pre, None, "the top DAG's is not the sub-DAG's");
+}
+
 /// Where HTCondor refuses these nodes across files: a splice with a FINAL
-/// node, a second PROVISIONER lifted from a splice; and what gridbed does
-/// not run yet: a sub-DAG's own PROVISIONER.
+/// node, a second PROVISIONER lifted from a splice, into the DAG or into a
+/// sub-DAG's own DAG.
 #[test]
 fn final_in_a_splice_and_a_second_provisioner_from_one_are_refused() {
     for (files, what) in [
@@ -1506,10 +1579,11 @@ fn final_in_a_splice_and_a_second_provisioner_from_one_are_refused() {
         ),
         (
             &[
-                ("top.dag", "SUBDAG EXTERNAL S s.dag\n"),
-                ("s.dag", "JOB X x.sub\nPROVISIONER V v.sub\n"),
+                ("top.dag", "PROVISIONER P p.sub\nSUBDAG EXTERNAL S s.dag\n"),
+                ("s.dag", "PROVISIONER V v.sub\nSPLICE T t.dag\n"),
+                ("t.dag", "PROVISIONER W w.sub\n"),
             ][..],
-            "V: a sub-DAG's PROVISIONER node is not run here",
+            "PROVISIONER T+W: the DAG already has a PROVISIONER node (V)",
         ),
     ] {
         let e = parse_files(files).unwrap_err();

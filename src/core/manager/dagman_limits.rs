@@ -11,6 +11,10 @@
 //!   of its jobs wait idle in the queue.
 //! - `DAGMAN_MAX_POST_SCRIPTS`: a DAGMan holds a POST script while that
 //!   many of its own run.
+//! - `DAGMAN_MAX_PRE_SCRIPTS` of a sub-DAG: it holds a ready node while
+//!   that many of its prescripts (its PRE scripts and staging, as the
+//!   top DAG's `maxpre` counts them) run. The top DAG's is the submit
+//!   host's `maxpre`, which every prescript shares.
 //!
 //! A sub-DAG's jobs and scripts count against its own DAGMan only.
 
@@ -82,6 +86,7 @@ pub(super) struct DagmanLimits {
     submitted: PerDagman,
     idle: PerDagman,
     post: PerDagman,
+    pre: PerDagman,
     /// Per sub-DAG: its submission counts in the queue of the DAGMan above.
     counted: Vec<bool>,
 }
@@ -100,6 +105,8 @@ impl DagmanLimits {
             submitted: each(nodes.max_jobs_submitted, |d| d.max_jobs_submitted),
             idle: each(nodes.max_jobs_idle, |d| d.max_jobs_idle),
             post: each(nodes.max_post, |d| d.max_post),
+            // The top DAG's is the submit host's slots (`maxpre`).
+            pre: each(0, |d| d.max_pre),
             counted: vec![false; nodes.subdags.len()],
         }
     }
@@ -207,6 +214,44 @@ impl Manager {
         }
     }
 
+    /// Whether `job`'s DAGMan has as many prescripts running as its
+    /// `DAGMAN_MAX_PRE_SCRIPTS`: it holds `job` (Ready) until one ends.
+    pub(super) fn prescript_held(&mut self, job: JobId) -> bool {
+        if !self.limits.pre.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        let full = self.limits.pre.full(d);
+        if full {
+            self.limits.pre.held[d].push_back(Held::Job(job));
+        }
+        full
+    }
+
+    /// `job`'s prescript started: its DAGMan counts it.
+    pub(super) fn prescript_started(&mut self, job: JobId) {
+        if self.limits.pre.on {
+            let d = self.dagman_of(job);
+            self.limits.pre.count[d] += 1;
+        }
+    }
+
+    /// `job`'s prescript ended: a ready node its DAGMan held is offered
+    /// again.
+    pub(super) fn prescript_ended(&mut self, job: JobId) {
+        if !self.limits.pre.on {
+            return;
+        }
+        let d = self.dagman_of(job);
+        self.limits.pre.count[d] -= 1;
+        while let Some(Held::Job(next)) = self.limits.pre.next(d) {
+            if self.state[next] == JobState::Ready {
+                self.ready.push(next);
+                break;
+            }
+        }
+    }
+
     /// `job`'s POST script, held by its DAGMan, will not run: whether it
     /// was held.
     pub(super) fn forget_post(&mut self, job: JobId) -> bool {
@@ -242,6 +287,8 @@ impl Manager {
                     Held::Job(job) if self.state[job] == JobState::Staging => {
                         self.enter_queue(job, out);
                     }
+                    // `next` found room: the guard counts the sub-DAG in its
+                    // DAGMan's queue (it is not held again).
                     Held::SubDag(entry)
                         if self.state[entry] == JobState::Done
                             && !self.submission_held_by(d, held) =>

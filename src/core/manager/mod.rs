@@ -1225,6 +1225,9 @@ impl Manager {
             if self.state[job] != JobState::Ready {
                 continue; // completed while queued (a DONE node)
             }
+            if self.prescript_held(job) {
+                continue; // held until a prescript of its sub-DAG ends
+            }
             if !self.throttle.admit(self.nodes.category[job], job) {
                 continue; // held until a job of its category leaves
             }

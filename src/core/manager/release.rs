@@ -29,6 +29,7 @@ impl Manager {
 
     /// `job` is over: its workflow and ordering children lose a parent.
     pub(super) fn release_children(&mut self, job: JobId) {
+        self.hold_for_provisioner(job);
         let wf = self.wf.clone();
         for &c in &wf.children[job] {
             self.release_child(c);

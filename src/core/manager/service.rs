@@ -10,7 +10,9 @@
 //! - The PROVISIONER node runs first: no other node starts before its job
 //!   runs, the go-ahead DAGMan waits for (its job ad's `ProvisionerState`;
 //!   here the job taking its slot). If it fails for good before that, the
-//!   nodes waiting for it never run.
+//!   nodes waiting for it never run. A sub-DAG's PROVISIONER is its own
+//!   DAGMan's: each run of the sub-DAG starts it with the sub-DAG, and
+//!   holds the sub-DAG's other nodes until its job runs.
 
 use super::*;
 
@@ -23,6 +25,11 @@ pub(super) struct Services {
     over: usize,
     /// Nodes ready at the start, waiting for the provisioner's go-ahead.
     gate: Vec<JobId>,
+    /// Per sub-DAG with a PROVISIONER node, by its entry no-op: the
+    /// provisioner, and the nodes of the sub-DAG's run waiting for it.
+    subdag_gates: HashMap<JobId, (JobId, Vec<JobId>)>,
+    /// Each sub-DAG's PROVISIONER node, and the entry of its sub-DAG.
+    entry_of_provisioner: HashMap<JobId, JobId>,
 }
 
 impl Manager {
@@ -34,6 +41,12 @@ impl Manager {
             count: self.nodes.service.iter().filter(|&&s| s).count(),
             ..Default::default()
         };
+        for d in &self.nodes.subdags {
+            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
+                self.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.services.entry_of_provisioner.insert(p, e);
+            }
+        }
         self.services.over = (0..self.state.len())
             .filter(|&j| self.nodes.service[j] && self.is_over(j))
             .count();
@@ -74,23 +87,70 @@ impl Manager {
         self.services.over = self.services.over + usize::from(over(to)) - usize::from(over(from));
     }
 
-    /// `job`'s job took its slot: if it is the provisioner, the nodes
+    /// The sub-DAG whose entry no-op `entry` ended starts: if its
+    /// PROVISIONER has not run yet, its other nodes that would start now
+    /// (the entry's children, and those of a run again behind it) wait for
+    /// the go-ahead too.
+    pub(super) fn hold_for_provisioner(&mut self, entry: JobId) {
+        if self.services.subdag_gates.is_empty() {
+            return;
+        }
+        let Some(&(p, _)) = self.services.subdag_gates.get(&entry) else {
+            return;
+        };
+        // A provisioner whose job runs (or ended) gave its go-ahead.
+        if !matches!(
+            self.state[p],
+            JobState::Waiting | JobState::Ready | JobState::Staging | JobState::Queued
+        ) {
+            return;
+        }
+        let starting: Vec<JobId> = (self.wf.children[entry].iter())
+            .chain(self.waiting_for_entry(entry))
+            .copied()
+            .filter(|&c| {
+                c != p && !self.nodes.service[c] && self.state[c] == JobState::Waiting
+            })
+            .collect();
+        for &c in &starting {
+            self.missing_parents[c] += 1;
+        }
+        if let Some((_, gate)) = self.services.subdag_gates.get_mut(&entry) {
+            gate.extend(starting);
+        }
+    }
+
+    /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
+    /// or its sub-DAG's), taken.
+    fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
+        if Some(job) == self.nodes.provisioner {
+            return std::mem::take(&mut self.services.gate);
+        }
+        if self.services.entry_of_provisioner.is_empty() {
+            return Vec::new();
+        }
+        match self.services.entry_of_provisioner.get(&job) {
+            Some(e) => self
+                .services
+                .subdag_gates
+                .get_mut(e)
+                .map_or_else(Vec::new, |(_, gate)| std::mem::take(gate)),
+            None => Vec::new(),
+        }
+    }
+
+    /// `job`'s job took its slot: if it is a provisioner, the nodes
     /// waiting for its go-ahead may start.
     pub(super) fn provisioned(&mut self, job: JobId) {
-        if Some(job) == self.nodes.provisioner {
-            for j in std::mem::take(&mut self.services.gate) {
-                self.release_child(j);
-            }
+        for j in self.take_gate(job) {
+            self.release_child(j);
         }
     }
 
     /// The provisioner `job` failed for good before its go-ahead: the nodes
     /// waiting for it; none for any other node.
     pub(super) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
-        match Some(job) == self.nodes.provisioner {
-            true => std::mem::take(&mut self.services.gate),
-            false => Vec::new(),
-        }
+        self.take_gate(job)
     }
 
     /// Once every other node is over, the SERVICE nodes still going are

@@ -111,6 +111,7 @@ impl Manager {
             self.grid_changed = true; // the fair share moved
         }
         self.prescripts_running += 1;
+        self.prescript_started(job);
         // Most jobs run once: room for one attempt, not Vec's first four.
         let attempts = &mut self.records.jobs[job].attempts;
         attempts.reserve_exact(1);
@@ -379,6 +380,7 @@ impl Manager {
         self.site_of[job] = st.site;
         self.staged[job] = st.staged;
         self.prescripts_running -= 1;
+        self.prescript_ended(job);
         if self.nodes.noop[job] {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
             // any) still runs. Its placement is let go, to be made again
@@ -701,6 +703,7 @@ impl Manager {
         };
         self.unplan_copies(&st.planned, st.site);
         self.prescripts_running -= 1;
+        self.prescript_ended(job);
         let delete = self.postscript_replicas(st.site, &st.staged);
         self.release_pins(job, st.site, delete, false, out);
         true

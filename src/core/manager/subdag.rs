@@ -35,8 +35,9 @@ pub(super) struct SubDags {
     /// Each failed run of a sub-DAG, in order.
     pub runs_failed: Vec<SubDagRun>,
     /// For each node of a sub-DAG with a FINAL or SERVICE node (those
-    /// aside): those sub-DAGs.
-    final_scope: HashMap<JobId, Vec<usize>>,
+    /// aside): those sub-DAGs (inline: they are nested, rarely more than
+    /// two deep, and copied on every transition of the node).
+    final_scope: HashMap<JobId, smallvec::SmallVec<[usize; 2]>>,
     /// Per sub-DAG with a FINAL or SERVICE node: its other nodes not over.
     not_over: Vec<usize>,
     /// Per sub-DAG: its SERVICE nodes.
@@ -222,6 +223,14 @@ impl Manager {
             }
             self.release_subdag_final(k);
         }
+    }
+
+    /// The nodes of a sub-DAG's run again waiting for its entry no-op
+    /// `entry` (none when `entry` is no entry).
+    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
+        self.subdags
+            .of_entry(entry)
+            .map_or(&[], |k| &self.subdags.gate[k])
     }
 
     /// The PRE script's no-op `job` failed for good: the nodes of its

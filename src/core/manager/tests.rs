@@ -1946,6 +1946,56 @@ fn nothing_starts_before_the_provisioner_runs_and_nothing_if_it_never_does() {
     assert!(w.m.records().jobs[2].attempts.is_empty());
 }
 
+/// `top` → sub-DAG `S` (its entry `S+PRE`; PROVISIONER `S+prov`, 50 s;
+/// `S+a` → `S+b`, 10 s each), on one 4-slot site.
+fn subdag_provisioner_world(set: impl FnOnce(&mut NodeSettings)) -> World {
+    let jobs: Vec<(&str, f64, &[&str])> = vec![
+        ("top", 10.0, &[]),
+        ("S+PRE", 0.0, &["top"]),
+        ("S+prov", 50.0, &["S+PRE"]),
+        ("S+a", 10.0, &["S+PRE"]),
+        ("S+b", 10.0, &["S+a"]),
+        ("S", 0.0, &["S+prov", "S+b"]),
+    ];
+    let mut w = chart_world(&jobs, 4);
+    let mut nodes = NodeSettings::none(6);
+    nodes.retry = vec![Some(0); 6];
+    nodes.noop[1] = true;
+    nodes.noop[5] = true;
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 5,
+        entry: Some(1),
+        members: vec![2, 3, 4],
+        provisioner: Some(2),
+        ..Default::default()
+    }];
+    set(&mut nodes);
+    w.m.set_nodes(nodes);
+    w
+}
+
+#[test]
+fn a_subdags_nodes_start_when_its_provisioner_runs_and_never_if_it_does_not() {
+    let mut w = subdag_provisioner_world(|_| {});
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let r = w.m.records();
+    let at = |j: JobId| &r.jobs[j].attempts[0];
+    let go = at(2).started.unwrap();
+    assert!(go >= at(0).ended.unwrap(), "the provisioner starts with its sub-DAG");
+    assert!(at(3).prescript >= go && at(3).prescript < go + 50.0, "{:?}", at(3));
+    // Its PRE script fails for good: the sub-DAG's other nodes never run,
+    // and the sub-DAG node fails with its DAG.
+    let mut w = subdag_provisioner_world(|n| n.pre[2] = true);
+    w.failing_scripts = vec![(2, ScriptKind::Pre)];
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..6).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Done, Failed, Blocked, Blocked, Failed]);
+    assert!(w.m.records().jobs[3].attempts.is_empty());
+    assert!(!w.m.succeeded() && w.m.is_finished());
+}
+
 #[test]
 fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
     // Most jobs of a set in the queue at once, over the run.
@@ -2133,4 +2183,58 @@ fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
         .collect();
     assert_eq!(posts.len(), 3);
     assert_eq!(most_at_once(&posts), 1, "{posts:?}");
+}
+
+#[test]
+fn a_subdags_own_max_pre_scripts_holds_its_prescripts_only() {
+    // Every node has a PRE script (15 s); the sub-DAG's DAGMan runs one of
+    // its prescripts at once, the top DAG's are bounded by nothing.
+    let settings = ManagerSettings {
+        script_time: crate::core::wms::Latency::Fixed { value: 15.0 },
+        ..Default::default()
+    };
+    let mut w = chart_world_with(
+        &[
+            ("t0", 10.0, &[]),
+            ("t1", 10.0, &[]),
+            ("t2", 10.0, &[]),
+            ("s+a", 10.0, &[]),
+            ("s+b", 10.0, &[]),
+            ("s+c", 10.0, &[]),
+            ("s", 0.0, &["s+a", "s+b", "s+c"]),
+        ],
+        6,
+        settings,
+    );
+    let mut nodes = NodeSettings::none(7);
+    nodes.noop[6] = true;
+    for j in 0..6 {
+        nodes.pre[j] = true;
+    }
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 6,
+        members: vec![3, 4, 5],
+        max_pre: 1,
+        ..Default::default()
+    }];
+    w.m.set_nodes(nodes);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let jobs = &w.m.records().jobs;
+    let prescripts = |js: std::ops::Range<usize>| -> Vec<(Time, Time)> {
+        js.flat_map(|j| &jobs[j].attempts)
+            .filter_map(|a| Some((a.prescript, a.submitted?)))
+            .collect()
+    };
+    let most_at_once = |spans: &[(Time, Time)]| {
+        spans
+            .iter()
+            .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (sub, top) = (prescripts(3..6), prescripts(0..3));
+    assert_eq!(sub.len(), 3);
+    assert_eq!(most_at_once(&sub), 1, "{sub:?}");
+    assert_eq!(most_at_once(&top), 3, "{top:?}");
 }

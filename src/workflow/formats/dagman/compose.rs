@@ -153,10 +153,9 @@ pub(super) fn flatten(
 
 /// A sub-DAG's own `CONFIG` (read beside its `.dag` at `path`, where its
 /// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED`, `DAGMAN_MAX_JOBS_IDLE`,
-/// `DAGMAN_MAX_POST_SCRIPTS` and `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are
-/// its own. Its `DAGMAN_MAX_PRE_SCRIPTS` (the submit host's prescript
-/// slots here) and depth-first order are the top DAG's (a warning says
-/// so).
+/// `DAGMAN_MAX_PRE_SCRIPTS`, `DAGMAN_MAX_POST_SCRIPTS` and
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are its own. Its depth-first order
+/// is the top DAG's (one ready queue; a warning says so).
 fn subdag_config(
     file: &DagFile,
     path: &Path,
@@ -175,9 +174,9 @@ fn subdag_config(
         file: cpath.clone(),
         message: format!("line {line}: {m}"),
     })?;
-    if own.max_pre.is_some() || own.submit_depth_first.is_some() {
+    if own.submit_depth_first.is_some() {
         out.warnings.push(format!(
-            "{}: a sub-DAG's DAGMAN_MAX_PRE_SCRIPTS and DAGMAN_SUBMIT_DEPTH_FIRST are the top DAG's here (the submit host's prescript slots, its release order)",
+            "{}: a sub-DAG's DAGMAN_SUBMIT_DEPTH_FIRST is the top DAG's here (one ready queue, one release order)",
             cpath.display()
         ));
     }
@@ -239,8 +238,6 @@ struct Place<'a> {
     depth: usize,
     /// It is a splice.
     splice: bool,
-    /// Its DAGMan is a sub-DAG's (it is one, or a splice in one).
-    in_subdag: bool,
 }
 
 /// Flattens `file` (read from `path`) into `out`: its nodes named with
@@ -282,14 +279,11 @@ fn flatten_piece(
         let local = n.name.clone();
         // HTCondor refuses a splice with a FINAL node (`ProcessSplice`);
         // a splice's SERVICE and PROVISIONER nodes are lifted into its
-        // DAG. A sub-DAG's FINAL is its own.
+        // DAG. A sub-DAG's FINAL and PROVISIONER are its own.
         let refused = match &n {
             n if n.is_final && place.splice => Some(format!(
                 "SPLICE {}: it has a FINAL node ({local}). This is not permitted.",
                 prefix.trim_end_matches('+')
-            )),
-            n if n.is_provisioner && place.in_subdag => Some(format!(
-                "{local}: a sub-DAG's PROVISIONER node is not run here (its own DAGMan would run it before the sub-DAG's other nodes)"
             )),
             _ => None,
         };
@@ -338,7 +332,6 @@ fn flatten_piece(
                 dir: inner_dir.as_deref(),
                 depth: depth + 1,
                 splice: true,
-                ..place
             },
             scope,
             out,
@@ -382,7 +375,6 @@ fn flatten_piece(
                 dir: inner_dir.as_deref(),
                 depth: depth + 1,
                 splice: false,
-                in_subdag: true,
             },
             &mut own,
             out,
@@ -402,10 +394,28 @@ fn flatten_piece(
         // has its own) ends it.
         let nested: std::collections::HashSet<&String> =
             out.subdags.iter().flat_map(|d| &d.members).collect();
-        let final_node = out.nodes[inner..end]
-            .iter()
-            .find(|n| n.is_final && !nested.contains(&n.name))
-            .map(|n| n.name.clone());
+        let own = || {
+            out.nodes[inner..end]
+                .iter()
+                .filter(|n| !nested.contains(&n.name))
+        };
+        let final_node = own().find(|n| n.is_final).map(|n| n.name.clone());
+        // One PROVISIONER per DAGMan: the sub-DAG's file and its splices.
+        let provisioners: Vec<&str> = own()
+            .filter(|n| n.is_provisioner)
+            .map(|n| n.name.as_str())
+            .collect();
+        if let [first, second, ..] = provisioners[..] {
+            return Err(FormatError {
+                file: spath.clone(),
+                message: format!(
+                    "PROVISIONER {}: the DAG already has a PROVISIONER node ({}); a DAG may have only one",
+                    &second[name.len() + 1..],
+                    &first[name.len() + 1..]
+                ),
+            });
+        }
+        let provisioner = provisioners.first().map(|n| n.to_string());
         // The node ends when its DAG ends. It starts in a no-op, its entry,
         // before its DAG starts: the node's PRE script runs there, its save
         // point is written, its DAG is submitted (one job of the DAGMan
@@ -450,7 +460,9 @@ fn flatten_piece(
             max_jobs_submitted: config.max_jobs_submitted,
             max_jobs_idle: config.max_jobs_idle,
             max_post: config.max_post,
+            max_pre: config.max_pre,
             final_node,
+            provisioner,
         });
         as_child.insert(local, vec![entry_name]);
     }

@@ -166,8 +166,12 @@ pub struct SubDagInfo {
     pub max_jobs_idle: Option<usize>,
     /// `DAGMAN_MAX_POST_SCRIPTS` of its own `CONFIG`.
     pub max_post: Option<usize>,
+    /// `DAGMAN_MAX_PRE_SCRIPTS` of its own `CONFIG`.
+    pub max_pre: Option<usize>,
     /// Its own FINAL node (`node+name`), which its DAGMan runs last.
     pub final_node: Option<String>,
+    /// Its own PROVISIONER node (`node+name`), which its DAGMan runs first.
+    pub provisioner: Option<String>,
 }
 
 /// DAGMan's settings of a whole `.dag` file.
@@ -546,7 +550,13 @@ impl DagmanInfo {
             if tolerance.is_some_and(Tolerance::tolerates_one_failure) {
                 s.tolerant.insert(j);
             }
-            if n.is_provisioner {
+            // A sub-DAG's PROVISIONER is its own ([`SubDagInfo::provisioner`]).
+            if n.is_provisioner
+                && !self
+                    .subdags
+                    .iter()
+                    .any(|d| d.provisioner.as_ref() == Some(&n.name))
+            {
                 s.provisioner = Some(j);
             }
         }
@@ -573,7 +583,9 @@ impl DagmanInfo {
                     max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
                     max_jobs_idle: d.max_jobs_idle.unwrap_or(0),
                     max_post: d.max_post.unwrap_or(0),
+                    max_pre: d.max_pre.unwrap_or(0),
                     final_node: d.final_node.as_ref().and_then(id),
+                    provisioner: d.provisioner.as_ref().and_then(id),
                 })
             })
             .collect();
@@ -755,12 +767,19 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             message: "no JOB line: not a DAGMan file".into(),
         });
     }
-    // Splices are lifted into the DAG: one PROVISIONER among them all.
+    // Splices are lifted into the DAG: one PROVISIONER among them all (a
+    // sub-DAG's is its own DAGMan's, checked with its file).
     let provisioners: Vec<&str> = flat
         .nodes
         .iter()
         .filter(|n| n.is_provisioner)
         .map(|n| n.name.as_str())
+        .filter(|&n| {
+            !flat
+                .subdags
+                .iter()
+                .any(|d| d.provisioner.as_deref() == Some(n))
+        })
         .collect();
     if let [first, second, ..] = provisioners[..] {
         return Err(FormatError {
