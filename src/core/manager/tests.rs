@@ -2124,11 +2124,9 @@ fn a_noop_node_whose_post_script_fails_is_retried_and_lets_its_placement_go() {
     assert_eq!(posts_run(&w), [(0, 0), (0, 0)]);
 }
 
-#[test]
-fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
-    // One slot: jobs queue. The sub-DAG's DAGMan lets one of its jobs wait
-    // idle and one of its POST scripts (15 s each, longer than a job) run
-    // at once; the top DAG's jobs have no limit.
+/// Top jobs `t0`–`t2` and sub-DAG `s` (`s+a`, `s+b`, `s+c`; 10 s each,
+/// scripts 15 s) on one site of `cpus` slots, with `set` on the nodes.
+fn subdag_limits_world(cpus: usize, set: impl FnOnce(&mut NodeSettings)) -> World {
     let settings = ManagerSettings {
         script_time: crate::core::wms::Latency::Fixed { value: 15.0 },
         ..Default::default()
@@ -2143,32 +2141,45 @@ fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
             ("s+c", 10.0, &[]),
             ("s", 0.0, &["s+a", "s+b", "s+c"]),
         ],
-        1,
+        cpus,
         settings,
     );
     let mut nodes = NodeSettings::none(7);
     nodes.noop[6] = true;
-    for j in 3..6 {
-        nodes.post[j] = true;
-    }
     nodes.subdags = vec![crate::core::nodes::SubDag {
         node: 6,
         members: vec![3, 4, 5],
-        max_jobs_idle: 1,
-        max_post: 1,
         ..Default::default()
     }];
+    set(&mut nodes);
     w.m.set_nodes(nodes);
+    w
+}
+
+/// The most of `spans` (start, end) going at one instant.
+fn most_at_once(spans: &[(Time, Time)]) -> usize {
+    spans
+        .iter()
+        .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
+    // One slot: jobs queue. The sub-DAG's DAGMan lets one of its jobs wait
+    // idle and one of its POST scripts (15 s each, longer than a job) run
+    // at once; the top DAG's jobs have no limit.
+    let mut w = subdag_limits_world(1, |n| {
+        for j in 3..6 {
+            n.post[j] = true;
+        }
+        n.subdags[0].max_jobs_idle = 1;
+        n.subdags[0].max_post = 1;
+    });
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     let jobs = &w.m.records().jobs;
-    let most_at_once = |spans: &[(Time, Time)]| {
-        spans
-            .iter()
-            .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
-            .max()
-            .unwrap_or(0)
-    };
     let idle = |js: std::ops::Range<usize>| -> Vec<(Time, Time)> {
         js.flat_map(|j| &jobs[j].attempts)
             .filter_map(|a| Some((a.submitted?, a.started?)))
@@ -2189,35 +2200,12 @@ fn a_subdags_own_idle_and_post_limits_hold_its_jobs_only() {
 fn a_subdags_own_max_pre_scripts_holds_its_prescripts_only() {
     // Every node has a PRE script (15 s); the sub-DAG's DAGMan runs one of
     // its prescripts at once, the top DAG's are bounded by nothing.
-    let settings = ManagerSettings {
-        script_time: crate::core::wms::Latency::Fixed { value: 15.0 },
-        ..Default::default()
-    };
-    let mut w = chart_world_with(
-        &[
-            ("t0", 10.0, &[]),
-            ("t1", 10.0, &[]),
-            ("t2", 10.0, &[]),
-            ("s+a", 10.0, &[]),
-            ("s+b", 10.0, &[]),
-            ("s+c", 10.0, &[]),
-            ("s", 0.0, &["s+a", "s+b", "s+c"]),
-        ],
-        6,
-        settings,
-    );
-    let mut nodes = NodeSettings::none(7);
-    nodes.noop[6] = true;
-    for j in 0..6 {
-        nodes.pre[j] = true;
-    }
-    nodes.subdags = vec![crate::core::nodes::SubDag {
-        node: 6,
-        members: vec![3, 4, 5],
-        max_pre: 1,
-        ..Default::default()
-    }];
-    w.m.set_nodes(nodes);
+    let mut w = subdag_limits_world(6, |n| {
+        for j in 0..6 {
+            n.pre[j] = true;
+        }
+        n.subdags[0].max_pre = 1;
+    });
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
     let jobs = &w.m.records().jobs;
@@ -2225,13 +2213,6 @@ fn a_subdags_own_max_pre_scripts_holds_its_prescripts_only() {
         js.flat_map(|j| &jobs[j].attempts)
             .filter_map(|a| Some((a.prescript, a.submitted?)))
             .collect()
-    };
-    let most_at_once = |spans: &[(Time, Time)]| {
-        spans
-            .iter()
-            .map(|&(t, _)| spans.iter().filter(|&&(s, e)| s <= t && t < e).count())
-            .max()
-            .unwrap_or(0)
     };
     let (sub, top) = (prescripts(3..6), prescripts(0..3));
     assert_eq!(sub.len(), 3);
