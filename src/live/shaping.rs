@@ -441,10 +441,9 @@ impl GridShapers {
     fn start(&self, route: RouteId, id: u64) -> Option<(f64, f64)> {
         let mut g = self.grid.lock().ok()?;
         let now = self.now();
-        // Its bytes would only set the model's end, which is not kept.
+        // The live bytes decide when a flow ends: the model's end schedule
+        // (which its size would set) is not kept.
         g.net.start(now, route, id, f64::MAX);
-        // The live bytes decide when a flow ends: the model's end
-        // schedule is not kept.
         g.net.take_changed(&mut Vec::new());
         Some((g.net.clock(now, route), g.net.rate(route)))
     }
