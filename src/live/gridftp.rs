@@ -326,7 +326,7 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
         });
     let latency = st.limits.latency + path_latency;
     if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
+        super::timer::sleep(latency).await;
     }
     // Read (or opened) when the latency is over, as the core's rule says:
     // an eviction after this point unlinks the name but not these bytes.

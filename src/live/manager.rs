@@ -33,6 +33,11 @@ impl LiveClock {
     pub fn now(&self) -> Time {
         self.start.elapsed().as_secs_f64() * self.time_scale
     }
+
+    /// The real instant of nominal time `t`.
+    pub fn at(&self, t: Time) -> Instant {
+        self.start + super::site::real_duration(t / self.time_scale)
+    }
 }
 
 /// Sent by the engine when the sites are attached: start planning.
@@ -166,13 +171,15 @@ impl ManagerActor {
             return;
         }
         if let Some(at) = core.next_wakeup() {
-            let delay = ((at - now) / self.clock.time_scale).max(0.0);
-            self.tick = Some(
-                ctx.run_later(super::site::real_duration(delay), |act, ctx| {
+            // On the run's clock, not after `now`: a tick is not late by the
+            // time this step took.
+            let due = self.clock.at(at.max(now));
+            self.tick = Some(ctx.spawn(super::timer::sleep_until(due.into()).into_actor(self).map(
+                |(), act, ctx| {
                     act.tick = None;
                     act.step(Event::Tick, ctx);
-                }),
-            );
+                },
+            )));
         }
     }
 

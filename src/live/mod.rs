@@ -15,7 +15,8 @@
 
 pub mod farm;
 internal!(
-    audit, gridftp, manager, messages, names, prepare, remote, shaping, site, store, transfer,
+    audit, gridftp, manager, messages, names, prepare, remote, shaping, site, store, timer,
+    transfer,
 );
 
 use std::net::{SocketAddr, TcpListener};
@@ -361,7 +362,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
             let (addr, fault) = (sites[*site].clone(), fault.clone());
             let at = clock.start + site::real_duration(em.real_secs(*t));
             actix_rt::spawn(async move {
-                tokio::time::sleep_until(at.into()).await;
+                timer::sleep_until(at.into()).await;
                 addr.do_send(SiteFault(fault));
             })
         })

@@ -565,17 +565,17 @@ impl ModelFlow {
                 } else {
                     PACE_SLICE
                 };
-                // A timer sleeps a millisecond at least: a pull less ahead
-                // of the model than that goes on, and makes it up on its
-                // next piece (at 10 GB/s a piece is due every 0.1 ms;
-                // sleeping each would hold it to 1 GB/s).
-                if wait <= Duration::from_millis(1) {
+                // A wait shorter than a timer's lateness is not slept: the
+                // pull goes on and makes it up on its next piece (at 10 GB/s
+                // a piece is due every 0.1 ms; sleeping each would hold it
+                // back by the lateness each time).
+                if wait <= super::timer::LATENESS {
                     c.passed += bytes as f64;
                     return;
                 }
                 wait
             };
-            tokio::time::sleep(wait.min(PACE_SLICE)).await;
+            super::timer::sleep(wait.min(PACE_SLICE)).await;
         }
     }
 }

@@ -274,7 +274,7 @@ impl SiteActor {
                 .await
                 .unwrap_or_else(|e| Err(e.to_string()))
             };
-            tokio::time::sleep_until(until.into()).await;
+            super::timer::sleep_until(until.into()).await;
             checked
         };
         ctx.spawn(

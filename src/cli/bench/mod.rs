@@ -230,6 +230,7 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         figures.extend(
             live_runs::transfer_throughput(16, (64 << 20) / shrink as u64).map_err(failed("transfer"))?,
         );
+        figures.push(live_runs::paced_small_pulls((300 / shrink).max(2)).map_err(failed("transfer"))?);
     }
     if want("faults") {
         figures.push(live_runs::dispatch_under_resets(2_000 / shrink).map_err(failed("faults"))?);
