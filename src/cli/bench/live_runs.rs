@@ -216,14 +216,7 @@ pub(super) fn transfer_throughput(files: usize, size: u64) -> Result<Vec<Figure>
         for n in &names {
             std::fs::remove_file(dst.path(n))?;
         }
-        let start = Instant::now();
-        for (i, n) in names.iter().enumerate() {
-            let path = shapers.path(0, 1);
-            live::transfer::pull_as(&client, &url, n, &dst, n, i as u64, &path)
-                .await
-                .map_err(|e| format!("{e:?}"))?;
-        }
-        let shaped = start.elapsed();
+        let shaped = paced_pulls(&client, &url, &names, &dst, &shapers).await?;
         handle.stop(false).await;
         Ok((plain, shaped))
     });
@@ -328,6 +321,25 @@ fn serve(
     Ok((url, handle))
 }
 
+/// Pulls `names` from site 0 at `url` into `dst` one after another, each a
+/// flow of `shapers`' model from site 0 to site 1; how long they took.
+async fn paced_pulls(
+    client: &reqwest::Client,
+    url: &str,
+    names: &[String],
+    dst: &store::Store,
+    shapers: &Arc<live::shaping::GridShapers>,
+) -> Result<Duration, Failure> {
+    let start = Instant::now();
+    for (i, n) in names.iter().enumerate() {
+        let path = shapers.path(0, 1);
+        live::transfer::pull_as(client, url, n, dst, n, i as u64, &path)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(start.elapsed())
+}
+
 /// What a live pull costs beyond the model's time, where transfers are
 /// short: `pulls` files of 5 kB one after another from a source in the
 /// process at 300 kB/s, spcl-live-4's 5-s transfer at `time_scale = 300`
@@ -357,14 +369,7 @@ pub(super) fn paced_small_pulls(pulls: usize) -> Result<Figure, Failure> {
     let took: Result<Duration, Failure> = actix_rt::System::new().block_on(async {
         let (url, handle) = serve(&src, &shapers)?;
         let client = reqwest::Client::builder().no_proxy().build()?;
-        let start = Instant::now();
-        for (i, n) in names.iter().enumerate() {
-            let path = shapers.path(0, 1);
-            live::transfer::pull_as(&client, &url, n, &dst, n, i as u64, &path)
-                .await
-                .map_err(|e| format!("{e:?}"))?;
-        }
-        let took = start.elapsed();
+        let took = paced_pulls(&client, &url, &names, &dst, &shapers).await?;
         handle.stop(false).await;
         Ok(took)
     });
