@@ -360,7 +360,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         .iter()
         .map(|(t, site, fault)| {
             let (addr, fault) = (sites[*site].clone(), fault.clone());
-            let at = clock.start + site::real_duration(em.real_secs(*t));
+            let at = clock.at(*t);
             actix_rt::spawn(async move {
                 timer::sleep_until(at.into()).await;
                 addr.do_send(SiteFault(fault));
