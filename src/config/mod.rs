@@ -702,7 +702,7 @@ pub fn load_with(
     let mut manager = manager::settings(&tb, &src, &strategy, &registry)?;
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
     manager.wms.seed = seed;
-    let (workflow, source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
+    let (workflow, mut source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
     let submissions = submissions::resolve(&tb.submission, &workflow, &sites, origin, &src)?;
     let mut input_bytes = vec![0u64; sites.len()];
     for (f, s) in submissions.placement(&workflow) {
@@ -736,8 +736,14 @@ pub fn load_with(
     };
 
     // A DAGMan CONFIG's DAGMAN_MAX_PRE_SCRIPTS is the DAG's own MAXPRE, its
-    // DAGMAN_SUBMIT_DEPTH_FIRST the DAG's release order.
-    if let Some(d) = source.as_ref().and_then(|s| s.dagman.as_ref()) {
+    // DAGMAN_SUBMIT_DEPTH_FIRST the DAG's release order. The testbed's
+    // order is every DAGMan's default, as HTCondor's configuration is: a
+    // sub-DAG without a CONFIG of its own keeps it, not the top DAG's.
+    if let Some(d) = source.as_mut().and_then(|s| s.dagman.as_mut()) {
+        for sub in &mut d.subdags {
+            sub.submit_depth_first
+                .get_or_insert(manager.submit_depth_first);
+        }
         if let Some(max_pre) = d.max_pre {
             manager.maxpre = max_pre;
         }

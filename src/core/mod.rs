@@ -41,6 +41,7 @@ internal!(
     file_server,
     manager,
     nodes,
+    ready_queue,
     site,
     storage,
     timeline,

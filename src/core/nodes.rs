@@ -9,8 +9,7 @@
 //! [`NodeSettings::none`]: FIFO release, no categories, the manager's
 //! `max_retries` for every job.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::JobId;
 
@@ -115,6 +114,9 @@ pub struct SubDag {
     /// Its own PROVISIONER node (one of `members`): the sub-DAG's other
     /// nodes start once its job runs. A sub-DAG with one has an `entry`.
     pub provisioner: Option<JobId>,
+    /// `DAGMAN_SUBMIT_DEPTH_FIRST` of its own DAGMan: its newest ready
+    /// node first (`core::ready_queue`).
+    pub depth_first: bool,
 }
 
 impl NodeSettings {
@@ -146,102 +148,6 @@ impl NodeSettings {
             save_points: Default::default(),
             tolerant: Default::default(),
         }
-    }
-}
-
-/// Ready jobs waiting for a prescript: FIFO, or by priority (higher first,
-/// then first come) when any job has one. Depth-first
-/// (`DAGMAN_SUBMIT_DEPTH_FIRST`) puts newly ready jobs at the head instead
-/// of the tail: last come first among equal priorities.
-#[derive(Debug, Clone, Default)]
-pub struct ReadyQueue {
-    fifo: VecDeque<JobId>,
-    heap: BinaryHeap<(i32, Reverse<u64>, JobId)>,
-    priority: Option<Vec<i32>>,
-    seq: u64,
-    depth_first: bool,
-}
-
-impl ReadyQueue {
-    /// A FIFO queue.
-    pub fn fifo() -> Self {
-        ReadyQueue::default()
-    }
-
-    /// A queue that serves the newest ready job first.
-    pub fn depth_first() -> Self {
-        ReadyQueue {
-            depth_first: true,
-            ..ReadyQueue::default()
-        }
-    }
-
-    /// Orders by `priority` from now on (the jobs queued keep their order
-    /// among equals).
-    pub fn set_priorities(&mut self, priority: Vec<i32>) {
-        if priority.iter().all(|&p| p == 0) {
-            return;
-        }
-        let mut queued: Vec<JobId> = self.fifo.drain(..).collect();
-        if self.depth_first {
-            queued.reverse(); // pushed again oldest first, they keep their order
-        }
-        self.priority = Some(priority);
-        for j in queued {
-            self.push(j);
-        }
-    }
-
-    /// Queues `job`.
-    pub fn push(&mut self, job: JobId) {
-        match &self.priority {
-            None if self.depth_first => self.fifo.push_front(job),
-            None => self.fifo.push_back(job),
-            Some(p) => {
-                self.seq += 1;
-                let order = if self.depth_first {
-                    u64::MAX - self.seq
-                } else {
-                    self.seq
-                };
-                self.heap.push((p[job], Reverse(order), job));
-            }
-        }
-    }
-
-    /// The next job to plan.
-    pub fn pop(&mut self) -> Option<JobId> {
-        match self.priority {
-            None => self.fifo.pop_front(),
-            Some(_) => self.heap.pop().map(|(_, _, j)| j),
-        }
-    }
-
-    /// Up to `n` queued jobs in the order [`pop`](Self::pop) would give
-    /// them, without taking them.
-    pub fn peek(&self, n: usize) -> Vec<JobId> {
-        match self.priority {
-            None => self.fifo.iter().take(n).copied().collect(),
-            Some(_) => {
-                let mut next: Vec<_> = self.heap.iter().copied().collect();
-                if next.len() > n {
-                    next.select_nth_unstable_by(n, |a, b| b.cmp(a));
-                    next.truncate(n);
-                }
-                next.sort_unstable_by(|a, b| b.cmp(a));
-                next.into_iter().map(|(_, _, j)| j).collect()
-            }
-        }
-    }
-
-    /// Jobs queued.
-    pub fn len(&self) -> usize {
-        self.fifo.len() + self.heap.len()
-    }
-
-    /// Whether none is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -294,62 +200,6 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn priorities_release_higher_first_and_ties_in_arrival_order() {
-        let mut q = ReadyQueue::fifo();
-        for j in 0..4 {
-            q.push(j);
-        }
-        q.set_priorities(vec![0, 5, -1, 5]);
-        q.push(2);
-        assert_eq!(
-            std::iter::from_fn(|| q.pop()).collect::<Vec<_>>(),
-            [1, 3, 0, 2, 2]
-        );
-        let mut fifo = ReadyQueue::fifo();
-        fifo.set_priorities(vec![0; 3]);
-        fifo.push(2);
-        fifo.push(0);
-        assert_eq!(fifo.pop(), Some(2));
-    }
-
-    #[test]
-    fn depth_first_serves_the_newest_first_among_equal_priorities() {
-        let mut q = ReadyQueue::depth_first();
-        for j in 0..3 {
-            q.push(j);
-        }
-        assert_eq!(q.pop(), Some(2));
-        q.push(3);
-        assert_eq!(q.peek(3), [3, 1, 0]);
-        // Priorities first; the queued keep their order when they are set.
-        q.set_priorities(vec![0, 0, 0, 0, 7]);
-        assert_eq!(q.peek(3), [3, 1, 0]);
-        q.push(4);
-        q.push(2);
-        assert_eq!(
-            std::iter::from_fn(|| q.pop()).collect::<Vec<_>>(),
-            [4, 2, 3, 1, 0]
-        );
-    }
-
-    #[test]
-    fn peek_gives_what_pop_would_without_taking_it() {
-        let mut q = ReadyQueue::fifo();
-        for j in [4, 1, 3] {
-            q.push(j);
-        }
-        assert_eq!(q.peek(2), [4, 1]);
-        q.set_priorities(vec![0, 5, -1, 5, 2]);
-        q.push(0);
-        for n in 0..=5 {
-            let mut taken = q.clone();
-            let popped: Vec<_> = std::iter::from_fn(|| taken.pop()).take(n).collect();
-            assert_eq!(q.peek(n), popped, "peek({n})");
-        }
-        assert_eq!(q.len(), 4);
-    }
 
     #[test]
     fn a_full_category_holds_jobs_until_one_leaves() {

@@ -1706,6 +1706,69 @@ fn a_subdags_final_node_runs_last_and_decides_the_subdag() {
     }
 }
 
+/// `DAGMAN_SUBMIT_DEPTH_FIRST` is each DAGMan's own, as each reads its own
+/// configuration (`dagman_main.cpp`) and `Dag::StartNode` puts a ready node
+/// at the head of its own ready queue when it is set. A sub-DAG without a
+/// CONFIG has the testbed's order (HTCondor's configuration), not the top
+/// DAG's CONFIG. One slot runs the jobs in the order they were submitted;
+/// the DAGMans take turns in the order their nodes became ready
+/// (`core::ready_queue`). Both engines.
+#[test]
+fn each_dagman_submits_in_its_own_depth_first_order() {
+    let top = "JOB A n.sub\nJOB B n.sub\nJOB C n.sub\nSUBDAG EXTERNAL S inner.dag\n\
+               JOBSTATE_LOG j.log\n";
+    let inner = "JOB X n.sub\nJOB Y n.sub\nJOB Z n.sub\n";
+    // (top DAG's CONFIG, sub-DAG's CONFIG, the testbed's, the order run)
+    let cases = [
+        (None, Some("True"), "", ["A", "B", "C", "S+Z", "S+Y", "S+X"]),
+        (Some("True"), None, "", ["C", "B", "A", "S+X", "S+Y", "S+Z"]),
+        (
+            None,
+            Some("False"),
+            "submit_depth_first = true",
+            ["C", "B", "A", "S+X", "S+Y", "S+Z"],
+        ),
+        // Both depth-first: each DAGMan its newest first, by turns, where
+        // one queue would have run the sub-DAG's three before C, B and A.
+        (
+            None,
+            None,
+            "submit_depth_first = true",
+            ["C", "B", "A", "S+Z", "S+Y", "S+X"],
+        ),
+    ];
+    for engine in ["sim", "live"] {
+        for (top_cfg, inner_cfg, testbed, order) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let config = |name: &str, value: Option<&str>| match value {
+                Some(v) => {
+                    let body = format!("DAGMAN_SUBMIT_DEPTH_FIRST = {v}\n");
+                    std::fs::write(d.join(name), body).unwrap();
+                    format!("CONFIG {name}\n")
+                }
+                None => String::new(),
+            };
+            let inner_dag = format!("{}{inner}", config("in.cfg", inner_cfg));
+            std::fs::write(d.join("inner.dag"), inner_dag).unwrap();
+            let top_dag = format!("{}{top}", config("top.cfg", top_cfg));
+            let tb = dag_testbed_on(d, &top_dag, testbed, "", 1);
+            std::fs::write(d.join("w.toml"), "").unwrap();
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            assert_eq!(code, Some(0), "{engine}: {out}{err}");
+            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            let ran: Vec<&str> = log
+                .lines()
+                .filter_map(|l| l.split(' ').nth(1).filter(|_| l.contains(" EXECUTE ")))
+                .collect();
+            assert_eq!(
+                ran, order,
+                "{engine} {top_cfg:?} {inner_cfg:?} {testbed}: {log}"
+            );
+        }
+    }
+}
+
 /// A testbed named by a relative path, beside its `.dag`: a script named
 /// bare (`post.sh`) is the one beside the `.dag`, not one looked for on
 /// PATH (it was, and exited 127).

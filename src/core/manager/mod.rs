@@ -55,7 +55,8 @@ use recovery::Retry;
 use staging::Prescript;
 
 use super::events::EventQueue;
-use super::nodes::{NodeSettings, ReadyQueue, Throttle};
+use super::nodes::{NodeSettings, Throttle};
+use super::ready_queue::ReadyQueue;
 use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -764,6 +765,16 @@ impl Manager {
         self.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
         self.subdags = subdag::SubDags::new(&nodes);
+        if !nodes.subdags.is_empty() {
+            // Each sub-DAG's DAGMan orders its own ready nodes.
+            let dagman_of = (0..self.state.len())
+                .map(|j| self.subdags.innermost(j).map_or(0, |k| k + 1))
+                .collect();
+            let depth_first = std::iter::once(self.settings.submit_depth_first)
+                .chain(nodes.subdags.iter().map(|d| d.depth_first))
+                .collect();
+            self.ready.set_dagmans(dagman_of, depth_first);
+        }
         self.limits = dagman_limits::DagmanLimits::new(&nodes);
         self.nodes = nodes;
         // Every DONE node is done before any node starts, as in DAGMan: the

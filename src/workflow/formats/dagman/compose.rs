@@ -154,13 +154,9 @@ pub(super) fn flatten(
 /// A sub-DAG's own `CONFIG` (read beside its `.dag` at `path`, where its
 /// DAGMan runs): its `DAGMAN_MAX_JOBS_SUBMITTED`, `DAGMAN_MAX_JOBS_IDLE`,
 /// `DAGMAN_MAX_PRE_SCRIPTS`, `DAGMAN_MAX_POST_SCRIPTS` and
-/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` are its own. Its depth-first order
-/// is the top DAG's (one ready queue; a warning says so).
-fn subdag_config(
-    file: &DagFile,
-    path: &Path,
-    out: &mut Flat,
-) -> Result<super::DagmanInfo, FormatError> {
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` and `DAGMAN_SUBMIT_DEPTH_FIRST` are
+/// its own.
+fn subdag_config(file: &DagFile, path: &Path) -> Result<super::DagmanInfo, FormatError> {
     let mut own = super::DagmanInfo::default();
     let Some(config) = &file.info.config else {
         return Ok(own);
@@ -171,15 +167,9 @@ fn subdag_config(
         message: format!("CONFIG {config}: cannot read {}: {e}", cpath.display()),
     })?;
     super::apply_config(&text, &mut own).map_err(|(line, m)| FormatError {
-        file: cpath.clone(),
+        file: cpath,
         message: format!("line {line}: {m}"),
     })?;
-    if own.submit_depth_first.is_some() {
-        out.warnings.push(format!(
-            "{}: a sub-DAG's DAGMAN_SUBMIT_DEPTH_FIRST is the top DAG's here (one ready queue, one release order)",
-            cpath.display()
-        ));
-    }
     Ok(own)
 }
 
@@ -363,7 +353,7 @@ fn flatten_piece(
             .join(n.subdag.as_deref().unwrap_or_default());
         let sfile = read_file(&spath, |m| err(format!("{m}{written_by_pre}")))?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
-        let config = subdag_config(&sfile, &spath, out)?;
+        let config = subdag_config(&sfile, &spath)?;
         let inner = out.nodes.len();
         let mut own = Scope::default();
         let piece = flatten_piece(
@@ -463,6 +453,7 @@ fn flatten_piece(
             max_pre: config.max_pre,
             final_node,
             provisioner,
+            submit_depth_first: config.submit_depth_first,
         });
         as_child.insert(local, vec![entry_name]);
     }

@@ -172,6 +172,9 @@ pub struct SubDagInfo {
     pub final_node: Option<String>,
     /// Its own PROVISIONER node (`node+name`), which its DAGMan runs first.
     pub provisioner: Option<String>,
+    /// `DAGMAN_SUBMIT_DEPTH_FIRST` of its own `CONFIG` (None: the
+    /// testbed's, as DAGMan's is the HTCondor configuration's).
+    pub submit_depth_first: Option<bool>,
 }
 
 /// DAGMan's settings of a whole `.dag` file.
@@ -586,6 +589,7 @@ impl DagmanInfo {
                     max_pre: d.max_pre.unwrap_or(0),
                     final_node: d.final_node.as_ref().and_then(id),
                     provisioner: d.provisioner.as_ref().and_then(id),
+                    depth_first: d.submit_depth_first.unwrap_or(false),
                 })
             })
             .collect();

@@ -1,0 +1,371 @@
+//! The ready queue: jobs whose parents are over, waiting for a prescript
+//! slot (DAGMan's `_readyQ`, filled by `Dag::StartNode` in HTCondor's
+//! source). Each DAGMan orders its own: first come first, or by `PRIORITY`
+//! (higher first, then first come); `DAGMAN_SUBMIT_DEPTH_FIRST` puts a
+//! newly ready job at the head instead of the tail, last come first among
+//! equal priorities.
+//!
+//! A sub-DAG is a DAGMan of its own with its own `CONFIG`, so its order
+//! may differ from the DAG above it. Its jobs then wait in a lane of their
+//! own, and the lanes share the submit host's prescript slots by turns:
+//! each job that becomes ready gives its lane one turn, stamped with its
+//! priority and arrival, and the next slot goes to the highest-priority,
+//! oldest turn, whose lane then hands over the job at its own head. Every
+//! DAGMan is served as often, and as early, as its jobs arrived; which of
+//! its jobs goes is its own order. When every DAGMan is first come first
+//! served this is one queue's order exactly, so one lane is kept.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+
+use super::JobId;
+
+/// One DAGMan's ready jobs in its own order: a FIFO (or LIFO, depth-first)
+/// deque until priorities are set, a heap after.
+#[derive(Debug, Clone, Default)]
+struct Lane {
+    fifo: VecDeque<JobId>,
+    heap: BinaryHeap<(i32, Reverse<u64>, JobId)>,
+    seq: u64,
+    depth_first: bool,
+}
+
+impl Lane {
+    fn push(&mut self, job: JobId, priority: Option<&[i32]>) {
+        match priority {
+            None if self.depth_first => self.fifo.push_front(job),
+            None => self.fifo.push_back(job),
+            Some(p) => {
+                self.seq += 1;
+                let order = if self.depth_first {
+                    u64::MAX - self.seq
+                } else {
+                    self.seq
+                };
+                self.heap.push((p[job], Reverse(order), job));
+            }
+        }
+    }
+
+    /// The head: only one of the deque and the heap holds jobs at a time.
+    fn pop(&mut self) -> Option<JobId> {
+        match self.heap.pop() {
+            Some((_, _, j)) => Some(j),
+            None => self.fifo.pop_front(),
+        }
+    }
+
+    fn peek(&self, n: usize) -> Vec<JobId> {
+        if self.heap.is_empty() {
+            return self.fifo.iter().take(n).copied().collect();
+        }
+        let mut next: Vec<_> = self.heap.iter().copied().collect();
+        if next.len() > n {
+            next.select_nth_unstable_by(n, |a, b| b.cmp(a));
+            next.truncate(n);
+        }
+        next.sort_unstable_by(|a, b| b.cmp(a));
+        next.into_iter().map(|(_, _, j)| j).collect()
+    }
+
+    fn len(&self) -> usize {
+        self.fifo.len() + self.heap.len()
+    }
+
+    /// Empties the lane, its jobs in the order they came.
+    fn drain_arrivals(&mut self) -> Vec<JobId> {
+        let mut fifo: Vec<JobId> = self.fifo.drain(..).collect();
+        let mut heap: Vec<_> = self.heap.drain().collect();
+        if self.depth_first {
+            fifo.reverse();
+        }
+        // Arrival is the order key, or its mirror when depth-first.
+        heap.sort_unstable_by_key(|&(_, Reverse(order), _)| {
+            if self.depth_first {
+                u64::MAX - order
+            } else {
+                order
+            }
+        });
+        fifo.into_iter()
+            .chain(heap.into_iter().map(|(_, _, j)| j))
+            .collect()
+    }
+}
+
+/// The ready jobs of every DAGMan of the run, in the order their prescripts
+/// start (see the module docs).
+#[derive(Debug, Clone)]
+pub struct ReadyQueue {
+    priority: Option<Vec<i32>>,
+    /// One per DAGMan, the top DAG's first; one lane for all when every
+    /// DAGMan is first come first served.
+    lanes: Vec<Lane>,
+    /// Each job's lane (empty while there is one lane).
+    lane_of: Vec<u32>,
+    /// With several lanes: one turn per queued job, (priority, arrival, lane).
+    turns: BTreeSet<(Reverse<i32>, u64, u32)>,
+    seq: u64,
+}
+
+impl Default for ReadyQueue {
+    fn default() -> Self {
+        ReadyQueue {
+            priority: None,
+            lanes: vec![Lane::default()],
+            lane_of: Vec::new(),
+            turns: BTreeSet::new(),
+            seq: 0,
+        }
+    }
+}
+
+impl ReadyQueue {
+    /// A FIFO queue.
+    pub fn fifo() -> Self {
+        ReadyQueue::default()
+    }
+
+    /// A queue that serves the newest ready job first.
+    pub fn depth_first() -> Self {
+        let mut q = ReadyQueue::default();
+        q.lanes[0].depth_first = true;
+        q
+    }
+
+    /// Orders by `priority` from now on (the jobs queued keep their order
+    /// among equals).
+    pub fn set_priorities(&mut self, priority: Vec<i32>) {
+        if priority.iter().all(|&p| p == 0) {
+            return;
+        }
+        let queued = self.drain_arrivals();
+        self.priority = Some(priority);
+        for j in queued {
+            self.push(j);
+        }
+    }
+
+    /// Gives each DAGMan its own order: `lane_of[job]` is the DAGMan of each
+    /// job (0 the top DAG), `depth_first[d]` whether DAGMan `d` serves its
+    /// newest ready job first. The jobs queued keep their arrival order.
+    pub fn set_dagmans(&mut self, lane_of: Vec<usize>, depth_first: Vec<bool>) {
+        if depth_first.iter().all(|&d| !d) {
+            // One first-come queue gives the lanes' turns exactly.
+            self.lanes[0].depth_first = false;
+            let queued = self.drain_arrivals();
+            self.lanes.truncate(1);
+            self.lane_of.clear();
+            queued.into_iter().for_each(|j| self.push(j));
+            return;
+        }
+        let queued = self.drain_arrivals();
+        self.lanes = depth_first
+            .into_iter()
+            .map(|depth_first| Lane {
+                depth_first,
+                ..Lane::default()
+            })
+            .collect();
+        self.lane_of = lane_of.into_iter().map(|d| d as u32).collect();
+        if self.lanes.len() == 1 {
+            self.lane_of.clear();
+        }
+        queued.into_iter().for_each(|j| self.push(j));
+    }
+
+    /// Queues `job`.
+    pub fn push(&mut self, job: JobId) {
+        let priority = self.priority.as_deref();
+        if self.lanes.len() == 1 {
+            self.lanes[0].push(job, priority);
+            return;
+        }
+        let lane = self.lane_of[job];
+        self.seq += 1;
+        let p = priority.map_or(0, |p| p[job]);
+        self.turns.insert((Reverse(p), self.seq, lane));
+        self.lanes[lane as usize].push(job, priority);
+    }
+
+    /// The next job to plan.
+    pub fn pop(&mut self) -> Option<JobId> {
+        if self.lanes.len() == 1 {
+            return self.lanes[0].pop();
+        }
+        // The turn taken has its lane's highest priority, which its head has.
+        let (_, _, lane) = self.turns.pop_first()?;
+        self.lanes[lane as usize].pop()
+    }
+
+    /// Up to `n` queued jobs in the order [`pop`](Self::pop) would give
+    /// them, without taking them.
+    pub fn peek(&self, n: usize) -> Vec<JobId> {
+        if self.lanes.len() == 1 {
+            return self.lanes[0].peek(n);
+        }
+        let turns: Vec<u32> = self.turns.iter().take(n).map(|t| t.2).collect();
+        let mut taken: HashMap<u32, usize> = HashMap::new();
+        for &l in &turns {
+            *taken.entry(l).or_default() += 1;
+        }
+        let mut heads: HashMap<u32, std::vec::IntoIter<JobId>> = taken
+            .into_iter()
+            .map(|(l, k)| (l, self.lanes[l as usize].peek(k).into_iter()))
+            .collect();
+        turns
+            .into_iter()
+            .filter_map(|l| heads.get_mut(&l)?.next())
+            .collect()
+    }
+
+    /// Jobs queued.
+    pub fn len(&self) -> usize {
+        self.lanes.iter().map(Lane::len).sum()
+    }
+
+    /// Whether none is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Empties the queue, its jobs in the order they came: each lane's in
+    /// its order of arrival, the lanes' merged by their turns.
+    fn drain_arrivals(&mut self) -> Vec<JobId> {
+        if self.lanes.len() == 1 {
+            return self.lanes[0].drain_arrivals();
+        }
+        let mut turns: Vec<(u64, u32)> = self.turns.iter().map(|t| (t.1, t.2)).collect();
+        self.turns.clear();
+        turns.sort_unstable();
+        let mut arrivals: Vec<std::vec::IntoIter<JobId>> = self
+            .lanes
+            .iter_mut()
+            .map(|l| l.drain_arrivals().into_iter())
+            .collect();
+        turns
+            .into_iter()
+            .filter_map(|(_, l)| arrivals[l as usize].next())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(q: &mut ReadyQueue) -> Vec<JobId> {
+        std::iter::from_fn(|| q.pop()).collect()
+    }
+
+    #[test]
+    fn priorities_release_higher_first_and_ties_in_arrival_order() {
+        let mut q = ReadyQueue::fifo();
+        for j in 0..4 {
+            q.push(j);
+        }
+        q.set_priorities(vec![0, 5, -1, 5]);
+        q.push(2);
+        assert_eq!(drain(&mut q), [1, 3, 0, 2, 2]);
+        let mut fifo = ReadyQueue::fifo();
+        fifo.set_priorities(vec![0; 3]);
+        fifo.push(2);
+        fifo.push(0);
+        assert_eq!(fifo.pop(), Some(2));
+    }
+
+    #[test]
+    fn depth_first_serves_the_newest_first_among_equal_priorities() {
+        let mut q = ReadyQueue::depth_first();
+        for j in 0..3 {
+            q.push(j);
+        }
+        assert_eq!(q.pop(), Some(2));
+        q.push(3);
+        assert_eq!(q.peek(3), [3, 1, 0]);
+        // Priorities first; the queued keep their order when they are set.
+        q.set_priorities(vec![0, 0, 0, 0, 7]);
+        assert_eq!(q.peek(3), [3, 1, 0]);
+        q.push(4);
+        q.push(2);
+        assert_eq!(drain(&mut q), [4, 2, 3, 1, 0]);
+    }
+
+    #[test]
+    fn peek_gives_what_pop_would_without_taking_it() {
+        let mut single = ReadyQueue::fifo();
+        let mut lanes = ReadyQueue::fifo();
+        lanes.set_dagmans(vec![0, 1, 1, 0, 1], vec![false, true]);
+        for q in [&mut single, &mut lanes] {
+            for j in [4, 1, 3] {
+                q.push(j);
+            }
+            assert_eq!(q.peek(2).len(), 2);
+            q.set_priorities(vec![0, 5, -1, 5, 2]);
+            q.push(0);
+            q.push(2);
+            for n in 0..=6 {
+                let mut taken = q.clone();
+                let popped: Vec<_> = std::iter::from_fn(|| taken.pop()).take(n).collect();
+                assert_eq!(q.peek(n), popped, "peek({n})");
+            }
+            assert_eq!(q.len(), 5);
+        }
+    }
+
+    /// A depth-first sub-DAG under a first-come top DAG: the sub-DAG's
+    /// newest job goes at each of its turns, and its turns fall where its
+    /// jobs arrived among the top DAG's.
+    #[test]
+    fn a_depth_first_subdag_takes_its_newest_job_at_its_own_turns() {
+        let mut q = ReadyQueue::fifo();
+        // Jobs 0-2 the top DAG's, 3-6 the sub-DAG's.
+        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![false, true]);
+        for j in [0, 3, 4, 1, 5, 2, 6] {
+            q.push(j);
+        }
+        assert_eq!(q.peek(7), [0, 6, 5, 1, 4, 2, 3]);
+        assert_eq!(drain(&mut q), [0, 6, 5, 1, 4, 2, 3]);
+        // The other way round: the top DAG depth-first, the sub-DAG not.
+        let mut q = ReadyQueue::depth_first();
+        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![true, false]);
+        for j in [0, 3, 4, 1, 5, 2, 6] {
+            q.push(j);
+        }
+        assert_eq!(drain(&mut q), [2, 3, 4, 1, 5, 0, 6]);
+    }
+
+    #[test]
+    fn first_come_dagmans_keep_one_queue_and_depth_first_ones_their_own_orders() {
+        let arrivals = [0, 3, 4, 1, 5, 2, 6];
+        let lane_of = vec![0, 0, 0, 1, 1, 1, 1];
+        let mut one = ReadyQueue::fifo();
+        let mut lanes = ReadyQueue::fifo();
+        lanes.set_dagmans(lane_of.clone(), vec![false, false]);
+        assert_eq!(lanes.lanes.len(), 1, "no lanes where one queue is the same");
+        for j in arrivals {
+            one.push(j);
+            lanes.push(j);
+        }
+        assert_eq!(drain(&mut lanes), drain(&mut one));
+        // Both depth-first: each DAGMan its newest first, not the run's.
+        let mut q = ReadyQueue::depth_first();
+        q.set_dagmans(lane_of, vec![true, true]);
+        for j in arrivals {
+            q.push(j);
+        }
+        assert_eq!(drain(&mut q), [2, 6, 5, 1, 4, 0, 3]);
+    }
+
+    #[test]
+    fn jobs_queued_before_the_dagmans_are_set_keep_their_arrival_order() {
+        let mut q = ReadyQueue::fifo();
+        for j in [2, 0, 1] {
+            q.push(j);
+        }
+        q.set_priorities(vec![0, 1, 1]);
+        q.set_dagmans(vec![0, 1, 1], vec![false, true]);
+        // The sub-DAG's two jobs (priority 1) go first, newest first.
+        assert_eq!(drain(&mut q), [1, 2, 0]);
+    }
+}
