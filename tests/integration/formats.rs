@@ -230,6 +230,16 @@ fn dagman_reads_every_keyword_of_the_fixture() {
         (Some(4), Some(2), Some(50))
     );
     assert_eq!(info.submit_depth_first, Some(true));
+    // DAGMAN_VERBOSITY is not read, and a warning says so at its line.
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("every-keyword.config: not read by gridbed")
+                && w.contains("DAGMAN_VERBOSITY (line 6)")),
+        "{:?}",
+        loaded.warnings
+    );
     let wf = &loaded.workflow;
     let (_, edges, _) = shape(wf);
     // PARENT a CHILD b c (continued) and PARENT b c CHILD d e: 2 + 4 edges.

@@ -523,10 +523,13 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
                 cpath.display()
             ))
         })?;
-        dagman::apply_config(&ctext, info).map_err(|(line, m)| FormatError {
+        let unread = dagman::apply_config(&ctext, info).map_err(|(line, m)| FormatError {
             file: cpath.clone(),
             message: format!("line {line}: {m}"),
         })?;
+        parsed
+            .warnings
+            .extend(dagman::unread_config_warning(&cpath, &unread));
     }
     let format = format.unwrap_or(Format::Auto);
     let workflow = match parsed.indexed {

@@ -156,7 +156,11 @@ pub(super) fn flatten(
 /// `DAGMAN_MAX_PRE_SCRIPTS`, `DAGMAN_MAX_POST_SCRIPTS` and
 /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` and `DAGMAN_SUBMIT_DEPTH_FIRST` are
 /// its own.
-fn subdag_config(file: &DagFile, path: &Path) -> Result<super::DagmanInfo, FormatError> {
+fn subdag_config(
+    file: &DagFile,
+    path: &Path,
+    out: &mut Flat,
+) -> Result<super::DagmanInfo, FormatError> {
     let mut own = super::DagmanInfo::default();
     let Some(config) = &file.info.config else {
         return Ok(own);
@@ -166,10 +170,12 @@ fn subdag_config(file: &DagFile, path: &Path) -> Result<super::DagmanInfo, Forma
         file: path.to_path_buf(),
         message: format!("CONFIG {config}: cannot read {}: {e}", cpath.display()),
     })?;
-    super::apply_config(&text, &mut own).map_err(|(line, m)| FormatError {
-        file: cpath,
+    let unread = super::apply_config(&text, &mut own).map_err(|(line, m)| FormatError {
+        file: cpath.clone(),
         message: format!("line {line}: {m}"),
     })?;
+    out.warnings
+        .extend(super::unread_config_warning(&cpath, &unread));
     Ok(own)
 }
 
@@ -353,7 +359,7 @@ fn flatten_piece(
             .join(n.subdag.as_deref().unwrap_or_default());
         let sfile = read_file(&spath, |m| err(format!("{m}{written_by_pre}")))?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
-        let config = subdag_config(&sfile, &spath)?;
+        let config = subdag_config(&sfile, &spath, out)?;
         let inner = out.nodes.len();
         let mut own = Scope::default();
         let piece = flatten_piece(

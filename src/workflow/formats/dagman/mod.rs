@@ -612,9 +612,15 @@ impl DagmanInfo {
     }
 }
 
-/// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings and
-/// `DAGMAN_SUBMIT_DEPTH_FIRST` into `info`.
-pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, String)> {
+/// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings,
+/// `DAGMAN_SUBMIT_DEPTH_FIRST` and `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` into
+/// `info`. Returns the other `DAGMAN_*` settings it names, with their
+/// lines: gridbed does not read them, and the caller says so.
+pub fn apply_config(
+    text: &str,
+    info: &mut DagmanInfo,
+) -> Result<Vec<(usize, String)>, (usize, String)> {
+    let mut unread = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -652,7 +658,12 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
                 })?);
                 continue;
             }
-            _ => continue,
+            _ => {
+                if key.starts_with("DAGMAN_") {
+                    unread.push((n + 1, key));
+                }
+                continue;
+            }
         };
         *slot = Some(value.trim().parse().map_err(|_| {
             (
@@ -664,7 +675,24 @@ pub fn apply_config(text: &str, info: &mut DagmanInfo) -> Result<(), (usize, Str
             )
         })?);
     }
-    Ok(())
+    Ok(unread)
+}
+
+/// The warning for the `unread` settings of the configuration file at
+/// `path`, if there are any.
+pub fn unread_config_warning(path: &std::path::Path, unread: &[(usize, String)]) -> Option<String> {
+    if unread.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = unread
+        .iter()
+        .map(|(l, k)| format!("{k} (line {l})"))
+        .collect();
+    Some(format!(
+        "{}: not read by gridbed, so without effect here: {} (docs/dagman.md, CONFIG, lists what is read)",
+        path.display(),
+        list.join(", ")
+    ))
 }
 
 /// A sidecar's job: what a `.dag` does not say.
@@ -852,5 +880,28 @@ mod tests {
         let err = apply_config("# x\nDAGMAN_SUBMIT_DEPTH_FIRST = often", &mut info).unwrap_err();
         assert_eq!(err.0, 2);
         assert!(err.1.contains("expected True or False"), "{}", err.1);
+    }
+
+    #[test]
+    fn a_config_names_the_dagman_settings_it_does_not_read() {
+        let mut info = DagmanInfo::default();
+        let text = "DAGMAN_MAX_JOBS_IDLE = 3\nALL_DEBUG = D_FULLDEBUG\n\
+                    dagman_retry_node_first = True\nDAGMAN_MAX_SUBMITS_PER_INTERVAL = 5\n";
+        let unread = apply_config(text, &mut info).unwrap();
+        assert_eq!(info.max_jobs_idle, Some(3));
+        let keys = [
+            (3, "DAGMAN_RETRY_NODE_FIRST".to_string()),
+            (4, "DAGMAN_MAX_SUBMITS_PER_INTERVAL".to_string()),
+        ];
+        assert_eq!(unread, keys);
+        let w = unread_config_warning(std::path::Path::new("d/x.cfg"), &unread).unwrap();
+        assert!(
+            w.starts_with("d/x.cfg: not read by gridbed")
+                && w.contains(
+                    "DAGMAN_RETRY_NODE_FIRST (line 3), DAGMAN_MAX_SUBMITS_PER_INTERVAL (line 4)"
+                ),
+            "{w}"
+        );
+        assert_eq!(unread_config_warning(std::path::Path::new("x"), &[]), None);
     }
 }
