@@ -454,6 +454,8 @@ fn execute(
     // The record file holds no per-attempt or per-transfer detail: that is
     // in the control database it names.
     let detail = Detail::Summary;
+    // A run that read sub-DAGs as it went reports the DAG it grew.
+    let grown: Option<Scenario>;
     let (record, ended) = match ex.engine {
         Engine::Sim => {
             if ex.metrics_addr.is_some()
@@ -467,6 +469,8 @@ fn execute(
             }
             let run_id = &ex.run_id;
             let result = sim::run_recorded(scenario, db).map_err(CliError::input)?;
+            grown = result.grown.as_ref().map(|g| scenario.grown(g));
+            let scenario = grown.as_ref().unwrap_or(scenario);
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, run_id, detail);
             say!("{}", record.table().trim_end());
@@ -501,6 +505,8 @@ fn execute(
                 remove_on_interrupt: true,
             };
             let result = live::run(scenario, opts).map_err(CliError::engine)?;
+            grown = result.grown.as_ref().map(|g| scenario.grown(g));
+            let scenario = grown.as_ref().unwrap_or(scenario);
             db_error = result.db_error.clone();
             let record = RunRecord::from_run(scenario, &result, run_id, detail);
             say!("{}", record.table().trim_end());
@@ -509,6 +515,7 @@ fn execute(
             (record, ended_and_forgotten(result.result))
         }
     };
+    let scenario = grown.as_ref().unwrap_or(scenario);
     let mut record = record;
     if let Some(path) = &ex.out.json {
         record.db = db_path.map(|db| db_reference(path, db));

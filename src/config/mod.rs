@@ -14,10 +14,12 @@ mod manager;
 mod setup;
 mod sites;
 pub(crate) mod source;
+mod subdag_reader;
 mod submissions;
 mod workflow;
 
 pub use setup::{SetupError, SiteStart};
+pub use subdag_reader::{GrownDag, SubDagReader};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -251,18 +253,21 @@ impl Scenario {
             Some(src) if src.run_scripts => src
                 .dagman
                 .as_ref()
-                .map(|d| {
-                    // Absolute: a bare `post.sh` would be looked for on PATH.
-                    let dir = match src.path.parent() {
-                        Some(d) if !d.as_os_str().is_empty() => d,
-                        _ => std::path::Path::new("."),
-                    };
-                    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-                    d.scripts(&self.workflow, &dir)
-                })
+                .map(|d| d.scripts(&self.workflow, &self.script_dir()))
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
+    }
+
+    /// Where the DAG's scripts' relative executables are: the `.dag`'s
+    /// folder, absolute (a bare `post.sh` would be looked for on PATH).
+    fn script_dir(&self) -> PathBuf {
+        let path = self.source.as_ref().map(|s| s.path.as_path());
+        let dir = match path.and_then(std::path::Path::parent) {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())
     }
 
     /// The policies of one run of this scenario: every policy of the run is
@@ -749,6 +754,31 @@ pub fn load_with(
         }
         if let Some(depth_first) = d.submit_depth_first {
             manager.submit_depth_first = depth_first;
+        }
+    }
+    let deferred = (source.as_ref().and_then(|s| s.dagman.as_ref()))
+        .and_then(|d| d.subdags.iter().find(|s| s.deferred));
+    if let Some(sub) = deferred {
+        // Its nodes are known only once its PRE script has run: nothing
+        // that plans or transforms the whole DAG ahead can take them.
+        let memoize = tb.memoize == Some(true);
+        let ahead = match strategy.as_str() {
+            _ if tb.clustering.is_some() => {
+                Some((tb.clustering.as_ref().map(Spanned::span), "clustering"))
+            }
+            _ if tb.planner.is_some() => {
+                Some((tb.planner.as_ref().map(Spanned::span), "[planner]"))
+            }
+            "dag-c" | "clustered" => Some((None, "a strategy that plans the whole DAG ahead")),
+            _ if memoize => Some((None, "memoization")),
+            _ => None,
+        };
+        if let Some((span, what)) = ahead {
+            let msg = format!(
+                "the sub-DAG {} is read after its node's PRE script (scripts = \"run\"), as DAGMan reads it, so {what} cannot take it; run without it, or without scripts = \"run\" to read it with the DAG",
+                sub.node
+            );
+            return Err(src.error(span, None, msg));
         }
     }
     Ok(Scenario {

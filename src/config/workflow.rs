@@ -59,6 +59,8 @@ pub(super) fn resolve(
         if let Some(r) = &overrides.rescue {
             opts.rescue = r.clone();
         }
+        // DAGMan reads a sub-DAG after its node's PRE script.
+        opts.defer_subdags = scripts;
         (path, opts, scripts)
     });
     let (workflow, source) = match file {

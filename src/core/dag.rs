@@ -22,7 +22,7 @@ pub struct File {
 }
 
 /// One workflow job.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Job {
     /// Unique job name.
     pub name: String,
@@ -137,7 +137,9 @@ pub const MAX_WORKFLOW_BYTES: u64 = 1 << 60;
 /// A validated workflow: acyclic, every reference resolved, one writer per file.
 #[derive(Debug, Clone, Default)]
 pub struct Workflow {
-    /// Jobs in a topological order (parents before children).
+    /// Jobs in a topological order (parents before children), but for a
+    /// sub-DAG node whose DAG was read as the run went ([`Workflow::graft`]):
+    /// that DAG's nodes come after the node that waits for them.
     pub jobs: Vec<Job>,
     /// All files, inputs and outputs.
     pub files: Vec<File>,
@@ -366,6 +368,61 @@ impl Workflow {
             }
         }
         seen
+    }
+
+    /// Adds `jobs` after the workflow's: a sub-DAG read as the run goes
+    /// (DAGMan reads a sub-DAG's file as its node is submitted). Their
+    /// parents index `jobs` (0 is the first), which come in a topological
+    /// order, and they read and write no file (a `.dag` names none). Returns
+    /// the ids they take.
+    pub fn graft(&mut self, jobs: Vec<Job>) -> Result<std::ops::Range<JobId>, DagError> {
+        let first = self.jobs.len();
+        let mut names: std::collections::HashSet<&str> =
+            self.jobs.iter().map(|j| j.name.as_str()).collect();
+        for (i, j) in jobs.iter().enumerate() {
+            if !names.insert(j.name.as_str()) {
+                return Err(DagError::DuplicateJob(j.name.clone()));
+            }
+            if let Some(&p) = j.parents.iter().find(|&&p| p >= i) {
+                return Err(DagError::MissingParent {
+                    job: j.name.clone(),
+                    parent: format!("#{p}"),
+                });
+            }
+            if let Some(&f) = j.inputs.iter().chain(&j.outputs).next() {
+                return Err(DagError::MissingFile {
+                    job: j.name.clone(),
+                    file: format!("#{f} (a sub-DAG read as the run goes moves no data)"),
+                });
+            }
+            if !(j.runtime.is_finite() && j.runtime >= 0.0) {
+                return Err(DagError::BadRuntime {
+                    job: j.name.clone(),
+                    runtime: j.runtime,
+                });
+            }
+        }
+        drop(names);
+        for mut j in jobs {
+            let id = self.jobs.len();
+            for p in &mut j.parents {
+                *p += first;
+                self.children[*p].push(id);
+            }
+            self.jobs.push(j);
+            self.children.push(Vec::new());
+        }
+        Ok(first..self.jobs.len())
+    }
+
+    /// `child` waits for `parent` too (both of the workflow; the edge must
+    /// keep it acyclic: a grafted sub-DAG's entry before its roots, its
+    /// leaves before its node).
+    pub fn add_edge(&mut self, parent: JobId, child: JobId) {
+        if !self.jobs[child].parents.contains(&parent) {
+            self.jobs[child].parents.push(parent);
+            self.children[parent].push(child);
+        }
     }
 
     /// Job `j` as a builder writes it, references by name: the inverse of

@@ -291,6 +291,15 @@ pub enum Command {
         /// The site.
         site: SiteId,
     },
+    /// DAGMan submits the deferred sub-DAG `subdag` (its node `node`'s PRE
+    /// script has run): read its `.dag` now and answer with
+    /// [`Manager::graft`](manager::Manager::graft).
+    ReadSubDag {
+        /// The sub-DAG: its index in the node settings' `subdags`.
+        subdag: usize,
+        /// Its `SUBDAG EXTERNAL` node.
+        node: JobId,
+    },
     /// Run the node's PRE or POST script at `site` (its pool the working
     /// directory) and answer with [`Event::ScriptDone`].
     RunScript {

@@ -117,6 +117,30 @@ pub struct SubDag {
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` of its own DAGMan: its newest ready
     /// node first (`core::ready_queue`).
     pub depth_first: bool,
+    /// Its `.dag` is read only once its node's PRE script has run (which
+    /// may write it), as DAGMan reads it when it submits the node: until
+    /// then it has no members, and the engine answers
+    /// [`Command::ReadSubDag`](super::Command::ReadSubDag) with a [`Graft`].
+    pub deferred: bool,
+}
+
+/// A deferred sub-DAG's DAG, read once its node's PRE script ran: its nodes
+/// join the run as jobs after the DAG's.
+#[derive(Debug, Clone, Default)]
+pub struct Graft {
+    /// Its nodes as jobs, in a topological order, parents indexing `jobs`
+    /// (0 the first). They read and write no file.
+    pub jobs: Vec<super::Job>,
+    /// Their settings, indexed as `jobs`. Categories are the run's ids:
+    /// those the graft adds are numbered after the run's, and
+    /// `category_limits` holds only theirs. Its nested sub-DAGs index
+    /// `jobs`. Its `final_node`, `provisioner`, `max_post`,
+    /// `max_jobs_idle` and `max_jobs_submitted` are the sub-DAG's own.
+    pub nodes: NodeSettings,
+    /// Its DAGMan's `DAGMAN_MAX_PRE_SCRIPTS` (0: no limit).
+    pub max_pre: usize,
+    /// Its DAGMan's `DAGMAN_SUBMIT_DEPTH_FIRST`.
+    pub depth_first: bool,
 }
 
 impl NodeSettings {
@@ -148,6 +172,42 @@ impl NodeSettings {
             save_points: Default::default(),
             tolerant: Default::default(),
         }
+    }
+}
+
+impl NodeSettings {
+    /// Appends `more`'s per-node settings for jobs `first..` (its ids
+    /// shifted by `first`), its categories' limits and its sub-DAGs; its
+    /// DAG-wide settings (FINAL, PROVISIONER, limits) are left to the
+    /// caller.
+    pub fn append(&mut self, more: &NodeSettings, first: JobId) {
+        self.retry.extend(&more.retry);
+        self.priority.extend(&more.priority);
+        self.category.extend(&more.category);
+        self.category_limits.extend(&more.category_limits);
+        self.noop.extend(&more.noop);
+        self.done.extend(&more.done);
+        self.pre.extend(&more.pre);
+        self.post.extend(&more.post);
+        self.retry_unless_exit.extend(&more.retry_unless_exit);
+        self.pre_defer.extend(&more.pre_defer);
+        self.post_defer.extend(&more.post_defer);
+        self.pre_skip.extend(&more.pre_skip);
+        self.exits.extend(more.exits.iter().cloned());
+        self.abort_on.extend(more.abort_on.iter().cloned());
+        self.service.extend(&more.service);
+        let at = |j: JobId| j + first;
+        self.weak.extend(more.weak.iter().map(|&(p, c)| (at(p), at(c))));
+        self.save_points.extend(more.save_points.iter().map(|&j| at(j)));
+        self.tolerant.extend(more.tolerant.iter().map(|&j| at(j)));
+        self.subdags.extend(more.subdags.iter().map(|d| SubDag {
+            node: at(d.node),
+            entry: d.entry.map(at),
+            members: d.members.iter().map(|&m| at(m)).collect(),
+            final_node: d.final_node.map(at),
+            provisioner: d.provisioner.map(at),
+            ..d.clone()
+        }));
     }
 }
 
@@ -187,6 +247,15 @@ impl Throttle {
         self.in_flight[c] += 1;
         self.peak[c] = self.peak[c].max(self.in_flight[c]);
         true
+    }
+
+    /// Categories with these limits are added after the others.
+    pub fn grow(&mut self, limits: &[usize]) {
+        self.limits.extend(limits);
+        let n = self.limits.len();
+        self.in_flight.resize(n, 0);
+        self.held.resize(n, VecDeque::new());
+        self.peak.resize(n, 0);
     }
 
     /// A job of `category` left flight; returns a held job to queue again.

@@ -136,7 +136,7 @@ impl ReadyQueue {
     /// Orders by `priority` from now on (the jobs queued keep their order
     /// among equals).
     pub fn set_priorities(&mut self, priority: Vec<i32>) {
-        if priority.iter().all(|&p| p == 0) {
+        if self.priority.is_none() && priority.iter().all(|&p| p == 0) {
             return;
         }
         let queued = self.drain_arrivals();

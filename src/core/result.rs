@@ -17,6 +17,9 @@ use super::timeline::Timeline;
 pub struct RunResult {
     /// Which engine ran it: `sim` or `live`.
     pub engine: &'static str,
+    /// The workflow it ran: the scenario's, with the nodes of the sub-DAGs
+    /// it read as it went.
+    pub workflow: std::sync::Arc<super::Workflow>,
     /// Control records from the core.
     pub records: Records,
     /// Final job counts.
@@ -92,8 +95,10 @@ impl RunResult {
         let makespan = manager.records().makespan();
         let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
         let save_points = manager.save_points().to_vec();
+        let workflow = manager.workflow().clone();
         let (records, rls) = manager.into_records_and_rls();
         RunResult {
+            workflow,
             engine,
             counts,
             done,

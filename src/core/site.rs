@@ -80,6 +80,28 @@ pub struct Site {
 }
 
 impl Site {
+    /// The workflow grew: a sub-DAG read as the run goes added jobs (and
+    /// no files) to it.
+    pub fn graft(&mut self, wf: Arc<Workflow>) {
+        debug_assert_eq!(wf.files.len(), self.wf.files.len());
+        self.wf = wf;
+    }
+
+    /// [`Site::graft`] from the new jobs alone (a site in another process
+    /// is sent those): `jobs` are jobs `first..` of the workflow. Jobs it
+    /// has already are kept.
+    pub fn add_jobs(&mut self, first: JobId, jobs: &[super::Job]) {
+        let wf = Arc::make_mut(&mut self.wf);
+        let known = wf.jobs.len().saturating_sub(first);
+        wf.jobs.extend(jobs.iter().skip(known).cloned());
+        wf.children.resize(wf.jobs.len(), Vec::new());
+    }
+
+    /// The workflow as this site knows it.
+    pub fn workflow(&self) -> &Arc<Workflow> {
+        &self.wf
+    }
+
     /// Site `id` over an already filled `pool`, with other users' `load` if
     /// any (ignored on a storage site).
     pub fn new(

@@ -270,6 +270,11 @@ impl Wms {
         }
     }
 
+    /// The stages follow `jobs` jobs (a sub-DAG's were added).
+    pub fn grow(&mut self, jobs: usize) {
+        self.claim_since.resize(jobs, None);
+    }
+
     /// One draw of `latency`.
     pub fn draw(&mut self, latency: &Latency) -> f64 {
         latency.draw(&mut self.rng)

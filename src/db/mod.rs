@@ -93,6 +93,8 @@ pub struct ControlDb {
     attempts_written: Vec<u32>,
     /// Per file, whether its `files` row (its name) was queued.
     files_written: Vec<bool>,
+    /// Jobs with a `jobs` row (a sub-DAG read as the run goes adds some).
+    jobs_named: usize,
 }
 
 /// What the control database of an interrupted run says of it.
@@ -169,6 +171,7 @@ impl ControlDb {
             transfer_base: 0,
             attempts_written: Vec::new(),
             files_written: Vec::new(),
+            jobs_named: wf.jobs.len(),
         })
     }
 
@@ -254,6 +257,7 @@ impl ControlDb {
                 transfer_base,
                 attempts_written: Vec::new(),
                 files_written: Vec::new(),
+                jobs_named: jobs.len(),
             },
             Interrupted {
                 run,
@@ -280,6 +284,10 @@ impl ControlDb {
         if self.attempts_written.len() < records.jobs.len() {
             self.attempts_written.resize(records.jobs.len(), 0);
         }
+        for (j, job) in wf.jobs.iter().enumerate().skip(self.jobs_named) {
+            batch.new_jobs.push((j as i64, job.name.clone()));
+        }
+        self.jobs_named = self.jobs_named.max(wf.jobs.len());
         for &j in &changes.jobs {
             let r = &records.jobs[j];
             batch.jobs.push(JobWrite {

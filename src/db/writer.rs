@@ -97,6 +97,8 @@ pub(super) struct Batch {
     pub replicas: Vec<(i64, i64, i64)>,
     pub pools: Vec<(i64, String)>,
     pub faults: Vec<FaultWrite>,
+    /// Jobs a sub-DAG read as the run goes added: id, name.
+    pub new_jobs: Vec<(i64, String)>,
     pub jobs: Vec<JobWrite>,
     pub attempts: Vec<AttemptWrite>,
     pub transfers: Vec<TransferWrite>,
@@ -178,6 +180,9 @@ pub(super) fn writer(
                     "UPDATE jobs SET ready = ?2, failure = ?3, blocked_by = ?4 WHERE id = ?1",
                 )
                 .map_err(err)?;
+            let mut new_jobs = tx
+                .prepare_cached("INSERT OR IGNORE INTO jobs (id, name) VALUES (?1, ?2)")
+                .map_err(err)?;
             let mut faults = tx
                 .prepare_cached(
                     "INSERT INTO faults (t, site, kind, detail) VALUES (?1, ?2, ?3, ?4)",
@@ -213,6 +218,9 @@ pub(super) fn writer(
                 }
                 for f in &batch.faults {
                     faults.execute(params![f.0, f.1, f.2, f.3]).map_err(err)?;
+                }
+                for (id, name) in &batch.new_jobs {
+                    new_jobs.execute(params![id, name]).map_err(err)?;
                 }
                 for j in &batch.jobs {
                     jobs.execute(params![j.job, j.ready, j.failure, j.blocked_by])

@@ -11,7 +11,7 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::messages::{
-    Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteEvent, Submit,
+    AddJobs, Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteEvent, Submit,
 };
 use super::remote::SiteAddr;
 use crate::core::observer::BoxedObserver;
@@ -63,6 +63,8 @@ pub struct Taken {
     pub db: Option<ControlDb>,
     /// Per-site state over time.
     pub timeline: Timeline,
+    /// The DAG as the run left it, when it read sub-DAGs as it went.
+    pub grown: Option<crate::config::GrownDag>,
 }
 
 /// The manager actor. See the module docs.
@@ -79,6 +81,8 @@ pub struct ManagerActor {
     timeline: Timeline,
     /// Where an external policy program's failure shows: the run ends.
     policies: Arc<crate::policy::RunPolicies>,
+    /// The sub-DAGs read as the run goes, if it has any.
+    subdags: Option<crate::config::SubDagReader>,
 }
 
 impl ManagerActor {
@@ -91,9 +95,11 @@ impl ManagerActor {
         progress: BoxedObserver,
         db: Option<ControlDb>,
         policies: Arc<crate::policy::RunPolicies>,
+        subdags: Option<crate::config::SubDagReader>,
     ) -> Self {
         core.track_changes(db.is_some());
         ManagerActor {
+            subdags,
             policies,
             db,
             timeline: Timeline::default(),
@@ -114,7 +120,43 @@ impl ManagerActor {
         };
         let now = self.clock.now();
         core.handle(now, event, &mut self.out);
-        for c in self.out.drain(..) {
+        let out = std::mem::take(&mut self.out);
+        self.carry_out(out, now);
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        if let Some(h) = self.tick.take() {
+            ctx.cancel_future(h);
+        }
+        if core.is_finished() || self.policies.failure().is_some() {
+            self.publish();
+            self.progress.finish();
+            if let Some(done) = self.done.take() {
+                let _ = done.send(());
+            }
+            return;
+        }
+        if let Some(at) = core.next_wakeup() {
+            // On the run's clock, not after `now`: a tick is not late by the
+            // time this step took.
+            let due = self.clock.at(at.max(now));
+            self.tick = Some(ctx.spawn(super::timer::sleep_until(due.into()).into_actor(self).map(
+                |(), act, ctx| {
+                    act.tick = None;
+                    act.step(Event::Tick, ctx);
+                },
+            )));
+        }
+    }
+
+    /// Carries out the core's commands at nominal time `now`, by messaging
+    /// the sites.
+    fn carry_out(&mut self, out: Vec<Command>, now: Time) {
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
+        let mut out = out.into_iter();
+        while let Some(c) = out.next() {
             match c {
                 Command::Pin { job, site } => self.sites[site].do_send(Pin { job }),
                 Command::StartTransfer {
@@ -157,29 +199,34 @@ impl ManagerActor {
                 }
                 Command::Cleanup { site, file } => self.sites[site].do_send(Cleanup { file }),
                 Command::Delete { site, file } => self.sites[site].do_send(Delete { file }),
+                Command::ReadSubDag { subdag, .. } => {
+                    let first = core.workflow().jobs.len();
+                    let mut more = Vec::new();
+                    let scripts = match self.subdags.as_mut() {
+                        Some(reader) => reader.read(core, now, subdag, &mut more),
+                        None => {
+                            let why = Err("the run reads no sub-DAG as it goes".to_string());
+                            core.graft(now, subdag, why, &mut more);
+                            Vec::new()
+                        }
+                    };
+                    let jobs = core.workflow().jobs[first..].to_vec();
+                    if !jobs.is_empty() {
+                        self.metrics.jobs_total.add(jobs.len() as i64);
+                        // Before any order about them, in order on each site.
+                        for s in &self.sites {
+                            s.do_send(AddJobs {
+                                first,
+                                jobs: jobs.clone(),
+                                scripts: scripts.clone(),
+                            });
+                        }
+                    }
+                    // What the graft ordered, then the rest, in order.
+                    self.carry_out(more, now);
+                    return self.carry_out(out.collect(), now);
+                }
             }
-        }
-        if let Some(h) = self.tick.take() {
-            ctx.cancel_future(h);
-        }
-        if core.is_finished() || self.policies.failure().is_some() {
-            self.publish();
-            self.progress.finish();
-            if let Some(done) = self.done.take() {
-                let _ = done.send(());
-            }
-            return;
-        }
-        if let Some(at) = core.next_wakeup() {
-            // On the run's clock, not after `now`: a tick is not late by the
-            // time this step took.
-            let due = self.clock.at(at.max(now));
-            self.tick = Some(ctx.spawn(super::timer::sleep_until(due.into()).into_actor(self).map(
-                |(), act, ctx| {
-                    act.tick = None;
-                    act.step(Event::Tick, ctx);
-                },
-            )));
         }
     }
 
@@ -310,6 +357,12 @@ impl Handler<TakeManager> for ManagerActor {
         let mut timeline = std::mem::take(&mut self.timeline);
         timeline.finish(last);
         let db = self.db.take();
-        MessageResult(self.core.take().map(|core| Taken { core, db, timeline }))
+        let reader = self.subdags.take();
+        MessageResult(self.core.take().map(|core| Taken {
+            grown: reader.map(|r| r.finish(&core)),
+            core,
+            db,
+            timeline,
+        }))
     }
 }

@@ -101,6 +101,20 @@ pub struct Delete {
     pub file: FileId,
 }
 
+/// Manager → site: a sub-DAG read as the run goes added `jobs` to the
+/// workflow, from id `first` on, with their PRE/POST scripts when the DAG's
+/// scripts run (empty otherwise).
+#[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[rtype(result = "()")]
+pub struct AddJobs {
+    /// The first new job's id.
+    pub first: JobId,
+    /// The new jobs.
+    pub jobs: Vec<crate::core::Job>,
+    /// Their scripts, as `jobs`.
+    pub scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
+}
+
 /// Engine → site: a timed fault of the site happens now (`[[fault]]`).
 #[derive(Message, Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[rtype(result = "()")]

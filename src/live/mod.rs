@@ -111,6 +111,8 @@ pub struct LiveRun {
     pub sites: Vec<SiteReport>,
     /// The final `/metrics` text of the run.
     pub metrics: String,
+    /// The DAG as the run left it, when it read sub-DAGs as it went.
+    pub grown: Option<crate::config::GrownDag>,
 }
 
 impl std::ops::Deref for LiveRun {
@@ -305,6 +307,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         opts.progress,
         opts.db,
         policies.clone(),
+        scenario.subdag_reader(),
     )
     .start();
     let mut sites = Vec::new();
@@ -380,7 +383,12 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     for t in timed.iter().chain(&interrupt) {
         t.abort();
     }
-    let manager::Taken { core, db, timeline } = manager_addr
+    let manager::Taken {
+        core,
+        db,
+        timeline,
+        grown,
+    } = manager_addr
         .send(manager::TakeManager)
         .await
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
@@ -445,6 +453,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         result,
         sites: reports,
         metrics: metrics.render(),
+        grown,
     })
 }
 

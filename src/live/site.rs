@@ -17,7 +17,7 @@ use actix::prelude::*;
 use tempfile::TempDir;
 
 use super::messages::{
-    Cleanup, Delete, Fetch, FileCheck, Kill, Pin, Release, Remove, RunScript, SiteEvent, SiteFault,
+    AddJobs, Cleanup, Delete, Fetch, FileCheck, Kill, Pin, Release, Remove, RunScript, SiteEvent, SiteFault,
     SiteReport, Submit, TakeInventory,
 };
 use super::store::{self, Store};
@@ -49,6 +49,8 @@ pub struct SiteActor {
     fetching: rustc_hash::FxHashMap<crate::core::TransferId, crate::core::FileId>,
     /// PRE and POST scripts running here, by node (a removal kills them).
     scripts: rustc_hash::FxHashMap<JobId, SpawnHandle>,
+    /// The scripts of jobs a sub-DAG read as the run goes added.
+    added_scripts: rustc_hash::FxHashMap<JobId, crate::workflow::formats::dagman::NodeScripts>,
 }
 
 impl Actor for SiteActor {
@@ -107,6 +109,7 @@ impl SiteActor {
             real_bytes_in: 0,
             fetching: Default::default(),
             scripts: Default::default(),
+            added_scripts: Default::default(),
         }
     }
 
@@ -255,7 +258,7 @@ impl SiteActor {
     /// sleeps its scaled runtime, then [`Self::on_ran`].
     fn run_job(&mut self, job: JobId, nominal: f64, ctx: &mut Context<Self>) {
         let until = Instant::now() + real_duration(self.shared.emulation.real_secs(nominal));
-        let encs: Vec<String> = self.shared.workflow.jobs[job]
+        let encs: Vec<String> = self.site.workflow().jobs[job]
             .inputs
             .iter()
             .map(|&f| self.shared.encoded[f].clone())
@@ -322,7 +325,7 @@ impl SiteActor {
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             if !act.site.is_ending(job) {
                 // The site crashed while they were written: they go.
-                for &o in &act.shared.workflow.jobs[job].outputs {
+                for &o in &act.site.workflow().jobs[job].outputs {
                     if !act.site.pool().has(o) {
                         act.store.remove(&act.shared.encoded[o]);
                     }
@@ -479,17 +482,24 @@ impl Handler<TakeInventory> for SiteActor {
     }
 }
 
+impl Handler<AddJobs> for SiteActor {
+    type Result = ();
+    fn handle(&mut self, m: AddJobs, _: &mut Context<Self>) {
+        self.site.add_jobs(m.first, &m.jobs);
+        let added = (m.first..).zip(m.scripts);
+        self.added_scripts
+            .extend(added.filter_map(|(j, s)| Some((j, s?))));
+    }
+}
+
 impl Handler<RunScript> for SiteActor {
     type Result = ();
     /// Runs a DAGMan PRE/POST script as a process in this site's pool (its
     /// working directory), macros substituted; answers with its exit status
     /// (127 when it cannot be started, 128 + signal when killed by one).
     fn handle(&mut self, m: RunScript, ctx: &mut Context<Self>) {
-        let script = self
-            .shared
-            .scripts
-            .get(m.job)
-            .and_then(Option::as_ref)
+        let script = (self.shared.scripts.get(m.job).and_then(Option::as_ref))
+            .or_else(|| self.added_scripts.get(&m.job))
             .and_then(|n| n.invocation(m.kind, &m.macros));
         let (job, kind) = (m.job, m.kind);
         let Some(call) = script else {

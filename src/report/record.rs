@@ -251,6 +251,7 @@ impl RunRecord {
     ) -> RunRecord {
         let mut rec = Self::from_records(
             scenario,
+            &run.workflow,
             &run.records,
             run.engine,
             run_id,
@@ -274,16 +275,18 @@ impl RunRecord {
         rec
     }
 
-    /// Builds the engine-independent part of a record from control records.
+    /// Builds the engine-independent part of a record from control records
+    /// of a run of `wf` (the scenario's, grown by the sub-DAGs it read as it
+    /// went).
     pub fn from_records(
         scenario: &Scenario,
+        wf: &crate::core::Workflow,
         records: &Records,
         engine: &str,
         run_id: &str,
         makespan: f64,
         detail: Detail,
     ) -> RunRecord {
-        let wf = &scenario.workflow;
         let full = detail == Detail::Full;
         let site_name = |s: usize| scenario.sites[s].info.name.clone();
         let jobs: Vec<JobEntry> = records

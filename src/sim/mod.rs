@@ -57,6 +57,8 @@ pub struct SimRun {
     pub result: RunResult,
     /// Events processed.
     pub events: u64,
+    /// The DAG as the run left it, when it read sub-DAGs as it went.
+    pub grown: Option<crate::config::GrownDag>,
 }
 
 impl std::ops::Deref for SimRun {
@@ -218,6 +220,8 @@ struct Sim {
     /// folder they run in (made at the first).
     scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
     script_dir: Option<tempfile::TempDir>,
+    /// The sub-DAGs read as the run goes, if it has any.
+    subdags: Option<crate::config::SubDagReader>,
 }
 
 impl Sim {
@@ -308,6 +312,7 @@ impl Sim {
             faults: scenario.faults.timed.clone(),
             scripts: scenario.node_scripts(),
             script_dir: None,
+            subdags: scenario.subdag_reader(),
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -370,6 +375,7 @@ impl Sim {
     fn finish(mut self, wall: Duration) -> SimRun {
         let last = self.sample();
         self.timeline.finish(last);
+        let grown = self.subdags.take().map(|r| r.finish(&self.manager));
         let mut result = RunResult::from_manager("sim", self.manager, wall, self.timeline);
         result.evictions = self.sites.iter().map(|s| s.pool().evictions()).collect();
         result.used = self.sites.iter().map(|s| s.pool().used()).collect();
@@ -379,6 +385,7 @@ impl Sim {
         SimRun {
             result,
             events: self.events,
+            grown,
         }
     }
 
@@ -450,11 +457,40 @@ impl Sim {
                 self.sites[site].remove(job, &mut self.actions);
                 self.carry_out(site);
             }
+            Command::ReadSubDag { subdag, .. } => self.read_subdag(subdag),
             Command::Cleanup { site, file } => self.sites[site].cleanup(file),
             Command::Delete { site, file } => {
                 self.sites[site].delete(file, &mut self.actions);
                 self.carry_out(site);
             }
+        }
+    }
+
+    /// DAGMan submits a deferred sub-DAG: its file is read now, and its
+    /// nodes join the run.
+    fn read_subdag(&mut self, subdag: usize) {
+        let mut out = Vec::new();
+        let scripts = match self.subdags.as_mut() {
+            Some(reader) => reader.read(&mut self.manager, self.now, subdag, &mut out),
+            None => {
+                let why = Err("the run reads no sub-DAG as it goes".to_string());
+                self.manager.graft(self.now, subdag, why, &mut out);
+                Vec::new()
+            }
+        };
+        let wf = self.manager.workflow().clone();
+        if wf.jobs.len() > self.wf.jobs.len() {
+            if !self.scripts.is_empty() {
+                self.scripts.resize(self.wf.jobs.len(), None);
+                self.scripts.extend(scripts);
+            }
+            for site in &mut self.sites {
+                site.graft(wf.clone());
+            }
+            self.wf = wf;
+        }
+        for c in out {
+            self.apply(c);
         }
     }
 

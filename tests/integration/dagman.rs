@@ -443,7 +443,7 @@ fn a_subdag_is_one_node_that_ends_when_its_dag_ends_and_include_reads_inline() {
                 "top.dag",
                 "SUBDAG EXTERNAL S made.dag\nSCRIPT PRE S make.sh\n",
             )][..],
-            "cannot run one a PRE script writes",
+            "with scripts = \"run\" it is read after the PRE script",
         ),
         (
             &[("top.dag", "SUBDAG INTERNAL S s.dag\n")][..],
@@ -1994,4 +1994,32 @@ fn a_subdags_service_is_removed_at_the_subdags_end() {
         );
         assert!(run.makespan < 1000.0, "{engine}: {}", run.makespan);
     }
+}
+
+/// A sub-DAG read after its node's PRE script is refused with what plans
+/// the whole DAG ahead (here the DAG-C strategy), naming the sub-DAG; read
+/// with the DAG (the scripts not run), its missing file is refused saying
+/// why.
+#[test]
+fn a_subdag_read_after_its_pre_script_is_refused_with_a_plan_made_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let dag = "JOB A n.sub\nSUBDAG EXTERNAL S later.dag\nSCRIPT PRE S pre.sh\nPARENT A CHILD S\n";
+    let tb = dag_testbed(dir.path(), dag, "", "scripts = \"run\"");
+    std::fs::write(dir.path().join("w.toml"), "").unwrap();
+    let (code, _, err) =
+        crate::common::run_testbed(&tb, &["--engine", "sim", "--strategy", "dag-c"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("the sub-DAG S is read after its node's PRE script")
+            && err.contains("a strategy that plans the whole DAG ahead"),
+        "{err}"
+    );
+    let tb = dag_testbed(dir.path(), dag, "", "");
+    std::fs::write(dir.path().join("w.toml"), "").unwrap();
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("SUBDAG EXTERNAL S: cannot read") && err.contains("scripts = \"run\""),
+        "{err}"
+    );
 }

@@ -615,3 +615,143 @@ fn a_subdag_retried_runs_from_its_rescue_and_nothing_done_runs_twice() {
         assert!(!dir.path().join("lower.dag.rescue002").exists(), "{engine}");
     }
 }
+
+/// The lower DAG of HTCondor's `job_dagman_pre_subdag-A`: LA, then LB and
+/// LC, then LD.
+const PRE_SUBDAG_LOWER: &str = "Job LA n.sub\nJob LB n.sub\nJob LC n.sub\nJob LD n.sub\n\
+                                PARENT LA CHILD LB LC\nPARENT LB LC CHILD LD\n";
+
+/// A PRE script that writes `PRE_SUBDAG_LOWER` as `lower.dag` beside the
+/// DAG. gridbed runs a script in its site's pool folder, where HTCondor
+/// runs it in the node's DIR: the script writes beside itself.
+fn pre_writing_lower(dir: &Path) {
+    let text = PRE_SUBDAG_LOWER.replace('\n', "\\n");
+    script(
+        dir,
+        "pre.sh",
+        &format!("cd \"$(dirname \"$0\")\"\nprintf '{text}' > lower.dag\n"),
+    );
+}
+
+/// HTCondor's `job_dagman_pre_subdag-A`: `A` → `B`, `C` → `D`, where `C`
+/// is a `SUBDAG EXTERNAL` whose `lower.dag` does not exist until `C`'s PRE
+/// script writes it (DAGMan reads a sub-DAG's file when it submits the
+/// node). That test requires every node's job to have run (A, B, D, LA,
+/// LB, LC, LD) and the DAG to succeed; here also the order: the lower
+/// DAG's nodes after `C`'s PRE script and before `D`.
+#[test]
+fn a_subdag_file_its_pre_script_writes_is_read_after_it_and_runs() {
+    let upper = "Job A n.sub\nJob B n.sub\nSubdag external C lower.dag\n\
+                 Script pre C pre.sh\nJob D n.sub\nPARENT A CHILD B C\nPARENT B C CHILD D\n\
+                 JOBSTATE_LOG j.log\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        pre_writing_lower(dir.path());
+        let (code, status) = run(dir.path(), upper, "", engine);
+        assert_eq!(code, Some(0), "{engine}: {status}");
+        assert_in_order(&status, &["DagStatus = 5;.*STATUS_DONE (success)"], engine);
+        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        let ran: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" EXECUTE "))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        for node in ["A", "B", "D", "C+LA", "C+LB", "C+LC", "C+LD"] {
+            assert_eq!(
+                ran.iter().filter(|&&n| n == node).count(),
+                1,
+                "{engine}: {node} in {log}"
+            );
+        }
+        let at = |n: &str| ran.iter().position(|&x| x == n).unwrap();
+        assert!(
+            at("C+LA") < at("C+LB") && at("C+LC") < at("C+LD") && at("C+LD") < at("D"),
+            "{engine}: {log}"
+        );
+        let pre = log.find("C+PRE PRE_SCRIPT_SUCCESS");
+        assert!(
+            pre.is_some_and(|p| p < log.find(" C+LA ").unwrap()),
+            "{engine}: {log}"
+        );
+    }
+}
+
+/// DAGMan reads the sub-DAG's file as it is after the PRE script: a
+/// script that rewrites an existing file runs the new DAG. A file the
+/// script has not written yet makes the sub-DAG's DAGMan exit 1: the
+/// node's POST script sees it as `$RETURN`, and `RETRY` runs the PRE
+/// script again, which writes it this time. A sub-DAG read so that fails
+/// writes its own rescue, naming its nodes.
+#[test]
+fn a_subdag_is_read_as_its_pre_script_left_it_and_retried_when_unreadable() {
+    let upper = "JOB A n.sub\nSUBDAG EXTERNAL C lower.dag\nSCRIPT PRE C pre.sh\n\
+                 SCRIPT DEBUG post.log STDOUT POST C post.sh $RETURN\nRETRY C 1\n\
+                 PARENT A CHILD C\nJOBSTATE_LOG j.log\n";
+    let post = "echo \"returned $1\"\nexit $1\n";
+    for engine in ["sim", "live"] {
+        // An old file, rewritten.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("lower.dag"), "JOB OLD n.sub\n").unwrap();
+        pre_writing_lower(dir.path());
+        script(dir.path(), "post.sh", post);
+        let (code, _) = run(dir.path(), upper, "", engine);
+        assert_eq!(code, Some(0), "{engine}");
+        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        assert!(
+            log.contains(" C+LD EXECUTE ") && !log.contains("OLD"),
+            "{engine}: {log}"
+        );
+        // No file on the first try: the PRE script writes it only on its
+        // second run.
+        let dir = tempfile::tempdir().unwrap();
+        let text = PRE_SUBDAG_LOWER.replace('\n', "\\n");
+        script(
+            dir.path(),
+            "pre.sh",
+            &format!(
+                "cd \"$(dirname \"$0\")\"\nif [ -e tried ]; then printf '{text}' > lower.dag; else touch tried; fi\n"
+            ),
+        );
+        script(dir.path(), "post.sh", post);
+        let (code, status) = run(dir.path(), upper, "", engine);
+        assert_eq!(code, Some(0), "{engine}: {status}");
+        let posts = std::fs::read_to_string(dir.path().join("post.log")).unwrap();
+        assert_eq!(posts, "returned 1\nreturned 0\n", "{engine}");
+        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        assert_eq!(log.matches(" C+LA EXECUTE ").count(), 1, "{engine}: {log}");
+        assert!(
+            !dir.path().join("lower.dag.rescue001").exists(),
+            "{engine}: nothing ran to rescue"
+        );
+        // The lower DAG fails for good at LD (its POST script, which the
+        // file it writes names, exits 1): its rescue names its nodes, the
+        // top DAG's names C.
+        let dir = tempfile::tempdir().unwrap();
+        let failing = format!("{PRE_SUBDAG_LOWER}SCRIPT POST LD fail.sh\n").replace('\n', "\\n");
+        script(
+            dir.path(),
+            "pre.sh",
+            &format!("cd \"$(dirname \"$0\")\"\nprintf '{failing}' > lower.dag\n"),
+        );
+        script(dir.path(), "post.sh", post);
+        script(dir.path(), "fail.sh", "exit 1\n");
+        let (code, _) = run(dir.path(), &upper.replace("RETRY C 1\n", ""), "", engine);
+        assert_eq!(code, Some(1), "{engine}");
+        let rescue = std::fs::read_to_string(dir.path().join("lower.dag.rescue001")).unwrap();
+        assert_in_order(
+            &rescue,
+            &[
+                "# Total number of Nodes: 4",
+                "# Nodes premarked DONE: 3",
+                "#   LD,<ENDLIST>",
+                "DONE LA",
+                "DONE LB",
+                "DONE LC",
+            ],
+            engine,
+        );
+        let top = std::fs::read_to_string(dir.path().join("w.dag.rescue001")).unwrap();
+        assert_in_order(&top, &["#   C,<ENDLIST>", "DONE A"], engine);
+        assert!(!top.contains("C+"), "{engine}: {top}");
+    }
+}

@@ -45,14 +45,25 @@ struct PerDagman {
 }
 
 impl PerDagman {
-    fn new(limit: Vec<usize>) -> Self {
+    /// Counting from the start when `on` (a sub-DAG read later may bring
+    /// a limit), else only when a DAGMan has one.
+    fn new(limit: Vec<usize>, on: bool) -> Self {
         let n = limit.len();
         PerDagman {
-            on: limit.iter().any(|&l| l > 0),
+            on: on || limit.iter().any(|&l| l > 0),
             limit,
             count: vec![0; n],
             held: vec![VecDeque::new(); n],
         }
+    }
+
+    /// The limits are now `limit`: those of DAGMans added, and a grafted
+    /// sub-DAG's own.
+    fn grow(&mut self, limit: Vec<usize>) {
+        let n = limit.len();
+        self.limit = limit;
+        self.count.resize(n, 0);
+        self.held.resize(n, VecDeque::new());
     }
 
     /// Whether DAGMan `d` is at its limit.
@@ -94,21 +105,44 @@ pub(super) struct DagmanLimits {
 impl DagmanLimits {
     /// The limits `nodes` sets.
     pub(super) fn new(nodes: &NodeSettings) -> Self {
-        let each = |top: usize, sub: fn(&SubDag) -> usize| {
-            PerDagman::new(
-                std::iter::once(top)
-                    .chain(nodes.subdags.iter().map(sub))
-                    .collect(),
-            )
-        };
+        // A deferred sub-DAG's limits are known only once it is read: its
+        // DAG's jobs are counted from the start, in case.
+        let on = nodes.subdags.iter().any(|d| d.deferred);
+        let [submitted, idle, post, pre] = Self::limits(nodes).map(|l| PerDagman::new(l, on));
         DagmanLimits {
-            submitted: each(nodes.max_jobs_submitted, |d| d.max_jobs_submitted),
-            idle: each(nodes.max_jobs_idle, |d| d.max_jobs_idle),
-            post: each(nodes.max_post, |d| d.max_post),
-            // The top DAG's is the submit host's slots (`maxpre`).
-            pre: each(0, |d| d.max_pre),
+            submitted,
+            idle,
+            post,
+            pre,
             counted: vec![false; nodes.subdags.len()],
         }
+    }
+
+    /// Every DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED`, `_JOBS_IDLE`,
+    /// `_POST_SCRIPTS` and `_PRE_SCRIPTS`, DAGMan 0 the top DAG.
+    fn limits(nodes: &NodeSettings) -> [Vec<usize>; 4] {
+        let each = |top: usize, sub: fn(&SubDag) -> usize| {
+            std::iter::once(top)
+                .chain(nodes.subdags.iter().map(sub))
+                .collect()
+        };
+        [
+            each(nodes.max_jobs_submitted, |d| d.max_jobs_submitted),
+            each(nodes.max_jobs_idle, |d| d.max_jobs_idle),
+            each(nodes.max_post, |d| d.max_post),
+            // The top DAG's is the submit host's slots (`maxpre`).
+            each(0, |d| d.max_pre),
+        ]
+    }
+
+    /// A deferred sub-DAG was read: the limits of `nodes` as they are now.
+    pub(super) fn graft(&mut self, nodes: &NodeSettings) {
+        let [submitted, idle, post, pre] = Self::limits(nodes);
+        self.submitted.grow(submitted);
+        self.idle.grow(idle);
+        self.post.grow(post);
+        self.pre.grow(pre);
+        self.counted.resize(nodes.subdags.len(), false);
     }
 }
 

@@ -46,6 +46,7 @@ mod stage_out;
 mod staging;
 mod subdag;
 mod dagman_limits;
+mod graft;
 pub use release::SavePoint;
 pub use subdag::SubDagRun;
 #[cfg(test)]
@@ -572,6 +573,23 @@ pub struct DagAbort {
     pub dag_return: i32,
 }
 
+/// Twice the longest a job of `longest` nominal seconds can take from
+/// submission to its node's end at any of `sites`: no job ending for
+/// longer means none is about to.
+fn stall_horizon(settings: &ManagerSettings, sites: &[SiteInfo], longest: f64) -> Time {
+    let slowest = sites
+        .iter()
+        .filter(|s| s.cpus > 0)
+        .map(|s| longest / s.speed + s.overhead)
+        .fold(0.0, f64::max);
+    2.0 * (slowest
+        + settings.submit_overhead.mean()
+        + settings.postscript_overhead.mean()
+        + settings.release_overhead.mean()
+        + settings.wms.negotiator_interval
+        + settings.wms.user_log_scan_interval)
+}
+
 impl Manager {
     /// A manager for `workflow` on `sites`, with the initial replicas in
     /// `placement` (file, site). Jobs without parents are ready at time 0; call
@@ -627,18 +645,7 @@ impl Manager {
         let m = sites.len();
         let footprint = (0..n).map(|j| workflow.footprint(j)).collect();
         let longest = workflow.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
-        let slowest = sites
-            .iter()
-            .filter(|s| s.cpus > 0)
-            .map(|s| longest / s.speed + s.overhead)
-            .fold(0.0, f64::max);
-        let stall_horizon = 2.0
-            * (slowest
-                + settings.submit_overhead.mean()
-                + settings.postscript_overhead.mean()
-                + settings.release_overhead.mean()
-                + settings.wms.negotiator_interval
-                + settings.wms.user_log_scan_interval);
+        let stall_horizon = stall_horizon(&settings, &sites, longest);
         let mut readers_left = vec![0u32; workflow.files.len()];
         for j in &workflow.jobs {
             for &f in &j.inputs {
@@ -1041,13 +1048,18 @@ impl Manager {
         Some(std::mem::take(c))
     }
 
-    fn set_state(&mut self, job: JobId, to: JobState) {
+    /// `job`'s record changed, for the control database.
+    fn mark_changed(&mut self, job: JobId) {
         if let Some(c) = self.changes.as_mut()
             && !self.job_dirty[job]
         {
             self.job_dirty[job] = true;
             c.jobs.push(job);
         }
+    }
+
+    fn set_state(&mut self, job: JobId, to: JobState) {
+        self.mark_changed(job);
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;

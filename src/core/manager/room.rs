@@ -110,6 +110,16 @@ impl Room {
         room
     }
 
+    /// The ledger follows `jobs` jobs (a sub-DAG's, which move no data,
+    /// were added).
+    pub(super) fn grow(&mut self, jobs: usize) {
+        if self.on {
+            self.held_at.resize(jobs, None);
+            self.wait_key.resize(jobs, None);
+            self.footprint.resize(jobs, 0);
+        }
+    }
+
     fn hold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
         if self.roomy[site] {
             return;

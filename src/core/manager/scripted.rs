@@ -9,7 +9,10 @@
 //! tests and `gridbed bench manager` both drive it, and a new site selector
 //! can be tried in it without an engine.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{Command, Event, Manager, ManagerSettings, ScriptKind, TransferFailure, TransferId};
 use crate::core::background::{Background, Load};
@@ -18,6 +21,7 @@ use crate::core::file_server::{FileServer, ResponseFaults};
 use crate::core::seams::{EvictionPolicy, SiteSelector};
 use crate::core::site::{Site, SiteAction};
 use crate::core::storage::Pool;
+use crate::core::nodes::Graft;
 use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, Workflow};
 
 /// What happens next in the world.
@@ -77,6 +81,9 @@ pub struct ScriptedWorld {
     pub transfers: usize,
     /// Each [`Command::Cleanup`] (site, file), in order.
     pub cleaned: Vec<(SiteId, FileId)>,
+    /// What reading each deferred sub-DAG gives, in turn (none left: the
+    /// file cannot be read).
+    pub grafts: HashMap<usize, VecDeque<Result<Graft, String>>>,
 }
 
 impl ScriptedWorld {
@@ -126,6 +133,7 @@ impl ScriptedWorld {
             max_prescripts: 0,
             transfers: 0,
             cleaned: Vec::new(),
+            grafts: HashMap::default(),
         }
     }
 
@@ -264,6 +272,20 @@ impl ScriptedWorld {
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
                     let done = Event::ScriptDone { job, kind, status };
                     self.events.push(self.now + duration, Happening::Tell(done));
+                    continue;
+                }
+                Command::ReadSubDag { subdag, .. } => {
+                    let graft = (self.grafts.get_mut(&subdag))
+                        .and_then(VecDeque::pop_front)
+                        .unwrap_or_else(|| Err("no such file".into()));
+                    let mut more = Vec::new();
+                    self.m.graft(self.now, subdag, graft, &mut more);
+                    let wf = self.m.workflow().clone();
+                    for site in &mut self.sites {
+                        site.graft(wf.clone());
+                    }
+                    self.ended_ok.resize(wf.jobs.len(), 0);
+                    self.apply(&mut more);
                     continue;
                 }
             };

@@ -64,6 +64,20 @@ impl Manager {
         }
     }
 
+    /// Sub-DAG `k` was read as jobs `new`, with the sub-DAGs `from..`
+    /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
+    /// their sub-DAGs.
+    pub(super) fn graft_services(&mut self, k: usize, new: std::ops::Range<JobId>, from: usize) {
+        self.services.count += new.filter(|&j| self.nodes.service[j]).count();
+        for i in std::iter::once(k).chain(from..self.nodes.subdags.len()) {
+            let d = &self.nodes.subdags[i];
+            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
+                self.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.services.entry_of_provisioner.insert(p, e);
+            }
+        }
+    }
+
     fn is_over(&self, job: JobId) -> bool {
         matches!(
             self.state[job],

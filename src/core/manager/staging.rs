@@ -387,6 +387,9 @@ impl Manager {
             // if it runs again.
             self.release_pins(job, st.site, Vec::new(), false, out);
             self.set_state(job, JobState::Running);
+            if self.read_deferred(job, out) {
+                return;
+            }
             // A sub-DAG node's "job" is its DAG, over by now.
             self.subdag_left_queue(job);
             match self.subdag_exit(job) {

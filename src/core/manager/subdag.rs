@@ -104,6 +104,65 @@ impl SubDags {
         s
     }
 
+    /// The sub-DAGs `from..` of `nodes` were read into sub-DAG `k` (they
+    /// are nested in it), whose nodes are jobs `new`: they are followed
+    /// too, and the sub-DAGs with a FINAL or SERVICE node count the new
+    /// nodes of theirs not over.
+    pub(super) fn graft(
+        &mut self,
+        nodes: &NodeSettings,
+        k: usize,
+        new: std::ops::Range<JobId>,
+        from: usize,
+    ) {
+        let n = nodes.subdags.len();
+        for (i, d) in nodes.subdags.iter().enumerate().skip(from) {
+            self.of_node.insert(d.node, i);
+            if let Some(e) = d.entry {
+                self.of_entry.insert(e, i);
+            }
+            self.finals.extend(d.final_node);
+        }
+        self.failed.resize(n, false);
+        self.gate.resize(n, Vec::new());
+        self.held.resize(n, false);
+        self.aborted.resize(n, None);
+        self.not_over.resize(n, 0);
+        self.services.resize(n, Vec::new());
+        for j in new.clone() {
+            self.member_of.insert(j, k);
+        }
+        let mut inner: Vec<usize> = (from..n).collect();
+        inner.sort_by_key(|&i| std::cmp::Reverse(nodes.subdags[i].members.len()));
+        for i in inner {
+            for &m in &nodes.subdags[i].members {
+                self.member_of.insert(m, i);
+            }
+        }
+        for i in std::iter::once(k).chain(from..n) {
+            self.services[i] = (nodes.subdags[i].members.iter().copied())
+                .filter(|&m| nodes.service[m] && self.member_of.get(&m) == Some(&i))
+                .collect();
+        }
+        for (i, d) in nodes.subdags.iter().enumerate() {
+            if d.final_node.is_none() && self.services[i].is_empty() {
+                continue;
+            }
+            for &m in &d.members {
+                if new.contains(&m) && Some(m) != d.final_node && !nodes.service[m] {
+                    self.final_scope.entry(m).or_default().push(i);
+                    self.not_over[i] += 1;
+                }
+            }
+        }
+    }
+
+    /// Sub-DAG `k`'s file could not be read: its DAGMan exits 1 before
+    /// running a node.
+    pub(super) fn unreadable(&mut self, k: usize) {
+        self.failed[k] = true;
+    }
+
     /// The sub-DAG whose node `job` is.
     pub(super) fn of_node(&self, job: JobId) -> Option<usize> {
         if self.of_node.is_empty() {
@@ -394,7 +453,10 @@ impl Manager {
             done: ended(JobState::Done),
             failed: ended(JobState::Failed),
         };
-        self.subdags.runs_failed.push(run);
+        // A sub-DAG whose file could not be read ran nothing to rescue.
+        if !self.nodes.subdags[k].deferred {
+            self.subdags.runs_failed.push(run);
+        }
         Some(exit)
     }
 

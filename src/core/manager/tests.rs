@@ -3,6 +3,7 @@
 use super::abort::EXIT_ABORT;
 use super::scripted::ScriptedWorld as World;
 use super::*;
+use crate::core::nodes::Graft;
 use crate::core::{File, JobSpec};
 use crate::policy::{eviction::Lru, site_selector};
 
@@ -2218,4 +2219,124 @@ fn a_subdags_own_max_pre_scripts_holds_its_prescripts_only() {
     assert_eq!(sub.len(), 3);
     assert_eq!(most_at_once(&sub), 1, "{sub:?}");
     assert_eq!(most_at_once(&top), 3, "{top:?}");
+}
+
+/// `top` → sub-DAG `S` read after its PRE script (its entry `S+PRE`) →
+/// `after`, 10 s each, on one 4-slot site; `S` has `RETRY 1`. The sub-DAG's
+/// file gives the graft(s) in `reads`, in turn.
+fn deferred_world(reads: Vec<Result<Graft, String>>) -> World {
+    let jobs: Vec<(&str, f64, &[&str])> = vec![
+        ("top", 10.0, &[]),
+        ("S+PRE", 0.0, &["top"]),
+        ("S", 0.0, &["S+PRE"]),
+        ("after", 10.0, &["S"]),
+    ];
+    let mut w = chart_world(&jobs, 4);
+    let mut nodes = NodeSettings::none(4);
+    nodes.retry = vec![Some(0), Some(1), Some(1), Some(0)];
+    nodes.noop[1] = true;
+    nodes.noop[2] = true;
+    nodes.pre[1] = true;
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 2,
+        entry: Some(1),
+        deferred: true,
+        ..Default::default()
+    }];
+    w.m.set_nodes(nodes);
+    w.grafts.insert(0, reads.into());
+    w
+}
+
+/// A sub-DAG's DAG as read: `(name, runtime, parents)` by index.
+fn graft_of(jobs: &[(&str, f64, &[usize])]) -> Graft {
+    let mut nodes = NodeSettings::none(jobs.len());
+    nodes.retry = vec![Some(0); jobs.len()];
+    Graft {
+        jobs: jobs
+            .iter()
+            .map(|&(name, runtime, parents)| crate::core::Job {
+                name: name.into(),
+                runtime,
+                parents: parents.to_vec(),
+                ..Default::default()
+            })
+            .collect(),
+        nodes,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_sub_dag_read_after_its_pre_script_runs_between_its_entry_and_its_node() {
+    let graft = graft_of(&[("S+a", 10.0, &[]), ("S+b", 10.0, &[0])]);
+    let mut w = deferred_world(vec![Ok(graft)]);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert_eq!(w.m.workflow().jobs.len(), 6);
+    assert_eq!(w.m.workflow().jobs[4].name, "S+a");
+    assert_eq!(w.ended_ok, [1, 0, 0, 1, 1, 1], "no-ops run no job");
+    let r = w.m.records();
+    let at = |j: JobId| &r.jobs[j].attempts[0];
+    // The PRE script ran before the file was read, and the DAG after it.
+    assert_eq!(w.scripts_run, [(1, ScriptKind::Pre, 0)]);
+    assert!(at(4).prescript >= at(1).ended.unwrap());
+    assert!(at(5).started.unwrap() >= at(4).ended.unwrap());
+    // The node ends with its DAG, and what follows it after.
+    assert!(at(2).ended.unwrap() >= at(5).ended.unwrap());
+    assert!(at(3).started.unwrap() >= at(2).ended.unwrap());
+}
+
+#[test]
+fn an_unreadable_sub_dag_exits_1_and_its_retry_reads_it_again() {
+    let graft = graft_of(&[("S+a", 10.0, &[])]);
+    let mut w = deferred_world(vec![Err("no such file".into()), Ok(graft)]);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let r = w.m.records();
+    // The node's first attempt exited 1 (its DAGMan could not read its
+    // file); its retry ran the PRE script again and read the file.
+    assert_eq!(r.jobs[2].attempts.len(), 2);
+    assert_eq!(r.jobs[2].attempts[0].exit, Some(1));
+    assert_eq!(w.scripts_run, [(1, ScriptKind::Pre, 0), (1, ScriptKind::Pre, 0)]);
+    assert_eq!(r.jobs[4].attempts.len(), 1);
+    // No rescue for a sub-DAG that never ran.
+    assert!(w.m.subdag_runs_failed().is_empty());
+    // Unreadable for good: the node fails, and what follows it is blocked.
+    let mut w = deferred_world(vec![]);
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..4).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Done, Failed, Blocked]);
+    assert!(!w.m.succeeded() && w.m.is_finished());
+}
+
+#[test]
+fn a_read_sub_dag_keeps_its_final_node_categories_and_done_nodes() {
+    // `S+a` (DONE, of its rescue) → `S+b`; `S+c` and `S+d` of a category
+    // of one; FINAL `S+fin`.
+    let mut graft = graft_of(&[
+        ("S+a", 10.0, &[]),
+        ("S+b", 10.0, &[0]),
+        ("S+c", 10.0, &[]),
+        ("S+d", 10.0, &[]),
+        ("S+fin", 10.0, &[]),
+    ]);
+    graft.nodes.done[0] = true;
+    graft.nodes.category[2] = Some(0);
+    graft.nodes.category[3] = Some(0);
+    graft.nodes.category_limits = vec![1];
+    graft.nodes.final_node = Some(4);
+    let mut w = deferred_world(vec![Ok(graft)]);
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let r = w.m.records();
+    let at = |j: JobId| &r.jobs[j].attempts[0];
+    assert!(r.jobs[4].attempts.is_empty(), "a DONE node does not run");
+    assert_eq!(w.m.category_peaks(), [1]);
+    let (c, d) = (at(6), at(7));
+    assert!(c.ended.unwrap() <= d.prescript || d.ended.unwrap() <= c.prescript);
+    let last = [5, 6, 7].map(|j| at(j).ended.unwrap());
+    assert!(last.iter().all(|&e| at(8).prescript >= e), "FINAL runs last");
+    assert!(at(2).ended.unwrap() >= at(8).ended.unwrap());
 }

@@ -483,6 +483,7 @@ async fn orders(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
             Order::Cleanup(m) => actor.do_send(m),
             Order::Delete(m) => actor.do_send(m),
             Order::Fault(m) => actor.do_send(m),
+            Order::AddJobs(m) => actor.do_send(m),
         }
     }
     HttpResponse::NoContent().finish()

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Emulation, SiteConfig};
 use crate::core::{Event, File, FileId, Job, SiteId};
 use crate::live::messages::{
+    AddJobs,
     Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteFault, Submit,
 };
 use crate::workflow::formats::dagman::NodeScripts;
@@ -103,6 +104,8 @@ pub enum Order {
     Delete(Delete),
     /// A timed fault happens now.
     Fault(SiteFault),
+    /// A sub-DAG read as the run goes added jobs.
+    AddJobs(AddJobs),
 }
 
 /// A site's state, as the manager's timeline samples it.
@@ -144,6 +147,16 @@ mod tests {
             }),
             Order::Submit(Submit { job: 2, exit: 0 }),
             Order::Fault(SiteFault(Fault::Crash { pool_lost: true })),
+            Order::AddJobs(AddJobs {
+                first: 5,
+                jobs: vec![crate::core::Job {
+                    name: "S+a".into(),
+                    runtime: 10.0,
+                    parents: vec![4],
+                    ..Default::default()
+                }],
+                scripts: vec![None],
+            }),
         ];
         let text = serde_json::to_string(&orders).unwrap();
         let back: Vec<Order> = serde_json::from_str(&text).unwrap();

@@ -22,6 +22,7 @@ use crate::core::faults::Fault;
 use crate::core::{Event, JobFailure, JobId, ScriptKind, SiteId, TransferFailure, TransferId};
 use crate::live::EngineError;
 use crate::live::messages::{
+    AddJobs,
     Cleanup, Delete, Fetch, Kill, Pin, Release, Remove, RunScript, SiteEvent, SiteFault, SiteReport,
     Submit, TakeInventory,
 };
@@ -433,6 +434,7 @@ orders!(
     Cleanup => Cleanup,
     Delete => Delete,
     SiteFault => Fault,
+    AddJobs => AddJobs,
 );
 
 impl Handler<Fetch> for RemoteSite {

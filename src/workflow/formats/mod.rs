@@ -88,6 +88,9 @@ pub struct Options {
     pub sidecar: Option<PathBuf>,
     /// Which rescue DAG a `.dag` starts from (default: the newest).
     pub rescue: dagman::rescue::Rescue,
+    /// A `.dag`'s PRE scripts will run (`scripts = "run"`): a sub-DAG node
+    /// with one has its file read after it, as DAGMan reads it.
+    pub defer_subdags: bool,
 }
 
 impl Default for Options {
@@ -99,6 +102,7 @@ impl Default for Options {
             default_size: 0,
             sidecar: None,
             rescue: Default::default(),
+            defer_subdags: false,
         }
     }
 }

@@ -52,7 +52,10 @@ pub(super) struct Flat {
     pub strong: std::collections::HashSet<(String, String)>,
     pub warnings: Vec<String>,
     /// Which rescue a sub-DAG starts from: its newest, or none.
-    rescue: Rescue,
+    pub rescue: Rescue,
+    /// A sub-DAG node's PRE script runs: its DAG is read after it
+    /// ([`SubDagInfo::deferred`]).
+    pub defer: bool,
 }
 
 /// One DAGMan's named inline submit descriptions and the nodes that may
@@ -225,6 +228,142 @@ fn start_from_rescue(
     Ok(())
 }
 
+/// The sub-DAG's roots (its nodes from `inner` on without parents; a
+/// FINAL node waits for all of them instead) wait for its entry.
+fn root_at_entry(out: &mut Flat, inner: usize, entry: &str) {
+    for j in inner..out.nodes.len() {
+        if out.parents[j].is_empty() && !out.nodes[j].is_final {
+            out.parents[j].push(entry.to_string());
+        }
+    }
+}
+
+/// Flattens the `SUBDAG EXTERNAL` node `name`'s DAG, read from `spath`,
+/// into `out` as its own DAGMan's (its own CONFIG, named descriptions,
+/// FINAL and PROVISIONER; its newest rescue); `err` words a failure to read
+/// it. Returns its record (without its entry) and its leaves.
+fn flatten_subdag(
+    name: &str,
+    spath: &Path,
+    top: &Path,
+    place: Place,
+    err: &dyn Fn(String) -> FormatError,
+    out: &mut Flat,
+) -> Result<(SubDagInfo, Vec<String>), FormatError> {
+    let sfile = read_file(spath, err)?;
+    let config = subdag_config(&sfile, spath, out)?;
+    let inner = out.nodes.len();
+    let mut own = Scope::default();
+    let piece = flatten_piece(sfile, spath, top, &format!("{name}+"), place, &mut own, out)?;
+    own.resolve(out);
+    let end = out.nodes.len();
+    // Its DAGMan's tolerance, not the top DAG's, is its nodes' default.
+    let tolerance = super::Tolerance {
+        value: config.node_job_failure_tolerance.unwrap_or(0),
+        percent: false,
+    };
+    for n in &mut out.nodes[inner..end] {
+        n.tolerance.get_or_insert(tolerance);
+    }
+    start_from_rescue(spath, &format!("{name}+"), inner, out)?;
+    // Its own FINAL node (not one of a sub-DAG nested in it, which
+    // has its own) ends it.
+    let nested: std::collections::HashSet<&String> =
+        out.subdags.iter().flat_map(|d| &d.members).collect();
+    let own = || {
+        out.nodes[inner..end]
+            .iter()
+            .filter(|n| !nested.contains(&n.name))
+    };
+    let final_node = own().find(|n| n.is_final).map(|n| n.name.clone());
+    // One PROVISIONER per DAGMan: the sub-DAG's file and its splices.
+    let provisioners: Vec<&str> = own()
+        .filter(|n| n.is_provisioner)
+        .map(|n| n.name.as_str())
+        .collect();
+    if let [first, second, ..] = provisioners[..] {
+        return Err(FormatError {
+            file: spath.to_path_buf(),
+            message: format!(
+                "PROVISIONER {}: the DAG already has a PROVISIONER node ({}); a DAG may have only one",
+                &second[name.len() + 1..],
+                &first[name.len() + 1..]
+            ),
+        });
+    }
+    let provisioner = provisioners.first().map(|n| n.to_string());
+    let sub = SubDagInfo {
+        node: name.to_string(),
+        file: spath.to_path_buf(),
+        entry: String::new(),
+        members: out.nodes[inner..end]
+            .iter()
+            .map(|n| n.name.clone())
+            .collect(),
+        max_jobs_submitted: config.max_jobs_submitted,
+        max_jobs_idle: config.max_jobs_idle,
+        max_post: config.max_post,
+        max_pre: config.max_pre,
+        final_node,
+        provisioner,
+        submit_depth_first: config.submit_depth_first,
+        deferred: false,
+    };
+    Ok((sub, piece.leaves))
+}
+
+/// Reads the deferred sub-DAG `sub` (its node's PRE script has run): its
+/// DAG flattened alone, as [`flatten`] flattens a sub-DAG, with its node
+/// running in `node_dir` (relative to `top`, the top DAG's folder) and
+/// `depth` splices or sub-DAGs down. Returns
+/// the flattened DAG and the sub-DAG's record, members filled in.
+/// `rescue` false ignores its rescue DAGs (`--no-rescue`).
+pub(super) fn read_deferred(
+    sub: &SubDagInfo,
+    node_dir: Option<&Path>,
+    top: &Path,
+    depth: usize,
+    rescue: bool,
+) -> Result<(Flat, SubDagInfo), FormatError> {
+    let mut out = Flat {
+        rescue: if rescue {
+            Rescue::Newest
+        } else {
+            Rescue::Ignore
+        },
+        defer: true,
+        ..Flat::default()
+    };
+    if depth >= MAX_DEPTH {
+        return Err(FormatError {
+            file: sub.file.clone(),
+            message: format!(
+                "SUBDAG EXTERNAL {}: nested more than {MAX_DEPTH} deep",
+                sub.node
+            ),
+        });
+    }
+    let place = Place {
+        dir: node_dir,
+        depth: depth + 1,
+        splice: false,
+    };
+    let err = |m: String| FormatError {
+        file: sub.file.clone(),
+        message: format!("SUBDAG EXTERNAL {}: {m}", sub.node),
+    };
+    // Its roots are left without parents: the manager has them wait for
+    // the entry, as `root_at_entry` does.
+    let (read, _) = flatten_subdag(&sub.node, &sub.file, top, place, &err, &mut out)?;
+    let strong = std::mem::take(&mut out.strong);
+    out.weak.retain(|e| !strong.contains(e));
+    let read = SubDagInfo {
+        entry: sub.entry.clone(),
+        ..read
+    };
+    Ok((out, read))
+}
+
 /// Where a file is flattened from.
 #[derive(Clone, Copy, Default)]
 struct Place<'a> {
@@ -338,80 +477,51 @@ fn flatten_piece(
     }
     for (i, local_dir) in subdags {
         let n = &out.nodes[i];
-        // DAGMan reads a sub-DAG's file only when the node's job starts;
-        // gridbed reads it with the DAG, before any script runs.
-        let written_by_pre = match &n.pre {
-            Some(_) => {
-                " (if the node's PRE script writes it: gridbed reads a sub-DAG's file with its DAG, before any script runs, and cannot run one a PRE script writes)"
-            }
-            None => "",
-        };
-        let err = |m: String| FormatError {
-            file: path.to_path_buf(),
-            message: format!("SUBDAG EXTERNAL {}: {m}", n.name),
-        };
         if depth >= MAX_DEPTH {
-            return Err(err(format!("nested more than {MAX_DEPTH} deep")));
+            return Err(FormatError {
+                file: path.to_path_buf(),
+                message: format!(
+                    "SUBDAG EXTERNAL {}: nested more than {MAX_DEPTH} deep",
+                    n.name
+                ),
+            });
         }
         let inner_dir = joined(dir, local_dir.as_deref());
         let spath = top
             .join(inner_dir.as_deref().unwrap_or(Path::new("")))
             .join(n.subdag.as_deref().unwrap_or_default());
-        let sfile = read_file(&spath, |m| err(format!("{m}{written_by_pre}")))?;
         let (name, local) = (n.name.clone(), n.name[prefix.len()..].to_string());
-        let config = subdag_config(&sfile, &spath, out)?;
         let inner = out.nodes.len();
-        let mut own = Scope::default();
-        let piece = flatten_piece(
-            sfile,
-            &spath,
-            top,
-            &format!("{name}+"),
-            Place {
+        // DAGMan reads a sub-DAG's file as it submits the node, after its
+        // PRE script, which may write it: when that script runs, so does
+        // gridbed (the manager asks for it).
+        let deferred = out.defer && n.pre.is_some();
+        let (sub, leaves) = if deferred {
+            let sub = SubDagInfo {
+                node: name.clone(),
+                file: spath.clone(),
+                deferred: true,
+                ..Default::default()
+            };
+            (sub, Vec::new())
+        } else {
+            let place = Place {
                 dir: inner_dir.as_deref(),
                 depth: depth + 1,
                 splice: false,
-            },
-            &mut own,
-            out,
-        )?;
-        own.resolve(out);
-        let end = out.nodes.len();
-        // Its DAGMan's tolerance, not the top DAG's, is its nodes' default.
-        let tolerance = super::Tolerance {
-            value: config.node_job_failure_tolerance.unwrap_or(0),
-            percent: false,
+            };
+            let written_by_pre = match &n.pre {
+                Some(_) => {
+                    " (if the node's PRE script writes it: the testbed does not run the DAG's scripts, so gridbed reads it with the DAG; with scripts = \"run\" it is read after the PRE script, as DAGMan reads it)"
+                }
+                None => "",
+            };
+            let err = |m: String| FormatError {
+                file: path.to_path_buf(),
+                message: format!("SUBDAG EXTERNAL {name}: {m}{written_by_pre}"),
+            };
+            flatten_subdag(&name, &spath, top, place, &err, out)?
         };
-        for n in &mut out.nodes[inner..end] {
-            n.tolerance.get_or_insert(tolerance);
-        }
-        start_from_rescue(&spath, &format!("{name}+"), inner, out)?;
-        // Its own FINAL node (not one of a sub-DAG nested in it, which
-        // has its own) ends it.
-        let nested: std::collections::HashSet<&String> =
-            out.subdags.iter().flat_map(|d| &d.members).collect();
-        let own = || {
-            out.nodes[inner..end]
-                .iter()
-                .filter(|n| !nested.contains(&n.name))
-        };
-        let final_node = own().find(|n| n.is_final).map(|n| n.name.clone());
-        // One PROVISIONER per DAGMan: the sub-DAG's file and its splices.
-        let provisioners: Vec<&str> = own()
-            .filter(|n| n.is_provisioner)
-            .map(|n| n.name.as_str())
-            .collect();
-        if let [first, second, ..] = provisioners[..] {
-            return Err(FormatError {
-                file: spath.clone(),
-                message: format!(
-                    "PROVISIONER {}: the DAG already has a PROVISIONER node ({}); a DAG may have only one",
-                    &second[name.len() + 1..],
-                    &first[name.len() + 1..]
-                ),
-            });
-        }
-        let provisioner = provisioners.first().map(|n| n.to_string());
         // The node ends when its DAG ends. It starts in a no-op, its entry,
         // before its DAG starts: the node's PRE script runs there, its save
         // point is written, its DAG is submitted (one job of the DAGMan
@@ -434,32 +544,17 @@ fn flatten_piece(
             pre_skip,
             ..Default::default()
         };
-        // The sub-DAG's roots: its nodes without parents (a FINAL node
-        // waits for all of them instead).
-        for j in inner..out.nodes.len() {
-            if out.parents[j].is_empty() && !out.nodes[j].is_final {
-                out.parents[j].push(entry.name.clone());
-            }
-        }
         let entry_name = entry.name.clone();
+        root_at_entry(out, inner, &entry_name);
         out.nodes.push(entry);
         out.parents.push(Vec::new());
-        out.parents[i].extend(piece.leaves.iter().chain(&final_node).cloned());
+        // A deferred sub-DAG's node waits for its entry, and for its DAG's
+        // leaves once read.
+        let ends = leaves.iter().chain(&sub.final_node);
+        out.parents[i].extend(ends.cloned().chain(deferred.then(|| entry_name.clone())));
         out.subdags.push(SubDagInfo {
-            node: name.clone(),
-            file: spath.clone(),
             entry: entry_name.clone(),
-            members: out.nodes[inner..end]
-                .iter()
-                .map(|n| n.name.clone())
-                .collect(),
-            max_jobs_submitted: config.max_jobs_submitted,
-            max_jobs_idle: config.max_jobs_idle,
-            max_post: config.max_post,
-            max_pre: config.max_pre,
-            final_node,
-            provisioner,
-            submit_depth_first: config.submit_depth_first,
+            ..sub
         });
         as_child.insert(local, vec![entry_name]);
     }

@@ -33,9 +33,11 @@
 //! unless a sidecar says otherwise.
 
 mod compose;
+mod deferred;
 mod grammar;
 pub mod rescue;
 
+pub use deferred::{ReadSubDag, SubDagReads};
 pub use grammar::looks_like;
 
 use std::collections::{BTreeMap, HashMap};
@@ -175,6 +177,10 @@ pub struct SubDagInfo {
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` of its own `CONFIG` (None: the
     /// testbed's, as DAGMan's is the HTCondor configuration's).
     pub submit_depth_first: Option<bool>,
+    /// Its file is read only once its node's PRE script has run (which may
+    /// write it), as DAGMan reads it: until then it has no members
+    /// ([`DagmanInfo::read_subdag`]).
+    pub deferred: bool,
 }
 
 /// DAGMan's settings of a whole `.dag` file.
@@ -216,10 +222,15 @@ pub struct DagmanInfo {
     /// `ENV SET key=value;…`: variables set in DAGMan's environment.
     pub env_set: Vec<(String, String)>,
     /// Its sub-DAGs (`SUBDAG EXTERNAL`), nested ones included, inner ones
-    /// first.
+    /// first (those of a sub-DAG read as the run went follow it).
     pub subdags: Vec<SubDagInfo>,
     /// `WEAK PARENT p CHILD c` edges (parent, child), by node name.
     pub weak_edges: Vec<(String, String)>,
+    /// How a deferred sub-DAG's file is read ([`SubDagInfo::deferred`]).
+    pub subdag_reads: SubDagReads,
+    /// The categories by id once a sub-DAG read as the run went added its
+    /// own (empty before: see [`DagmanInfo::categories`]).
+    pub category_order: Vec<String>,
 }
 
 /// The variables `condor_submit_dag` passes from the submitter's
@@ -492,17 +503,10 @@ impl DagmanInfo {
         s.max_post = self.max_post.unwrap_or(0);
         s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
         s.max_jobs_submitted = self.max_jobs_submitted.unwrap_or(0);
-        let categories: Vec<&String> = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.category.as_ref())
-            .chain(self.max_jobs.keys())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let categories = self.categories();
         s.category_limits = categories
             .iter()
-            .map(|c| self.max_jobs.get(*c).copied().unwrap_or(usize::MAX))
+            .map(|c| self.max_jobs.get(c).copied().unwrap_or(usize::MAX))
             .collect();
         let by_name: HashMap<&str, &NodeInfo> =
             self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
@@ -515,7 +519,7 @@ impl DagmanInfo {
             s.category[j] = n
                 .category
                 .as_ref()
-                .and_then(|c| categories.iter().position(|x| *x == c));
+                .and_then(|c| categories.iter().position(|x| x == c));
             s.noop[j] = n.noop;
             s.done[j] = n.done;
             s.pre[j] = run_scripts && n.pre.is_some();
@@ -590,6 +594,7 @@ impl DagmanInfo {
                     final_node: d.final_node.as_ref().and_then(id),
                     provisioner: d.provisioner.as_ref().and_then(id),
                     depth_first: d.submit_depth_first.unwrap_or(false),
+                    deferred: d.deferred,
                 })
             })
             .collect();
@@ -791,7 +796,10 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         max_jobs: BTreeMap::new(),
         ..top.info.clone()
     };
-    let mut flat = compose::Flat::default();
+    let mut flat = compose::Flat {
+        defer: opts.defer_subdags,
+        ..Default::default()
+    };
     compose::flatten(top, path, &opts.rescue, &mut flat)?;
     if flat.nodes.is_empty() {
         return Err(FormatError {
@@ -861,6 +869,10 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             max_jobs: flat.max_jobs,
             subdags: flat.subdags,
             weak_edges: flat.weak.into_iter().collect(),
+            subdag_reads: SubDagReads {
+                default_runtime: opts.default_runtime,
+                rescue: opts.rescue != rescue::Rescue::Ignore,
+            },
             ..settings
         }),
     })

@@ -1,0 +1,105 @@
+//! The sub-DAGs a run reads as it goes (`workflow::formats::dagman`'s
+//! deferred sub-DAGs): both engines answer the manager's
+//! [`Command::ReadSubDag`](crate::core::Command::ReadSubDag) here, so that
+//! they read a sub-DAG the same way.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::Scenario;
+use crate::core::submissions::Submissions;
+use crate::core::{Command, Manager, Time, Workflow};
+use crate::workflow::formats::dagman::{DagmanInfo, NodeScripts};
+
+/// The run's DAG as it grows, and how its sub-DAGs are read.
+#[derive(Debug, Clone)]
+pub struct SubDagReader {
+    info: DagmanInfo,
+    run_scripts: bool,
+    /// The top DAG's folder, where DAGMan runs.
+    top: PathBuf,
+    script_dir: PathBuf,
+}
+
+/// The DAG a run ended with, once it read sub-DAGs as it went: what its
+/// records and the files written at its end name.
+#[derive(Debug, Clone)]
+pub struct GrownDag {
+    /// The workflow, the sub-DAGs' nodes added.
+    pub workflow: Arc<Workflow>,
+    /// The DAG's settings, the sub-DAGs' nodes added.
+    pub dagman: DagmanInfo,
+    /// Each job's submission, the added ones' too.
+    pub submissions: Submissions,
+}
+
+impl Scenario {
+    /// This scenario with the DAG `grown` as its run left it.
+    pub fn grown(&self, grown: &GrownDag) -> Scenario {
+        let mut s = self.clone();
+        s.workflow = grown.workflow.clone();
+        if let Some(src) = s.source.as_mut() {
+            src.dagman = Some(grown.dagman.clone());
+        }
+        s.submissions = grown.submissions.clone();
+        s.no_memoize.resize(grown.workflow.jobs.len(), false);
+        s
+    }
+
+    /// The reader of this run's deferred sub-DAGs, if it has any.
+    pub fn subdag_reader(&self) -> Option<SubDagReader> {
+        let src = self.source.as_ref()?;
+        let info = src.dagman.as_ref()?;
+        info.subdags
+            .iter()
+            .any(|d| d.deferred)
+            .then(|| SubDagReader {
+                info: info.clone(),
+                run_scripts: src.run_scripts,
+                top: src.path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+                script_dir: self.script_dir(),
+            })
+    }
+}
+
+impl SubDagReader {
+    /// Reads sub-DAG `subdag` at `now` and hands it to `manager`, whose
+    /// commands go to `out`; returns the scripts of the jobs it added (none
+    /// when it could not be read: the manager then fails the sub-DAG, and
+    /// the reason is logged).
+    pub fn read(
+        &mut self,
+        manager: &mut Manager,
+        now: Time,
+        subdag: usize,
+        out: &mut Vec<Command>,
+    ) -> Vec<Option<NodeScripts>> {
+        let read = self
+            .info
+            .read_subdag(subdag, &self.top, self.run_scripts, &self.script_dir);
+        match read {
+            Ok(r) => {
+                for w in &r.warnings {
+                    tracing::warn!("{w}");
+                }
+                manager.graft(now, subdag, Ok(r.graft), out);
+                r.scripts
+            }
+            Err(e) => {
+                let why = format!("{}: {}", e.file.display(), e.message);
+                tracing::warn!("the sub-DAG cannot be read; it exits 1: {why}");
+                manager.graft(now, subdag, Err(why), out);
+                Vec::new()
+            }
+        }
+    }
+
+    /// The DAG as `manager` ends the run with it.
+    pub fn finish(self, manager: &Manager) -> GrownDag {
+        GrownDag {
+            workflow: manager.workflow().clone(),
+            dagman: self.info,
+            submissions: manager.submissions().clone(),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! A sub-DAG whose `.dag` its node's PRE script writes (HTCondor's test
+//! `job_dagman_pre_subdag`): DAGMan reads a sub-DAG's file only when it
+//! submits the node's job, after the PRE script has run. A deferred
+//! sub-DAG ([`SubDag::deferred`]) has no nodes until then. Once its entry's
+//! PRE script has run, the manager asks the engine to read the file
+//! ([`Command::ReadSubDag`]), and [`Manager::graft`] adds its nodes to the
+//! run as jobs after the DAG's: its roots wait for the entry, its node for
+//! its leaves, and it runs as any sub-DAG does (`subdag.rs`). A file that
+//! cannot be read is a sub-DAG whose DAGMan exits 1 at once, as
+//! `condor_dagman` does: the node's POST script sees `$RETURN` 1, and its
+//! `RETRY` runs the PRE script again and reads the file again.
+
+use super::*;
+use crate::core::nodes::Graft;
+
+impl Manager {
+    /// The no-op `job` ended its PRE script: if it is the entry of a
+    /// deferred sub-DAG, its DAG is read now and the entry waits for
+    /// [`Manager::graft`]. Returns whether it was.
+    pub(super) fn read_deferred(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
+        let Some(node) = self.node_of_entry(job) else {
+            return false;
+        };
+        let Some(k) = self.subdags.of_node(node) else {
+            return false;
+        };
+        if !self.nodes.subdags[k].deferred {
+            return false;
+        }
+        out.push(Command::ReadSubDag { subdag: k, node });
+        true
+    }
+
+    /// The engine's answer to [`Command::ReadSubDag`] for sub-DAG `subdag`
+    /// at nominal time `now`: its DAG, or why it could not be read (the
+    /// sub-DAG then exits 1 without running). The sub-DAG's entry then ends
+    /// and its DAG starts.
+    pub fn graft(
+        &mut self,
+        now: Time,
+        subdag: usize,
+        graft: Result<Graft, String>,
+        out: &mut Vec<Command>,
+    ) {
+        if now > self.now {
+            self.now = now;
+        }
+        let k = subdag;
+        let Some(entry) = self.nodes.subdags.get(k).and_then(|d| d.entry) else {
+            return;
+        };
+        // Stale: the entry was removed meanwhile (the DAG stopped).
+        if !self.nodes.subdags[k].deferred || self.state[entry] != JobState::Running {
+            return;
+        }
+        let read = graft.and_then(|g| self.add_graft(k, g));
+        if read.is_err() {
+            // Its DAGMan exits 1 before running a node.
+            self.subdags.unreadable(k);
+        }
+        let site = self.site_of[entry];
+        self.job_succeeded(entry, site, out);
+        self.pump(out);
+    }
+
+    /// Adds `g`'s nodes to the run as sub-DAG `k`'s.
+    fn add_graft(&mut self, k: usize, g: Graft) -> Result<(), String> {
+        if self.memo.is_some() {
+            return Err("a sub-DAG read as the run goes cannot be memoized".into());
+        }
+        let d = &self.nodes.subdags[k];
+        let (node, entry) = (d.node, d.entry.ok_or("a deferred sub-DAG has an entry")?);
+        let local = &g.nodes;
+        let m = g.jobs.len();
+        if local.retry.len() != m || local.category.iter().flatten().any(|&c| {
+            c >= self.nodes.category_limits.len() + local.category_limits.len()
+        }) {
+            return Err("the sub-DAG's node settings do not match its nodes".into());
+        }
+        // As the DAG's flattened sub-DAGs (`compose.rs`): the roots wait for
+        // the entry, the node for the leaves and the FINAL node; FINAL,
+        // SERVICE and PROVISIONER nodes are neither leaves nor (FINAL)
+        // roots.
+        let finals: Vec<JobId> = (local.final_node.iter())
+            .chain(local.subdags.iter().filter_map(|d| d.final_node.as_ref()))
+            .copied()
+            .collect();
+        let provisioners: Vec<JobId> = (local.provisioner.iter())
+            .chain(local.subdags.iter().filter_map(|d| d.provisioner.as_ref()))
+            .copied()
+            .collect();
+        let mut has_child = vec![false; m];
+        for j in &g.jobs {
+            for &p in &j.parents {
+                if let Some(h) = has_child.get_mut(p) {
+                    *h = true;
+                }
+            }
+        }
+        let roots: Vec<JobId> = (0..m)
+            .filter(|&j| g.jobs[j].parents.is_empty() && !finals.contains(&j))
+            .collect();
+        let leaves: Vec<JobId> = (0..m)
+            .filter(|&j| {
+                !has_child[j]
+                    && !finals.contains(&j)
+                    && !provisioners.contains(&j)
+                    && !local.service.get(j).copied().unwrap_or(false)
+            })
+            .chain(local.final_node)
+            .collect();
+        let longest = g.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
+        let mut wf = (*self.wf).clone();
+        let new = wf.graft(g.jobs).map_err(|e| e.to_string())?;
+        let n = new.start;
+        for &r in &roots {
+            wf.add_edge(entry, n + r);
+        }
+        for &l in &leaves {
+            wf.add_edge(n + l, node);
+        }
+        self.wf = Arc::new(wf);
+        self.grow(m, node);
+        let horizon = stall_horizon(&self.settings, &self.sites, longest);
+        self.stall_horizon = self.stall_horizon.max(horizon);
+        // The nodes' settings, and the sub-DAG's own.
+        let from = self.nodes.subdags.len();
+        self.nodes.append(local, n);
+        let d = &mut self.nodes.subdags[k];
+        d.members = new.clone().collect();
+        d.final_node = local.final_node.map(|f| f + n);
+        d.provisioner = local.provisioner.map(|p| p + n);
+        d.max_jobs_submitted = local.max_jobs_submitted;
+        d.max_jobs_idle = local.max_jobs_idle;
+        d.max_post = local.max_post;
+        d.max_pre = g.max_pre;
+        d.depth_first = g.depth_first;
+        d.deferred = false;
+        // The sub-DAGs it is nested in have its nodes too.
+        for (i, outer) in self.nodes.subdags.iter_mut().enumerate() {
+            if i != k && outer.members.contains(&node) {
+                outer.members.extend(new.clone());
+            }
+        }
+        self.throttle.grow(&local.category_limits);
+        self.subdags.graft(&self.nodes, k, new.clone(), from);
+        self.graft_services(k, new.clone(), from);
+        self.limits.graft(&self.nodes);
+        self.ready.set_priorities(self.nodes.priority.clone());
+        let dagman_of = (0..self.state.len())
+            .map(|j| self.subdags.innermost(j).map_or(0, |k| k + 1))
+            .collect();
+        let depth_first = std::iter::once(self.settings.submit_depth_first)
+            .chain(self.nodes.subdags.iter().map(|d| d.depth_first))
+            .collect();
+        self.ready.set_dagmans(dagman_of, depth_first);
+        // Each waits for its parents (the entry among them, still running)
+        // and the node for its leaves too.
+        for j in new.clone() {
+            self.missing_parents[j] = self.wf.jobs[j].parents.len();
+        }
+        self.missing_parents[node] += leaves.len();
+        // DONE nodes (of the sub-DAG's rescue) are done at once, parents
+        // first.
+        for j in new {
+            if self.nodes.done[j] && self.state[j] == JobState::Waiting {
+                self.complete_without_running(j);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every per-job record grows by `m` waiting jobs, of `node`'s
+    /// submission and submit machine.
+    fn grow(&mut self, m: usize, node: JobId) {
+        let n = self.state.len() + m;
+        self.state.resize(n, JobState::Waiting);
+        self.missing_parents.resize(n, 0);
+        self.site_of.resize(n, 0);
+        self.failures.resize(n, 0);
+        self.replans.resize(n, 0);
+        self.room_waits.resize(n, 0);
+        self.stalls.resize(n, 0);
+        self.stall_since.resize(n, 0.0);
+        self.room_progress.resize(n, 0);
+        self.ordering.resize(n, Vec::new());
+        self.staging.resize_with(n, || None);
+        self.staged.resize(n, Vec::new());
+        self.home.resize(n, self.home[node]);
+        self.stage_outs.resize_with(n, || None);
+        self.throttled.resize(n, false);
+        self.killing.resize(n, false);
+        self.avoid_once.resize(n, None);
+        self.footprint.resize(n, 0);
+        self.rerun.resize(n, false);
+        self.at_site.resize(n, false);
+        self.exited.resize(n, None);
+        self.records.jobs.resize(n, JobRecord::default());
+        self.room.grow(n);
+        self.wms.grow(n);
+        let submission = self.submissions.of_job[node];
+        self.submissions.of_job.resize(n, submission);
+        self.workload[submission].open += m;
+        self.counts.waiting += m;
+        let first = self.job_dirty.len();
+        self.job_dirty.resize(n, false);
+        if self.changes.is_some() {
+            for j in first..n {
+                self.mark_changed(j);
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! A sub-DAG read as the run goes (HTCondor manual, "SUBDAG EXTERNAL": the
+//! sub-DAG's `.dag` need not exist before its node's PRE script runs;
+//! HTCondor's test `job_dagman_pre_subdag`). DAGMan reads a sub-DAG's
+//! file when it submits the node's job, after the PRE script. When the
+//! testbed runs the DAG's scripts, a sub-DAG node with a PRE script is read
+//! then too ([`SubDagInfo::deferred`]): the manager asks for it
+//! (`Command::ReadSubDag`), the engine reads it here and hands the manager
+//! a [`Graft`], and the sub-DAG's nodes are recorded in the [`DagmanInfo`]
+//! so that the files written at the end (rescue, JOBSTATE_LOG, status)
+//! name them.
+
+use std::path::{Path, PathBuf};
+
+use super::{DagmanInfo, FormatError, NodeScripts, compose};
+use crate::core::nodes::Graft;
+use crate::core::{JobSpec, Workflow};
+
+/// How a deferred sub-DAG's file is read: as the `.dag` was.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubDagReads {
+    /// A node's runtime (a `.dag` gives none, and a sidecar names no node
+    /// of a sub-DAG read as the run goes).
+    pub default_runtime: f64,
+    /// Sub-DAGs start from their newest rescue DAG (not `--no-rescue`).
+    pub rescue: bool,
+}
+
+/// A deferred sub-DAG, read.
+#[derive(Debug, Clone)]
+pub struct ReadSubDag {
+    /// Its nodes, for the manager.
+    pub graft: Graft,
+    /// Their scripts, indexed as the graft's jobs (empty when the scripts
+    /// do not run).
+    pub scripts: Vec<Option<NodeScripts>>,
+    /// What reading it found worth telling the user.
+    pub warnings: Vec<String>,
+}
+
+impl DagmanInfo {
+    /// Every category's name, by the manager's category id: sorted, then
+    /// those of sub-DAGs read as the run went, in the order they came.
+    pub fn categories(&self) -> Vec<String> {
+        if !self.category_order.is_empty() {
+            return self.category_order.clone();
+        }
+        let names: std::collections::BTreeSet<&String> = (self.nodes.iter())
+            .filter_map(|n| n.category.as_ref())
+            .chain(self.max_jobs.keys())
+            .collect();
+        names.into_iter().cloned().collect()
+    }
+
+    /// Reads the deferred sub-DAG `k` (its node's PRE script has run),
+    /// and records its nodes here. `top` is the top DAG's folder, where
+    /// DAGMan runs; `run_scripts`: the nodes' scripts run (relative
+    /// executables are taken from `script_dir`). A DAGMan of it
+    /// without a CONFIG saying otherwise has the order `k` was given (the
+    /// testbed's `submit_depth_first`).
+    pub fn read_subdag(
+        &mut self,
+        k: usize,
+        top: &Path,
+        run_scripts: bool,
+        script_dir: &Path,
+    ) -> Result<ReadSubDag, FormatError> {
+        let sub =
+            (self.subdags.get(k).filter(|d| d.deferred).cloned()).ok_or_else(|| FormatError {
+                file: PathBuf::new(),
+                message: format!("sub-DAG #{k} is not one read as the run goes"),
+            })?;
+        let node_dir = (self.nodes.iter())
+            .find(|n| n.name == sub.node)
+            .and_then(|n| n.dir.clone());
+        let depth = sub.node.matches('+').count();
+        let depth_first = sub.submit_depth_first.unwrap_or(false);
+        let reads = &self.subdag_reads;
+        let (mut flat, read) = compose::read_deferred(
+            &sub,
+            node_dir.as_deref().map(Path::new),
+            top,
+            depth,
+            reads.rescue,
+        )?;
+        let jobs = (flat.nodes.iter().zip(&flat.parents))
+            .map(|(n, ps)| JobSpec {
+                name: n.name.clone(),
+                runtime: if n.noop { 0.0 } else { reads.default_runtime },
+                parents: ps.clone(),
+                transformation: Some(n.submit.clone()).filter(|s| !s.is_empty()),
+                ..Default::default()
+            })
+            .collect();
+        let wf = Workflow::build(Vec::new(), jobs).map_err(|e| FormatError {
+            file: sub.file.clone(),
+            message: e.to_string(),
+        })?;
+        for d in &mut flat.subdags {
+            d.submit_depth_first.get_or_insert(depth_first);
+        }
+        // Its categories: the run's, then its own new ones.
+        let mut categories = self.categories();
+        let known = categories.len();
+        let own: std::collections::BTreeSet<&String> = (flat.nodes.iter())
+            .filter_map(|n| n.category.as_ref())
+            .chain(flat.max_jobs.keys())
+            .collect();
+        for c in own {
+            if !categories.contains(c) {
+                categories.push(c.clone());
+            }
+        }
+        let local = DagmanInfo {
+            nodes: std::mem::take(&mut flat.nodes),
+            max_jobs: flat.max_jobs.clone(),
+            subdags: flat.subdags.clone(),
+            weak_edges: flat.weak.iter().cloned().collect(),
+            env_get: self.env_get.clone(),
+            env_set: self.env_set.clone(),
+            category_order: categories.clone(),
+            ..Default::default()
+        };
+        let mut nodes = local.node_settings(&wf, run_scripts);
+        nodes.category_limits.drain(..known);
+        nodes.max_post = read.max_post.unwrap_or(0);
+        nodes.max_jobs_idle = read.max_jobs_idle.unwrap_or(0);
+        nodes.max_jobs_submitted = read.max_jobs_submitted.unwrap_or(0);
+        let scripts = match run_scripts {
+            true => local.scripts(&wf, script_dir),
+            false => Vec::new(),
+        };
+        let graft = Graft {
+            max_pre: read.max_pre.unwrap_or(0),
+            depth_first: read.submit_depth_first.unwrap_or(depth_first),
+            jobs: wf.jobs,
+            nodes,
+        };
+        // Recorded as the DAG's, in the manager's order.
+        let names: Vec<String> = graft.jobs.iter().map(|j| j.name.clone()).collect();
+        for outer in &mut self.subdags {
+            if outer.members.contains(&sub.node) {
+                outer.members.extend(names.iter().cloned());
+            }
+        }
+        self.subdags[k] = read;
+        self.subdags.extend(local.subdags);
+        self.nodes.extend(local.nodes);
+        for (c, n) in local.max_jobs {
+            // A global (`+`) category keeps the limit the run has.
+            self.max_jobs.entry(c).or_insert(n);
+        }
+        self.weak_edges.extend(local.weak_edges);
+        self.category_order = categories;
+        Ok(ReadSubDag {
+            graft,
+            scripts,
+            warnings: flat.warnings,
+        })
+    }
+}
