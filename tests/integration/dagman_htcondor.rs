@@ -755,3 +755,50 @@ fn a_subdag_is_read_as_its_pre_script_left_it_and_retried_when_unreadable() {
         assert!(!top.contains("C+"), "{engine}: {top}");
     }
 }
+
+/// A sub-DAG read after its PRE script may itself hold one: the lower DAG
+/// of `job_dagman_pre_subdag-A` with a nested `N` whose own PRE script
+/// writes `nested.dag` (`P` then `Q`, `MAXJOBS` of its own). Each is read
+/// after its own PRE script, and each DAG's nodes run inside it.
+#[test]
+fn a_subdag_written_by_a_pre_script_inside_another_runs_in_both_engines() {
+    let upper = "JOB A n.sub\nSUBDAG EXTERNAL C lower.dag\nSCRIPT PRE C pre.sh\nJOB D n.sub\n\
+                 PARENT A CHILD C\nPARENT C CHILD D\nJOBSTATE_LOG j.log\n";
+    let lower = "JOB LA n.sub\nSUBDAG EXTERNAL N nested.dag\nSCRIPT PRE N pre2.sh\nJOB LD n.sub\n\
+                 PARENT LA CHILD N\nPARENT N CHILD LD\n";
+    let nested = "JOB P n.sub\nJOB Q n.sub\nJOB R n.sub\nPARENT P CHILD Q R\n\
+                  CATEGORY Q one\nCATEGORY R one\nMAXJOBS one 1\n";
+    let writer = |file: &str, text: &str| {
+        let text = text.replace('\n', "\\n");
+        format!("cd \"$(dirname \"$0\")\"\nprintf '{text}' > {file}\n")
+    };
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        script(dir.path(), "pre.sh", &writer("lower.dag", lower));
+        script(dir.path(), "pre2.sh", &writer("nested.dag", nested));
+        let (code, status) = run(dir.path(), upper, "", engine);
+        assert_eq!(code, Some(0), "{engine}: {status}");
+        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        let at = |n: &str| {
+            log.find(&format!(" {n} EXECUTE "))
+                .unwrap_or_else(|| panic!("{engine}: {n} did not run: {log}"))
+        };
+        let order = ["A", "C+LA", "C+N+P", "C+N+Q", "C+LD", "D"];
+        assert!(
+            order.windows(2).all(|w| at(w[0]) < at(w[1])),
+            "{engine}: {log}"
+        );
+        assert!(
+            at("C+N+P") < at("C+N+R") && at("C+N+R") < at("C+LD"),
+            "{engine}: {log}"
+        );
+        // MAXJOBS one 1 of the nested DAG: Q and R one after the other.
+        let span = |n: &str| {
+            let start = at(n);
+            let end = log.find(&format!(" {n} JOB_TERMINATED ")).unwrap();
+            (start, end)
+        };
+        let (q, r) = (span("C+N+Q"), span("C+N+R"));
+        assert!(q.1 < r.0 || r.1 < q.0, "{engine}: {log}");
+    }
+}

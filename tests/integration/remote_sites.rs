@@ -330,3 +330,63 @@ fn a_manager_killed_mid_run_frees_its_daemons_for_the_next_run() {
     let (_t, s) = common::scenario(&testbed(&format!("url = \"{}\"", d.url), ""));
     assert!(run(&s).succeeded);
 }
+
+/// A sub-DAG whose `.dag` its node's PRE script writes, on a daemon site:
+/// the PRE script runs there, and the sub-DAG's nodes, read after it, are
+/// sent over the wire (`AddJobs`) with their scripts and run there too.
+#[test]
+fn a_subdag_read_as_the_run_goes_runs_its_nodes_and_scripts_on_a_daemon_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&["--allow-scripts"]);
+    std::fs::write(
+        dir.path().join("w.dag"),
+        "JOB A n.sub\nSUBDAG EXTERNAL C lower.dag\nSCRIPT PRE C pre.sh\nJOB D n.sub\n\
+         PARENT A CHILD C\nPARENT C CHILD D\n",
+    )
+    .unwrap();
+    common::executable(
+        &dir.path().join("pre.sh"),
+        "#!/bin/sh\ncd \"$(dirname \"$0\")\"\n\
+         printf 'JOB LA n.sub\\nJOB LB n.sub\\nPARENT LA CHILD LB\\nSCRIPT POST LB post.sh\\n' > lower.dag\n",
+    );
+    common::executable(
+        &dir.path().join("post.sh"),
+        "#!/bin/sh\ntouch \"$(dirname \"$0\")/post-ran\"\n",
+    );
+    let (_t, s) = common::scenario(&format!(
+        r#"
+strategy = "round-robin"
+origin = "submit-host"
+[emulation]
+time_scale = 50
+byte_scale = 1
+[[site]]
+name = "submit-host"
+[[site]]
+name = "grid3-01"
+cpus = 2
+url = "{}"
+[workflow]
+file = "{}"
+default_runtime = 10
+scripts = "run"
+"#,
+        d.url,
+        dir.path().join("w.dag").display()
+    ));
+    let r = run(&s);
+    assert!(r.succeeded, "{:?}", r.counts);
+    let names: Vec<&str> = r.workflow.jobs.iter().map(|j| j.name.as_str()).collect();
+    for n in ["C+LA", "C+LB"] {
+        let j = names
+            .iter()
+            .position(|&x| x == n)
+            .unwrap_or_else(|| panic!("{names:?}"));
+        let a = r.records.jobs[j].attempts.last().unwrap();
+        assert_eq!((a.site, a.exit), (1, Some(0)), "{n}: {a:?}");
+    }
+    assert!(
+        dir.path().join("post-ran").exists(),
+        "LB's POST script ran on the daemon"
+    );
+}

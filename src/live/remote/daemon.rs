@@ -483,7 +483,13 @@ async fn orders(req: HttpRequest, state: web::Data<State>, body: web::Bytes) -> 
             Order::Cleanup(m) => actor.do_send(m),
             Order::Delete(m) => actor.do_send(m),
             Order::Fault(m) => actor.do_send(m),
-            Order::AddJobs(m) => actor.do_send(m),
+            // Scripts run only where the daemon allows them, as at attach.
+            Order::AddJobs(mut m) => {
+                if !state.opts.allow_scripts {
+                    m.scripts.clear();
+                }
+                actor.do_send(m)
+            }
         }
     }
     HttpResponse::NoContent().finish()
