@@ -150,27 +150,22 @@ impl ReadyQueue {
     /// job (0 the top DAG), `depth_first[d]` whether DAGMan `d` serves its
     /// newest ready job first. The jobs queued keep their arrival order.
     pub fn set_dagmans(&mut self, lane_of: Vec<usize>, depth_first: Vec<bool>) {
-        if depth_first.iter().all(|&d| !d) {
-            // One first-come queue gives the lanes' turns exactly.
-            self.lanes[0].depth_first = false;
-            let queued = self.drain_arrivals();
-            self.lanes.truncate(1);
-            self.lane_of.clear();
-            queued.into_iter().for_each(|j| self.push(j));
-            return;
-        }
         let queued = self.drain_arrivals();
-        self.lanes = depth_first
-            .into_iter()
+        // One first-come queue gives the lanes' turns exactly.
+        let lanes = match depth_first.iter().any(|&d| d) {
+            true => depth_first,
+            false => vec![false],
+        };
+        self.lane_of = match lanes.len() {
+            1 => Vec::new(),
+            _ => lane_of.into_iter().map(|d| d as u32).collect(),
+        };
+        self.lanes = (lanes.into_iter())
             .map(|depth_first| Lane {
                 depth_first,
                 ..Lane::default()
             })
             .collect();
-        self.lane_of = lane_of.into_iter().map(|d| d as u32).collect();
-        if self.lanes.len() == 1 {
-            self.lane_of.clear();
-        }
         queued.into_iter().for_each(|j| self.push(j));
     }
 
@@ -221,7 +216,11 @@ impl ReadyQueue {
 
     /// Jobs queued.
     pub fn len(&self) -> usize {
-        self.lanes.iter().map(Lane::len).sum()
+        match self.lanes.len() {
+            1 => self.lanes[0].len(),
+            // One turn per queued job.
+            _ => self.turns.len(),
+        }
     }
 
     /// Whether none is queued.
