@@ -63,6 +63,28 @@ impl Scenario {
 }
 
 impl SubDagReader {
+    /// Answers `manager`'s [`Command::ReadSubDag`] of sub-DAG `subdag` with
+    /// `reader`, the run's ([`SubDagReader::read`]); without one, the
+    /// sub-DAG is not read.
+    pub fn answer(
+        reader: Option<&mut SubDagReader>,
+        manager: &mut Manager,
+        now: Time,
+        subdag: usize,
+        out: &mut Vec<Command>,
+    ) -> Vec<Option<NodeScripts>> {
+        match reader {
+            Some(r) => r.read(manager, now, subdag, out),
+            None => {
+                let why = Err("the run reads no sub-DAG as it goes".to_string());
+                if let Err(why) = manager.graft(now, subdag, why, out) {
+                    tracing::warn!("{why}");
+                }
+                Vec::new()
+            }
+        }
+    }
+
     /// Reads sub-DAG `subdag` at `now` and hands it to `manager`, whose
     /// commands go to `out`; returns the scripts of the jobs it added (none
     /// when it could not be read: the manager then fails the sub-DAG, and
@@ -77,20 +99,26 @@ impl SubDagReader {
         let read = self
             .info
             .read_subdag(subdag, &self.top, self.run_scripts, &self.script_dir);
-        match read {
-            Ok(r) => {
+        let (graft, read) = match read {
+            Ok(mut r) => {
                 for w in &r.warnings {
                     tracing::warn!("{w}");
                 }
-                manager.graft(now, subdag, Ok(r.graft), out);
-                r.scripts
+                (Ok(std::mem::take(&mut r.graft)), Some(r))
             }
-            Err(e) => {
-                let why = format!("{}: {}", e.file.display(), e.message);
-                tracing::warn!("the sub-DAG cannot be read; it exits 1: {why}");
-                manager.graft(now, subdag, Err(why), out);
+            Err(e) => (Err(format!("{}: {}", e.file.display(), e.message)), None),
+        };
+        match (manager.graft(now, subdag, graft, out), read) {
+            (Ok(()), Some(mut r)) => {
+                let scripts = std::mem::take(&mut r.scripts);
+                self.info.record_subdag(r);
+                scripts
+            }
+            (Err(why), _) => {
+                tracing::warn!("a sub-DAG read as the run goes exits 1: {why}");
                 Vec::new()
             }
+            (Ok(()), None) => Vec::new(),
         }
     }
 

@@ -202,14 +202,10 @@ impl ManagerActor {
                 Command::ReadSubDag { subdag, .. } => {
                     let first = core.workflow().jobs.len();
                     let mut more = Vec::new();
-                    let scripts = match self.subdags.as_mut() {
-                        Some(reader) => reader.read(core, now, subdag, &mut more),
-                        None => {
-                            let why = Err("the run reads no sub-DAG as it goes".to_string());
-                            core.graft(now, subdag, why, &mut more);
-                            Vec::new()
-                        }
-                    };
+                    let reader = self.subdags.as_mut();
+                    let scripts = crate::config::SubDagReader::answer(
+                        reader, core, now, subdag, &mut more,
+                    );
                     let jobs = core.workflow().jobs[first..].to_vec();
                     if !jobs.is_empty() {
                         self.metrics.jobs_total.add(jobs.len() as i64);

@@ -470,14 +470,14 @@ impl Sim {
     /// nodes join the run.
     fn read_subdag(&mut self, subdag: usize) {
         let mut out = Vec::new();
-        let scripts = match self.subdags.as_mut() {
-            Some(reader) => reader.read(&mut self.manager, self.now, subdag, &mut out),
-            None => {
-                let why = Err("the run reads no sub-DAG as it goes".to_string());
-                self.manager.graft(self.now, subdag, why, &mut out);
-                Vec::new()
-            }
-        };
+        let reader = self.subdags.as_mut();
+        let scripts = crate::config::SubDagReader::answer(
+            reader,
+            &mut self.manager,
+            self.now,
+            subdag,
+            &mut out,
+        );
         let wf = self.manager.workflow().clone();
         if wf.jobs.len() > self.wf.jobs.len() {
             if !self.scripts.is_empty() {

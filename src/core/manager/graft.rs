@@ -34,24 +34,25 @@ impl Manager {
     /// The engine's answer to [`Command::ReadSubDag`] for sub-DAG `subdag`
     /// at nominal time `now`: its DAG, or why it could not be read (the
     /// sub-DAG then exits 1 without running). The sub-DAG's entry then ends
-    /// and its DAG starts.
+    /// and its DAG starts. Returns why its nodes were not added, if they
+    /// were not (also when the read is stale: the DAG stopped meanwhile).
     pub fn graft(
         &mut self,
         now: Time,
         subdag: usize,
         graft: Result<Graft, String>,
         out: &mut Vec<Command>,
-    ) {
+    ) -> Result<(), String> {
         if now > self.now {
             self.now = now;
         }
         let k = subdag;
-        let Some(entry) = self.nodes.subdags.get(k).and_then(|d| d.entry) else {
-            return;
-        };
-        // Stale: the entry was removed meanwhile (the DAG stopped).
-        if !self.nodes.subdags[k].deferred || self.state[entry] != JobState::Running {
-            return;
+        let entry = (self.nodes.subdags.get(k))
+            .filter(|d| d.deferred)
+            .and_then(|d| d.entry)
+            .ok_or_else(|| format!("sub-DAG #{k} is not one read as the run goes"))?;
+        if self.state[entry] != JobState::Running {
+            return Err("the DAG stopped before its sub-DAG was read".into());
         }
         let read = graft.and_then(|g| self.add_graft(k, g));
         if read.is_err() {
@@ -61,6 +62,7 @@ impl Manager {
         let site = self.site_of[entry];
         self.job_succeeded(entry, site, out);
         self.pump(out);
+        read
     }
 
     /// Adds `g`'s nodes to the run as sub-DAG `k`'s.

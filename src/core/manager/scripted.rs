@@ -279,7 +279,7 @@ impl ScriptedWorld {
                         .and_then(VecDeque::pop_front)
                         .unwrap_or_else(|| Err("no such file".into()));
                     let mut more = Vec::new();
-                    self.m.graft(self.now, subdag, graft, &mut more);
+                    let _ = self.m.graft(self.now, subdag, graft, &mut more);
                     let wf = self.m.workflow().clone();
                     for site in &mut self.sites {
                         site.graft(wf.clone());

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{DagmanInfo, FormatError, NodeScripts, compose};
+use super::{DagmanInfo, FormatError, NodeScripts, SubDagInfo, compose};
 use crate::core::nodes::Graft;
 use crate::core::{JobSpec, Workflow};
 
@@ -35,6 +35,8 @@ pub struct ReadSubDag {
     pub scripts: Vec<Option<NodeScripts>>,
     /// What reading it found worth telling the user.
     pub warnings: Vec<String>,
+    /// What the DAG's record gains.
+    record: Record,
 }
 
 impl DagmanInfo {
@@ -51,14 +53,14 @@ impl DagmanInfo {
         names.into_iter().cloned().collect()
     }
 
-    /// Reads the deferred sub-DAG `k` (its node's PRE script has run),
-    /// and records its nodes here. `top` is the top DAG's folder, where
+    /// Reads the deferred sub-DAG `k` (its node's PRE script has run); once
+    /// the run takes its nodes, [`DagmanInfo::record_subdag`] records them. `top` is the top DAG's folder, where
     /// DAGMan runs; `run_scripts`: the nodes' scripts run (relative
     /// executables are taken from `script_dir`). A DAGMan of it
     /// without a CONFIG saying otherwise has the order `k` was given (the
     /// testbed's `submit_depth_first`).
     pub fn read_subdag(
-        &mut self,
+        &self,
         k: usize,
         top: &Path,
         run_scripts: bool,
@@ -135,14 +137,28 @@ impl DagmanInfo {
             jobs: wf.jobs,
             nodes,
         };
-        // Recorded as the DAG's, in the manager's order.
-        let names: Vec<String> = graft.jobs.iter().map(|j| j.name.clone()).collect();
+        Ok(ReadSubDag {
+            graft,
+            scripts,
+            warnings: flat.warnings,
+            record: Record {
+                k,
+                sub: read,
+                local,
+            },
+        })
+    }
+
+    /// Records `read`'s nodes as the DAG's, once the run took them: the
+    /// files written at the end name them.
+    pub fn record_subdag(&mut self, read: ReadSubDag) {
+        let Record { k, sub, local } = read.record;
         for outer in &mut self.subdags {
             if outer.members.contains(&sub.node) {
-                outer.members.extend(names.iter().cloned());
+                outer.members.extend(sub.members.iter().cloned());
             }
         }
-        self.subdags[k] = read;
+        self.subdags[k] = sub;
         self.subdags.extend(local.subdags);
         self.nodes.extend(local.nodes);
         for (c, n) in local.max_jobs {
@@ -150,11 +166,17 @@ impl DagmanInfo {
             self.max_jobs.entry(c).or_insert(n);
         }
         self.weak_edges.extend(local.weak_edges);
-        self.category_order = categories;
-        Ok(ReadSubDag {
-            graft,
-            scripts,
-            warnings: flat.warnings,
-        })
+        self.category_order = local.category_order;
     }
+}
+
+/// What reading a sub-DAG adds to the DAG's record.
+#[derive(Debug, Clone)]
+struct Record {
+    /// The sub-DAG read.
+    k: usize,
+    /// Its record, members filled in.
+    sub: SubDagInfo,
+    /// Its nodes, nested sub-DAGs, categories (the run's with its own).
+    local: DagmanInfo,
 }
