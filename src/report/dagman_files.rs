@@ -164,14 +164,30 @@ pub fn jobstate_log(scenario: &Scenario, run: &RunResult, epoch: SystemTime) -> 
     out
 }
 
-/// The node status file at the end of the run.
+/// The node status file at the end of the run: the DAG's own nodes, as
+/// DAGMan's `Dag::DumpNodeStatus` lists its `_nodes` (a sub-DAG is one
+/// node, its DAG's nodes are its own DAGMan's; SERVICE nodes are kept
+/// apart).
 pub fn node_status_file(
     scenario: &Scenario,
     run: &RunResult,
     dag_file: &str,
     epoch: SystemTime,
 ) -> String {
-    let status = node_status(run);
+    let all = node_status(run);
+    let wf = &scenario.workflow;
+    let info = scenario.source.as_ref().and_then(|s| s.dagman.as_ref());
+    let own: Vec<crate::core::JobId> = match info {
+        Some(info) => {
+            let top: std::collections::HashSet<&str> =
+                info.top_level().map(|n| n.name.as_str()).collect();
+            (0..wf.jobs.len())
+                .filter(|&j| top.contains(wf.jobs[j].name.as_str()))
+                .collect()
+        }
+        None => (0..wf.jobs.len()).collect(),
+    };
+    let status: Vec<u8> = own.iter().map(|&j| all[j]).collect();
     let count = |s: u8| status.iter().filter(|&&x| x == s).count();
     let end = seconds(epoch, run.makespan);
     // DAGMan's note on the DAG's status (`Dag::DumpNodeStatus`).
@@ -202,8 +218,8 @@ pub fn node_status_file(
         let _ = writeln!(out, "  {name} = 0;");
     }
     let _ = writeln!(out, "  JobProcsHeld = 0;\n  JobProcsIdle = 0;\n]");
-    for (j, job) in scenario.workflow.jobs.iter().enumerate() {
-        let r = &run.records.jobs[j];
+    for (&j, &s) in own.iter().zip(&status) {
+        let (job, r) = (&wf.jobs[j], &run.records.jobs[j]);
         let details = r
             .failure
             .clone()
@@ -217,8 +233,8 @@ pub fn node_status_file(
             out,
             "[\n  Type = \"NodeStatus\";\n  Node = \"{}\";\n  NodeStatus = {}; /* \"{}\" */\n  StatusDetails = \"{details}\";\n  RetryCount = {};\n  JobProcsQueued = 0;\n  JobProcsHeld = 0;\n]",
             job.name,
-            status[j],
-            status_name(status[j]),
+            s,
+            status_name(s),
             r.attempts.len().saturating_sub(1)
         );
     }
