@@ -10,12 +10,13 @@
 //!   the job tag is the site (Pegasus's `pegasus_site`), the condor id a
 //!   cluster number per submission, the sequence number DAGMan's counter
 //!   of node attempts; the `DAGMAN_STARTED` and `DAGMAN_FINISHED` lines
-//!   frame it.
+//!   frame it. It has the events of the sub-DAGs' nodes too (DAGMan's
+//!   sub-DAG would write its own, if its file asked).
 //! * `NODE_STATUS_FILE file`: the New-ClassAd status file as DAGMan writes
-//!   it at the DAG's end (`DagStatus`, one `NodeStatus` per node, the
-//!   `StatusEnd`).
-//! * `DOT file [INCLUDE header]`: the DAG for Graphviz, each node labelled
-//!   with its state.
+//!   it at the DAG's end (`DagStatus`, one `NodeStatus` per node of the
+//!   DAG's own, a sub-DAG being one, the `StatusEnd`).
+//! * `DOT file [INCLUDE header]`: the DAG's own nodes and edges for
+//!   Graphviz, each node labelled with its state.
 //!
 //! Timestamps are whole seconds of the run's nominal time after `epoch`.
 
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::config::Scenario;
-use crate::core::ScriptKind;
+use crate::core::{JobId, ScriptKind};
 use crate::core::records::Outcome;
 use crate::core::result::RunResult;
 
@@ -164,6 +165,23 @@ pub fn jobstate_log(scenario: &Scenario, run: &RunResult, epoch: SystemTime) -> 
     out
 }
 
+/// The DAG's own nodes, as DAGMan keeps them in its `_nodes`: not those
+/// of its sub-DAGs (nor their entries), which are their own DAGMans', nor
+/// its SERVICE nodes, which it keeps apart.
+fn own_nodes(scenario: &Scenario) -> Vec<JobId> {
+    let wf = &scenario.workflow;
+    match scenario.source.as_ref().and_then(|s| s.dagman.as_ref()) {
+        Some(info) => {
+            let top: std::collections::HashSet<&str> =
+                info.top_level().map(|n| n.name.as_str()).collect();
+            (0..wf.jobs.len())
+                .filter(|&j| top.contains(wf.jobs[j].name.as_str()))
+                .collect()
+        }
+        None => (0..wf.jobs.len()).collect(),
+    }
+}
+
 /// The node status file at the end of the run: the DAG's own nodes, as
 /// DAGMan's `Dag::DumpNodeStatus` lists its `_nodes` (a sub-DAG is one
 /// node, its DAG's nodes are its own DAGMan's; SERVICE nodes are kept
@@ -176,17 +194,7 @@ pub fn node_status_file(
 ) -> String {
     let all = node_status(run);
     let wf = &scenario.workflow;
-    let info = scenario.source.as_ref().and_then(|s| s.dagman.as_ref());
-    let own: Vec<crate::core::JobId> = match info {
-        Some(info) => {
-            let top: std::collections::HashSet<&str> =
-                info.top_level().map(|n| n.name.as_str()).collect();
-            (0..wf.jobs.len())
-                .filter(|&j| top.contains(wf.jobs[j].name.as_str()))
-                .collect()
-        }
-        None => (0..wf.jobs.len()).collect(),
-    };
+    let own = own_nodes(scenario);
     let status: Vec<u8> = own.iter().map(|&j| all[j]).collect();
     let count = |s: u8| status.iter().filter(|&&x| x == s).count();
     let end = seconds(epoch, run.makespan);
@@ -255,7 +263,21 @@ pub fn dot(scenario: &Scenario, run: &RunResult, header: &str) -> String {
     if !header.is_empty() && !header.ends_with('\n') {
         out.push('\n');
     }
-    for (j, job) in wf.jobs.iter().enumerate() {
+    let own = own_nodes(scenario);
+    // A sub-DAG node's parents in its DAG are its entry's.
+    let entry_of: std::collections::HashMap<&str, &str> = (scenario.source.as_ref())
+        .and_then(|s| s.dagman.as_ref())
+        .map(|info| {
+            (info.subdags.iter())
+                .map(|d| (d.node.as_str(), d.entry.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let index: std::collections::HashMap<&str, JobId> = (wf.jobs.iter().enumerate())
+        .map(|(j, job)| (job.name.as_str(), j))
+        .collect();
+    for &j in &own {
+        let job = &wf.jobs[j];
         let state = match status[j] {
             STATUS_DONE => "Done",
             STATUS_ERROR => "Failed",
@@ -268,9 +290,11 @@ pub fn dot(scenario: &Scenario, run: &RunResult, header: &str) -> String {
             job.name
         );
     }
-    for job in &wf.jobs {
-        for &p in &job.parents {
-            let _ = writeln!(out, "    \"{}\" -> \"{}\"", wf.jobs[p].name, job.name);
+    for &j in &own {
+        let name = wf.jobs[j].name.as_str();
+        let from = (entry_of.get(name).and_then(|e| index.get(e))).map_or(j, |&e| e);
+        for &p in &wf.jobs[from].parents {
+            let _ = writeln!(out, "    \"{}\" -> \"{name}\"", wf.jobs[p].name);
         }
     }
     out.push_str("}\n");

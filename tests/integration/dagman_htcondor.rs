@@ -643,7 +643,7 @@ fn pre_writing_lower(dir: &Path) {
 fn a_subdag_file_its_pre_script_writes_is_read_after_it_and_runs() {
     let upper = "Job A n.sub\nJob B n.sub\nSubdag external C lower.dag\n\
                  Script pre C pre.sh\nJob D n.sub\nPARENT A CHILD B C\nPARENT B C CHILD D\n\
-                 JOBSTATE_LOG j.log\n";
+                 JOBSTATE_LOG j.log\nDOT w.dot\n";
     for engine in ["sim", "live"] {
         let dir = tempfile::tempdir().unwrap();
         pre_writing_lower(dir.path());
@@ -665,6 +665,16 @@ fn a_subdag_file_its_pre_script_writes_is_read_after_it_and_runs() {
             engine,
         );
         assert!(!status.contains("C+"), "{engine}: {status}");
+        let dot = std::fs::read_to_string(dir.path().join("w.dot")).unwrap();
+        for edge in [
+            "\"A\" -> \"B\"",
+            "\"A\" -> \"C\"",
+            "\"B\" -> \"D\"",
+            "\"C\" -> \"D\"",
+        ] {
+            assert!(dot.contains(edge), "{engine}: {edge} in {dot}");
+        }
+        assert!(!dot.contains("C+"), "{engine}: {dot}");
         let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
         let ran: Vec<&str> = log
             .lines()
