@@ -46,11 +46,7 @@ impl DagmanInfo {
         if !self.category_order.is_empty() {
             return self.category_order.clone();
         }
-        let names: std::collections::BTreeSet<&String> = (self.nodes.iter())
-            .filter_map(|n| n.category.as_ref())
-            .chain(self.max_jobs.keys())
-            .collect();
-        names.into_iter().cloned().collect()
+        category_names(&self.nodes, &self.max_jobs)
     }
 
     /// Reads the deferred sub-DAG `k` (its node's PRE script has run); once
@@ -103,20 +99,16 @@ impl DagmanInfo {
         // Its categories: the run's, then its own new ones.
         let mut categories = self.categories();
         let known = categories.len();
-        let own: std::collections::BTreeSet<&String> = (flat.nodes.iter())
-            .filter_map(|n| n.category.as_ref())
-            .chain(flat.max_jobs.keys())
-            .collect();
-        for c in own {
-            if !categories.contains(c) {
-                categories.push(c.clone());
+        for c in category_names(&flat.nodes, &flat.max_jobs) {
+            if !categories.contains(&c) {
+                categories.push(c);
             }
         }
         let local = DagmanInfo {
             nodes: std::mem::take(&mut flat.nodes),
-            max_jobs: flat.max_jobs.clone(),
-            subdags: flat.subdags.clone(),
-            weak_edges: flat.weak.iter().cloned().collect(),
+            max_jobs: std::mem::take(&mut flat.max_jobs),
+            subdags: std::mem::take(&mut flat.subdags),
+            weak_edges: std::mem::take(&mut flat.weak).into_iter().collect(),
             env_get: self.env_get.clone(),
             env_set: self.env_set.clone(),
             category_order: categories.clone(),
@@ -179,4 +171,16 @@ struct Record {
     sub: SubDagInfo,
     /// Its nodes, nested sub-DAGs, categories (the run's with its own).
     local: DagmanInfo,
+}
+
+/// The names of the categories `nodes` and `max_jobs` name, sorted.
+fn category_names(
+    nodes: &[super::NodeInfo],
+    max_jobs: &std::collections::BTreeMap<String, usize>,
+) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> = (nodes.iter())
+        .filter_map(|n| n.category.as_ref())
+        .chain(max_jobs.keys())
+        .collect();
+    names.into_iter().cloned().collect()
 }
