@@ -89,16 +89,31 @@ fn both_engines(body: &str) -> (Vec<f64>, Vec<f64>) {
 /// live stream may start a few milliseconds before the others, and streams
 /// sharing a bucket end over its last round of chunks).
 fn assert_near(got: &[f64], want: f64, tolerance: f64, what: &str) {
+    assert_near_within(got, want, tolerance, 0.0, what);
+}
+
+/// A shared 2-core machine may hold a live run's process off the CPU for
+/// tens of milliseconds: a live transfer's time may be off by this much
+/// (s) beside its tolerance (a 1 s transfer took 1.065 s in one CI run).
+const LIVE_NOISE: f64 = 0.1;
+
+/// [`assert_near`] for a live run's times, allowing [`LIVE_NOISE`].
+fn assert_live_near(got: &[f64], want: f64, tolerance: f64, what: &str) {
+    assert_near_within(got, want, tolerance, LIVE_NOISE, what);
+}
+
+/// [`assert_near`], `noise` seconds allowed beside the tolerance.
+fn assert_near_within(got: &[f64], want: f64, tolerance: f64, noise: f64, what: &str) {
     assert!(!got.is_empty(), "{what}: no transfer");
     let mean = got.iter().sum::<f64>() / got.len() as f64;
     assert!(
-        (mean - want).abs() <= tolerance * want,
+        (mean - want).abs() <= tolerance * want + noise,
         "{what}: transfers took {mean:.3} s on average, expected {want} s ± {:.0}%: {got:?}",
         tolerance * 100.0
     );
     for &t in got {
         assert!(
-            (t - want).abs() <= 2.0 * tolerance * want,
+            (t - want).abs() <= 2.0 * tolerance * want + noise,
             "{what}: a transfer took {t:.3} s, expected {want} s ± {:.0}%: {got:?}",
             200.0 * tolerance
         );
@@ -115,8 +130,8 @@ fn ten_sources_into_one_receiver_take_ten_times_one_transfer_in_both_engines() {
     assert_near(&sim_one, 1.0, 1e-9, "sim alone");
     assert_near(&sim_ten, 10.0, 1e-9, "sim fan-in");
     assert_eq!(sim_ten.len(), 10);
-    assert_near(&live_one, 1.0, 0.05, "live alone");
-    assert_near(&live_ten, 10.0, 0.05, "live fan-in");
+    assert_live_near(&live_one, 1.0, 0.05, "live alone");
+    assert_live_near(&live_ten, 10.0, 0.05, "live fan-in");
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let ratio = mean(&live_ten) / mean(&live_one);
     assert!(
@@ -132,7 +147,7 @@ fn the_protocol_efficiency_takes_its_part_of_every_rate_in_both_engines_but_not_
     let (sim, live) = both_engines(&fan_in(4, sink, "bandwidth = \"1 GB/s\"", efficiency));
     // 4 × 10 MB through the receiver's 10 MB/s, of which 8 carry files.
     assert_near(&sim, 5.0, 1e-9, "sim");
-    assert_near(&live, 5.0, 0.05, "live");
+    assert_live_near(&live, 5.0, 0.05, "live");
     // A stream cap is a rate of file bytes already: 10 MB at 2 MB/s.
     let fast = "bandwidth = \"1 GB/s\"";
     let capped = fan_in(1, fast, fast, efficiency).replace("\"unlimited\"", "\"2 MB/s\"");
@@ -148,7 +163,7 @@ fn staging_into_a_site_is_bounded_by_its_in_when_lower_than_its_out() {
     let sink = "bandwidth = \"100 MB/s\"\nbandwidth_in = \"5 MB/s\"";
     let (sim, live) = both_engines(&fan_in(1, sink, "bandwidth = \"1 GB/s\"", ""));
     assert_near(&sim, 2.0, 1e-9, "sim");
-    assert_near(&live, 2.0, 0.05, "live");
+    assert_live_near(&live, 2.0, 0.05, "live");
     // The same site as a sender is held to its out, not its in.
     let (_d, s) = common::scenario(&fan_in(1, sink, "", ""));
     assert_eq!(s.sites[sink_of(&s)].bandwidth_out, 100e6);
@@ -163,7 +178,7 @@ fn sources_behind_one_shared_link_share_it_in_both_engines() {
     let source = "bandwidth = \"1 GB/s\"\npath = [\"wan\"]";
     let (sim, live) = both_engines(&fan_in(4, "bandwidth = \"1 GB/s\"", source, links));
     assert_near(&sim, 4.0, 1e-9, "sim");
-    assert_near(&live, 4.0, 0.05, "live");
+    assert_live_near(&live, 4.0, 0.05, "live");
 }
 
 /// Two campuses behind one uplink, and a site at the core.
