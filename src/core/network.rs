@@ -485,6 +485,14 @@ impl<K: Ord + Copy> Network<K> {
         };
         let flows = r.active.len() as u64;
         if r.share != share {
+            // The share left behind had this route's end scheduled, maybe
+            // as its first: rescheduled, so that the end it had does not
+            // end another route's flow early (at a tie, a route moves
+            // between two shares at an unchanged rate).
+            let old_share = r.share;
+            if !r.active.is_empty() {
+                self.mark_changed(old_share);
+            }
             let served = self.served(route, now);
             self.shares[share as usize].advance(now);
             let r = &mut self.routes[route as usize];
@@ -904,6 +912,54 @@ mod tests {
         for ((id, t), (wid, wt)) in ends.iter().zip(want) {
             assert_eq!(*id, wid);
             assert!(close(*t, wt), "{id} ends at {t}, expected {wt}");
+        }
+    }
+
+    #[test]
+    fn a_route_that_moves_share_at_a_tie_ends_no_other_flow() {
+        // Issue 60's case (MB, MB/s): when f5 ends at 12.975 s, f0 moves
+        // from r's share to s's at the same rate; the end r's share had
+        // scheduled must not end f0, which still has 1.83 MB to send.
+        let mut net = Network::new();
+        let (s, r, l, q) = (
+            net.add_resource(10.0),
+            net.add_resource(5.0),
+            net.add_resource(200.0),
+            net.add_resource(25.0),
+        );
+        let flows: [(f64, f64, &[ResourceId]); 6] = [
+            (0.0, 80.0, &[s]),
+            (3.0, 600.0, &[s]),
+            (6.0, 180.0, &[r, l]),
+            (10.5, 50.0, &[l, q]),
+            (12.25, 200.0, &[s]),
+            (12.375, 1.5, &[s, r]),
+        ];
+        let mut due: Vec<(Time, ShareId, u64)> = Vec::new();
+        let mut ends = [f64::NAN; 6];
+        let mut next = 0;
+        while next < flows.len() || !due.is_empty() {
+            let first = (0..due.len()).min_by(|&a, &b| due[a].0.total_cmp(&due[b].0));
+            match first {
+                Some(d) if next == flows.len() || due[d].0 < flows[next].0 => {
+                    let (at, share, g) = due.swap_remove(d);
+                    for id in net.take_ended(at, share, g).unwrap_or_default() {
+                        ends[id as usize] = at;
+                    }
+                    net.schedule_changed(at, |t, sh, g| due.push((t, sh, g)));
+                }
+                _ => {
+                    let (at, bytes, path) = flows[next];
+                    let route = net.route(path, f64::INFINITY);
+                    net.start(at, route, next as u32, bytes);
+                    net.schedule_changed(at, |t, sh, g| due.push((t, sh, g)));
+                    next += 1;
+                }
+            }
+        }
+        let by_hand = [13.525, 88.15, 42.3, 12.5, 52.775, 12.975];
+        for (i, (&got, &want)) in ends.iter().zip(&by_hand).enumerate() {
+            assert!(close(got, want), "f{i} ends at {got}, by hand at {want}");
         }
     }
 

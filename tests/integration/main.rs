@@ -15,6 +15,7 @@ mod faults;
 mod formats;
 mod gridftp;
 mod live_runs;
+mod max_min;
 mod netbed;
 mod network;
 mod policies;
