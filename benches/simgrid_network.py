@@ -6,16 +6,18 @@ simulated run's transfers as flows (start, bytes, the resources crossed, the
 per-stream cap, gridbed's end); SimGrid replays the same flows on a platform of
 the same resources (one SimGrid link per resource, one private link per cap,
 latency 0, network/model:CM02: flow-level max-min sharing) and the two ends are
-compared transfer by transfer. Then a fan-in of N concurrent flows (default
-1,000) into one receiver is timed in both: `gridbed flows replay` and SimGrid,
-each as a whole process and as its own solve.
+compared transfer by transfer. Then the two fan-ins of `gridbed flows shape`
+(issue 60: every flow limited by its own sender, into a receiver they do not
+fill; fast senders into a receiver they fill), all flows concurrent, are timed
+in both at each size (default 1,000 and 3,000 flows): `gridbed flows replay`
+and SimGrid, each as a whole process and as its own solve.
 
     apt-get install python3-simgrid    # Debian's SimGrid 3.32
     cargo build --release
-    /usr/bin/python3 benches/simgrid_network.py [--gridbed target/release/gridbed] [--fan-in 1000]
+    /usr/bin/python3 benches/simgrid_network.py [--gridbed target/release/gridbed] [--flows 1000,3000]
 
 Exits non-zero when a pattern's per-transfer times differ by more than 1% or
-gridbed is less than 10x faster on the fan-in.
+gridbed is less than 10x faster on a fan-in (whole process).
 """
 
 import argparse
@@ -124,27 +126,10 @@ def compare(flows, ends):
     return statistics.mean(diffs), max(diffs)
 
 
-def fan_in_trace(n):
-    """n sources of 1 GB/s each, one receiver of 10 MB/s in, all at once, sizes 1..100 MB."""
-    resources = [{"name": "in:sink", "bandwidth": 1e7}]
-    flows = []
-    for i in range(n):
-        resources.append({"name": f"out:src{i}", "bandwidth": 1e9})
-        flows.append(
-            {
-                "name": f"f{i}:src{i}->sink",
-                "start": 0.0,
-                "bytes": 1e6 * (1 + (i * 37) % 100),
-                "resources": [i + 1, 0],
-            }
-        )
-    return {"resources": resources, "flows": flows}
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--gridbed", default=os.path.join(ROOT, "target/release/gridbed"))
-    p.add_argument("--fan-in", type=int, default=1000)
+    p.add_argument("--flows", default="1000,3000", help="fan-in sizes, comma-separated")
     p.add_argument("--simgrid", nargs=2, metavar=("TRACE", "OUT"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.simgrid:
@@ -169,30 +154,37 @@ def main():
             ok &= worst <= 1.0
             print(f"| {name} | {len(flows)} | {mean:.4f}% | {worst:.4f}% |")
 
-        trace_path = os.path.join(work, "fan-in-n.json")
-        with open(trace_path, "w") as f:
-            json.dump(fan_in_trace(a.fan_in), f)
-        replayed = os.path.join(work, "fan-in-n.gridbed.json")
-        began = time.perf_counter()
-        out = subprocess.run(
-            [a.gridbed, "flows", "replay", trace_path, "--out", replayed],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        ours_wall = time.perf_counter() - began
-        ours_solve = float(out.split(" replayed in ")[1].split(" s")[0])
-        with open(replayed) as f:
-            flows = json.load(f)["flows"]
-        ends, theirs_solve, theirs_wall = run_simgrid(trace_path, work)
-        mean, worst = compare(flows, ends)
-        ok &= worst <= 1.0 and theirs_wall / ours_wall >= 10.0
         print()
-        print(f"fan-in of {a.fan_in} concurrent flows: per-transfer |Δ| mean {mean:.4f}%, max {worst:.4f}%")
-        print(f"| | gridbed | SimGrid CM02 | SimGrid / gridbed |")
-        print(f"|---|---:|---:|---:|")
-        print(f"| whole process (s) | {ours_wall:.3f} | {theirs_wall:.3f} | {theirs_wall / ours_wall:.1f}x |")
-        print(f"| solve alone (s) | {ours_solve:.4f} | {theirs_solve:.3f} | {theirs_solve / ours_solve:.0f}x |")
+        print("| shape | flows | per-transfer mean |Δ| | max |Δ| | gridbed process (s) | SimGrid process (s) | ratio | gridbed solve (s) | SimGrid solve (s) | ratio |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for shape in ["sender-fan-in", "receiver-fan-in"]:
+            for n in [int(x) for x in a.flows.split(",")]:
+                trace_path = os.path.join(work, f"{shape}-{n}.json")
+                subprocess.run(
+                    [a.gridbed, "flows", "shape", shape, "--flows", str(n), "--out", trace_path],
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+                replayed = os.path.join(work, f"{shape}-{n}.gridbed.json")
+                began = time.perf_counter()
+                out = subprocess.run(
+                    [a.gridbed, "flows", "replay", trace_path, "--out", replayed],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                ours_wall = time.perf_counter() - began
+                ours_solve = float(out.split(" replayed in ")[1].split(" s")[0])
+                with open(replayed) as f:
+                    flows = json.load(f)["flows"]
+                ends, theirs_solve, theirs_wall = run_simgrid(trace_path, work)
+                mean, worst = compare(flows, ends)
+                ok &= worst <= 1.0 and theirs_wall / ours_wall >= 10.0
+                print(
+                    f"| {shape} | {n} | {mean:.4f}% | {worst:.4f}% | {ours_wall:.3f} | {theirs_wall:.3f} "
+                    f"| {theirs_wall / ours_wall:.1f}x | {ours_solve:.4f} | {theirs_solve:.3f} "
+                    f"| {theirs_solve / ours_solve:.0f}x |"
+                )
     return 0 if ok else 1
 
 

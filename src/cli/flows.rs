@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::Subcommand;
 
 use super::{CliError, ScenarioArgs, load};
-use crate::sim::{self, flows};
+use crate::sim::{self, flow_shapes, flows};
 
 #[derive(Subcommand)]
 pub(crate) enum FlowsCmd {
@@ -21,6 +21,22 @@ pub(crate) enum FlowsCmd {
     Export {
         #[command(flatten)]
         scenario: ScenarioArgs,
+        /// The trace to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Write a trace of one of the shapes that cost the max-min model most
+    /// (what `gridbed bench network` replays), drawn from a seed.
+    Shape {
+        /// Which shape.
+        #[arg(value_enum)]
+        shape: flow_shapes::Shape,
+        /// How many flows.
+        #[arg(long, default_value_t = 1000)]
+        flows: usize,
+        /// The seed its sizes, sites and starts are drawn from.
+        #[arg(long, default_value_t = 60)]
+        seed: u64,
         /// The trace to write.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
@@ -56,6 +72,15 @@ pub(super) fn flows(cmd: FlowsCmd) -> Result<ExitCode, CliError> {
                 trace.resources.len(),
                 out.display()
             );
+        }
+        FlowsCmd::Shape {
+            shape,
+            flows,
+            seed,
+            out,
+        } => {
+            write(&out, &flow_shapes::trace(shape, flows, seed))?;
+            println!("{flows} flows of {} written to {}", shape.name(), out.display());
         }
         FlowsCmd::Replay { trace, out } => {
             let text = std::fs::read_to_string(&trace)

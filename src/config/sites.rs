@@ -500,6 +500,11 @@ pub(super) fn topology(
         for l in file.iter() {
             let l = l.get_ref();
             let name = l.name.get_ref();
+            if name.trim().is_empty() {
+                let msg = "a link's `name` is empty: expected a name that site paths \
+                           can give (such as \"campus\")";
+                return Err(in_src.error(Some(l.name.span()), None, msg.to_string()));
+            }
             if named_here.contains(&name.as_str()) {
                 let msg = format!("link `{name}` is named twice: each link may appear once");
                 return Err(in_src.error(Some(l.name.span()), None, msg));

@@ -16,10 +16,13 @@
 //! bounds (a fan-in of a thousand streams into one receiver re-rates one
 //! clock); only a route whose
 //! bottleneck moves changes share. Starting or ending flows re-rates only
-//! the routes that share a limited resource with them (their connected
-//! component), by progressive filling over flow counts, once per instant
+//! the routes whose rate it can move: their own, and those coupled to them
+//! through resources that bound a flow before or after (a resource that
+//! bounds no flow sets no max-min rate, so the routes beyond it keep
+//! theirs), by progressive filling over flow counts, once per instant
 //! however many flows started or ended in it; each share whose rate or
-//! routes changed is reported, and the engine reschedules its next end.
+//! routes changed (those a route left included) is reported, and the
+//! engine reschedules its next end.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -57,6 +60,13 @@ impl Ord for Mark {
 struct Route<K> {
     /// The limited resources crossed, each once.
     resources: SmallVec<[ResourceId; 6]>,
+    /// Where the route stands in each of its resources' `crossing` lists
+    /// while it has flows (so that leaving one costs no search).
+    slots: SmallVec<[u32; 6]>,
+    /// Whether it is in its resources' `crossing` lists.
+    coupled: bool,
+    /// The rate its flows count for in their resources' `load`.
+    rate: f64,
     /// Per-flow cap, bytes/s (∞: none).
     cap: f64,
     /// Flows by the bytes each flow of the route has been served when they
@@ -72,6 +82,12 @@ struct Route<K> {
     /// The share of its own, for when its cap (or nothing, or being idle)
     /// sets its rate.
     own: ShareId,
+}
+
+impl<K: Ord + Copy> Route<K> {
+    fn flows(&self) -> f64 {
+        self.active.len() as f64
+    }
 }
 
 /// A clock of bytes served per flow, shared by every route whose flows run
@@ -99,6 +115,8 @@ struct Share {
     /// doubled, they are dropped again (a share whose first end stays put
     /// while its routes come and go would keep them all).
     compacted: usize,
+    /// Routes on it: a resource's share with none binds no flow there.
+    members: u32,
 }
 
 impl Share {
@@ -111,6 +129,7 @@ impl Share {
             generation: 0,
             changed_in: u64::MAX,
             compacted: 0,
+            members: 0,
         }
     }
 
@@ -128,10 +147,8 @@ pub struct Network<K> {
     capacity: Vec<f64>,
     /// Per resource: the routes with flows that cross it.
     crossing: Vec<Vec<RouteId>>,
-    /// Per resource: what its capped flows would take at their caps, and
-    /// how many flows have no cap.
-    capped_demand: Vec<f64>,
-    uncapped: Vec<u32>,
+    /// Per resource: what its flows take now, at their routes' `rate`.
+    load: Vec<f64>,
     /// Per resource: the share of the routes it bounds.
     resource_share: Vec<ShareId>,
     routes: Vec<Route<K>>,
@@ -168,11 +185,15 @@ struct Scratch {
     /// that rate is of.
     frozen: Vec<f64>,
     frozen_share: Vec<ShareId>,
-    /// The component's capped routes by cap, smallest last.
+    /// The filling's capped routes by cap, smallest last.
     capped: Vec<RouteId>,
     /// Per route: the last settling round whose filling covered it.
     settled: Vec<u64>,
     round: u64,
+    /// Per resource: the epoch in which all its routes joined the filling.
+    expanded: Vec<u32>,
+    /// The resources by fair share, tightest first (stale entries skipped).
+    heap: BinaryHeap<Reverse<(Mark, ResourceId)>>,
 }
 
 impl<K: Ord + Copy> Default for Network<K> {
@@ -180,8 +201,7 @@ impl<K: Ord + Copy> Default for Network<K> {
         Network {
             capacity: Vec::new(),
             crossing: Vec::new(),
-            capped_demand: Vec::new(),
-            uncapped: Vec::new(),
+            load: Vec::new(),
             resource_share: Vec::new(),
             routes: Vec::new(),
             shares: Vec::new(),
@@ -211,8 +231,8 @@ impl<K: Ord + Copy> Network<K> {
         self.scratch.resource_seen.push(0);
         self.scratch.left.push(0.0);
         self.scratch.count.push(0.0);
-        self.capped_demand.push(0.0);
-        self.uncapped.push(0);
+        self.scratch.expanded.push(0);
+        self.load.push(0.0);
         self.resource_share.push(self.shares.len() as ShareId);
         self.shares.push(Share::new());
         (self.capacity.len() - 1) as ResourceId
@@ -241,9 +261,15 @@ impl<K: Ord + Copy> Network<K> {
         }
         let id = self.routes.len() as RouteId;
         let own = self.shares.len() as ShareId;
-        self.shares.push(Share::new());
+        self.shares.push(Share {
+            members: 1,
+            ..Share::new()
+        });
         self.routes.push(Route {
+            slots: k.0.iter().map(|_| 0).collect(),
+            coupled: false,
             resources: k.0.clone(),
+            rate: 0.0,
             cap,
             active: BinaryHeap::new(),
             share: own,
@@ -312,15 +338,13 @@ impl<K: Ord + Copy> Network<K> {
         let first = r.active.peek().map(|Reverse((m, _))| m.0);
         r.active.push(Reverse((Mark(served + bytes), id)));
         if was_idle {
-            for &res in &r.resources {
-                self.crossing[res as usize].push(route);
-            }
+            self.entered_route(route);
         }
         if first.is_none_or(|m| served + bytes < m) {
             self.push_end(route);
         }
-        self.demand(route, 1.0);
-        self.rerate(now, route, 0);
+        self.count_flows(route, 1.0);
+        self.rerate(now, route);
     }
 
     /// Flow `id` leaves `route` at `now`, its bytes unsent (its source
@@ -335,9 +359,9 @@ impl<K: Ord + Copy> Network<K> {
             return false;
         }
         self.push_end(route);
-        self.demand(route, -(removed as f64));
+        self.count_flows(route, -(removed as f64));
         self.left_route(route);
-        self.rerate(now, route, removed);
+        self.rerate(now, route);
         true
     }
 
@@ -392,9 +416,9 @@ impl<K: Ord + Copy> Network<K> {
             self.push_end(route);
         }
         for (route, n) in touched {
-            self.demand(route, -(n as f64));
+            self.count_flows(route, -(n as f64));
             self.left_route(route);
-            self.rerate(now, route, n);
+            self.rerate(now, route);
         }
         Some(done)
     }
@@ -494,11 +518,24 @@ impl<K: Ord + Copy> Network<K> {
                 self.mark_changed(old_share);
             }
             let served = self.served(route, now);
-            self.shares[share as usize].advance(now);
+            self.shares[old_share as usize].members -= 1;
+            let s = &mut self.shares[share as usize];
+            s.advance(now);
+            s.members += 1;
             let r = &mut self.routes[route as usize];
             r.share = share;
             r.offset = self.shares[share as usize].served - served;
             self.push_end(route);
+        }
+        let r = &mut self.routes[route as usize];
+        if r.rate != rate {
+            let more = r.flows() * (rate - r.rate);
+            r.rate = rate;
+            if more != 0.0 {
+                for &res in &r.resources {
+                    self.load[res as usize] += more;
+                }
+            }
         }
         let s = &mut self.shares[share as usize];
         if s.rate != rate {
@@ -536,49 +573,80 @@ impl<K: Ord + Copy> Network<K> {
         }
     }
 
-    /// A flow left `route`: an emptied route no longer couples its resources.
-    fn left_route(&mut self, route: RouteId) {
-        let r = &self.routes[route as usize];
-        if !r.active.is_empty() {
+    /// `route` has its first flow: it couples its resources.
+    fn entered_route(&mut self, route: RouteId) {
+        let r = &mut self.routes[route as usize];
+        if r.coupled {
             return;
         }
-        for &res in &r.resources {
+        r.coupled = true;
+        for (&res, slot) in r.resources.iter().zip(r.slots.iter_mut()) {
             let list = &mut self.crossing[res as usize];
-            if let Some(p) = list.iter().position(|&x| x == route) {
-                list.swap_remove(p);
+            *slot = list.len() as u32;
+            list.push(route);
+        }
+    }
+
+    /// A flow left `route`: an emptied route no longer couples its resources.
+    fn left_route(&mut self, route: RouteId) {
+        let r = &mut self.routes[route as usize];
+        if !r.active.is_empty() || !r.coupled {
+            return;
+        }
+        r.coupled = false;
+        for i in 0..r.resources.len() {
+            let (res, slot) = (
+                self.routes[route as usize].resources[i],
+                self.routes[route as usize].slots[i],
+            );
+            let list = &mut self.crossing[res as usize];
+            list.swap_remove(slot as usize);
+            if let Some(&moved) = list.get(slot as usize) {
+                let m = &mut self.routes[moved as usize];
+                let k = m
+                    .resources
+                    .iter()
+                    .position(|&x| x == res)
+                    .expect("crosses it");
+                m.slots[k] = slot;
             }
         }
     }
 
     /// `flows` more (or fewer, when negative) flows on `route`, in its
-    /// resources' demand at caps.
-    fn demand(&mut self, route: RouteId, flows: f64) {
+    /// resources' load at the route's rate.
+    fn count_flows(&mut self, route: RouteId, flows: f64) {
         let r = &self.routes[route as usize];
-        for &res in &r.resources {
-            if r.cap.is_finite() {
-                self.capped_demand[res as usize] += flows * r.cap;
-            } else {
-                self.uncapped[res as usize] = (self.uncapped[res as usize] as f64 + flows) as u32;
+        let more = flows * r.rate;
+        if more != 0.0 {
+            for &res in &r.resources {
+                self.load[res as usize] += more;
             }
         }
     }
 
-    /// Re-rates after `seed`'s flows changed (`removed` of them ended, or
-    /// one started) at `now`. When every resource of `seed` held its flows
-    /// at their caps before and after the change, no rate but `seed`'s own
-    /// could move, and it is its cap. Otherwise the component of `seed` (the
-    /// routes that share a limited resource with it, transitively) is to be
-    /// filled again, with whatever else changes at `now`.
-    fn rerate(&mut self, now: Time, seed: RouteId, removed: usize) {
+    /// Whether a flow crossing `res` is bounded there: some route runs on
+    /// its share.
+    fn binds(&self, res: ResourceId) -> bool {
+        self.shares[self.resource_share[res as usize] as usize].members > 0
+    }
+
+    /// Re-rates after `seed`'s flows changed at `now`. Where none of its
+    /// resources bounds a flow and its flows fit at their cap (or it has
+    /// none left), no other rate moves and its own is its cap (or 0): set
+    /// at once (seed 000's 1 MB/s gridftp streams into 100 MB/s
+    /// interfaces). Otherwise it is filled with whatever else changes at
+    /// `now`, at the next reading.
+    fn rerate(&mut self, now: Time, seed: RouteId) {
         let r = &self.routes[seed as usize];
-        let before = removed as f64 * r.cap;
-        let (uncapped, demand, capacity) = (&self.uncapped, &self.capped_demand, &self.capacity);
-        if r.cap.is_finite()
-            && r.resources
-                .iter()
-                .all(|&res| holds_at_caps(uncapped, demand, capacity, res, before))
+        let rate = if r.active.is_empty() { 0.0 } else { r.cap };
+        let more = r.flows() * (rate - r.rate);
+        if rate.is_finite()
+            && r.resources.iter().all(|&res| {
+                let i = res as usize;
+                !self.binds(res) && self.load[i] + more <= self.capacity[i] * (1.0 - MARGIN)
+            })
         {
-            let rate = if r.active.is_empty() { 0.0 } else { r.cap };
             let own = r.own;
             self.set_rate(now, seed, own, rate);
             self.mark_changed(own);
@@ -588,164 +656,242 @@ impl<K: Ord + Copy> Network<K> {
         self.pending.push(seed);
     }
 
-    /// Re-rates the component of `seed` by progressive filling, at `now`.
+    /// Re-rates, at `now`, the routes a change of `seed`'s flows can move,
+    /// by progressive filling. Those are `seed` and, transitively, every
+    /// route on a resource that bounds a flow: before the change (its share
+    /// has routes) or after it (the filling fills it). A resource that
+    /// bounds no flow couples none: the routes beyond it keep their rates
+    /// (a max-min rate is set only where it is bounded), and it enters the
+    /// filling with what they leave of it. Should the filling fill it after
+    /// all, its routes join and the filling starts again. A thousand
+    /// senders each limited by its own interface, into a receiver they do
+    /// not fill, so re-rate one route per start or end, not a thousand.
     fn fill(&mut self, now: Time, seed: RouteId) {
-        let s = &mut self.scratch;
+        let mut s = std::mem::take(&mut self.scratch);
         s.epoch = s.epoch.wrapping_add(1);
         if s.epoch == 0 {
             s.route_seen.iter_mut().for_each(|x| *x = 0);
             s.resource_seen.iter_mut().for_each(|x| *x = 0);
+            s.expanded.iter_mut().for_each(|x| *x = 0);
             s.epoch = 1;
         }
-        let epoch = s.epoch;
         s.routes.clear();
         s.resources.clear();
-        s.capped.clear();
         s.routes.push(seed);
-        s.route_seen[seed as usize] = epoch;
-        // The component, breadth first over limited resources.
-        let mut i = 0;
-        while i < s.routes.len() {
-            let route = s.routes[i];
-            i += 1;
-            for &res in &self.routes[route as usize].resources {
-                if s.resource_seen[res as usize] == epoch {
-                    continue;
-                }
-                s.resource_seen[res as usize] = epoch;
-                s.resources.push(res);
-                s.left[res as usize] = self.capacity[res as usize];
-                s.count[res as usize] = 0.0;
-                for &other in &self.crossing[res as usize] {
-                    if s.route_seen[other as usize] != epoch {
-                        s.route_seen[other as usize] = epoch;
-                        s.routes.push(other);
+        s.route_seen[seed as usize] = s.epoch;
+        let mut grown = 0;
+        // Routes filled over the passes so far, and whether the filling has
+        // taken its whole component.
+        let (mut filled, mut whole) = (0, false);
+        loop {
+            // The resources of the routes taken; all the routes of those
+            // that bound a flow.
+            while grown < s.routes.len() {
+                let route = s.routes[grown];
+                grown += 1;
+                for &res in &self.routes[route as usize].resources {
+                    if s.resource_seen[res as usize] == s.epoch {
+                        continue;
+                    }
+                    s.resource_seen[res as usize] = s.epoch;
+                    s.resources.push(res);
+                    if whole || self.binds(res) {
+                        s.take_all(&self.crossing, res);
                     }
                 }
             }
+            // Being selective pays while the routes taken are few (a sender
+            // alone on its interface). Past that, the filling takes its
+            // whole component at once: with that many routes bound together,
+            // a pass would likely find a resource it fills after all and
+            // start again.
+            if !whole && filled + s.routes.len() > SELECTIVE {
+                whole = true;
+                for i in 0..s.resources.len() {
+                    let res = s.resources[i];
+                    if s.expanded[res as usize] != s.epoch {
+                        s.take_all(&self.crossing, res);
+                    }
+                }
+                continue;
+            }
+            filled += s.routes.len();
+            let Some(res) = s.progressive_filling(self) else {
+                break;
+            };
+            s.take_all(&self.crossing, res);
         }
-        // Unfrozen flows per resource; capped routes by cap.
-        let mut unfrozen = 0usize;
+        // Each route onto the share it froze at, at its rate.
         for &route in &s.routes {
-            let r = &self.routes[route as usize];
-            s.settled[route as usize] = s.round;
-            s.frozen[route as usize] = f64::NAN;
-            s.frozen_share[route as usize] = r.own;
-            let n = r.active.len();
-            if n == 0 {
-                s.frozen[route as usize] = 0.0;
+            let (share, rate) = (s.frozen_share[route as usize], s.frozen[route as usize]);
+            self.set_rate(now, route, share, rate);
+        }
+        // Where every route was re-rated, the load is summed anew, so that
+        // rounding does not pile up in it.
+        for &res in &s.resources {
+            if s.expanded[res as usize] == s.epoch {
+                self.load[res as usize] = self.crossing[res as usize]
+                    .iter()
+                    .map(|&r| self.routes[r as usize].flows() * self.routes[r as usize].rate)
+                    .sum();
+            }
+        }
+        self.scratch = s;
+    }
+}
+
+/// How many routes, over its passes, a filling takes selectively before it
+/// takes its whole component.
+const SELECTIVE: usize = 64;
+
+/// What is left of a resource that bounds no flow, kept back from the
+/// routes of a filling: a resource they would fill to within this share of
+/// its bandwidth (rounding in its load included) joins the filling whole.
+const MARGIN: f64 = 1e-9;
+
+impl Scratch {
+    /// Every route on `res` joins the filling.
+    fn take_all(&mut self, crossing: &[Vec<RouteId>], res: ResourceId) {
+        self.expanded[res as usize] = self.epoch;
+        for &other in &crossing[res as usize] {
+            if self.route_seen[other as usize] != self.epoch {
+                self.route_seen[other as usize] = self.epoch;
+                self.routes.push(other);
+            }
+        }
+    }
+
+    /// Progressive filling of `self.routes` over `self.resources`: the
+    /// tightest resource's fair share (or the smallest cap, when lower)
+    /// freezes the flows it bounds. A resource not taken whole gives what
+    /// the routes beyond the filling leave of it; when it is the tightest,
+    /// the filling stops and names it.
+    fn progressive_filling<K: Ord + Copy>(&mut self, net: &Network<K>) -> Option<ResourceId> {
+        let routes = &net.routes;
+        let epoch = self.epoch;
+        for &res in &self.resources {
+            let (i, cap) = (res as usize, net.capacity[res as usize]);
+            self.left[i] = if self.expanded[i] == epoch {
+                cap
+            } else {
+                cap * (1.0 - MARGIN) - net.load[i]
+            };
+            self.count[i] = 0.0;
+        }
+        let mut unfrozen = 0usize;
+        self.capped.clear();
+        for &route in &self.routes {
+            let r = &routes[route as usize];
+            self.settled[route as usize] = self.round;
+            self.frozen[route as usize] = f64::NAN;
+            self.frozen_share[route as usize] = r.own;
+            let n = r.flows();
+            if n == 0.0 {
+                self.frozen[route as usize] = 0.0;
                 continue;
             }
             unfrozen += 1;
             for &res in &r.resources {
-                s.count[res as usize] += n as f64;
+                self.count[res as usize] += n;
+                if self.expanded[res as usize] != epoch {
+                    self.left[res as usize] += n * r.rate;
+                }
             }
             if r.cap.is_finite() {
-                s.capped.push(route);
+                self.capped.push(route);
             }
         }
-        // Where every resource holds its flows at their caps (gridftp
-        // streams of 1 MB/s into interfaces of 100 MB/s, as seed 000's
-        // model has it), the caps are the allocation: no filling.
-        let (uncapped, demand, capacity) = (&self.uncapped, &self.capped_demand, &self.capacity);
-        if s.resources
-            .iter()
-            .all(|&res| holds_at_caps(uncapped, demand, capacity, res, 0.0))
-        {
-            for &route in &s.routes {
-                if s.frozen[route as usize].is_nan() {
-                    s.frozen[route as usize] = self.routes[route as usize].cap;
-                }
-            }
-            unfrozen = 0;
-        }
-        let routes = &self.routes;
-        s.capped
+        self.capped
             .sort_unstable_by(|&a, &b| routes[b as usize].cap.total_cmp(&routes[a as usize].cap));
-        // Progressive filling: the tightest resource's fair share (or the
-        // smallest cap, when lower) freezes the flows it bounds.
+        let fair =
+            |s: &Scratch, res: ResourceId| s.left[res as usize].max(0.0) / s.count[res as usize];
+        let mut heap: Vec<Reverse<(Mark, ResourceId)>> = std::mem::take(&mut self.heap).into_vec();
+        heap.clear();
+        heap.extend(
+            self.resources
+                .iter()
+                .filter(|&&res| self.count[res as usize] > 0.0)
+                .map(|&res| Reverse((Mark(fair(self, res)), res))),
+        );
+        let mut heap = BinaryHeap::from(heap);
+        let mut found = None;
         while unfrozen > 0 {
-            while let Some(&c) = s.capped.last() {
-                if s.frozen[c as usize].is_nan() {
+            while let Some(&c) = self.capped.last() {
+                if self.frozen[c as usize].is_nan() {
                     break;
                 }
-                s.capped.pop();
+                self.capped.pop();
             }
-            let mut tightest: Option<(f64, ResourceId)> = None;
-            for &res in &s.resources {
-                let n = s.count[res as usize];
-                if n > 0.0 {
-                    let share = s.left[res as usize].max(0.0) / n;
-                    if tightest.is_none_or(|(t, _)| share < t) {
-                        tightest = Some((share, res));
-                    }
+            // A resource's fair share only grows as flows freeze (at the
+            // lowest level there is): an entry found below it is put back
+            // at it, one entry a resource.
+            let tightest = loop {
+                let Some(&Reverse((Mark(was), res))) = heap.peek() else {
+                    break None;
+                };
+                if self.count[res as usize] <= 0.0 {
+                    heap.pop();
+                    continue;
                 }
-            }
-            let cap = s.capped.last().map(|&c| (routes[c as usize].cap, c));
-            let freeze_one = |s: &mut Scratch, route: RouteId, rate: f64, share: ShareId| {
-                s.frozen[route as usize] = rate;
-                s.frozen_share[route as usize] = share;
-                let r = &routes[route as usize];
-                let n = r.active.len() as f64;
-                for &res in &r.resources {
-                    s.left[res as usize] -= n * rate;
-                    s.count[res as usize] -= n;
+                let share = fair(self, res);
+                if share > was {
+                    heap.pop();
+                    heap.push(Reverse((Mark(share), res)));
+                    continue;
                 }
+                break Some((share, res));
             };
+            let cap = self.capped.last().map(|&c| (routes[c as usize].cap, c));
             match (tightest, cap) {
                 (_, Some((cap, c))) if tightest.is_none_or(|(t, _)| cap <= t) => {
-                    freeze_one(s, c, cap, routes[c as usize].own);
-                    s.capped.pop();
+                    self.freeze(routes, c, cap, routes[c as usize].own);
+                    self.capped.pop();
                     unfrozen -= 1;
                 }
                 (Some((share, res)), _) => {
-                    let at = self.resource_share[res as usize];
-                    let mut k = 0;
-                    while k < self.crossing[res as usize].len() {
-                        let route = self.crossing[res as usize][k];
-                        k += 1;
-                        if s.frozen[route as usize].is_nan() {
-                            freeze_one(s, route, share, at);
+                    if self.expanded[res as usize] != epoch {
+                        found = Some(res);
+                        break;
+                    }
+                    heap.pop();
+                    let at = net.resource_share[res as usize];
+                    for &route in &net.crossing[res as usize] {
+                        if self.frozen[route as usize].is_nan() {
+                            self.freeze(routes, route, share, at);
                             unfrozen -= 1;
                         }
                     }
                     // Rounding may leave a sliver of flows: none cross it now.
-                    s.count[res as usize] = 0.0;
+                    self.count[res as usize] = 0.0;
                 }
                 (None, _) => {
                     // Only routes with no limited resource and no cap remain.
-                    for &route in &s.routes {
-                        if s.frozen[route as usize].is_nan() {
-                            s.frozen[route as usize] = f64::INFINITY;
+                    for &route in &self.routes {
+                        if self.frozen[route as usize].is_nan() {
+                            self.frozen[route as usize] = f64::INFINITY;
                         }
                     }
                     unfrozen = 0;
                 }
             }
         }
-        // Each route onto the share it froze at, at its rate.
-        let s = std::mem::take(&mut self.scratch);
-        for &route in &s.routes {
-            let (share, rate) = (s.frozen_share[route as usize], s.frozen[route as usize]);
-            self.set_rate(now, route, share, rate);
-        }
-        self.scratch = s;
+        self.heap = heap;
+        found
     }
-}
 
-/// Whether resource `res` holds all its flows at their caps, with `extra`
-/// bytes/s more: then it binds no flow (a resource that cannot saturate sets
-/// no rate in the max-min allocation). `uncapped`, `demand` and `capacity`
-/// are the network's per-resource counts.
-fn holds_at_caps(
-    uncapped: &[u32],
-    demand: &[f64],
-    capacity: &[f64],
-    res: ResourceId,
-    extra: f64,
-) -> bool {
-    let res = res as usize;
-    uncapped[res] == 0 && demand[res] + extra <= capacity[res] * (1.0 + 1e-9)
+    /// `route`'s flows run at `rate` on `share`: what they take is no longer
+    /// left to the others on its resources.
+    fn freeze<K>(&mut self, routes: &[Route<K>], route: RouteId, rate: f64, share: ShareId) {
+        self.frozen[route as usize] = rate;
+        self.frozen_share[route as usize] = share;
+        let r = &routes[route as usize];
+        let n = r.active.len() as f64;
+        for &res in &r.resources {
+            let i = res as usize;
+            self.left[i] -= n * rate;
+            self.count[i] -= n;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -217,6 +217,18 @@ fn check(trace: &FlowTrace) -> Result<(), TraceError> {
                 trace.resources.len()
             )));
         }
+        if let Some((i, &r)) = f
+            .resources
+            .iter()
+            .enumerate()
+            .find(|&(i, r)| f.resources[..i].contains(r))
+        {
+            return Err(wrong(format!(
+                "resource {r} (`{}`) is listed twice (again at position {i}): a flow \
+                 crosses a resource once, and the model would count it once",
+                trace.resources[r as usize].name
+            )));
+        }
         if f.bytes > 0.0 && f.resources.is_empty() && f.cap.is_none() {
             return Err(wrong(
                 "crosses no limited resource and has no cap: it would never end".into(),
@@ -321,6 +333,13 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("resource 3")
+        );
+        trace.flows = vec![flow(0.0, 1.0, &[0, 0])];
+        assert!(
+            replay(&trace)
+                .unwrap_err()
+                .to_string()
+                .contains("listed twice")
         );
         trace.flows = vec![flow(0.0, 1.0, &[])];
         assert!(

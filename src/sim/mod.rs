@@ -28,7 +28,7 @@
 //! driving the core's farm dispatcher on the same event queue and links.
 
 pub mod farm;
-internal!(flows);
+internal!(flows, flow_shapes);
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -725,6 +725,13 @@ fn a_link_named_twice_or_paths_that_are_no_tree_are_refused() {
         &e,
         &["bad.toml:14:8", "link[1].name", "link `wan` is named twice"],
     );
+    for blank in ["", "  "] {
+        let (from, to) = with_links(&format!(
+            "[[link]]\nname = \"{blank}\"\nbandwidth = \"1 GB/s\"\n"
+        ));
+        let e = check(from, &to);
+        expect(&e, &["bad.toml:11:8", "link[0].name", "`name` is empty"]);
+    }
 
     let links = "[[link]]\nname = \"a\"\nbandwidth = \"1 GB/s\"\n\
                  [[link]]\nname = \"b\"\nbandwidth = \"1 GB/s\"\n";

@@ -241,6 +241,11 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
         figures.push(
             network::network(flows.max(10), 100, 10, ends.max(10)).map_err(failed("network"))?,
         );
+        let sizes: Vec<usize> = [1_000, 3_000, 10_000, 100_000]
+            .iter()
+            .map(|n| (n / shrink).max(10))
+            .collect();
+        figures.extend(network::shapes(&sizes, 120.0).map_err(failed("network"))?);
     }
     if want("calibrate") {
         figures.extend(calibrate::calibrate((20 / shrink).max(2)).map_err(failed("calibrate"))?);
