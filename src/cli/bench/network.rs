@@ -119,13 +119,15 @@ pub(super) fn shapes(sizes: &[usize], budget: f64) -> Result<Vec<Figure>, Failur
                 .map(|g| g.2);
             let name = format!("network {}: {n} flows start and end", shape.name());
             // Grown from the size before as it grew from the one before that
-            // (at least in proportion), this one would take about this long.
+            // (at least in proportion, at most as the square: a shape that
+            // saturates between two sizes grows faster once), this one
+            // would take about this long.
             let expected = match per_event[..] {
                 [] => 0.0,
                 [(_, cost)] => cost * 2.0 * n as f64,
                 [.., (l, a), (m, b)] => {
                     let (took, before) = (b * 2.0 * m as f64, a * 2.0 * l as f64);
-                    let k = ((took / before).ln() / (m as f64 / l as f64).ln()).max(1.0);
+                    let k = ((took / before).ln() / (m as f64 / l as f64).ln()).clamp(1.0, 2.0);
                     took * (n as f64 / m as f64).powf(k)
                 }
             };
