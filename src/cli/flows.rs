@@ -28,8 +28,7 @@ pub(crate) enum FlowsCmd {
     /// Write a trace of one of the shapes that cost the max-min model most
     /// (what `gridbed bench network` replays), drawn from a seed.
     Shape {
-        /// Which shape.
-        #[arg(value_enum)]
+        /// Which shape: sender-fan-in, receiver-fan-in or mixed-tree.
         shape: flow_shapes::Shape,
         /// How many flows.
         #[arg(long, default_value_t = 1000)]

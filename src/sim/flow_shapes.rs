@@ -18,7 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use super::flows::{FlowTrace, TraceFlow, TraceResource};
 
 /// A shape of flows (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
     /// Each flow limited by its own sender; the receiver not filled.
     SenderFanIn,
@@ -39,6 +39,20 @@ impl Shape {
             Shape::ReceiverFanIn => "receiver-fan-in",
             Shape::MixedTree => "mixed-tree",
         }
+    }
+}
+
+impl std::str::FromStr for Shape {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Shape, String> {
+        Shape::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Shape::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown shape `{name}`: expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -145,6 +159,15 @@ fn mixed_tree(n: usize, rng: &mut ChaCha8Rng) -> FlowTrace {
 mod tests {
     use super::*;
     use crate::sim::flows::replay;
+
+    #[test]
+    fn a_shape_is_read_by_its_name() {
+        for shape in Shape::ALL {
+            assert_eq!(shape.name().parse::<Shape>(), Ok(shape));
+        }
+        let e = "fan-in".parse::<Shape>().unwrap_err();
+        assert!(e.contains("sender-fan-in, receiver-fan-in, mixed-tree"), "{e}");
+    }
 
     #[test]
     fn each_shape_replays_and_binds_where_it_says() {
