@@ -22,7 +22,10 @@
 //! theirs), by progressive filling over flow counts, once per instant
 //! however many flows started or ended in it; each share whose rate or
 //! routes changed (those a route left included) is reported, and the
-//! engine reschedules its next end.
+//! engine reschedules its next end. Where many routes share one resource
+//! and nothing else (a fan-in of senders, each alone on its interface,
+//! into one receiver), max-min there is a water level kept in two heaps
+//! ([`star`]): a start or an end costs a logarithm, not a filling.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -31,6 +34,8 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::Time;
+
+mod star;
 
 /// Index of a resource (a limited bandwidth) of a [`Network`].
 pub type ResourceId = u32;
@@ -65,6 +70,10 @@ struct Route<K> {
     slots: SmallVec<[u32; 6]>,
     /// Whether it is in its resources' `crossing` lists.
     coupled: bool,
+    /// While it is: how many of its resources another route crosses too.
+    shared: u8,
+    /// Its registration in a star ([`star`]).
+    place: star::Place,
     /// The rate its flows count for in their resources' `load`.
     rate: f64,
     /// Per-flow cap, bytes/s (∞: none).
@@ -151,6 +160,13 @@ pub struct Network<K> {
     load: Vec<f64>,
     /// Per resource: the share of the routes it bounds.
     resource_share: Vec<ShareId>,
+    /// Per resource: routes crossing it that share another resource too
+    /// with some route; with none, it may be run as a star.
+    entangled: Vec<u32>,
+    /// Per resource: its water-filling when it is run as a star.
+    stars: Vec<star::Star>,
+    /// A star's buffer of routes that moved, kept between calls.
+    moved: Vec<RouteId>,
     routes: Vec<Route<K>>,
     shares: Vec<Share>,
     index: FxHashMap<(SmallVec<[ResourceId; 6]>, u64), RouteId>,
@@ -203,6 +219,9 @@ impl<K: Ord + Copy> Default for Network<K> {
             crossing: Vec::new(),
             load: Vec::new(),
             resource_share: Vec::new(),
+            entangled: Vec::new(),
+            stars: Vec::new(),
+            moved: Vec::new(),
             routes: Vec::new(),
             shares: Vec::new(),
             index: FxHashMap::default(),
@@ -233,6 +252,8 @@ impl<K: Ord + Copy> Network<K> {
         self.scratch.count.push(0.0);
         self.scratch.expanded.push(0);
         self.load.push(0.0);
+        self.entangled.push(0);
+        self.stars.push(star::Star::default());
         self.resource_share.push(self.shares.len() as ShareId);
         self.shares.push(Share::new());
         (self.capacity.len() - 1) as ResourceId
@@ -268,6 +289,8 @@ impl<K: Ord + Copy> Network<K> {
         self.routes.push(Route {
             slots: k.0.iter().map(|_| 0).collect(),
             coupled: false,
+            shared: 0,
+            place: star::Place::default(),
             resources: k.0.clone(),
             rate: 0.0,
             cap,
@@ -585,6 +608,40 @@ impl<K: Ord + Copy> Network<K> {
             *slot = list.len() as u32;
             list.push(route);
         }
+        let mut shared = 0;
+        for i in 0..self.routes[route as usize].resources.len() {
+            let list = &self.crossing[self.routes[route as usize].resources[i] as usize];
+            let (len, first) = (list.len(), list[0]);
+            if len == 2 {
+                self.share_more(first, 1);
+            }
+            shared += u8::from(len >= 2);
+        }
+        self.share_more(route, shared as i8);
+    }
+
+    /// `route` shares `more` more (or fewer) of its resources with other
+    /// routes; as it comes to share two or more, or fewer, it entangles its
+    /// resources or no longer does.
+    fn share_more(&mut self, route: RouteId, more: i8) {
+        let r = &mut self.routes[route as usize];
+        let was = r.shared >= 2;
+        r.shared = r.shared.wrapping_add_signed(more);
+        let is = r.shared >= 2;
+        if was == is {
+            return;
+        }
+        for i in 0..r.resources.len() {
+            let res = self.routes[route as usize].resources[i] as usize;
+            if is {
+                self.entangled[res] += 1;
+                if self.entangled[res] == 1 {
+                    self.drop_star(res as ResourceId);
+                }
+            } else {
+                self.entangled[res] -= 1;
+            }
+        }
     }
 
     /// A flow left `route`: an emptied route no longer couples its resources.
@@ -593,6 +650,9 @@ impl<K: Ord + Copy> Network<K> {
         if !r.active.is_empty() || !r.coupled {
             return;
         }
+        let shared = r.shared as i8;
+        self.share_more(route, -shared);
+        let r = &mut self.routes[route as usize];
         r.coupled = false;
         for i in 0..r.resources.len() {
             let (res, slot) = (
@@ -609,6 +669,10 @@ impl<K: Ord + Copy> Network<K> {
                     .position(|&x| x == res)
                     .expect("crosses it");
                 m.slots[k] = slot;
+            }
+            if list.len() == 1 {
+                let alone = list[0];
+                self.share_more(alone, -1);
             }
         }
     }
@@ -638,6 +702,10 @@ impl<K: Ord + Copy> Network<K> {
     /// interfaces). Otherwise it is filled with whatever else changes at
     /// `now`, at the next reading.
     fn rerate(&mut self, now: Time, seed: RouteId) {
+        if let Some(res) = self.star_for(seed) {
+            self.star_rerate(now, res, seed);
+            return;
+        }
         let r = &self.routes[seed as usize];
         let rate = if r.active.is_empty() { 0.0 } else { r.cap };
         let more = r.flows() * (rate - r.rate);
@@ -720,6 +788,12 @@ impl<K: Ord + Copy> Network<K> {
                 break;
             };
             s.take_all(&self.crossing, res);
+        }
+        // The stars of the routes re-rated are no longer run as such.
+        for &route in &s.routes {
+            if let Some(res) = self.registered(route) {
+                self.drop_star(res);
+            }
         }
         // Each route onto the share it froze at, at its rate.
         for &route in &s.routes {
@@ -1059,6 +1133,46 @@ mod tests {
             assert_eq!(*id, wid);
             assert!(close(*t, wt), "{id} ends at {t}, expected {wt}");
         }
+    }
+
+    #[test]
+    fn a_receiver_of_many_senders_is_water_filled() {
+        // 50 senders of 0.2 B/s and 50 of 100 B/s into 65 B/s: the slow
+        // ones at their interface, the fast ones at (65 - 10) / 50 = 1.1
+        // B/s; with a fast one capped at 0.5 a flow, the others at 1.11.
+        // A second flow on a slow sender halves its limit to 0.1; then the
+        // slow ones end, and the fast ones share what the capped leaves.
+        let mut net = Network::new();
+        let sink = net.add_resource(65.0);
+        let routes: Vec<RouteId> = (0..100)
+            .map(|i| {
+                let out = net.add_resource(if i < 50 { 0.2 } else { 100.0 });
+                net.route(&[out, sink], f64::INFINITY)
+            })
+            .collect();
+        for (i, &r) in routes.iter().enumerate() {
+            net.start(0.0, r, i as u32, 1e6);
+        }
+        assert!(close(net.rate(routes[0]), 0.2));
+        assert!(close(net.rate(routes[99]), 1.1));
+        let out = net.route_of(routes[98]).0[0];
+        let capped = net.route(&[out, sink], 0.5);
+        net.start(0.0, capped, 2000, 1e6);
+        assert!(close(net.rate(capped), 0.5));
+        assert!(close(net.rate(routes[99]), (55.0 - 0.5) / 50.0));
+        net.start(0.0, routes[0], 1000, 1e6);
+        assert!(close(net.rate(routes[0]), 0.1));
+        assert!(close(net.rate(routes[99]), (55.0 - 0.5) / 50.0));
+        for (i, &r) in routes.iter().enumerate().take(50) {
+            assert!(net.remove(0.0, r, i as u32));
+        }
+        assert!(net.remove(0.0, routes[0], 1000));
+        assert!(net.remove(0.0, capped, 2000));
+        assert!(close(net.rate(routes[99]), 65.0 / 50.0));
+        // Every fast flow ends at once, 1e6 / 1.3 s on.
+        let ends = drain(&mut net, 0.0);
+        assert_eq!(ends.len(), 50);
+        assert!(ends.iter().all(|&(_, t)| close(t, 1e6 / 1.3)), "{ends:?}");
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! ties that once ended a flow early), starts often coincide, and sizes go
 //! from one byte to gigabytes.
 //!
-//! `GRIDBED_MAXMIN_CASES` sets how many grids a run tries (default 256).
+//! `GRIDBED_MAXMIN_CASES` sets how many grids a run tries (default 256; a
+//! quarter as many fan-ins).
 
 use gridbed::sim::flows::{FlowTrace, TraceFlow, TraceResource, replay};
 use proptest::prelude::*;
@@ -38,16 +39,16 @@ fn fair_rates(capacity: &[f64], flows: &[&Flow]) -> Vec<f64> {
         if unfrozen.is_empty() {
             return rate;
         }
-        let crossing = |r: usize| {
-            unfrozen
-                .iter()
-                .filter(|&&i| flows[i].resources.contains(&r))
-                .count()
-        };
-        let fair = |r: usize| left[r].max(0.0) / crossing(r) as f64;
+        let mut crossing = vec![0usize; capacity.len()];
+        for &i in &unfrozen {
+            for &r in &flows[i].resources {
+                crossing[r] += 1;
+            }
+        }
+        let fair = |r: usize| left[r].max(0.0) / crossing[r] as f64;
         let mut level = f64::INFINITY;
-        for r in 0..capacity.len() {
-            if crossing(r) > 0 {
+        for (r, &n) in crossing.iter().enumerate() {
+            if n > 0 {
                 level = level.min(fair(r));
             }
         }
@@ -229,6 +230,57 @@ fn problem((parent, links, sites, flows): &Grid) -> (Vec<f64>, Vec<Flow>) {
     (capacity, flows)
 }
 
+/// A fan-in: 64 to 80 senders, each its own out bandwidth and cap, into a
+/// receiver that most flows go to and a second one that some go to, as
+/// (capacities, flows): senders `0..n`, receivers `n` and `n + 1`. Flows
+/// from one sender share its interface; a sender sending to both receivers
+/// couples them, so the model's water-filling at one receiver (past 64
+/// senders on it) is set up and dropped as such flows come and go.
+fn fan_in() -> impl Strategy<Value = (Vec<f64>, Vec<Flow>)> {
+    (64usize..80, 200usize..320).prop_flat_map(|(senders, flows)| {
+        let cap = prop_oneof![
+            6 => Just(f64::INFINITY),
+            1 => Just(100e3),
+            1 => Just(200e3),
+            1 => Just(1e6),
+        ];
+        // Senders slower and faster than a receiver's fair share, in few
+        // values so that limits tie with the level.
+        let out = prop_oneof![Just(100e3), Just(200e3), Just(250e3), Just(1e6), Just(10e6),];
+        let start = prop_oneof![
+            8 => Just(0.0),
+            2 => (0u32..16).prop_map(|k| k as f64 * 0.5),
+            2 => 0.0f64..60.0,
+        ];
+        let bytes = prop_oneof![
+            1 => Just(0.0),
+            1 => (1u32..1000).prop_map(f64::from),
+            4 => (1u32..100).prop_map(|k| k as f64 * 0.5e6),
+            3 => (0.0f64..8.0).prop_map(|e| 10f64.powf(e)),
+        ];
+        let to = prop_oneof![59 => Just(0usize), 1 => Just(1)];
+        (
+            proptest::collection::vec((out, cap), senders),
+            (bandwidth(), bandwidth()),
+            proptest::collection::vec((0..senders, to, start, bytes), flows),
+        )
+            .prop_map(move |(out, (r0, r1), flows)| {
+                let mut capacity: Vec<f64> = out.iter().map(|&(bw, _)| bw).collect();
+                capacity.extend([r0, r1]);
+                let flows = flows
+                    .into_iter()
+                    .map(|(from, to, start, bytes)| Flow {
+                        resources: vec![from, senders + to],
+                        cap: out[from].1,
+                        start,
+                        bytes,
+                    })
+                    .collect();
+                (capacity, flows)
+            })
+    })
+}
+
 /// The model's ends for `flows`, replayed as `gridbed flows replay` does.
 fn model_ends(capacity: &[f64], flows: &[Flow]) -> Vec<f64> {
     let trace = FlowTrace {
@@ -344,6 +396,18 @@ proptest! {
     #[test]
     fn every_flow_ends_where_a_from_scratch_filling_ends_it(g in grid()) {
         let (capacity, flows) = problem(&g);
+        let wrong = disagreements(&capacity, &flows);
+        prop_assert!(wrong.is_empty(), "{}\ncapacities {capacity:?}\nflows {flows:?}", wrong.join("\n"));
+    }
+}
+
+proptest! {
+    // A fan-in case replays some 300 flows: a quarter as many cases.
+    #![proptest_config(ProptestConfig { cases: cases().div_ceil(4), ..ProptestConfig::default() })]
+
+    /// The same for a fan-in of many senders into one receiver.
+    #[test]
+    fn every_flow_of_a_fan_in_ends_where_a_from_scratch_filling_ends_it((capacity, flows) in fan_in()) {
         let wrong = disagreements(&capacity, &flows);
         prop_assert!(wrong.is_empty(), "{}\ncapacities {capacity:?}\nflows {flows:?}", wrong.join("\n"));
     }

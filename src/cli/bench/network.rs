@@ -105,7 +105,8 @@ const GOALS: [(Shape, usize, f64); 4] = [
 
 /// Each shape of [`flow_shapes`] replayed at each of `sizes` (ascending):
 /// the seconds for all its flows to start and end, as `gridbed flows
-/// replay` times them, and the cost per start or end at the largest size
+/// replay` times them (the quickest of three replays, when under 2 s), and
+/// the cost per start or end at the largest size
 /// over that at the one before. A size is not run where the growth of the
 /// sizes before puts it over `budget` seconds (its goal is then unmet).
 pub(super) fn shapes(sizes: &[usize], budget: f64) -> Result<Vec<Figure>, Failure> {
@@ -146,11 +147,19 @@ pub(super) fn shapes(sizes: &[usize], budget: f64) -> Result<Vec<Figure>, Failur
                 break;
             }
             let trace = flow_shapes::trace(shape, n, 60);
-            let began = Instant::now();
-            let ends = flows::replay(&trace).map_err(|e| e.to_string())?;
-            let wall = began.elapsed().as_secs_f64();
-            if ends.iter().any(|e| !e.is_finite()) {
-                return Err(format!("{name}: a flow never ended").into());
+            // The quickest of up to three replays (while they are short):
+            // the machine's other work only ever adds.
+            let mut wall = f64::INFINITY;
+            for _ in 0..3 {
+                let began = Instant::now();
+                let ends = flows::replay(&trace).map_err(|e| e.to_string())?;
+                wall = wall.min(began.elapsed().as_secs_f64());
+                if ends.iter().any(|e| !e.is_finite()) {
+                    return Err(format!("{name}: a flow never ended").into());
+                }
+                if wall > 2.0 {
+                    break;
+                }
             }
             per_event.push((n, wall / (2.0 * n as f64)));
             figures.push(Figure {
