@@ -87,6 +87,82 @@ fn sweep_writes_a_csv_row_per_run_and_the_charts() {
 }
 
 #[test]
+fn sweep_quotes_a_strategy_with_a_comma_and_refuses_a_full_out_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("out");
+    let sites = catalog();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            tb.to_str().unwrap(),
+            "--sites-file",
+            sites.to_str().unwrap(),
+            "--strategies",
+            "random,clustered[sequence=false, ra=4]",
+            "--sites",
+            "3",
+            "--maxpre",
+            "5",
+            "--seeds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        gridbed(&args)
+    };
+    let (code, _, stderr) = sweep(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[2].starts_with("\"clustered[sequence=false, ra=4]\",3,5,1,"),
+        "{csv}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(
+        summary.contains("\"clustered[sequence=false, ra=4]\","),
+        "{summary}"
+    );
+    // An earlier sweep's folder: refused before any run, its files kept.
+    std::fs::write(out.join("stale-chart.svg"), "old").unwrap();
+    let (code, _, stderr) = sweep(&[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--out") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(out.join("sweep.csv")).unwrap(), csv);
+    // --force clears it first: the stale chart is gone.
+    let (code, _, stderr) = sweep(&["--force"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!out.join("stale-chart.svg").exists());
+    assert!(out.join("sweep.csv").exists());
+    // A file where the folder should be: refused, naming the flag.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let (code, _, stderr) = gridbed(&[
+        "sweep",
+        tb.to_str().unwrap(),
+        "--sites-file",
+        catalog().to_str().unwrap(),
+        "--sites",
+        "3",
+        "--out",
+        file.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--out") && stderr.contains("is a file"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn sweep_repeat_runs_seeds_one_to_n() {
     let dir = tempfile::tempdir().unwrap();
     let tb = write_testbed(dir.path(), "small.toml", SMALL);

@@ -271,6 +271,7 @@ fn on_the_grid3_testbed_clustered_moves_the_fewest_files_and_is_fastest_up_to_15
         repeat: None,
         engine: "sim".into(),
         out: out.path().to_path_buf(),
+        force: false,
         parallel: Some(2),
         sites_file: Some(common::catalog()),
         monitqueue_for: None,

@@ -28,8 +28,10 @@ PY
 }
 
 echo "### The paper's pairing"
+# Into a new folder (sweep refuses a full one), then beside this script.
 $G sweep $T --strategies "$S" --sites 12 --maxpre 20 --repeat 20 \
-  --monitqueue-for opportunistic --out $D -q > /dev/null
+  --monitqueue-for opportunistic --out "$TMP/main" -q > /dev/null
+cp "$TMP/main"/*.csv "$TMP/main"/*.svg $D/
 table $D/summary.csv
 echo
 echo "### MonitQueue for every strategy (replica deletion kept)"

@@ -45,7 +45,9 @@ echo "### The workflow"
 $G workflow stats $T
 echo
 echo "### Figures 4-7: the paper's configuration (60 runs)"
-$G sweep $T --out $D -q > /dev/null
+# Into a new folder (sweep refuses a full one), then beside this script.
+$G sweep $T --out "$TMP/main" -q > /dev/null
+cp "$TMP/main"/*.csv "$TMP/main"/*.svg $D/
 tables $D/sweep.csv
 echo
 echo "### Ablation: replicas registered on arrival instead of in the postscript (MAXPRE 20)"

@@ -6,7 +6,6 @@
 //! sites (for `spcl-grid3.toml`, the first N rows of the Grid3 table, as the
 //! paper's "first N sites listed on this table").
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,9 +60,13 @@ pub struct SweepArgs {
     /// Engine of every run.
     #[arg(long, default_value = "sim")]
     pub engine: String,
-    /// Where the CSV and the charts go.
+    /// Where the CSV and the charts go: a new or empty folder.
     #[arg(long, default_value = "sweep-out")]
     pub out: PathBuf,
+    /// Clear a `--out` folder that is not empty first (an earlier
+    /// sweep's outputs), rather than refuse it.
+    #[arg(long)]
+    pub force: bool,
     /// Runs at once (default: the machine's cores).
     #[arg(long)]
     pub parallel: Option<usize>,
@@ -379,6 +382,7 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         first_sites(&mut base.clone(), n)
             .map_err(|e| SweepError::Invalid(format!("--sites: {e}")))?;
     }
+    prepare_out(&args.out, args.force)?;
     let mut cells = Vec::new();
     for strategy in 0..args.strategies.len() {
         for &sites in &args.sites {
@@ -398,8 +402,6 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         Backend::Local => run_here(args, &cells)?,
         Backend::Slurm => slurm::execute(args, &cells)?,
     };
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| SweepError::Run(format!("{}: {e}", args.out.display())))?;
     write_csv(&args.out.join("sweep.csv"), &rows)?;
     charts(&args.out, &base.name, args, &rows)?;
     let summary = summarize(&rows);
@@ -462,18 +464,63 @@ fn run_here(args: &SweepArgs, cells: &[Cell]) -> Result<Vec<Row>, SweepError> {
 }
 
 fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), SweepError> {
-    let mut out = String::from("strategy,sites,maxpre,runs,mean_s,sd_s,ci95_s,speedup\n");
+    let mut rows = vec![csv_fields(&[
+        "strategy", "sites", "maxpre", "runs", "mean_s", "sd_s", "ci95_s", "speedup",
+    ])];
     for s in summary {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{:.3},{:.3},{:.3},{:.3}",
-            s.strategy, s.sites, s.maxpre, s.runs, s.mean_s, s.sd_s, s.ci95_s, s.speedup
-        );
+        rows.push(vec![
+            s.strategy.clone(),
+            s.sites.to_string(),
+            s.maxpre.to_string(),
+            s.runs.to_string(),
+            format!("{:.3}", s.mean_s),
+            format!("{:.3}", s.sd_s),
+            format!("{:.3}", s.ci95_s),
+            format!("{:.3}", s.speedup),
+        ]);
     }
-    std::fs::write(path, out).map_err(|source| SweepError::Write {
+    write_records(path, &rows)
+}
+
+fn csv_fields(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+/// `rows` as CSV (RFC 4180: a field with a comma or a quote is quoted, as
+/// a strategy's parameters can be) into `path`.
+fn write_records(path: &Path, rows: &[Vec<String>]) -> Result<(), SweepError> {
+    let failed = |source: std::io::Error| SweepError::Write {
         path: path.to_path_buf(),
         source,
-    })
+    };
+    let mut out = csv::Writer::from_path(path).map_err(|e| failed(e.into()))?;
+    for row in rows {
+        out.write_record(row).map_err(|e| failed(e.into()))?;
+    }
+    out.flush().map_err(failed)
+}
+
+/// Makes `out` a new or empty folder before any run starts: a file there,
+/// or an earlier sweep's outputs without `--force`, is refused (their
+/// CSVs would be replaced and their charts left mixed in with the new).
+fn prepare_out(out: &Path, force: bool) -> Result<(), SweepError> {
+    let invalid = |why: String| SweepError::Invalid(format!("--out `{}`: {why}", out.display()));
+    if out.exists() && !out.is_dir() {
+        return Err(invalid("is a file; expected a folder".into()));
+    }
+    let full = out
+        .read_dir()
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false);
+    if full {
+        if !force {
+            return Err(invalid(
+                "is not empty (an earlier sweep's outputs?); name a new folder, or pass --force to clear it first".into(),
+            ));
+        }
+        std::fs::remove_dir_all(out).map_err(|e| invalid(format!("cannot clear it: {e}")))?;
+    }
+    std::fs::create_dir_all(out).map_err(|e| invalid(format!("cannot create it: {e}")))
 }
 
 /// Seed 002's figures 8–9: mean makespan with its 95% CI, and speedup, per
@@ -524,33 +571,41 @@ fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
 }
 
 fn write_csv(path: &Path, rows: &[Row]) -> Result<(), SweepError> {
-    let mut out = String::from(
-        "strategy,sites,maxpre,seed,engine,succeeded,makespan_s,transfers,bytes,transfer_failures,evictions,cache_hits,replans,wall_s\n",
-    );
+    let mut records = vec![csv_fields(&[
+        "strategy",
+        "sites",
+        "maxpre",
+        "seed",
+        "engine",
+        "succeeded",
+        "makespan_s",
+        "transfers",
+        "bytes",
+        "transfer_failures",
+        "evictions",
+        "cache_hits",
+        "replans",
+        "wall_s",
+    ])];
     for r in rows {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{:.3},{},{},{},{},{},{},{:.3}",
-            r.strategy,
-            r.sites,
-            r.maxpre,
-            r.seed,
-            r.engine,
-            r.succeeded,
-            r.makespan_s,
-            r.transfers,
-            r.bytes,
-            r.transfer_failures,
-            r.evictions,
-            r.cache_hits,
-            r.replans,
-            r.wall_s
-        );
+        records.push(vec![
+            r.strategy.clone(),
+            r.sites.to_string(),
+            r.maxpre.to_string(),
+            r.seed.to_string(),
+            r.engine.clone(),
+            r.succeeded.to_string(),
+            format!("{:.3}", r.makespan_s),
+            r.transfers.to_string(),
+            r.bytes.to_string(),
+            r.transfer_failures.to_string(),
+            r.evictions.to_string(),
+            r.cache_hits.to_string(),
+            r.replans.to_string(),
+            format!("{:.3}", r.wall_s),
+        ]);
     }
-    std::fs::write(path, out).map_err(|source| SweepError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    write_records(path, &records)
 }
 
 /// Mean of `f` over the seeds of each (strategy, sites) at `maxpre`.
