@@ -25,7 +25,8 @@
 //! engine reschedules its next end. Where many routes share one resource
 //! and nothing else (a fan-in of senders, each alone on its interface,
 //! into one receiver), max-min there is a water level kept in two heaps
-//! ([`star`]): a start or an end costs a logarithm, not a filling.
+//! (`network/star.rs`): a start or an end costs a logarithm, not a
+//! filling.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -702,7 +703,7 @@ impl<K: Ord + Copy> Network<K> {
     /// interfaces). Otherwise it is filled with whatever else changes at
     /// `now`, at the next reading.
     fn rerate(&mut self, now: Time, seed: RouteId) {
-        if let Some(res) = self.star_for(seed) {
+        if let Some(res) = self.star_of(seed) {
             self.star_rerate(now, res, seed);
             return;
         }
@@ -718,6 +719,10 @@ impl<K: Ord + Copy> Network<K> {
             let own = r.own;
             self.set_rate(now, seed, own, rate);
             self.mark_changed(own);
+            return;
+        }
+        if let Some(res) = self.star_to_build(seed) {
+            self.star_rerate(now, res, seed);
             return;
         }
         self.pending_at = now;

@@ -91,15 +91,24 @@ impl Star {
 }
 
 impl<K: Ord + Copy> Network<K> {
-    /// The star whose water-filling re-rates `route` after its flows
-    /// changed: the one it is registered in, or else the one resource
-    /// other routes cross with it (or crossed, for a route that has just
-    /// emptied), when no route there shares another and they are many
-    /// enough (the star is then built).
-    pub(super) fn star_for(&self, route: RouteId) -> Option<ResourceId> {
+    /// The star that must re-rate `route` after its flows changed: the one
+    /// it is registered in, or one on a resource it crosses (a star counts
+    /// every route on its resource, so a route coming to it joins it).
+    pub(super) fn star_of(&self, route: RouteId) -> Option<ResourceId> {
         if let Some(res) = self.registered(route) {
             return Some(res);
         }
+        self.routes[route as usize]
+            .resources
+            .iter()
+            .copied()
+            .find(|&res| self.stars[res as usize].live)
+    }
+
+    /// The star worth building for `route`: the one resource other routes
+    /// cross with it (or crossed, for a route that has just emptied), when
+    /// no route there shares another and they are many enough.
+    pub(super) fn star_to_build(&self, route: RouteId) -> Option<ResourceId> {
         let r = &self.routes[route as usize];
         let itself = usize::from(r.coupled);
         let mut shared = r
@@ -127,6 +136,11 @@ impl<K: Ord + Copy> Network<K> {
         if emptied {
             let own = self.routes[seed as usize].own;
             self.set_rate(now, seed, own, 0.0);
+        }
+        if self.crossing[res as usize].is_empty() {
+            // Its last route left: a route that comes alone is no star.
+            self.drop_star(res);
+            return;
         }
         let star = &self.stars[res as usize];
         if !star.live || star.updates > self.crossing[res as usize].len() + STAR_MIN {
