@@ -291,6 +291,41 @@ pub fn main() -> ExitCode {
 }
 
 /// Writes `value` as pretty JSON to `path`.
+/// Refuses, before any work, an output file that could not be written
+/// after it: its folder missing or not a folder, or the path a folder
+/// itself. The error names the flag (exit 2).
+fn check_output(flag: &str, path: Option<&std::path::Path>) -> Result<(), CliError> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let refuse = |why: String| CliError::Input(format!("{flag} `{}`: {why}", path.display()));
+    if path.is_dir() {
+        return Err(refuse("is a folder; expected a file".into()));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(refuse(format!(
+            "its folder `{}` does not exist",
+            folder.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses, before any work, an address to serve on that is taken or not
+/// this machine's, naming the flag (exit 2).
+fn check_address(flag: &str, addr: Option<SocketAddr>) -> Result<(), CliError> {
+    let Some(addr) = addr else {
+        return Ok(());
+    };
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .map_err(|e| CliError::Input(format!("{flag} {addr}: cannot listen there: {e}")))
+}
+
 fn write_json<T: serde::Serialize>(path: &std::path::Path, value: &T) -> Result<(), CliError> {
     let fail =
         |e: &dyn std::fmt::Display| CliError::Failed(format!("writing {}: {e}", path.display()));

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{CliError, Engine, ScenarioArgs, SocketAddr, load, write_json};
+use super::{
+    CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, write_json,
+};
 use crate::config::Scenario;
 use crate::core::observer::BoxedObserver;
 use crate::live::{self, LiveOptions};
@@ -47,6 +49,17 @@ pub(crate) struct RunArgs {
     /// up`), its links shaped by the kernel.
     #[arg(long, value_name = "DIR")]
     netbed: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Every file the run will write can be written: checked before it
+    /// starts, so that a typo costs no run.
+    fn check(&self) -> Result<(), CliError> {
+        check_output("--json", self.json.as_deref())?;
+        check_output("--trace", self.trace.as_deref())?;
+        check_output("--rescue", self.rescue.as_deref())?;
+        check_output("--wfformat", self.wfformat.as_deref())
+    }
 }
 
 /// What a run writes and where its pools go (`run` and `resume`).
@@ -110,6 +123,10 @@ pub(crate) struct ValidateArgs {
 }
 
 pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    args.out.check()?;
+    check_output("--db", args.db.as_deref())?;
+    check_output("--memo", args.memo.as_deref())?;
+    check_address("--metrics-addr", args.metrics_addr)?;
     let mut scenario = load(&args.scenario)?;
     if let Some(n) = args.scenario.rescue_from
         && let Some(src) = scenario.source.as_ref().filter(|s| s.dagman.is_some())
@@ -204,6 +221,7 @@ pub(crate) struct ResumeArgs {
 /// where they were written), and runs the rest, writing on in the same
 /// database.
 pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
+    args.out.check()?;
     let (mut db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
     let key = |k: &str| was.run.get(k).cloned();
     if let Some(pid) = key("pid").and_then(|p| p.parse::<u32>().ok())
@@ -701,6 +719,7 @@ fn remember(
 }
 
 pub(super) fn validate(args: ValidateArgs) -> Result<ExitCode, CliError> {
+    check_output("--json", args.json.as_deref())?;
     if let Some(trace) = &args.trace {
         return super::calibrate::validate_trace(
             &args.scenario.testbed,

@@ -163,6 +163,43 @@ fn sweep_quotes_a_strategy_with_a_comma_and_refuses_a_full_out_folder() {
 }
 
 #[test]
+fn run_checks_its_outputs_and_address_before_the_first_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let sites = catalog();
+    let missing = dir.path().join("no-such-folder/out");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let folder = dir.path().to_str().unwrap();
+    for (flag, value, why) in [
+        ("--trace", missing.with_extension("jsonl"), "does not exist"),
+        ("--wfformat", missing.with_extension("json"), "does not exist"),
+        ("--json", missing.with_extension("json"), "does not exist"),
+        ("--rescue", missing.with_extension("json"), "does not exist"),
+        ("--db", folder.into(), "is a folder"),
+        ("--metrics-addr", busy.clone().into(), "cannot listen there"),
+    ] {
+        let started = std::time::Instant::now();
+        let (code, stdout, stderr) = gridbed(&[
+            "run",
+            tb.to_str().unwrap(),
+            "--sites",
+            sites.to_str().unwrap(),
+            "--engine",
+            "live",
+            "-q",
+            flag,
+            value.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.contains(why), "{flag}: {stderr}");
+        assert!(!stdout.contains("jobs ended"), "{flag}: it ran: {stdout}");
+        // Refused before the sites start (a live run takes seconds).
+        assert!(started.elapsed().as_secs_f64() < 30.0, "{flag}");
+    }
+}
+
+#[test]
 fn sweep_repeat_runs_seeds_one_to_n() {
     let dir = tempfile::tempdir().unwrap();
     let tb = write_testbed(dir.path(), "small.toml", SMALL);
