@@ -22,6 +22,46 @@ use crate::workflow::generators::{
 /// clustering.
 pub(super) type Resolved = (Workflow, Option<WorkflowSource>, Option<Clustering>);
 
+/// The longest runtime a job may have, in seconds (about 31 years): past
+/// it a makespan stops being a time a run can reach (1e308 s made it ∞).
+pub const MAX_RUNTIME_S: f64 = 1e9;
+/// The largest file, in bytes (1 PB), so that a run's byte counts stay
+/// exact.
+pub const MAX_FILE_BYTES: u64 = 1_000_000_000_000_000;
+
+/// Every runtime finite and within [0, [`MAX_RUNTIME_S`]], every file at
+/// most [`MAX_FILE_BYTES`]; else the field (the job's or file's name) and
+/// what was expected.
+fn within_limits(workflow: &Workflow) -> Result<(), (String, String)> {
+    if let Some(job) = workflow
+        .jobs
+        .iter()
+        .find(|j| !(j.runtime.is_finite() && (0.0..=MAX_RUNTIME_S).contains(&j.runtime)))
+    {
+        return Err((
+            format!("job `{}`: runtime", job.name),
+            format!(
+                "expected seconds from 0 to {MAX_RUNTIME_S:e} (about 31 years), found {}",
+                if job.runtime.abs() > MAX_RUNTIME_S {
+                    format!("{:e}", job.runtime)
+                } else {
+                    job.runtime.to_string()
+                }
+            ),
+        ));
+    }
+    if let Some(file) = workflow.files.iter().find(|f| f.size > MAX_FILE_BYTES) {
+        return Err((
+            format!("file `{}`: size", file.name),
+            format!(
+                "expected at most {MAX_FILE_BYTES} bytes (1 PB), found {}",
+                file.size
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The testbed's workflow (`base`: the testbed's folder), generated with
 /// `seed` or read from its file.
 pub(super) fn resolve(
@@ -101,6 +141,18 @@ pub(super) fn resolve(
             ),
         }
     })?;
+    if let Err((field, message)) = within_limits(&workflow) {
+        return Err(match &source {
+            Some(source) => ConfigError {
+                file: source.path.clone(),
+                line: 0,
+                column: 0,
+                field,
+                message,
+            },
+            None => src.error(Some(tb.workflow.span()), Some(field), message),
+        });
+    }
     let (workflow, clustering) = match &tb.clustering {
         None => (workflow, None),
         Some(spec) => {

@@ -173,7 +173,11 @@ fn run_checks_its_outputs_and_address_before_the_first_job() {
     let folder = dir.path().to_str().unwrap();
     for (flag, value, why) in [
         ("--trace", missing.with_extension("jsonl"), "does not exist"),
-        ("--wfformat", missing.with_extension("json"), "does not exist"),
+        (
+            "--wfformat",
+            missing.with_extension("json"),
+            "does not exist",
+        ),
         ("--json", missing.with_extension("json"), "does not exist"),
         ("--rescue", missing.with_extension("json"), "does not exist"),
         ("--db", folder.into(), "is a folder"),
@@ -192,7 +196,10 @@ fn run_checks_its_outputs_and_address_before_the_first_job() {
             value.to_str().unwrap(),
         ]);
         assert_eq!(code, Some(2), "{flag}: {stderr}");
-        assert!(stderr.contains(flag) && stderr.contains(why), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains(why),
+            "{flag}: {stderr}"
+        );
         assert!(!stdout.contains("jobs ended"), "{flag}: it ran: {stdout}");
         // Refused before the sites start (a live run takes seconds).
         assert!(started.elapsed().as_secs_f64() < 30.0, "{flag}");

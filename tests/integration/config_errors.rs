@@ -750,3 +750,40 @@ fn a_link_named_twice_or_paths_that_are_no_tree_are_refused() {
     let e = check_body(&tb);
     expect(&e, &["bad.toml:11:", "site `grid3-01`.path", "form a tree"]);
 }
+
+#[test]
+fn a_runtime_or_size_beyond_its_limit_is_refused_wherever_the_workflow_comes_from() {
+    // Inline: 1e308 s once made the makespan ∞ and a live run endless.
+    let e = check("runtime = 10", "runtime = 1e308");
+    expect(
+        &e,
+        &["bad.toml", "job `x`: runtime", "from 0 to 1e9", "1e308"],
+    );
+    let e = check("size = \"1 MB\"", "size = 2_000_000_000_000_000");
+    expect(&e, &["file `a`: size", "at most", "(1 PB)"]);
+    // A WfFormat file: the error names it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("w.json"),
+        r#"{"name": "w", "schemaVersion": "1.5",
+            "workflow": {"specification": {"tasks": [
+                {"name": "t", "id": "t", "children": [], "parents": [],
+                 "inputFiles": [], "outputFiles": []}], "files": []},
+             "execution": {"makespanInSeconds": 1, "executedAt": "20260101T000000+0000",
+                "tasks": [{"id": "t", "runtimeInSeconds": 1e300}]}}}"#,
+    )
+    .unwrap();
+    let body =
+        BASE.split("[workflow]").next().unwrap().to_string() + "[workflow]\nfile = \"w.json\"\n";
+    let path = write_testbed(dir.path(), "bad.toml", &body);
+    let out = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .arg("check")
+        .arg(&path)
+        .arg("--sites")
+        .arg(catalog())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    expect(&stderr, &["w.json", "job `t`: runtime", "1e300"]);
+}
