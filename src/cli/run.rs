@@ -443,7 +443,9 @@ fn run_id(scenario: &Scenario, engine: Engine, digests: &[(&str, String)]) -> St
 
 fn db_error(e: crate::db::DbError) -> CliError {
     match e {
-        crate::db::DbError::NotOurs { .. } => CliError::input(format!("--db: {e}")),
+        crate::db::DbError::NotOurs { .. } | crate::db::DbError::Busy { .. } => {
+            CliError::input(format!("--db: {e}"))
+        }
         _ => CliError::Failed(format!("control database {e}")),
     }
 }

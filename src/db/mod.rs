@@ -47,6 +47,17 @@ pub enum DbError {
         /// The file.
         path: String,
     },
+    /// Another process writes the database now: one writer at a time.
+    #[error(
+        "{path} is being written by {holder}; one run writes a control database at a time (wait for it to end, or choose another --db)"
+    )]
+    Busy {
+        /// The file.
+        path: String,
+        /// Who holds it: `gridbed (pid N)` as its `run` table says, or
+        /// `another process`.
+        holder: String,
+    },
 }
 
 impl DbError {
@@ -56,6 +67,41 @@ impl DbError {
             path: path.display().to_string(),
             message: message.to_string(),
         }
+    }
+}
+
+/// Takes the writer's lock of the database at `path` (an exclusive `flock`
+/// of the file, which SQLite's own locks leave alone), creating the file
+/// when missing; held while the returned handle is open. Taken before
+/// anything is written, so that a second run, or a resume, refused by it
+/// changes nothing.
+fn lock(path: &Path) -> Result<std::fs::File, DbError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| DbError::at(path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| {
+                    c.query_row("SELECT value FROM run WHERE key = 'pid'", [], |r| {
+                        r.get::<_, String>(0)
+                    })
+                })
+                .ok();
+            Err(DbError::Busy {
+                path: path.display().to_string(),
+                holder: match pid {
+                    Some(pid) => format!("gridbed (pid {pid})"),
+                    None => "another process".into(),
+                },
+            })
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(DbError::at(path, e)),
     }
 }
 
@@ -95,6 +141,8 @@ pub struct ControlDb {
     files_written: Vec<bool>,
     /// Jobs with a `jobs` row (a sub-DAG read as the run goes adds some).
     jobs_named: usize,
+    /// The writer's lock ([`lock`]), released once the writer has ended.
+    _lock: std::fs::File,
 }
 
 /// What the control database of an interrupted run says of it.
@@ -140,14 +188,16 @@ impl ControlDb {
         }
         // What can be checked without SQLite is checked here, so that a bad
         // path fails before the run; SQLite's own set-up (about a
-        // millisecond) happens on the writer thread, beside the run.
-        for suffix in ["", "-wal", "-shm"] {
+        // millisecond) happens on the writer thread, beside the run. The
+        // file is emptied in place, not replaced, so that the lock holds.
+        let lock = lock(path)?;
+        for suffix in ["-wal", "-shm"] {
             let p = format!("{}{suffix}", path.display());
             if Path::new(&p).exists() {
                 std::fs::remove_file(&p).map_err(|e| err(&e))?;
             }
         }
-        std::fs::File::create(path).map_err(|e| err(&e))?;
+        lock.set_len(0).map_err(|e| err(&e))?;
         let run: Vec<(String, String)> = run
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
@@ -172,6 +222,7 @@ impl ControlDb {
             attempts_written: Vec::new(),
             files_written: Vec::new(),
             jobs_named: wf.jobs.len(),
+            _lock: lock,
         })
     }
 
@@ -180,6 +231,7 @@ impl ControlDb {
     /// and transfers are numbered after the ones already there.
     pub fn reopen(path: &Path) -> Result<(ControlDb, Interrupted), DbError> {
         let conn = open_existing(path)?;
+        let lock = lock(path)?;
         let err = |e: rusqlite::Error| DbError::at(path, e);
         let pairs = |sql: &str| -> Result<Vec<(String, String)>, DbError> {
             let mut st = conn.prepare(sql).map_err(err)?;
@@ -258,6 +310,7 @@ impl ControlDb {
                 attempts_written: Vec::new(),
                 files_written: Vec::new(),
                 jobs_named: jobs.len(),
+                _lock: lock,
             },
             Interrupted {
                 run,

@@ -325,3 +325,53 @@ disk = "{disk}"
         "{stdout}"
     );
 }
+
+/// Issue 61: two runs on one control database. The second (and a resume)
+/// is refused while the first runs, naming its pid, and writes nothing;
+/// the first keeps every record.
+#[test]
+fn a_second_writer_of_a_control_database_is_refused_while_the_first_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let tb = write_testbed(dir.path(), "t.toml", TESTBED);
+    let mut first = Command::new(env!("CARGO_BIN_EXE_gridbed"))
+        .args([
+            "run",
+            tb.to_str().unwrap(),
+            "--sites",
+            catalog().to_str().unwrap(),
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while count(&db, "SELECT count(*) FROM attempts") == 0 {
+        assert!(first.try_wait().unwrap().is_none(), "the first run ended");
+        assert!(t.elapsed() < Duration::from_secs(60), "no attempt written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let holder = format!("gridbed (pid {})", first.id());
+    let (code, _, stderr) = run_testbed(&tb, &["--engine", "sim", "--db", db.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(&holder), "{stderr}");
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q", "--force"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(first.wait().unwrap().success());
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT job) FROM attempts WHERE outcome = 'ended'"
+        ),
+        24,
+        "the first run's records"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM run WHERE key = 'resumed'"),
+        0
+    );
+}
