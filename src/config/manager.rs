@@ -9,6 +9,7 @@ use toml::Spanned;
 
 use super::source::Source;
 use super::{ConfigError, Overrides, Seconds, TestbedFile};
+use crate::core::manager::MAX_RETRIES;
 use crate::core::wms::{Latency, WmsSettings};
 use crate::core::{ManagerSettings, Registration};
 use crate::policy;
@@ -20,11 +21,11 @@ pub(super) struct ManagerFile {
     maxpre: Option<usize>,
     prescript_interval: Option<Seconds>,
     prescript_streams: Option<Spanned<usize>>,
-    max_retries: Option<u32>,
-    transfer_retries: Option<u32>,
+    max_retries: Option<Spanned<u32>>,
+    transfer_retries: Option<Spanned<u32>>,
     transfer_backoff: Option<Seconds>,
     replan_backoff: Option<Seconds>,
-    max_replans: Option<u32>,
+    max_replans: Option<Spanned<u32>>,
     monit_interval: Option<Spanned<Seconds>>,
     max_idle: Option<Spanned<Seconds>>,
     release_overhead: Option<LatencyFile>,
@@ -107,6 +108,23 @@ pub(super) fn settings<W>(
             "expected prescript_streams ≥ 1".into(),
         ));
     }
+    for count in [&m.max_retries, &m.transfer_retries, &m.max_replans]
+        .into_iter()
+        .flatten()
+    {
+        if *count.get_ref() > MAX_RETRIES {
+            return Err(src.error(
+                Some(count.span()),
+                None,
+                format!(
+                    "expected at most {MAX_RETRIES} retries, found {}",
+                    count.get_ref()
+                ),
+            ));
+        }
+    }
+    let count =
+        |c: &Option<Spanned<u32>>, default: u32| c.as_ref().map_or(default, |c| *c.get_ref());
     let mut manager = ManagerSettings {
         maxpre: m.maxpre.unwrap_or(defaults.maxpre),
         prescript_interval: m
@@ -116,13 +134,13 @@ pub(super) fn settings<W>(
             .prescript_streams
             .as_ref()
             .map_or(defaults.prescript_streams, |s| *s.get_ref()),
-        max_retries: m.max_retries.unwrap_or(defaults.max_retries),
-        transfer_retries: m.transfer_retries.unwrap_or(defaults.transfer_retries),
+        max_retries: count(&m.max_retries, defaults.max_retries),
+        transfer_retries: count(&m.transfer_retries, defaults.transfer_retries),
         transfer_backoff: m
             .transfer_backoff
             .map_or(defaults.transfer_backoff, |s| s.0),
         replan_backoff: m.replan_backoff.map_or(defaults.replan_backoff, |s| s.0),
-        max_replans: m.max_replans.unwrap_or(defaults.max_replans),
+        max_replans: count(&m.max_replans, defaults.max_replans),
         replica_policy: tb.replica_policy.unwrap_or(defaults.replica_policy),
         registration: m.registration.unwrap_or(defaults.registration),
         monit_interval: defaults.monit_interval,

@@ -117,6 +117,12 @@ pub enum Registration {
     Postscript,
 }
 
+/// The most retries a run may allow, of a job (DAGMan's `RETRY`,
+/// `max_retries`), a transfer or a plan: a node that failed 100,000 times
+/// has failed for good, and a larger count only makes a run that cannot
+/// end look busy.
+pub const MAX_RETRIES: u32 = 100_000;
+
 /// The manager's tunables, in nominal seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManagerSettings {

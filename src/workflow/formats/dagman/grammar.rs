@@ -971,11 +971,17 @@ impl Parser {
     fn retry(&mut self, l: &Line) -> Result<(), FormatError> {
         let target = self.target(l, 1, false)?;
         self.no_service(l, &target)?;
-        let n = l.number(
+        let n: u32 = l.number(
             2,
             "a retry count",
             "RETRY: expected a whole number of retries",
         )?;
+        if n > crate::core::manager::MAX_RETRIES {
+            return Err(l.err(format!(
+                "RETRY: at most {} retries, found {n}",
+                crate::core::manager::MAX_RETRIES
+            )));
+        }
         let mut unless = None;
         if let Some(u) = l.w.get(3) {
             if !u.eq_ignore_ascii_case("UNLESS-EXIT") {
