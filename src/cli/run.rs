@@ -488,7 +488,12 @@ fn execute(
                 );
             }
             let run_id = &ex.run_id;
-            let result = sim::run_recorded(scenario, db).map_err(CliError::input)?;
+            let progress: BoxedObserver = if ex.out.quiet {
+                Box::new(Progress::Hidden)
+            } else {
+                Box::new(Progress::for_stderr(scenario.workflow.jobs.len()))
+            };
+            let result = sim::run_observed(scenario, db, progress).map_err(CliError::input)?;
             grown = result.grown.as_ref().map(|g| scenario.grown(g));
             let scenario = grown.as_ref().unwrap_or(scenario);
             db_error = result.db_error.clone();

@@ -39,6 +39,7 @@ use crate::core::events::EventQueue;
 use crate::core::faults::Fault;
 use crate::core::file_server::{FileServer, Response, ResponseFaults};
 use crate::core::network::{RouteId, ShareId};
+use crate::core::observer::{BoxedObserver, Unobserved};
 use crate::core::result::RunResult;
 use crate::core::site::{Site, SiteAction};
 use crate::core::timeline::{Sample, Timeline};
@@ -109,8 +110,18 @@ pub fn run(scenario: &Scenario) -> Result<SimRun, SimError> {
 /// is returned in [`RunResult::db_error`]. An external policy program that
 /// fails ends the run with its failure, the database holding what ran.
 pub fn run_recorded(scenario: &Scenario, db: Option<ControlDb>) -> Result<SimRun, SimError> {
+    run_observed(scenario, db, Box::new(Unobserved))
+}
+
+/// [`run_recorded`], its progress shown to `progress` as it goes.
+pub fn run_observed(
+    scenario: &Scenario,
+    db: Option<ControlDb>,
+    progress: BoxedObserver,
+) -> Result<SimRun, SimError> {
     let started = Instant::now();
     let mut sim = Sim::new(scenario)?;
+    sim.progress = progress;
     if db.is_some() {
         sim.manager.track_changes(true);
     }
@@ -222,6 +233,9 @@ struct Sim {
     script_dir: Option<tempfile::TempDir>,
     /// The sub-DAGs read as the run goes, if it has any.
     subdags: Option<crate::config::SubDagReader>,
+    /// Who watches the run, and when it was last told.
+    progress: BoxedObserver,
+    shown: Instant,
 }
 
 impl Sim {
@@ -313,6 +327,8 @@ impl Sim {
             scripts: scenario.node_scripts(),
             script_dir: None,
             subdags: scenario.subdag_reader(),
+            progress: Box::new(Unobserved),
+            shown: Instant::now(),
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -350,6 +366,7 @@ impl Sim {
             self.events += 1;
             if self.events.is_multiple_of(DB_BATCH) {
                 self.flush_db();
+                self.show_progress();
             }
             if self.timeline.due(self.now) {
                 let s = self.sample();
@@ -372,7 +389,19 @@ impl Sim {
         }
     }
 
+    /// Tells the observer how the run stands, at most five times a wall
+    /// second (a long run shows it goes on, as a live one does).
+    fn show_progress(&mut self) {
+        if self.shown.elapsed() >= Duration::from_millis(200) {
+            self.shown = Instant::now();
+            let counts = self.manager.counts();
+            self.progress
+                .manager_state(counts, self.flows.len(), self.now);
+        }
+    }
+
     fn finish(mut self, wall: Duration) -> SimRun {
+        self.progress.finish();
         let last = self.sample();
         self.timeline.finish(last);
         let grown = self.subdags.take().map(|r| r.finish(&self.manager));

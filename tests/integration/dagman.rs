@@ -162,7 +162,11 @@ SCRIPT HOLD A hold.sh
             "STDOUT, STDERR or ALL",
         ),
         ("JOB A a.sub\nSPLICE S s.dag\n", 2, "SPLICE"),
-        ("JOB A a.sub\nRETRY A 1000000000\n", 2, "at most 100000 retries"),
+        (
+            "JOB A a.sub\nRETRY A 1000000000\n",
+            2,
+            "at most 100000 retries",
+        ),
     ]);
 }
 

@@ -457,3 +457,57 @@ fn the_testbeds_simulate_to_their_pinned_figures() {
     assert!((r.makespan - 127.5).abs() < 0.05, "farm: {}", r.makespan);
     assert_eq!((r.local_hits, r.global_hits, r.misses), (2074, 365, 561));
 }
+
+/// What the simulator told its observer.
+#[derive(Default)]
+struct Told {
+    shown: Vec<(usize, String)>,
+    finished: usize,
+}
+
+struct Recorder(std::sync::Arc<std::sync::Mutex<Told>>);
+
+impl gridbed::core::observer::Observer for Recorder {
+    fn show(&mut self, ended: usize, msg: &str) {
+        self.0.lock().unwrap().shown.push((ended, msg.to_string()));
+    }
+    fn finish(&mut self) {
+        self.0.lock().unwrap().finished += 1;
+    }
+}
+
+/// Issue 61: a long simulated run shows its progress as a live one does
+/// (at most five times a wall second), and says when it is over.
+#[test]
+fn a_simulated_run_shows_its_progress_while_it_goes() {
+    let s =
+        common::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/dslab-platform.toml"));
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Told::default()));
+    let run = sim::run_observed(&s, None, Box::new(Recorder(told.clone()))).unwrap();
+    let told = told.lock().unwrap();
+    assert_eq!(told.finished, 1);
+    let wall = run.wall.as_secs_f64();
+    // One report per 200 ms at most, and one at least per 200 ms and the
+    // 1,000 events after it (some 15 ms here in a debug build).
+    assert!(
+        told.shown.len() as f64 <= wall / 0.2 + 1.0,
+        "{} in {wall} s",
+        told.shown.len()
+    );
+    assert!(
+        told.shown.len() as f64 >= wall / 0.3 - 1.0,
+        "{} in {wall} s",
+        told.shown.len()
+    );
+    let jobs = s.workflow.jobs.len();
+    assert!(
+        told.shown.windows(2).all(|w| w[0].0 <= w[1].0),
+        "ended only grows"
+    );
+    for (ended, msg) in &told.shown {
+        assert!(
+            *ended <= jobs && msg.contains("running") && msg.contains("nominal"),
+            "{msg}"
+        );
+    }
+}
