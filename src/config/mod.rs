@@ -310,6 +310,7 @@ impl Scenario {
             selector,
         );
         m.set_submissions(self.submissions.clone());
+        m.set_selector_name(&self.strategy);
         if let Some(twins) = self.twins() {
             m.set_twins(&twins);
         }

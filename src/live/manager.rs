@@ -48,6 +48,9 @@ pub struct Start {
     pub sites: Vec<SiteAddr>,
     /// Told once no job can make progress any more.
     pub done: oneshot::Sender<()>,
+    /// The nominal time of the last timed fault: until then a stall may
+    /// yet be moved (a site coming back), so it is not given up on.
+    pub quiet_after: Time,
 }
 
 /// Asks for the manager state machine (and its database writer) at the end.
@@ -83,6 +86,8 @@ pub struct ManagerActor {
     policies: Arc<crate::policy::RunPolicies>,
     /// The sub-DAGs read as the run goes, if it has any.
     subdags: Option<crate::config::SubDagReader>,
+    /// See [`Start::quiet_after`].
+    quiet_after: Time,
 }
 
 impl ManagerActor {
@@ -111,6 +116,7 @@ impl ManagerActor {
             metrics,
             progress,
             out: Vec::new(),
+            quiet_after: 0.0,
         }
     }
 
@@ -125,6 +131,15 @@ impl ManagerActor {
         let Some(core) = self.core.as_mut() else {
             return;
         };
+        // Nothing in flight and nothing due: the run ends saying why, once
+        // no timed fault is left to move it (the simulator's way too).
+        if now >= self.quiet_after && core.give_up_if_stalled(&mut self.out) {
+            let out = std::mem::take(&mut self.out);
+            self.carry_out(out, now);
+        }
+        let Some(core) = self.core.as_mut() else {
+            return;
+        };
         if let Some(h) = self.tick.take() {
             ctx.cancel_future(h);
         }
@@ -136,7 +151,8 @@ impl ManagerActor {
             }
             return;
         }
-        if let Some(at) = core.next_wakeup() {
+        let stalled_early = || core.stalled().is_some().then_some(self.quiet_after);
+        if let Some(at) = core.next_wakeup().or_else(stalled_early) {
             // On the run's clock, not after `now`: a tick is not late by the
             // time this step took.
             let due = self.clock.at(at.max(now));
@@ -324,6 +340,7 @@ impl Handler<Start> for ManagerActor {
     fn handle(&mut self, m: Start, ctx: &mut Context<Self>) {
         self.sites = m.sites;
         self.done = Some(m.done);
+        self.quiet_after = m.quiet_after;
         self.step(Event::Tick, ctx);
     }
 }

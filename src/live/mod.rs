@@ -374,6 +374,12 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
     manager_addr.do_send(manager::Start {
         sites: sites.clone(),
         done: tx,
+        quiet_after: scenario
+            .faults
+            .timed
+            .iter()
+            .map(|(t, _, _)| *t)
+            .fold(0.0, f64::max),
     });
     let interrupt = opts
         .remove_on_interrupt

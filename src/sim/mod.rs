@@ -359,6 +359,14 @@ impl Sim {
 
     fn run(&mut self) {
         self.deliver(Event::Tick);
+        // Each pass gives up on what a stall leaves (some job fails), so
+        // the passes end.
+        while self.run_until_quiet() {}
+    }
+
+    /// Runs until no event is left (or the run ended); true when a stall
+    /// was then given up on and the run may go on (a FINAL node).
+    fn run_until_quiet(&mut self) -> bool {
         while let Some(ev) = self.next_event() {
             if self.manager.is_finished() || self.policies.failure().is_some() {
                 break;
@@ -387,6 +395,20 @@ impl Sim {
                 Ev::Fault(i) => self.fault(i),
             }
         }
+        if self.manager.is_finished() || self.policies.failure().is_some() {
+            return false;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        let gave_up = self.manager.give_up_if_stalled(&mut out);
+        for c in out.drain(..) {
+            self.apply(c);
+        }
+        self.out = out;
+        if let Some(w) = self.manager.next_wakeup() {
+            self.wake_at = Some(w);
+            self.at(w.max(self.now), Ev::Wake);
+        }
+        gave_up
     }
 
     /// Tells the observer how the run stands, at most five times a wall

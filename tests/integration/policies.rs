@@ -607,3 +607,62 @@ fn example_a_custom_eviction_runs_in_both_engines() {
 fn example_a_custom_dispatch_runs_in_both_engines() {
     custom_dispatch::main().unwrap();
 }
+
+/// Issue 61: a selector that holds every job leaves the run nothing to do.
+/// Both engines end it (exit 1) saying why, in the same words, the record
+/// and the database written, rather than wait for ever.
+#[test]
+fn a_run_held_by_its_selector_ends_saying_why_in_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("hold.py");
+    std::fs::write(
+        &program,
+        format!(
+            "import sys\nsys.path.insert(0, {:?})\nimport gridbed_policy as gp\ngp.serve(select=lambda r: None)\n",
+            repo("python").display().to_string()
+        ),
+    )
+    .unwrap();
+    let strategy = format!("external[cmd=\"python3 {}\"]", program.display());
+    let testbed = repo("testbeds/quickstart.toml");
+    let sites = catalog();
+    let mut said = Vec::new();
+    for engine in ["sim", "live"] {
+        let (json, db) = (
+            dir.path().join(format!("{engine}.json")),
+            dir.path().join(format!("{engine}.db")),
+        );
+        let (code, stdout, stderr) = gridbed(&[
+            "run",
+            testbed.to_str().unwrap(),
+            "--sites",
+            sites.to_str().unwrap(),
+            "--engine",
+            engine,
+            "--strategy",
+            &strategy,
+            "--json",
+            json.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "-q",
+        ]);
+        assert_eq!(code, Some(1), "{engine}: {stderr}");
+        assert!(stderr.contains("0 of 102 jobs ended"), "{engine}: {stderr}");
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let why = record["summary"]["failures"][0]["failure"]
+            .as_str()
+            .or_else(|| record["summary"]["failures"][0]["reason"].as_str())
+            .map(String::from)
+            .unwrap_or_else(|| record["summary"]["failures"][0].to_string());
+        assert!(
+            why.contains("could make no more progress")
+                && why.contains(&format!("held by the site selector `{strategy}`")),
+            "{engine}: {why}\n{stdout}"
+        );
+        assert!(db.exists(), "{engine}: no database");
+        said.push(why);
+    }
+    assert_eq!(said[0], said[1], "the same reason from both engines");
+}

@@ -43,6 +43,7 @@ mod room;
 pub mod scripted;
 mod service;
 mod stage_out;
+mod stall;
 mod staging;
 mod subdag;
 mod dagman_limits;
@@ -541,6 +542,8 @@ pub struct Manager {
     claimed: Vec<usize>,
     /// Ready jobs the selector holds until the grid changes.
     held: Vec<JobId>,
+    /// The selector's name, for what a stall says.
+    selector_name: String,
     /// A job left its slot or a site went down or up since the held jobs
     /// were last offered.
     grid_changed: bool,
@@ -756,6 +759,7 @@ impl Manager {
             eligible: Vec::new(),
             claimed: vec![0; m],
             held: Vec::new(),
+            selector_name: String::new(),
             grid_changed: false,
             wms,
             at_site: vec![false; n],
