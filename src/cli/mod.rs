@@ -26,6 +26,7 @@ mod farm;
 mod flows;
 mod inspect;
 mod netbed;
+mod resume;
 mod run;
 mod site;
 pub mod sweep;

@@ -222,8 +222,11 @@ pub(crate) struct ResumeArgs {
 /// database.
 pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     args.out.check()?;
-    let (mut db, was) = crate::db::ControlDb::reopen(&args.db).map_err(CliError::input)?;
-    let key = |k: &str| was.run.get(k).cloned();
+    // Read first, write only once every check has passed: a refused resume
+    // leaves the database as it was.
+    let was = crate::db::ControlDb::interrupted(&args.db).map_err(CliError::input)?;
+    let recorded = was.run.clone();
+    let key = |k: &str| recorded.get(k).cloned();
     if let Some(pid) = key("pid").and_then(|p| p.parse::<u32>().ok())
         && pid != std::process::id()
         && is_gridbed(pid)
@@ -257,22 +260,12 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         super::netbed::apply(&mut scenario, std::path::Path::new(&dir))?;
     }
     check_digests(&scenario, &was.run, &args)?;
-    let same = scenario.workflow.jobs.len() == was.jobs.len()
-        && scenario
-            .workflow
-            .jobs
-            .iter()
-            .zip(&was.jobs)
-            .all(|(j, name)| &j.name == name);
-    if !same {
-        return Err(CliError::input(format!(
-            "{}: the workflow of {} is not the one the database recorded ({} jobs there, {} now)",
-            args.db.display(),
-            scenario_args.testbed.display(),
-            was.jobs.len(),
-            scenario.workflow.jobs.len()
-        )));
-    }
+    let ended_at = super::resume::ended_at(&was, &scenario).map_err(|why| {
+        CliError::input(format!(
+            "{}: {why}; resume cannot go on from there, even with --force (see docs/run-record.md, \"Resuming\")",
+            args.db.display()
+        ))
+    })?;
     // The pools a killed live run left behind (its temp dirs had no chance
     // to go), as it noted them: its process is gone (above), and this
     // resume is the one that goes on with it.
@@ -289,13 +282,16 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
     if removed > 0 {
         say!("removed the {removed} pool directories the interrupted run left");
     }
-    db.note_writer(std::process::id());
     let resume = crate::config::Resume::new(
         &scenario.workflow,
-        &was.ended_at,
+        &ended_at,
         &scenario.sites,
         scenario.origin,
     );
+    let mut db =
+        crate::db::ControlDb::resume(&args.db, was, &scenario.site_infos(), &scenario.workflow)
+            .map_err(CliError::input)?;
+    db.note_writer(std::process::id());
     let ended = resume.done.iter().filter(|&&d| d).count();
     say!(
         "resuming `{}` from {}: {ended} of {} jobs ended before and do not run again",
@@ -406,6 +402,7 @@ fn run_keys(
         keys.push(("format", f.name().to_string()));
     }
     let mut keys: Vec<(String, String)> = keys.into_iter().map(|(k, v)| (k.into(), v)).collect();
+    keys.extend(super::resume::site_keys(&scenario.sites));
     for (what, digest) in digests {
         keys.push((format!("digest.{what}"), digest.clone()));
     }

@@ -141,20 +141,95 @@ pub struct ControlDb {
     files_written: Vec<bool>,
     /// Jobs with a `jobs` row (a sub-DAG read as the run goes adds some).
     jobs_named: usize,
+    /// The rows of the run's sites, jobs and files.
+    rows: Rows,
     /// The writer's lock ([`lock`]), released once the writer has ended.
     _lock: std::fs::File,
 }
 
-/// What the control database of an interrupted run says of it.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a run's own ids (its scenario's) fall among a database's rows: a
+/// resumed run names sites, jobs and files as the database did, by name,
+/// so that an edit of the testbed between the two runs (a site added or
+/// removed, jobs reordered) cannot attribute one's records to another;
+/// what the database never had gets rows after its own.
+#[derive(Debug, Clone, Default)]
+struct Ids {
+    /// Row of each id the map covers (empty: each id is its own row).
+    to: Vec<i64>,
+    /// The row of id `to.len()`; the ids after it follow on.
+    next: i64,
+}
+
+impl Ids {
+    fn row(&self, id: usize) -> i64 {
+        match self.to.get(id) {
+            Some(&r) => r,
+            None => self.next + (id - self.to.len()) as i64,
+        }
+    }
+
+    /// The rows of `names` (a run's, by id) among `recorded` (row, name).
+    fn by_name<'a>(names: impl Iterator<Item = &'a str>, recorded: &[(i64, String)]) -> Ids {
+        let known: std::collections::HashMap<&str, i64> =
+            recorded.iter().map(|(r, n)| (n.as_str(), *r)).collect();
+        let mut next = recorded.iter().map(|(r, _)| r + 1).max().unwrap_or(0);
+        let to = names
+            .map(|n| {
+                known.get(n).copied().unwrap_or_else(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        Ids { to, next }
+    }
+
+    /// Whether `id`'s row is one the database had.
+    fn had(&self, id: usize, recorded: &[(i64, String)]) -> bool {
+        let r = self.row(id);
+        recorded.iter().any(|(row, _)| *row == r)
+    }
+}
+
+/// The rows of a run's sites, jobs and files.
+#[derive(Debug, Clone, Default)]
+struct Rows {
+    site: Ids,
+    job: Ids,
+    file: Ids,
+}
+
+/// What the control database of an interrupted run says of it, read
+/// without writing a byte; the database is held against other writers
+/// until [`ControlDb::resume`] goes on writing it, or this is dropped.
+#[derive(Debug)]
 pub struct Interrupted {
     /// Its `run` table (testbed path, overrides, seed, engine…).
     pub run: std::collections::BTreeMap<String, String>,
-    /// Job names, by job id.
-    pub jobs: Vec<String>,
-    /// Per job: the site its last attempt ended well at (its node ended,
-    /// postscript included), or `None`.
-    pub ended_at: Vec<Option<SiteId>>,
+    /// Its sites: row, name, CPUs.
+    pub sites: Vec<(i64, String, i64)>,
+    /// Its jobs: row, name.
+    pub jobs: Vec<(i64, String)>,
+    /// Per job of `jobs`: the row of the site its last attempt ended well
+    /// at (its node ended, postscript included), or `None`.
+    pub ended_at: Vec<Option<i64>>,
+    /// The files it named: row, name.
+    files: Vec<(i64, String)>,
+    /// Per job row: the attempts it has.
+    attempts: std::collections::HashMap<i64, i64>,
+    /// The transfers it has.
+    transfers: i64,
+    lock: std::fs::File,
+}
+
+impl Interrupted {
+    /// The name of the site of row `row`.
+    pub fn site_name(&self, row: i64) -> Option<&str> {
+        self.sites
+            .iter()
+            .find(|(r, ..)| *r == row)
+            .map(|(_, n, _)| n.as_str())
+    }
 }
 
 fn outcome_text(o: &Outcome) -> (&'static str, Option<String>) {
@@ -202,11 +277,14 @@ impl ControlDb {
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        let sites: Vec<(String, i64)> = sites
+        let sites: Vec<(i64, String, i64)> = sites
             .iter()
-            .map(|s| (s.name.clone(), s.cpus as i64))
+            .enumerate()
+            .map(|(i, s)| (i as i64, s.name.clone(), s.cpus as i64))
             .collect();
-        let jobs: Vec<String> = wf.jobs.iter().map(|j| j.name.clone()).collect();
+        let jobs: Vec<(i64, String)> = (wf.jobs.iter().enumerate())
+            .map(|(i, j)| (i as i64, j.name.clone()))
+            .collect();
         let (tx, rx) = mpsc::channel();
         let owned = path.to_path_buf();
         let writer = std::thread::Builder::new()
@@ -222,31 +300,41 @@ impl ControlDb {
             attempts_written: Vec::new(),
             files_written: Vec::new(),
             jobs_named: wf.jobs.len(),
+            rows: Rows::default(),
             _lock: lock,
         })
     }
 
-    /// Opens the control database of an interrupted run to write its resumed
-    /// run on (`gridbed resume`): what it holds, and a handle whose attempts
-    /// and transfers are numbered after the ones already there.
-    pub fn reopen(path: &Path) -> Result<(ControlDb, Interrupted), DbError> {
+    /// Reads the control database of an interrupted run (`gridbed
+    /// resume`), writing nothing: a resume refused after this leaves the
+    /// file as it was. The writer's lock is taken and held by the answer.
+    pub fn interrupted(path: &Path) -> Result<Interrupted, DbError> {
         let conn = open_existing(path)?;
         let lock = lock(path)?;
         let err = |e: rusqlite::Error| DbError::at(path, e);
-        let pairs = |sql: &str| -> Result<Vec<(String, String)>, DbError> {
+        let rows = |sql: &str| -> Result<Vec<(i64, String, i64)>, DbError> {
             let mut st = conn.prepare(sql).map_err(err)?;
             let it = st
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
                 .map_err(err)?;
             it.collect::<Result<Vec<_>, _>>().map_err(err)
         };
-        let run = pairs("SELECT key, value FROM run")?.into_iter().collect();
-        let jobs: Vec<String> = pairs("SELECT name, CAST(id AS TEXT) FROM jobs ORDER BY id")?
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
+        let two = |v: Vec<(i64, String, i64)>| v.into_iter().map(|(r, n, _)| (r, n)).collect();
+        let values = {
+            let mut st = conn.prepare("SELECT key, value FROM run").map_err(err)?;
+            let it = st
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(err)?;
+            it.collect::<Result<std::collections::BTreeMap<String, String>, _>>()
+                .map_err(err)?
+        };
+        let sites = rows("SELECT id, name, cpus FROM sites ORDER BY id")?;
+        let jobs: Vec<(i64, String)> = two(rows("SELECT id, name, 0 FROM jobs ORDER BY id")?);
+        let files = two(rows("SELECT id, name, 0 FROM files ORDER BY id")?);
+        let index: std::collections::HashMap<i64, usize> =
+            jobs.iter().enumerate().map(|(i, (r, _))| (*r, i)).collect();
         let mut ended_at = vec![None; jobs.len()];
-        let mut attempt_base = vec![0i64; jobs.len()];
+        let mut attempts = std::collections::HashMap::new();
         {
             let mut st = conn
                 .prepare(
@@ -254,7 +342,7 @@ impl ControlDb {
                      WHERE a.attempt = (SELECT max(b.attempt) FROM attempts b WHERE b.job = a.job)",
                 )
                 .map_err(err)?;
-            let rows = st
+            let it = st
                 .query_map([], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
@@ -264,25 +352,63 @@ impl ControlDb {
                     ))
                 })
                 .map_err(err)?;
-            for row in rows {
+            for row in it {
                 let (job, attempt, site, outcome) = row.map_err(err)?;
-                let Some(j) = usize::try_from(job).ok().filter(|&j| j < jobs.len()) else {
-                    continue;
-                };
-                attempt_base[j] = attempt + 1;
-                if outcome == "ended" {
-                    ended_at[j] = usize::try_from(site).ok();
+                attempts.insert(job, attempt + 1);
+                if outcome == "ended"
+                    && let Some(&j) = index.get(&job)
+                {
+                    ended_at[j] = Some(site);
                 }
             }
         }
-        let transfer_base: i64 = conn
+        let transfers: i64 = conn
             .query_row("SELECT coalesce(max(id) + 1, 0) FROM transfers", [], |r| {
                 r.get(0)
             })
             .map_err(err)?;
-        let resumed = run_count(&run) + 1;
-        drop(conn);
-        // The attempts the interrupted run left going end as interrupted.
+        Ok(Interrupted {
+            run: values,
+            sites,
+            jobs,
+            ended_at,
+            files,
+            attempts,
+            transfers,
+            lock,
+        })
+    }
+
+    /// Goes on writing the database of `was` for its resumed run, on
+    /// `sites` and `wf` as they are now: sites, jobs and files are the
+    /// database's rows of the same name (new ones are added), attempts and
+    /// transfers are numbered after the ones there, and the attempts the
+    /// interrupted run left going end as interrupted.
+    pub fn resume(
+        path: &Path,
+        was: Interrupted,
+        sites: &[SiteInfo],
+        wf: &Workflow,
+    ) -> Result<ControlDb, DbError> {
+        let err = |e: rusqlite::Error| DbError::at(path, e);
+        let recorded_sites: Vec<(i64, String)> =
+            was.sites.iter().map(|(r, n, _)| (*r, n.clone())).collect();
+        let rows = Rows {
+            site: Ids::by_name(sites.iter().map(|s| s.name.as_str()), &recorded_sites),
+            job: Ids::by_name(wf.jobs.iter().map(|j| j.name.as_str()), &was.jobs),
+            file: Ids::by_name(wf.files.iter().map(|f| f.name.as_str()), &was.files),
+        };
+        let new_sites = (sites.iter().enumerate())
+            .filter(|&(i, _)| !rows.site.had(i, &recorded_sites))
+            .map(|(i, s)| (rows.site.row(i), s.name.clone(), s.cpus as i64))
+            .collect();
+        let new_jobs = (wf.jobs.iter().enumerate())
+            .filter(|&(j, _)| !rows.job.had(j, &was.jobs))
+            .map(|(j, job)| (rows.job.row(j), job.name.clone()))
+            .collect();
+        let attempt_base = (0..wf.jobs.len())
+            .map(|j| was.attempts.get(&rows.job.row(j)).copied().unwrap_or(0))
+            .collect();
         Connection::open(path)
             .and_then(|c| {
                 c.execute(
@@ -293,31 +419,26 @@ impl ControlDb {
                 )
             })
             .map_err(err)?;
+        let resumed = run_count(&was.run) + 1;
+        let keys = vec![("resumed".to_string(), resumed.to_string())];
         let (tx, rx) = mpsc::channel();
         let owned = path.to_path_buf();
-        let keys = vec![("resumed".to_string(), resumed.to_string())];
         let writer = std::thread::Builder::new()
             .name("gridbed-db".into())
-            .spawn(move || writer::writer(&owned, keys, Vec::new(), Vec::new(), rx))
+            .spawn(move || writer::writer(&owned, keys, new_sites, new_jobs, rx))
             .map_err(|e| DbError::at(path, e))?;
-        Ok((
-            ControlDb {
-                batches: Some(tx),
-                writer: Some(writer),
-                faults_written: 0,
-                attempt_base,
-                transfer_base,
-                attempts_written: Vec::new(),
-                files_written: Vec::new(),
-                jobs_named: jobs.len(),
-                _lock: lock,
-            },
-            Interrupted {
-                run,
-                jobs,
-                ended_at,
-            },
-        ))
+        Ok(ControlDb {
+            batches: Some(tx),
+            writer: Some(writer),
+            faults_written: 0,
+            attempt_base,
+            transfer_base: was.transfers,
+            attempts_written: Vec::new(),
+            files_written: Vec::new(),
+            jobs_named: wf.jobs.len(),
+            rows,
+            _lock: was.lock,
+        })
     }
 
     /// Queues for writing what `changes` lists, as `records` has it now. A
@@ -329,25 +450,28 @@ impl ControlDb {
         let mut batch = Batch::default();
         for f in &records.faults[self.faults_written.min(records.faults.len())..] {
             let detail = serde_json::to_string(&f.fault).unwrap_or_default();
-            batch
-                .faults
-                .push(FaultWrite(f.time, f.site as i64, f.fault.kind(), detail));
+            batch.faults.push(FaultWrite(
+                f.time,
+                self.rows.site.row(f.site),
+                f.fault.kind(),
+                detail,
+            ));
         }
         self.faults_written = records.faults.len();
         if self.attempts_written.len() < records.jobs.len() {
             self.attempts_written.resize(records.jobs.len(), 0);
         }
         for (j, job) in wf.jobs.iter().enumerate().skip(self.jobs_named) {
-            batch.new_jobs.push((j as i64, job.name.clone()));
+            batch.new_jobs.push((self.rows.job.row(j), job.name.clone()));
         }
         self.jobs_named = self.jobs_named.max(wf.jobs.len());
         for &j in &changes.jobs {
             let r = &records.jobs[j];
             batch.jobs.push(JobWrite {
-                job: j as i64,
+                job: self.rows.job.row(j),
                 ready: r.ready,
                 failure: r.failure.clone(),
-                blocked_by: r.blocked_by.map(|b| b as i64),
+                blocked_by: r.blocked_by.map(|b| self.rows.job.row(b)),
             });
             // A new attempt begins only once the one before it ended, so
             // only the last attempt written before may have changed since.
@@ -355,9 +479,9 @@ impl ControlDb {
             for (k, a) in r.attempts.iter().enumerate().skip(from) {
                 let (outcome, reason) = outcome_text(&a.outcome);
                 batch.attempts.push(AttemptWrite {
-                    job: j as i64,
+                    job: self.rows.job.row(j),
                     attempt: k as i64 + self.attempt_base.get(j).copied().unwrap_or(0),
-                    site: a.site as i64,
+                    site: self.rows.site.row(a.site),
                     prescript: a.prescript,
                     submitted: a.submitted,
                     started: a.started,
@@ -384,10 +508,10 @@ impl ControlDb {
             self.name_file(&mut batch, wf, t.file);
             batch.transfers.push(TransferWrite {
                 id: t.id as i64 + self.transfer_base,
-                job: t.job as i64,
-                file: t.file as i64,
-                from: t.from as i64,
-                to: t.to as i64,
+                job: self.rows.job.row(t.job),
+                file: self.rows.file.row(t.file),
+                from: self.rows.site.row(t.from),
+                to: self.rows.site.row(t.to),
                 start: t.start,
                 end: t.end,
                 bytes: t.bytes as i64,
@@ -410,7 +534,7 @@ impl ControlDb {
             let f = &wf.files[file];
             batch
                 .files
-                .push((file as i64, f.name.clone(), f.size as i64));
+                .push((self.rows.file.row(file), f.name.clone(), f.size as i64));
         }
     }
 
@@ -479,11 +603,12 @@ impl ControlDb {
         let mut batch = Batch::default();
         for &(f, s, b) in replicas {
             self.name_file(&mut batch, wf, f);
-            batch.replicas.push((f as i64, s as i64, b as i64));
+            let (f, s) = (self.rows.file.row(f), self.rows.site.row(s));
+            batch.replicas.push((f, s, b as i64));
         }
         batch.pools = pools
             .iter()
-            .map(|(s, p)| (*s as i64, p.display().to_string()))
+            .map(|(s, p)| (self.rows.site.row(*s), p.display().to_string()))
             .collect();
         self.send(batch);
     }

@@ -109,8 +109,8 @@ pub(super) struct Batch {
 pub(super) fn writer(
     path: &Path,
     run: Vec<(String, String)>,
-    sites: Vec<(String, i64)>,
-    jobs: Vec<String>,
+    sites: Vec<(i64, String, i64)>,
+    jobs: Vec<(i64, String)>,
     batches: mpsc::Receiver<Batch>,
 ) -> Result<(), DbError> {
     let err = |e: rusqlite::Error| DbError::at(path, e);
@@ -144,14 +144,14 @@ pub(super) fn writer(
         let mut st = tx
             .prepare("INSERT INTO sites (id, name, cpus) VALUES (?1, ?2, ?3)")
             .map_err(err)?;
-        for (i, (name, cpus)) in sites.iter().enumerate() {
-            st.execute(params![i as i64, name, cpus]).map_err(err)?;
+        for (row, name, cpus) in &sites {
+            st.execute(params![row, name, cpus]).map_err(err)?;
         }
         let mut st = tx
             .prepare("INSERT INTO jobs (id, name) VALUES (?1, ?2)")
             .map_err(err)?;
-        for (i, name) in jobs.iter().enumerate() {
-            st.execute(params![i as i64, name]).map_err(err)?;
+        for (row, name) in &jobs {
+            st.execute(params![row, name]).map_err(err)?;
         }
     }
     tx.commit().map_err(err)?;

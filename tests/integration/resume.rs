@@ -201,11 +201,13 @@ fn resume_refuses_what_it_cannot_resume() {
         "{stderr}"
     );
     // A database of another workflow than the testbed's now: its digests
-    // differ, and with --force the job names still do.
+    // differ; with --force the jobs are matched by name, and only the new
+    // pipeline runs.
     let db = dir.path().join("run.db");
     let tb = write_testbed(dir.path(), "t.toml", TESTBED);
     let (code, _, stderr) = run_testbed(&tb, &["--engine", "sim", "--db", db.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{stderr}");
+    let before = std::fs::read(&db).unwrap();
     write_testbed(
         dir.path(),
         "t.toml",
@@ -217,11 +219,121 @@ fn resume_refuses_what_it_cannot_resume() {
         stderr.contains("the testbed, workflow changed since the run was recorded"),
         "{stderr}"
     );
-    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "--force"]);
-    assert_eq!(code, Some(2), "{stderr}");
     assert!(
-        stderr.contains("is not the one the database recorded"),
-        "{stderr}"
+        std::fs::read(&db).unwrap() == before,
+        "a refused resume wrote"
+    );
+    let (code, stdout, stderr) = gridbed(&["resume", db.to_str().unwrap(), "--force"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("24 of 26 jobs ended before"), "{stdout}");
+    assert_eq!(count(&db, "SELECT count(*) FROM jobs"), 26);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT job) FROM attempts WHERE outcome = 'ended'"
+        ),
+        26
+    );
+    assert_eq!(count(&db, "SELECT max(attempt) FROM attempts"), 0);
+}
+
+/// Issue 61: sites and jobs are matched by name. A site added ahead of the
+/// others (which shifts every later site's position) resumes with `--force`
+/// and each attempt keeps its site; a site where jobs ended cannot be
+/// removed, even with `--force`, and the refusal leaves the database's
+/// bytes as they were.
+#[test]
+fn resume_matches_sites_by_name_and_refuses_to_drop_one_that_ran_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let ended = kill_when(dir.path(), TESTBED, &db, "outcome = 'ended'");
+    assert!(!ended.is_empty());
+    let by_site = |db: &Path| -> Vec<(String, i64)> {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let mut st = conn
+            .prepare(
+                "SELECT s.name, a.job FROM attempts a JOIN sites s ON s.id = a.site \
+                 WHERE a.outcome = 'ended' ORDER BY a.job",
+            )
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let was = by_site(&db);
+    let ran_at: std::collections::BTreeSet<&str> = was.iter().map(|(s, _)| s.as_str()).collect();
+    let before = std::fs::read(&db).unwrap();
+
+    // Every site that ran something, removed in turn.
+    for site in &ran_at {
+        let block = format!("[[site]]\nname = \"{site}\"\ncpus = 2\n");
+        assert!(TESTBED.contains(&block));
+        write_testbed(dir.path(), "t.toml", &TESTBED.replace(&block, ""));
+        let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q", "--force"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("site {site}, where"))
+                && stderr.contains("is not among the sites now"),
+            "{stderr}"
+        );
+        assert!(
+            std::fs::read(&db).unwrap() == before,
+            "a refused resume wrote"
+        );
+    }
+
+    // A site ahead of the others, and one that ran jobs given more slots.
+    let edited = TESTBED
+        .replace(
+            "[[site]]\nname = \"grid3-01\"",
+            "[[site]]\nname = \"grid3-03\"\ncpus = 2\n[[site]]\nname = \"grid3-01\"",
+        )
+        .replace(
+            "name = \"grid3-02\"\ncpus = 2",
+            "name = \"grid3-02\"\ncpus = 3",
+        );
+    write_testbed(dir.path(), "t.toml", &edited);
+    let (code, _, stderr) = gridbed(&[
+        "resume",
+        db.to_str().unwrap(),
+        "-q",
+        "--force",
+        "--engine",
+        "sim",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    if ran_at.contains("grid3-02") {
+        assert!(stderr.contains("site grid3-02, where") && stderr.contains("changed (cpus)"));
+    }
+    let now = by_site(&db);
+    for (site, job) in &was {
+        assert!(
+            now.contains(&(site.clone(), *job)),
+            "job {job} ended at {site} before the resume: {now:?}"
+        );
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM sites WHERE name = 'grid3-03' AND id = 3"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT job) FROM attempts WHERE outcome = 'ended'"
+        ),
+        24
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM (SELECT job FROM attempts WHERE outcome = 'ended' \
+             GROUP BY job HAVING count(*) > 1)"
+        ),
+        0
     );
 }
 
