@@ -113,6 +113,7 @@ pub mod calibrate;
 pub mod config;
 pub mod core;
 pub mod diffusion;
+pub mod interrupt;
 pub mod live;
 pub mod policy;
 pub mod report;

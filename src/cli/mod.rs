@@ -256,6 +256,15 @@ pub fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // The commands that run work stop on SIGINT/SIGTERM as
+    // [`crate::interrupt`] says, and exit 128 + the signal.
+    let stoppable = matches!(
+        cli.cmd,
+        Cmd::Run(_) | Cmd::Resume(_) | Cmd::Sweep(_) | Cmd::Farm(_)
+    );
+    if stoppable && let Err(e) = crate::interrupt::watch() {
+        eprintln!("warning: SIGINT and SIGTERM will end the process at once: {e}");
+    }
     let result = match cli.cmd {
         Cmd::Run(args) => run::run(args),
         Cmd::Check(args) => workflow::check(args),
@@ -285,6 +294,16 @@ pub fn main() -> ExitCode {
                 _ => CliError::failed(e),
             }),
     };
+    if let Some(sig) = crate::interrupt::requested() {
+        if let Err(e) = &result {
+            eprintln!("error: {e}");
+        }
+        eprintln!(
+            "stopped by {}: what ran up to then is in the outputs written above",
+            crate::interrupt::name(sig)
+        );
+        return ExitCode::from(u8::try_from(128 + sig).unwrap_or(1));
+    }
     result.unwrap_or_else(|e| {
         eprintln!("error: {e}");
         e.code()

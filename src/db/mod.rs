@@ -548,16 +548,29 @@ impl ControlDb {
         }
     }
 
-    /// Notes where a live run's pools are while it runs (`run` keys
-    /// `pool_dir.<site>`): a resumed run removes what a killed one left.
-    pub fn note_pool_dirs(&mut self, dirs: &[std::path::PathBuf]) {
+    /// Notes where a live run's temporary pools are while it runs (`run`
+    /// keys `pool_dir.<site>`): a resumed run removes what a killed one left.
+    pub fn note_pool_dirs(&mut self, dirs: &[(SiteId, &Path)]) {
         let run = dirs
             .iter()
-            .enumerate()
-            .map(|(i, d)| (format!("pool_dir.{i}"), d.display().to_string()))
+            .map(|(s, d)| (format!("pool_dir.{s}"), d.display().to_string()))
             .collect();
         self.send(Batch {
             run,
+            ..Default::default()
+        });
+    }
+
+    /// Notes the pools a live run keeps (`--keep-pools`) as it starts, so
+    /// that `gridbed audit` finds them even if the run is killed before
+    /// its end state ([`ControlDb::write_final`]) replaces them.
+    pub fn note_kept_pools(&mut self, dirs: &[(SiteId, &Path)]) {
+        let pools = dirs
+            .iter()
+            .map(|(s, d)| (self.rows.site.row(*s), d.display().to_string()))
+            .collect();
+        self.send(Batch {
+            pools,
             ..Default::default()
         });
     }

@@ -85,6 +85,18 @@ pub enum AuditError {
         "{0}: the run kept no pools on disk; run it with `gridbed run --keep-pools DIR --db FILE`"
     )]
     NoPools(PathBuf),
+    /// The run kept its pools but never wrote its replica catalogue: it
+    /// was killed (or still runs).
+    #[error(
+        "{path}: the run kept its pools at {} but ended before writing its replica catalogue (killed, or still running): resume it with `gridbed resume`, then audit",
+        dirs.join(", ")
+    )]
+    Unfinished {
+        /// The database.
+        path: PathBuf,
+        /// Its pools.
+        dirs: Vec<String>,
+    },
     /// A pool directory could not be read.
     #[error("{dir}: {message}")]
     Unreadable {
@@ -101,6 +113,14 @@ pub fn audit(path: &Path) -> Result<Vec<Difference>, AuditError> {
     let state = db::final_state(path)?;
     if state.pools.is_empty() {
         return Err(AuditError::NoPools(path.to_path_buf()));
+    }
+    if state.replicas.is_empty() {
+        return Err(AuditError::Unfinished {
+            path: path.to_path_buf(),
+            dirs: (state.pools.iter())
+                .map(|(_, d)| d.display().to_string())
+                .collect(),
+        });
     }
     let mut differences = Vec::new();
     for (site, dir) in &state.pools {

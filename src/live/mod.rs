@@ -29,7 +29,7 @@ use actix::prelude::*;
 use crate::config::{Emulation, Scenario};
 use crate::core::observer::BoxedObserver;
 use crate::core::result::{LiveTotals, RunResult};
-use crate::core::{Event, Workflow};
+use crate::core::{Event, SiteId, Workflow};
 use crate::metrics::Metrics;
 use crate::policy;
 use messages::{SiteEvent, SiteFault, SiteReport};
@@ -95,10 +95,9 @@ pub struct LiveOptions {
     /// Leave the sites' pool directories on disk after the run (their paths
     /// go into the control database, for `gridbed audit`).
     pub keep_pools: bool,
-    /// Ctrl-C removes the DAG as `condor_rm` of DAGMan does (its jobs
-    /// removed, FINAL run, the run's end reported); a second one ends the
-    /// process at once. `gridbed run` sets it; a library caller keeps its
-    /// own handling of the signal.
+    /// A stop asked by SIGINT or SIGTERM ([`crate::interrupt`], once
+    /// watched) removes the DAG as `condor_rm` of DAGMan does (its jobs
+    /// removed, FINAL run, the run's end reported). `gridbed run` sets it.
     pub remove_on_interrupt: bool,
 }
 
@@ -160,21 +159,6 @@ pub enum EngineError {
     /// A farm read failed past its retries, or the farm stalled.
     #[error("live farm: {0}")]
     Farm(String),
-}
-
-/// The user's Ctrl-C removes the DAG (DAGMan's `main_shutdown_remove`);
-/// a second one ends the process at once, as 128 + SIGINT.
-async fn remove_on_interrupt(manager: Addr<manager::ManagerActor>) {
-    if tokio::signal::ctrl_c().await.is_err() {
-        return;
-    }
-    eprintln!(
-        "\ninterrupted: removing the DAG's jobs, then its FINAL node runs (Ctrl-C again to stop at once)"
-    );
-    manager.do_send(SiteEvent(Event::DagRemoved));
-    if tokio::signal::ctrl_c().await.is_ok() {
-        std::process::exit(130);
-    }
 }
 
 /// Runs `scenario` live and returns when no job can make progress.
@@ -259,19 +243,27 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
             Made::Remote { gridftp, .. } => (gridftp.clone(), Arc::default()),
         })
         .unzip();
-    let pool_dirs: Vec<PathBuf> = made
-        .iter()
-        .filter_map(|m| match m {
-            Made::Local(p) => Some(p.dir.path().to_path_buf()),
+    let pool_dirs: Vec<(SiteId, PathBuf)> = (made.iter().enumerate())
+        .filter_map(|(i, m)| match m {
+            Made::Local(p) => Some((i, p.dir.path().to_path_buf())),
             Made::Remote { .. } => None,
         })
         .collect();
-    // Where the pools are, so that `gridbed resume` can remove those of a
-    // run killed before it could (its temp dirs outlive a `kill -9`).
-    if let Some(db) = opts.db.as_mut()
-        && !opts.keep_pools
-    {
-        db.note_pool_dirs(&pool_dirs);
+    let pool_dirs: Vec<(SiteId, &std::path::Path)> =
+        pool_dirs.iter().map(|(i, d)| (*i, d.as_path())).collect();
+    // Temporary pools go with an immediate exit on a second signal too.
+    let _pools: Vec<crate::interrupt::Pool> = (pool_dirs.iter())
+        .filter(|_| !opts.keep_pools)
+        .map(|(_, d)| crate::interrupt::remove_at_exit(d.to_path_buf()))
+        .collect();
+    // Where the pools are, so that `gridbed resume` can remove the temporary
+    // pools of a run killed before it could (its temp dirs outlive a `kill
+    // -9`), and `gridbed audit` finds the kept ones of a killed run.
+    if let Some(db) = opts.db.as_mut() {
+        match opts.keep_pools {
+            true => db.note_kept_pools(&pool_dirs),
+            false => db.note_pool_dirs(&pool_dirs),
+        }
     }
     if let Some(db) = opts.db.as_mut() {
         let differ = content.iter().enumerate().filter(|&(f, &c)| f != c);
@@ -381,12 +373,16 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
             .map(|(t, _, _)| *t)
             .fold(0.0, f64::max),
     });
-    let interrupt = opts
-        .remove_on_interrupt
-        .then(|| actix_rt::spawn(remove_on_interrupt(manager_addr.clone())));
+    // A stop asked by a signal removes the DAG (DAGMan's
+    // `main_shutdown_remove`), see [`crate::interrupt`].
+    let interrupt = opts.remove_on_interrupt.then(|| {
+        let manager = manager_addr.clone();
+        crate::interrupt::on_stop(move || manager.do_send(SiteEvent(Event::DagRemoved)))
+    });
     rx.await.map_err(|e| EngineError::Mailbox(e.to_string()))?;
+    drop(interrupt);
     let wall = clock.start.elapsed();
-    for t in timed.iter().chain(&interrupt) {
+    for t in &timed {
         t.abort();
     }
     let manager::Taken {
@@ -400,11 +396,11 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         .map_err(|e| EngineError::Mailbox(e.to_string()))?
         .ok_or_else(|| EngineError::Mailbox("manager state taken twice".into()))?;
     let db = db.map(|mut db| {
-        let kept: Vec<(usize, &std::path::Path)> = match opts.keep_pools {
-            true => pool_dirs.iter().map(|p| p.as_path()).enumerate().collect(),
-            false => Vec::new(),
+        let kept: &[(SiteId, &std::path::Path)] = match opts.keep_pools {
+            true => &pool_dirs,
+            false => &[],
         };
-        db.write_final(&em.replica_rows(&wf, core.replicas()), &wf, &kept);
+        db.write_final(&em.replica_rows(&wf, core.replicas()), &wf, kept);
         db
     });
     // Joining the writer blocks until its queue is written: off the runtime.

@@ -514,12 +514,14 @@ impl Handler<RunScript> for SiteActor {
         let fut = async move {
             let status = match call.command(&dir) {
                 // A removed node's script is killed with its future.
-            Ok(c) => {
-                tokio::process::Command::from(c)
-                    .kill_on_drop(true)
-                    .status()
-                    .await
-            }
+            Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
+                Ok(mut child) => {
+                    // Ended by a signal's stop too ([`crate::interrupt`]).
+                    let _child = child.id().map(crate::interrupt::Child::work);
+                    child.wait().await
+                }
+                Err(e) => Err(e),
+            },
                 Err(e) => Err(e),
             };
             match status {

@@ -236,6 +236,8 @@ struct Sim {
     /// Who watches the run, and when it was last told.
     progress: BoxedObserver,
     shown: Instant,
+    /// The DAG was removed on a signal ([`crate::interrupt`]).
+    interrupted: bool,
 }
 
 impl Sim {
@@ -329,6 +331,7 @@ impl Sim {
             subdags: scenario.subdag_reader(),
             progress: Box::new(Unobserved),
             shown: Instant::now(),
+            interrupted: false,
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -375,6 +378,12 @@ impl Sim {
             if self.events.is_multiple_of(DB_BATCH) {
                 self.flush_db();
                 self.show_progress();
+                // A signal asks for a stop ([`crate::interrupt`]): the DAG
+                // is removed, as a live run's is.
+                if !self.interrupted && crate::interrupt::requested().is_some() {
+                    self.interrupted = true;
+                    self.deliver(Event::DagRemoved);
+                }
             }
             if self.timeline.due(self.now) {
                 let s = self.sample();

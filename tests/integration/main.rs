@@ -23,6 +23,7 @@ mod pressure;
 mod prometheus;
 mod remote_sites;
 mod resume;
+mod signals;
 mod sim;
 mod slurm;
 mod traces;

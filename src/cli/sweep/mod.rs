@@ -291,7 +291,13 @@ fn run_cell(args: &SweepArgs, cell: Cell) -> Result<Row, String> {
     );
     let started = std::time::Instant::now();
     let record = if args.engine == "live" {
-        let run = live::run(&s, LiveOptions::default()).map_err(|e| e.to_string())?;
+        let run = live::run(
+            &s,
+            LiveOptions {
+                remove_on_interrupt: true,
+                ..Default::default()
+            },
+        ).map_err(|e| e.to_string())?;
         RunRecord::from_run(&s, &run, &id, Detail::Summary)
     } else {
         let run = sim::run(&s).map_err(|e| e.to_string())?;
@@ -438,6 +444,11 @@ fn run_here(args: &SweepArgs, cells: &[Cell]) -> Result<Vec<Row>, SweepError> {
                         break;
                     };
                     let r = run_cell(args, cell);
+                    // A signal stops the sweep: a run it cut short is no
+                    // sample, and no cell starts after it.
+                    if crate::interrupt::requested().is_some() {
+                        break;
+                    }
                     if let Ok(mut all) = results.lock() {
                         all[i] = Some(r);
                     }
@@ -451,6 +462,13 @@ fn run_here(args: &SweepArgs, cells: &[Cell]) -> Result<Vec<Row>, SweepError> {
         }
     });
     bar.finish_and_clear();
+    if crate::interrupt::requested().is_some() {
+        let done = results.lock().map_or(0, |r| r.iter().flatten().count());
+        eprintln!(
+            "the sweep was stopped: {done} of {} runs had ended; the outputs hold those",
+            cells.len()
+        );
+    }
     let mut rows = Vec::with_capacity(cells.len());
     for r in results
         .into_inner()

@@ -377,7 +377,18 @@ impl Engine<'_> {
         let mut reports: Vec<Report> = Vec::new();
         let mut commands = Vec::new();
         let mut last_report = Instant::now();
+        // A signal's stop ([`crate::interrupt`]) ends the farm's run with
+        // the tasks done by then.
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let _stop = crate::interrupt::on_stop({
+            let stop = stop.clone();
+            move || stop.notify_one()
+        });
         loop {
+            if crate::interrupt::requested().is_some() {
+                self.tally.wall = start.elapsed();
+                return Ok(());
+            }
             let now = nominal(Instant::now());
             let mut events = Vec::with_capacity(reports.len() + 1);
             for r in reports.drain(..) {
@@ -409,6 +420,7 @@ impl Engine<'_> {
                 None => tokio::time::sleep(STALL),
             };
             tokio::select! {
+                () = stop.notified() => {}
                 r = rx.recv() => {
                     let Some(r) = r else {
                         return Err(EngineError::Farm("every executor went away".into()));

@@ -49,6 +49,8 @@ struct State {
 
 struct Running {
     child: Child,
+    /// Killed by an immediate exit on a second signal.
+    _registered: crate::interrupt::Child,
     /// Taken (closed) when it is ended.
     stdin: Option<BufWriter<ChildStdin>>,
     /// Its stdout, a line at a time.
@@ -230,6 +232,7 @@ impl Program {
                 }
             })?;
         Ok(Running {
+            _registered: crate::interrupt::Child::helper(child.id()),
             child,
             stdin: Some(stdin),
             lines,

@@ -334,7 +334,16 @@ impl Invocation {
     /// or nowhere) and returns DAGMan's reading of its exit: its code, 128 +
     /// the signal that killed it, 127 when it cannot start.
     pub fn run_blocking(&self, dir: &std::path::Path) -> i32 {
-        match self.command(dir).and_then(|mut c| c.status()) {
+        // Registered while it runs, so that a signal's stop ends it
+        // ([`crate::interrupt`]).
+        let status = self
+            .command(dir)
+            .and_then(|mut c| c.spawn())
+            .and_then(|mut c| {
+                let _child = crate::interrupt::Child::work(c.id());
+                c.wait()
+            });
+        match status {
             Ok(st) => exit_status(st),
             Err(e) => {
                 tracing::warn!("script {}: {e}", self.executable.display());
