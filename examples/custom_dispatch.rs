@@ -35,12 +35,17 @@ impl DispatchPolicy for CacheAffine {
 }
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
+    compare(&["first-available", "cache-affine"])
+}
+
+/// Runs each of `policies` in both engines and prints the two side by side.
+pub fn compare(policies: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::builtin();
     registry.register_dispatch("cache-affine", |_| Ok(Box::new(CacheAffine)))?;
     let registry = Arc::new(registry);
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml");
     println!("falkon-diffusion-small (3,000 tasks): makespan (nominal s), cache hit ratio");
-    for policy in ["first-available", "cache-affine"] {
+    for &policy in policies {
         let mut farm = gridbed::config::farm::load_with(&path, &registry)?;
         farm.spec.policy = policy.into();
         let sim = gridbed::sim::farm::run_with(&farm.spec, &farm.tasks, registry.clone())?;

@@ -26,6 +26,11 @@ impl EvictionPolicy for Mru {
 }
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
+    compare(&["lru", "mru"])
+}
+
+/// Runs each of `policies` in both engines and prints the two side by side.
+pub fn compare(policies: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::builtin();
     registry.register_eviction("mru", |_| Ok(Box::new(Mru)))?;
     let registry = Arc::new(registry);
@@ -34,7 +39,7 @@ pub fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::read_to_string(&quickstart)?.replace("cpus = ", "disk = \"60 MB\"\ncpus = ");
     let dir = tempfile::tempdir()?;
     println!("quickstart with 60 MB pools: makespan (nominal s), evictions");
-    for eviction in ["lru", "mru"] {
+    for &eviction in policies {
         let testbed = dir.path().join(format!("{eviction}.toml"));
         let body = text.replace("eviction = \"lru\"", &format!("eviction = \"{eviction}\""));
         std::fs::write(&testbed, body)?;

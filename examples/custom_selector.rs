@@ -32,12 +32,17 @@ impl SiteSelector for LeastLoaded {
 }
 
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
+    compare(&["round-robin", "least-loaded"])
+}
+
+/// Runs each of `policies` in both engines and prints the two side by side.
+pub fn compare(policies: &[&str]) -> Result<(), Box<dyn std::error::Error>> {
     let mut registry = Registry::builtin();
     registry.register_selector("least-loaded", |_| Ok(Box::new(LeastLoaded)))?;
     let registry = Arc::new(registry);
     let testbed = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/quickstart.toml");
     println!("quickstart (102 jobs): makespan in nominal seconds");
-    for strategy in ["round-robin", "least-loaded"] {
+    for &strategy in policies {
         let overrides = Overrides {
             strategy: Some(strategy.into()),
             ..Default::default()

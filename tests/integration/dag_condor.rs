@@ -167,14 +167,21 @@ fn orig_reads_every_input_from_the_submit_machine_and_dag_c_moves_no_pipeline_fi
 
 #[test]
 fn a_scaled_live_run_of_each_system_agrees_with_the_simulator() {
-    for strategy in ["orig", "job-c", "dag-c"] {
-        // 6 chains of three 600-s jobs on 3 machines, 200× faster than
-        // nominal: about 20 s of wall time each.
-        let body = sized_testbed(strategy, 6, "").replace("time_scale = 100", "time_scale = 200");
-        let (_d, s) = common::scenario(&body);
-        let sim = sim::run(&s).unwrap().result;
-        live_agrees(strategy, &s, &sim);
-    }
+    // The three live runs at once: each waits out its emulated time on a
+    // clock of its own (about 20 s of wall time), using little CPU.
+    std::thread::scope(|scope| {
+        for strategy in ["orig", "job-c", "dag-c"] {
+            scope.spawn(move || {
+                // 6 chains of three 600-s jobs on 3 machines, 200× faster
+                // than nominal.
+                let body =
+                    sized_testbed(strategy, 6, "").replace("time_scale = 100", "time_scale = 200");
+                let (_d, s) = common::scenario(&body);
+                let sim = sim::run(&s).unwrap().result;
+                live_agrees(strategy, &s, &sim);
+            });
+        }
+    });
 }
 
 /// A live run of `s` succeeds with the simulator's transfer count and a
@@ -239,49 +246,56 @@ arrival = 900
 
 #[test]
 fn two_users_on_two_submit_machines_each_get_their_response_time_in_both_engines() {
-    for strategy in ["orig", "job-c", "dag-c"] {
-        let body = two_users(strategy);
-        let (_d, s) = common::scenario(&body);
-        let sim = sim::run(&s).unwrap();
-        let rec = RunRecord::from_run(&s, &sim, "t", Detail::Full);
-        ended_once(&rec);
-        let [u1, u2] = &rec.workflows[..] else {
-            panic!("{:?}", rec.workflows)
-        };
-        assert_eq!(
-            (u1.name.as_str(), u1.origin.as_str()),
-            ("u1", "submit-host")
-        );
-        assert_eq!((u2.name.as_str(), u2.origin.as_str()), ("u2", "submit-2"));
-        assert_eq!((u1.jobs, u2.jobs, u2.arrival_s), (9, 9, 900.0));
-        // Nothing of u2 was ready before it arrived.
-        let of_u2 = |name: &str| {
-            ["-0003", "-0004", "-0005"]
-                .iter()
-                .any(|w| name.ends_with(w))
-        };
-        for j in rec.jobs.iter().filter(|j| of_u2(&j.name)) {
-            assert!(
-                j.ready.unwrap() >= 900.0,
-                "{strategy}: {} ready at {:?}",
-                j.name,
-                j.ready
-            );
+    // The strategies at once, as in the test above.
+    std::thread::scope(|scope| {
+        for strategy in ["orig", "job-c", "dag-c"] {
+            scope.spawn(move || two_users_in_both_engines(strategy));
         }
-        assert!(u2.end_s > 900.0 && u2.response_s == u2.end_s - 900.0);
-        // Each user's batch inputs come from its own submit machine.
-        let from_second = rec
-            .transfers
+    });
+}
+
+fn two_users_in_both_engines(strategy: &str) {
+    let body = two_users(strategy);
+    let (_d, s) = common::scenario(&body);
+    let sim = sim::run(&s).unwrap();
+    let rec = RunRecord::from_run(&s, &sim, "t", Detail::Full);
+    ended_once(&rec);
+    let [u1, u2] = &rec.workflows[..] else {
+        panic!("{:?}", rec.workflows)
+    };
+    assert_eq!(
+        (u1.name.as_str(), u1.origin.as_str()),
+        ("u1", "submit-host")
+    );
+    assert_eq!((u2.name.as_str(), u2.origin.as_str()), ("u2", "submit-2"));
+    assert_eq!((u1.jobs, u2.jobs, u2.arrival_s), (9, 9, 900.0));
+    // Nothing of u2 was ready before it arrived.
+    let of_u2 = |name: &str| {
+        ["-0003", "-0004", "-0005"]
             .iter()
-            .filter(|t| t.from == "submit-2")
-            .count();
+            .any(|w| name.ends_with(w))
+    };
+    for j in rec.jobs.iter().filter(|j| of_u2(&j.name)) {
         assert!(
-            from_second > 0,
-            "{strategy}: u2 read from its submit machine"
+            j.ready.unwrap() >= 900.0,
+            "{strategy}: {} ready at {:?}",
+            j.name,
+            j.ready
         );
-        // The live run, 200× faster, agrees with the simulator.
-        live_agrees(strategy, &s, &sim.result);
     }
+    assert!(u2.end_s > 900.0 && u2.response_s == u2.end_s - 900.0);
+    // Each user's batch inputs come from its own submit machine.
+    let from_second = rec
+        .transfers
+        .iter()
+        .filter(|t| t.from == "submit-2")
+        .count();
+    assert!(
+        from_second > 0,
+        "{strategy}: u2 read from its submit machine"
+    );
+    // The live run, 200× faster, agrees with the simulator.
+    live_agrees(strategy, &s, &sim.result);
 }
 
 /// x reads `a` and writes m, y reads m; z reads `c`. `a_size` is a's size.
