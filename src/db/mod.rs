@@ -158,6 +158,8 @@ struct Ids {
     to: Vec<i64>,
     /// The row of id `to.len()`; the ids after it follow on.
     next: i64,
+    /// The first row given to a name the database did not have.
+    fresh: i64,
 }
 
 impl Ids {
@@ -172,7 +174,8 @@ impl Ids {
     fn by_name<'a>(names: impl Iterator<Item = &'a str>, recorded: &[(i64, String)]) -> Ids {
         let known: std::collections::HashMap<&str, i64> =
             recorded.iter().map(|(r, n)| (n.as_str(), *r)).collect();
-        let mut next = recorded.iter().map(|(r, _)| r + 1).max().unwrap_or(0);
+        let fresh = recorded.iter().map(|(r, _)| r + 1).max().unwrap_or(0);
+        let mut next = fresh;
         let to = names
             .map(|n| {
                 known.get(n).copied().unwrap_or_else(|| {
@@ -181,13 +184,12 @@ impl Ids {
                 })
             })
             .collect();
-        Ids { to, next }
+        Ids { to, next, fresh }
     }
 
     /// Whether `id`'s row is one the database had.
-    fn had(&self, id: usize, recorded: &[(i64, String)]) -> bool {
-        let r = self.row(id);
-        recorded.iter().any(|(row, _)| *row == r)
+    fn had(&self, id: usize) -> bool {
+        self.row(id) < self.fresh
     }
 }
 
@@ -399,11 +401,11 @@ impl ControlDb {
             file: Ids::by_name(wf.files.iter().map(|f| f.name.as_str()), &was.files),
         };
         let new_sites = (sites.iter().enumerate())
-            .filter(|&(i, _)| !rows.site.had(i, &recorded_sites))
+            .filter(|&(i, _)| !rows.site.had(i))
             .map(|(i, s)| (rows.site.row(i), s.name.clone(), s.cpus as i64))
             .collect();
         let new_jobs = (wf.jobs.iter().enumerate())
-            .filter(|&(j, _)| !rows.job.had(j, &was.jobs))
+            .filter(|&(j, _)| !rows.job.had(j))
             .map(|(j, job)| (rows.job.row(j), job.name.clone()))
             .collect();
         let attempt_base = (0..wf.jobs.len())
@@ -675,4 +677,21 @@ fn open_existing(path: &Path) -> Result<Connection, DbError> {
 /// How often the run of `run` (a `run` table) was resumed already.
 fn run_count(run: &std::collections::BTreeMap<String, String>) -> u64 {
     run.get("resumed").and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ids;
+
+    #[test]
+    fn ids_follow_names_and_new_names_get_rows_after_the_databases() {
+        let recorded = vec![(0, "a".to_string()), (1, "b".into()), (2, "c".into())];
+        // c moved ahead, b removed, d new; a later id (a graft) after d.
+        let ids = Ids::by_name(["c", "a", "d"].into_iter(), &recorded);
+        assert_eq!((0..4).map(|i| ids.row(i)).collect::<Vec<_>>(), [2, 0, 3, 4]);
+        assert_eq!((0..4).map(|i| ids.had(i)).collect::<Vec<_>>(), [true, true, false, false]);
+        // A run's own ids, when it created the database.
+        let own = Ids::default();
+        assert_eq!((own.row(0), own.row(7)), (0, 7));
+    }
 }
