@@ -313,3 +313,54 @@ fn audit_finds_the_kept_pools_of_a_killed_run() {
         "{err}"
     );
 }
+
+/// SIGTERM of `gridbed resume` going on with a killed run: it stops as a
+/// run does (143), having noted in the database that it resumed it.
+#[test]
+fn sigterm_stops_a_resumed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tb = sleeping_dag(d, false);
+    let sites = catalog();
+    let args = [
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+        "--db",
+        "r.db",
+    ];
+    let mut first = start(d, &args);
+    wait_for("four PRE scripts", || script_pids(d).len() == 4);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Its scripts outlive a kill -9; they are not this test's subject.
+    for (_, pid) in script_pids(d) {
+        // SAFETY: a signal to a script the killed run started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    let child = start(d, &["resume", "r.db"]);
+    wait_for("the resumed run's PRE scripts", || {
+        script_pids(d).len() == 8
+    });
+    signal(&child, libc::SIGTERM);
+    let (code, err) = exit_of(child);
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("stopped by SIGTERM"), "{err}");
+    assert_eq!(run_values(&d.join("r.db"), "resumed"), ["1"]);
+}
+
+/// SIGINT of a live farm: its dispatcher stops with the tasks done by
+/// then, and the command exits 130.
+#[test]
+fn sigint_stops_a_live_farm() {
+    let dir = tempfile::tempdir().unwrap();
+    let farm = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml");
+    let args = ["farm", farm.to_str().unwrap(), "--engine", "live"];
+    let child = start(dir.path(), &args);
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&child, libc::SIGINT);
+    let (code, err) = exit_of(child);
+    assert_eq!(code, Some(130), "{err}");
+    assert!(err.contains("stopped by SIGINT"), "{err}");
+}
