@@ -10,6 +10,20 @@ use serde::{Deserialize, Deserializer, de};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct Size(pub u64);
 
+/// `v` as a user wrote it: plainly, or in exponent form where it is huge
+/// or tiny (`1e300`, not 301 digits).
+pub fn plain(v: f64) -> String {
+    if v != 0.0 && !(1e-6..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// The finite rates a testbed may give (nominal B/s): 1 B/s to 1 PB/s.
+/// Below, a file's transfer outlasts any run; above, no link is that fast.
+pub const RATE_RANGE: std::ops::RangeInclusive<f64> = 1.0..=1e15;
+
 /// A rate in nominal bytes per second; `f64::INFINITY` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
 pub struct Rate(pub f64);
@@ -104,6 +118,14 @@ impl<'de> Deserialize<'de> for Rate {
         };
         if v.is_nan() || v <= 0.0 {
             return Err(de::Error::custom(format!("{expected}; found a rate ≤ 0")));
+        }
+        if v.is_finite() && !RATE_RANGE.contains(&v) {
+            return Err(de::Error::custom(format!(
+                "expected a rate from {} to {:e} B/s, or `unlimited`; found {} B/s",
+                RATE_RANGE.start(),
+                RATE_RANGE.end(),
+                plain(v)
+            )));
         }
         Ok(Rate(v))
     }

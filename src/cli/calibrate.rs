@@ -116,6 +116,10 @@ fn print_predictions(title: &str, ps: &[Prediction]) {
 }
 
 pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
+    // Outputs before the fit, each error naming its flag.
+    super::check_output("--out", args.out.as_deref())?;
+    super::check_output("--json", args.json.as_deref())?;
+    super::check_output("--svg", args.svg.as_deref())?;
     let fit_on = load(&args.testbed, &args.traces, args.seed)?;
     let others = load(&args.testbed, &args.predict, args.seed)?;
     calibrate::one_platform(fit_on.iter().chain(&others).map(|(t, _)| t))

@@ -78,6 +78,20 @@ pub(crate) struct FarmArgs {
 pub(super) fn farm(args: FarmArgs) -> Result<ExitCode, CliError> {
     use crate::sim::farm;
     let bad = CliError::Input;
+    // Outputs and the address before any work, each error naming its flag.
+    super::check_output("--svg", args.svg.as_deref())?;
+    super::check_output("--json", args.json.as_deref())?;
+    super::check_output("--intervals", args.intervals.as_deref())?;
+    super::check_address("--metrics-addr", args.metrics_addr)?;
+    if let Some(dir) = &args.experiments
+        && dir.exists()
+        && !dir.is_dir()
+    {
+        return Err(bad(format!(
+            "--experiments `{}`: is a file; expected a folder",
+            dir.display()
+        )));
+    }
     let mut tb = crate::config::farm::load(&args.testbed).map_err(|e| bad(e.to_string()))?;
     if let Some(p) = args.policy {
         crate::policy::dispatch_policy(&p, 1).map_err(|e| bad(format!("--policy: {e}")))?;

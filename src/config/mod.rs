@@ -571,33 +571,44 @@ pub struct Overrides {
     pub rescue: Option<formats::dagman::rescue::Rescue>,
 }
 
-/// Non-negative finite seconds.
+/// Seconds from 0 to [`workflow::MAX_RUNTIME_S`] (about 31 years): a
+/// time, a delay or an interval beyond it would leave a simulated makespan
+/// `inf` and a live run endless.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Seconds(f64);
 impl<'de> Deserialize<'de> for Seconds {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(d)?;
-        if v.is_finite() && v >= 0.0 {
+        if v.is_finite() && (0.0..=workflow::MAX_RUNTIME_S).contains(&v) {
             Ok(Seconds(v))
         } else {
             Err(serde::de::Error::custom(format!(
-                "expected seconds ≥ 0, found {v}"
+                "expected seconds from 0 to {:e}, found {}",
+                workflow::MAX_RUNTIME_S,
+                crate::units::plain(v)
             )))
         }
     }
 }
 
-/// A finite number > 0.
+/// The range of a [`Positive`] factor (a CPU speed, a time or byte scale,
+/// a share, a period): a billionth to a billion.
+pub const POSITIVE_RANGE: std::ops::RangeInclusive<f64> = 1e-9..=1e9;
+
+/// A finite number > 0, within [`POSITIVE_RANGE`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Positive(f64);
 impl<'de> Deserialize<'de> for Positive {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(d)?;
-        if v.is_finite() && v > 0.0 {
+        if POSITIVE_RANGE.contains(&v) {
             Ok(Positive(v))
         } else {
             Err(serde::de::Error::custom(format!(
-                "expected a number > 0, found {v}"
+                "expected a number from {:e} to {:e}, found {}",
+                POSITIVE_RANGE.start(),
+                POSITIVE_RANGE.end(),
+                crate::units::plain(v)
             )))
         }
     }

@@ -206,6 +206,71 @@ fn run_checks_its_outputs_and_address_before_the_first_job() {
     }
 }
 
+/// Issue 61: `farm` and `calibrate` refuse an output they could not write
+/// (and `farm` a busy `--metrics-addr`) before any work, naming the flag.
+#[test]
+fn farm_and_calibrate_check_their_outputs_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-folder/out");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let farm = Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/falkon-diffusion-small.toml");
+    let tb = write_testbed(dir.path(), "small.toml", SMALL);
+    let json = missing.with_extension("json");
+    let svg = missing.with_extension("svg");
+    let csv = missing.with_extension("csv");
+    let file = tb.to_str().unwrap();
+    let farm = farm.to_str().unwrap();
+    let cases: [(&[&str], &str, &str); 6] = [
+        (
+            &["farm", farm, "--json", json.to_str().unwrap()],
+            "--json",
+            "does not exist",
+        ),
+        (
+            &["farm", farm, "--svg", svg.to_str().unwrap()],
+            "--svg",
+            "does not exist",
+        ),
+        (
+            &["farm", farm, "--intervals", csv.to_str().unwrap()],
+            "--intervals",
+            "does not exist",
+        ),
+        (
+            &["farm", farm, "--engine", "live", "--metrics-addr", &busy],
+            "--metrics-addr",
+            "cannot listen there",
+        ),
+        (
+            &["farm", farm, "--experiments", file],
+            "--experiments",
+            "is a file",
+        ),
+        (
+            &[
+                "calibrate",
+                "t.json",
+                "--testbed",
+                file,
+                "--svg",
+                svg.to_str().unwrap(),
+            ],
+            "--svg",
+            "does not exist",
+        ),
+    ];
+    for (args, flag, why) in cases {
+        let (code, stdout, stderr) = gridbed(args);
+        assert_eq!(code, Some(2), "{flag}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains(why),
+            "{flag}: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{flag}: it worked: {stdout}");
+    }
+}
+
 #[test]
 fn sweep_repeat_runs_seeds_one_to_n() {
     let dir = tempfile::tempdir().unwrap();
