@@ -276,6 +276,7 @@ fn sigint_stops_a_live_sweep_with_the_runs_that_ended() {
         err.contains("the sweep was stopped: 0 of 8 runs had ended"),
         "{err}"
     );
+    assert!(!err.contains("error"), "{err}");
     let csv = std::fs::read_to_string(d.join("out/sweep.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1, "the header alone: {csv}");
     for (node, pid) in script_pids(d) {

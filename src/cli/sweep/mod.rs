@@ -409,10 +409,13 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
         Backend::Slurm => slurm::execute(args, &cells)?,
     };
     write_csv(&args.out.join("sweep.csv"), &rows)?;
-    charts(&args.out, &base.name, args, &rows)?;
     let summary = summarize(&rows);
     write_summary(&args.out.join("summary.csv"), &summary)?;
-    bars(&args.out, &base.name, &summary)?;
+    // A sweep stopped before any run ended has nothing to draw.
+    if !rows.is_empty() {
+        charts(&args.out, &base.name, args, &rows)?;
+        bars(&args.out, &base.name, &summary)?;
+    }
     Ok(rows)
 }
 
@@ -736,7 +739,10 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
             );
         }
     }
-    say!("\nCSV and charts written to {}", args.out.display());
+    match rows.is_empty() {
+        false => say!("\nCSV and charts written to {}", args.out.display()),
+        true => say!("\nno run ended: CSV headers written to {}", args.out.display()),
+    }
     if rows.iter().all(|r| r.succeeded) {
         Ok(ExitCode::SUCCESS)
     } else {
