@@ -909,6 +909,9 @@ fn the_control_database_survives_a_kill_9_of_a_live_run() {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .args(["run", testbed.to_str().unwrap(), "-q", "--db"])
         .arg(&db)
+        // Its pools in the test's folder: a kill -9 leaves them behind.
+        .arg("--pool-dir")
+        .arg(dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -40,7 +40,17 @@ impl Daemon {
 }
 
 impl Drop for Daemon {
+    /// SIGTERM, as a user stops a daemon, so that it removes the pools of
+    /// its sessions; SIGKILL only if it has not ended within 10 s.
     fn drop(&mut self) {
+        // SAFETY: a signal to the daemon this test started, not yet reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        for _ in 0..500 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -251,7 +261,9 @@ fn a_daemon_refuses_requests_without_its_token_and_a_run_without_it_says_so() {
 
 #[test]
 fn a_daemon_lost_mid_run_is_a_crashed_site_and_every_job_still_ends() {
-    let mut d2 = Daemon::start(&[]);
+    // Its pool in a folder of the test's: the kill -9 leaves it behind.
+    let pools = tempfile::tempdir().unwrap();
+    let mut d2 = Daemon::start(&["--pool-dir", pools.path().to_str().unwrap()]);
     let mut body = testbed(&format!("url = \"{}\"", d2.url), "");
     // `a` jobs of 6 s wall: the kill lands while they run there.
     body = body
@@ -312,6 +324,9 @@ fn a_manager_killed_mid_run_frees_its_daemons_for_the_next_run() {
         .args(["run", tb.to_str().unwrap(), "--sites"])
         .arg(common::catalog())
         .arg("-q")
+        // Its pools in the test's folder: a kill -9 leaves them behind.
+        .arg("--pool-dir")
+        .arg(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

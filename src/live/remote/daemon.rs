@@ -101,8 +101,14 @@ impl State {
         drop(guard);
         session.gridftp.stop(false).await;
         tracing::info!(site = %session.name, run = %session.attach.run_id, "detached");
-        // The site actor stops once its address is gone; the pool directory
-        // goes with its last holder.
+        // The site actor stops once its address is gone, and its pool would
+        // go with its last holder; a holder that outlives the session (a
+        // killed manager's) left it on disk, so it goes here.
+        if let Err(e) = std::fs::remove_dir_all(&session.pool_dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(dir = %session.pool_dir.display(), "pool not removed: {e}");
+        }
         Some(session.attach.run_id)
     }
 }
