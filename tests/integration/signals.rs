@@ -42,6 +42,23 @@ fn start(dir: &Path, args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// Starts `gridbed run` of [`sleeping_dag`] (with `fin`) in `dir`, with
+/// `extra` options, and waits until its four PRE scripts run.
+fn run_until_scripts(dir: &Path, fin: bool, extra: &[&str]) -> Child {
+    let tb = sleeping_dag(dir, fin);
+    let sites = catalog();
+    let mut args = vec![
+        "run",
+        tb.to_str().unwrap(),
+        "--sites",
+        sites.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let child = start(dir, &args);
+    wait_for("four PRE scripts", || script_pids(dir).len() == 4);
+    child
+}
+
 /// Waits (at most a minute) until `ready` holds.
 fn wait_for(what: &str, ready: impl Fn() -> bool) {
     let t = Instant::now();
@@ -100,16 +117,23 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// Every `run` value of `db` whose key starts with `prefix`.
+/// Every `run` value of `db` whose key starts with `prefix` (none while
+/// the database's writer has not made its tables yet).
 fn run_values(db: &Path, prefix: &str) -> Vec<String> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut st = conn
-        .prepare("SELECT value FROM run WHERE key LIKE ?1 || '%'")
-        .unwrap();
-    st.query_map([prefix], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    let values = || -> rusqlite::Result<Vec<String>> {
+        let conn = rusqlite::Connection::open(db)?;
+        let mut st = conn.prepare("SELECT value FROM run WHERE key LIKE ?1 || '%'")?;
+        st.query_map([prefix], |r| r.get(0))?.collect()
+    };
+    values().unwrap_or_default()
+}
+
+/// The temporary pools the run writing `db` noted, once it has.
+fn noted_pools(db: &Path) -> Vec<String> {
+    wait_for("the pools noted", || {
+        !run_values(db, "pool_dir.").is_empty()
+    });
+    run_values(db, "pool_dir.")
 }
 
 /// SIGTERM while four PRE scripts run: each script ends, the run's record
@@ -119,21 +143,8 @@ fn run_values(db: &Path, prefix: &str) -> Vec<String> {
 fn sigterm_ends_a_live_runs_scripts_writes_its_record_and_removes_its_pools() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let tb = sleeping_dag(d, false);
-    let sites = catalog();
-    let args = [
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--json",
-        "r.json",
-        "--db",
-        "r.db",
-    ];
-    let child = start(d, &args);
-    wait_for("four PRE scripts", || script_pids(d).len() == 4);
-    let pools = run_values(&d.join("r.db"), "pool_dir.");
+    let child = run_until_scripts(d, false, &["--json", "r.json", "--db", "r.db"]);
+    let pools = noted_pools(&d.join("r.db"));
     assert!(!pools.is_empty() && pools.iter().all(|p| Path::new(p).is_dir()));
     signal(&child, libc::SIGTERM);
     let (code, err) = exit_of(child);
@@ -166,19 +177,8 @@ fn sigterm_ends_a_live_runs_scripts_writes_its_record_and_removes_its_pools() {
 fn a_second_sigint_ends_the_process_at_once_with_its_children_and_pools() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let tb = sleeping_dag(d, true);
-    let sites = catalog();
-    let args = [
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--db",
-        "r.db",
-    ];
-    let child = start(d, &args);
-    wait_for("four PRE scripts", || script_pids(d).len() == 4);
-    let pools = run_values(&d.join("r.db"), "pool_dir.");
+    let child = run_until_scripts(d, true, &["--db", "r.db"]);
+    let pools = noted_pools(&d.join("r.db"));
     signal(&child, libc::SIGINT);
     wait_for("FINAL's PRE script", || {
         script_pids(d).iter().any(|(n, _)| n == "fin")
@@ -290,21 +290,15 @@ fn sigint_stops_a_live_sweep_with_the_runs_that_ended() {
 fn audit_finds_the_kept_pools_of_a_killed_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let tb = sleeping_dag(d, false);
-    let sites = catalog();
     let kept = d.join("kept");
-    let args = [
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--keep-pools",
-        kept.to_str().unwrap(),
-        "--db",
-        "r.db",
-    ];
-    let mut child = start(d, &args);
-    wait_for("four PRE scripts", || script_pids(d).len() == 4);
+    let keep = ["--keep-pools", kept.to_str().unwrap(), "--db", "r.db"];
+    let mut child = run_until_scripts(d, false, &keep);
+    let kept_rows = || {
+        rusqlite::Connection::open(d.join("r.db"))
+            .and_then(|c| c.query_row("SELECT count(*) FROM pools", [], |r| r.get(0)))
+            .unwrap_or(0i64)
+    };
+    wait_for("the kept pools noted", || kept_rows() > 0);
     child.kill().unwrap();
     child.wait().unwrap();
     let (code, _, err) = gridbed(&["audit", d.join("r.db").to_str().unwrap()]);
@@ -321,18 +315,9 @@ fn audit_finds_the_kept_pools_of_a_killed_run() {
 fn sigterm_stops_a_resumed_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let tb = sleeping_dag(d, false);
-    let sites = catalog();
-    let args = [
-        "run",
-        tb.to_str().unwrap(),
-        "--sites",
-        sites.to_str().unwrap(),
-        "--db",
-        "r.db",
-    ];
-    let mut first = start(d, &args);
-    wait_for("four PRE scripts", || script_pids(d).len() == 4);
+    let mut first = run_until_scripts(d, false, &["--db", "r.db"]);
+    // Killed once its database is written (the scripts may start first).
+    noted_pools(&d.join("r.db"));
     first.kill().unwrap();
     first.wait().unwrap();
     // Its scripts outlive a kill -9; they are not this test's subject.
