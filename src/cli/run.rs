@@ -468,6 +468,11 @@ fn execute(
 ) -> Result<ExitCode, CliError> {
     let db_error;
     let epoch = std::time::SystemTime::now();
+    let drawn = crate::report::dagman_files::write_at_start(scenario, epoch)
+        .map_err(|e| CliError::Failed(format!("writing the DAG's DOT file: {e}")))?;
+    for path in drawn {
+        say!("{} written (as the .dag asks)", path.display());
+    }
     // The record file holds no per-attempt or per-transfer detail: that is
     // in the control database it names.
     let detail = Detail::Summary;

@@ -522,6 +522,13 @@ fn a_run_writes_the_jobstate_log_node_status_file_and_dot_its_dag_asks_for() {
         );
         std::fs::write(d.join("w.dag"), dag).unwrap();
         std::fs::write(d.join("header.dot"), "    rankdir=LR;\n").unwrap();
+        // The job tag DAGMan writes is the submit file's, not the site
+        // gridbed chose.
+        std::fs::write(
+            d.join("n.sub"),
+            "executable = x\n+pegasus_site = \"tag\"\nqueue\n",
+        )
+        .unwrap();
         let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
         assert_eq!(code, Some(0), "{engine}: {out}{err}");
         let log = std::fs::read_to_string(d.join("jobstate.log")).unwrap();
@@ -553,10 +560,7 @@ fn a_run_writes_the_jobstate_log_node_status_file_and_dot_its_dag_asks_for() {
             .iter()
             .find(|l| l.contains(" b JOB_FAILURE "))
             .unwrap();
-        assert!(
-            b_failure.ends_with("JOB_FAILURE 5 grid3-01 - 2"),
-            "{b_failure}"
-        );
+        assert!(b_failure.ends_with("JOB_FAILURE 5 tag - 2"), "{b_failure}");
         // Timestamps never go back; a, b, c, fin are attempts 1 to 4.
         let times: Vec<u64> = lines
             .iter()
@@ -579,12 +583,28 @@ fn a_run_writes_the_jobstate_log_node_status_file_and_dot_its_dag_asks_for() {
             status.contains("Node = \"b\";\n  NodeStatus = 5;"),
             "{status}"
         );
-        assert!(status.trim_end().ends_with("NextUpdate = 0;\n]"));
-        let dot = std::fs::read_to_string(d.join("w.dot")).unwrap();
-        assert!(dot.starts_with("digraph DAG {\n    rankdir=LR;\n"), "{dot}");
         assert!(
-            dot.contains("\"a\" -> \"b\"")
-                && dot.contains("\"b\" [shape=ellipse label=\"b (Done)\"]")
+            status
+                .trim_end()
+                .ends_with("NextUpdate = 0; /* \"none\" */\n]")
+        );
+        // Drawn at the start and, with UPDATE, again at the end.
+        let dot = std::fs::read_to_string(d.join("w.dot")).unwrap();
+        assert!(
+            dot.starts_with("digraph DAG {\n    label=\"DAGMan Job status at "),
+            "{dot}"
+        );
+        assert!(
+            dot.contains(
+                "// Beginning of commands included from header.dot.\n    rankdir=LR;\n\
+                 // End of commands included from header.dot.\n"
+            ),
+            "{dot}"
+        );
+        assert!(
+            dot.contains("    \"a\" -> \"b\";\n")
+                && dot.contains("    \"b\" [shape=ellipse label=\"b (Done)\" style=bold];\n"),
+            "{dot}"
         );
     }
 }

@@ -858,15 +858,21 @@ impl Parser {
     fn output_file(&mut self, l: &Line) -> Result<(), FormatError> {
         let kw = &l.kw;
         let file = l.arg(1, "a file name")?;
-        let mut include = None;
+        let mut dot = super::DotFile {
+            file: file.clone(),
+            update: false,
+            overwrite: true,
+            include: None,
+        };
         let mut k = 2;
         while let Some(opt) = l.w.get(k) {
             let opt = opt.to_ascii_uppercase();
             match (l.key.as_str(), opt.as_str()) {
-                ("DOT", "UPDATE" | "DONT-UPDATE" | "OVERWRITE" | "DONT-OVERWRITE") => {}
+                ("DOT", "UPDATE" | "DONT-UPDATE") => dot.update = opt == "UPDATE",
+                ("DOT", "OVERWRITE" | "DONT-OVERWRITE") => dot.overwrite = opt == "OVERWRITE",
                 ("DOT", "INCLUDE") => {
                     k += 1;
-                    include = Some(l.arg(k, "a header file after INCLUDE")?);
+                    dot.include = Some(l.arg(k, "a header file after INCLUDE")?);
                 }
                 ("NODE_STATUS_FILE", "ALWAYS-UPDATE") => {}
                 ("NODE_STATUS_FILE", n) if k == 2 && n.parse::<u64>().is_ok() => {}
@@ -876,7 +882,7 @@ impl Parser {
         }
         let info = &mut self.file.info;
         let slot_taken = match l.key.as_str() {
-            "DOT" => info.dot.replace((file, include)).is_some(),
+            "DOT" => info.dot.replace(dot).is_some(),
             "NODE_STATUS_FILE" => info.node_status_file.replace(file).is_some(),
             _ => info.jobstate_log.replace(file).is_some(),
         };

@@ -183,6 +183,23 @@ pub struct SubDagInfo {
     pub deferred: bool,
 }
 
+/// `DOT file [UPDATE|DONT-UPDATE] [OVERWRITE|DONT-OVERWRITE] [INCLUDE
+/// header]`: DAGMan draws the DAG as it starts, and again as its nodes'
+/// states change when `UPDATE` is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DotFile {
+    /// The file, relative to the `.dag`.
+    pub file: String,
+    /// `UPDATE`: drawn again as the run goes (DAGMan's default: only at
+    /// the start).
+    pub update: bool,
+    /// `OVERWRITE` (the default): each drawing replaces the file; with
+    /// `DONT-OVERWRITE` each goes to `file.N`, `N` the first number free.
+    pub overwrite: bool,
+    /// `INCLUDE header`: a file whose text goes into the graph first.
+    pub include: Option<String>,
+}
+
 /// DAGMan's settings of a whole `.dag` file.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DagmanInfo {
@@ -206,9 +223,9 @@ pub struct DagmanInfo {
     pub node_job_failure_tolerance: Option<u32>,
     /// `CONFIG file`, as written (relative to the `.dag`).
     pub config: Option<String>,
-    /// `DOT file [INCLUDE header]`: the DAG drawn for Graphviz, with its
-    /// nodes' states at the end of the run.
-    pub dot: Option<(String, Option<String>)>,
+    /// `DOT file [UPDATE] [DONT-OVERWRITE] [INCLUDE header]`: the DAG drawn
+    /// for Graphviz, with its nodes' states.
+    pub dot: Option<DotFile>,
     /// `NODE_STATUS_FILE file`: the nodes' states at the end of the run.
     pub node_status_file: Option<String>,
     /// `JOBSTATE_LOG file`: the run's node events, as Pegasus reads them.
