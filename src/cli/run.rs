@@ -577,14 +577,19 @@ fn execute(
             None => "removed by the user".into(),
         };
         say!(
-            "the DAG stopped ({why}): its jobs in flight were removed; DAGMan's exit value {}",
+            "the DAG stopped ({why}): its jobs in flight were removed; its exit value {}",
             stop.dag_return
         );
     }
-    // DAGMan writes its rescue when the DAG fails, and when it stops with a
-    // non-zero exit value even if FINAL then succeeds (main_shutdown_rescue
-    // writes it before FINAL runs).
-    let rescue_due = !complete || ended.stop.is_some_and(|a| a.dag_return != 0);
+    // DAGMan writes its rescue (main_shutdown_rescue, before FINAL runs)
+    // whenever the DAG is to exit non-zero at that point: a node failed,
+    // or an ABORT-DAG-ON stopped it with a non-zero value; so even when
+    // FINAL then succeeds. An abort with `RETURN 0` writes none unless
+    // FINAL then fails.
+    let rescue_due = match ended.stop {
+        Some(a) => !complete || a.dag_return != 0,
+        None => !complete || ended.failed.iter().any(|&f| f),
+    };
     if let Some(src) = scenario.source.as_ref()
         && let Some(info) = &src.dagman
         && (rescue_due || !ended.subdag_runs.is_empty())

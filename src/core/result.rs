@@ -87,11 +87,7 @@ impl RunResult {
             .collect();
         let succeeded = manager.succeeded();
         let dag_stop = manager.dag_abort();
-        let dag_exit = match (succeeded, dag_stop) {
-            (true, _) => 0,
-            (false, Some(a)) => a.dag_return,
-            (false, None) => 1,
-        };
+        let dag_exit = manager.dag_exit();
         let makespan = manager.records().makespan();
         let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
         let save_points = manager.save_points().to_vec();

@@ -510,9 +510,8 @@ impl Handler<RunScript> for SiteActor {
             });
             return;
         };
-        let dir = self.store.dir().to_path_buf();
         let fut = async move {
-            let status = match call.command(&dir) {
+            let status = match call.command() {
                 // A removed node's script is killed with its future.
             Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
                 Ok(mut child) => {

@@ -123,6 +123,11 @@ pub struct FaultEntry {
 pub struct Summary {
     /// Whether every job ended.
     pub succeeded: bool,
+    /// DAGMan's exit value for the run: 0 when it succeeded, an
+    /// `ABORT-DAG-ON`'s `RETURN`, 1 for any other failure (gridbed itself
+    /// exits 1 for every failed run).
+    #[serde(default)]
+    pub dag_exit: i32,
     /// Nominal makespan (s).
     pub makespan_s: f64,
     /// Wall time of the workflow (s); 0 for sim.
@@ -259,6 +264,7 @@ impl RunRecord {
             detail,
         );
         rec.summary.succeeded = run.succeeded;
+        rec.summary.dag_exit = run.dag_exit;
         rec.set_counts(run.counts.done, run.counts.failed, run.counts.blocked);
         rec.summary.evictions = run.evictions.iter().sum();
         rec.timeline = run.timeline.clone();
@@ -353,6 +359,7 @@ impl RunRecord {
         let t = &records.transfers;
         let summary = Summary {
             succeeded: done == wf.jobs.len(),
+            dag_exit: i32::from(done != wf.jobs.len()),
             makespan_s: makespan,
             wall_s: 0.0,
             setup_wall_s: 0.0,

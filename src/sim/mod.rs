@@ -227,10 +227,9 @@ struct Sim {
     timeline: Timeline,
     /// The scenario's timed faults.
     faults: Vec<(Time, SiteId, Fault)>,
-    /// The DAG's PRE/POST scripts, when the testbed runs them, and the
-    /// folder they run in (made at the first).
+    /// The DAG's PRE/POST scripts, when the testbed runs them (each in its
+    /// node's folder).
     scripts: Vec<Option<crate::workflow::formats::dagman::NodeScripts>>,
-    script_dir: Option<tempfile::TempDir>,
     /// The sub-DAGs read as the run goes, if it has any.
     subdags: Option<crate::config::SubDagReader>,
     /// Who watches the run, and when it was last told.
@@ -241,7 +240,7 @@ struct Sim {
 }
 
 impl Sim {
-    /// Runs a node's script as a process (in a folder of the run's own) and
+    /// Runs a node's script as a process (in its node's folder) and
     /// returns its exit status: 0 for a node without one, 127 when it
     /// cannot be started.
     fn run_script(
@@ -258,20 +257,7 @@ impl Sim {
         else {
             return 0;
         };
-        if self.script_dir.is_none() {
-            match tempfile::Builder::new()
-                .prefix("gridbed-scripts-")
-                .tempdir()
-            {
-                Ok(d) => self.script_dir = Some(d),
-                Err(e) => {
-                    tracing::warn!("no folder for scripts: {e}");
-                    return 127;
-                }
-            }
-        }
-        let dir = self.script_dir.as_ref().map(|d| d.path().to_path_buf());
-        call.run_blocking(dir.as_deref().unwrap_or(std::path::Path::new(".")))
+        call.run_blocking()
     }
 
     /// Writes the control records changed since the last batch.
@@ -327,7 +313,6 @@ impl Sim {
             timeline: Timeline::default(),
             faults: scenario.faults.timed.clone(),
             scripts: scenario.node_scripts(),
-            script_dir: None,
             subdags: scenario.subdag_reader(),
             progress: Box::new(Unobserved),
             shown: Instant::now(),

@@ -857,8 +857,9 @@ fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
         ],
         debug: Some((log.clone(), true, true)),
         env,
+        dir: dir.path().to_path_buf(),
     };
-    assert_eq!(run.run_blocking(dir.path()), 0);
+    assert_eq!(run.run_blocking(), 0);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
         "blue|hello world|unset\n"

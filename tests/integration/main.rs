@@ -14,6 +14,7 @@ mod farm;
 mod faults;
 mod formats;
 mod gridftp;
+mod htcondor_suite;
 mod live_runs;
 mod max_min;
 mod netbed;

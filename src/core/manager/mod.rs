@@ -941,10 +941,25 @@ impl Manager {
     /// without one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
         match (self.nodes.final_node, self.abort) {
+            // `ABORT-DAG-ON … RETURN 0` makes the DAG a success whatever
+            // FINAL then does (`Dag::DoneSuccess`).
+            (_, Some(a)) if a.node.is_some() && a.dag_return == 0 => true,
             (Some(f), _) => self.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
             (None, None) if self.counts.done == self.state.len() => true,
             (None, None) => self.subdags.top_level_done(&self.state, &self.nodes.service),
+        }
+    }
+
+    /// DAGMan's exit value: 0 when the DAG succeeded; after an
+    /// `ABORT-DAG-ON`, its `RETURN` (or the node's value), unless a FINAL
+    /// node ran after it and failed, which makes it 1 (`EXIT_ERROR`), as
+    /// it does for any other failure; a removal's `EXIT_ABORT`.
+    pub fn dag_exit(&self) -> i32 {
+        match (self.succeeded(), self.abort) {
+            (true, _) => 0,
+            (false, Some(a)) if a.node.is_none() || self.nodes.final_node.is_none() => a.dag_return,
+            (false, _) => 1,
         }
     }
 

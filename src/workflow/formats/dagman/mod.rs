@@ -344,17 +344,20 @@ pub struct Invocation {
     pub debug: Option<(std::path::PathBuf, bool, bool)>,
     /// Its whole environment.
     pub env: Vec<(String, String)>,
+    /// The folder it runs in: its node's `DIR`, relative to the DAG's
+    /// folder (DAGMan runs a node's scripts where it runs its job).
+    pub dir: std::path::PathBuf,
 }
 
 impl Invocation {
-    /// Runs it to its end in `dir` (stdin empty; output to the DEBUG file
-    /// or nowhere) and returns DAGMan's reading of its exit: its code, 128 +
+    /// Runs it to its end (stdin empty; output to the DEBUG file or
+    /// nowhere) and returns DAGMan's reading of its exit: its code, 128 +
     /// the signal that killed it, 127 when it cannot start.
-    pub fn run_blocking(&self, dir: &std::path::Path) -> i32 {
+    pub fn run_blocking(&self) -> i32 {
         // Registered while it runs, so that a signal's stop ends it
         // ([`crate::interrupt`]).
         let status = self
-            .command(dir)
+            .command()
             .and_then(|mut c| c.spawn())
             .and_then(|mut c| {
                 let _child = crate::interrupt::Child::work(c.id());
@@ -370,9 +373,13 @@ impl Invocation {
     }
 
     /// The process to start, its streams set up.
-    pub fn command(&self, dir: &std::path::Path) -> std::io::Result<std::process::Command> {
+    pub fn command(&self) -> std::io::Result<std::process::Command> {
         use std::process::Stdio;
         let mut cmd = std::process::Command::new(&self.executable);
+        let dir = match self.dir.as_os_str().is_empty() {
+            true => std::path::Path::new("."),
+            false => self.dir.as_path(),
+        };
         cmd.args(&self.args)
             .current_dir(dir)
             .stdin(Stdio::null())
@@ -411,6 +418,9 @@ pub struct NodeScripts {
     /// The environment its scripts run with ([`DagmanInfo::script_env`]).
     #[serde(default)]
     pub env: Vec<(String, String)>,
+    /// The folder its scripts run in: its `DIR` in the DAG's folder.
+    #[serde(default)]
+    pub dir: std::path::PathBuf,
 }
 
 impl NodeScripts {
@@ -431,6 +441,7 @@ impl NodeScripts {
             args: self.args(&call.args, macros, post),
             debug: call.debug.clone(),
             env: self.env.clone(),
+            dir: self.dir.clone(),
         })
     }
 
@@ -511,6 +522,7 @@ impl DagmanInfo {
                         pre: resolve(n, &n.pre),
                         post: resolve(n, &n.post),
                         env: env.clone(),
+                        dir: dag_dir.join(n.dir.as_deref().unwrap_or("")),
                     }
                 })
             })
