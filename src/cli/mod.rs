@@ -168,6 +168,18 @@ struct ScenarioArgs {
     /// looked for in `save_files/` beside the DAG.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["rescue_from", "no_rescue"])]
     load_save: Option<PathBuf>,
+    /// A `.dag`'s jobs in the queue at once (DAGMan's `-maxjobs`, over its
+    /// CONFIG's `DAGMAN_MAX_JOBS_SUBMITTED`); 0 = no limit.
+    #[arg(long, value_name = "N")]
+    maxjobs: Option<usize>,
+    /// A `.dag`'s jobs idle in the queue at once (DAGMan's `-maxidle`, over
+    /// `DAGMAN_MAX_JOBS_IDLE`); 0 = no limit.
+    #[arg(long, value_name = "N")]
+    maxidle: Option<usize>,
+    /// A `.dag`'s POST scripts running at once (DAGMan's `-maxpost`, over
+    /// `DAGMAN_MAX_POST_SCRIPTS`); 0 = no limit.
+    #[arg(long, value_name = "N")]
+    maxpost: Option<usize>,
 }
 
 /// `--format`'s values, from the workflow room's own list of formats.
@@ -234,7 +246,20 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
             }
         },
     };
-    let s = config::load(&args.testbed, &overrides).map_err(CliError::input)?;
+    let mut s = config::load(&args.testbed, &overrides).map_err(CliError::input)?;
+    let limits = [args.maxjobs, args.maxidle, args.maxpost];
+    if limits.iter().any(Option::is_some) {
+        // DAGMan's command line wins over its CONFIG file.
+        let Some(info) = s.source.as_mut().and_then(|src| src.dagman.as_mut()) else {
+            return Err(CliError::Input(
+                "--maxjobs, --maxidle and --maxpost apply to a .dag workflow".into(),
+            ));
+        };
+        let [jobs, idle, post] = limits;
+        info.max_jobs_submitted = jobs.or(info.max_jobs_submitted);
+        info.max_jobs_idle = idle.or(info.max_jobs_idle);
+        info.max_post = post.or(info.max_post);
+    }
     if let Some(src) = &s.source {
         for w in &src.warnings {
             eprintln!("warning: {}: {w}", src.path.display());

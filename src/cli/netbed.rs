@@ -22,7 +22,7 @@ pub(crate) enum NetbedCmd {
     /// latency, where the kernel has netem).
     Up {
         #[command(flatten)]
-        scenario: ScenarioArgs,
+        scenario: Box<ScenarioArgs>,
         /// Where the netbed's state, token and logs go.
         #[arg(long, value_name = "DIR", default_value = DEFAULT_DIR)]
         dir: PathBuf,

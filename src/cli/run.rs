@@ -254,6 +254,9 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         no_rescue: false,
         rescue_from: None,
         load_save: None,
+        maxjobs: key("maxjobs").and_then(|n| n.parse().ok()),
+        maxidle: key("maxidle").and_then(|n| n.parse().ok()),
+        maxpost: key("maxpost").and_then(|n| n.parse().ok()),
     };
     let mut scenario = load(&scenario_args)?;
     if let Some(dir) = key("netbed") {
@@ -400,6 +403,11 @@ fn run_keys(
     }
     if let Some(f) = s.format {
         keys.push(("format", f.name().to_string()));
+    }
+    for (key, limit) in [("maxjobs", s.maxjobs), ("maxidle", s.maxidle), ("maxpost", s.maxpost)] {
+        if let Some(n) = limit {
+            keys.push((key, n.to_string()));
+        }
     }
     let mut keys: Vec<(String, String)> = keys.into_iter().map(|(k, v)| (k.into(), v)).collect();
     keys.extend(super::resume::site_keys(&scenario.sites));

@@ -59,10 +59,11 @@ impl Manager {
         self.stop(abort, None, out);
     }
 
-    /// DAGMan's script macros for a script of `job` starting now, its
-    /// job having exited `status`: the counts are of `job`'s own DAGMan's
-    /// nodes (a sub-DAG's, or the top DAG's, where a sub-DAG is one node).
-    pub(super) fn script_macros(&self, job: JobId, status: i32) -> ScriptMacros {
+    /// DAGMan's script macros for a `kind` script of `job` starting now,
+    /// its job having exited `status`: the counts are of `job`'s own
+    /// DAGMan's nodes (a sub-DAG's, or the top DAG's, where a sub-DAG is
+    /// one node).
+    pub(super) fn script_macros(&self, job: JobId, kind: ScriptKind, status: i32) -> ScriptMacros {
         // A sub-DAG node's PRE script runs in a no-op: the node's.
         let owner = self.node_of_entry(job).unwrap_or(job);
         let own = self.subdags.innermost(owner);
@@ -86,6 +87,21 @@ impl Manager {
                 })
                 .count();
         }
+        // FINAL's PRE script starts as the stop removes the jobs in
+        // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
+        // DAGMan reads their abort events: they are not failed yet.
+        let mut not_yet_failed = 0;
+        let is_final = Some(owner) == self.nodes.final_node || self.subdags.is_final(owner);
+        if stopped && kind == ScriptKind::Pre && is_final {
+            not_yet_failed = (0..self.state.len())
+                .filter(|&j| {
+                    self.state[j] == JobState::Failed
+                        && self.subdags.own_node_of(j, own)
+                        && (self.records.jobs[j].attempts.last())
+                            .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
+                })
+                .count();
+        }
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
         let abort = match own {
             Some(_) => self.subdags.stopped(owner),
@@ -101,7 +117,7 @@ impl Manager {
             retry: self.failures[owner],
             status,
             dag_status,
-            failed: c.failed,
+            failed: c.failed - not_yet_failed,
             futile: c.blocked - unrun,
             done: c.done,
             queued: c.queued + c.running,
@@ -133,6 +149,17 @@ impl Manager {
     /// flight (but `spare`, whose end is being handled) are removed.
     fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
         self.abort = Some(abort);
+        // A node whose submission its DAGMan's MAX_JOBS limit held was
+        // never submitted: DAGMan has it ready, and leaves it NOT_READY,
+        // neither removed nor failed.
+        for j in self.limits.take_held_submissions() {
+            if self.state[j] == JobState::Staging && Some(j) != spare {
+                self.withdraw(j, out);
+                let why = self.stop_reason(j);
+                self.record_removal(j, &why);
+                self.set_state(j, JobState::Blocked);
+            }
+        }
         for j in 0..self.state.len() {
             if Some(j) == spare || Some(j) == self.nodes.final_node {
                 continue;

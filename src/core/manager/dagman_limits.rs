@@ -135,6 +135,25 @@ impl DagmanLimits {
         ]
     }
 
+    /// The node jobs whose submission a DAGMan holds, no longer held: a
+    /// stopped DAG submits nothing more, and DAGMan counts such a node
+    /// ready, not submitted (its PRE script may have run).
+    pub(super) fn take_held_submissions(&mut self) -> Vec<JobId> {
+        let mut jobs = Vec::new();
+        for limit in [&mut self.idle, &mut self.submitted] {
+            for held in &mut limit.held {
+                held.retain(|h| match *h {
+                    Held::Job(j) => {
+                        jobs.push(j);
+                        false
+                    }
+                    Held::SubDag(_) => true,
+                });
+            }
+        }
+        jobs
+    }
+
     /// A deferred sub-DAG was read: the limits of `nodes` as they are now.
     pub(super) fn graft(&mut self, nodes: &NodeSettings) {
         let [submitted, idle, post, pre] = Self::limits(nodes);

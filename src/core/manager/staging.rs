@@ -246,7 +246,7 @@ impl Manager {
                 status: None,
             });
         }
-        let macros = self.script_macros(job, status);
+        let macros = self.script_macros(job, kind, status);
         out.push(Command::RunScript {
             job,
             site: self.site_of[job],

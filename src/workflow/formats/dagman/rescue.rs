@@ -168,11 +168,14 @@ pub struct Outcome<'a> {
     pub weak_children_only: bool,
 }
 
-/// The header of a rescue DAG of `dag`, as DAGMan writes it after a run.
+/// The header of a rescue DAG of `dag`, as DAGMan writes it after a run:
+/// the DAG as DAGMan was given it, run in its folder (as `condor_submit_dag`
+/// is, and as a sub-DAG's DAGMan is in its `DIR`): its file name.
 pub fn rescue_header(dag: &Path) -> String {
+    let name = dag.file_name().map_or(dag.as_os_str(), |n| n);
     format!(
         "# Rescue DAG file, created after running\n#   the {} DAG file\n",
-        dag.display()
+        Path::new(name).display()
     )
 }
 
