@@ -494,8 +494,10 @@ fn flatten_piece(
         let inner = out.nodes.len();
         // DAGMan reads a sub-DAG's file as it submits the node, after its
         // PRE script, which may write it: when that script runs, so does
-        // gridbed (the manager asks for it).
-        let deferred = out.defer && n.pre.is_some();
+        // gridbed (the manager asks for it). A file missing now is read
+        // then too: DAGMan runs the DAG, and the node fails if the file is
+        // still missing (its DAGMan exits 1).
+        let deferred = out.defer && (n.pre.is_some() || !spath.is_file());
         let (sub, leaves) = if deferred {
             let sub = SubDagInfo {
                 node: name.clone(),
@@ -625,6 +627,18 @@ fn flatten_piece(
                 at,
                 format!(
                     "CONNECT {o} {i}: `{o}` has output pins {outs:?} and `{i}` input pins {ins:?}; they must be the same numbers"
+                ),
+            ));
+        }
+        // A node of the child splice left with no parent is refused, as
+        // DAGMan's `Dag::ConnectSplices` refuses it.
+        if let Some(orphan) =
+            (pi.roots.iter()).find(|r| !pi.pins_in.values().flatten().any(|x| x == *r))
+        {
+            return Err(at_err(
+                at,
+                format!(
+                    "CONNECT {o} {i}: `{orphan}` of `{i}` has no parent after the pin connections; give it a PIN_IN or a parent"
                 ),
             ));
         }

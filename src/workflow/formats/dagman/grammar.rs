@@ -950,9 +950,19 @@ impl Parser {
         }
         let when = l.arg(k, "PRE, POST or HOLD")?.to_ascii_uppercase();
         let target = self.target(l, k + 1, true)?;
+        // DAGMan splits a script's arguments at blanks and keeps their
+        // quotes and backslashes (`Script::BackgroundRun`), where the
+        // words of the rest of the line lose them.
+        let raw: Vec<&str> = l.text.split_whitespace().collect();
+        let args = match raw.get(..k + 3) {
+            Some(head) if !head.iter().any(|w| w.contains('"')) => {
+                raw[k + 3..].iter().map(|a| a.to_string()).collect()
+            }
+            _ => l.w[k + 3..].to_vec(),
+        };
         let script = Script {
             executable: l.arg(k + 2, "an executable")?,
-            args: l.w[k + 3..].to_vec(),
+            args,
             defer,
             debug,
         };
