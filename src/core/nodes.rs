@@ -80,6 +80,10 @@ pub struct NodeSettings {
     /// failing the node: with no POST script the node ends done, writing
     /// no outputs.
     pub tolerant: std::collections::BTreeSet<JobId>,
+    /// The nodes on a cycle of the DAG's edges, or below one: DAGMan never
+    /// finds them ready (it does not look for cycles before it runs), so
+    /// they are never run and the DAG ends failed, "cycle".
+    pub in_cycle: std::collections::BTreeSet<JobId>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -171,6 +175,7 @@ impl NodeSettings {
             weak: Default::default(),
             save_points: Default::default(),
             tolerant: Default::default(),
+            in_cycle: Default::default(),
         }
     }
 }
@@ -200,6 +205,7 @@ impl NodeSettings {
         self.weak.extend(more.weak.iter().map(|&(p, c)| (at(p), at(c))));
         self.save_points.extend(more.save_points.iter().map(|&j| at(j)));
         self.tolerant.extend(more.tolerant.iter().map(|&j| at(j)));
+        self.in_cycle.extend(more.in_cycle.iter().map(|&j| at(j)));
         self.subdags.extend(more.subdags.iter().map(|d| SubDag {
             node: at(d.node),
             entry: d.entry.map(at),

@@ -399,6 +399,8 @@ pub fn node_status_file(
         (true, _) => (State::Done, "success"),
         (false, Some(s)) if s.node.is_some() => (State::Error, "aborted"),
         (false, Some(_)) => (State::Error, "removed"),
+        // Nothing failed, yet not all ran: a cycle (`Dag::DoneCycle`).
+        (false, None) if count(State::Error) == 0 => (State::Error, "cycle"),
         (false, None) => (State::Error, "failed"),
     };
     let mut out = String::new();

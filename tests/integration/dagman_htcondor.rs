@@ -827,3 +827,54 @@ fn a_subdag_written_by_a_pre_script_inside_another_runs_in_both_engines() {
         assert!(q.1 < r.0 || r.1 < q.0, "{engine}: {log}");
     }
 }
+
+/// HTCondor's `job_dagman_cycle-A`: `A` → `B` → `C` → `B`. DAGMan runs a
+/// DAG with a cycle (it does not look for one first): `A` runs, `B` and
+/// `C` never become ready; the DAG fails with the note `cycle`, both left
+/// NOT_READY, and a rescue DAG marks `A` done. A FINAL node still runs and
+/// decides (`job_dagman_final-H`).
+#[test]
+fn a_dag_with_a_cycle_runs_what_it_can_and_fails_as_a_cycle() {
+    let dag = "JOB A n.sub\nJOB B n.sub\nJOB C n.sub\nPARENT A CHILD B\nPARENT B CHILD C\n\
+               PARENT C CHILD B\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (code, status) = run(dir.path(), dag, "", engine);
+        assert_eq!(code, Some(1), "{engine}: the DAG fails");
+        assert_in_order(
+            &status,
+            &[
+                "DagStatus = 6;.*STATUS_ERROR (cycle)",
+                "NodesDone = 1;",
+                "NodesUnready = 2;",
+                "NodesFutile = 0;",
+                "NodesFailed = 0;",
+                "Node = \"B\";",
+                "NodeStatus = 0;.*STATUS_NOT_READY",
+                "Node = \"C\";",
+                "NodeStatus = 0;.*STATUS_NOT_READY",
+            ],
+            engine,
+        );
+        let rescue = std::fs::read_to_string(dir.path().join("w.dag.rescue001")).unwrap();
+        assert!(rescue.contains("\nDONE A\n"), "{engine}: {rescue}");
+        // With a FINAL node that succeeds, the DAG succeeds.
+        let dir = tempfile::tempdir().unwrap();
+        let (code, _) = run(dir.path(), &format!("{dag}FINAL F n.sub\n"), "", engine);
+        assert_eq!(code, Some(0), "{engine}: FINAL decides");
+        assert!(dir.path().join("w.dag.rescue001").exists(), "{engine}");
+    }
+}
+
+/// `condor_submit_dag`'s throttles on `gridbed run` apply to a `.dag`
+/// only: elsewhere they are refused, naming the flags.
+#[test]
+fn dagmans_throttles_are_refused_for_a_workflow_that_is_no_dag() {
+    let tb = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testbeds/quickstart.toml");
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim", "--maxjobs", "2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--maxjobs, --maxidle and --maxpost apply to a .dag workflow"),
+        "{err}"
+    );
+}

@@ -806,6 +806,14 @@ impl Manager {
                 self.records.jobs[f].ready = None;
             }
         }
+        // Nodes on or below a cycle never become ready under DAGMan: they
+        // are over from the start, never run and not futile (NOT_READY).
+        for j in self.nodes.in_cycle.clone() {
+            if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
+                self.set_state(j, JobState::Blocked);
+                self.records.jobs[j].ready = None;
+            }
+        }
         self.release_final();
         // Jobs are in topological order: a DONE node's DONE parents come first.
         for j in done {

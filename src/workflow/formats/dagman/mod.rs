@@ -103,6 +103,11 @@ pub struct NodeInfo {
     /// `PROVISIONER`: the node that runs first; no other node starts
     /// before its job runs.
     pub is_provisioner: bool,
+    /// On a cycle of the DAG's edges, or below one: never ready (DAGMan
+    /// runs a DAG with a cycle, and the nodes of the cycle and below it
+    /// never run). The edges between such nodes are left out of the
+    /// workflow, which must be acyclic.
+    pub in_cycle: bool,
     /// `PRE_SKIP v`: the PRE script exiting `v` skips the job and POST
     /// script, and the node succeeds.
     pub pre_skip: Option<i32>,
@@ -560,6 +565,9 @@ impl DagmanInfo {
                 .and_then(|c| categories.iter().position(|x| x == c));
             s.noop[j] = n.noop;
             s.done[j] = n.done;
+            if n.in_cycle {
+                s.in_cycle.insert(j);
+            }
             s.pre[j] = run_scripts && n.pre.is_some();
             s.post[j] = run_scripts && n.post.is_some();
             s.retry_unless_exit[j] = n.retry_unless_exit;
@@ -881,6 +889,12 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             ),
         });
     }
+    let cyclic = break_cycles(&mut flat.nodes, &mut flat.parents);
+    if let Some(first) = cyclic {
+        warnings.push(format!(
+            "the DAG has a cycle through node `{first}`: DAGMan runs it, and the nodes on the cycle and below it never run (the DAG fails, \"cycle\")"
+        ));
+    }
     let jobs = flat
         .nodes
         .iter()
@@ -916,9 +930,76 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
     })
 }
 
+/// Marks the nodes DAGMan would never find ready because of a cycle (those
+/// Kahn's algorithm cannot take: on a cycle, or below one) and drops the
+/// edges between them, so that the workflow is acyclic and they stay
+/// unrun, as under DAGMan, which does not look for cycles before it runs
+/// (`DAGMAN_STARTUP_CYCLE_DETECT` is off by default). Returns the first
+/// such node, if any.
+fn break_cycles(nodes: &mut [NodeInfo], parents: &mut [Vec<String>]) -> Option<String> {
+    let index: HashMap<&str, usize> = (nodes.iter().enumerate())
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let n = nodes.len();
+    let mut children = vec![Vec::new(); n];
+    let mut missing = vec![0usize; n];
+    for (c, ps) in parents.iter().enumerate() {
+        for p in ps.iter().filter_map(|p| index.get(p.as_str())) {
+            children[*p].push(c);
+            missing[c] += 1;
+        }
+    }
+    let mut free: Vec<usize> = (0..n).filter(|&i| missing[i] == 0).collect();
+    let mut taken = vec![false; n];
+    while let Some(i) = free.pop() {
+        taken[i] = true;
+        for &c in &children[i] {
+            missing[c] -= 1;
+            if missing[c] == 0 {
+                free.push(c);
+            }
+        }
+    }
+    let first = (0..n).find(|&i| !taken[i])?;
+    let stuck: std::collections::HashSet<String> = (0..n)
+        .filter(|&i| !taken[i])
+        .map(|i| nodes[i].name.clone())
+        .collect();
+    for (i, ps) in parents.iter_mut().enumerate() {
+        if !taken[i] {
+            nodes[i].in_cycle = true;
+            ps.retain(|p| !stuck.contains(p));
+        }
+    }
+    Some(nodes[first].name.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_on_and_below_a_cycle_are_marked_and_their_edges_dropped() {
+        let mut nodes: Vec<NodeInfo> = ["A", "B", "C", "D", "E"]
+            .iter()
+            .map(|n| NodeInfo {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        // A -> B -> C -> B, C -> D; E alone.
+        let mut parents: Vec<Vec<String>> = [&[][..], &["A", "C"], &["B"], &["C"], &[]]
+            .iter()
+            .map(|ps| ps.iter().map(|p| p.to_string()).collect())
+            .collect();
+        assert_eq!(break_cycles(&mut nodes, &mut parents).as_deref(), Some("B"));
+        let marked: Vec<bool> = nodes.iter().map(|n| n.in_cycle).collect();
+        assert_eq!(marked, [false, true, true, true, false]);
+        assert_eq!(parents[1], ["A"], "the edge from A stays");
+        assert!(parents[2].is_empty() && parents[3].is_empty());
+        let mut acyclic = parents.clone();
+        assert_eq!(break_cycles(&mut nodes, &mut acyclic), None);
+    }
 
     #[test]
     fn a_config_sets_depth_first_release_and_refuses_what_is_no_boolean() {
