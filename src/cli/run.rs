@@ -592,9 +592,7 @@ fn execute(
     // DAGMan writes its rescue (main_shutdown_rescue, before FINAL runs)
     // whenever the DAG is to exit non-zero at that point: a node failed or
     // never ran (a cycle), or an ABORT-DAG-ON stopped it with a non-zero
-    // value; so even when
-    // FINAL then succeeds. An abort with `RETURN 0` writes none unless
-    // FINAL then fails.
+    // value; so even when FINAL then succeeds. `RETURN 0` writes none.
     let rescue_due = match ended.stop {
         Some(a) => !complete || a.dag_return != 0,
         None => !complete || ended.done.iter().any(|&d| !d),

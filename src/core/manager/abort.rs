@@ -90,18 +90,18 @@ impl Manager {
         // FINAL's PRE script starts as the stop removes the jobs in
         // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
         // DAGMan reads their abort events: they are not failed yet.
-        let mut not_yet_failed = 0;
         let is_final = Some(owner) == self.nodes.final_node || self.subdags.is_final(owner);
-        if stopped && kind == ScriptKind::Pre && is_final {
-            not_yet_failed = (0..self.state.len())
+        let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
+            true => (0..self.state.len())
                 .filter(|&j| {
                     self.state[j] == JobState::Failed
                         && self.subdags.own_node_of(j, own)
                         && (self.records.jobs[j].attempts.last())
                             .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
                 })
-                .count();
-        }
+                .count(),
+            false => 0,
+        };
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
         let abort = match own {
             Some(_) => self.subdags.stopped(owner),
