@@ -354,6 +354,7 @@ fn each_malformed_input_class_gives_its_error_and_exit_code_2() {
             "JOB a a.sub\nSPLICE s other.dag\n",
             "line 2: SPLICE s: cannot read",
         ),
+        ("script.dag", "JOB a a.sub\nSCRIPT PRE a\n", "an executable"),
         ("what.txt", "hello", "cannot tell the format"),
     ] {
         let path = dir.path().join(name);

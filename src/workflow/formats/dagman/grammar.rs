@@ -953,15 +953,16 @@ impl Parser {
         // DAGMan splits a script's arguments at blanks and keeps their
         // quotes and backslashes (`Script::BackgroundRun`), where the
         // words of the rest of the line lose them.
+        let executable = l.arg(k + 2, "an executable")?;
         let raw: Vec<&str> = l.text.split_whitespace().collect();
-        let args = match raw.get(..k + 3) {
-            Some(head) if !head.iter().any(|w| w.contains('"')) => {
-                raw[k + 3..].iter().map(|a| a.to_string()).collect()
+        let args = match raw.split_at_checked(k + 3) {
+            Some((head, rest)) if !head.iter().any(|w| w.contains('"')) => {
+                rest.iter().map(|a| a.to_string()).collect()
             }
-            _ => l.w[k + 3..].to_vec(),
+            _ => l.w.get(k + 3..).unwrap_or_default().to_vec(),
         };
         let script = Script {
-            executable: l.arg(k + 2, "an executable")?,
+            executable,
             args,
             defer,
             debug,
