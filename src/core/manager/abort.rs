@@ -19,18 +19,18 @@ pub const EXIT_ABORT: i32 = 2;
 impl Manager {
     /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
     pub(super) fn stopped_for(&self, job: JobId) -> bool {
-        self.abort.is_some() && Some(job) != self.nodes.final_node
-            || self.subdags.stopped(job).is_some() && !self.subdags.is_final(job)
+        self.dag.abort.is_some() && Some(job) != self.dag.nodes.final_node
+            || self.dag.subdags.stopped(job).is_some() && !self.dag.subdags.is_final(job)
     }
 
     /// `ABORT-DAG-ON`: `job` exited `status` (its job, or its PRE or POST
     /// script); if that value aborts the DAG, the DAG stops. `job` itself
     /// is left to its caller, which ends it as its status says.
     pub(super) fn abort_on(&mut self, job: JobId, status: i32, out: &mut Vec<Command>) {
-        if self.abort.is_some() {
+        if self.dag.abort.is_some() {
             return;
         }
-        let Some(&(_, ret)) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status) else {
+        let Some(&(_, ret)) = self.dag.nodes.abort_on[job].iter().find(|(v, _)| *v == status) else {
             return;
         };
         let abort = DagAbort {
@@ -39,7 +39,7 @@ impl Manager {
             dag_return: ret.unwrap_or(status),
         };
         // In a sub-DAG, only its own DAGMan stops.
-        match self.subdags.innermost(job) {
+        match self.dag.subdags.innermost(job) {
             Some(k) => self.abort_subdag(k, abort, out),
             None => self.stop(abort, Some(job), out),
         }
@@ -48,7 +48,7 @@ impl Manager {
     /// The user removed the DAG (Ctrl-C): it stops, and exits
     /// [`EXIT_ABORT`] unless its FINAL node ends well.
     pub(super) fn remove_dag(&mut self, out: &mut Vec<Command>) {
-        if self.abort.is_some() || self.is_finished() {
+        if self.dag.abort.is_some() || self.is_finished() {
             return;
         }
         let abort = DagAbort {
@@ -66,36 +66,36 @@ impl Manager {
     pub(super) fn script_macros(&self, job: JobId, kind: ScriptKind, status: i32) -> ScriptMacros {
         // A sub-DAG node's PRE script runs in a no-op: the node's.
         let owner = self.node_of_entry(job).unwrap_or(job);
-        let own = self.subdags.innermost(owner);
-        let stopped = self.abort.is_some() || self.subdags.stopped(owner).is_some();
+        let own = self.dag.subdags.innermost(owner);
+        let stopped = self.dag.abort.is_some() || self.dag.subdags.stopped(owner).is_some();
         let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
-        if self.nodes.subdags.is_empty() {
-            (c, nodes) = (self.counts, self.state.len());
+        if self.dag.nodes.subdags.is_empty() {
+            (c, nodes) = (self.dag.counts, self.dag.state.len());
         } else {
-            for j in (0..self.state.len()).filter(|&j| self.subdags.own_node_of(j, own)) {
-                *c.of_mut(self.state[j]) += 1;
+            for j in (0..self.dag.state.len()).filter(|&j| self.dag.subdags.own_node_of(j, own)) {
+                *c.of_mut(self.dag.state[j]) += 1;
                 nodes += 1;
             }
         }
         // Nodes a stop left unrun are blocked but not futile.
         if stopped {
-            unrun = (0..self.state.len())
+            unrun = (0..self.dag.state.len())
                 .filter(|&j| {
-                    self.state[j] == JobState::Blocked
+                    self.dag.state[j] == JobState::Blocked
                         && self.records.jobs[j].blocked_by.is_none()
-                        && self.subdags.own_node_of(j, own)
+                        && self.dag.subdags.own_node_of(j, own)
                 })
                 .count();
         }
         // FINAL's PRE script starts as the stop removes the jobs in
         // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
         // DAGMan reads their abort events: they are not failed yet.
-        let is_final = Some(owner) == self.nodes.final_node || self.subdags.is_final(owner);
+        let is_final = Some(owner) == self.dag.nodes.final_node || self.dag.subdags.is_final(owner);
         let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
-            true => (0..self.state.len())
+            true => (0..self.dag.state.len())
                 .filter(|&j| {
-                    self.state[j] == JobState::Failed
-                        && self.subdags.own_node_of(j, own)
+                    self.dag.state[j] == JobState::Failed
+                        && self.dag.subdags.own_node_of(j, own)
                         && (self.records.jobs[j].attempts.last())
                             .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
                 })
@@ -104,8 +104,8 @@ impl Manager {
         };
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
         let abort = match own {
-            Some(_) => self.subdags.stopped(owner),
-            None => self.abort,
+            Some(_) => self.dag.subdags.stopped(owner),
+            None => self.dag.abort,
         };
         let dag_status = match abort {
             Some(DagAbort { node: Some(_), .. }) => 3,
@@ -114,7 +114,7 @@ impl Manager {
             None => 0,
         };
         ScriptMacros {
-            retry: self.failures[owner],
+            retry: self.dag.failures[owner],
             status,
             dag_status,
             failed: c.failed - not_yet_failed,
@@ -127,9 +127,9 @@ impl Manager {
 
     /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
     pub(super) fn stop_reason(&self, job: JobId) -> String {
-        let (abort, what) = match self.subdags.stopped(job) {
+        let (abort, what) = match self.dag.subdags.stopped(job) {
             Some(a) => (Some(a), "its sub-DAG"),
-            None => (self.abort, "the DAG"),
+            None => (self.dag.abort, "the DAG"),
         };
         match abort {
             Some(DagAbort {
@@ -148,23 +148,23 @@ impl Manager {
     /// The DAG stops: nodes not yet started never will, and those in
     /// flight (but `spare`, whose end is being handled) are removed.
     fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
-        self.abort = Some(abort);
+        self.dag.abort = Some(abort);
         // A node whose submission its DAGMan's MAX_JOBS limit held was
         // never submitted: DAGMan has it ready, and leaves it NOT_READY,
         // neither removed nor failed.
-        for j in self.limits.take_held_submissions() {
-            if self.state[j] == JobState::Staging && Some(j) != spare {
+        for j in self.dag.limits.take_held_submissions() {
+            if self.dag.state[j] == JobState::Staging && Some(j) != spare {
                 self.withdraw(j, out);
                 let why = self.stop_reason(j);
                 self.record_removal(j, &why);
                 self.set_state(j, JobState::Blocked);
             }
         }
-        for j in 0..self.state.len() {
-            if Some(j) == spare || Some(j) == self.nodes.final_node {
+        for j in 0..self.dag.state.len() {
+            if Some(j) == spare || Some(j) == self.dag.nodes.final_node {
                 continue;
             }
-            match self.state[j] {
+            match self.dag.state[j] {
                 // Never to run, but not futile: DAGMan leaves them NOT_READY
                 // (unless a failure for good below makes them futile).
                 JobState::Waiting | JobState::Ready => self.set_state(j, JobState::Blocked),
@@ -188,16 +188,16 @@ impl Manager {
     /// Takes `job`'s attempt back from wherever it is (see
     /// [`Self::remove_node`]); false when there was nothing to take back.
     pub(super) fn withdraw(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
-        let site = self.site_of[job];
-        let at_site = self.state[job] == JobState::Queued
-            || self.at_site[job]
+        let site = self.grid.site_of[job];
+        let at_site = self.dag.state[job] == JobState::Queued
+            || self.grid.pool.at_site[job]
                 && self.records.jobs[job]
                     .attempts
                     .last()
                     .is_some_and(|a| a.finished.is_none());
-        match self.state[job] {
+        match self.dag.state[job] {
             JobState::Staging => {
-                if let Some(st) = self.staging[job].as_ref().filter(|s| s.pre_running) {
+                if let Some(st) = self.grid.staging[job].as_ref().filter(|s| s.pre_running) {
                     // Its PRE script is killed where it runs.
                     out.push(Command::Remove { job, site: st.site });
                 }
@@ -208,8 +208,8 @@ impl Manager {
                 }
             }
             JobState::Queued | JobState::Running if at_site => {
-                self.killing[job] = false;
-                if self.at_site[job] {
+                self.grid.pool.killing[job] = false;
+                if self.grid.pool.at_site[job] {
                     out.push(Command::Remove { job, site });
                 }
                 self.leave_queue(job, site, out);
@@ -244,7 +244,7 @@ impl Manager {
 
     /// `job`'s attempt is recorded as removed, for `why`.
     pub(super) fn record_removal(&mut self, job: JobId, why: &str) {
-        self.exited[job] = None;
+        self.dag.exited[job] = None;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.ended = Some(self.now);
             a.outcome = Outcome::Removed(why.to_string());

@@ -10,25 +10,19 @@ impl Manager {
         match self.settings.replica_policy {
             // Registered when they arrived (see `on_transfer_done`), or now.
             ReplicaPolicy::Caching => {
-                if self.settings.registration == Registration::Postscript
-                    && let Some(c) = self.catalogue.as_mut()
-                {
-                    for &f in staged.iter().filter(|&&f| self.rls.has(f, site)) {
-                        c.register(f, site);
-                    }
-                }
+                self.grid.replicas.publish(staged, site);
                 Vec::new()
             }
             ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
                 .iter()
                 .copied()
-                .filter(|&f| !self.rls.has(f, site))
+                .filter(|&f| !self.grid.replicas.has(f, site))
                 .collect(),
         }
     }
 
     pub(super) fn on_job_started(&mut self, job: JobId, site: SiteId) {
-        if self.state[job] != JobState::Queued || self.site_of[job] != site {
+        if self.dag.state[job] != JobState::Queued || self.grid.site_of[job] != site {
             return;
         }
         self.set_state(job, JobState::Running);
@@ -42,7 +36,7 @@ impl Manager {
     /// A member of a clustered job ended at `site`: recorded, and its
     /// outputs, written as it ended, registered there.
     pub(super) fn on_member_ended(&mut self, job: JobId, site: SiteId, member: usize, status: i32) {
-        if self.state[job] != JobState::Running || self.site_of[job] != site {
+        if self.dag.state[job] != JobState::Running || self.grid.site_of[job] != site {
             return;
         }
         let wf = self.wf.clone();
@@ -77,11 +71,11 @@ impl Manager {
         result: Result<(), JobFailure>,
         out: &mut Vec<Command>,
     ) {
-        let st = self.state[job];
-        if !matches!(st, JobState::Queued | JobState::Running) || self.site_of[job] != site {
+        let st = self.dag.state[job];
+        if !matches!(st, JobState::Queued | JobState::Running) || self.grid.site_of[job] != site {
             return;
         }
-        self.active[site] -= 1;
+        self.grid.pool.active[site] -= 1;
         self.left_queue(job);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
@@ -117,7 +111,7 @@ impl Manager {
                 let retry = match failure {
                     JobFailure::MissingInput(_) => Retry::Now,
                     JobFailure::NoSpace { never: true } => {
-                        self.avoid.entry(job).or_default().push(site);
+                        self.grid.avoid.entry(job).or_default().push(site);
                         Retry::Now
                     }
                     JobFailure::NoSpace { never: false } => Retry::Later,
@@ -142,9 +136,9 @@ impl Manager {
         status: i32,
         out: &mut Vec<Command>,
     ) {
-        if self.nodes.post[job] || self.nodes.tolerant.contains(&job) {
-            self.exited[job] = Some(status);
-            if self.nodes.post[job] {
+        if self.dag.nodes.post[job] || self.dag.nodes.tolerant.contains(&job) {
+            self.dag.exited[job] = Some(status);
+            if self.dag.nodes.post[job] {
                 self.run_script(job, ScriptKind::Post, status, out);
             } else {
                 self.abort_on(job, status, out);
@@ -174,7 +168,7 @@ impl Manager {
     ) {
         self.leave_slot(job, site, out);
         self.release_pins(job, site, delete, true, out);
-        let noticed = self.wms.noticed(self.now);
+        let noticed = self.grid.pool.wms.noticed(self.now);
         if noticed > self.now {
             self.schedule(noticed, Timer::Noticed { job, site });
         } else {
@@ -185,7 +179,7 @@ impl Manager {
     /// The job ended well at `site`: its POST script runs if it has one, then
     /// the postscript.
     pub(super) fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        if self.nodes.post[job] {
+        if self.dag.nodes.post[job] {
             self.run_script(job, ScriptKind::Post, 0, out);
         } else {
             self.abort_on(job, 0, out);
@@ -209,14 +203,14 @@ impl Manager {
             self.skip_subdag(node);
         }
         self.set_state(job, JobState::Done);
-        if !std::mem::take(&mut self.rerun[job]) {
+        if !std::mem::take(&mut self.dag.rerun[job]) {
             self.release_children(job);
         }
     }
 
     /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
     fn unless_exit(&self, job: JobId, status: i32) -> Retry {
-        if self.nodes.retry_unless_exit[job] == Some(status) {
+        if self.dag.nodes.retry_unless_exit[job] == Some(status) {
             Retry::Never
         } else {
             Retry::Counted
@@ -225,7 +219,7 @@ impl Manager {
 
     /// The postscript, after its overhead if there is one.
     pub(super) fn postscript(&mut self, job: JobId, site: SiteId) {
-        let delay = self.wms.draw(&self.settings.postscript_overhead);
+        let delay = self.grid.pool.wms.draw(&self.settings.postscript_overhead);
         if delay > 0.0 {
             self.schedule(self.now + delay, Timer::Postscript { job, site });
         } else {
@@ -245,8 +239,8 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         let defer = match kind {
-            ScriptKind::Pre => self.nodes.pre_defer[job],
-            ScriptKind::Post => self.nodes.post_defer[job],
+            ScriptKind::Pre => self.dag.nodes.pre_defer[job],
+            ScriptKind::Post => self.dag.nodes.post_defer[job],
         };
         let retry = self.unless_exit(job, status);
         if let Some(run) = self.records.jobs[job].attempts.last_mut().and_then(|a| {
@@ -260,7 +254,7 @@ impl Manager {
         }
         match kind {
             ScriptKind::Pre => {
-                let Some(st) = self.staging[job].as_mut().filter(|s| s.pre_running) else {
+                let Some(st) = self.grid.staging[job].as_mut().filter(|s| s.pre_running) else {
                     return;
                 };
                 if let Some((deferred, time)) = defer
@@ -271,7 +265,7 @@ impl Manager {
                 }
                 st.pre_running = false;
                 self.abort_on(job, status, out);
-                if status != 0 && self.nodes.pre_skip[job] == Some(status) {
+                if status != 0 && self.dag.nodes.pre_skip[job] == Some(status) {
                     self.pre_skipped(job, out);
                 } else if status == 0 && !self.stopped_for(job) {
                     self.launch(job, out);
@@ -284,7 +278,7 @@ impl Manager {
                 }
             }
             ScriptKind::Post => {
-                if self.state[job] != JobState::Running {
+                if self.dag.state[job] != JobState::Running {
                     return;
                 }
                 self.post_ended(job, out);
@@ -294,14 +288,14 @@ impl Manager {
                     self.schedule(self.now + time, Timer::Script { job, kind });
                     return;
                 }
-                let site = self.site_of[job];
+                let site = self.grid.site_of[job];
                 self.abort_on(job, status, out);
                 if status == 0 {
                     // A POST script that exits 0 rescues a failed job.
                     self.postscript(job, site);
                     return;
                 }
-                if self.exited[job].is_none() {
+                if self.dag.exited[job].is_none() {
                     for &o in &self.wf.clone().jobs[job].outputs {
                         self.register(o, site);
                     }
@@ -326,24 +320,24 @@ impl Manager {
             a.outcome = Outcome::Ended;
         }
         // A job its POST script rescued wrote nothing.
-        if self.exited[job].take().is_none() {
+        if self.dag.exited[job].take().is_none() {
             let at = self.output_site(job, site);
             for &o in &self.wf.clone().jobs[job].outputs {
                 self.register(o, at);
-                self.made_at[o] = Some(at);
+                self.grid.cache.made_at[o] = Some(at);
             }
             self.memo_ended(job);
             if self.settings.stage_out {
-                self.finals_due.push((job, at));
+                self.grid.finals.due.push((job, at));
             }
         }
         if self.settings.cache_bound.is_some() {
-            self.maintenance_due.push((site, job));
+            self.grid.cache.maintenance_due.push((site, job));
         }
         self.records.sites[site].ended += 1;
-        self.last_ended = Some(site);
+        self.grid.last_ended = Some(site);
         self.set_state(job, JobState::Done);
-        if std::mem::take(&mut self.rerun[job]) {
+        if std::mem::take(&mut self.dag.rerun[job]) {
             return; // its children were released when it first ended
         }
         // A sub-DAG's entry submits its DAG, which its DAGMan's limit may
@@ -356,6 +350,6 @@ impl Manager {
 
     /// Inputs that the job's last prescript transferred (not those it found).
     pub(super) fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
-        std::mem::take(&mut self.staged[job])
+        std::mem::take(&mut self.grid.staged[job])
     }
 }

@@ -21,10 +21,10 @@ impl Manager {
         let Some(node) = self.node_of_entry(job) else {
             return false;
         };
-        let Some(k) = self.subdags.of_node(node) else {
+        let Some(k) = self.dag.subdags.of_node(node) else {
             return false;
         };
-        if !self.nodes.subdags[k].deferred {
+        if !self.dag.nodes.subdags[k].deferred {
             return false;
         }
         out.push(Command::ReadSubDag { subdag: k, node });
@@ -47,19 +47,19 @@ impl Manager {
             self.now = now;
         }
         let k = subdag;
-        let entry = (self.nodes.subdags.get(k))
+        let entry = (self.dag.nodes.subdags.get(k))
             .filter(|d| d.deferred)
             .and_then(|d| d.entry)
             .ok_or_else(|| format!("sub-DAG #{k} is not one read as the run goes"))?;
-        if self.state[entry] != JobState::Running {
+        if self.dag.state[entry] != JobState::Running {
             return Err("the DAG stopped before its sub-DAG was read".into());
         }
         let read = graft.and_then(|g| self.add_graft(k, g));
         if read.is_err() {
             // Its DAGMan exits 1 before running a node.
-            self.subdags.unreadable(k);
+            self.dag.subdags.unreadable(k);
         }
-        let site = self.site_of[entry];
+        let site = self.grid.site_of[entry];
         self.job_succeeded(entry, site, out);
         self.pump(out);
         read
@@ -67,15 +67,15 @@ impl Manager {
 
     /// Adds `g`'s nodes to the run as sub-DAG `k`'s.
     fn add_graft(&mut self, k: usize, g: Graft) -> Result<(), String> {
-        if self.memo.is_some() {
+        if self.grid.memo.is_some() {
             return Err("a sub-DAG read as the run goes cannot be memoized".into());
         }
-        let d = &self.nodes.subdags[k];
+        let d = &self.dag.nodes.subdags[k];
         let (node, entry) = (d.node, d.entry.ok_or("a deferred sub-DAG has an entry")?);
         let local = &g.nodes;
         let m = g.jobs.len();
         if local.retry.len() != m || local.category.iter().flatten().any(|&c| {
-            c >= self.nodes.category_limits.len() + local.category_limits.len()
+            c >= self.dag.nodes.category_limits.len() + local.category_limits.len()
         }) {
             return Err("the sub-DAG's node settings do not match its nodes".into());
         }
@@ -124,11 +124,11 @@ impl Manager {
         self.wf = Arc::new(wf);
         self.grow(m, node);
         let horizon = stall_horizon(&self.settings, &self.sites, longest);
-        self.stall_horizon = self.stall_horizon.max(horizon);
+        self.grid.stall.horizon = self.grid.stall.horizon.max(horizon);
         // The nodes' settings, and the sub-DAG's own.
-        let from = self.nodes.subdags.len();
-        self.nodes.append(local, n);
-        let d = &mut self.nodes.subdags[k];
+        let from = self.dag.nodes.subdags.len();
+        self.dag.nodes.append(local, n);
+        let d = &mut self.dag.nodes.subdags[k];
         d.members = new.clone().collect();
         d.final_node = local.final_node.map(|f| f + n);
         d.provisioner = local.provisioner.map(|p| p + n);
@@ -139,33 +139,33 @@ impl Manager {
         d.depth_first = g.depth_first;
         d.deferred = false;
         // The sub-DAGs it is nested in have its nodes too.
-        for (i, outer) in self.nodes.subdags.iter_mut().enumerate() {
+        for (i, outer) in self.dag.nodes.subdags.iter_mut().enumerate() {
             if i != k && outer.members.contains(&node) {
                 outer.members.extend(new.clone());
             }
         }
-        self.throttle.grow(&local.category_limits);
-        self.subdags.graft(&self.nodes, k, new.clone(), from);
+        self.dag.throttle.grow(&local.category_limits);
+        self.dag.subdags.graft(&self.dag.nodes, k, new.clone(), from);
         self.graft_services(k, new.clone(), from);
-        self.limits.graft(&self.nodes);
-        self.ready.set_priorities(self.nodes.priority.clone());
-        let dagman_of = (0..self.state.len())
-            .map(|j| self.subdags.innermost(j).map_or(0, |k| k + 1))
+        self.dag.limits.graft(&self.dag.nodes);
+        self.dag.ready.set_priorities(self.dag.nodes.priority.clone());
+        let dagman_of = (0..self.dag.state.len())
+            .map(|j| self.dag.subdags.innermost(j).map_or(0, |k| k + 1))
             .collect();
         let depth_first = std::iter::once(self.settings.submit_depth_first)
-            .chain(self.nodes.subdags.iter().map(|d| d.depth_first))
+            .chain(self.dag.nodes.subdags.iter().map(|d| d.depth_first))
             .collect();
-        self.ready.set_dagmans(dagman_of, depth_first);
+        self.dag.ready.set_dagmans(dagman_of, depth_first);
         // Each waits for its parents (the entry among them, still running)
         // and the node for its leaves too.
         for j in new.clone() {
-            self.missing_parents[j] = self.wf.jobs[j].parents.len();
+            self.dag.missing_parents[j] = self.wf.jobs[j].parents.len();
         }
-        self.missing_parents[node] += leaves.len();
+        self.dag.missing_parents[node] += leaves.len();
         // DONE nodes (of the sub-DAG's rescue) are done at once, parents
         // first.
         for j in new {
-            if self.nodes.done[j] && self.state[j] == JobState::Waiting {
+            if self.dag.nodes.done[j] && self.dag.state[j] == JobState::Waiting {
                 self.complete_without_running(j);
             }
         }
@@ -175,35 +175,35 @@ impl Manager {
     /// Every per-job record grows by `m` waiting jobs, of `node`'s
     /// submission and submit machine.
     fn grow(&mut self, m: usize, node: JobId) {
-        let n = self.state.len() + m;
-        self.state.resize(n, JobState::Waiting);
-        self.missing_parents.resize(n, 0);
-        self.site_of.resize(n, 0);
-        self.failures.resize(n, 0);
-        self.replans.resize(n, 0);
-        self.room_waits.resize(n, 0);
-        self.stalls.resize(n, 0);
-        self.stall_since.resize(n, 0.0);
-        self.room_progress.resize(n, 0);
-        self.ordering.resize(n, Vec::new());
-        self.staging.resize_with(n, || None);
-        self.staged.resize(n, Vec::new());
-        self.home.resize(n, self.home[node]);
-        self.stage_outs.resize_with(n, || None);
-        self.throttled.resize(n, false);
-        self.killing.resize(n, false);
-        self.avoid_once.resize(n, None);
-        self.footprint.resize(n, 0);
-        self.rerun.resize(n, false);
-        self.at_site.resize(n, false);
-        self.exited.resize(n, None);
+        let n = self.dag.state.len() + m;
+        self.dag.state.resize(n, JobState::Waiting);
+        self.dag.missing_parents.resize(n, 0);
+        self.grid.site_of.resize(n, 0);
+        self.dag.failures.resize(n, 0);
+        self.grid.replans.resize(n, 0);
+        self.grid.room_waits.resize(n, 0);
+        self.grid.stall.waits.resize(n, 0);
+        self.grid.stall.since.resize(n, 0.0);
+        self.grid.stall.progress_seen.resize(n, 0);
+        self.dag.ordering.resize(n, Vec::new());
+        self.grid.staging.resize_with(n, || None);
+        self.grid.staged.resize(n, Vec::new());
+        self.grid.home.resize(n, self.grid.home[node]);
+        self.grid.stage_outs.resize_with(n, || None);
+        self.dag.throttled.resize(n, false);
+        self.grid.pool.killing.resize(n, false);
+        self.grid.avoid_once.resize(n, None);
+        self.grid.footprint.resize(n, 0);
+        self.dag.rerun.resize(n, false);
+        self.grid.pool.at_site.resize(n, false);
+        self.dag.exited.resize(n, None);
         self.records.jobs.resize(n, JobRecord::default());
-        self.room.grow(n);
-        self.wms.grow(n);
-        let submission = self.submissions.of_job[node];
-        self.submissions.of_job.resize(n, submission);
-        self.workload[submission].open += m;
-        self.counts.waiting += m;
+        self.grid.room.grow(n);
+        self.grid.pool.wms.grow(n);
+        let submission = self.dag.submissions.of_job[node];
+        self.dag.submissions.of_job.resize(n, submission);
+        self.dag.workload[submission].open += m;
+        self.dag.counts.waiting += m;
         let first = self.job_dirty.len();
         self.job_dirty.resize(n, false);
         if self.changes.is_some() {

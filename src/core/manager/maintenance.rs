@@ -12,11 +12,29 @@
 use super::*;
 use crate::core::seams::{CacheWorth, CachedFile};
 
+/// What cache maintenance keeps between jobs.
+pub(super) struct Cache {
+    /// The ranking, when a bound is set.
+    pub(super) worth: Option<Box<dyn CacheWorth>>,
+    /// Per file: the submission times of the jobs that used it.
+    pub(super) uses: Vec<Vec<Time>>,
+    /// Per file: the site it was written at.
+    pub(super) made_at: Vec<Option<SiteId>>,
+    /// Per file: no job reads it (a final output).
+    pub(super) unread: Vec<bool>,
+    /// The initial copies (sorted).
+    pub(super) origin_copies: Vec<(FileId, SiteId)>,
+    /// Copies being moved away (file, from).
+    pub(super) replicating: Vec<(FileId, SiteId)>,
+    /// The sites whose cache a job's end asks to check.
+    pub(super) maintenance_due: Vec<(SiteId, JobId)>,
+}
+
 impl Manager {
     /// Ranks caches for maintenance with `worth` (after each job, when a
     /// bound is set).
     pub fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
-        self.worth = Some(worth);
+        self.grid.cache.worth = Some(worth);
     }
 
     /// `job` was submitted now: a use of each of its files.
@@ -26,7 +44,7 @@ impl Manager {
         }
         let j = &self.wf.jobs[job];
         for &f in j.inputs.iter().chain(&j.outputs) {
-            self.uses[f].push(self.now);
+            self.grid.cache.uses[f].push(self.now);
         }
     }
 
@@ -34,7 +52,7 @@ impl Manager {
     fn cached_bytes(&self) -> Vec<u64> {
         let mut bytes = vec![0u64; self.sites.len()];
         for f in 0..self.wf.files.len() {
-            for &s in self.rls.holders(f) {
+            for &s in self.grid.replicas.holders(f) {
                 bytes[s] += self.wf.files[f].size;
             }
         }
@@ -43,9 +61,9 @@ impl Manager {
 
     /// Whether the copy of `file` at `site` is one the grid keeps there.
     fn kept_at(&self, file: FileId, site: SiteId) -> bool {
-        self.origin_copies.binary_search(&(file, site)).is_ok()
-            || (self.made_at[file] == Some(site)
-                && (self.readers_left[file] > 0 || self.unread[file]))
+        self.grid.cache.origin_copies.binary_search(&(file, site)).is_ok()
+            || (self.grid.cache.made_at[file] == Some(site)
+                && (self.grid.readers_left[file] > 0 || self.grid.cache.unread[file]))
     }
 
     /// A job ended at `site`: bring its cache back under the bound.
@@ -53,7 +71,7 @@ impl Manager {
         let Some(bound) = self.settings.cache_bound else {
             return;
         };
-        if self.sites[site].cpus == 0 || self.down[site] {
+        if self.sites[site].cpus == 0 || self.grid.pool.down[site] {
             return;
         }
         let mut bytes = self.cached_bytes();
@@ -62,10 +80,10 @@ impl Manager {
         }
         // Files of the jobs planned here or holding a slot here.
         let mut exempt: Vec<FileId> = Vec::new();
-        for (j, st) in self.state.iter().enumerate() {
+        for (j, st) in self.dag.state.iter().enumerate() {
             let here = match st {
-                JobState::Staging | JobState::Queued | JobState::Running => self.site_of[j] == site,
-                JobState::Waiting | JobState::Ready => self.selector.planned(j) == Some(site),
+                JobState::Staging | JobState::Queued | JobState::Running => self.grid.site_of[j] == site,
+                JobState::Waiting | JobState::Ready => self.grid.selector.planned(j) == Some(site),
                 _ => false,
             };
             if here {
@@ -75,25 +93,25 @@ impl Manager {
         }
         exempt.sort_unstable();
         let now = self.now;
-        let Some(mut worth) = self.worth.take() else {
+        let Some(mut worth) = self.grid.cache.worth.take() else {
             return;
         };
         let mut ranked: Vec<(f64, FileId)> = (0..self.wf.files.len())
-            .filter(|&f| self.rls.has(f, site))
+            .filter(|&f| self.grid.replicas.has(f, site))
             .filter(|&f| !self.kept_at(f, site) && exempt.binary_search(&f).is_err())
-            .filter(|&f| !self.replicating.contains(&(f, site)))
+            .filter(|&f| !self.grid.cache.replicating.contains(&(f, site)))
             .map(|f| {
                 let c = CachedFile {
                     file: f,
                     size: self.wf.files[f].size,
-                    copies: self.rls.holders(f).len(),
-                    uses: &self.uses[f],
+                    copies: self.grid.replicas.holders(f).len(),
+                    uses: &self.grid.cache.uses[f],
                     now,
                 };
                 (worth.worth(&c), f)
             })
             .collect();
-        self.worth = Some(worth);
+        self.grid.cache.worth = Some(worth);
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let k = self.settings.replicas;
         for (_, file) in ranked {
@@ -102,10 +120,10 @@ impl Manager {
             }
             let size = self.wf.files[file].size;
             bytes[site] -= size;
-            if k > 0 && self.rls.holders(file).len() <= k {
+            if k > 0 && self.grid.replicas.holders(file).len() <= k {
                 let target = (0..self.sites.len())
-                    .filter(|&s| s != site && self.sites[s].cpus > 0 && !self.down[s])
-                    .filter(|&s| !self.rls.has(file, s) && bytes[s] + size <= bound)
+                    .filter(|&s| s != site && self.sites[s].cpus > 0 && !self.grid.pool.down[s])
+                    .filter(|&s| !self.grid.replicas.has(file, s) && bytes[s] + size <= bound)
                     .max_by_key(|&s| (bound - bytes[s], std::cmp::Reverse(s)));
                 if let Some(to) = target {
                     bytes[to] += size;
@@ -133,7 +151,7 @@ impl Manager {
         job: JobId,
         out: &mut Vec<Command>,
     ) {
-        self.replicating.push((file, from));
+        self.grid.cache.replicating.push((file, from));
         let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
         let kind = FlightKind::Replica;
         self.start_flight((job, attempt), file, from, to, kind, false, out);
@@ -149,12 +167,12 @@ impl Manager {
         ok: bool,
         out: &mut Vec<Command>,
     ) {
-        self.replicating.retain(|&c| c != (file, from));
-        if !ok || self.down[to] {
+        self.grid.cache.replicating.retain(|&c| c != (file, from));
+        if !ok || self.grid.pool.down[to] {
             return;
         }
         self.register(file, to);
-        if self.rls.has(file, from) {
+        if self.grid.replicas.has(file, from) {
             self.delete_copy(file, from, out);
         }
     }

@@ -41,18 +41,18 @@ impl Manager {
     pub fn set_twins(&mut self, twins: &Twins) {
         assert_eq!(twins.group.len(), self.wf.jobs.len());
         if twins.any() {
-            self.memo = Some(Memo::new(twins));
+            self.grid.memo = Some(Memo::new(twins));
         }
     }
 
     /// Whether `job` waits for its outputs' copies instead of running.
     pub(super) fn memoizing(&self, job: JobId) -> bool {
-        self.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
+        self.grid.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
     }
 
     /// `job` ended well: a later twin may take its outputs.
     pub(super) fn memo_ended(&mut self, job: JobId) {
-        if let Some(m) = self.memo.as_mut()
+        if let Some(m) = self.grid.memo.as_mut()
             && let Some(g) = m.group[job]
         {
             m.ended[g as usize].get_or_insert(job);
@@ -62,12 +62,12 @@ impl Manager {
     /// Workflow `submission` arrives (§8.4's planning cycle): its jobs whose
     /// twin ended earlier are memoized.
     pub(super) fn memoize_arrival(&mut self, submission: usize, out: &mut Vec<Command>) {
-        let Some(m) = self.memo.as_ref() else {
+        let Some(m) = self.grid.memo.as_ref() else {
             return;
         };
         let found: Vec<(JobId, JobId)> = (0..self.wf.jobs.len())
-            .filter(|&j| self.submissions.of_job[j] == submission)
-            .filter(|&j| matches!(self.state[j], JobState::Waiting | JobState::Ready))
+            .filter(|&j| self.dag.submissions.of_job[j] == submission)
+            .filter(|&j| matches!(self.dag.state[j], JobState::Waiting | JobState::Ready))
             .filter_map(|j| Some((j, m.ended[m.group[j]? as usize]?)))
             .collect();
         let mut memoized = vec![false; self.wf.jobs.len()];
@@ -84,13 +84,13 @@ impl Manager {
     /// jobs read is not needed, so not copied (were such a reader to run
     /// after all, the lost output is made again, as any other).
     fn memoize(&mut self, job: JobId, twin: JobId, memoized: &[bool], out: &mut Vec<Command>) {
-        let to = self.home[job];
+        let to = self.grid.home[job];
         let mut copies = Vec::new();
         let wf = self.wf.clone();
         let pairs = wf.jobs[job].outputs.iter().zip(&wf.jobs[twin].outputs);
         for (&file, &source) in pairs {
             let needed = !self.settings.reproduce_lost
-                || self.unread[file]
+                || self.grid.cache.unread[file]
                 || wf.children[job]
                     .iter()
                     .any(|&c| !memoized[c] && wf.jobs[c].inputs.contains(&file));
@@ -100,18 +100,18 @@ impl Manager {
             // The least busy holder, another site than the destination
             // where one is.
             let from = self
-                .rls
+                .grid.replicas
                 .holders(source)
                 .iter()
                 .copied()
-                .filter(|&s| !self.down[s])
-                .min_by_key(|&s| (s == to, self.serving[s], s));
+                .filter(|&s| !self.grid.pool.down[s])
+                .min_by_key(|&s| (s == to, self.grid.transfers.serving(s), s));
             match from {
                 Some(from) => copies.push((file, source, from)),
                 None => return,
             }
         }
-        if self.state[job] == JobState::Ready {
+        if self.dag.state[job] == JobState::Ready {
             // Its ready-queue entry is skipped as stale.
             self.set_state(job, JobState::Waiting);
             self.records.jobs[job].ready = None;
@@ -120,7 +120,7 @@ impl Manager {
             self.memo_done(job);
             return;
         }
-        if let Some(m) = self.memo.as_mut() {
+        if let Some(m) = self.grid.memo.as_mut() {
             m.copying[job] = copies.len();
         }
         for (file, source, from) in copies {
@@ -131,7 +131,7 @@ impl Manager {
 
     /// A copy of memoized `job`'s output `file` to `to` ended.
     pub(super) fn on_memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) {
-        let Some(m) = self.memo.as_mut() else {
+        let Some(m) = self.grid.memo.as_mut() else {
             return;
         };
         if m.copying[job] == 0 {
@@ -139,16 +139,16 @@ impl Manager {
         }
         if !ok {
             m.copying[job] = 0;
-            if self.missing_parents[job] == 0 {
+            if self.dag.missing_parents[job] == 0 {
                 self.make_ready(job);
             }
             return;
         }
         m.copying[job] -= 1;
         let last = m.copying[job] == 0;
-        if !self.down[to] {
+        if !self.grid.pool.down[to] {
             self.register(file, to);
-            self.made_at[file] = Some(to);
+            self.grid.cache.made_at[file] = Some(to);
         }
         if last {
             self.memo_done(job);

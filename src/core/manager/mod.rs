@@ -25,8 +25,13 @@
 //! `max_retries` times, after which it fails and its descendants cannot run
 //! (DAGMan's rescue semantics).
 //!
-//! The machine is one [`Manager`]; its methods are kept by phase: this file
-//! holds the state, the event entry point and the timers; `staging` the
+//! The machine is one [`Manager`] whose state is in two rooms: the DAGMan
+//! node life cycle (`node_life`) and the grid's data placement
+//! (`placement`, with the replica catalogues in `replicas` and the
+//! transfers in flight in `transfers`, each a type with its own rules and
+//! tests); the manager holds the clock, the timers and the records. Its
+//! methods are kept by phase: this file holds the event entry point and
+//! the timers; `staging` the
 //! prescript (site choice, transfers, submit); `completion` the job's end
 //! and the postscript; `recovery` retries, re-planning and MonitQueue;
 //! `release` how ready jobs are released to the prescripts; `room` where
@@ -48,6 +53,11 @@ mod staging;
 mod subdag;
 mod dagman_limits;
 mod graft;
+mod node_life;
+mod placement;
+mod replicas;
+mod transfers;
+use transfers::{Flight, FlightKind};
 pub use release::SavePoint;
 pub use subdag::SubDagRun;
 #[cfg(test)]
@@ -70,9 +80,8 @@ use super::records::{
     Attempt, EvictionRecord, FaultRecord, JobRecord, MemberRun, Outcome, Records, ScriptRun,
     TransferRecord,
 };
-use super::seams::{CacheWorth, GridView, Offer, SiteSelector};
+use super::seams::{GridView, Offer, SiteSelector};
 use super::submissions::{Submissions, Workload};
-use super::window::IdWindow;
 use super::wms::{Latency, Wms, WmsSettings};
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
@@ -312,36 +321,6 @@ struct Staging {
     planned: Vec<FileId>,
 }
 
-/// A transfer in flight; its id is also its index in the transfer records.
-#[derive(Debug)]
-struct Flight {
-    job: JobId,
-    attempt: usize,
-    file: FileId,
-    from: SiteId,
-    /// What the transfer is for.
-    kind: FlightKind,
-}
-
-/// What a transfer in flight is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FlightKind {
-    /// An input a prescript stages.
-    Stage,
-    /// An output on its way home (the `return` policy).
-    StageOut,
-    /// A copy k-replication moves away from a full cache.
-    Replica,
-    /// A final output on its way to the submit machine (`stage_out`).
-    Final,
-    /// A memoized job's output, copied from its twin's `source` to the
-    /// job's submit machine (seed 003 §5.3, §8.4).
-    Memo {
-        /// The twin's output.
-        source: FileId,
-    },
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Timer {
     RetryTransfer {
@@ -416,155 +395,26 @@ pub struct Changes {
 }
 
 /// The workflow manager state machine. See the module docs.
+///
+/// Its state is kept in two rooms: `dag`, the DAGMan node life cycle
+/// (states, parents, retries, throttles, aborts, sub-DAGs), and `grid`, the
+/// grid's data placement (site choice, staging, the RLS, disk room, the
+/// pool's queues, stage-out, cache maintenance); the manager carries the
+/// clock, the timers and the records both write.
 pub struct Manager {
     wf: Arc<Workflow>,
     sites: Vec<SiteInfo>,
     settings: ManagerSettings,
-    selector: Box<dyn SiteSelector>,
-    /// Every replica the manager knows of, used to stage (a copy at the site
-    /// itself is reused as soon as it arrives).
-    rls: Rls,
-    /// The catalogue selectors read, when it is not `rls`: with
-    /// [`Registration::Postscript`] staged copies enter it in their job's
-    /// postscript (and transfers read it too); with
-    /// [`Registration::Planned`] when a prescript plans them.
-    catalogue: Option<Rls>,
-    /// [`Registration::Planned`]: prescripts staging each (file, site) now.
-    planned: HashMap<(FileId, SiteId), u32>,
-    /// Jobs waiting for a file whose every replica was lost to be made again.
-    remade: HashMap<FileId, Vec<JobId>>,
     now: Time,
-    state: Vec<JobState>,
-    missing_parents: Vec<usize>,
-    site_of: Vec<SiteId>,
-    failures: Vec<u32>,
-    replans: Vec<u32>,
-    room_waits: Vec<u32>,
-    /// What each site's disk has committed, and the jobs waiting for room.
-    room: room::Room,
-    /// Final outputs on their way to their submit machine (`stage_out`),
-    /// and the failed tries of each.
-    finals_out: usize,
-    /// Nodes ended whose final outputs are to leave (job, where they are).
-    finals_due: Vec<(JobId, SiteId)>,
-    final_tries: HashMap<FileId, u32>,
-    /// Per job: waits for room in a row with no job ended in between, when
-    /// the first of them was, and `progress` at the last.
-    stalls: Vec<u32>,
-    stall_since: Vec<Time>,
-    room_progress: Vec<u64>,
-    /// Twice the longest a job can take from submission to its node's end
-    /// at any site: no job ending for longer means none is about to.
-    stall_horizon: Time,
-    /// Jobs ended so far: only an end frees room for good (a job that
-    /// enters a queue may yet fail for want of room for its outputs).
-    progress: u64,
-    avoid: HashMap<JobId, Vec<SiteId>>,
-    /// Caching: the transfer bringing a file to a site, while it is in flight.
-    inbound: HashMap<(FileId, SiteId), TransferId>,
-    /// Caching: prescripts (job, attempt) waiting for an inbound transfer.
-    waiters: HashMap<(FileId, SiteId), Vec<(JobId, usize)>>,
-    /// Per job: ordering children from the selector (not workflow edges).
-    ordering: Vec<Vec<JobId>>,
-    /// Per job: its prescript's staging state while it stages.
-    staging: Vec<Option<Staging>>,
-    /// Per job: inputs its last prescript transferred, for the postscript.
-    staged: Vec<Vec<FileId>>,
-    /// Per job: its submit machine, where the site holding its first
-    /// initially placed input (else its first parent's home; else the
-    /// first placement's site). The `return` policy sends outputs there.
-    home: Vec<SiteId>,
-    /// The workflows submitted, each job's, and how each stands; the
-    /// roots each late workflow holds back until it arrives.
-    submissions: Submissions,
-    workload: Vec<Workload>,
-    gated: Vec<Vec<JobId>>,
-    /// Per job: its outputs on their way home.
-    stage_outs: Vec<Option<stage_out::StageOut>>,
-    /// Memoization within the run, when jobs have twins.
-    memo: Option<memo::Memo>,
-    /// Cache maintenance: the ranking, per file the submission times of
-    /// the jobs that used it, where it was written, whether no job reads
-    /// it, the initial copies (sorted), copies being moved (file, from),
-    /// and the sites whose cache a job's end asks to check.
-    worth: Option<Box<dyn CacheWorth>>,
-    uses: Vec<Vec<Time>>,
-    made_at: Vec<Option<SiteId>>,
-    unread: Vec<bool>,
-    origin_copies: Vec<(FileId, SiteId)>,
-    replicating: Vec<(FileId, SiteId)>,
-    maintenance_due: Vec<(SiteId, JobId)>,
-    ready: ReadyQueue,
-    /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
-    nodes: NodeSettings,
-    /// MAXJOBS per category.
-    throttle: Throttle,
-    /// Per job: counted in flight by the throttle.
-    throttled: Vec<bool>,
-    next_prescript: Time,
-    prescripts_running: usize,
-    /// Transfers in flight, by id.
-    flights: IdWindow<Flight>,
-    next_transfer: TransferId,
-    serving: Vec<usize>,
-    active: Vec<usize>,
     timers: EventQueue<Timer>,
-    counts: StateCounts,
     records: Records,
-    last_ended: Option<SiteId>,
-    /// MonitQueue: queued jobs (submitted, job, attempt) in submission order.
-    idle: VecDeque<(Time, JobId, usize)>,
-    /// Per job: a Kill is out and unanswered.
-    killing: Vec<bool>,
-    /// Per job: the site its next attempt must avoid, if it can go elsewhere
-    /// (where MonitQueue killed it, or where it stalled for want of room).
-    avoid_once: Vec<Option<SiteId>>,
-    /// Per job: nominal bytes of its inputs and outputs, which must be at
-    /// its site at once.
-    footprint: Vec<u64>,
-    /// Per file: jobs that read it and have not ended (in-place cleanup).
-    readers_left: Vec<u32>,
-    /// Intermediate outputs whose last reader ended, to clean up.
-    cleanup_due: Vec<FileId>,
-    /// Jobs woken by room freed, between two offers (kept for its capacity).
-    woken: Vec<JobId>,
-    /// Per site: crashed and not yet recovered.
-    down: Vec<bool>,
-    /// Per job: running again to make a lost output anew (its children
-    /// were released the first time).
-    rerun: Vec<bool>,
     /// Change tracking for a control database, when on.
     changes: Option<Changes>,
     job_dirty: Vec<bool>,
-    /// Reused buffer of eligible sites.
-    eligible: Vec<SiteId>,
-    /// Per site: jobs staging there, queued or running (claimed slots).
-    claimed: Vec<usize>,
-    /// Ready jobs the selector holds until the grid changes.
-    held: Vec<JobId>,
-    /// The selector's name, for what a stall says.
-    selector_name: String,
-    /// A job left its slot or a site went down or up since the held jobs
-    /// were last offered.
-    grid_changed: bool,
-    /// The pool's serial stages.
-    wms: Wms,
-    /// Per job: sent to its site's queue (matched and started by the schedd).
-    at_site: Vec<bool>,
-    /// Per job: the non-zero status its program exited with on this attempt
-    /// (it wrote no outputs; its POST script decides the node).
-    exited: Vec<Option<i32>>,
-    /// The DAG stopped (`ABORT-DAG-ON`, or the user removed it).
-    abort: Option<DagAbort>,
-    /// `SUBDAG EXTERNAL` nodes, each run as its own DAGMan.
-    subdags: subdag::SubDags,
-    /// `SERVICE` and `PROVISIONER` nodes.
-    services: service::Services,
-    /// Each DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED`, `_JOBS_IDLE` and
-    /// `_POST_SCRIPTS`.
-    limits: dagman_limits::DagmanLimits,
-    /// The save points written, in order.
-    save_points: Vec<SavePoint>,
+    /// The DAGMan node life cycle.
+    dag: node_life::NodeLife,
+    /// The grid's data placement.
+    grid: placement::Placement,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -611,10 +461,6 @@ impl Manager {
         mut selector: Box<dyn SiteSelector>,
     ) -> Self {
         let n = workflow.jobs.len();
-        let mut rls = Rls::new(workflow.files.len());
-        for &(f, s) in placement {
-            rls.register(f, s);
-        }
         let mut settings = settings;
         if let Some(policy) = selector.replica_policy() {
             settings.replica_policy = policy;
@@ -666,10 +512,12 @@ impl Manager {
             sites.iter().map(|s| s.cpus).collect(),
             n,
         );
-        let catalogue = (settings.registration != Registration::Arrival
-            && (settings.registration == Registration::Postscript
-                || settings.replica_policy == ReplicaPolicy::Caching))
-            .then(|| rls.clone());
+        let replicas = replicas::Replicas::new(
+            workflow.files.len(),
+            placement,
+            settings.registration,
+            settings.replica_policy,
+        );
         let home = submit_machines(&workflow, placement);
         let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
@@ -682,38 +530,26 @@ impl Manager {
         );
         let mut origin_copies = placement.to_vec();
         origin_copies.sort_unstable();
-        let mut manager = Manager {
-            wf: workflow,
-            sites,
-            settings,
-            selector,
-            catalogue,
-            planned: HashMap::default(),
-            remade: HashMap::default(),
-            rls,
-            now: 0.0,
+        let dag = node_life::NodeLife {
             state,
             missing_parents,
-            site_of: vec![0; n],
-            failures: vec![0; n],
-            replans: vec![0; n],
-            room_waits: vec![0; n],
-            room,
-            finals_out: 0,
-            finals_due: Vec::new(),
-            final_tries: HashMap::default(),
-            stalls: vec![0; n],
-            stall_since: vec![0.0; n],
-            stall_horizon,
-            room_progress: vec![0; n],
-            progress: 0,
-            avoid: HashMap::default(),
+            counts,
             ordering,
-            inbound: HashMap::default(),
-            waiters: HashMap::default(),
-            staging: (0..n).map(|_| None).collect(),
-            staged: vec![Vec::new(); n],
-            home,
+            failures: vec![0; n],
+            exited: vec![None; n],
+            rerun: vec![false; n],
+            ready,
+            nodes: NodeSettings::none(n),
+            throttle: Throttle::default(),
+            throttled: vec![false; n],
+            held: Vec::new(),
+            next_prescript: 0.0,
+            prescripts_running: 0,
+            abort: None,
+            subdags: Default::default(),
+            services: Default::default(),
+            limits: Default::default(),
+            save_points: Vec::new(),
             submissions: Submissions::single(n, fallback_origin),
             workload: vec![Workload {
                 arrived: true,
@@ -722,53 +558,68 @@ impl Manager {
                 open: n,
             }],
             gated: vec![Vec::new()],
+        };
+        let grid = placement::Placement {
+            selector,
+            selector_name: String::new(),
+            replicas,
+            transfers: transfers::Transfers::new(m),
+            pool: placement::Pool {
+                wms,
+                at_site: vec![false; n],
+                idle: VecDeque::new(),
+                killing: vec![false; n],
+                claimed: vec![0; m],
+                active: vec![0; m],
+                down: vec![false; m],
+            },
+            cache: maintenance::Cache {
+                worth: None,
+                uses: vec![Vec::new(); files],
+                made_at: vec![None; files],
+                unread,
+                origin_copies,
+                replicating: Vec::new(),
+                maintenance_due: Vec::new(),
+            },
+            finals: stage_out::Finals::default(),
+            stall: room::RoomStall {
+                waits: vec![0; n],
+                since: vec![0.0; n],
+                progress_seen: vec![0; n],
+                horizon: stall_horizon,
+            },
+            site_of: vec![0; n],
+            replans: vec![0; n],
+            room_waits: vec![0; n],
+            avoid: HashMap::default(),
+            avoid_once: vec![None; n],
+            room,
+            staging: (0..n).map(|_| None).collect(),
+            staged: vec![Vec::new(); n],
+            home,
             stage_outs: (0..n).map(|_| None).collect(),
             memo: None,
-            worth: None,
-            uses: vec![Vec::new(); files],
-            made_at: vec![None; files],
-            unread,
-            origin_copies,
-            replicating: Vec::new(),
-            maintenance_due: Vec::new(),
-            ready,
-            nodes: NodeSettings::none(n),
-            throttle: Throttle::default(),
-            throttled: vec![false; n],
-            next_prescript: 0.0,
-            prescripts_running: 0,
-            flights: IdWindow::default(),
-            next_transfer: 0,
-            serving: vec![0; m],
-            active: vec![0; m],
-            timers: EventQueue::new(),
-            counts,
-            records,
-            last_ended: None,
-            idle: VecDeque::new(),
-            killing: vec![false; n],
-            avoid_once: vec![None; n],
             footprint,
             readers_left,
             cleanup_due: Vec::new(),
             woken: Vec::new(),
-            down: vec![false; m],
-            rerun: vec![false; n],
+            eligible: Vec::new(),
+            last_ended: None,
+            grid_changed: false,
+            progress: 0,
+        };
+        let mut manager = Manager {
+            wf: workflow,
+            sites,
+            settings,
+            now: 0.0,
+            timers: EventQueue::new(),
+            records,
             changes: None,
             job_dirty: vec![false; n],
-            eligible: Vec::new(),
-            claimed: vec![0; m],
-            held: Vec::new(),
-            selector_name: String::new(),
-            grid_changed: false,
-            wms,
-            at_site: vec![false; n],
-            exited: vec![None; n],
-            abort: None,
-            subdags: Default::default(),
-            services: Default::default(),
-            limits: Default::default(),
-            save_points: Vec::new(),
+            dag,
+            grid,
         };
         manager.start_monit();
         manager
@@ -778,38 +629,38 @@ impl Manager {
     /// nodes are complete at once (their children released), priorities order
     /// the ready jobs, categories get their `MAXJOBS`.
     pub fn set_nodes(&mut self, nodes: NodeSettings) {
-        self.ready.set_priorities(nodes.priority.clone());
-        self.throttle = Throttle::new(nodes.category_limits.clone());
+        self.dag.ready.set_priorities(nodes.priority.clone());
+        self.dag.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
-        self.subdags = subdag::SubDags::new(&nodes);
+        self.dag.subdags = subdag::SubDags::new(&nodes);
         if !nodes.subdags.is_empty() {
             // Each sub-DAG's DAGMan orders its own ready nodes.
-            let dagman_of = (0..self.state.len())
-                .map(|j| self.subdags.innermost(j).map_or(0, |k| k + 1))
+            let dagman_of = (0..self.dag.state.len())
+                .map(|j| self.dag.subdags.innermost(j).map_or(0, |k| k + 1))
                 .collect();
             let depth_first = std::iter::once(self.settings.submit_depth_first)
                 .chain(nodes.subdags.iter().map(|d| d.depth_first))
                 .collect();
-            self.ready.set_dagmans(dagman_of, depth_first);
+            self.dag.ready.set_dagmans(dagman_of, depth_first);
         }
-        self.limits = dagman_limits::DagmanLimits::new(&nodes);
-        self.nodes = nodes;
+        self.dag.limits = dagman_limits::DagmanLimits::new(&nodes);
+        self.dag.nodes = nodes;
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
-        let save_points = std::mem::take(&mut self.nodes.save_points);
+        let save_points = std::mem::take(&mut self.dag.nodes.save_points);
         // The FINAL nodes wait for every other one of their DAG (their
         // ready-queue entries are skipped as stale).
-        let finals = self.nodes.subdags.iter().filter_map(|d| d.final_node);
-        for f in finals.chain(self.nodes.final_node).collect::<Vec<_>>() {
-            if self.state[f] == JobState::Ready {
+        let finals = self.dag.nodes.subdags.iter().filter_map(|d| d.final_node);
+        for f in finals.chain(self.dag.nodes.final_node).collect::<Vec<_>>() {
+            if self.dag.state[f] == JobState::Ready {
                 self.set_state(f, JobState::Waiting);
                 self.records.jobs[f].ready = None;
             }
         }
         // Nodes on or below a cycle never become ready under DAGMan: they
         // are over from the start, never run and not futile (NOT_READY).
-        for j in self.nodes.in_cycle.clone() {
-            if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
+        for j in self.dag.nodes.in_cycle.clone() {
+            if matches!(self.dag.state[j], JobState::Ready | JobState::Waiting) {
                 self.set_state(j, JobState::Blocked);
                 self.records.jobs[j].ready = None;
             }
@@ -817,14 +668,14 @@ impl Manager {
         self.release_final();
         // Jobs are in topological order: a DONE node's DONE parents come first.
         for j in done {
-            if matches!(self.state[j], JobState::Ready | JobState::Waiting) {
+            if matches!(self.dag.state[j], JobState::Ready | JobState::Waiting) {
                 self.complete_without_running(j);
             }
         }
         self.set_services();
-        self.nodes.save_points = save_points;
-        for j in self.nodes.save_points.clone() {
-            if self.state[j] == JobState::Ready {
+        self.dag.nodes.save_points = save_points;
+        for j in self.dag.nodes.save_points.clone() {
+            if self.dag.state[j] == JobState::Ready {
                 self.save_point(j);
             }
         }
@@ -838,61 +689,61 @@ impl Manager {
     pub fn set_submissions(&mut self, submissions: Submissions) {
         assert_eq!(submissions.of_job.len(), self.wf.jobs.len());
         let k = submissions.list.len();
-        self.workload = vec![Workload::default(); k];
-        self.gated = vec![Vec::new(); k];
+        self.dag.workload = vec![Workload::default(); k];
+        self.dag.gated = vec![Vec::new(); k];
         for j in 0..self.wf.jobs.len() {
-            let w = &mut self.workload[submissions.of_job[j]];
+            let w = &mut self.dag.workload[submissions.of_job[j]];
             w.open += usize::from(!matches!(
-                self.state[j],
+                self.dag.state[j],
                 JobState::Done | JobState::Failed | JobState::Blocked
             ));
-            w.ready += usize::from(self.state[j] == JobState::Ready);
-            self.home[j] = submissions.list[submissions.of_job[j]].origin;
+            w.ready += usize::from(self.dag.state[j] == JobState::Ready);
+            self.grid.home[j] = submissions.list[submissions.of_job[j]].origin;
         }
         for (i, sub) in submissions.list.iter().enumerate() {
             if sub.arrival <= 0.0 {
-                self.workload[i].arrived = true;
+                self.dag.workload[i].arrived = true;
                 continue;
             }
             for r in submissions.roots(&self.wf, i) {
-                if self.state[r] == JobState::Ready {
+                if self.dag.state[r] == JobState::Ready {
                     // Its ready-queue entry is skipped as stale.
-                    self.workload[i].ready -= 1;
-                    self.state[r] = JobState::Waiting;
-                    self.counts.ready -= 1;
-                    self.counts.waiting += 1;
+                    self.dag.workload[i].ready -= 1;
+                    self.dag.state[r] = JobState::Waiting;
+                    self.dag.counts.ready -= 1;
+                    self.dag.counts.waiting += 1;
                     self.records.jobs[r].ready = None;
-                    self.missing_parents[r] += 1;
-                    self.gated[i].push(r);
+                    self.dag.missing_parents[r] += 1;
+                    self.dag.gated[i].push(r);
                 }
             }
             self.schedule(sub.arrival, Timer::Arrival { submission: i });
         }
-        self.submissions = submissions;
+        self.dag.submissions = submissions;
     }
 
     /// Workflow `submission` arrives: its roots are ready, and the
     /// selector sees a changed grid (a planner re-plans, seed 003 §5.2 iv).
     fn arrive(&mut self, submission: usize, out: &mut Vec<Command>) {
-        self.workload[submission].arrived = true;
+        self.dag.workload[submission].arrived = true;
         self.memoize_arrival(submission, out);
-        for r in std::mem::take(&mut self.gated[submission]) {
-            self.missing_parents[r] -= 1;
-            if self.missing_parents[r] == 0 {
+        for r in std::mem::take(&mut self.dag.gated[submission]) {
+            self.dag.missing_parents[r] -= 1;
+            if self.dag.missing_parents[r] == 0 {
                 self.make_ready(r);
             }
         }
-        self.grid_changed = true;
+        self.grid.grid_changed = true;
     }
 
     /// The workflows and each job's.
     pub fn submissions(&self) -> &Submissions {
-        &self.submissions
+        &self.dag.submissions
     }
 
     /// Most jobs of each category that were ever in flight at once.
     pub fn category_peaks(&self) -> &[usize] {
-        &self.throttle.peak
+        &self.dag.throttle.peak
     }
 
     /// Feeds one event at nominal time `now` and appends the resulting commands
@@ -917,7 +768,7 @@ impl Manager {
             Event::FileEvicted { site, file } => self.forget_copy(file, site),
             Event::DagRemoved => self.remove_dag(out),
             Event::Fault { site, fault } => {
-                self.grid_changed = true;
+                self.grid.grid_changed = true;
                 self.on_fault(site, fault, out);
             }
         }
@@ -928,8 +779,8 @@ impl Manager {
     /// pending). Engines sleep until then or until another event comes.
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.timers.peek_time();
-        let prescript = (!self.ready.is_empty() && self.prescript_slot_free())
-            .then_some(self.next_prescript.max(self.now));
+        let prescript = (!self.dag.ready.is_empty() && self.prescript_slot_free())
+            .then_some(self.dag.next_prescript.max(self.now));
         match (timer, prescript) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -938,8 +789,8 @@ impl Manager {
 
     /// Whether no job can make progress any more (all done, failed or blocked).
     pub fn is_finished(&self) -> bool {
-        let c = &self.counts;
-        c.done + c.failed + c.blocked == self.state.len() && self.finals_out == 0
+        let c = &self.dag.counts;
+        c.done + c.failed + c.blocked == self.dag.state.len() && self.grid.finals.out == 0
     }
 
     /// Whether the DAG succeeded: every job ended well (of a sub-DAG, its
@@ -948,14 +799,14 @@ impl Manager {
     /// `FINAL` node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON`
     /// without one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
-        match (self.nodes.final_node, self.abort) {
+        match (self.dag.nodes.final_node, self.dag.abort) {
             // `ABORT-DAG-ON … RETURN 0` makes the DAG a success whatever
             // FINAL then does (`Dag::DoneSuccess`).
             (_, Some(a)) if a.node.is_some() && a.dag_return == 0 => true,
-            (Some(f), _) => self.state[f] == JobState::Done,
+            (Some(f), _) => self.dag.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
-            (None, None) if self.counts.done == self.state.len() => true,
-            (None, None) => self.subdags.top_level_done(&self.state, &self.nodes.service),
+            (None, None) if self.dag.counts.done == self.dag.state.len() => true,
+            (None, None) => self.dag.subdags.top_level_done(&self.dag.state, &self.dag.nodes.service),
         }
     }
 
@@ -964,69 +815,65 @@ impl Manager {
     /// node ran after it and failed, which makes it 1 (`EXIT_ERROR`), as
     /// it does for any other failure; a removal's `EXIT_ABORT`.
     pub fn dag_exit(&self) -> i32 {
-        match (self.succeeded(), self.abort) {
+        match (self.succeeded(), self.dag.abort) {
             (true, _) => 0,
-            (false, Some(a)) if a.node.is_none() || self.nodes.final_node.is_none() => a.dag_return,
+            (false, Some(a)) if a.node.is_none() || self.dag.nodes.final_node.is_none() => a.dag_return,
             (false, _) => 1,
         }
     }
 
     /// Each failed run of a sub-DAG, in order, for its rescue DAG.
     pub fn subdag_runs_failed(&self) -> &[SubDagRun] {
-        &self.subdags.runs_failed
+        &self.dag.subdags.runs_failed
     }
 
     /// The save points the run's nodes wrote as they started, in order.
     pub fn save_points(&self) -> &[SavePoint] {
-        &self.save_points
+        &self.dag.save_points
     }
 
     /// The `ABORT-DAG-ON` that stopped the DAG, if one did.
     pub fn dag_abort(&self) -> Option<DagAbort> {
-        self.abort
+        self.dag.abort
     }
 
     /// Jobs per state.
     pub fn counts(&self) -> StateCounts {
-        self.counts
+        self.dag.counts
     }
 
     /// A job's state.
     pub fn job_state(&self, job: JobId) -> JobState {
-        self.state[job]
+        self.dag.state[job]
     }
 
     /// Prescripts running now.
     pub fn prescripts_running(&self) -> usize {
-        self.prescripts_running
+        self.dag.prescripts_running
     }
 
     /// Transfers in flight now.
     pub fn transfers_in_flight(&self) -> usize {
-        self.flights.len()
+        self.grid.transfers.in_flight()
     }
 
     /// A replica now at `site`, registered for everyone (an output, or a
     /// staged copy in its job's postscript).
     pub(super) fn register(&mut self, file: FileId, site: SiteId) {
-        self.rls.register(file, site);
-        if let Some(c) = self.catalogue.as_mut() {
-            c.register(file, site);
-        }
-        if !self.remade.is_empty() {
-            self.wake_remade(file);
+        if let Some(jobs) = self.grid.replicas.register(file, site) {
+            self.requeue_ready(jobs);
         }
     }
 
     /// The replica catalogue.
     pub fn rls(&self) -> &Rls {
-        &self.rls
+        self.grid.replicas.rls()
     }
 
     /// Every registered replica (file, site), by file.
     pub fn replicas(&self) -> Vec<(FileId, SiteId)> {
         (0..self.wf.files.len())
-            .flat_map(|f| self.rls.holders(f).iter().map(move |&s| (f, s)))
+            .flat_map(|f| self.grid.replicas.holders(f).iter().map(move |&s| (f, s)))
             .collect()
     }
 
@@ -1053,7 +900,7 @@ impl Manager {
     /// The run's records and the replica catalogue, once the run is over
     /// (moved out, not copied).
     pub fn into_records_and_rls(self) -> (Records, Rls) {
-        (self.records, self.rls)
+        (self.records, self.grid.replicas.into_rls())
     }
 
     /// Latest time seen.
@@ -1062,7 +909,7 @@ impl Manager {
     }
 
     fn prescript_slot_free(&self) -> bool {
-        self.settings.maxpre == 0 || self.prescripts_running < self.settings.maxpre
+        self.settings.maxpre == 0 || self.dag.prescripts_running < self.settings.maxpre
     }
 
     /// Turns on change tracking for [`take_changes`](Self::take_changes) (a
@@ -1093,24 +940,24 @@ impl Manager {
 
     fn set_state(&mut self, job: JobId, to: JobState) {
         self.mark_changed(job);
-        let from = std::mem::replace(&mut self.state[job], to);
+        let from = std::mem::replace(&mut self.dag.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
         self.service_moved(job, from, to);
         let claims =
             |s: JobState| matches!(s, JobState::Staging | JobState::Queued | JobState::Running);
         let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
-        let w = &mut self.workload[self.submissions.of_job[job]];
+        let w = &mut self.dag.workload[self.dag.submissions.of_job[job]];
         w.ready =
             w.ready + usize::from(to == JobState::Ready) - usize::from(from == JobState::Ready);
         w.claimed = w.claimed + usize::from(claims(to)) - usize::from(claims(from));
         w.open = w.open + usize::from(over(from)) - usize::from(over(to));
         match (claims(from), claims(to)) {
             (true, false) => {
-                self.claimed[self.site_of[job]] -= 1;
-                self.grid_changed = true;
+                self.grid.pool.claimed[self.grid.site_of[job]] -= 1;
+                self.grid.grid_changed = true;
             }
-            (false, true) => self.claimed[self.site_of[job]] += 1,
+            (false, true) => self.grid.pool.claimed[self.grid.site_of[job]] += 1,
             _ => {}
         }
         if over(to) != over(from) {
@@ -1125,18 +972,18 @@ impl Manager {
             self.subdag_member_over(job);
         }
         if to == JobState::Done {
-            self.progress += 1;
+            self.grid.progress += 1;
         }
-        if self.throttled[job] && !claims(to) {
+        if self.dag.throttled[job] && !claims(to) {
             self.unthrottle(job);
         }
     }
 
     /// `job` no longer counts against its category's MAXJOBS.
     fn unthrottle(&mut self, job: JobId) {
-        self.throttled[job] = false;
-        if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
-            self.ready.push(held);
+        self.dag.throttled[job] = false;
+        if let Some(held) = self.dag.throttle.leave(self.dag.nodes.category[job]) {
+            self.dag.ready.push(held);
         }
     }
 
@@ -1144,15 +991,15 @@ impl Manager {
     /// last reader this was is due for cleanup.
     fn reader_ended(&mut self, job: JobId) {
         for &f in &self.wf.jobs[job].inputs {
-            self.readers_left[f] -= 1;
-            if self.readers_left[f] == 0 && self.wf.producer[f].is_some() && self.settings.cleanup {
-                self.cleanup_due.push(f);
+            self.grid.readers_left[f] -= 1;
+            if self.grid.readers_left[f] == 0 && self.wf.producer[f].is_some() && self.settings.cleanup {
+                self.grid.cleanup_due.push(f);
             }
         }
     }
 
     fn count_mut(&mut self, s: JobState) -> &mut usize {
-        self.counts.of_mut(s)
+        self.dag.counts.of_mut(s)
     }
 
     fn schedule(&mut self, at: Time, timer: Timer) {
@@ -1162,19 +1009,19 @@ impl Manager {
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval
     /// allow.
     fn pump(&mut self, out: &mut Vec<Command>) {
-        let mut due = std::mem::take(&mut self.cleanup_due);
+        let mut due = std::mem::take(&mut self.grid.cleanup_due);
         for &file in &due {
-            for &site in self.rls.holders(file) {
-                self.room.unkeep(&self.wf, file, site);
+            for &site in self.grid.replicas.holders(file) {
+                self.grid.room.unkeep(&self.wf, file, site);
                 out.push(Command::Cleanup { site, file });
             }
         }
         due.clear();
-        self.cleanup_due = due; // keeps its capacity
-        for (job, site) in std::mem::take(&mut self.finals_due) {
+        self.grid.cleanup_due = due; // keeps its capacity
+        for (job, site) in std::mem::take(&mut self.grid.finals.due) {
             self.stage_out_finals(job, site, out);
         }
-        for (site, job) in std::mem::take(&mut self.maintenance_due) {
+        for (site, job) in std::mem::take(&mut self.grid.cache.maintenance_due) {
             self.maintain_cache(site, job, out);
         }
         self.remove_services(out);
@@ -1183,16 +1030,16 @@ impl Manager {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {
                     if self.is_current(job, attempt)
-                        && let Some(st) = self.staging[job].as_mut()
+                        && let Some(st) = self.grid.staging[job].as_mut()
                     {
                         st.pending.push_front(file);
                         self.launch(job, out);
                     }
                 }
                 Timer::Replan { job } => {
-                    self.room.stop_waiting(job);
-                    if self.state[job] == JobState::Ready {
-                        self.ready.push(job);
+                    self.grid.room.stop_waiting(job);
+                    if self.dag.state[job] == JobState::Ready {
+                        self.dag.ready.push(job);
                     }
                 }
                 Timer::RetryStageOut { job, attempt, file } => {
@@ -1204,7 +1051,7 @@ impl Manager {
                 Timer::Arrival { submission } => self.arrive(submission, out),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
-                    if self.state[job] == JobState::Staging
+                    if self.dag.state[job] == JobState::Staging
                         && self.records.jobs[job].attempts.len() == attempt + 1
                     {
                         self.enter_queue(job, out);
@@ -1212,7 +1059,7 @@ impl Manager {
                 }
                 Timer::Postscript { job, site } => self.node_done(job, site),
                 Timer::Noticed { job, site } => {
-                    if self.state[job] == JobState::Running && self.site_of[job] == site {
+                    if self.dag.state[job] == JobState::Running && self.grid.site_of[job] == site {
                         self.job_succeeded(job, site, out);
                     }
                 }
@@ -1226,12 +1073,12 @@ impl Manager {
                 Timer::Script { job, kind } => {
                     let live = match kind {
                         ScriptKind::Pre => {
-                            self.staging[job].as_ref().is_some_and(|s| s.pre_running)
+                            self.grid.staging[job].as_ref().is_some_and(|s| s.pre_running)
                         }
-                        ScriptKind::Post => self.state[job] == JobState::Running,
+                        ScriptKind::Post => self.dag.state[job] == JobState::Running,
                     };
                     if live {
-                        let status = self.exited[job].unwrap_or(0);
+                        let status = self.dag.exited[job].unwrap_or(0);
                         self.run_script(job, kind, status, out);
                     }
                 }
@@ -1242,18 +1089,18 @@ impl Manager {
         // jobs are offered again in the same round, so a slot one workflow
         // left to another is not left idle when the other had no more to
         // place. Each round places a job, so this ends.
-        if std::mem::take(&mut self.grid_changed) {
-            for job in self.held.drain(..) {
-                self.ready.push(job);
+        if std::mem::take(&mut self.grid.grid_changed) {
+            for job in self.dag.held.drain(..) {
+                self.dag.ready.push(job);
             }
         }
         self.offer_ready(out);
-        while self.submissions.list.len() > 1
-            && !self.held.is_empty()
-            && std::mem::take(&mut self.grid_changed)
+        while self.dag.submissions.list.len() > 1
+            && !self.dag.held.is_empty()
+            && std::mem::take(&mut self.grid.grid_changed)
         {
-            for job in self.held.drain(..) {
-                self.ready.push(job);
+            for job in self.dag.held.drain(..) {
+                self.dag.ready.push(job);
             }
             self.offer_ready(out);
         }
@@ -1262,45 +1109,45 @@ impl Manager {
     /// Starts the prescripts of ready jobs that MAXPRE, the prescript
     /// interval and category throttles allow; the selector may hold a job.
     fn offer_ready(&mut self, out: &mut Vec<Command>) {
-        let mut woken = std::mem::take(&mut self.woken);
-        self.room.wake(&mut woken);
+        let mut woken = std::mem::take(&mut self.grid.woken);
+        self.grid.room.wake(&mut woken);
         for &job in &woken {
-            if self.state[job] == JobState::Ready {
-                self.ready.push(job);
+            if self.dag.state[job] == JobState::Ready {
+                self.dag.ready.push(job);
             }
         }
         woken.clear();
-        self.woken = woken;
-        while !self.ready.is_empty()
+        self.grid.woken = woken;
+        while !self.dag.ready.is_empty()
             && self.prescript_slot_free()
-            && self.now >= self.next_prescript
+            && self.now >= self.dag.next_prescript
         {
-            let Some(job) = self.ready.pop() else {
+            let Some(job) = self.dag.ready.pop() else {
                 break;
             };
-            if self.state[job] != JobState::Ready {
+            if self.dag.state[job] != JobState::Ready {
                 continue; // completed while queued (a DONE node)
             }
             if self.prescript_held(job) {
                 continue; // held until a prescript of its sub-DAG ends
             }
-            if !self.throttle.admit(self.nodes.category[job], job) {
+            if !self.dag.throttle.admit(self.dag.nodes.category[job], job) {
                 continue; // held until a job of its category leaves
             }
-            self.throttled[job] = self.nodes.category[job].is_some();
+            self.dag.throttled[job] = self.dag.nodes.category[job].is_some();
             match self.start_prescript(job, out) {
                 Prescript::Started => {
-                    self.next_prescript = self.now + self.settings.prescript_interval;
+                    self.dag.next_prescript = self.now + self.settings.prescript_interval;
                 }
                 Prescript::Held => {
                     // Held by the selector: it waits without a prescript.
-                    if self.throttled[job] {
+                    if self.dag.throttled[job] {
                         self.unthrottle(job);
                     }
-                    self.held.push(job);
+                    self.dag.held.push(job);
                 }
                 Prescript::WaitsForRoom => {
-                    if self.throttled[job] {
+                    if self.dag.throttled[job] {
                         self.unthrottle(job);
                     }
                 }
@@ -1321,9 +1168,6 @@ impl Manager {
         retry: bool,
         out: &mut Vec<Command>,
     ) -> TransferId {
-        let id = self.next_transfer;
-        self.next_transfer += 1;
-        self.serving[from] += 1;
         // A k-replication move is the cache's, not the attempt's.
         if kind != FlightKind::Replica
             && let Some(a) = self.records.jobs[job].attempts.get_mut(attempt)
@@ -1334,14 +1178,18 @@ impl Manager {
             FlightKind::Memo { source } => source,
             _ => file,
         };
+        // With caching, later prescripts wait for a staged copy on its way.
+        let inbound =
+            kind == FlightKind::Stage && self.settings.replica_policy == ReplicaPolicy::Caching;
         let flight = Flight {
             job,
             attempt,
             file,
             from,
+            to,
             kind,
         };
-        self.flights.insert(id, flight);
+        let id = self.grid.transfers.start(flight, inbound);
         if let Some(c) = self.changes.as_mut() {
             c.transfers.push(id);
         }
@@ -1371,12 +1219,7 @@ impl Manager {
     /// The copy of `file` at `site` is gone (evicted, deleted): forgotten
     /// and recorded.
     fn forget_copy(&mut self, file: FileId, site: SiteId) {
-        self.rls.unregister(file, site);
-        if let Some(c) = self.catalogue.as_mut()
-            && !self.planned.contains_key(&(file, site))
-        {
-            c.unregister(file, site);
-        }
+        self.grid.replicas.forget(file, site);
         self.records.evictions.push(EvictionRecord {
             time: self.now,
             site,
@@ -1385,7 +1228,7 @@ impl Manager {
     }
 
     fn is_current(&self, job: JobId, attempt: usize) -> bool {
-        self.state[job] == JobState::Staging && self.records.jobs[job].attempts.len() == attempt + 1
+        self.dag.state[job] == JobState::Staging && self.records.jobs[job].attempts.len() == attempt + 1
     }
 }
 

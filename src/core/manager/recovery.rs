@@ -48,8 +48,8 @@ impl Manager {
             let why = self.stop_reason(job);
             // A node the stop kept from its retries fails without making
             // the nodes below it futile (DAGMan had restarted it).
-            let allowed = self.nodes.retry[owner].unwrap_or(self.settings.max_retries);
-            if matches!(retry, Retry::Counted) && self.failures[owner] < allowed {
+            let allowed = self.dag.nodes.retry[owner].unwrap_or(self.settings.max_retries);
+            if matches!(retry, Retry::Counted) && self.dag.failures[owner] < allowed {
                 self.set_state(job, JobState::Failed);
                 self.records.jobs[job].failure = Some(why);
             } else {
@@ -58,7 +58,7 @@ impl Manager {
             return;
         }
         if let Retry::Remade(file) = retry {
-            self.remade.entry(file).or_default().push(job);
+            self.grid.replicas.wait_for(file, job);
             return;
         }
         let backoff = self.settings.replan_backoff;
@@ -72,9 +72,9 @@ impl Manager {
         };
         let (why, at) = match retry {
             Retry::Counted => {
-                self.failures[owner] += 1;
-                let allowed = self.nodes.retry[owner].unwrap_or(self.settings.max_retries);
-                let n = self.failures[owner];
+                self.dag.failures[owner] += 1;
+                let allowed = self.dag.nodes.retry[owner].unwrap_or(self.settings.max_retries);
+                let n = self.dag.failures[owner];
                 let why = (n > allowed).then(|| {
                     let last = last(self);
                     format!("failed {n} times, more than its {allowed} retries; last: {last}")
@@ -82,8 +82,8 @@ impl Manager {
                 (why, self.now + backoff)
             }
             Retry::Now => {
-                self.replans[job] += 1;
-                let (n, max) = (self.replans[job], self.settings.max_replans);
+                self.grid.replans[job] += 1;
+                let (n, max) = (self.grid.replans[job], self.settings.max_replans);
                 let why = (n > max).then(|| {
                     let last = last(self);
                     format!("planned again {n} times, more than max_replans {max}; last: {last}")
@@ -102,24 +102,24 @@ impl Manager {
                 // twice the longest a job can take to run, the waiting jobs
                 // are only taking turns at failing for room (a deadlock on
                 // disk space): the job fails rather than wait forever.
-                self.room_waits[job] += 1;
-                let doubling = self.room_waits[job].min(7) - 1;
-                if self.room_progress[job] == self.progress {
-                    self.stalls[job] += 1;
+                self.grid.room_waits[job] += 1;
+                let doubling = self.grid.room_waits[job].min(7) - 1;
+                if self.grid.stall.progress_seen[job] == self.grid.progress {
+                    self.grid.stall.waits[job] += 1;
                 } else {
-                    self.stalls[job] = 0;
-                    self.stall_since[job] = self.now;
+                    self.grid.stall.waits[job] = 0;
+                    self.grid.stall.since[job] = self.now;
                 }
-                self.room_progress[job] = self.progress;
-                let stalled = self.now - self.stall_since[job];
+                self.grid.stall.progress_seen[job] = self.grid.progress;
+                let stalled = self.now - self.grid.stall.since[job];
                 // No job ended anywhere for as long as the longest job runs,
                 // so that site's room is not freeing up: try elsewhere next
                 // (a selector that follows the data would choose it again).
-                if self.stalls[job] > 0 && stalled >= self.stall_horizon / 2.0 {
-                    self.avoid_once[job] = Some(self.site_of[job]);
+                if self.grid.stall.waits[job] > 0 && stalled >= self.grid.stall.horizon / 2.0 {
+                    self.grid.avoid_once[job] = Some(self.grid.site_of[job]);
                 }
-                let n = self.stalls[job] + 1;
-                let why = (self.stalls[job] >= MAX_STALLS && stalled >= self.stall_horizon).then(
+                let n = self.grid.stall.waits[job] + 1;
+                let why = (self.grid.stall.waits[job] >= MAX_STALLS && stalled >= self.grid.stall.horizon).then(
                     || match retry {
                         Retry::SitesDown => format!(
                             "every site that can run it was down, {n} times over {stalled:.0} s \
@@ -138,11 +138,11 @@ impl Manager {
         };
         if let Some(why) = why {
             self.fail_for_good(job, why);
-        } else if let Some(k) = self.subdags.of_node(job) {
+        } else if let Some(k) = self.dag.subdags.of_node(job) {
             // DAGMan submits the sub-DAG again at once.
             self.restart_subdag(job, k);
         } else if at <= self.now {
-            self.ready.push(job);
+            self.dag.ready.push(job);
         } else {
             self.schedule(at, Timer::Replan { job });
         }
@@ -151,12 +151,16 @@ impl Manager {
     /// The jobs waiting for `file` to be made again plan again: it is
     /// registered, or will never be.
     pub(super) fn wake_remade(&mut self, file: FileId) {
-        let Some(jobs) = self.remade.remove(&file) else {
-            return;
-        };
+        if let Some(jobs) = self.grid.replicas.take_waiting(file) {
+            self.requeue_ready(jobs);
+        }
+    }
+
+    /// Those of `jobs` still ready go back to the ready queue.
+    pub(super) fn requeue_ready(&mut self, jobs: Vec<JobId>) {
         for job in jobs {
-            if self.state[job] == JobState::Ready {
-                self.ready.push(job);
+            if self.dag.state[job] == JobState::Ready {
+                self.dag.ready.push(job);
             }
         }
     }
@@ -174,23 +178,21 @@ impl Manager {
         // A sub-DAG whose PRE script failed for good never runs: its node
         // fails (no POST script runs), before its DAG's nodes are blocked.
         if let Some(node) = self.node_of_entry(job)
-            && self.state[node] == JobState::Waiting
+            && self.dag.state[node] == JobState::Waiting
         {
             self.fail_node(node, format!("its PRE script's no-op failed: {why}"), futile);
         }
         self.set_state(job, JobState::Failed);
         self.records.jobs[job].failure = Some(why);
-        if !self.remade.is_empty() {
-            for i in 0..self.wf.jobs[job].outputs.len() {
-                self.wake_remade(self.wf.jobs[job].outputs[i]);
-            }
+        for i in 0..self.wf.jobs[job].outputs.len() {
+            self.wake_remade(self.wf.jobs[job].outputs[i]);
         }
         let wf = self.wf.clone();
         // (node, a stop had left it unrun: a sub-DAG's node counted it then)
         let mut stack = vec![(job, false)];
         while let Some((j, was_stopped)) = stack.pop() {
-            for i in 0..self.ordering[j].len() {
-                let c = self.ordering[j][i];
+            for i in 0..self.dag.ordering[j].len() {
+                let c = self.dag.ordering[j][i];
                 self.release_child(c);
             }
             let mut gated = self.close_gate(j);
@@ -198,27 +200,27 @@ impl Manager {
             for &c in wf.children[j].iter().chain(&gated) {
                 // A weak child of the node that failed runs all the same
                 // (DAGMan's weak arc: its parent is over).
-                if j == job && !self.nodes.weak.is_empty() && self.nodes.weak.contains(&(j, c)) {
-                    if self.state[c] == JobState::Waiting {
+                if j == job && !self.dag.nodes.weak.is_empty() && self.dag.nodes.weak.contains(&(j, c)) {
+                    if self.dag.state[c] == JobState::Waiting {
                         self.release_child(c);
                     }
                     continue;
                 }
                 // A node a stop left unrun becomes futile too.
                 if futile
-                    && self.state[c] == JobState::Blocked
+                    && self.dag.state[c] == JobState::Blocked
                     && self.records.jobs[c].blocked_by.is_none()
                 {
                     self.records.jobs[c].blocked_by = Some(job);
                     stack.push((c, true));
                     continue;
                 }
-                if self.state[c] != JobState::Waiting {
+                if self.dag.state[c] != JobState::Waiting {
                     continue;
                 }
                 // A sub-DAG's failure stops at its node, whose DAG ends
                 // failed once nothing more of it can run.
-                if let Some(k) = self.subdags.of_node(c) {
+                if let Some(k) = self.dag.subdags.of_node(c) {
                     if !was_stopped {
                         self.subdag_leaf_failed(c, k);
                     }
@@ -238,16 +240,13 @@ impl Manager {
     pub(super) fn on_fault(&mut self, site: SiteId, fault: Fault, out: &mut Vec<Command>) {
         match fault {
             Fault::Crash { pool_lost } => {
-                self.down[site] = true;
+                self.grid.pool.down[site] = true;
                 if pool_lost {
-                    self.room.lose_site(site);
-                    self.rls.drop_site(site);
-                    if let Some(c) = self.catalogue.as_mut() {
-                        c.drop_site(site);
-                    }
+                    self.grid.room.lose_site(site);
+                    self.grid.replicas.drop_site(site);
                 }
-                let staging: Vec<JobId> = (0..self.staging.len())
-                    .filter(|&j| self.staging[j].as_ref().is_some_and(|st| st.site == site))
+                let staging: Vec<JobId> = (0..self.grid.staging.len())
+                    .filter(|&j| self.grid.staging[j].as_ref().is_some_and(|st| st.site == site))
                     .collect();
                 for job in staging {
                     let reason = "its site crashed".to_string();
@@ -255,11 +254,11 @@ impl Manager {
                 }
                 // Jobs idle in the schedd for the site never reached it: they
                 // fail as its queued ones do.
-                let idle: Vec<JobId> = (0..self.state.len())
+                let idle: Vec<JobId> = (0..self.dag.state.len())
                     .filter(|&j| {
-                        self.state[j] == JobState::Queued
-                            && self.site_of[j] == site
-                            && !self.at_site[j]
+                        self.dag.state[j] == JobState::Queued
+                            && self.grid.site_of[j] == site
+                            && !self.grid.pool.at_site[j]
                     })
                     .collect();
                 for job in idle {
@@ -267,7 +266,7 @@ impl Manager {
                     self.on_job_ended(job, site, Err(failure), out);
                 }
             }
-            Fault::Recover => self.down[site] = false,
+            Fault::Recover => self.grid.pool.down[site] = false,
             _ => {}
         }
         self.records.faults.push(FaultRecord {
@@ -285,35 +284,35 @@ impl Manager {
         let Some(p) = self.wf.producer[file].filter(|_| self.settings.reproduce_lost) else {
             return false;
         };
-        if self.state[p] == JobState::Done {
-            self.rerun[p] = true;
+        if self.dag.state[p] == JobState::Done {
+            self.dag.rerun[p] = true;
             self.set_state(p, JobState::Ready);
             for i in 0..self.wf.jobs[p].inputs.len() {
                 let f = self.wf.jobs[p].inputs[i];
-                self.readers_left[f] += 1;
+                self.grid.readers_left[f] += 1;
             }
-            self.ready.push(p);
+            self.dag.ready.push(p);
         }
         // Otherwise it is running again already, or has yet to end.
-        !matches!(self.state[p], JobState::Failed | JobState::Blocked)
+        !matches!(self.dag.state[p], JobState::Failed | JobState::Blocked)
     }
 
     /// MonitQueue (seed 002 §4): kills the jobs idle in a site queue longer
     /// than `max_idle`. Queued jobs are kept in submission order, so the scan
     /// stops at the first one not yet overdue.
     pub(super) fn monit_queue(&mut self, out: &mut Vec<Command>) {
-        while let Some(&(submitted, job, attempt)) = self.idle.front() {
-            let waiting = self.state[job] == JobState::Queued
+        while let Some(&(submitted, job, attempt)) = self.grid.pool.idle.front() {
+            let waiting = self.dag.state[job] == JobState::Queued
                 && self.records.jobs[job].attempts.len() == attempt + 1
-                && !self.killing[job];
+                && !self.grid.pool.killing[job];
             if waiting && self.now - submitted <= self.settings.max_idle {
                 break;
             }
-            self.idle.pop_front();
+            self.grid.pool.idle.pop_front();
             if waiting {
-                self.killing[job] = true;
-                let site = self.site_of[job];
-                if self.at_site[job] {
+                self.grid.pool.killing[job] = true;
+                let site = self.grid.site_of[job];
+                if self.grid.pool.at_site[job] {
                     out.push(Command::Kill { job, site });
                 } else {
                     // Still idle in the schedd: removed there, at once.
@@ -332,11 +331,11 @@ impl Manager {
         killed: bool,
         out: &mut Vec<Command>,
     ) {
-        if !self.killing[job] || self.site_of[job] != site {
+        if !self.grid.pool.killing[job] || self.grid.site_of[job] != site {
             return;
         }
-        self.killing[job] = false;
-        if !killed || self.state[job] != JobState::Queued {
+        self.grid.pool.killing[job] = false;
+        if !killed || self.dag.state[job] != JobState::Queued {
             // It started first: it runs, the kill is void.
             self.records.sites[site].kills_void += 1;
             return;
@@ -348,7 +347,7 @@ impl Manager {
             a.outcome = Outcome::Killed;
         }
         self.set_state(job, JobState::Ready);
-        self.avoid_once[job] = Some(site);
+        self.grid.avoid_once[job] = Some(site);
         self.retry(job, Retry::Now);
     }
 }

@@ -34,8 +34,8 @@ impl Manager {
         for &c in &wf.children[job] {
             self.release_child(c);
         }
-        for i in 0..self.ordering[job].len() {
-            let c = self.ordering[job][i];
+        for i in 0..self.dag.ordering[job].len() {
+            let c = self.dag.ordering[job][i];
             self.release_child(c);
         }
         self.open_gate(job);
@@ -45,13 +45,13 @@ impl Manager {
     pub(super) fn release_child(&mut self, c: JobId) {
         // A sub-DAG run again runs its PRE script's no-op again, whose
         // children done in the last run wait for nothing.
-        if self.missing_parents[c] == 0 {
-            debug_assert!(self.state[c] == JobState::Done, "released twice");
+        if self.dag.missing_parents[c] == 0 {
+            debug_assert!(self.dag.state[c] == JobState::Done, "released twice");
             return;
         }
-        self.missing_parents[c] -= 1;
-        if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
-            let delay = self.wms.draw(&self.settings.release_overhead);
+        self.dag.missing_parents[c] -= 1;
+        if self.dag.missing_parents[c] == 0 && self.dag.state[c] == JobState::Waiting {
+            let delay = self.grid.pool.wms.draw(&self.settings.release_overhead);
             if delay > 0.0 {
                 self.schedule(self.now + delay, Timer::Release { job: c });
             } else {
@@ -62,8 +62,8 @@ impl Manager {
 
     /// The FINAL node is ready once every other node is over.
     pub(super) fn release_final(&mut self) {
-        if let Some(f) = self.nodes.final_node
-            && self.state[f] == JobState::Waiting
+        if let Some(f) = self.dag.nodes.final_node
+            && self.dag.state[f] == JobState::Waiting
         {
             // SERVICE nodes run on beside it.
             let (over, of) = self.over_beside_services();
@@ -77,11 +77,11 @@ impl Manager {
         if self.stopped_for(job) || self.memoizing(job) || self.subdag_holds(job) {
             return;
         }
-        if self.state[job] == JobState::Waiting {
+        if self.dag.state[job] == JobState::Waiting {
             self.set_state(job, JobState::Ready);
             self.records.jobs[job].ready = Some(self.now);
-            self.ready.push(job);
-            if !self.nodes.save_points.is_empty() && self.nodes.save_points.contains(&job) {
+            self.dag.ready.push(job);
+            if !self.dag.nodes.save_points.is_empty() && self.dag.nodes.save_points.contains(&job) {
                 self.save_point(job);
             }
         }
@@ -91,13 +91,13 @@ impl Manager {
     /// made ready once per run of its DAG (a retry does not wait again), so
     /// this is its first start, or its first in a sub-DAG run again.
     pub(super) fn save_point(&mut self, job: JobId) {
-        let state = &self.state;
+        let state = &self.dag.state;
         let with = |s: JobState| (0..state.len()).filter(|&j| state[j] == s).collect();
         let point = SavePoint {
             node: job,
             done: with(JobState::Done),
             failed: with(JobState::Failed),
         };
-        self.save_points.push(point);
+        self.dag.save_points.push(point);
     }
 }

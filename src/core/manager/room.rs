@@ -29,6 +29,17 @@ use super::*;
 use rustc_hash::FxHashSet as HashSet;
 use std::collections::BTreeMap;
 
+/// Per job: waits for room in a row with no job ended in between, when
+/// the first of them was, and the manager's `progress` at the last.
+pub(super) struct RoomStall {
+    pub(super) waits: Vec<u32>,
+    pub(super) since: Vec<Time>,
+    pub(super) progress_seen: Vec<u64>,
+    /// Twice the longest a job can take from submission to its node's end
+    /// at any site: no job ending for longer means none is about to.
+    pub(super) horizon: Time,
+}
+
 /// The bytes committed at each site, and the jobs waiting for room.
 #[derive(Debug, Default)]
 pub(super) struct Room {
@@ -335,7 +346,7 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         let kept = ended_well && self.output_site(job, site) == site;
-        self.room.release(&self.wf, job, kept);
+        self.grid.room.release(&self.wf, job, kept);
         out.push(Command::Release { job, site, delete });
     }
 }
@@ -344,11 +355,11 @@ impl Manager {
     /// No site that can run `job` (those are `could`) has room for it now:
     /// it waits, and a look at the whole grid is due.
     pub(super) fn wait_for_room(&mut self, job: JobId, could: &[SiteId]) {
-        self.room.wait(&self.wf, job, could);
-        if !self.room.check_pending {
-            self.room.check_pending = true;
-            self.room.progress_seen = self.progress;
-            self.schedule(self.now + self.stall_horizon.max(1.0), Timer::RoomCheck);
+        self.grid.room.wait(&self.wf, job, could);
+        if !self.grid.room.check_pending {
+            self.grid.room.check_pending = true;
+            self.grid.room.progress_seen = self.grid.progress;
+            self.schedule(self.now + self.grid.stall.horizon.max(1.0), Timer::RoomCheck);
         }
     }
 
@@ -358,21 +369,21 @@ impl Manager {
     /// waiting job that still has no room anywhere fails (a deadlock on
     /// disk space: what the disks keep leaves it no room).
     pub(super) fn check_room(&mut self) {
-        self.room.check_pending = false;
-        if self.room.waiting.is_empty() {
+        self.grid.room.check_pending = false;
+        if self.grid.room.waiting.is_empty() {
             return;
         }
-        if self.progress != self.room.progress_seen || self.room.holding > 0 {
-            self.room.check_pending = true;
-            self.room.progress_seen = self.progress;
-            self.schedule(self.now + self.stall_horizon.max(1.0), Timer::RoomCheck);
+        if self.grid.progress != self.grid.room.progress_seen || self.grid.room.holding > 0 {
+            self.grid.room.check_pending = true;
+            self.grid.room.progress_seen = self.grid.progress;
+            self.schedule(self.now + self.grid.stall.horizon.max(1.0), Timer::RoomCheck);
             return;
         }
         let mut waiting = Vec::new();
-        self.room.wake_all(&mut waiting);
-        let mut eligible = std::mem::take(&mut self.eligible);
+        self.grid.room.wake_all(&mut waiting);
+        let mut eligible = std::mem::take(&mut self.grid.eligible);
         for job in waiting {
-            if self.state[job] != JobState::Ready {
+            if self.dag.state[job] != JobState::Ready {
                 continue;
             }
             let room = self.eligible_sites(job, &mut eligible);
@@ -381,14 +392,14 @@ impl Manager {
                     "no site that can run it had room for its files ({} bytes) for {:.0} s \
                      in which no job ended anywhere and none held room to free (a deadlock \
                      on disk space: the outputs the disks keep for their readers leave no room)",
-                    self.footprint[job],
-                    self.stall_horizon.max(1.0)
+                    self.grid.footprint[job],
+                    self.grid.stall.horizon.max(1.0)
                 );
                 self.fail_for_good(job, why);
             } else {
-                self.ready.push(job);
+                self.dag.ready.push(job);
             }
         }
-        self.eligible = eligible;
+        self.grid.eligible = eligible;
     }
 }

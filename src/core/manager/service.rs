@@ -33,33 +33,33 @@ pub(super) struct Services {
 }
 
 impl Manager {
-    /// Follows the SERVICE and PROVISIONER nodes of `self.nodes`, once set:
+    /// Follows the SERVICE and PROVISIONER nodes of `self.dag.nodes`, once set:
     /// every node ready now but the provisioner and the services waits for
     /// the provisioner's job to run.
     pub(super) fn set_services(&mut self) {
-        self.services = Services {
-            count: self.nodes.service.iter().filter(|&&s| s).count(),
+        self.dag.services = Services {
+            count: self.dag.nodes.service.iter().filter(|&&s| s).count(),
             ..Default::default()
         };
-        for d in &self.nodes.subdags {
+        for d in &self.dag.nodes.subdags {
             if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.services.entry_of_provisioner.insert(p, e);
+                self.dag.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.dag.services.entry_of_provisioner.insert(p, e);
             }
         }
-        self.services.over = (0..self.state.len())
-            .filter(|&j| self.nodes.service[j] && self.is_over(j))
+        self.dag.services.over = (0..self.dag.state.len())
+            .filter(|&j| self.dag.nodes.service[j] && self.is_over(j))
             .count();
-        let Some(p) = self.nodes.provisioner.filter(|&p| !self.is_over(p)) else {
+        let Some(p) = self.dag.nodes.provisioner.filter(|&p| !self.is_over(p)) else {
             return;
         };
-        for j in 0..self.state.len() {
-            if j != p && !self.nodes.service[j] && self.state[j] == JobState::Ready {
+        for j in 0..self.dag.state.len() {
+            if j != p && !self.dag.nodes.service[j] && self.dag.state[j] == JobState::Ready {
                 // Its ready-queue entry is skipped as stale.
                 self.set_state(j, JobState::Waiting);
                 self.records.jobs[j].ready = None;
-                self.missing_parents[j] += 1;
-                self.services.gate.push(j);
+                self.dag.missing_parents[j] += 1;
+                self.dag.services.gate.push(j);
             }
         }
     }
@@ -68,37 +68,37 @@ impl Manager {
     /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
     /// their sub-DAGs.
     pub(super) fn graft_services(&mut self, k: usize, new: std::ops::Range<JobId>, from: usize) {
-        self.services.count += new.filter(|&j| self.nodes.service[j]).count();
-        for i in std::iter::once(k).chain(from..self.nodes.subdags.len()) {
-            let d = &self.nodes.subdags[i];
+        self.dag.services.count += new.filter(|&j| self.dag.nodes.service[j]).count();
+        for i in std::iter::once(k).chain(from..self.dag.nodes.subdags.len()) {
+            let d = &self.dag.nodes.subdags[i];
             if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.services.entry_of_provisioner.insert(p, e);
+                self.dag.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.dag.services.entry_of_provisioner.insert(p, e);
             }
         }
     }
 
     fn is_over(&self, job: JobId) -> bool {
         matches!(
-            self.state[job],
+            self.dag.state[job],
             JobState::Done | JobState::Failed | JobState::Blocked
         )
     }
 
     /// Nodes over, SERVICE nodes aside; and how many nodes that is of.
     pub(super) fn over_beside_services(&self) -> (usize, usize) {
-        let c = &self.counts;
-        let over = c.done + c.failed + c.blocked - self.services.over;
-        (over, self.state.len() - self.services.count)
+        let c = &self.dag.counts;
+        let over = c.done + c.failed + c.blocked - self.dag.services.over;
+        (over, self.dag.state.len() - self.dag.services.count)
     }
 
     /// `job` went from state `from` to `to`: a SERVICE node's end counts.
     pub(super) fn service_moved(&mut self, job: JobId, from: JobState, to: JobState) {
-        if self.services.count == 0 || !self.nodes.service[job] {
+        if self.dag.services.count == 0 || !self.dag.nodes.service[job] {
             return;
         }
         let over = |s| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
-        self.services.over = self.services.over + usize::from(over(to)) - usize::from(over(from));
+        self.dag.services.over = self.dag.services.over + usize::from(over(to)) - usize::from(over(from));
     }
 
     /// The sub-DAG whose entry no-op `entry` ended starts: if its
@@ -106,15 +106,15 @@ impl Manager {
     /// (the entry's children, and those of a run again behind it) wait for
     /// the go-ahead too.
     pub(super) fn hold_for_provisioner(&mut self, entry: JobId) {
-        if self.services.subdag_gates.is_empty() {
+        if self.dag.services.subdag_gates.is_empty() {
             return;
         }
-        let Some(&(p, _)) = self.services.subdag_gates.get(&entry) else {
+        let Some(&(p, _)) = self.dag.services.subdag_gates.get(&entry) else {
             return;
         };
         // A provisioner whose job runs (or ended) gave its go-ahead.
         if !matches!(
-            self.state[p],
+            self.dag.state[p],
             JobState::Waiting | JobState::Ready | JobState::Staging | JobState::Queued
         ) {
             return;
@@ -123,13 +123,13 @@ impl Manager {
             .chain(self.waiting_for_entry(entry))
             .copied()
             .filter(|&c| {
-                c != p && !self.nodes.service[c] && self.state[c] == JobState::Waiting
+                c != p && !self.dag.nodes.service[c] && self.dag.state[c] == JobState::Waiting
             })
             .collect();
         for &c in &starting {
-            self.missing_parents[c] += 1;
+            self.dag.missing_parents[c] += 1;
         }
-        if let Some((_, gate)) = self.services.subdag_gates.get_mut(&entry) {
+        if let Some((_, gate)) = self.dag.services.subdag_gates.get_mut(&entry) {
             gate.extend(starting);
         }
     }
@@ -137,15 +137,15 @@ impl Manager {
     /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
     /// or its sub-DAG's), taken.
     fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
-        if Some(job) == self.nodes.provisioner {
-            return std::mem::take(&mut self.services.gate);
+        if Some(job) == self.dag.nodes.provisioner {
+            return std::mem::take(&mut self.dag.services.gate);
         }
-        if self.services.entry_of_provisioner.is_empty() {
+        if self.dag.services.entry_of_provisioner.is_empty() {
             return Vec::new();
         }
-        match self.services.entry_of_provisioner.get(&job) {
+        match self.dag.services.entry_of_provisioner.get(&job) {
             Some(e) => self
-                .services
+                .dag.services
                 .subdag_gates
                 .get_mut(e)
                 .map_or_else(Vec::new, |(_, gate)| std::mem::take(gate)),
@@ -170,15 +170,15 @@ impl Manager {
     /// Once every other node is over, the SERVICE nodes still going are
     /// removed (DAGMan's `RemoveServiceNodes`) and end done.
     pub(super) fn remove_services(&mut self, out: &mut Vec<Command>) {
-        if self.services.over == self.services.count {
+        if self.dag.services.over == self.dag.services.count {
             return;
         }
         let (over, of) = self.over_beside_services();
-        if over < of || self.finals_out > 0 {
+        if over < of || self.grid.finals.out > 0 {
             return;
         }
-        for j in 0..self.state.len() {
-            if !self.nodes.service[j] || self.is_over(j) {
+        for j in 0..self.dag.state.len() {
+            if !self.dag.nodes.service[j] || self.is_over(j) {
                 continue;
             }
             self.withdraw(j, out);

@@ -20,6 +20,17 @@
 
 use super::*;
 
+/// Final outputs on their way to their submit machine (`stage_out`).
+#[derive(Debug, Default)]
+pub(super) struct Finals {
+    /// Copies in flight.
+    pub(super) out: usize,
+    /// Nodes ended whose final outputs are to leave (job, where they are).
+    pub(super) due: Vec<(JobId, SiteId)>,
+    /// Failed tries, per file.
+    pub(super) tries: HashMap<FileId, u32>,
+}
+
 /// A job's outputs on their way home.
 #[derive(Debug)]
 pub(super) struct StageOut {
@@ -38,7 +49,7 @@ impl Manager {
     /// submit machine with the `return` policy, else where it ran.
     pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
         match self.settings.replica_policy {
-            ReplicaPolicy::Return => self.home[job],
+            ReplicaPolicy::Return => self.grid.home[job],
             _ => ran_at,
         }
     }
@@ -48,7 +59,7 @@ impl Manager {
     /// away from home.
     pub(super) fn sends_home(&self, job: JobId, site: SiteId) -> bool {
         self.settings.replica_policy == ReplicaPolicy::Return
-            && site != self.home[job]
+            && site != self.grid.home[job]
             && !self.wf.jobs[job].outputs.is_empty()
     }
 
@@ -63,7 +74,7 @@ impl Manager {
     ) {
         let outputs = self.wf.jobs[job].outputs.clone();
         let attempt = self.records.jobs[job].attempts.len() - 1;
-        self.stage_outs[job] = Some(StageOut {
+        self.grid.stage_outs[job] = Some(StageOut {
             site,
             attempt,
             left: outputs.len(),
@@ -77,10 +88,10 @@ impl Manager {
 
     /// One output of `job` leaves for its submit machine.
     fn send_home(&mut self, job: JobId, file: FileId, out: &mut Vec<Command>) {
-        let Some(so) = self.stage_outs[job].as_ref() else {
+        let Some(so) = self.grid.stage_outs[job].as_ref() else {
             return;
         };
-        let (from, to, attempt) = (so.site, self.home[job], so.attempt);
+        let (from, to, attempt) = (so.site, self.grid.home[job], so.attempt);
         let retry = so.tries.iter().any(|&(f, _)| f == file);
         let kind = FlightKind::StageOut;
         self.start_flight((job, attempt), file, from, to, kind, retry, out);
@@ -96,7 +107,7 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         let retries = self.settings.transfer_retries;
-        let Some(so) = self.stage_outs[job]
+        let Some(so) = self.grid.stage_outs[job]
             .as_mut()
             .filter(|so| so.attempt == attempt)
         else {
@@ -125,7 +136,7 @@ impl Manager {
             return;
         }
         // The only copy could not be sent: the job's work is lost.
-        let Some(so) = self.stage_outs[job].take() else {
+        let Some(so) = self.grid.stage_outs[job].take() else {
             return;
         };
         let name = &self.wf.files[file].name;
@@ -151,7 +162,7 @@ impl Manager {
         file: FileId,
         out: &mut Vec<Command>,
     ) {
-        if self.stage_outs[job]
+        if self.grid.stage_outs[job]
             .as_ref()
             .is_some_and(|so| so.attempt == attempt)
         {
@@ -162,7 +173,7 @@ impl Manager {
     /// Every output is home: the execute machine's copies and staged inputs
     /// go, the slot is free, and the job ends as any other.
     fn finish_stage_out(&mut self, job: JobId, out: &mut Vec<Command>) {
-        let Some(so) = self.stage_outs[job].take() else {
+        let Some(so) = self.grid.stage_outs[job].take() else {
             return;
         };
         let mut delete = so.delete;
@@ -175,7 +186,7 @@ impl Manager {
     fn own_outputs(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) -> Vec<FileId> {
         let outputs = self.wf.jobs[job].outputs.clone();
         for &file in &outputs {
-            self.room.unkeep(&self.wf, file, site);
+            self.grid.room.unkeep(&self.wf, file, site);
             out.push(Command::Cleanup { site, file });
         }
         outputs
@@ -186,14 +197,14 @@ impl Manager {
     /// `job`'s node ended with its outputs registered at `site`: its final
     /// outputs leave for its submit machine (see the module's note).
     pub(super) fn stage_out_finals(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        let home = self.home[job];
-        if site == home || self.down[home] {
+        let home = self.grid.home[job];
+        if site == home || self.grid.pool.down[home] {
             return;
         }
         for i in 0..self.wf.jobs[job].outputs.len() {
             let file = self.wf.jobs[job].outputs[i];
-            if self.unread[file] {
-                self.finals_out += 1;
+            if self.grid.cache.unread[file] {
+                self.grid.finals.out += 1;
                 self.send_final(job, file, site, false, out);
             }
         }
@@ -208,7 +219,7 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-        let to = self.home[job];
+        let to = self.grid.home[job];
         self.start_flight((job, attempt), file, from, to, FlightKind::Final, retry, out);
     }
 
@@ -222,31 +233,31 @@ impl Manager {
         ok: bool,
         out: &mut Vec<Command>,
     ) {
-        let to = self.home[job];
+        let to = self.grid.home[job];
         if ok {
-            self.finals_out -= 1;
+            self.grid.finals.out -= 1;
             self.register(file, to);
-            self.room.unkeep(&self.wf, file, from);
+            self.grid.room.unkeep(&self.wf, file, from);
             out.push(Command::Cleanup { site: from, file });
             return;
         }
-        let tries = self.final_tries.entry(file).or_insert(0);
+        let tries = self.grid.finals.tries.entry(file).or_insert(0);
         *tries += 1;
-        if *tries <= self.settings.transfer_retries && !self.down[from] && self.rls.has(file, from)
+        if *tries <= self.settings.transfer_retries && !self.grid.pool.down[from] && self.grid.replicas.has(file, from)
         {
             let at = self.now + self.settings.transfer_backoff;
             self.schedule(at, Timer::RetryFinal { job, file, from });
         } else {
-            self.finals_out -= 1; // stays kept where it was made
+            self.grid.finals.out -= 1; // stays kept where it was made
         }
     }
 
     /// A retry timer of a final output's copy fired.
     pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, out: &mut Vec<Command>) {
-        if self.rls.has(file, from) {
+        if self.grid.replicas.has(file, from) {
             self.send_final(job, file, from, true, out);
         } else {
-            self.finals_out -= 1; // lost meanwhile: its producer makes it again
+            self.grid.finals.out -= 1; // lost meanwhile: its producer makes it again
         }
     }
 }

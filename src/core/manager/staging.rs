@@ -6,10 +6,10 @@ use super::*;
 macro_rules! idle_view {
     ($m:expr) => {
         IdleView {
-            state: &$m.state,
+            state: &$m.dag.state,
             jobs: &$m.records.jobs,
-            at_site: &$m.at_site,
-            killing: &$m.killing,
+            at_site: &$m.grid.pool.at_site,
+            killing: &$m.grid.pool.killing,
         }
     };
 }
@@ -42,27 +42,27 @@ impl Manager {
     /// has room for it now (then nothing starts and no prescript interval
     /// is used).
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> Prescript {
-        self.exited[job] = None;
-        let mut eligible = std::mem::take(&mut self.eligible);
+        self.dag.exited[job] = None;
+        let mut eligible = std::mem::take(&mut self.grid.eligible);
         match self.eligible_sites(job, &mut eligible) {
             Ok(()) => {}
             Err(NoSite::AllDown) => {
                 // Every site that could run it crashed: wait for a recovery.
-                self.eligible = eligible;
+                self.grid.eligible = eligible;
                 self.retry(job, Retry::SitesDown);
                 return Prescript::Started;
             }
             Err(NoSite::NoRoom(could)) => {
-                self.eligible = eligible;
+                self.grid.eligible = eligible;
                 self.wait_for_room(job, &could);
                 return Prescript::WaitsForRoom;
             }
             Err(NoSite::None) => {
-                self.eligible = eligible;
+                self.grid.eligible = eligible;
                 let why = format!(
                     "no site with CPUs can hold its inputs and outputs ({} bytes){}",
-                    self.footprint[job],
-                    if self.avoid.contains_key(&job) {
+                    self.grid.footprint[job],
+                    if self.grid.avoid.contains_key(&job) {
                         " apart from those where its outputs never fit"
                     } else {
                         ""
@@ -72,45 +72,45 @@ impl Manager {
                 return Prescript::Started;
             }
         }
-        self.avoid_once[job] = None;
+        self.grid.avoid_once[job] = None;
         let view = GridView {
             workflow: &self.wf,
             sites: &self.sites,
-            rls: self.catalogue.as_ref().unwrap_or(&self.rls),
-            active: &self.active,
+            rls: self.grid.replicas.for_selectors(),
+            active: &self.grid.pool.active,
             counters: &self.records.sites,
-            last_ended: self.last_ended,
-            claimed: &self.claimed,
-            states: &self.state,
-            submissions: &self.submissions,
-            workload: &self.workload,
+            last_ended: self.grid.last_ended,
+            claimed: &self.grid.pool.claimed,
+            states: &self.dag.state,
+            submissions: &self.dag.submissions,
+            workload: &self.dag.workload,
             now: self.now,
-            plans_inputs: self.plans_inputs(),
+            plans_inputs: self.grid.replicas.plans(),
         };
-        let ahead = match self.selector.look_ahead(job, &view, &eligible) {
+        let ahead = match self.grid.selector.look_ahead(job, &view, &eligible) {
             0 => Vec::new(),
             n => self.upcoming(n),
         };
         let site = if ahead.is_empty() {
-            self.selector.place(job, &view, &eligible)
+            self.grid.selector.place(job, &view, &eligible)
         } else {
-            self.selector.place_ahead(job, &view, &eligible, &ahead)
+            self.grid.selector.place_ahead(job, &view, &eligible, &ahead)
         };
-        self.eligible = eligible;
+        self.grid.eligible = eligible;
         let Some(site) = site else {
             return Prescript::Held;
         };
         debug_assert!(
-            self.eligible.contains(&site),
+            self.grid.eligible.contains(&site),
             "selector chose an ineligible site"
         );
-        self.site_of[job] = site;
-        self.room.place(&self.wf, job, site);
+        self.grid.site_of[job] = site;
+        self.grid.room.place(&self.wf, job, site);
         self.set_state(job, JobState::Staging);
-        if self.submissions.list.len() > 1 {
-            self.grid_changed = true; // the fair share moved
+        if self.dag.submissions.list.len() > 1 {
+            self.grid.grid_changed = true; // the fair share moved
         }
-        self.prescripts_running += 1;
+        self.dag.prescripts_running += 1;
         self.prescript_started(job);
         // Most jobs run once: room for one attempt, not Vec's first four.
         let attempts = &mut self.records.jobs[job].attempts;
@@ -132,24 +132,24 @@ impl Manager {
         let mut pending = VecDeque::new();
         self.records.sites[site].inputs_planned += self.wf.jobs[job].inputs.len() as u64;
         for &f in &self.wf.jobs[job].inputs {
-            if self.rls.has(f, site) {
+            if self.grid.replicas.has(f, site) {
                 self.records.sites[site].cache_hits += 1;
             } else if !pending.contains(&f) {
                 pending.push_back(f);
             }
         }
-        let planned = self.plan_copies(&pending, site);
-        self.staging[job] = Some(Staging {
+        let planned = self.grid.replicas.plan(pending.iter().copied(), site);
+        self.grid.staging[job] = Some(Staging {
             site,
             pending,
             in_flight: 0,
             waiting: 0,
             staged: Vec::new(),
             tries: Vec::new(),
-            pre_running: self.nodes.pre[job],
+            pre_running: self.dag.nodes.pre[job],
             planned,
         });
-        if self.nodes.pre[job] {
+        if self.dag.nodes.pre[job] {
             self.run_script(job, ScriptKind::Pre, 0, out);
         } else {
             self.launch(job, out);
@@ -165,23 +165,23 @@ impl Manager {
         job: JobId,
         out: &mut Vec<SiteId>,
     ) -> Result<(), NoSite> {
-        let avoid = self.avoid.get(&job);
-        let need = self.footprint[job];
+        let avoid = self.grid.avoid.get(&job);
+        let need = self.grid.footprint[job];
         out.clear();
         out.extend((0..self.sites.len()).filter(|&s| {
             let site = &self.sites[s];
             site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
         }));
-        if !out.is_empty() && out.iter().all(|&s| self.down[s]) {
+        if !out.is_empty() && out.iter().all(|&s| self.grid.pool.down[s]) {
             return Err(NoSite::AllDown);
         }
-        out.retain(|&s| !self.down[s]);
+        out.retain(|&s| !self.grid.pool.down[s]);
         if out.is_empty() {
             return Err(NoSite::None);
         }
         // Re-planned by MonitQueue or after a stalled wait for room: anywhere
         // but that site, if there is anywhere else.
-        if let Some(killer) = self.avoid_once[job]
+        if let Some(killer) = self.grid.avoid_once[job]
             && out.len() > 1
         {
             out.retain(|&s| s != killer);
@@ -189,7 +189,7 @@ impl Manager {
         // Those with room now, in their order (the others only if none).
         let mut fit = 0;
         for i in 0..out.len() {
-            if self.room.fits(&self.wf, job, out[i]) {
+            if self.grid.room.fits(&self.wf, job, out[i]) {
                 out.swap(fit, i);
                 fit += 1;
             }
@@ -204,13 +204,13 @@ impl Manager {
     /// Up to `n` ready jobs the round would offer the selector next if
     /// nothing changed (those without an eligible site never reach it).
     fn upcoming(&self, n: usize) -> Vec<Offer> {
-        let mut ahead = Vec::with_capacity(n.min(self.ready.len()));
-        for job in self.ready.peek(self.ready.len().min(2 * n)) {
+        let mut ahead = Vec::with_capacity(n.min(self.dag.ready.len()));
+        for job in self.dag.ready.peek(self.dag.ready.len().min(2 * n)) {
             if ahead.len() == n {
                 break;
             }
             let mut eligible = Vec::new();
-            if self.state[job] == JobState::Ready && self.eligible_sites(job, &mut eligible).is_ok()
+            if self.dag.state[job] == JobState::Ready && self.eligible_sites(job, &mut eligible).is_ok()
             {
                 ahead.push(Offer { job, eligible });
             }
@@ -249,10 +249,10 @@ impl Manager {
         let macros = self.script_macros(job, kind, status);
         out.push(Command::RunScript {
             job,
-            site: self.site_of[job],
+            site: self.grid.site_of[job],
             kind,
             macros,
-            duration: self.wms.draw(&self.settings.script_time),
+            duration: self.grid.pool.wms.draw(&self.settings.script_time),
         });
     }
 
@@ -261,7 +261,7 @@ impl Manager {
     pub(super) fn launch(&mut self, job: JobId, out: &mut Vec<Command>) {
         let streams = self.settings.prescript_streams.max(1);
         loop {
-            let Some(st) = self.staging[job].as_mut() else {
+            let Some(st) = self.grid.staging[job].as_mut() else {
                 return;
             };
             if st.pre_running {
@@ -281,15 +281,12 @@ impl Manager {
             if self.settings.replica_policy == ReplicaPolicy::Caching {
                 // With caching a copy at the site serves every job: use one
                 // that arrived meanwhile, or wait for one on its way.
-                if self.rls.has(file, to) {
+                if self.grid.replicas.has(file, to) {
                     continue;
                 }
-                if self.inbound.contains_key(&(file, to)) {
+                if self.grid.transfers.is_inbound(file, to) {
                     let attempt = self.records.jobs[job].attempts.len() - 1;
-                    self.waiters
-                        .entry((file, to))
-                        .or_default()
-                        .push((job, attempt));
+                    self.grid.transfers.wait_for(file, to, (job, attempt));
                     st.waiting += 1;
                     continue;
                 }
@@ -302,18 +299,14 @@ impl Manager {
             };
             // Condor's own transfer reads every input from the job's submit
             // machine, even where another user's holds a copy.
-            let home = self.home[job];
+            let home = self.grid.home[job];
             let preferred = preferred.or((self.settings.replica_policy == ReplicaPolicy::Return
                 && !excluded.contains(&home))
             .then_some(home));
             // Only a copy that is there can be read (one registered in its
             // job's postscript, with that registration).
-            let holders = match (&self.catalogue, self.settings.registration) {
-                (Some(c), Registration::Postscript) => c,
-                _ => &self.rls,
-            }
-            .holders(file);
-            let down = &self.down;
+            let holders = self.grid.replicas.readable(file);
+            let down = &self.grid.pool.down;
             let source = preferred
                 .filter(|&s| holders.contains(&s) && !down[s])
                 .or_else(|| {
@@ -321,7 +314,7 @@ impl Manager {
                         .iter()
                         .copied()
                         .filter(|&s| s != to && !excluded.contains(&s) && !down[s])
-                        .min_by_key(|&s| (self.serving[s], s))
+                        .min_by_key(|&s| (self.grid.transfers.serving(s), s))
                 });
             let Some(from) = source else {
                 let name = self.wf.files[file].name.clone();
@@ -355,7 +348,7 @@ impl Manager {
             };
             st.in_flight += 1;
             let attempt = self.records.jobs[job].attempts.len() - 1;
-            let id = self.start_flight(
+            self.start_flight(
                 (job, attempt),
                 file,
                 from,
@@ -364,24 +357,21 @@ impl Manager {
                 retry,
                 out,
             );
-            if self.settings.replica_policy == ReplicaPolicy::Caching {
-                self.inbound.insert((file, to), id);
-            }
         }
     }
 
     /// The prescript is over: the job goes to its site's queue, after the
     /// submit overhead if there is one.
     pub(super) fn submit(&mut self, job: JobId, out: &mut Vec<Command>) {
-        let Some(st) = self.staging[job].take() else {
+        let Some(st) = self.grid.staging[job].take() else {
             return;
         };
-        self.unplan_copies(&st.planned, st.site);
-        self.site_of[job] = st.site;
-        self.staged[job] = st.staged;
-        self.prescripts_running -= 1;
+        self.grid.replicas.unplan(&st.planned, st.site);
+        self.grid.site_of[job] = st.site;
+        self.grid.staged[job] = st.staged;
+        self.dag.prescripts_running -= 1;
         self.prescript_ended(job);
-        if self.nodes.noop[job] {
+        if self.dag.nodes.noop[job] {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
             // any) still runs. Its placement is let go, to be made again
             // if it runs again.
@@ -399,8 +389,8 @@ impl Manager {
             return;
         }
         let attempt = self.records.jobs[job].attempts.len() - 1;
-        if self.wms.settings.dagman_cycle() {
-            if let Some(at) = self.wms.queue_submit(job, attempt, self.now) {
+        if self.grid.pool.wms.settings.dagman_cycle() {
+            if let Some(at) = self.grid.pool.wms.queue_submit(job, attempt, self.now) {
                 self.schedule(at, Timer::DagmanTick);
             }
             return;
@@ -411,7 +401,7 @@ impl Manager {
     /// `condor_submit` of `job` ends at `at`: it reaches the schedd after the
     /// submit overhead.
     fn condor_submit(&mut self, job: JobId, attempt: usize, at: Time, out: &mut Vec<Command>) {
-        let at = at + self.wms.draw(&self.settings.submit_overhead);
+        let at = at + self.grid.pool.wms.draw(&self.settings.submit_overhead);
         if at > self.now {
             self.schedule(at, Timer::Submit { job, attempt });
         } else {
@@ -422,8 +412,8 @@ impl Manager {
     /// DAGMan's event loop: submits the staged jobs its limit allows.
     pub(super) fn dagman_tick(&mut self, out: &mut Vec<Command>) {
         let (made, next) = {
-            let (state, attempts) = (&self.state, &self.records.jobs);
-            self.wms.dagman_tick(self.now, |j, a| {
+            let (state, attempts) = (&self.dag.state, &self.records.jobs);
+            self.grid.pool.wms.dagman_tick(self.now, |j, a| {
                 state[j] == JobState::Staging && attempts[j].attempts.len() == a + 1
             })
         };
@@ -441,22 +431,22 @@ impl Manager {
         if self.submission_held(job) {
             return;
         }
-        let site = self.site_of[job];
+        let site = self.grid.site_of[job];
         self.note_uses(job);
         self.set_state(job, JobState::Queued);
-        self.active[site] += 1;
+        self.grid.pool.active[site] += 1;
         self.records.sites[site].submitted += 1;
         if self.settings.monit_interval > 0.0 {
             let attempt = self.records.jobs[job].attempts.len() - 1;
-            self.idle.push_back((self.now, job, attempt));
+            self.grid.pool.idle.push_back((self.now, job, attempt));
         }
         let attempt = self.records.jobs[job].attempts.len() - 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.submitted = Some(self.now);
         }
-        if self.wms.negotiates() {
+        if self.grid.pool.wms.negotiates() {
             // Idle in the schedd until the negotiator matches it to a slot.
-            if let Some(at) = self.wms.idle(job, attempt, site, self.now) {
+            if let Some(at) = self.grid.pool.wms.idle(job, attempt, site, self.now) {
                 self.schedule(at, Timer::Negotiate);
             }
         } else {
@@ -474,7 +464,7 @@ impl Manager {
     pub(super) fn negotiate(&mut self, out: &mut Vec<Command>) {
         let (matched, next) = {
             let idle = idle_view!(self);
-            self.wms.negotiate(self.now, |j, a| idle.waits(j, a))
+            self.grid.pool.wms.negotiate(self.now, |j, a| idle.waits(j, a))
         };
         for (job, _) in matched {
             self.start_matched(job, out);
@@ -487,7 +477,7 @@ impl Manager {
     /// A job with a slot: the schedd starts it (its shadow) as its start
     /// rate allows, and it enters its site's queue.
     pub(super) fn start_matched(&mut self, job: JobId, out: &mut Vec<Command>) {
-        let at = self.wms.start_at(self.now);
+        let at = self.grid.pool.wms.start_at(self.now);
         if at > self.now {
             let attempt = self.records.jobs[job].attempts.len() - 1;
             self.schedule(at, Timer::Start { job, attempt });
@@ -500,8 +490,8 @@ impl Manager {
 
     /// The schedd started `job`: it enters its site's queue.
     pub(super) fn send_to_site(&mut self, job: JobId, out: &mut Vec<Command>) {
-        self.at_site[job] = true;
-        let exits = &self.nodes.exits[job];
+        self.grid.pool.at_site[job] = true;
+        let exits = &self.dag.nodes.exits[job];
         // The program's runs so far (its retries may have been reset since:
         // a sub-DAG run again from its rescue).
         let attempt = self.records.jobs[job]
@@ -511,7 +501,7 @@ impl Manager {
             .count();
         out.push(Command::Submit {
             job,
-            site: self.site_of[job],
+            site: self.grid.site_of[job],
             exit: exits.get(attempt).or(exits.last()).copied().unwrap_or(0),
         });
     }
@@ -520,7 +510,7 @@ impl Manager {
     /// MonitQueue, removed by a stop): it leaves its slot, and the copies
     /// it staged are let go as the replica policy says.
     pub(super) fn leave_queue(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        self.active[site] -= 1;
+        self.grid.pool.active[site] -= 1;
         self.left_queue(job);
         self.leave_slot(job, site, out);
         self.unpin_staged(job, site, out);
@@ -537,13 +527,13 @@ impl Manager {
     /// `job` left its slot at `site` (ended, failed, killed): its claim goes
     /// to the site's next idle job, if any.
     pub(super) fn leave_slot(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        self.at_site[job] = false;
-        if !self.wms.negotiates() {
+        self.grid.pool.at_site[job] = false;
+        if !self.grid.pool.wms.negotiates() {
             return;
         }
         let next = {
             let idle = idle_view!(self);
-            self.wms
+            self.grid.pool.wms
                 .release_claim(job, site, self.now, |j, a| idle.waits(j, a))
         };
         if let Some((next, _)) = next {
@@ -557,25 +547,16 @@ impl Manager {
         result: Result<u64, TransferFailure>,
         out: &mut Vec<Command>,
     ) {
-        let Some(fl) = self.flights.take(id) else {
+        let Some(fl) = self.grid.transfers.end(id) else {
             return;
         };
-        self.serving[fl.from] -= 1;
-        let key = (fl.file, self.records.transfers[id as usize].to);
-        if self.inbound.get(&key) == Some(&id) {
-            self.inbound.remove(&key);
-        }
+        let key = (fl.file, fl.to);
         if result.is_ok()
             && self.settings.replica_policy == ReplicaPolicy::Caching
-            && !self.down[key.1]
+            && !self.grid.pool.down[key.1]
         {
             // A verified copy at the site: every later prescript may use it.
-            self.rls.register(key.0, key.1);
-            if self.settings.registration == Registration::Planned
-                && let Some(c) = self.catalogue.as_mut()
-            {
-                c.register(key.0, key.1);
-            }
+            self.grid.replicas.arrived(key.0, key.1);
         }
         if let Some(c) = self.changes.as_mut() {
             c.transfers.push(id);
@@ -617,7 +598,7 @@ impl Manager {
             return; // the attempt was aborted; its stragglers only count
         }
         let job = fl.job;
-        let Some(st) = self.staging[job].as_mut() else {
+        let Some(st) = self.grid.staging[job].as_mut() else {
             return;
         };
         st.in_flight -= 1;
@@ -629,7 +610,7 @@ impl Manager {
             Err(TransferFailure::NoSpace { never }) => {
                 let site = st.site;
                 if never {
-                    self.avoid.entry(job).or_default().push(site);
+                    self.grid.avoid.entry(job).or_default().push(site);
                     let reason = format!("`{}` can never fit", self.wf.files[fl.file].name);
                     self.abort_staging(job, reason, Retry::Now, out);
                 } else {
@@ -679,14 +660,14 @@ impl Manager {
     /// A transfer of `key.0` to `key.1` ended: the prescripts waiting for it
     /// go on (after a failure, each stages the file itself).
     pub(super) fn wake_waiters(&mut self, key: (FileId, SiteId), ok: bool, out: &mut Vec<Command>) {
-        let Some(waiters) = self.waiters.remove(&key) else {
+        let Some(waiters) = self.grid.transfers.take_waiters(key.0, key.1) else {
             return;
         };
         for (job, attempt) in waiters {
             if !self.is_current(job, attempt) {
                 continue;
             }
-            if let Some(st) = self.staging[job].as_mut() {
+            if let Some(st) = self.grid.staging[job].as_mut() {
                 st.waiting -= 1;
                 if !ok {
                     st.pending.push_front(key.0);
@@ -701,11 +682,11 @@ impl Manager {
     /// forgotten, its prescript's place freed, its inputs' pins released;
     /// false if it was not staging.
     pub(super) fn end_staging(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
-        let Some(st) = self.staging[job].take() else {
+        let Some(st) = self.grid.staging[job].take() else {
             return false;
         };
-        self.unplan_copies(&st.planned, st.site);
-        self.prescripts_running -= 1;
+        self.grid.replicas.unplan(&st.planned, st.site);
+        self.dag.prescripts_running -= 1;
         self.prescript_ended(job);
         let delete = self.postscript_replicas(st.site, &st.staged);
         self.release_pins(job, st.site, delete, false, out);
@@ -747,50 +728,5 @@ impl IdleView<'_> {
             && self.jobs[job].attempts.len() == attempt + 1
             && !self.at_site[job]
             && !self.killing[job]
-    }
-}
-
-impl Manager {
-    /// Whether a placement registers its job's inputs in the selectors'
-    /// catalogue at once ([`Registration::Planned`] with caching).
-    fn plans_inputs(&self) -> bool {
-        self.settings.registration == Registration::Planned && self.catalogue.is_some()
-    }
-
-    /// [`Registration::Planned`]: `files`, which a prescript plans to stage
-    /// at `site`, enter the selectors' catalogue there; returns them.
-    fn plan_copies(&mut self, files: &VecDeque<FileId>, site: SiteId) -> Vec<FileId> {
-        if !self.plans_inputs() {
-            return Vec::new();
-        }
-        let Some(c) = self.catalogue.as_mut() else {
-            return Vec::new();
-        };
-        for &f in files {
-            *self.planned.entry((f, site)).or_default() += 1;
-            c.register(f, site);
-        }
-        files.iter().copied().collect()
-    }
-
-    /// A prescript that planned `files` at `site` ended (its job submitted,
-    /// or aborted): each leaves the selectors' catalogue there unless it
-    /// arrived or another prescript still plans it.
-    fn unplan_copies(&mut self, files: &[FileId], site: SiteId) {
-        for &f in files {
-            let Some(n) = self.planned.get_mut(&(f, site)) else {
-                continue;
-            };
-            *n -= 1;
-            if *n > 0 {
-                continue;
-            }
-            self.planned.remove(&(f, site));
-            if !self.rls.has(f, site)
-                && let Some(c) = self.catalogue.as_mut()
-            {
-                c.unregister(f, site);
-            }
-        }
     }
 }

@@ -13,41 +13,41 @@ use crate::core::Command;
 impl Manager {
     /// Names the site selector in what a stall says (`--strategy`'s name).
     pub fn set_selector_name(&mut self, name: &str) {
-        self.selector_name = name.to_string();
+        self.grid.selector_name = name.to_string();
     }
 
     /// Why the run can make no more progress, when it cannot (see the
     /// module docs); `None` while it can.
     pub fn stalled(&self) -> Option<String> {
-        let c = &self.counts;
+        let c = &self.dag.counts;
         if self.is_finished()
             || self.next_wakeup().is_some()
             || c.staging + c.queued + c.running > 0
             || self.transfers_in_flight() > 0
-            || self.prescripts_running > 0
+            || self.dag.prescripts_running > 0
         {
             return None;
         }
-        let left = self.state.len() - c.done - c.failed - c.blocked;
+        let left = self.dag.state.len() - c.done - c.failed - c.blocked;
         let exec: Vec<bool> = self.sites.iter().map(|s| s.cpus > 0).collect();
         if exec
             .iter()
-            .zip(&self.down)
+            .zip(&self.grid.pool.down)
             .all(|(&runs, &down)| !runs || down)
         {
             return Some(format!(
                 "{left} jobs are left and no execution site is up"
             ));
         }
-        if !self.held.is_empty() {
-            let name = if self.selector_name.is_empty() {
+        if !self.dag.held.is_empty() {
+            let name = if self.grid.selector_name.is_empty() {
                 "site selector".to_string()
             } else {
-                format!("site selector `{}`", self.selector_name)
+                format!("site selector `{}`", self.grid.selector_name)
             };
             return Some(format!(
                 "every ready job ({}) is held by the {name}, and no job runs or moves that could change its mind",
-                self.held.len()
+                self.dag.held.len()
             ));
         }
         Some(format!(
@@ -64,17 +64,17 @@ impl Manager {
             return false;
         };
         let why = format!("the run could make no more progress: {why}");
-        self.held.clear();
-        let mut stuck: Vec<usize> = (0..self.state.len())
-            .filter(|&j| self.state[j] == JobState::Ready)
+        self.dag.held.clear();
+        let mut stuck: Vec<usize> = (0..self.dag.state.len())
+            .filter(|&j| self.dag.state[j] == JobState::Ready)
             .collect();
         if stuck.is_empty() {
-            stuck = (0..self.state.len())
-                .filter(|&j| self.state[j] == JobState::Waiting)
+            stuck = (0..self.dag.state.len())
+                .filter(|&j| self.dag.state[j] == JobState::Waiting)
                 .collect();
         }
         for job in stuck {
-            if matches!(self.state[job], JobState::Ready | JobState::Waiting) {
+            if matches!(self.dag.state[job], JobState::Ready | JobState::Waiting) {
                 self.fail_for_good(job, why.clone());
             }
         }

@@ -224,9 +224,9 @@ impl SubDags {
 impl Manager {
     /// Whether every node of sub-DAG `k` is over.
     fn subdag_over(&self, k: usize) -> bool {
-        self.nodes.subdags[k].members.iter().all(|&m| {
+        self.dag.nodes.subdags[k].members.iter().all(|&m| {
             matches!(
-                self.state[m],
+                self.dag.state[m],
                 JobState::Done | JobState::Failed | JobState::Blocked
             )
         })
@@ -236,15 +236,15 @@ impl Manager {
     /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
     /// nothing more of it can run).
     pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
-        let Some(k) = self.subdags.of_node(job) else {
+        let Some(k) = self.dag.subdags.of_node(job) else {
             return false;
         };
-        if !self.subdags.failed[k] || self.subdag_over(k) {
+        if !self.dag.subdags.failed[k] || self.subdag_over(k) {
             return false;
         }
-        if !self.subdags.held[k] {
-            self.subdags.held[k] = true;
-            self.subdags.holding += 1;
+        if !self.dag.subdags.held[k] {
+            self.dag.subdags.held[k] = true;
+            self.dag.subdags.holding += 1;
         }
         true
     }
@@ -252,16 +252,16 @@ impl Manager {
     /// `job` is over: if it was the last node running of a held sub-DAG,
     /// that sub-DAG's node is ready.
     pub(super) fn subdag_member_over(&mut self, job: JobId) {
-        if self.subdags.holding == 0 {
+        if self.dag.subdags.holding == 0 {
             return;
         }
-        let Some(&k) = self.subdags.member_of.get(&job) else {
+        let Some(&k) = self.dag.subdags.member_of.get(&job) else {
             return;
         };
-        if self.subdags.held[k] && self.subdag_over(k) {
-            self.subdags.held[k] = false;
-            self.subdags.holding -= 1;
-            self.make_ready(self.nodes.subdags[k].node);
+        if self.dag.subdags.held[k] && self.subdag_over(k) {
+            self.dag.subdags.held[k] = false;
+            self.dag.subdags.holding -= 1;
+            self.make_ready(self.dag.nodes.subdags[k].node);
         }
     }
 
@@ -269,15 +269,15 @@ impl Manager {
     /// `node` is not blocked but counts it as over, and its DAG will end
     /// failed.
     pub(super) fn subdag_leaf_failed(&mut self, node: JobId, k: usize) {
-        self.subdags.failed[k] = true;
+        self.dag.subdags.failed[k] = true;
         self.release_child(node);
     }
 
     /// The no-op `job` ended its PRE script's part: the nodes of its
     /// sub-DAG's new run that waited for it may start.
     pub(super) fn open_gate(&mut self, job: JobId) {
-        if let Some(k) = self.subdags.of_entry(job) {
-            for m in std::mem::take(&mut self.subdags.gate[k]) {
+        if let Some(k) = self.dag.subdags.of_entry(job) {
+            for m in std::mem::take(&mut self.dag.subdags.gate[k]) {
                 self.release_child(m);
             }
             self.release_subdag_final(k);
@@ -287,19 +287,19 @@ impl Manager {
     /// The nodes of a sub-DAG's run again waiting for its entry no-op
     /// `entry` (none when `entry` is no entry).
     pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
-        self.subdags
+        self.dag.subdags
             .of_entry(entry)
-            .map_or(&[], |k| &self.subdags.gate[k])
+            .map_or(&[], |k| &self.dag.subdags.gate[k])
     }
 
     /// The PRE script's no-op `job` failed for good: the nodes of its
     /// sub-DAG's new run that waited for it, and its FINAL node, are
     /// blocked (the sub-DAG never runs); returns them.
     pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
-        match self.subdags.of_entry(job) {
+        match self.dag.subdags.of_entry(job) {
             Some(k) => {
-                let mut gated = std::mem::take(&mut self.subdags.gate[k]);
-                gated.extend(self.nodes.subdags[k].final_node);
+                let mut gated = std::mem::take(&mut self.dag.subdags.gate[k]);
+                gated.extend(self.dag.nodes.subdags[k].final_node);
                 gated
             }
             None => Vec::new(),
@@ -309,19 +309,19 @@ impl Manager {
     /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
     /// counts the PRE script's failures, and it fails when they fail it.
     pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
-        let k = self.subdags.of_entry(job)?;
-        Some(self.nodes.subdags[k].node)
+        let k = self.dag.subdags.of_entry(job)?;
+        Some(self.dag.nodes.subdags[k].node)
     }
 
     /// The sub-DAG node `node`'s PRE script exited its PRE_SKIP value: the
     /// node is done without its DAG running or its POST script, and the
     /// DAG's nodes with it, as a DONE sub-DAG node's are.
     pub(super) fn skip_subdag(&mut self, node: JobId) {
-        let Some(k) = self.subdags.of_node(node) else {
+        let Some(k) = self.dag.subdags.of_node(node) else {
             return;
         };
-        for m in self.nodes.subdags[k].members.clone().into_iter().chain([node]) {
-            if matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+        for m in self.dag.nodes.subdags[k].members.clone().into_iter().chain([node]) {
+            if matches!(self.dag.state[m], JobState::Waiting | JobState::Ready) {
                 self.complete_without_running(m);
             }
         }
@@ -331,18 +331,18 @@ impl Manager {
     /// FINAL node it is a node of count it, and run their FINAL once every
     /// other node is over.
     pub(super) fn count_for_subdag_finals(&mut self, job: JobId, over: bool) {
-        if self.subdags.final_scope.is_empty() {
+        if self.dag.subdags.final_scope.is_empty() {
             return;
         }
-        let Some(ks) = self.subdags.final_scope.get(&job).cloned() else {
+        let Some(ks) = self.dag.subdags.final_scope.get(&job).cloned() else {
             return;
         };
         for k in ks {
             if over {
-                self.subdags.not_over[k] -= 1;
+                self.dag.subdags.not_over[k] -= 1;
                 self.release_subdag_final(k);
             } else {
-                self.subdags.not_over[k] += 1;
+                self.dag.subdags.not_over[k] += 1;
             }
         }
     }
@@ -352,20 +352,20 @@ impl Manager {
     /// `RemoveServiceNodes`): they end done, their attempts recorded as
     /// removed.
     pub(super) fn remove_subdag_services(&mut self, out: &mut Vec<Command>) {
-        if self.subdags.services.iter().all(Vec::is_empty) {
+        if self.dag.subdags.services.iter().all(Vec::is_empty) {
             return;
         }
-        for k in 0..self.nodes.subdags.len() {
-            let fin = self.nodes.subdags[k].final_node;
+        for k in 0..self.dag.nodes.subdags.len() {
+            let fin = self.dag.nodes.subdags[k].final_node;
             let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
-            if self.subdags.services[k].is_empty()
-                || self.subdags.not_over[k] > 0
-                || fin.is_some_and(|f| !over(self.state[f]))
+            if self.dag.subdags.services[k].is_empty()
+                || self.dag.subdags.not_over[k] > 0
+                || fin.is_some_and(|f| !over(self.dag.state[f]))
             {
                 continue;
             }
-            for j in std::mem::take(&mut self.subdags.services[k]) {
-                if over(self.state[j]) {
+            for j in std::mem::take(&mut self.dag.subdags.services[k]) {
+                if over(self.dag.state[j]) {
                     continue;
                 }
                 self.withdraw(j, out);
@@ -379,11 +379,11 @@ impl Manager {
     /// entry, which runs the node's PRE script, is done) and every other
     /// node of it is over (DAGMan's `Dag::StartFinalNode`).
     fn release_subdag_final(&mut self, k: usize) {
-        let d = &self.nodes.subdags[k];
+        let d = &self.dag.nodes.subdags[k];
         if let (Some(f), Some(e)) = (d.final_node, d.entry)
-            && self.subdags.not_over[k] == 0
-            && self.state[e] == JobState::Done
-            && self.state[f] == JobState::Waiting
+            && self.dag.subdags.not_over[k] == 0
+            && self.dag.state[e] == JobState::Done
+            && self.dag.state[f] == JobState::Waiting
         {
             self.make_ready(f);
         }
@@ -393,20 +393,20 @@ impl Manager {
     /// (see `abort.rs`), and exits `abort.dag_return`; the DAG around it
     /// goes on. `abort.node`'s own end is left to its caller.
     pub(super) fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
-        if self.subdags.aborted[k].is_some() {
+        if self.dag.subdags.aborted[k].is_some() {
             return;
         }
-        self.subdags.aborted[k] = Some(abort);
-        self.subdags.aborts += 1;
-        self.subdags.failed[k] = true;
-        let node = self.nodes.subdags[k].node;
-        let members = self.nodes.subdags[k].members.clone();
+        self.dag.subdags.aborted[k] = Some(abort);
+        self.dag.subdags.aborts += 1;
+        self.dag.subdags.failed[k] = true;
+        let node = self.dag.nodes.subdags[k].node;
+        let members = self.dag.nodes.subdags[k].members.clone();
         let wf = self.wf.clone();
-        let fin = self.nodes.subdags[k].final_node;
+        let fin = self.dag.nodes.subdags[k].final_node;
         for &m in &members {
             if Some(m) != abort.node
                 && Some(m) != fin
-                && matches!(self.state[m], JobState::Waiting | JobState::Ready)
+                && matches!(self.dag.state[m], JobState::Waiting | JobState::Ready)
             {
                 self.set_state(m, JobState::Blocked);
                 // A leaf that will never run is over for the node.
@@ -418,7 +418,7 @@ impl Manager {
         for m in members {
             if Some(m) != abort.node
                 && matches!(
-                    self.state[m],
+                    self.dag.state[m],
                     JobState::Staging | JobState::Queued | JobState::Running
                 )
             {
@@ -430,21 +430,21 @@ impl Manager {
     /// The sub-DAG node `job`, released once its DAG is over, "ran" at
     /// `site`: its DAG's exit value when that is a failure, else `None`.
     pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
-        let k = self.subdags.of_node(job)?;
+        let k = self.dag.subdags.of_node(job)?;
         // With a FINAL node, its outcome is the sub-DAG's.
-        let failed = match self.nodes.subdags[k].final_node {
-            Some(f) => self.state[f] != JobState::Done,
-            None => self.subdags.failed[k],
+        let failed = match self.dag.nodes.subdags[k].final_node {
+            Some(f) => self.dag.state[f] != JobState::Done,
+            None => self.dag.subdags.failed[k],
         };
         if !failed {
             return None;
         }
         // An abort's RETURN 0 is the sub-DAG's success.
-        let exit = self.subdags.aborted[k].map_or(1, |a| a.dag_return);
+        let exit = self.dag.subdags.aborted[k].map_or(1, |a| a.dag_return);
         if exit == 0 {
             return None;
         }
-        let (members, state) = (&self.nodes.subdags[k].members, &self.state);
+        let (members, state) = (&self.dag.nodes.subdags[k].members, &self.dag.state);
         let ended = |s: JobState| -> Vec<JobId> {
             members.iter().copied().filter(|&m| state[m] == s).collect()
         };
@@ -454,8 +454,8 @@ impl Manager {
             failed: ended(JobState::Failed),
         };
         // A sub-DAG whose file could not be read ran nothing to rescue.
-        if !self.nodes.subdags[k].deferred {
-            self.subdags.runs_failed.push(run);
+        if !self.dag.nodes.subdags[k].deferred {
+            self.dag.subdags.runs_failed.push(run);
         }
         Some(exit)
     }
@@ -483,49 +483,49 @@ impl Manager {
     /// their retries reset, behind its PRE script if it has one; `job`
     /// waits for its DAG's leaves again.
     pub(super) fn restart_subdag(&mut self, job: JobId, k: usize) {
-        self.subdags.failed[k] = false;
-        if self.subdags.aborted[k].take().is_some() {
-            self.subdags.aborts -= 1;
+        self.dag.subdags.failed[k] = false;
+        if self.dag.subdags.aborted[k].take().is_some() {
+            self.dag.subdags.aborts -= 1;
         }
-        let sub = self.nodes.subdags[k].clone();
+        let sub = self.dag.nodes.subdags[k].clone();
         // Its FINAL node runs again with every run.
         let mut again: Vec<JobId> = sub
             .members
             .iter()
             .copied()
             .filter(|&m| {
-                matches!(self.state[m], JobState::Failed | JobState::Blocked)
-                    || Some(m) == sub.final_node && self.state[m] != JobState::Waiting
+                matches!(self.dag.state[m], JobState::Failed | JobState::Blocked)
+                    || Some(m) == sub.final_node && self.dag.state[m] != JobState::Waiting
             })
             .collect();
         // A nested sub-DAG run again runs its PRE script again too, and so
         // does this one.
-        for d in &self.nodes.subdags {
+        for d in &self.dag.nodes.subdags {
             if let Some(e) = d.entry
                 && (d.node == job || again.contains(&d.node))
-                && self.state[e] == JobState::Done
+                && self.dag.state[e] == JobState::Done
             {
                 again.push(e);
             }
         }
-        for d in self.nodes.subdags.clone() {
+        for d in self.dag.nodes.subdags.clone() {
             if again.contains(&d.node)
-                && let Some(n) = self.subdags.of_node(d.node)
+                && let Some(n) = self.dag.subdags.of_node(d.node)
             {
-                self.subdags.failed[n] = false;
-                if self.subdags.aborted[n].take().is_some() {
-                    self.subdags.aborts -= 1;
+                self.dag.subdags.failed[n] = false;
+                if self.dag.subdags.aborted[n].take().is_some() {
+                    self.dag.subdags.aborts -= 1;
                 }
             }
         }
         for &m in &again {
             self.records.jobs[m].failure = None;
             self.records.jobs[m].blocked_by = None;
-            self.failures[m] = 0;
-            self.replans[m] = 0;
+            self.dag.failures[m] = 0;
+            self.grid.replans[m] = 0;
             for i in 0..self.wf.jobs[m].inputs.len() {
                 let f = self.wf.jobs[m].inputs[i];
-                self.readers_left[f] += 1;
+                self.grid.readers_left[f] += 1;
             }
             self.set_state(m, JobState::Waiting);
         }
@@ -535,22 +535,22 @@ impl Manager {
         for &m in &again {
             let wf = &self.wf;
             let workflow = wf.jobs[m].parents.iter();
-            let ordering = (0..self.ordering.len()).filter(|&p| self.ordering[p].contains(&m));
-            self.missing_parents[m] = workflow
+            let ordering = (0..self.dag.ordering.len()).filter(|&p| self.dag.ordering[p].contains(&m));
+            self.dag.missing_parents[m] = workflow
                 .copied()
                 .chain(ordering)
-                .filter(|&p| self.state[p] != JobState::Done)
+                .filter(|&p| self.dag.state[p] != JobState::Done)
                 .count();
         }
         for m in again {
             // A FINAL node waits for the rest of its sub-DAG.
-            if self.missing_parents[m] > 0 || self.subdags.is_final(m) {
+            if self.dag.missing_parents[m] > 0 || self.dag.subdags.is_final(m) {
                 continue;
             }
             match sub.entry {
                 Some(e) if e != m => {
-                    self.missing_parents[m] += 1;
-                    self.subdags.gate[k].push(m);
+                    self.dag.missing_parents[m] += 1;
+                    self.dag.subdags.gate[k].push(m);
                 }
                 _ => self.make_ready(m),
             }

@@ -1335,8 +1335,8 @@ fn planned_registration_shows_a_copy_on_its_way_and_forgets_one_that_never_comes
     w.fail_from = Some(0);
     w.run();
     assert!(!w.m.succeeded(), "x never arrives anywhere");
-    assert!(w.m.planned.is_empty());
-    let catalogue = w.m.catalogue.as_ref().expect("planned registration keeps one");
+    assert!(w.m.grid.replicas.planned_len() == 0);
+    let catalogue = w.m.grid.replicas.catalogue().expect("planned registration keeps one");
     assert_eq!(catalogue.holders(0), w.m.rls().holders(0));
 }
 
@@ -1714,7 +1714,7 @@ fn storage_aware_release_places_a_job_only_where_its_files_fit_now() {
     let aware = run(true);
     assert_eq!(staged_without_room(&aware), 0);
     assert!(aware.m.records().jobs.iter().all(|j| j.attempts.len() == 1));
-    assert_eq!(aware.m.room.committed(1), 7 * 5, "the seven final outputs");
+    assert_eq!(aware.m.grid.room.committed(1), 7 * 5, "the seven final outputs");
     let blind = run(false);
     assert!(staged_without_room(&blind) > 0, "placed without room");
 }
@@ -1746,7 +1746,7 @@ fn stage_out_sends_final_outputs_home_so_that_a_small_disk_holds_only_the_work_u
         assert!(w.m.rls().has(out, 0), "out-{i} is home");
         assert!(w.cleaned.contains(&(1, out)), "out-{i} cleaned where it was made");
     }
-    assert_eq!(w.m.room.committed(1), 0, "nothing is kept at the site");
+    assert_eq!(w.m.grid.room.committed(1), 0, "nothing is kept at the site");
 }
 
 /// A sub-DAG `s` of `s+a` → `s+b`, with `s+c` (`c_runtime` s) beside

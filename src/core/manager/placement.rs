@@ -1,0 +1,98 @@
+//! The grid's data placement state (seed 000 §4–5, seed 003 §3–6): where
+//! each job goes and why it may not, its prescript's staging, the replica
+//! catalogues (RLS), the transfers in flight, the pool's queues and
+//! MonitQueue, disk room, stage-out and cache maintenance. The DAGMan node
+//! life cycle is the other room (`node_life`); the manager drives both.
+
+use super::maintenance::Cache;
+use super::memo::Memo;
+use super::room::{Room, RoomStall};
+use super::stage_out::{Finals, StageOut};
+use super::Staging;
+use crate::core::seams::SiteSelector;
+use crate::core::wms::Wms;
+use crate::core::{FileId, JobId, SiteId, Time};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
+
+/// Where the run's files and jobs are on the grid, and what moves them.
+pub(super) struct Placement {
+    /// Chooses each job's site.
+    pub(super) selector: Box<dyn SiteSelector>,
+    /// The selector's name, for what a stall says.
+    pub(super) selector_name: String,
+    /// The replica catalogues.
+    pub(super) replicas: super::replicas::Replicas,
+    /// Transfers in flight and who waits for them.
+    pub(super) transfers: super::transfers::Transfers,
+    /// The pool: its serial stages, queues and slots.
+    pub(super) pool: Pool,
+    /// Cache maintenance and k-replication.
+    pub(super) cache: Cache,
+    /// Final outputs on their way to their submit machine.
+    pub(super) finals: Finals,
+    /// Waits for room in a row, per job.
+    pub(super) stall: RoomStall,
+    /// Per job: the site of its current (or last) attempt.
+    pub(super) site_of: Vec<SiteId>,
+    /// Per job: times planned again for want of room or a vanished input.
+    pub(super) replans: Vec<u32>,
+    /// Per job: times it waited for room.
+    pub(super) room_waits: Vec<u32>,
+    /// Per job: sites it must not go to again.
+    pub(super) avoid: HashMap<JobId, Vec<SiteId>>,
+    /// Per job: the site its next attempt must avoid, if it can go elsewhere
+    /// (where MonitQueue killed it, or where it stalled for want of room).
+    pub(super) avoid_once: Vec<Option<SiteId>>,
+    /// What each site's disk has committed, and the jobs waiting for room.
+    pub(super) room: Room,
+    /// Per job: its prescript's staging state while it stages.
+    pub(super) staging: Vec<Option<Staging>>,
+    /// Per job: inputs its last prescript transferred, for the postscript.
+    pub(super) staged: Vec<Vec<FileId>>,
+    /// Per job: its submit machine, where the site holding its first
+    /// initially placed input (else its first parent's home; else the
+    /// first placement's site). The `return` policy sends outputs there.
+    pub(super) home: Vec<SiteId>,
+    /// Per job: its outputs on their way home.
+    pub(super) stage_outs: Vec<Option<StageOut>>,
+    /// Memoization within the run, when jobs have twins.
+    pub(super) memo: Option<Memo>,
+    /// Per job: nominal bytes of its inputs and outputs, which must be at
+    /// its site at once.
+    pub(super) footprint: Vec<u64>,
+    /// Per file: jobs that read it and have not ended (in-place cleanup).
+    pub(super) readers_left: Vec<u32>,
+    /// Intermediate outputs whose last reader ended, to clean up.
+    pub(super) cleanup_due: Vec<FileId>,
+    /// Jobs woken by room freed, between two offers (kept for its capacity).
+    pub(super) woken: Vec<JobId>,
+    /// Reused buffer of eligible sites.
+    pub(super) eligible: Vec<SiteId>,
+    /// The site where a job ended last.
+    pub(super) last_ended: Option<SiteId>,
+    /// A job left its slot or a site went down or up since the held jobs
+    /// were last offered.
+    pub(super) grid_changed: bool,
+    /// Jobs ended so far: only an end frees room for good (a job that
+    /// enters a queue may yet fail for want of room for its outputs).
+    pub(super) progress: u64,
+}
+
+/// The pool's schedd, negotiator and slots as the manager sees them.
+pub(super) struct Pool {
+    /// The pool's serial stages.
+    pub(super) wms: Wms,
+    /// Per job: sent to its site's queue (matched and started by the schedd).
+    pub(super) at_site: Vec<bool>,
+    /// MonitQueue: queued jobs (submitted, job, attempt) in submission order.
+    pub(super) idle: VecDeque<(Time, JobId, usize)>,
+    /// Per job: a Kill is out and unanswered.
+    pub(super) killing: Vec<bool>,
+    /// Per site: jobs staging there, queued or running (claimed slots).
+    pub(super) claimed: Vec<usize>,
+    /// Per site: jobs running there.
+    pub(super) active: Vec<usize>,
+    /// Per site: crashed and not yet recovered.
+    pub(super) down: Vec<bool>,
+}
