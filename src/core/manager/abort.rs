@@ -17,12 +17,6 @@ use super::*;
 pub const EXIT_ABORT: i32 = 2;
 
 impl Manager {
-    /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
-    pub(super) fn stopped_for(&self, job: JobId) -> bool {
-        self.dag.abort.is_some() && Some(job) != self.dag.nodes.final_node
-            || self.dag.subdags.stopped(job).is_some() && !self.dag.subdags.is_final(job)
-    }
-
     /// `ABORT-DAG-ON`: `job` exited `status` (its job, or its PRE or POST
     /// script); if that value aborts the DAG, the DAG stops. `job` itself
     /// is left to its caller, which ends it as its status says.
@@ -65,7 +59,7 @@ impl Manager {
     /// one node).
     pub(super) fn script_macros(&self, job: JobId, kind: ScriptKind, status: i32) -> ScriptMacros {
         // A sub-DAG node's PRE script runs in a no-op: the node's.
-        let owner = self.node_of_entry(job).unwrap_or(job);
+        let owner = self.dag.node_of_entry(job).unwrap_or(job);
         let own = self.dag.subdags.innermost(owner);
         let stopped = self.dag.abort.is_some() || self.dag.subdags.stopped(owner).is_some();
         let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
@@ -222,7 +216,7 @@ impl Manager {
                         .iter()
                         .any(|r| r.kind == ScriptKind::Post && r.end.is_none())
                 });
-                let was_held = self.forget_post(job);
+                let was_held = self.dag.forget_post(job);
                 if post_running {
                     self.post_ended(job, out);
                     out.push(Command::Remove { job, site });
@@ -253,5 +247,13 @@ impl Manager {
                 r.end = Some(self.now);
             }
         }
+    }
+}
+
+impl NodeLife {
+    /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
+    pub(super) fn stopped_for(&self, job: JobId) -> bool {
+        self.abort.is_some() && Some(job) != self.nodes.final_node
+            || self.subdags.stopped(job).is_some() && !self.subdags.is_final(job)
     }
 }

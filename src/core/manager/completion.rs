@@ -76,7 +76,7 @@ impl Manager {
             return;
         }
         self.grid.pool.active[site] -= 1;
-        self.left_queue(job);
+        self.dag.left_queue(job);
         let staged = self.staged_of(job);
         let delete = self.postscript_replicas(site, &staged);
         let home_bound = result.is_ok() && self.sends_home(job, site);
@@ -153,7 +153,7 @@ impl Manager {
         self.records.sites[site].failed += 1;
         self.set_state(job, JobState::Ready);
         self.abort_on(job, status, out);
-        let retry = self.unless_exit(job, status);
+        let retry = self.dag.unless_exit(job, status);
         self.retry(job, retry);
     }
 
@@ -199,21 +199,12 @@ impl Manager {
             a.ended = Some(self.now);
             a.outcome = Outcome::Ended;
         }
-        if let Some(node) = self.node_of_entry(job) {
+        if let Some(node) = self.dag.node_of_entry(job) {
             self.skip_subdag(node);
         }
         self.set_state(job, JobState::Done);
         if !std::mem::take(&mut self.dag.rerun[job]) {
             self.release_children(job);
-        }
-    }
-
-    /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
-    fn unless_exit(&self, job: JobId, status: i32) -> Retry {
-        if self.dag.nodes.retry_unless_exit[job] == Some(status) {
-            Retry::Never
-        } else {
-            Retry::Counted
         }
     }
 
@@ -242,7 +233,7 @@ impl Manager {
             ScriptKind::Pre => self.dag.nodes.pre_defer[job],
             ScriptKind::Post => self.dag.nodes.post_defer[job],
         };
-        let retry = self.unless_exit(job, status);
+        let retry = self.dag.unless_exit(job, status);
         if let Some(run) = self.records.jobs[job].attempts.last_mut().and_then(|a| {
             a.scripts
                 .iter_mut()
@@ -267,7 +258,7 @@ impl Manager {
                 self.abort_on(job, status, out);
                 if status != 0 && self.dag.nodes.pre_skip[job] == Some(status) {
                     self.pre_skipped(job, out);
-                } else if status == 0 && !self.stopped_for(job) {
+                } else if status == 0 && !self.dag.stopped_for(job) {
                     self.launch(job, out);
                 } else if status == 0 {
                     let reason = self.stop_reason(job);
@@ -342,7 +333,7 @@ impl Manager {
         }
         // A sub-DAG's entry submits its DAG, which its DAGMan's limit may
         // hold.
-        if self.subdag_start_held(job) {
+        if self.dag.subdag_start_held(job) {
             return;
         }
         self.release_children(job);
@@ -351,5 +342,16 @@ impl Manager {
     /// Inputs that the job's last prescript transferred (not those it found).
     pub(super) fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
         std::mem::take(&mut self.grid.staged[job])
+    }
+}
+
+impl NodeLife {
+    /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
+    fn unless_exit(&self, job: JobId, status: i32) -> Retry {
+        if self.nodes.retry_unless_exit[job] == Some(status) {
+            Retry::Never
+        } else {
+            Retry::Counted
+        }
     }
 }

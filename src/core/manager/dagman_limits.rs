@@ -166,156 +166,18 @@ impl DagmanLimits {
 }
 
 impl Manager {
-    /// The DAGMan `job` is a node of.
-    fn dagman_of(&self, job: JobId) -> usize {
-        self.dag.subdags.innermost(job).map_or(0, |k| k + 1)
-    }
-
-    /// Whether `job`'s DAGMan holds its submission (it is then held): too
-    /// many of its jobs idle, or in the queue.
-    pub(super) fn submission_held(&mut self, job: JobId) -> bool {
-        let l = &self.dag.limits;
-        if !l.idle.on && !l.submitted.on {
-            return false;
-        }
-        let d = self.dagman_of(job);
-        if self.dag.limits.idle.on && self.dag.limits.idle.full(d) {
-            self.dag.limits.idle.held[d].push_back(Held::Job(job));
-            return true;
-        }
-        self.submission_held_by(d, Held::Job(job))
-    }
-
-    /// Whether DAGMan `d`'s `DAGMAN_MAX_JOBS_SUBMITTED` holds `what`; else
-    /// it counts it.
-    fn submission_held_by(&mut self, d: usize, what: Held) -> bool {
-        if !self.dag.limits.submitted.on {
-            return false;
-        }
-        if self.dag.limits.submitted.hold_or_count(d, what) {
-            return true;
-        }
-        if let Held::SubDag(entry) = what
-            && let Some(node) = self.node_of_entry(entry)
-            && let Some(k) = self.dag.subdags.of_node(node)
-        {
-            self.dag.limits.counted[k] = true;
-        }
-        false
-    }
-
-    /// `job` went into or out of the queue's idle jobs (`idle`): its
-    /// DAGMan's count of them follows.
-    pub(super) fn idle_moved(&mut self, job: JobId, idle: bool) {
-        if self.dag.limits.idle.on {
-            let d = self.dagman_of(job);
-            let c = &mut self.dag.limits.idle.count[d];
-            *c = if idle { *c + 1 } else { *c - 1 };
-        }
-    }
-
-    /// The entry no-op `job` of a sub-DAG ended: its DAG is submitted, one
-    /// job of the DAGMan above, which may hold it (then its nodes wait).
-    pub(super) fn subdag_start_held(&mut self, job: JobId) -> bool {
-        self.dag.limits.submitted.on
-            && self.node_of_entry(job).is_some()
-            && self.submission_held_by(self.dagman_of(job), Held::SubDag(job))
-    }
-
-    /// The sub-DAG node `job`'s DAG ended: its DAGMan's job left the queue
-    /// of the DAGMan above.
-    pub(super) fn subdag_left_queue(&mut self, job: JobId) {
-        if !self.dag.limits.submitted.on {
-            return;
-        }
-        if let Some(k) = self.dag.subdags.of_node(job)
-            && std::mem::take(&mut self.dag.limits.counted[k])
-        {
-            let d = self.dagman_of(job);
-            self.dag.limits.submitted.count[d] -= 1;
-        }
-    }
-
-    /// `job` left the queue (it ended, was killed or removed): a held
-    /// submission of its DAGMan may go.
-    pub(super) fn left_queue(&mut self, job: JobId) {
-        if self.dag.limits.submitted.on {
-            let d = self.dagman_of(job);
-            self.dag.limits.submitted.count[d] -= 1;
-        }
-    }
-
-    /// Whether `job`'s DAGMan holds its POST script (it is then held).
-    pub(super) fn post_held(&mut self, job: JobId) -> bool {
-        self.dag.limits.post.on && {
-            let d = self.dagman_of(job);
-            self.dag.limits.post.hold_or_count(d, Held::Job(job))
-        }
-    }
-
     /// `job`'s POST script ended (or was stopped): the next one its DAGMan
     /// held may run.
     pub(super) fn post_ended(&mut self, job: JobId, out: &mut Vec<Command>) {
         if !self.dag.limits.post.on {
             return;
         }
-        let d = self.dagman_of(job);
+        let d = self.dag.dagman_of(job);
         self.dag.limits.post.count[d] -= 1;
         if let Some(Held::Job(next)) = self.dag.limits.post.next(d) {
             let status = self.dag.exited[next].unwrap_or(0);
             self.run_script(next, ScriptKind::Post, status, out);
         }
-    }
-
-    /// Whether `job`'s DAGMan has as many prescripts running as its
-    /// `DAGMAN_MAX_PRE_SCRIPTS`: it holds `job` (Ready) until one ends.
-    pub(super) fn prescript_held(&mut self, job: JobId) -> bool {
-        if !self.dag.limits.pre.on {
-            return false;
-        }
-        let d = self.dagman_of(job);
-        let full = self.dag.limits.pre.full(d);
-        if full {
-            self.dag.limits.pre.held[d].push_back(Held::Job(job));
-        }
-        full
-    }
-
-    /// `job`'s prescript started: its DAGMan counts it.
-    pub(super) fn prescript_started(&mut self, job: JobId) {
-        if self.dag.limits.pre.on {
-            let d = self.dagman_of(job);
-            self.dag.limits.pre.count[d] += 1;
-        }
-    }
-
-    /// `job`'s prescript ended: a ready node its DAGMan held is offered
-    /// again.
-    pub(super) fn prescript_ended(&mut self, job: JobId) {
-        if !self.dag.limits.pre.on {
-            return;
-        }
-        let d = self.dagman_of(job);
-        self.dag.limits.pre.count[d] -= 1;
-        while let Some(Held::Job(next)) = self.dag.limits.pre.next(d) {
-            if self.dag.state[next] == JobState::Ready {
-                self.dag.ready.push(next);
-                break;
-            }
-        }
-    }
-
-    /// `job`'s POST script, held by its DAGMan, will not run: whether it
-    /// was held.
-    pub(super) fn forget_post(&mut self, job: JobId) -> bool {
-        if !self.dag.limits.post.on {
-            return false;
-        }
-        let d = self.dagman_of(job);
-        let held = &mut self.dag.limits.post.held[d];
-        let before = held.len();
-        held.retain(|&h| h != Held::Job(job));
-        held.len() != before
     }
 
     /// Submissions held while their DAGMan had too many jobs idle or in the
@@ -344,7 +206,7 @@ impl Manager {
                     // DAGMan's queue (it is not held again).
                     Held::SubDag(entry)
                         if self.dag.state[entry] == JobState::Done
-                            && !self.submission_held_by(d, held) =>
+                            && !self.dag.submission_held_by(d, held) =>
                     {
                         self.release_children(entry);
                     }
@@ -352,5 +214,145 @@ impl Manager {
                 }
             }
         }
+    }
+}
+
+impl NodeLife {
+    /// The DAGMan `job` is a node of.
+    fn dagman_of(&self, job: JobId) -> usize {
+        self.subdags.innermost(job).map_or(0, |k| k + 1)
+    }
+
+    /// Whether `job`'s DAGMan holds its submission (it is then held): too
+    /// many of its jobs idle, or in the queue.
+    pub(super) fn submission_held(&mut self, job: JobId) -> bool {
+        let l = &self.limits;
+        if !l.idle.on && !l.submitted.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        if self.limits.idle.on && self.limits.idle.full(d) {
+            self.limits.idle.held[d].push_back(Held::Job(job));
+            return true;
+        }
+        self.submission_held_by(d, Held::Job(job))
+    }
+
+    /// Whether DAGMan `d`'s `DAGMAN_MAX_JOBS_SUBMITTED` holds `what`; else
+    /// it counts it.
+    fn submission_held_by(&mut self, d: usize, what: Held) -> bool {
+        if !self.limits.submitted.on {
+            return false;
+        }
+        if self.limits.submitted.hold_or_count(d, what) {
+            return true;
+        }
+        if let Held::SubDag(entry) = what
+            && let Some(node) = self.node_of_entry(entry)
+            && let Some(k) = self.subdags.of_node(node)
+        {
+            self.limits.counted[k] = true;
+        }
+        false
+    }
+
+    /// `job` went into or out of the queue's idle jobs (`idle`): its
+    /// DAGMan's count of them follows.
+    pub(super) fn idle_moved(&mut self, job: JobId, idle: bool) {
+        if self.limits.idle.on {
+            let d = self.dagman_of(job);
+            let c = &mut self.limits.idle.count[d];
+            *c = if idle { *c + 1 } else { *c - 1 };
+        }
+    }
+
+    /// The entry no-op `job` of a sub-DAG ended: its DAG is submitted, one
+    /// job of the DAGMan above, which may hold it (then its nodes wait).
+    pub(super) fn subdag_start_held(&mut self, job: JobId) -> bool {
+        self.limits.submitted.on
+            && self.node_of_entry(job).is_some()
+            && self.submission_held_by(self.dagman_of(job), Held::SubDag(job))
+    }
+
+    /// The sub-DAG node `job`'s DAG ended: its DAGMan's job left the queue
+    /// of the DAGMan above.
+    pub(super) fn subdag_left_queue(&mut self, job: JobId) {
+        if !self.limits.submitted.on {
+            return;
+        }
+        if let Some(k) = self.subdags.of_node(job)
+            && std::mem::take(&mut self.limits.counted[k])
+        {
+            let d = self.dagman_of(job);
+            self.limits.submitted.count[d] -= 1;
+        }
+    }
+
+    /// `job` left the queue (it ended, was killed or removed): a held
+    /// submission of its DAGMan may go.
+    pub(super) fn left_queue(&mut self, job: JobId) {
+        if self.limits.submitted.on {
+            let d = self.dagman_of(job);
+            self.limits.submitted.count[d] -= 1;
+        }
+    }
+
+    /// Whether `job`'s DAGMan holds its POST script (it is then held).
+    pub(super) fn post_held(&mut self, job: JobId) -> bool {
+        self.limits.post.on && {
+            let d = self.dagman_of(job);
+            self.limits.post.hold_or_count(d, Held::Job(job))
+        }
+    }
+
+    /// Whether `job`'s DAGMan has as many prescripts running as its
+    /// `DAGMAN_MAX_PRE_SCRIPTS`: it holds `job` (Ready) until one ends.
+    pub(super) fn prescript_held(&mut self, job: JobId) -> bool {
+        if !self.limits.pre.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        let full = self.limits.pre.full(d);
+        if full {
+            self.limits.pre.held[d].push_back(Held::Job(job));
+        }
+        full
+    }
+
+    /// `job`'s prescript started: its DAGMan counts it.
+    pub(super) fn prescript_started(&mut self, job: JobId) {
+        if self.limits.pre.on {
+            let d = self.dagman_of(job);
+            self.limits.pre.count[d] += 1;
+        }
+    }
+
+    /// `job`'s prescript ended: a ready node its DAGMan held is offered
+    /// again.
+    pub(super) fn prescript_ended(&mut self, job: JobId) {
+        if !self.limits.pre.on {
+            return;
+        }
+        let d = self.dagman_of(job);
+        self.limits.pre.count[d] -= 1;
+        while let Some(Held::Job(next)) = self.limits.pre.next(d) {
+            if self.state[next] == JobState::Ready {
+                self.ready.push(next);
+                break;
+            }
+        }
+    }
+
+    /// `job`'s POST script, held by its DAGMan, will not run: whether it
+    /// was held.
+    pub(super) fn forget_post(&mut self, job: JobId) -> bool {
+        if !self.limits.post.on {
+            return false;
+        }
+        let d = self.dagman_of(job);
+        let held = &mut self.limits.post.held[d];
+        let before = held.len();
+        held.retain(|&h| h != Held::Job(job));
+        held.len() != before
     }
 }

@@ -18,7 +18,7 @@ impl Manager {
     /// deferred sub-DAG, its DAG is read now and the entry waits for
     /// [`Manager::graft`]. Returns whether it was.
     pub(super) fn read_deferred(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
-        let Some(node) = self.node_of_entry(job) else {
+        let Some(node) = self.dag.node_of_entry(job) else {
             return false;
         };
         let Some(k) = self.dag.subdags.of_node(node) else {
@@ -146,7 +146,7 @@ impl Manager {
         }
         self.dag.throttle.grow(&local.category_limits);
         self.dag.subdags.graft(&self.dag.nodes, k, new.clone(), from);
-        self.graft_services(k, new.clone(), from);
+        self.dag.graft_services(k, new.clone(), from);
         self.dag.limits.graft(&self.dag.nodes);
         self.dag.ready.set_priorities(self.dag.nodes.priority.clone());
         let dagman_of = (0..self.dag.state.len())

@@ -54,6 +54,7 @@ mod subdag;
 mod dagman_limits;
 mod graft;
 mod node_life;
+use node_life::NodeLife;
 mod placement;
 mod replicas;
 mod transfers;
@@ -68,7 +69,6 @@ use staging::Prescript;
 
 use super::events::EventQueue;
 use super::nodes::{NodeSettings, Throttle};
-use super::ready_queue::ReadyQueue;
 use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -255,6 +255,18 @@ pub enum JobState {
     Failed,
     /// An ancestor failed for good; it will never run.
     Blocked,
+}
+
+impl JobState {
+    /// Done, failed or blocked: it will not run (again).
+    pub fn is_over(self) -> bool {
+        matches!(self, JobState::Done | JobState::Failed | JobState::Blocked)
+    }
+
+    /// Staging, queued or running: it holds a slot of its site.
+    pub fn claims_slot(self) -> bool {
+        matches!(self, JobState::Staging | JobState::Queued | JobState::Running)
+    }
 }
 
 /// Counts of jobs per state, for progress and metrics.
@@ -472,7 +484,6 @@ impl Manager {
             ordering[parent].push(child);
             missing_parents[child] += 1;
         }
-        let mut state = vec![JobState::Waiting; n];
         let mut records = Records {
             jobs: vec![JobRecord::default(); n],
             transfers: Vec::new(),
@@ -480,23 +491,18 @@ impl Manager {
             evictions: Vec::new(),
             faults: Vec::new(),
         };
-        let mut ready = if settings.submit_depth_first {
-            ReadyQueue::depth_first()
-        } else {
-            ReadyQueue::fifo()
-        };
-        for j in 0..n {
-            if missing_parents[j] == 0 {
-                state[j] = JobState::Ready;
-                records.jobs[j].ready = Some(0.0);
-                ready.push(j);
+        let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
+        let dag = NodeLife::new(
+            missing_parents,
+            ordering,
+            settings.submit_depth_first,
+            fallback_origin,
+        );
+        for (j, rec) in records.jobs.iter_mut().enumerate() {
+            if dag.state[j] == JobState::Ready {
+                rec.ready = Some(0.0);
             }
         }
-        let counts = StateCounts {
-            waiting: n - ready.len(),
-            ready: ready.len(),
-            ..Default::default()
-        };
         let m = sites.len();
         let footprint = (0..n).map(|j| workflow.footprint(j)).collect();
         let longest = workflow.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
@@ -519,7 +525,6 @@ impl Manager {
             settings.replica_policy,
         );
         let home = submit_machines(&workflow, placement);
-        let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
         let files = workflow.files.len();
         let room = room::Room::new(
@@ -530,35 +535,6 @@ impl Manager {
         );
         let mut origin_copies = placement.to_vec();
         origin_copies.sort_unstable();
-        let dag = node_life::NodeLife {
-            state,
-            missing_parents,
-            counts,
-            ordering,
-            failures: vec![0; n],
-            exited: vec![None; n],
-            rerun: vec![false; n],
-            ready,
-            nodes: NodeSettings::none(n),
-            throttle: Throttle::default(),
-            throttled: vec![false; n],
-            held: Vec::new(),
-            next_prescript: 0.0,
-            prescripts_running: 0,
-            abort: None,
-            subdags: Default::default(),
-            services: Default::default(),
-            limits: Default::default(),
-            save_points: Vec::new(),
-            submissions: Submissions::single(n, fallback_origin),
-            workload: vec![Workload {
-                arrived: true,
-                claimed: 0,
-                ready: counts.ready,
-                open: n,
-            }],
-            gated: vec![Vec::new()],
-        };
         let grid = placement::Placement {
             selector,
             selector_name: String::new(),
@@ -676,7 +652,7 @@ impl Manager {
         self.dag.nodes.save_points = save_points;
         for j in self.dag.nodes.save_points.clone() {
             if self.dag.state[j] == JobState::Ready {
-                self.save_point(j);
+                self.dag.save_point(j);
             }
         }
     }
@@ -693,10 +669,7 @@ impl Manager {
         self.dag.gated = vec![Vec::new(); k];
         for j in 0..self.wf.jobs.len() {
             let w = &mut self.dag.workload[submissions.of_job[j]];
-            w.open += usize::from(!matches!(
-                self.dag.state[j],
-                JobState::Done | JobState::Failed | JobState::Blocked
-            ));
+            w.open += usize::from(!self.dag.state[j].is_over());
             w.ready += usize::from(self.dag.state[j] == JobState::Ready);
             self.grid.home[j] = submissions.list[submissions.of_job[j]].origin;
         }
@@ -861,7 +834,7 @@ impl Manager {
     /// staged copy in its job's postscript).
     pub(super) fn register(&mut self, file: FileId, site: SiteId) {
         if let Some(jobs) = self.grid.replicas.register(file, site) {
-            self.requeue_ready(jobs);
+            self.dag.requeue_ready(jobs);
         }
     }
 
@@ -938,68 +911,25 @@ impl Manager {
         }
     }
 
+    /// `job` moves to state `to`: the node life cycle counts it, then the
+    /// grid hears of it (slots claimed or freed, inputs read for the last
+    /// time), then what waits for nodes to end may go (FINAL nodes,
+    /// sub-DAGs, category throttles).
     fn set_state(&mut self, job: JobId, to: JobState) {
         self.mark_changed(job);
-        let from = std::mem::replace(&mut self.dag.state[job], to);
-        *self.count_mut(from) -= 1;
-        *self.count_mut(to) += 1;
-        self.service_moved(job, from, to);
-        let claims =
-            |s: JobState| matches!(s, JobState::Staging | JobState::Queued | JobState::Running);
-        let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
-        let w = &mut self.dag.workload[self.dag.submissions.of_job[job]];
-        w.ready =
-            w.ready + usize::from(to == JobState::Ready) - usize::from(from == JobState::Ready);
-        w.claimed = w.claimed + usize::from(claims(to)) - usize::from(claims(from));
-        w.open = w.open + usize::from(over(from)) - usize::from(over(to));
-        match (claims(from), claims(to)) {
-            (true, false) => {
-                self.grid.pool.claimed[self.grid.site_of[job]] -= 1;
-                self.grid.grid_changed = true;
-            }
-            (false, true) => self.grid.pool.claimed[self.grid.site_of[job]] += 1,
-            _ => {}
+        let from = self.dag.move_node(job, to);
+        self.grid
+            .node_moved(job, from, to, &self.wf, self.settings.cleanup);
+        if to.is_over() != from.is_over() {
+            self.count_for_subdag_finals(job, to.is_over());
         }
-        if over(to) != over(from) {
-            self.count_for_subdag_finals(job, over(to));
-        }
-        if (from == JobState::Queued) != (to == JobState::Queued) {
-            self.idle_moved(job, to == JobState::Queued);
-        }
-        if over(to) {
-            self.reader_ended(job);
+        if to.is_over() {
             self.release_final();
             self.subdag_member_over(job);
         }
-        if to == JobState::Done {
-            self.grid.progress += 1;
+        if self.dag.throttled[job] && !to.claims_slot() {
+            self.dag.unthrottle(job);
         }
-        if self.dag.throttled[job] && !claims(to) {
-            self.unthrottle(job);
-        }
-    }
-
-    /// `job` no longer counts against its category's MAXJOBS.
-    fn unthrottle(&mut self, job: JobId) {
-        self.dag.throttled[job] = false;
-        if let Some(held) = self.dag.throttle.leave(self.dag.nodes.category[job]) {
-            self.dag.ready.push(held);
-        }
-    }
-
-    /// `job` will read its inputs no more: an intermediate output whose
-    /// last reader this was is due for cleanup.
-    fn reader_ended(&mut self, job: JobId) {
-        for &f in &self.wf.jobs[job].inputs {
-            self.grid.readers_left[f] -= 1;
-            if self.grid.readers_left[f] == 0 && self.wf.producer[f].is_some() && self.settings.cleanup {
-                self.grid.cleanup_due.push(f);
-            }
-        }
-    }
-
-    fn count_mut(&mut self, s: JobState) -> &mut usize {
-        self.dag.counts.of_mut(s)
     }
 
     fn schedule(&mut self, at: Time, timer: Timer) {
@@ -1128,7 +1058,7 @@ impl Manager {
             if self.dag.state[job] != JobState::Ready {
                 continue; // completed while queued (a DONE node)
             }
-            if self.prescript_held(job) {
+            if self.dag.prescript_held(job) {
                 continue; // held until a prescript of its sub-DAG ends
             }
             if !self.dag.throttle.admit(self.dag.nodes.category[job], job) {
@@ -1142,13 +1072,13 @@ impl Manager {
                 Prescript::Held => {
                     // Held by the selector: it waits without a prescript.
                     if self.dag.throttled[job] {
-                        self.unthrottle(job);
+                        self.dag.unthrottle(job);
                     }
                     self.dag.held.push(job);
                 }
                 Prescript::WaitsForRoom => {
                     if self.dag.throttled[job] {
-                        self.unthrottle(job);
+                        self.dag.unthrottle(job);
                     }
                 }
             }
@@ -1250,4 +1180,18 @@ fn submit_machines(wf: &Workflow, placement: &[(FileId, SiteId)]) -> Vec<SiteId>
         home.push(h);
     }
     home
+}
+
+impl NodeLife {
+    /// `job` no longer counts against its category's MAXJOBS.
+    fn unthrottle(&mut self, job: JobId) {
+        self.throttled[job] = false;
+        if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
+            self.ready.push(held);
+        }
+    }
+
+    fn count_mut(&mut self, s: JobState) -> &mut usize {
+        self.counts.of_mut(s)
+    }
 }

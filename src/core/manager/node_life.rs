@@ -66,3 +66,151 @@ pub(super) struct NodeLife {
     /// The roots each late workflow holds back until it arrives.
     pub(super) gated: Vec<Vec<JobId>>,
 }
+
+impl NodeLife {
+    /// Every node waiting for its `missing_parents` (workflow parents and
+    /// selector orderings, `ordering` the latter's children); those with
+    /// none are ready now, in the ready queue in job order (at its head
+    /// with `depth_first`). One workflow, submitted from `origin`.
+    pub(super) fn new(
+        missing_parents: Vec<usize>,
+        ordering: Vec<Vec<JobId>>,
+        depth_first: bool,
+        origin: crate::core::SiteId,
+    ) -> Self {
+        let n = missing_parents.len();
+        let mut ready = if depth_first {
+            ReadyQueue::depth_first()
+        } else {
+            ReadyQueue::fifo()
+        };
+        let mut state = vec![JobState::Waiting; n];
+        for j in 0..n {
+            if missing_parents[j] == 0 {
+                state[j] = JobState::Ready;
+                ready.push(j);
+            }
+        }
+        let counts = StateCounts {
+            waiting: n - ready.len(),
+            ready: ready.len(),
+            ..Default::default()
+        };
+        NodeLife {
+            state,
+            missing_parents,
+            counts,
+            ordering,
+            failures: vec![0; n],
+            exited: vec![None; n],
+            rerun: vec![false; n],
+            ready,
+            nodes: NodeSettings::none(n),
+            throttle: Throttle::default(),
+            throttled: vec![false; n],
+            held: Vec::new(),
+            next_prescript: 0.0,
+            prescripts_running: 0,
+            abort: None,
+            subdags: Default::default(),
+            services: Default::default(),
+            limits: Default::default(),
+            save_points: Vec::new(),
+            submissions: Submissions::single(n, origin),
+            workload: vec![Workload {
+                arrived: true,
+                claimed: 0,
+                ready: counts.ready,
+                open: n,
+            }],
+            gated: vec![Vec::new()],
+        }
+    }
+
+    /// `job` moves to state `to`; returns the state it left. The counts
+    /// of its state, its workflow's and its DAGMan's idle jobs follow.
+    pub(super) fn move_node(&mut self, job: JobId, to: JobState) -> JobState {
+        let from = std::mem::replace(&mut self.state[job], to);
+        *self.count_mut(from) -= 1;
+        *self.count_mut(to) += 1;
+        self.service_moved(job, from, to);
+        let w = &mut self.workload[self.submissions.of_job[job]];
+        w.ready =
+            w.ready + usize::from(to == JobState::Ready) - usize::from(from == JobState::Ready);
+        w.claimed = w.claimed + usize::from(to.claims_slot()) - usize::from(from.claims_slot());
+        w.open = w.open + usize::from(from.is_over()) - usize::from(to.is_over());
+        if (from == JobState::Queued) != (to == JobState::Queued) {
+            self.idle_moved(job, to == JobState::Queued);
+        }
+        from
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn state() -> impl Strategy<Value = JobState> {
+        prop_oneof![
+            Just(JobState::Waiting),
+            Just(JobState::Ready),
+            Just(JobState::Staging),
+            Just(JobState::Queued),
+            Just(JobState::Running),
+            Just(JobState::Done),
+            Just(JobState::Failed),
+            Just(JobState::Blocked),
+        ]
+    }
+
+    proptest! {
+        /// Random moves of a few nodes (to the state they are in too):
+        /// the counts per state and the workflow's ready, claiming and
+        /// open nodes always equal a recount of the states.
+        #[test]
+        fn the_counts_are_a_recount_of_the_states(
+            parents in proptest::collection::vec(0..3usize, 0..6),
+            moves in proptest::collection::vec((0..6usize, state()), 0..40),
+        ) {
+            let n = parents.len();
+            let mut life = NodeLife::new(parents, vec![Vec::new(); n], false, 0);
+            for (job, to) in moves {
+                if job >= n {
+                    continue;
+                }
+                let before = life.state[job];
+                prop_assert_eq!(life.move_node(job, to), before);
+                let count = |s: JobState| life.state.iter().filter(|&&x| x == s).count();
+                let c = life.counts;
+                let by_state = [
+                    (c.waiting, JobState::Waiting),
+                    (c.ready, JobState::Ready),
+                    (c.staging, JobState::Staging),
+                    (c.queued, JobState::Queued),
+                    (c.running, JobState::Running),
+                    (c.done, JobState::Done),
+                    (c.failed, JobState::Failed),
+                    (c.blocked, JobState::Blocked),
+                ];
+                for (counted, s) in by_state {
+                    prop_assert_eq!(counted, count(s), "{:?}", s);
+                }
+                let w = &life.workload[0];
+                prop_assert_eq!(w.ready, count(JobState::Ready));
+                prop_assert_eq!(w.claimed, life.state.iter().filter(|s| s.claims_slot()).count());
+                prop_assert_eq!(w.open, life.state.iter().filter(|s| !s.is_over()).count());
+            }
+        }
+    }
+
+    #[test]
+    fn the_nodes_without_parents_are_ready_in_job_order() {
+        let mut life = NodeLife::new(vec![1, 0, 2, 0], vec![Vec::new(); 4], false, 0);
+        assert_eq!(life.counts.ready, 2);
+        assert_eq!(life.counts.waiting, 2);
+        assert_eq!(life.ready.pop(), Some(1));
+        assert_eq!(life.ready.pop(), Some(3));
+        assert_eq!(life.ready.pop(), None);
+    }
+}

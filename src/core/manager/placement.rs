@@ -8,10 +8,10 @@ use super::maintenance::Cache;
 use super::memo::Memo;
 use super::room::{Room, RoomStall};
 use super::stage_out::{Finals, StageOut};
-use super::Staging;
+use super::{JobState, Staging};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
-use crate::core::{FileId, JobId, SiteId, Time};
+use crate::core::{FileId, JobId, SiteId, Time, Workflow};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
@@ -95,4 +95,39 @@ pub(super) struct Pool {
     pub(super) active: Vec<usize>,
     /// Per site: crashed and not yet recovered.
     pub(super) down: Vec<bool>,
+}
+
+impl Placement {
+    /// The node life cycle moved `job` from `from` to `to`: its site's
+    /// slot is claimed or freed, and once it is over the inputs it read
+    /// for the last time are due for cleanup (with `cleanup`, an
+    /// intermediate one only: final outputs stay).
+    pub(super) fn node_moved(
+        &mut self,
+        job: JobId,
+        from: JobState,
+        to: JobState,
+        wf: &Workflow,
+        cleanup: bool,
+    ) {
+        match (from.claims_slot(), to.claims_slot()) {
+            (true, false) => {
+                self.pool.claimed[self.site_of[job]] -= 1;
+                self.grid_changed = true;
+            }
+            (false, true) => self.pool.claimed[self.site_of[job]] += 1,
+            _ => {}
+        }
+        if to.is_over() {
+            for &f in &wf.jobs[job].inputs {
+                self.readers_left[f] -= 1;
+                if self.readers_left[f] == 0 && wf.producer[f].is_some() && cleanup {
+                    self.cleanup_due.push(f);
+                }
+            }
+        }
+        if to == JobState::Done {
+            self.progress += 1;
+        }
+    }
 }

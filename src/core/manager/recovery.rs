@@ -43,8 +43,8 @@ impl Manager {
 
     pub(super) fn retry(&mut self, job: JobId, retry: Retry) {
         // A sub-DAG node's PRE script runs in a no-op: the node's RETRY.
-        let owner = self.node_of_entry(job).unwrap_or(job);
-        if self.stopped_for(job) {
+        let owner = self.dag.node_of_entry(job).unwrap_or(job);
+        if self.dag.stopped_for(job) {
             let why = self.stop_reason(job);
             // A node the stop kept from its retries fails without making
             // the nodes below it futile (DAGMan had restarted it).
@@ -152,16 +152,7 @@ impl Manager {
     /// registered, or will never be.
     pub(super) fn wake_remade(&mut self, file: FileId) {
         if let Some(jobs) = self.grid.replicas.take_waiting(file) {
-            self.requeue_ready(jobs);
-        }
-    }
-
-    /// Those of `jobs` still ready go back to the ready queue.
-    pub(super) fn requeue_ready(&mut self, jobs: Vec<JobId>) {
-        for job in jobs {
-            if self.dag.state[job] == JobState::Ready {
-                self.dag.ready.push(job);
-            }
+            self.dag.requeue_ready(jobs);
         }
     }
 
@@ -177,7 +168,7 @@ impl Manager {
     pub(super) fn fail_node(&mut self, job: JobId, why: String, futile: bool) {
         // A sub-DAG whose PRE script failed for good never runs: its node
         // fails (no POST script runs), before its DAG's nodes are blocked.
-        if let Some(node) = self.node_of_entry(job)
+        if let Some(node) = self.dag.node_of_entry(job)
             && self.dag.state[node] == JobState::Waiting
         {
             self.fail_node(node, format!("its PRE script's no-op failed: {why}"), futile);
@@ -195,8 +186,8 @@ impl Manager {
                 let c = self.dag.ordering[j][i];
                 self.release_child(c);
             }
-            let mut gated = self.close_gate(j);
-            gated.extend(self.never_provisioned(j));
+            let mut gated = self.dag.close_gate(j);
+            gated.extend(self.dag.never_provisioned(j));
             for &c in wf.children[j].iter().chain(&gated) {
                 // A weak child of the node that failed runs all the same
                 // (DAGMan's weak arc: its parent is over).
@@ -349,5 +340,16 @@ impl Manager {
         self.set_state(job, JobState::Ready);
         self.grid.avoid_once[job] = Some(site);
         self.retry(job, Retry::Now);
+    }
+}
+
+impl NodeLife {
+    /// Those of `jobs` still ready go back to the ready queue.
+    pub(super) fn requeue_ready(&mut self, jobs: Vec<JobId>) {
+        for job in jobs {
+            if self.state[job] == JobState::Ready {
+                self.ready.push(job);
+            }
+        }
     }
 }

@@ -66,7 +66,7 @@ impl Manager {
             && self.dag.state[f] == JobState::Waiting
         {
             // SERVICE nodes run on beside it.
-            let (over, of) = self.over_beside_services();
+            let (over, of) = self.dag.over_beside_services();
             if over + 1 == of {
                 self.make_ready(f);
             }
@@ -74,7 +74,7 @@ impl Manager {
     }
 
     pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.stopped_for(job) || self.memoizing(job) || self.subdag_holds(job) {
+        if self.dag.stopped_for(job) || self.memoizing(job) || self.dag.subdag_holds(job) {
             return;
         }
         if self.dag.state[job] == JobState::Waiting {
@@ -82,22 +82,25 @@ impl Manager {
             self.records.jobs[job].ready = Some(self.now);
             self.dag.ready.push(job);
             if !self.dag.nodes.save_points.is_empty() && self.dag.nodes.save_points.contains(&job) {
-                self.save_point(job);
+                self.dag.save_point(job);
             }
         }
     }
 
+}
+
+impl NodeLife {
     /// Records the DAG's state as `job`, a save point, starts. A node is
     /// made ready once per run of its DAG (a retry does not wait again), so
     /// this is its first start, or its first in a sub-DAG run again.
     pub(super) fn save_point(&mut self, job: JobId) {
-        let state = &self.dag.state;
+        let state = &self.state;
         let with = |s: JobState| (0..state.len()).filter(|&j| state[j] == s).collect();
         let point = SavePoint {
             node: job,
             done: with(JobState::Done),
             failed: with(JobState::Failed),
         };
-        self.dag.save_points.push(point);
+        self.save_points.push(point);
     }
 }

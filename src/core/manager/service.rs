@@ -48,9 +48,9 @@ impl Manager {
             }
         }
         self.dag.services.over = (0..self.dag.state.len())
-            .filter(|&j| self.dag.nodes.service[j] && self.is_over(j))
+            .filter(|&j| self.dag.nodes.service[j] && self.dag.is_over(j))
             .count();
-        let Some(p) = self.dag.nodes.provisioner.filter(|&p| !self.is_over(p)) else {
+        let Some(p) = self.dag.nodes.provisioner.filter(|&p| !self.dag.is_over(p)) else {
             return;
         };
         for j in 0..self.dag.state.len() {
@@ -62,43 +62,6 @@ impl Manager {
                 self.dag.services.gate.push(j);
             }
         }
-    }
-
-    /// Sub-DAG `k` was read as jobs `new`, with the sub-DAGs `from..`
-    /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
-    /// their sub-DAGs.
-    pub(super) fn graft_services(&mut self, k: usize, new: std::ops::Range<JobId>, from: usize) {
-        self.dag.services.count += new.filter(|&j| self.dag.nodes.service[j]).count();
-        for i in std::iter::once(k).chain(from..self.dag.nodes.subdags.len()) {
-            let d = &self.dag.nodes.subdags[i];
-            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.dag.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.dag.services.entry_of_provisioner.insert(p, e);
-            }
-        }
-    }
-
-    fn is_over(&self, job: JobId) -> bool {
-        matches!(
-            self.dag.state[job],
-            JobState::Done | JobState::Failed | JobState::Blocked
-        )
-    }
-
-    /// Nodes over, SERVICE nodes aside; and how many nodes that is of.
-    pub(super) fn over_beside_services(&self) -> (usize, usize) {
-        let c = &self.dag.counts;
-        let over = c.done + c.failed + c.blocked - self.dag.services.over;
-        (over, self.dag.state.len() - self.dag.services.count)
-    }
-
-    /// `job` went from state `from` to `to`: a SERVICE node's end counts.
-    pub(super) fn service_moved(&mut self, job: JobId, from: JobState, to: JobState) {
-        if self.dag.services.count == 0 || !self.dag.nodes.service[job] {
-            return;
-        }
-        let over = |s| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
-        self.dag.services.over = self.dag.services.over + usize::from(over(to)) - usize::from(over(from));
     }
 
     /// The sub-DAG whose entry no-op `entry` ended starts: if its
@@ -120,7 +83,7 @@ impl Manager {
             return;
         }
         let starting: Vec<JobId> = (self.wf.children[entry].iter())
-            .chain(self.waiting_for_entry(entry))
+            .chain(self.dag.waiting_for_entry(entry))
             .copied()
             .filter(|&c| {
                 c != p && !self.dag.nodes.service[c] && self.dag.state[c] == JobState::Waiting
@@ -134,37 +97,12 @@ impl Manager {
         }
     }
 
-    /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
-    /// or its sub-DAG's), taken.
-    fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
-        if Some(job) == self.dag.nodes.provisioner {
-            return std::mem::take(&mut self.dag.services.gate);
-        }
-        if self.dag.services.entry_of_provisioner.is_empty() {
-            return Vec::new();
-        }
-        match self.dag.services.entry_of_provisioner.get(&job) {
-            Some(e) => self
-                .dag.services
-                .subdag_gates
-                .get_mut(e)
-                .map_or_else(Vec::new, |(_, gate)| std::mem::take(gate)),
-            None => Vec::new(),
-        }
-    }
-
     /// `job`'s job took its slot: if it is a provisioner, the nodes
     /// waiting for its go-ahead may start.
     pub(super) fn provisioned(&mut self, job: JobId) {
-        for j in self.take_gate(job) {
+        for j in self.dag.take_gate(job) {
             self.release_child(j);
         }
-    }
-
-    /// The provisioner `job` failed for good before its go-ahead: the nodes
-    /// waiting for it; none for any other node.
-    pub(super) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
-        self.take_gate(job)
     }
 
     /// Once every other node is over, the SERVICE nodes still going are
@@ -173,17 +111,78 @@ impl Manager {
         if self.dag.services.over == self.dag.services.count {
             return;
         }
-        let (over, of) = self.over_beside_services();
+        let (over, of) = self.dag.over_beside_services();
         if over < of || self.grid.finals.out > 0 {
             return;
         }
         for j in 0..self.dag.state.len() {
-            if !self.dag.nodes.service[j] || self.is_over(j) {
+            if !self.dag.nodes.service[j] || self.dag.is_over(j) {
                 continue;
             }
             self.withdraw(j, out);
             self.record_removal(j, "the DAG ended (a SERVICE node is removed at its end)");
             self.set_state(j, JobState::Done);
         }
+    }
+}
+
+impl NodeLife {
+    /// Sub-DAG `k` was read as jobs `new`, with the sub-DAGs `from..`
+    /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
+    /// their sub-DAGs.
+    pub(super) fn graft_services(&mut self, k: usize, new: std::ops::Range<JobId>, from: usize) {
+        self.services.count += new.filter(|&j| self.nodes.service[j]).count();
+        for i in std::iter::once(k).chain(from..self.nodes.subdags.len()) {
+            let d = &self.nodes.subdags[i];
+            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
+                self.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.services.entry_of_provisioner.insert(p, e);
+            }
+        }
+    }
+
+    fn is_over(&self, job: JobId) -> bool {
+        self.state[job].is_over()
+    }
+
+    /// Nodes over, SERVICE nodes aside; and how many nodes that is of.
+    pub(super) fn over_beside_services(&self) -> (usize, usize) {
+        let c = &self.counts;
+        let over = c.done + c.failed + c.blocked - self.services.over;
+        (over, self.state.len() - self.services.count)
+    }
+
+    /// `job` went from state `from` to `to`: a SERVICE node's end counts.
+    pub(super) fn service_moved(&mut self, job: JobId, from: JobState, to: JobState) {
+        if self.services.count == 0 || !self.nodes.service[job] {
+            return;
+        }
+        let over = JobState::is_over;
+        self.services.over = self.services.over + usize::from(over(to)) - usize::from(over(from));
+    }
+
+    /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
+    /// or its sub-DAG's), taken.
+    fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
+        if Some(job) == self.nodes.provisioner {
+            return std::mem::take(&mut self.services.gate);
+        }
+        if self.services.entry_of_provisioner.is_empty() {
+            return Vec::new();
+        }
+        match self.services.entry_of_provisioner.get(&job) {
+            Some(e) => self
+                .services
+                .subdag_gates
+                .get_mut(e)
+                .map_or_else(Vec::new, |(_, gate)| std::mem::take(gate)),
+            None => Vec::new(),
+        }
+    }
+
+    /// The provisioner `job` failed for good before its go-ahead: the nodes
+    /// waiting for it; none for any other node.
+    pub(super) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
+        self.take_gate(job)
     }
 }

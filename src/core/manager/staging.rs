@@ -111,7 +111,7 @@ impl Manager {
             self.grid.grid_changed = true; // the fair share moved
         }
         self.dag.prescripts_running += 1;
-        self.prescript_started(job);
+        self.dag.prescript_started(job);
         // Most jobs run once: room for one attempt, not Vec's first four.
         let attempts = &mut self.records.jobs[job].attempts;
         attempts.reserve_exact(1);
@@ -228,13 +228,13 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         if kind == ScriptKind::Post {
-            if self.stopped_for(job) {
+            if self.dag.stopped_for(job) {
                 // No script starts once the DAG stopped (a deferred one,
                 // or one whose job's end DAGMan reads only now).
                 self.end_removed(job);
                 return;
             }
-            if self.post_held(job) {
+            if self.dag.post_held(job) {
                 return;
             }
         }
@@ -370,7 +370,7 @@ impl Manager {
         self.grid.site_of[job] = st.site;
         self.grid.staged[job] = st.staged;
         self.dag.prescripts_running -= 1;
-        self.prescript_ended(job);
+        self.dag.prescript_ended(job);
         if self.dag.nodes.noop[job] {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
             // any) still runs. Its placement is let go, to be made again
@@ -381,8 +381,8 @@ impl Manager {
                 return;
             }
             // A sub-DAG node's "job" is its DAG, over by now.
-            self.subdag_left_queue(job);
-            match self.subdag_exit(job) {
+            self.dag.subdag_left_queue(job);
+            match self.dag.subdag_exit(job) {
                 Some(status) => self.subdag_failed(job, st.site, status, out),
                 None => self.job_succeeded(job, st.site, out),
             }
@@ -428,7 +428,7 @@ impl Manager {
     }
 
     pub(super) fn enter_queue(&mut self, job: JobId, out: &mut Vec<Command>) {
-        if self.submission_held(job) {
+        if self.dag.submission_held(job) {
             return;
         }
         let site = self.grid.site_of[job];
@@ -511,7 +511,7 @@ impl Manager {
     /// it staged are let go as the replica policy says.
     pub(super) fn leave_queue(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         self.grid.pool.active[site] -= 1;
-        self.left_queue(job);
+        self.dag.left_queue(job);
         self.leave_slot(job, site, out);
         self.unpin_staged(job, site, out);
     }
@@ -687,7 +687,7 @@ impl Manager {
         };
         self.grid.replicas.unplan(&st.planned, st.site);
         self.dag.prescripts_running -= 1;
-        self.prescript_ended(job);
+        self.dag.prescript_ended(job);
         let delete = self.postscript_replicas(st.site, &st.staged);
         self.release_pins(job, st.site, delete, false, out);
         true

@@ -222,33 +222,6 @@ impl SubDags {
 }
 
 impl Manager {
-    /// Whether every node of sub-DAG `k` is over.
-    fn subdag_over(&self, k: usize) -> bool {
-        self.dag.nodes.subdags[k].members.iter().all(|&m| {
-            matches!(
-                self.dag.state[m],
-                JobState::Done | JobState::Failed | JobState::Blocked
-            )
-        })
-    }
-
-    /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
-    /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
-    /// nothing more of it can run).
-    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
-        let Some(k) = self.dag.subdags.of_node(job) else {
-            return false;
-        };
-        if !self.dag.subdags.failed[k] || self.subdag_over(k) {
-            return false;
-        }
-        if !self.dag.subdags.held[k] {
-            self.dag.subdags.held[k] = true;
-            self.dag.subdags.holding += 1;
-        }
-        true
-    }
-
     /// `job` is over: if it was the last node running of a held sub-DAG,
     /// that sub-DAG's node is ready.
     pub(super) fn subdag_member_over(&mut self, job: JobId) {
@@ -258,7 +231,7 @@ impl Manager {
         let Some(&k) = self.dag.subdags.member_of.get(&job) else {
             return;
         };
-        if self.dag.subdags.held[k] && self.subdag_over(k) {
+        if self.dag.subdags.held[k] && self.dag.subdag_over(k) {
             self.dag.subdags.held[k] = false;
             self.dag.subdags.holding -= 1;
             self.make_ready(self.dag.nodes.subdags[k].node);
@@ -282,35 +255,6 @@ impl Manager {
             }
             self.release_subdag_final(k);
         }
-    }
-
-    /// The nodes of a sub-DAG's run again waiting for its entry no-op
-    /// `entry` (none when `entry` is no entry).
-    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
-        self.dag.subdags
-            .of_entry(entry)
-            .map_or(&[], |k| &self.dag.subdags.gate[k])
-    }
-
-    /// The PRE script's no-op `job` failed for good: the nodes of its
-    /// sub-DAG's new run that waited for it, and its FINAL node, are
-    /// blocked (the sub-DAG never runs); returns them.
-    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
-        match self.dag.subdags.of_entry(job) {
-            Some(k) => {
-                let mut gated = std::mem::take(&mut self.dag.subdags.gate[k]);
-                gated.extend(self.dag.nodes.subdags[k].final_node);
-                gated
-            }
-            None => Vec::new(),
-        }
-    }
-
-    /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
-    /// counts the PRE script's failures, and it fails when they fail it.
-    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
-        let k = self.dag.subdags.of_entry(job)?;
-        Some(self.dag.nodes.subdags[k].node)
     }
 
     /// The sub-DAG node `node`'s PRE script exited its PRE_SKIP value: the
@@ -357,7 +301,7 @@ impl Manager {
         }
         for k in 0..self.dag.nodes.subdags.len() {
             let fin = self.dag.nodes.subdags[k].final_node;
-            let over = |s: JobState| matches!(s, JobState::Done | JobState::Failed | JobState::Blocked);
+            let over = JobState::is_over;
             if self.dag.subdags.services[k].is_empty()
                 || self.dag.subdags.not_over[k] > 0
                 || fin.is_some_and(|f| !over(self.dag.state[f]))
@@ -417,47 +361,11 @@ impl Manager {
         }
         for m in members {
             if Some(m) != abort.node
-                && matches!(
-                    self.dag.state[m],
-                    JobState::Staging | JobState::Queued | JobState::Running
-                )
+                && self.dag.state[m].claims_slot()
             {
                 self.remove_node(m, out);
             }
         }
-    }
-
-    /// The sub-DAG node `job`, released once its DAG is over, "ran" at
-    /// `site`: its DAG's exit value when that is a failure, else `None`.
-    pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
-        let k = self.dag.subdags.of_node(job)?;
-        // With a FINAL node, its outcome is the sub-DAG's.
-        let failed = match self.dag.nodes.subdags[k].final_node {
-            Some(f) => self.dag.state[f] != JobState::Done,
-            None => self.dag.subdags.failed[k],
-        };
-        if !failed {
-            return None;
-        }
-        // An abort's RETURN 0 is the sub-DAG's success.
-        let exit = self.dag.subdags.aborted[k].map_or(1, |a| a.dag_return);
-        if exit == 0 {
-            return None;
-        }
-        let (members, state) = (&self.dag.nodes.subdags[k].members, &self.dag.state);
-        let ended = |s: JobState| -> Vec<JobId> {
-            members.iter().copied().filter(|&m| state[m] == s).collect()
-        };
-        let run = SubDagRun {
-            subdag: k,
-            done: ended(JobState::Done),
-            failed: ended(JobState::Failed),
-        };
-        // A sub-DAG whose file could not be read ran nothing to rescue.
-        if !self.dag.nodes.subdags[k].deferred {
-            self.dag.subdags.runs_failed.push(run);
-        }
-        Some(exit)
     }
 
     /// The sub-DAG node `job` ended at `site` with its DAG's failure
@@ -555,5 +463,93 @@ impl Manager {
                 _ => self.make_ready(m),
             }
         }
+    }
+}
+
+impl NodeLife {
+    /// Whether every node of sub-DAG `k` is over.
+    fn subdag_over(&self, k: usize) -> bool {
+        self.nodes.subdags[k].members.iter().all(|&m| {
+            self.state[m].is_over()
+        })
+    }
+
+    /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
+    /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
+    /// nothing more of it can run).
+    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
+        let Some(k) = self.subdags.of_node(job) else {
+            return false;
+        };
+        if !self.subdags.failed[k] || self.subdag_over(k) {
+            return false;
+        }
+        if !self.subdags.held[k] {
+            self.subdags.held[k] = true;
+            self.subdags.holding += 1;
+        }
+        true
+    }
+
+    /// The nodes of a sub-DAG's run again waiting for its entry no-op
+    /// `entry` (none when `entry` is no entry).
+    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
+        self.subdags
+            .of_entry(entry)
+            .map_or(&[], |k| &self.subdags.gate[k])
+    }
+
+    /// The PRE script's no-op `job` failed for good: the nodes of its
+    /// sub-DAG's new run that waited for it, and its FINAL node, are
+    /// blocked (the sub-DAG never runs); returns them.
+    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
+        match self.subdags.of_entry(job) {
+            Some(k) => {
+                let mut gated = std::mem::take(&mut self.subdags.gate[k]);
+                gated.extend(self.nodes.subdags[k].final_node);
+                gated
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
+    /// counts the PRE script's failures, and it fails when they fail it.
+    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
+        let k = self.subdags.of_entry(job)?;
+        Some(self.nodes.subdags[k].node)
+    }
+
+    /// The sub-DAG node `job`, released once its DAG is over, "ran" at
+    /// `site`: its DAG's exit value when that is a failure, else `None`.
+    pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
+        let k = self.subdags.of_node(job)?;
+        // With a FINAL node, its outcome is the sub-DAG's.
+        let failed = match self.nodes.subdags[k].final_node {
+            Some(f) => self.state[f] != JobState::Done,
+            None => self.subdags.failed[k],
+        };
+        if !failed {
+            return None;
+        }
+        // An abort's RETURN 0 is the sub-DAG's success.
+        let exit = self.subdags.aborted[k].map_or(1, |a| a.dag_return);
+        if exit == 0 {
+            return None;
+        }
+        let (members, state) = (&self.nodes.subdags[k].members, &self.state);
+        let ended = |s: JobState| -> Vec<JobId> {
+            members.iter().copied().filter(|&m| state[m] == s).collect()
+        };
+        let run = SubDagRun {
+            subdag: k,
+            done: ended(JobState::Done),
+            failed: ended(JobState::Failed),
+        };
+        // A sub-DAG whose file could not be read ran nothing to rescue.
+        if !self.nodes.subdags[k].deferred {
+            self.subdags.runs_failed.push(run);
+        }
+        Some(exit)
     }
 }
