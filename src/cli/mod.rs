@@ -180,6 +180,11 @@ struct ScenarioArgs {
     /// `DAGMAN_MAX_POST_SCRIPTS`); 0 = no limit.
     #[arg(long, value_name = "N")]
     maxpost: Option<usize>,
+    /// A `.dag` node whose PRE script fails still runs its POST script,
+    /// which decides the node (DAGMan's `-AlwaysRunPost`, over
+    /// `DAGMAN_ALWAYS_RUN_POST`).
+    #[arg(long)]
+    always_run_post: bool,
 }
 
 /// `--format`'s values, from the workflow room's own list of formats.
@@ -248,17 +253,21 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
     };
     let mut s = config::load(&args.testbed, &overrides).map_err(CliError::input)?;
     let limits = [args.maxjobs, args.maxidle, args.maxpost];
-    if limits.iter().any(Option::is_some) {
+    if limits.iter().any(Option::is_some) || args.always_run_post {
         // DAGMan's command line wins over its CONFIG file.
         let Some(info) = s.source.as_mut().and_then(|src| src.dagman.as_mut()) else {
-            return Err(CliError::Input(
-                "--maxjobs, --maxidle and --maxpost apply to a .dag workflow".into(),
-            ));
+            return Err(CliError::Input(match limits.iter().any(Option::is_some) {
+                true => "--maxjobs, --maxidle and --maxpost apply to a .dag workflow".into(),
+                false => "--always-run-post applies to a .dag workflow".into(),
+            }));
         };
         let [jobs, idle, post] = limits;
         info.max_jobs_submitted = jobs.or(info.max_jobs_submitted);
         info.max_jobs_idle = idle.or(info.max_jobs_idle);
         info.max_post = post.or(info.max_post);
+        if args.always_run_post {
+            info.always_run_post = Some(true);
+        }
     }
     if let Some(src) = &s.source {
         for w in &src.warnings {

@@ -257,6 +257,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         maxjobs: key("maxjobs").and_then(|n| n.parse().ok()),
         maxidle: key("maxidle").and_then(|n| n.parse().ok()),
         maxpost: key("maxpost").and_then(|n| n.parse().ok()),
+        always_run_post: key("always_run_post").is_some(),
     };
     let mut scenario = load(&scenario_args)?;
     if let Some(dir) = key("netbed") {
@@ -408,6 +409,9 @@ fn run_keys(
         if let Some(n) = limit {
             keys.push((key, n.to_string()));
         }
+    }
+    if s.always_run_post {
+        keys.push(("always_run_post", "true".into()));
     }
     let mut keys: Vec<(String, String)> = keys.into_iter().map(|(k, v)| (k.into(), v)).collect();
     keys.extend(super::resume::site_keys(&scenario.sites));

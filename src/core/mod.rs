@@ -127,6 +127,11 @@ pub enum ScriptKind {
     Post,
 }
 
+/// `$PRE_SCRIPT_RETURN` when no PRE script ran (DAGMan's `_retValScript`).
+fn no_pre_script() -> i32 {
+    -1
+}
+
 /// What DAGMan substitutes for its macros in a PRE or POST script's
 /// arguments (HTCondor's `Script::BackgroundRun`), as the DAG stands when
 /// the script starts.
@@ -136,6 +141,10 @@ pub struct ScriptMacros {
     pub retry: u32,
     /// `$RETURN` (POST scripts): the job's exit status.
     pub status: i32,
+    /// `$PRE_SCRIPT_RETURN` (POST scripts): what the node's PRE script
+    /// exited with, -1 when none ran.
+    #[serde(default = "no_pre_script")]
+    pub pre_status: i32,
     /// `$DAG_STATUS`: DAGMan's status of the DAG (0 well, 2 a node
     /// failed, 3 aborted, 4 removed by the user).
     pub dag_status: i32,

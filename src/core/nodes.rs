@@ -44,6 +44,10 @@ pub struct NodeSettings {
     pub pre_skip: Vec<Option<i32>>,
     /// `DAGMAN_MAX_POST_SCRIPTS`: POST scripts running at once (0: no limit).
     pub max_post: usize,
+    /// `DAGMAN_ALWAYS_RUN_POST` of the top DAG (`-AlwaysRunPost`): a node
+    /// whose PRE script failed runs its POST script anyway, which decides
+    /// the node; a sub-DAG has its own ([`SubDag`]).
+    pub always_run_post: bool,
     /// `DAGMAN_MAX_JOBS_IDLE`: jobs submitted and not started at once, over
     /// all sites (0: no limit); more wait before their submission.
     pub max_jobs_idle: usize,
@@ -111,6 +115,8 @@ pub struct SubDag {
     /// `DAGMAN_MAX_PRE_SCRIPTS` of its own `CONFIG` (0: no limit): its
     /// nodes' prescripts at once, within the submit host's `maxpre`.
     pub max_pre: usize,
+    /// `DAGMAN_ALWAYS_RUN_POST` of its own `CONFIG`.
+    pub always_run_post: bool,
     /// Its own FINAL node (one of `members`): it runs once every other
     /// node of the sub-DAG is over, and its outcome is the sub-DAG's. A
     /// sub-DAG with one has an `entry`.
@@ -164,6 +170,7 @@ impl NodeSettings {
             post_defer: vec![None; jobs],
             pre_skip: vec![None; jobs],
             max_post: 0,
+            always_run_post: false,
             max_jobs_idle: 0,
             max_jobs_submitted: 0,
             exits: vec![Vec::new(); jobs],

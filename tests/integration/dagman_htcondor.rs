@@ -877,4 +877,10 @@ fn dagmans_throttles_are_refused_for_a_workflow_that_is_no_dag() {
         err.contains("--maxjobs, --maxidle and --maxpost apply to a .dag workflow"),
         "{err}"
     );
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim", "--always-run-post"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--always-run-post applies to a .dag workflow"),
+        "{err}"
+    );
 }

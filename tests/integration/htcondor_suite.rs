@@ -246,7 +246,7 @@ fn flags(args: &[String]) -> Result<Vec<String>, String> {
     while let Some(a) = it.next() {
         match a.to_ascii_lowercase().as_str() {
             // What DAGMan prints, mails or submits does not change what
-            // it runs; `-DontAlwaysRunPost` is gridbed's way already (a
+            // it runs; `-DontAlwaysRunPost` is gridbed's default (a
             // failed PRE script's node runs no POST script).
             "-verbose"
             | "-v"
@@ -274,6 +274,7 @@ fn flags(args: &[String]) -> Result<Vec<String>, String> {
                 out.push(format!("--{}", &a.to_ascii_lowercase()[1..]));
                 out.push(it.next().cloned().unwrap_or_default());
             }
+            "-alwaysrunpost" => out.push("--always-run-post".into()),
             "-autorescue" => {
                 if it.next().map(String::as_str) == Some("0") {
                     out.push("--no-rescue".into());

@@ -110,6 +110,7 @@ impl Manager {
         ScriptMacros {
             retry: self.dag.failures[owner],
             status,
+            pre_status: self.dag.pre_return[owner],
             dag_status,
             failed: c.failed - not_yet_failed,
             futile: c.blocked - unrun,

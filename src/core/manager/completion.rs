@@ -208,6 +208,25 @@ impl Manager {
         }
     }
 
+    /// `DAGMAN_ALWAYS_RUN_POST`: the PRE script failed, so the job is
+    /// skipped, and the POST script runs anyway with `$RETURN` DAGMan's
+    /// `DAG_ERROR_JOB_SKIPPED` (-1004) and `$PRE_SCRIPT_RETURN` the PRE
+    /// script's exit; its exit decides the node as after a job
+    /// (`Dag::PreScriptReaper`). The job wrote nothing.
+    fn post_after_failed_pre(&mut self, job: JobId, out: &mut Vec<Command>) {
+        const DAG_ERROR_JOB_SKIPPED: i32 = -1004;
+        let site = self.grid.staging[job].as_ref().map(|st| st.site);
+        if !self.end_staging(job, out) {
+            return;
+        }
+        if let Some(site) = site {
+            self.grid.site_of[job] = site;
+        }
+        self.set_state(job, JobState::Running);
+        self.dag.exited[job] = Some(DAG_ERROR_JOB_SKIPPED);
+        self.run_script(job, ScriptKind::Post, DAG_ERROR_JOB_SKIPPED, out);
+    }
+
     /// The postscript, after its overhead if there is one.
     pub(super) fn postscript(&mut self, job: JobId, site: SiteId) {
         let delay = self.grid.pool.wms.draw(&self.settings.postscript_overhead);
@@ -255,9 +274,17 @@ impl Manager {
                     return;
                 }
                 st.pre_running = false;
+                let owner = self.dag.node_of_entry(job).unwrap_or(job);
+                self.dag.pre_return[owner] = status;
                 self.abort_on(job, status, out);
                 if status != 0 && self.dag.nodes.pre_skip[job] == Some(status) {
                     self.pre_skipped(job, out);
+                } else if status != 0
+                    && self.dag.nodes.post[job]
+                    && self.dag.always_runs_post(job)
+                    && !self.dag.stopped_for(job)
+                {
+                    self.post_after_failed_pre(job, out);
                 } else if status == 0 && !self.dag.stopped_for(job) {
                     self.launch(job, out);
                 } else if status == 0 {

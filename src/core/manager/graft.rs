@@ -135,6 +135,7 @@ impl Manager {
         d.max_jobs_submitted = local.max_jobs_submitted;
         d.max_jobs_idle = local.max_jobs_idle;
         d.max_post = local.max_post;
+        d.always_run_post = local.always_run_post;
         d.max_pre = g.max_pre;
         d.depth_first = g.depth_first;
         d.deferred = false;
@@ -197,6 +198,7 @@ impl Manager {
         self.dag.rerun.resize(n, false);
         self.grid.pool.at_site.resize(n, false);
         self.dag.exited.resize(n, None);
+        self.dag.pre_return.resize(n, -1);
         self.records.jobs.resize(n, JobRecord::default());
         self.grid.room.grow(n);
         self.grid.pool.wms.grow(n);

@@ -31,6 +31,9 @@ pub(super) struct NodeLife {
     /// Per job: the non-zero status its program exited with on this attempt
     /// (it wrote no outputs; its POST script decides the node).
     pub(super) exited: Vec<Option<i32>>,
+    /// Per job: what its last PRE script exited with (DAGMan's
+    /// `$PRE_SCRIPT_RETURN`; -1 before any).
+    pub(super) pre_return: Vec<i32>,
     /// Per job: running again to make a lost output anew (its children
     /// were released the first time).
     pub(super) rerun: Vec<bool>,
@@ -68,6 +71,14 @@ pub(super) struct NodeLife {
 }
 
 impl NodeLife {
+    /// `DAGMAN_ALWAYS_RUN_POST` of `job`'s DAGMan.
+    pub(super) fn always_runs_post(&self, job: JobId) -> bool {
+        match self.subdags.innermost(job) {
+            Some(k) => self.nodes.subdags[k].always_run_post,
+            None => self.nodes.always_run_post,
+        }
+    }
+
     /// Every node waiting for its `missing_parents` (workflow parents and
     /// selector orderings, `ordering` the latter's children); those with
     /// none are ready now, in the ready queue in job order (at its head
@@ -103,6 +114,7 @@ impl NodeLife {
             ordering,
             failures: vec![0; n],
             exited: vec![None; n],
+            pre_return: vec![-1; n],
             rerun: vec![false; n],
             ready,
             nodes: NodeSettings::none(n),

@@ -726,6 +726,51 @@ fn dagman_pre_skip_ends_the_node_well_without_its_job_or_post_script() {
     assert!(other[1].submitted.is_some() && other[1].outcome == Outcome::Ended);
 }
 
+/// `DAGMAN_ALWAYS_RUN_POST` (HTCondor's `Dag::PreScriptReaper`): a node
+/// whose PRE script failed runs its POST script anyway, with `$RETURN`
+/// -1004 (the job skipped); a POST exiting 0 ends the node well without
+/// its job, a failing one is a failed attempt that RETRY runs again.
+#[test]
+fn dagman_always_run_post_runs_the_post_script_after_a_failed_pre_script() {
+    let mut w = scripted_world();
+    let wf = w.m.workflow().clone();
+    let n = wf.jobs.len();
+    let leaves: Vec<JobId> = (0..n)
+        .filter(|&j| !wf.jobs.iter().any(|k| k.parents.contains(&j)))
+        .collect();
+    let (rescued, retried) = (leaves[0], leaves[1]);
+    let mut nodes = NodeSettings::none(n);
+    nodes.pre = vec![true; n];
+    nodes.post = vec![true; n];
+    nodes.retry = vec![Some(1); n];
+    nodes.always_run_post = true;
+    w.m.set_nodes(nodes);
+    w.failing_scripts = vec![
+        (rescued, ScriptKind::Pre),
+        (retried, ScriptKind::Pre),
+        (retried, ScriptKind::Post),
+    ];
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let posts = |j: JobId| -> Vec<i32> {
+        (w.scripts_run.iter())
+            .filter(|&&(k, kind, _)| k == j && kind == ScriptKind::Post)
+            .map(|&(_, _, status)| status)
+            .collect()
+    };
+    // The rescued node: one attempt, its POST saw the job skipped.
+    let a = &w.m.records().jobs[rescued].attempts;
+    assert_eq!(a.len(), 1);
+    assert!(a[0].submitted.is_none() && a[0].outcome == Outcome::Ended);
+    assert_eq!(posts(rescued), [-1004]);
+    // The retried node: its POST failed after the failed PRE, then all ran.
+    let b = &w.m.records().jobs[retried].attempts;
+    assert_eq!(b.len(), 2);
+    assert!(b[0].submitted.is_none());
+    assert!(b[1].submitted.is_some() && b[1].outcome == Outcome::Ended);
+    assert_eq!(posts(retried), [-1004, 0]);
+}
+
 #[test]
 fn dagman_retry_unless_exit_makes_that_exit_final() {
     let mut w = scripted_world();

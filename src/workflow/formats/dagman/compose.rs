@@ -307,6 +307,7 @@ fn flatten_subdag(
         final_node,
         provisioner,
         submit_depth_first: config.submit_depth_first,
+        always_run_post: config.always_run_post,
         deferred: false,
     };
     Ok((sub, piece.leaves))

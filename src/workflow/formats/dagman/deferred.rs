@@ -117,6 +117,7 @@ impl DagmanInfo {
         let mut nodes = local.node_settings(&wf, run_scripts);
         nodes.category_limits.drain(..known);
         nodes.max_post = read.max_post.unwrap_or(0);
+        nodes.always_run_post = read.always_run_post.unwrap_or(false);
         nodes.max_jobs_idle = read.max_jobs_idle.unwrap_or(0);
         nodes.max_jobs_submitted = read.max_jobs_submitted.unwrap_or(0);
         let scripts = match run_scripts {

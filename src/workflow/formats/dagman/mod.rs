@@ -182,6 +182,8 @@ pub struct SubDagInfo {
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` of its own `CONFIG` (None: the
     /// testbed's, as DAGMan's is the HTCondor configuration's).
     pub submit_depth_first: Option<bool>,
+    /// `DAGMAN_ALWAYS_RUN_POST` of its own `CONFIG`.
+    pub always_run_post: Option<bool>,
     /// Its file is read only once its node's PRE script has run (which may
     /// write it), as DAGMan reads it: until then it has no members
     /// ([`DagmanInfo::read_subdag`]).
@@ -223,6 +225,9 @@ pub struct DagmanInfo {
     pub max_jobs_submitted: Option<usize>,
     /// `DAGMAN_SUBMIT_DEPTH_FIRST` (from `CONFIG`).
     pub submit_depth_first: Option<bool>,
+    /// `DAGMAN_ALWAYS_RUN_POST` (from `CONFIG`, or `-AlwaysRunPost`): a
+    /// node whose PRE script failed still runs its POST script.
+    pub always_run_post: Option<bool>,
     /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` (from `CONFIG`): every node's
     /// `TOLERANCE` unless it has its own.
     pub node_job_failure_tolerance: Option<u32>,
@@ -454,8 +459,9 @@ impl NodeScripts {
     /// whole argument and in any case, as HTCondor's `Script::BackgroundRun`
     /// substitutes them: `$JOB` and `$NODE`, `$RETRY`, `$MAX_RETRIES`,
     /// `$DAG_STATUS`, `$FAILED_COUNT`, `$FUTILE_COUNT`, `$DONE_COUNT`,
-    /// `$QUEUED_COUNT`, `$NODE_COUNT`; and for a `post` script `$RETURN`
-    /// and `$SUCCESS` (a PRE script gets them as written). Any other
+    /// `$QUEUED_COUNT`, `$NODE_COUNT`; and for a `post` script `$RETURN`,
+    /// `$PRE_SCRIPT_RETURN` and `$SUCCESS` (a PRE script gets them as
+    /// written). Any other
     /// `$WORD` (a job id gridbed has none of) is left as written.
     pub fn args(&self, args: &[String], m: &crate::core::ScriptMacros, post: bool) -> Vec<String> {
         args.iter()
@@ -470,6 +476,7 @@ impl NodeScripts {
                 "$QUEUED_COUNT" => m.queued.to_string(),
                 "$NODE_COUNT" => m.nodes.to_string(),
                 "$RETURN" if post => m.status.to_string(),
+                "$PRE_SCRIPT_RETURN" if post => m.pre_status.to_string(),
                 "$SUCCESS" if post => if m.status == 0 { "True" } else { "False" }.into(),
                 _ => a.clone(),
             })
@@ -544,6 +551,7 @@ impl DagmanInfo {
     ) -> crate::core::nodes::NodeSettings {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
         s.max_post = self.max_post.unwrap_or(0);
+        s.always_run_post = self.always_run_post.unwrap_or(false);
         s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
         s.max_jobs_submitted = self.max_jobs_submitted.unwrap_or(0);
         let categories = self.categories();
@@ -636,6 +644,7 @@ impl DagmanInfo {
                     max_jobs_submitted: d.max_jobs_submitted.unwrap_or(0),
                     max_jobs_idle: d.max_jobs_idle.unwrap_or(0),
                     max_post: d.max_post.unwrap_or(0),
+                    always_run_post: d.always_run_post.unwrap_or(false),
                     max_pre: d.max_pre.unwrap_or(0),
                     final_node: d.final_node.as_ref().and_then(id),
                     provisioner: d.provisioner.as_ref().and_then(id),
@@ -681,10 +690,15 @@ pub fn apply_config(
             return Err((n + 1, format!("expected `NAME = value`, found `{line}`")));
         };
         let key = key.trim().to_ascii_uppercase();
-        if key == "DAGMAN_SUBMIT_DEPTH_FIRST" {
+        let flag = match key.as_str() {
+            "DAGMAN_SUBMIT_DEPTH_FIRST" => Some(&mut info.submit_depth_first),
+            "DAGMAN_ALWAYS_RUN_POST" => Some(&mut info.always_run_post),
+            _ => None,
+        };
+        if let Some(flag) = flag {
             // HTCondor's booleans: true/false, in any case, or t/f.
             let v = value.trim().to_ascii_lowercase();
-            info.submit_depth_first = Some(match v.as_str() {
+            *flag = Some(match v.as_str() {
                 "true" | "t" => true,
                 "false" | "f" => false,
                 _ => {
@@ -979,6 +993,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_post_script_gets_the_job_and_pre_script_returns_a_pre_script_its_words() {
+        let node = NodeScripts {
+            node: "A".into(),
+            max_retries: 2,
+            pre: None,
+            post: None,
+            env: Vec::new(),
+            dir: Default::default(),
+        };
+        let m = crate::core::ScriptMacros {
+            status: -1004,
+            pre_status: 3,
+            retry: 1,
+            ..Default::default()
+        };
+        let words = [
+            "$JOB",
+            "$RETURN",
+            "$PRE_SCRIPT_RETURN",
+            "$SUCCESS",
+            "$retry",
+            "$MAX_RETRIES",
+        ];
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            node.args(&words, &m, true),
+            ["A", "-1004", "3", "False", "1", "2"]
+        );
+        let pre = node.args(&words, &m, false);
+        assert_eq!(pre[1..4], words[1..4], "a PRE script gets them as written");
+    }
+
+    #[test]
     fn nodes_on_and_below_a_cycle_are_marked_and_their_edges_dropped() {
         let mut nodes: Vec<NodeInfo> = ["A", "B", "C", "D", "E"]
             .iter()
@@ -1006,6 +1053,9 @@ mod tests {
         let mut info = DagmanInfo::default();
         apply_config("dagman_submit_depth_first = t\n", &mut info).unwrap();
         assert_eq!(info.submit_depth_first, Some(true));
+        apply_config("DAGMAN_ALWAYS_RUN_POST = True\n", &mut info).unwrap();
+        assert_eq!(info.always_run_post, Some(true));
+        assert!(apply_config("DAGMAN_ALWAYS_RUN_POST = yes\n", &mut info).is_err());
         apply_config("DAGMAN_SUBMIT_DEPTH_FIRST = FALSE", &mut info).unwrap();
         assert_eq!(info.submit_depth_first, Some(false));
         let err = apply_config("# x\nDAGMAN_SUBMIT_DEPTH_FIRST = often", &mut info).unwrap_err();
