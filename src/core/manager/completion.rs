@@ -215,12 +215,9 @@ impl Manager {
     /// (`Dag::PreScriptReaper`). The job wrote nothing.
     fn post_after_failed_pre(&mut self, job: JobId, out: &mut Vec<Command>) {
         const DAG_ERROR_JOB_SKIPPED: i32 = -1004;
-        let site = self.grid.staging[job].as_ref().map(|st| st.site);
+        // The prescript placed it: `site_of` is where its POST script runs.
         if !self.end_staging(job, out) {
             return;
-        }
-        if let Some(site) = site {
-            self.grid.site_of[job] = site;
         }
         self.set_state(job, JobState::Running);
         self.dag.exited[job] = Some(DAG_ERROR_JOB_SKIPPED);
