@@ -12,8 +12,11 @@ equals `--strategy data-present` on a testbed with `replica_policy =
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import gridbed_policy as gp  # noqa: E402
+try:
+    import gridbed
+except ImportError:  # not installed (pip install gridbed): the repository's copy
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import gridbed
 
 
 def select(request):
@@ -24,8 +27,8 @@ def select(request):
     eligible = request["eligible"]
     best = max(present.get(s, 0) for s in eligible)
     tied = [s for s in eligible if present.get(s, 0) == best]
-    return tied[gp.pick(request["draw"], len(tied))]
+    return tied[gridbed.pick(request["draw"], len(tied))]
 
 
 if __name__ == "__main__":
-    gp.serve(select=select)
+    gridbed.serve(select=select)

@@ -13,8 +13,11 @@ policy takes them from the front, so a short one is enough.)
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import gridbed_policy as gp  # noqa: E402
+try:
+    import gridbed
+except ImportError:  # not installed (pip install gridbed): the repository's copy
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import gridbed
 
 
 def notify(request):
@@ -26,4 +29,4 @@ def pick_up(request):
 
 
 if __name__ == "__main__":
-    gp.serve(notify=notify, pick_up=pick_up)
+    gridbed.serve(notify=notify, pick_up=pick_up)

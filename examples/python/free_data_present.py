@@ -10,8 +10,11 @@ to the one holding the most; ties at random (the request's draw).
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import gridbed_policy as gp  # noqa: E402
+try:
+    import gridbed
+except ImportError:  # not installed (pip install gridbed): the repository's copy
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import gridbed
 
 
 def select(request):
@@ -23,8 +26,8 @@ def select(request):
     eligible = [s for s in request["eligible"] if s in free] or request["eligible"]
     best = max(present.get(s, 0) for s in eligible)
     tied = [s for s in eligible if present.get(s, 0) == best]
-    return tied[gp.pick(request["draw"], len(tied))]
+    return tied[gridbed.pick(request["draw"], len(tied))]
 
 
 if __name__ == "__main__":
-    gp.serve(select=select)
+    gridbed.serve(select=select)

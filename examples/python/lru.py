@@ -10,8 +10,11 @@ import heapq
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-import gridbed_policy as gp  # noqa: E402
+try:
+    import gridbed
+except ImportError:  # not installed (pip install gridbed): the repository's copy
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import gridbed
 
 
 # Per site: (last_access, id, size) of every file as it changed, oldest
@@ -36,4 +39,4 @@ def evict(request):
 
 
 if __name__ == "__main__":
-    gp.serve(evict=evict)
+    gridbed.serve(evict=evict)

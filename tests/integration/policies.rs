@@ -297,7 +297,7 @@ fn python_first_available_answers_as_the_builtin_on_a_live_farm() {
 const FREE_OR_HOLD: &str = r#"
 import json, sys
 sys.path.insert(0, sys.argv[3])
-import gridbed_policy as gp
+import gridbed as gp
 
 def select(request):
     free = [s for s in request["eligible"] if request["sites"][s]["free"] > 0]
@@ -631,7 +631,7 @@ fn a_run_held_by_its_selector_ends_saying_why_in_both_engines() {
     std::fs::write(
         &program,
         format!(
-            "import sys\nsys.path.insert(0, {:?})\nimport gridbed_policy as gp\ngp.serve(select=lambda r: None)\n",
+            "import sys\nsys.path.insert(0, {:?})\nimport gridbed\ngridbed.serve(select=lambda r: None)\n",
             repo("python").display().to_string()
         ),
     )

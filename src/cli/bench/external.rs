@@ -91,20 +91,43 @@ pub fn decisions(decisions: usize) -> Result<Vec<Figure>, Failure> {
         decisions * 10,
     )?;
     let dir = tempfile::tempdir()?;
-    let helper = std::env::current_dir()?.join("python");
+    // The installed package (`pip install gridbed`) when there is one, else
+    // the repository's copy, as the shipped examples import it.
+    let import = format!(
+        "import sys\ntry:\n    import gridbed\nexcept ImportError:\n    sys.path.append({:?})\n    import gridbed\n",
+        std::env::current_dir()?.join("python").display().to_string()
+    );
+    let which = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!("{import}print(gridbed.__file__)"))
+        .output()?;
+    if !which.status.success() {
+        return Err(format!(
+            "python3 cannot import the `gridbed` package: `pip install gridbed`, or run the bench in the repository's folder ({})",
+            String::from_utf8_lossy(&which.stderr).trim()
+        )
+        .into());
+    }
+    eprintln!(
+        "note: the Python helper timed is {}",
+        String::from_utf8_lossy(&which.stdout).trim()
+    );
     let python = |batch: usize| -> Result<f64, Failure> {
         let program = dir.path().join(format!("first-{batch}.py"));
         std::fs::write(
             &program,
             format!(
-                "import sys\nsys.path.insert(0, {:?})\nimport gridbed_policy as gp\ngp.serve(select=lambda r: r['eligible'][0], batch={batch})\n",
-                helper.display().to_string()
+                "{import}gridbed.serve(select=lambda r: r['eligible'][0], batch={batch})\n"
             ),
         )?;
         let spec = format!("external[cmd=\"python3 {}\"]", program.display());
         time(&mut *registry.site_selector(&spec, 1)?, decisions)
     };
-    let (py, single) = (python(1024)?, python(1)?);
+    // The median of five runs (a fresh program each): one run of 20,000
+    // decisions is a fifth of a second, shorter than this machine's noise.
+    let mut runs = (0..5).map(|_| python(1024)).collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by(f64::total_cmp);
+    let (py, single) = (runs[2], python(1)?);
     let mut figures = vec![
         Figure {
             name: "policy: built-in round-robin, decisions/s".into(),
@@ -114,11 +137,11 @@ pub fn decisions(decisions: usize) -> Result<Vec<Figure>, Failure> {
             met: true,
         },
         Figure {
-            name: "policy: external Python (helper, first eligible), decisions/s".into(),
+            name: "policy: external Python (helper, first eligible), decisions/s, median of 5".into(),
             value: py,
             unit: "/s".into(),
-            goal: Some("≥ 20,000/s".into()),
-            met: py >= 20_000.0,
+            goal: Some("≥ 100,000/s".into()),
+            met: py >= 100_000.0,
         },
         Figure {
             name: "policy: the same, one offer a request (batch=1), decisions/s".into(),
