@@ -123,6 +123,12 @@ pub mod workflow;
 
 internal!(cli, db, memo, metrics, netbed);
 
+/// `docs/write-a-policy.md`'s Rust, compiled as doctests so that the
+/// library route it shows builds as written.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/write-a-policy.md")]
+pub struct WriteAPolicyDoc;
+
 /// The `gridbed` command line: what the binary runs.
 #[doc(hidden)]
 pub fn command_line() -> std::process::ExitCode {

@@ -11,13 +11,49 @@ use super::records::SiteCounters;
 use super::submissions::{Submissions, Workload};
 use super::{FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
 
-/// What a site selector may look at when a prescript plans a job.
+/// What a site selector may look at when a prescript plans a job: the
+/// grid as the manager knows it at that moment, read-only.
+///
+/// What a policy reads it for, field by field:
+///
+/// * a job's inputs and their sizes: `workflow.jobs[job].inputs` (file
+///   ids), `workflow.files[f].size` (nominal bytes) and `.name`; its
+///   `runtime` and `outputs` likewise;
+/// * who holds a copy now: `rls.holders(f)` (the sites, in site order) and
+///   `rls.has(f, site)`: the bytes of a job's inputs already at a site are
+///   the sizes of the inputs `rls` has there;
+/// * a site's size: `sites[s].cpus`, `.disk`, `.speed`, `.name`;
+/// * its load: `claimed[s]` (jobs holding one of its slots, from their
+///   prescript to their end: it is free while this is below its CPUs, see
+///   [`is_free`](Self::is_free)), `active[s]` (jobs submitted there and not
+///   ended), `counters[s]` (submitted, started, ended, killed so far);
+/// * the rest: `states[job]`, `last_ended`, `now`, and with several
+///   workflows `submissions` and `workload` (fair share,
+///   [`over_fair_share`](Self::over_fair_share)).
+///
+/// ```
+/// use gridbed::core::{JobId, SiteId};
+/// use gridbed::policy::GridView;
+///
+/// /// Bytes of `job`'s inputs already held at `site`.
+/// fn present(view: &GridView<'_>, job: JobId, site: SiteId) -> u64 {
+///     let wf = view.workflow;
+///     (wf.jobs[job].inputs.iter())
+///         .filter(|&&f| view.rls.has(f, site))
+///         .map(|&f| wf.files[f].size)
+///         .sum()
+/// }
+/// # let _ = present;
+/// ```
 pub struct GridView<'a> {
-    /// The workflow.
+    /// The workflow: its jobs (inputs, outputs, runtime, parents) and
+    /// files (name, size), indexed by [`JobId`] and [`FileId`].
     pub workflow: &'a Workflow,
-    /// Every site of the scenario, indexed by [`SiteId`].
+    /// Every site of the scenario, indexed by [`SiteId`]: name, CPUs, disk,
+    /// speed.
     pub sites: &'a [SiteInfo],
-    /// Registered replicas.
+    /// The replica catalogue: the sites holding a copy of each file now
+    /// (`holders`, `has`).
     pub rls: &'a Rls,
     /// Jobs submitted to each site and not yet ended (queued or running).
     pub active: &'a [usize],

@@ -25,6 +25,13 @@ pub use crate::core::seams::{
     CacheWorth, CachedFile, Candidate, EvictionPolicy, GridView, Offer, SiteSelector,
 };
 
+/// The `rand` crate whose traits a policy's generator is used through
+/// (`use gridbed::policy::rand::Rng` for `random_range`), and the
+/// generator [`Context::rng`] returns: re-exported so that a policy's crate
+/// depends on gridbed alone, at the versions gridbed seeds.
+pub use rand;
+pub use rand_chacha::ChaCha8Rng;
+
 use crate::core::cache_index::ExecId;
 use crate::core::farm::{Dispatcher, FarmSpec, Task};
 
