@@ -96,6 +96,15 @@ enum Cmd {
     /// platform (least squares on makespan) and predict other traces.
     Calibrate(calibrate::CalibrateArgs),
     /// Run a grid of strategies × site counts × MAXPRE × seeds; CSV and charts.
+    ///
+    /// Writes `sweep.csv` (a row a run) and `summary.csv` (a row per
+    /// strategy, site count and MAXPRE over its seeds: the makespan's mean,
+    /// standard deviation and 95% confidence interval, and
+    /// `speedup_total_runtime_over_makespan`, the jobs' runtimes summed over
+    /// the makespan, seed 002's speedup over one CPU, mean of the runs), and
+    /// the charts of seed 000's figures 4–7 and seed 002's 8–9. Names longer
+    /// than 28 characters (an `external[cmd="…"]` program) show as the text
+    /// before their `[` and a number, with a legend.
     Sweep(sweep::SweepArgs),
     /// Look at a testbed's workflow.
     #[command(subcommand)]
@@ -120,7 +129,7 @@ enum Cmd {
     /// through the max-min model alone: `export`, `replay`.
     #[command(subcommand)]
     Flows(flows::FlowsCmd),
-    /// Simulate a data-diffusion task farm (seed 001) from a farm testbed.
+    /// Run a data-diffusion task farm (seed 001) from a farm testbed, simulated or live.
     Farm(farm::FarmArgs),
     /// Measure the manager, the live dispatcher and transfer throughput.
     Bench(bench::BenchArgs),
@@ -323,10 +332,7 @@ pub fn main() -> ExitCode {
         Cmd::SweepTask(args) => sweep::slurm::task(args),
         Cmd::Bench(args) => bench::run(args)
             .map(|()| ExitCode::SUCCESS)
-            .map_err(|e| match e {
-                bench::BenchError::Unknown { .. } => CliError::input(e),
-                _ => CliError::failed(e),
-            }),
+            .map_err(CliError::failed),
     };
     if let Some(sig) = crate::interrupt::requested() {
         if let Err(e) = &result {

@@ -119,6 +119,7 @@ pub fn experiment_figures(
         "arrival rate (tasks/s)",
         "slowdown",
         &series,
+        &[],
     )?;
     grouped_bars(
         &dir.join("response.svg"),

@@ -52,14 +52,44 @@ pub fn colour(i: usize, n: usize) -> RGBColor {
     }
 }
 
+/// The area a chart `size` big is drawn in, in a new SVG at `path`, with
+/// `notes` written one a line under it (what a chart's short labels stand
+/// for).
+fn canvas<'b>(
+    path: &'b Path,
+    size: (u32, u32),
+    notes: &[String],
+) -> Result<DrawingArea<SVGBackend<'b>, plotters::coord::Shift>, PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
+    let foot = if notes.is_empty() {
+        0
+    } else {
+        10 + 18 * notes.len() as u32
+    };
+    let root = SVGBackend::new(path, (size.0, size.1 + foot)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    if notes.is_empty() {
+        return Ok(root);
+    }
+    let (chart, under) = root.split_vertically(size.1);
+    for (i, note) in notes.iter().enumerate() {
+        under
+            .draw_text(note, &("sans-serif", 13).into(), (14, 18 * i as i32))
+            .map_err(|e| err(&e))?;
+    }
+    Ok(chart)
+}
+
 /// Draws `series` as lines into an SVG file at `path`, with a marker on
-/// every point when the series are short enough for markers to be read.
+/// every point when the series are short enough for markers to be read,
+/// and `notes` under it.
 pub fn line_chart(
     path: &Path,
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
+    notes: &[String],
 ) -> Result<(), PlotError> {
     let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     let pts = || series.iter().flat_map(|s| s.points.iter());
@@ -76,8 +106,7 @@ pub fn line_chart(
         (x0, x1)
     };
     let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = canvas(path, (800, 500), notes)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
@@ -140,7 +169,7 @@ mod tests {
                 points: vec![(5.0, 4.0), (10.0, 2.0)],
             },
         ];
-        line_chart(&path, "t", "sites", "hours", &series).unwrap();
+        line_chart(&path, "t", "sites", "hours", &series, &[]).unwrap();
         let groups = [
             Marked {
                 name: "fitted".into(),
@@ -158,7 +187,7 @@ mod tests {
         assert!(parity_chart(&parity, "t", "s", &[], 0.1).is_err());
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("clustered") && svg.contains("random"));
-        assert!(line_chart(&path, "t", "x", "y", &[]).is_err());
+        assert!(line_chart(&path, "t", "x", "y", &[], &[]).is_err());
     }
 }
 
@@ -294,15 +323,22 @@ pub struct Bar {
     pub ci: f64,
 }
 
-/// Draws `bars` with confidence whiskers into an SVG file at `path`.
-pub fn bar_chart(path: &Path, title: &str, y_label: &str, bars: &[Bar]) -> Result<(), PlotError> {
+/// Draws `bars` with confidence whiskers into an SVG file at `path`, and
+/// `notes` under it.
+pub fn bar_chart(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    bars: &[Bar],
+    notes: &[String],
+) -> Result<(), PlotError> {
     let err = |e: &dyn std::fmt::Display| PlotError::at(path, e);
     if bars.is_empty() {
         return Err(PlotError::at(path, "no data"));
     }
     let top = bars.iter().map(|b| b.mean + b.ci).fold(0.0_f64, f64::max);
     let top = if top <= 0.0 { 1.0 } else { top * 1.1 };
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    let root = canvas(path, (800, 500), notes)?;
     let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
     let mut chart = category_chart(&root, path, title, y_label, &labels, top, 12)?;
     for (i, b) in bars.iter().enumerate() {
@@ -398,7 +434,7 @@ mod bar_tests {
                 ci: 0.0,
             },
         ];
-        bar_chart(&path, "t", "hours", &bars).unwrap();
+        bar_chart(&path, "t", "hours", &bars, &["a = b".into()]).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.contains("opportunistic") && svg.contains("round-robin"));
     }

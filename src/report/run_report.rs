@@ -239,7 +239,7 @@ fn lines_or_note(
         return note(path, &format!("{title}: nothing to show in this run"))
             .map_err(|e| ReportError::Output(e.to_string()));
     }
-    line_chart(path, title, "nominal time (s)", y_label, series)
+    line_chart(path, title, "nominal time (s)", y_label, series, &[])
         .map_err(|e| ReportError::Output(e.to_string()))
 }
 

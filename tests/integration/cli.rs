@@ -1,6 +1,6 @@
 //! Commands end to end through the binary: sweep, workflow stats, validate.
 
-use crate::common::{catalog, gridbed, record_with_detail, run_testbed, write_testbed};
+use crate::common::{catalog, gridbed, gridbed_ok, record_with_detail, run_testbed, write_testbed};
 use std::path::Path;
 
 const SMALL: &str = r#"
@@ -855,7 +855,8 @@ fn bench_prints_its_figures_and_a_markdown_table_and_refuses_an_unknown_name() {
     let (code, _, stderr) = gridbed(&["bench", "managr"]);
     assert_eq!(code, Some(2), "bad input: {stderr}");
     assert!(
-        stderr.contains("unknown benchmark `managr`; expected sim,"),
+        stderr.contains("invalid value 'managr'")
+            && stderr.contains("possible values: sim, policy,"),
         "{stderr}"
     );
 }
@@ -1020,4 +1021,133 @@ fn measure_reports_a_commands_own_wall_time_and_peak_memory_and_its_failure() {
     let (code, _, stderr) = gridbed(&["measure", exe, "check", "/nonexistent.toml"]);
     assert_ne!(code, Some(0));
     assert!(stderr.contains("nonexistent.toml"), "{stderr}");
+}
+
+/// The long options a `--help` text lists (`--help` and `--version` aside).
+fn help_options(help: &str) -> std::collections::BTreeSet<String> {
+    help.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix('-')
+                .filter(|r| !r.starts_with('-'))
+                .map_or(l, |r| r.split_once(", ").map_or(r, |(_, rest)| rest));
+            let name = l.strip_prefix("--")?;
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            (!name.is_empty() && name != "help" && name != "version").then_some(name)
+        })
+        .collect()
+}
+
+/// The long options a summary's text names (`[--engine live|sim]`).
+fn mentioned_options(text: &str) -> std::collections::BTreeSet<String> {
+    text.split("--")
+        .skip(1)
+        .map(|t| {
+            t.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect::<String>()
+        })
+        .filter(|o| !o.is_empty())
+        .collect()
+}
+
+/// The subcommands a `--help` text lists under `Commands:`.
+fn help_commands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue 64: the README's command summary is the command line's own. Every
+/// command `gridbed --help` lists (and each of its subcommands) has an
+/// entry, each entry names exactly the options its `--help` lists, and
+/// `bench`'s entry every benchmark its `--help` offers.
+#[test]
+fn the_readme_summary_lists_every_command_and_option_the_cli_has() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let block = readme
+        .split("## The command line")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .expect("README's command summary");
+    // The options every entry with `[SCENARIO]` takes, defined at its end.
+    let (block, scenario) = block
+        .split_once("where SCENARIO is")
+        .expect("the summary defines SCENARIO");
+    // Each entry: the command's words, then its lines' long options.
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in block.lines().skip(1) {
+        let line = line.replace("[SCENARIO]", scenario);
+        match line.strip_prefix("gridbed ") {
+            Some(rest) => {
+                let words: Vec<&str> = rest
+                    .split_whitespace()
+                    .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                    .filter(|w| !w.starts_with('-'))
+                    .collect();
+                entries.push((words.join(" "), rest.to_string()));
+            }
+            None => entries.last_mut().expect("an entry first").1 += &line,
+        }
+    }
+    let mut commands: Vec<String> = Vec::new();
+    for top in help_commands(&gridbed_ok(&["--help"])) {
+        let subs = help_commands(&gridbed_ok(&[top.as_str(), "--help"]));
+        if subs.is_empty() {
+            commands.push(top);
+        } else {
+            commands.extend(subs.iter().map(|s| format!("{top} {s}")));
+        }
+    }
+    let mut problems = Vec::new();
+    for command in &commands {
+        let text: String = (entries.iter())
+            .filter(|(c, _)| c == command)
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if text.is_empty() {
+            problems.push(format!("`gridbed {command}` has no entry"));
+            continue;
+        }
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("--help");
+        let help = gridbed_ok(&args);
+        let listed = mentioned_options(&text);
+        let has = help_options(&help);
+        for o in has.difference(&listed) {
+            problems.push(format!("`gridbed {command}`: --{o} is missing"));
+        }
+        for o in listed.difference(&has) {
+            problems.push(format!("`gridbed {command}`: --{o} does not exist"));
+        }
+        if command == "bench" {
+            let offered = help
+                .split("[possible values: ")
+                .nth(1)
+                .and_then(|s| s.split(']').next())
+                .expect("bench --help lists its benchmarks");
+            for b in offered.split(", ") {
+                if !text.contains(b) {
+                    problems.push(format!("`gridbed bench`: benchmark {b} is missing"));
+                }
+            }
+        }
+    }
+    for (c, _) in &entries {
+        if !commands.contains(c) {
+            problems.push(format!("the entry `gridbed {c}` is no command"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

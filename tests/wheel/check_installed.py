@@ -65,6 +65,16 @@ check(builtin["summary"]["succeeded"] and len(builtin.jobs) >= 102, "the quickst
 check(same_run(builtin, program), "data_present.py differs from data-present")
 check(same_run(builtin, function), "gridbed.policy(select=data_present.select) differs from data-present")
 print(f"quickstart, data-present: {builtin['summary']['makespan_s']:.1f} s, the program and the function equal")
+try:
+    import pandas  # noqa: F401
+
+    check(len(builtin.frame("jobs")) == len(builtin.jobs), "the jobs' DataFrame")
+except ImportError:
+    try:
+        builtin.frame("jobs")
+        check(False, "frame() without pandas raised nothing")
+    except ImportError as e:
+        check("pandas" in str(e), f"frame() without pandas: {e}")
 
 # LRU on SPCL's Grid3 testbed, making room many times.
 with tempfile.TemporaryDirectory() as tmp:
@@ -95,6 +105,14 @@ with tempfile.TemporaryDirectory() as tmp:
     program = f'external[cmd="{py} {here}/first_available.py", window=16]'
     check(farm("first-available", "builtin") == farm(program, "external"), "first_available.py differs")
     print("falkon-diffusion-small, first-available: the program equal")
+
+# A calibration, where the shared real runs are beside the repository.
+runs = os.path.join(REPO, "..", "shared", "reference", "wfinstances")
+if os.path.isdir(runs):
+    small, large = (os.path.join(runs, f"montage-chameleon-{d}-001.json") for d in ("2mass-005d", "2mass-02d"))
+    fit = gridbed.calibrate(small, gridbed.testbed("traces/chameleon"), predict=[large], out=os.devnull)
+    check(len(fit["predicted"]) == 1 and fit["rms_error"] >= 0, f"the calibration: {sorted(fit)}")
+    print(f"calibrate: {len(fit['fitted'])} run fitted, {len(fit['predicted'])} predicted")
 
 # Errors come back as GridbedError with gridbed's message.
 try:

@@ -221,6 +221,61 @@ pub fn summarize(rows: &[Row]) -> Vec<Summary> {
         .collect()
 }
 
+/// The names a sweep's tables and charts show for its strategies: a name
+/// up to [`Names::WHOLE`] characters as it is, a longer one (an
+/// `external[cmd="…"]` program) as the text before its `[` and a number,
+/// with a legend saying what each short name stands for.
+struct Names {
+    /// (full name, short name), in the order of `--strategies`.
+    pairs: Vec<(String, String)>,
+}
+
+impl Names {
+    /// The longest name shown whole.
+    const WHOLE: usize = 28;
+
+    fn new(strategies: &[String]) -> Self {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for full in strategies {
+            if pairs.iter().any(|(f, _)| f == full) {
+                continue;
+            }
+            let short = if full.chars().count() <= Self::WHOLE {
+                full.clone()
+            } else {
+                let base: String = full.split('[').next().unwrap_or("").chars().take(16).collect();
+                let k = 1 + pairs.iter().filter(|(f, s)| f != s).count();
+                format!("{base}#{k}")
+            };
+            pairs.push((full.clone(), short));
+        }
+        Names { pairs }
+    }
+
+    /// The short name of `full` (itself when it is not a strategy of the
+    /// sweep).
+    fn short<'a>(&'a self, full: &'a str) -> &'a str {
+        (self.pairs.iter())
+            .find(|(f, _)| f == full)
+            .map_or(full, |(_, s)| s.as_str())
+    }
+
+    /// The widest short name, at least `min`.
+    fn width(&self, min: usize) -> usize {
+        (self.pairs.iter())
+            .map(|(_, s)| s.chars().count())
+            .fold(min, usize::max)
+    }
+
+    /// One line per shortened name: `short = full`.
+    fn legend(&self) -> Vec<String> {
+        (self.pairs.iter())
+            .filter(|(f, s)| f != s)
+            .map(|(f, s)| format!("{s} = {f}"))
+            .collect()
+    }
+}
+
 /// Why a sweep could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -413,8 +468,9 @@ pub fn run(args: &SweepArgs) -> Result<Vec<Row>, SweepError> {
     write_summary(&args.out.join("summary.csv"), &summary)?;
     // A sweep stopped before any run ended has nothing to draw.
     if !rows.is_empty() {
-        charts(&args.out, &base.name, args, &rows)?;
-        bars(&args.out, &base.name, &summary)?;
+        let names = Names::new(&args.strategies);
+        charts(&args.out, &base.name, args, &rows, &names)?;
+        bars(&args.out, &base.name, &summary, &names)?;
     }
     Ok(rows)
 }
@@ -486,7 +542,14 @@ fn run_here(args: &SweepArgs, cells: &[Cell]) -> Result<Vec<Row>, SweepError> {
 
 fn write_summary(path: &Path, summary: &[Summary]) -> Result<(), SweepError> {
     let mut rows = vec![csv_fields(&[
-        "strategy", "sites", "maxpre", "runs", "mean_s", "sd_s", "ci95_s", "speedup",
+        "strategy",
+        "sites",
+        "maxpre",
+        "runs",
+        "mean_s",
+        "sd_s",
+        "ci95_s",
+        "speedup_total_runtime_over_makespan",
     ])];
     for s in summary {
         rows.push(vec![
@@ -546,7 +609,8 @@ fn prepare_out(out: &Path, force: bool) -> Result<(), SweepError> {
 
 /// Seed 002's figures 8–9: mean makespan with its 95% CI, and speedup, per
 /// strategy, one pair of charts per (sites, MAXPRE).
-fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
+fn bars(out: &Path, name: &str, summary: &[Summary], names: &Names) -> Result<(), PlotError> {
+    let legend = names.legend();
     let mut cells: Vec<(usize, usize)> = Vec::new();
     for s in summary {
         if !cells.contains(&(s.sites, s.maxpre)) {
@@ -562,7 +626,7 @@ fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
         let makespan: Vec<Bar> = of_cell
             .iter()
             .map(|s| Bar {
-                label: s.strategy.clone(),
+                label: names.short(&s.strategy).to_string(),
                 mean: s.mean_s / 60.0,
                 ci: s.ci95_s / 60.0,
             })
@@ -572,11 +636,12 @@ fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
             &format!("{name}: mean makespan, 95% CI, {runs} runs ({sites} sites, MAXPRE {maxpre})"),
             "makespan (minutes, nominal)",
             &makespan,
+            &legend,
         )?;
         let speedup: Vec<Bar> = of_cell
             .iter()
             .map(|s| Bar {
-                label: s.strategy.clone(),
+                label: names.short(&s.strategy).to_string(),
                 mean: s.speedup,
                 ci: 0.0,
             })
@@ -584,8 +649,9 @@ fn bars(out: &Path, name: &str, summary: &[Summary]) -> Result<(), PlotError> {
         bar_chart(
             &out.join(format!("speedup-sites{sites}-maxpre{maxpre}.svg")),
             &format!("{name}: speedup over one CPU ({sites} sites, MAXPRE {maxpre})"),
-            "speedup",
+            "speedup (total runtime / makespan)",
             &speedup,
+            &legend,
         )?;
     }
     Ok(())
@@ -655,23 +721,38 @@ fn series(args: &SweepArgs, rows: &[Row], maxpre: usize, f: impl Fn(&Row) -> f64
 
 /// Figure 4 (transfers by strategy and site count) and figures 5–7 (makespan
 /// by site count, one chart per MAXPRE).
-fn charts(out: &Path, name: &str, args: &SweepArgs, rows: &[Row]) -> Result<(), PlotError> {
+fn charts(
+    out: &Path,
+    name: &str,
+    args: &SweepArgs,
+    rows: &[Row],
+    names: &Names,
+) -> Result<(), PlotError> {
+    let legend = names.legend();
+    let short = |mut series: Vec<Series>| {
+        for s in &mut series {
+            s.name = names.short(&s.name).to_string();
+        }
+        series
+    };
     for &maxpre in &args.maxpre {
-        let t = series(args, rows, maxpre, |r| r.transfers as f64);
+        let t = short(series(args, rows, maxpre, |r| r.transfers as f64));
         line_chart(
             &out.join(format!("transfers-maxpre{maxpre}.svg")),
             &format!("{name}: file transfers by strategy (MAXPRE {maxpre})"),
             "sites",
             "transfers",
             &t,
+            &legend,
         )?;
-        let m = series(args, rows, maxpre, |r| r.makespan_s / 3600.0);
+        let m = short(series(args, rows, maxpre, |r| r.makespan_s / 3600.0));
         line_chart(
             &out.join(format!("makespan-maxpre{maxpre}.svg")),
             &format!("{name}: execution time for MAXPRE = {maxpre}"),
             "sites",
             "makespan (hours, nominal)",
             &m,
+            &legend,
         )?;
     }
     Ok(())
@@ -683,8 +764,11 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
         SweepError::Config(_) | SweepError::Invalid(_) => CliError::input(e),
         SweepError::Run(_) | SweepError::Plot(_) | SweepError::Write { .. } => CliError::failed(e),
     })?;
+    let strategies: Vec<String> = rows.iter().map(|r| r.strategy.clone()).collect();
+    let names = Names::new(&strategies);
+    let w = names.width("strategy".len());
     say!(
-        "{:<16} {:>5} {:>6} {:>5} {:>12} {:>10} {:>9} {:>8}",
+        "{:<w$} {:>5} {:>6} {:>5} {:>12} {:>10} {:>9} {:>8}",
         "strategy",
         "sites",
         "maxpre",
@@ -696,8 +780,8 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
     );
     for r in &rows {
         say!(
-            "{:<16} {:>5} {:>6} {:>5} {:>12.2} {:>10} {:>9} {:>8.2}{}",
-            r.strategy,
+            "{:<w$} {:>5} {:>6} {:>5} {:>12.2} {:>10} {:>9} {:>8.2}{}",
+            names.short(&r.strategy),
             r.sites,
             r.maxpre,
             r.seed,
@@ -715,7 +799,7 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
     let summary = summarize(&rows);
     if summary.iter().any(|s| s.runs > 1) {
         say!(
-            "\n{:<16} {:>5} {:>6} {:>5} {:>14} {:>12} {:>14} {:>8}",
+            "\n{:<w$} {:>5} {:>6} {:>5} {:>14} {:>12} {:>14} {:>8}",
             "strategy",
             "sites",
             "maxpre",
@@ -727,8 +811,8 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
         );
         for s in &summary {
             say!(
-                "{:<16} {:>5} {:>6} {:>5} {:>14.1} {:>12.1} {:>14} {:>8.1}",
-                s.strategy,
+                "{:<w$} {:>5} {:>6} {:>5} {:>14.1} {:>12.1} {:>14} {:>8.1}",
+                names.short(&s.strategy),
                 s.sites,
                 s.maxpre,
                 s.runs,
@@ -738,6 +822,10 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
                 s.speedup
             );
         }
+        say!("(speedup: the jobs' total runtime over the makespan, mean of the runs)");
+    }
+    for line in names.legend() {
+        say!("{line}");
     }
     match rows.is_empty() {
         false => say!("\nCSV and charts written to {}", args.out.display()),
@@ -753,6 +841,30 @@ pub(super) fn command(args: SweepArgs) -> Result<ExitCode, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_strategy_names_show_short_with_a_legend() {
+        let long_a = r#"external[cmd="python3 examples/python/data_present.py"]"#.to_string();
+        let long_b = "a-long-built-in-name[with=parameters, many=more]".to_string();
+        let names = Names::new(&[
+            "random".into(),
+            long_a.clone(),
+            "random".into(),
+            long_b.clone(),
+        ]);
+        assert_eq!(names.short("random"), "random");
+        assert_eq!(names.short(&long_a), "external#1");
+        assert_eq!(names.short(&long_b), "a-long-built-in-#2");
+        assert_eq!(names.short("not in the sweep"), "not in the sweep");
+        assert_eq!(names.width(8), "a-long-built-in-#2".len());
+        assert_eq!(
+            names.legend(),
+            [format!("external#1 = {long_a}"), format!("a-long-built-in-#2 = {long_b}")]
+        );
+        // A name of exactly the longest shown whole stays whole.
+        let edge = "x".repeat(Names::WHOLE);
+        assert_eq!(Names::new(std::slice::from_ref(&edge)).short(&edge), edge);
+    }
 
     fn row(strategy: &str, makespan_s: f64) -> Row {
         Row {
