@@ -569,17 +569,6 @@ fn execute(
     }
     let s = &record.summary;
     let complete = s.succeeded && s.corrupt_at_end == 0;
-    if let Some(src) = scenario.source.as_ref()
-        && let Some(info) = &src.dagman
-        && !ended.save_points.is_empty()
-    {
-        for path in write_dagman_files(scenario, src, info, &ended, DagmanFiles::SavePoints)? {
-            say!(
-                "save file written to {} (gridbed run --load-save starts from it)",
-                path.display()
-            );
-        }
-    }
     if let Some(stop) = ended.stop {
         let why = match stop.node {
             Some(n) => format!(
@@ -592,26 +581,6 @@ fn execute(
             "the DAG stopped ({why}): its jobs in flight were removed; its exit value {}",
             stop.dag_return
         );
-    }
-    // DAGMan writes its rescue (main_shutdown_rescue, before FINAL runs)
-    // whenever the DAG is to exit non-zero at that point: a node failed or
-    // never ran (a cycle), or an ABORT-DAG-ON stopped it with a non-zero
-    // value; so even when FINAL then succeeds. `RETURN 0` writes none.
-    let rescue_due = match ended.stop {
-        Some(a) => !complete || a.dag_return != 0,
-        None => !complete || ended.done.iter().any(|&d| !d),
-    };
-    if let Some(src) = scenario.source.as_ref()
-        && let Some(info) = &src.dagman
-        && (rescue_due || !ended.subdag_runs.is_empty())
-    {
-        let files = DagmanFiles::Rescues { top: rescue_due };
-        for path in write_dagman_files(scenario, src, info, &ended, files)? {
-            say!(
-                "rescue DAG written to {} (the next `gridbed run` of its DAG starts from it)",
-                path.display()
-            );
-        }
     }
     if complete {
         Ok(ExitCode::SUCCESS)
@@ -634,18 +603,12 @@ fn execute(
     }
 }
 
-/// How a run's jobs ended, all a failed run's rescue needs.
+/// How a run's jobs ended, all a failed run's rescue file needs.
 struct Ended {
     /// Per job: it ended done.
     done: Vec<bool>,
-    /// Per job: it failed for good.
-    failed: Vec<bool>,
     /// What stopped the DAG, if anything did.
     stop: Option<crate::core::DagAbort>,
-    /// Each failed run of a sub-DAG, in order.
-    subdag_runs: Vec<crate::core::SubDagRun>,
-    /// The save points written as their nodes started, in order.
-    save_points: Vec<crate::core::SavePoint>,
 }
 
 /// How the jobs ended; the rest of the result is not freed, as the
@@ -654,61 +617,10 @@ struct Ended {
 fn ended_and_forgotten(mut result: crate::core::result::RunResult) -> Ended {
     let ended = Ended {
         done: std::mem::take(&mut result.done),
-        failed: result.records.jobs.iter().map(|j| j.failure.is_some()).collect(),
         stop: result.dag_stop,
-        subdag_runs: std::mem::take(&mut result.subdag_runs_failed),
-        save_points: std::mem::take(&mut result.save_points),
     };
     std::mem::forget(result);
     ended
-}
-
-/// Which of DAGMan's rescue-format files a `.dag` run writes.
-#[derive(Clone, Copy)]
-enum DagmanFiles {
-    /// Each failed run of a sub-DAG's rescue DAG, and with `top` the DAG's
-    /// own (see [`crate::workflow::formats::dagman::rescue::write_for_run`]).
-    Rescues { top: bool },
-    /// The save files of its `SAVE_POINT_FILE` nodes.
-    SavePoints,
-}
-
-/// Writes DAGMan's rescue DAGs or save files of a `.dag` run; returns
-/// their paths.
-fn write_dagman_files(
-    scenario: &Scenario,
-    src: &crate::config::WorkflowSource,
-    info: &crate::workflow::formats::dagman::DagmanInfo,
-    ended: &Ended,
-    files: DagmanFiles,
-) -> Result<Vec<PathBuf>, CliError> {
-    use crate::workflow::formats::dagman::rescue;
-    let job_of: std::collections::HashMap<&str, usize> = scenario
-        .workflow
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(j, job)| (job.name.as_str(), j))
-        .collect();
-    let end = rescue::RunEnd {
-        job_of: &job_of,
-        done: &ended.done,
-        failed: &ended.failed,
-        subdag_runs: &ended.subdag_runs,
-        children: &scenario.workflow.children,
-    };
-    match files {
-        DagmanFiles::Rescues { top } => rescue::write_for_run(&src.path, info, &end, top),
-        DagmanFiles::SavePoints => {
-            rescue::write_save_points(&src.path, info, &end, &ended.save_points)
-        }
-    }
-    .map_err(|e| {
-        CliError::Failed(format!(
-            "cannot write the DAG's rescue or save files beside {}: {e}",
-            src.path.display()
-        ))
-    })
 }
 
 /// How a record at `record` names the control database at `db`: its file
@@ -905,8 +817,8 @@ fn shaping_table(
 }
 
 /// Writes what the run is asked to write besides its record: its trace,
-/// its WfCommons instance, and the files its `.dag` names (JOBSTATE_LOG,
-/// NODE_STATUS_FILE, DOT).
+/// its WfCommons instance, and the files a `.dag` run writes (those it
+/// names, its save files and its rescue DAGs).
 fn write_outputs(
     out: &OutputArgs,
     scenario: &Scenario,
@@ -927,10 +839,22 @@ fn write_outputs(
         write_json(path, &doc)?;
         say!("WfCommons instance written to {}", path.display());
     }
-    let written = crate::report::dagman_files::write(scenario, run, epoch)
+    use crate::report::dagman_files::{self, DagFile};
+    let written = dagman_files::write_at_end(scenario, run, epoch)
         .map_err(|e| CliError::Failed(format!("writing the DAG's files: {e}")))?;
-    for path in written {
-        say!("{} written (as the .dag asks)", path.display());
+    for (path, kind) in written {
+        let path = path.display();
+        match kind {
+            DagFile::Save => {
+                say!("save file written to {path} (gridbed run --load-save starts from it)")
+            }
+            DagFile::Rescue => say!(
+                "rescue DAG written to {path} (the next `gridbed run` of its DAG starts from it)"
+            ),
+            DagFile::JobstateLog | DagFile::NodeStatus | DagFile::Dot => {
+                say!("{path} written (as the .dag asks)")
+            }
+        }
     }
     Ok(())
 }

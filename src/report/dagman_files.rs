@@ -25,6 +25,13 @@
 //!   `UPDATE` drawn again with the states at its end (DAGMan redraws it on
 //!   each change of its counts; the last drawing is the end's).
 //!
+//! * The rescue DAGs (`rescue001`, …; each failed sub-DAG run's too) and
+//!   the save files of `SAVE_POINT_FILE` nodes, in DAGMan's rescue format
+//!   (`workflow::formats::dagman::rescue`).
+//!
+//! [`write_at_start`] and [`write_at_end`] write them all: a library caller
+//! that runs a `.dag` gets what `gridbed run` writes.
+//!
 //! Timestamps are whole seconds of the run's nominal time after `epoch`;
 //! the human-readable ones (DAGMan's `ctime`) are in UTC.
 
@@ -37,7 +44,7 @@ use crate::config::Scenario;
 use crate::core::records::{Attempt, Outcome};
 use crate::core::result::RunResult;
 use crate::core::{JobId, JobFailure, ScriptKind};
-use crate::workflow::formats::dagman::{DagmanInfo, DotFile, NodeInfo};
+use crate::workflow::formats::dagman::{DagmanInfo, DotFile, NodeInfo, rescue};
 
 /// DAGMan's node states (`Node::status_t`), numbered as its status file
 /// numbers them.
@@ -598,33 +605,98 @@ pub fn write_at_start(scenario: &Scenario, epoch: SystemTime) -> std::io::Result
     Ok(vec![path])
 }
 
-/// Writes the files the run's `.dag` asks for as its run ends
-/// (`JOBSTATE_LOG`, `NODE_STATUS_FILE`, and `DOT` when it says `UPDATE`),
-/// relative to its folder; returns their paths.
-pub fn write(
+/// One of the files a `.dag` run writes beside its DAG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DagFile {
+    /// `JOBSTATE_LOG`.
+    JobstateLog,
+    /// `NODE_STATUS_FILE`.
+    NodeStatus,
+    /// `DOT` (at the end with `UPDATE`).
+    Dot,
+    /// A `SAVE_POINT_FILE` node's save file.
+    Save,
+    /// A rescue DAG: the DAG's own, or a failed sub-DAG run's.
+    Rescue,
+}
+
+/// Writes every file a `.dag` run writes as it ends, as DAGMan does:
+/// the files its `.dag` asks for (`JOBSTATE_LOG`, `NODE_STATUS_FILE`, and
+/// `DOT` when it says `UPDATE`), the save files of its `SAVE_POINT_FILE`
+/// nodes that started, and its rescue DAGs when they are due; relative to
+/// its folder. Returns each path with what it is. A run of no `.dag`
+/// writes nothing.
+pub fn write_at_end(
     scenario: &Scenario,
     run: &RunResult,
     epoch: SystemTime,
-) -> std::io::Result<Vec<PathBuf>> {
+) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
     let Some((dir, dag_file, info)) = dag_of(scenario) else {
         return Ok(Vec::new());
     };
     let end = seconds(epoch, run.makespan);
     let mut written = Vec::new();
-    let mut put = |file: &str, text: String| -> std::io::Result<()> {
+    let mut put = |file: &str, text: String, kind: DagFile| -> std::io::Result<()> {
         let path = dir.join(file);
         std::fs::write(&path, text)?;
-        written.push(path);
+        written.push((path, kind));
         Ok(())
     };
     if let Some(f) = &info.jobstate_log {
-        put(f, jobstate_log(scenario, run, epoch))?;
+        put(f, jobstate_log(scenario, run, epoch), DagFile::JobstateLog)?;
     }
     if let Some(f) = &info.node_status_file {
-        put(f, node_status_file(scenario, run, &dag_file, end))?;
+        put(f, node_status_file(scenario, run, &dag_file, end), DagFile::NodeStatus)?;
     }
     if let Some(d) = info.dot.as_ref().filter(|d| d.update) {
-        written.push(draw(scenario, dir, d, &end_states(run), end)?);
+        written.push((draw(scenario, dir, d, &end_states(run), end)?, DagFile::Dot));
+    }
+    written.extend(rescue_and_save_files(scenario, run, info)?);
+    Ok(written)
+}
+
+/// The save files of the run's save points, and its rescue DAGs: each
+/// failed sub-DAG run's, and the DAG's own when it is due. DAGMan writes
+/// its rescue (`main_shutdown_rescue`, before FINAL runs) whenever the DAG
+/// is to exit non-zero at that point: a node failed or never ran (a
+/// cycle), or an ABORT-DAG-ON stopped it with a non-zero value; so even
+/// when FINAL then succeeds. `RETURN 0` writes none.
+fn rescue_and_save_files(
+    scenario: &Scenario,
+    run: &RunResult,
+    info: &DagmanInfo,
+) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
+    let Some(src) = scenario.source.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let wf = &scenario.workflow;
+    let job_of: HashMap<&str, usize> = (wf.jobs.iter().enumerate())
+        .map(|(j, job)| (job.name.as_str(), j))
+        .collect();
+    let failed: Vec<bool> = (run.records.jobs.iter())
+        .map(|j| j.failure.is_some())
+        .collect();
+    let end = rescue::RunEnd {
+        job_of: &job_of,
+        done: &run.done,
+        failed: &failed,
+        subdag_runs: &run.subdag_runs_failed,
+        children: &wf.children,
+    };
+    let mut written = Vec::new();
+    if !run.save_points.is_empty() {
+        let saved = rescue::write_save_points(&src.path, info, &end, &run.save_points)?;
+        written.extend(saved.into_iter().map(|p| (p, DagFile::Save)));
+    }
+    let corrupt = run.live.as_ref().map_or(0, |l| l.corrupt_at_end);
+    let complete = run.succeeded && corrupt == 0;
+    let rescue_due = match run.dag_stop {
+        Some(a) => !complete || a.dag_return != 0,
+        None => !complete || run.done.iter().any(|&d| !d),
+    };
+    if rescue_due || !run.subdag_runs_failed.is_empty() {
+        let rescues = rescue::write_for_run(&src.path, info, &end, rescue_due)?;
+        written.extend(rescues.into_iter().map(|p| (p, DagFile::Rescue)));
     }
     Ok(written)
 }
