@@ -72,12 +72,16 @@ def testbed(name):
     return path
 
 
-def _frame(rows, what):
+def _frame(tables, which):
+    """`tables[which]` (a list of dicts) as a pandas DataFrame."""
+    if which not in tables:
+        expected = " or ".join(repr(t) for t in tables)
+        raise ValueError(f"frame({which!r}): expected {expected}")
     try:
         import pandas
     except ImportError as e:
-        raise ImportError(f"pandas is not installed; the {what} are a list of dicts here") from e
-    return pandas.DataFrame(rows)
+        raise ImportError(f"pandas is not installed; the {which} are a list of dicts here") from e
+    return pandas.DataFrame(tables[which])
 
 
 class Policy:
@@ -237,10 +241,7 @@ class Run(dict):
 
     def frame(self, which="jobs"):
         """`jobs` or `transfers` as a pandas DataFrame."""
-        rows = {"jobs": self.jobs, "transfers": self.transfers}
-        if which not in rows:
-            raise ValueError(f"frame({which!r}): expected 'jobs' or 'transfers'")
-        return _frame(rows[which], which)
+        return _frame({"jobs": self.jobs, "transfers": self.transfers}, which)
 
 
 _JOBS = """SELECT j.name AS job, a.attempt, s.name AS site, a.prescript, a.submitted,
@@ -318,10 +319,7 @@ class Sweep:
 
     def frame(self, which="rows"):
         """`rows` or `summary` as a pandas DataFrame."""
-        tables = {"rows": self.rows, "summary": self.summary}
-        if which not in tables:
-            raise ValueError(f"frame({which!r}): expected 'rows' or 'summary'")
-        return _frame(tables[which], which)
+        return _frame({"rows": self.rows, "summary": self.summary}, which)
 
 
 def sweep(testbed, strategies=None, sites=None, maxpre=None, seeds=None, *, out=None, cwd=None, **options):
