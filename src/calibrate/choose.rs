@@ -19,12 +19,20 @@
 //!   `postscript_overhead`) are taken with two or more traces when no rate
 //!   is (WMS-bound runs, whose levels and jobs they separate), and where
 //!   one is, while the knobs are fewer than the traces.
+//!
+//! With three traces or more that choice is only one of the candidates:
+//! the start rate alone, with the per-level and per-job latencies, and,
+//! where some trace moves enough bytes to show, with one or two rates and
+//! the latencies under each data configuration; cross-validation
+//! ([`super::cross`]) picks the one that predicts left-out traces best.
 
 use std::fmt::Write as _;
 
+use super::cross::LEAST_TRACES;
+use super::fit::Candidate;
 use super::knob::{Knob, show_rate};
 use super::staging::Staging;
-use super::trace::Trace;
+use super::trace::{Trace, replay};
 use crate::config::Scenario;
 
 /// Bytes per second over a run that moving data must reach to show in its
@@ -44,6 +52,10 @@ pub struct Choice {
     pub staging: Vec<Staging>,
     /// Why, a line each.
     pub reasons: Vec<String>,
+    /// The knob sets to fit and compare: with fewer than three traces,
+    /// the knobs above under each data configuration; with more, a ladder
+    /// of knob sets cross-validation chooses from.
+    pub candidates: Vec<Candidate>,
 }
 
 /// What one trace shows of its data: every job's input and output bytes,
@@ -116,6 +128,22 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
     let lo = per_job.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = per_job.iter().copied().fold(0.0, f64::max);
     let bytes = crate::units::human_bytes;
+    let shows = busiest.is_some_and(|e| e.bytes / e.makespan >= SHOWS);
+    let rates: Vec<Knob> = match fit_on.first() {
+        Some((_, testbed)) => {
+            let origin = testbed.sites[testbed.origin].info.name.clone();
+            let machine = testbed
+                .sites
+                .iter()
+                .find(|s| !s.storage)
+                .map(|s| s.info.name.clone());
+            match machine {
+                Some(m) if placed => vec![Knob::Bandwidth(m), Knob::Bandwidth(origin)],
+                _ => vec![Knob::Bandwidth(origin)],
+            }
+        }
+        None => Vec::new(),
+    };
     let data = match busiest {
         Some(e) if e.bytes / e.makespan >= SHOWS => {
             let shown = format!(
@@ -146,17 +174,8 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
                 ));
                 false
             } else {
-                let (testbed, origin) = (&fit_on[0].1, fit_on[0].1.origin);
-                let origin = testbed.sites[origin].info.name.clone();
-                let machine = testbed
-                    .sites
-                    .iter()
-                    .find(|s| !s.storage)
-                    .map(|s| s.info.name.clone());
-                let rates: Vec<Knob> = match machine {
-                    Some(m) if placed => vec![Knob::Bandwidth(m), Knob::Bandwidth(origin.clone())],
-                    _ => vec![Knob::Bandwidth(origin.clone())],
-                };
+                let testbed = &fit_on[0].1;
+                let origin = testbed.sites[testbed.origin].info.name.clone();
                 let take = rates.len().min(fit_on.len() - 1);
                 let names: Vec<String> = rates[..take].iter().map(Knob::name).collect();
                 reasons.push(format!(
@@ -182,7 +201,7 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
                         format!("`{origin}` is the origin, whose interface every job's bytes cross unless the machines share a file system")
                     }
                 ));
-                knobs.extend(rates.into_iter().take(take));
+                knobs.extend(rates.iter().take(take).cloned());
                 staging = Staging::ALL.to_vec();
                 true
             }
@@ -228,9 +247,87 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
         ));
         knobs.extend_from_slice(&wms_extra[..extra]);
     }
+    let candidates = if fit_on.len() < LEAST_TRACES {
+        Candidate::given(&knobs, &staging)
+    } else {
+        let ladder = ladder(fit_on, if shows { &rates } else { &[] });
+        reasons.push(format!(
+            "{} traces: {} candidate knob sets are cross-validated, each trace left out in \
+             turn; the least left-out error wins{}",
+            fit_on.len(),
+            ladder.len(),
+            if shows {
+                ""
+            } else {
+                " (no rate: no trace moves enough bytes to show)"
+            }
+        ));
+        ladder
+    };
     Choice {
         knobs,
         staging,
         reasons,
+        candidates,
     }
+}
+
+/// The candidates of three traces or more: the start rate, the WMS's three
+/// knobs, and with `rates` (the machines' interface, then the origin's)
+/// one or both of them with the start rate, and with the WMS's knobs too,
+/// under each data configuration with a path of its own here; never more
+/// knobs than a left-out fit has traces.
+fn ladder(fit_on: &[(Trace, Scenario)], rates: &[Knob]) -> Vec<Candidate> {
+    let wms = [Knob::NegotiatorInterval, Knob::PostscriptOverhead];
+    let mut out = vec![
+        Candidate {
+            name: "start".into(),
+            knobs: vec![Knob::JobStartDelay],
+            staging: None,
+        },
+        Candidate {
+            name: "start, wms".into(),
+            knobs: [Knob::JobStartDelay]
+                .into_iter()
+                .chain(wms.clone())
+                .collect(),
+            staging: None,
+        },
+    ];
+    let base = fit_on
+        .first()
+        .and_then(|(t, s)| replay(s.clone(), t, None).ok());
+    let mut modes: Vec<Staging> = Vec::new();
+    for m in Staging::ALL {
+        let m = base.as_ref().map_or(m, |b| m.effective(b));
+        if !modes.contains(&m) {
+            modes.push(m);
+        }
+    }
+    let short = |k: &Knob| k.name().trim_end_matches(".bandwidth").to_string();
+    for mode in modes.iter().filter(|_| !rates.is_empty()) {
+        for n in 1..=rates.len() {
+            let taken: Vec<Knob> = rates[..n].to_vec();
+            let names: Vec<String> = taken.iter().map(short).collect();
+            out.push(Candidate {
+                name: format!("start, {} ({})", names.join(", "), mode.name()),
+                knobs: [Knob::JobStartDelay]
+                    .into_iter()
+                    .chain(taken.clone())
+                    .collect(),
+                staging: Some(*mode),
+            });
+            out.push(Candidate {
+                name: format!("start, {}, wms ({})", names.join(", "), mode.name()),
+                knobs: [Knob::JobStartDelay]
+                    .into_iter()
+                    .chain(taken)
+                    .chain(wms.clone())
+                    .collect(),
+                staging: Some(*mode),
+            });
+        }
+    }
+    out.retain(|c| c.knobs.len() < fit_on.len());
+    out
 }

@@ -6,20 +6,29 @@
 //! step function of interval knobs (ticks) and of rates, so the search takes
 //! no derivatives: a log-spaced grid over each knob's range (a Halton
 //! sequence from three knobs on), then Nelder–Mead in log space from the
-//! three best points, restarted while that still helps. Each data
-//! configuration asked for ([`Staging`]) is fitted on its own and the least
-//! cost kept.
+//! three best points, restarted while that still helps. Over more than
+//! [`GRID_TRACES`] traces the grid and the first simplexes see a spread of
+//! them, and only the last simplex all. Each candidate knob set
+//! ([`Candidate`]: knobs under one data configuration, [`Staging`]) is
+//! fitted on its own; with three traces or more the one that predicts best
+//! left-out traces wins ([`super::cross`]), else the least cost.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::cross::{self, CrossValidated, Interval};
 use super::knob::{Knob, Unit};
 use super::staging::Staging;
 use super::trace::{Prediction, Trace, TraceError, predict, replay};
 use crate::config::Scenario;
 use crate::core::wms::Latency;
+
+/// Traces the grid sees at most: a spread of them by makespan. A grid
+/// point only ranks basins, and a few traces that span the runs rank them
+/// as all of them do.
+pub const GRID_TRACES: usize = 5;
 
 /// A fitted knob, as the table and `--json` show it.
 #[derive(Debug, Clone, Serialize)]
@@ -49,38 +58,89 @@ impl Fitted {
     }
 }
 
-/// The fit under one data configuration.
+/// A knob set the fit may take: knobs under one data configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// Its name in the table.
+    pub name: String,
+    /// The continuous knobs.
+    pub knobs: Vec<Knob>,
+    /// The data configuration; none: the testbed's own data path.
+    pub staging: Option<Staging>,
+}
+
+impl Candidate {
+    /// `knobs` under each of `staging` (none: the testbed's own path), as
+    /// `--fit` names them.
+    pub fn given(knobs: &[Knob], staging: &[Staging]) -> Vec<Candidate> {
+        let names: Vec<String> = knobs.iter().map(Knob::name).collect();
+        let name = |s: Option<Staging>| match s {
+            Some(s) if names.is_empty() => s.name().to_string(),
+            Some(s) => format!("{} ({})", names.join(", "), s.name()),
+            None => names.join(", "),
+        };
+        let modes: Vec<Option<Staging>> = if staging.is_empty() {
+            vec![None]
+        } else {
+            staging.iter().copied().map(Some).collect()
+        };
+        modes
+            .into_iter()
+            .map(|s| Candidate {
+                name: name(s),
+                knobs: knobs.to_vec(),
+                staging: s,
+            })
+            .collect()
+    }
+}
+
+/// One candidate's fit.
 #[derive(Debug, Clone, Serialize)]
-pub struct ModeFit {
-    /// The configuration; none: the testbed's own data path.
+pub struct CandidateFit {
+    /// The candidate's name.
+    pub name: String,
+    /// Its data configuration; none: the testbed's own data path.
     pub staging: Option<Staging>,
     /// Its data path on this testbed, in words.
     pub path: String,
     /// The knobs fitted under it.
     pub knobs: Vec<Fitted>,
-    /// Root mean square of the fitted traces' relative errors.
+    /// Root mean square of the fitted traces' relative errors (in-sample).
     pub rms_error: f64,
     /// Each fitted trace's relative makespan error.
     pub errors: Vec<f64>,
     /// What the fit minimised (see [`Prediction::cost`]).
     pub cost: f64,
+    /// Simulations its fit on all traces ran.
+    pub simulations: usize,
+    /// Each trace predicted by the fit on the others.
+    pub cross_validated: Option<CrossValidated>,
+    /// Why it was not cross-validated, when it was not.
+    pub not_cross_validated: Option<String>,
 }
 
 /// The result of a calibration.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fit {
-    /// The fitted knobs and their values, under the chosen configuration.
+    /// The fitted knobs and their values, under the chosen candidate.
     pub knobs: Vec<Fitted>,
-    /// The data configuration chosen (the least cost), when it was fitted.
+    /// The data configuration chosen, when it was fitted.
     pub staging: Option<Staging>,
-    /// Every configuration tried, with its own fit.
-    pub modes: Vec<ModeFit>,
+    /// The chosen candidate's name.
+    pub chosen: String,
+    /// Why it was chosen, in a sentence.
+    pub chosen_by: String,
+    /// Every candidate tried, with its own fit.
+    pub candidates: Vec<CandidateFit>,
     /// The traces fitted on, with the fit's predictions.
     pub fitted: Vec<Prediction>,
-    /// The traces predicted (not fitted on).
+    /// The traces predicted (not fitted on), each with its interval.
     pub predicted: Vec<Prediction>,
     /// Root mean square of the fitted traces' relative errors.
     pub rms_error: f64,
+    /// How the intervals are made, and how often they held.
+    pub interval: Option<Interval>,
     /// Simulations run.
     pub evaluations: usize,
     /// Wall time of the fit.
@@ -109,7 +169,7 @@ fn with_knobs(base: &Scenario, knobs: &[Knob], x: &[f64]) -> Scenario {
 }
 
 /// `trace` predicted on `base` with the knobs set to `x` under `staging`.
-fn predict_at(
+pub(super) fn predict_at(
     trace: &Trace,
     base: &Scenario,
     knobs: &[Knob],
@@ -121,22 +181,36 @@ fn predict_at(
 
 /// Fits `knobs` to the makespans of `fit_on` (each trace with its testbed
 /// from [`testbed_for`](super::testbed_for)) under each data configuration
-/// of `staging` (none: the testbed's own), keeps the configuration that
-/// fits best, and predicts `predict_only` with the result. Each scenario
-/// keeps its testbed's other settings.
+/// of `staging` (none: the testbed's own) and predicts `predict_only` with
+/// the one chosen ([`select`]). Each scenario keeps its testbed's other
+/// settings.
 pub fn calibrate(
     fit_on: &[(Trace, Scenario)],
     knobs: &[Knob],
     staging: &[Staging],
     predict_only: &[(Trace, Scenario)],
 ) -> Result<Fit, TraceError> {
+    select(
+        fit_on,
+        &Candidate::given(knobs, staging),
+        predict_only,
+        cross::LEVEL,
+    )
+}
+
+/// Fits each of `candidates` to `fit_on`, chooses one, and predicts
+/// `predict_only` with it, each prediction with its interval at `level`
+/// (e.g. 0.8). With three traces or more each candidate is
+/// cross-validated (leave one trace out) and the least cross-validated
+/// error wins; with fewer the least cost does.
+pub fn select(
+    fit_on: &[(Trace, Scenario)],
+    candidates: &[Candidate],
+    predict_only: &[(Trace, Scenario)],
+    level: f64,
+) -> Result<Fit, TraceError> {
     let started = Instant::now();
     let evaluations = AtomicUsize::new(0);
-    let candidates: Vec<Option<Staging>> = if staging.is_empty() {
-        vec![None]
-    } else {
-        staging.iter().copied().map(Some).collect()
-    };
     // A configuration that gives another's data path on this testbed
     // (nonsharedfs with no staging site) is that one's fit.
     let base = fit_on
@@ -147,50 +221,115 @@ pub fn calibrate(
         (Some(m), Some(b)) => Some(m.effective(b)),
         _ => m,
     };
-    let mut distinct: Vec<Option<Staging>> = Vec::new();
-    for &m in &candidates {
-        if !distinct.contains(&same(m)) {
-            distinct.push(same(m));
-        }
+    let all: Vec<&(Trace, Scenario)> = fit_on.iter().collect();
+    // Each knob set fitted so far under its effective configuration.
+    struct Done {
+        knobs: Vec<Knob>,
+        mode: Option<Staging>,
+        x: Vec<f64>,
+        ps: Vec<Prediction>,
     }
-    let results = distinct
-        .iter()
-        .map(|&m| fit_mode(fit_on, knobs, m, &evaluations))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut modes = Vec::new();
-    let mut best: Option<(f64, Vec<f64>, Option<Staging>)> = None;
-    for mode in candidates {
-        let (x, ps) = &results[distinct.iter().position(|&d| d == same(mode)).unwrap_or(0)];
-        let c: f64 = ps.iter().map(Prediction::cost).sum();
-        let errors: Vec<f64> = ps.iter().map(|p| p.error).collect();
-        let path = match (mode, &base) {
-            (Some(m), Some(b)) => m.path(b),
-            _ => "the testbed's own".into(),
+    let mut done: Vec<Done> = Vec::new();
+    let mut fits = Vec::new();
+    let mut points = Vec::new();
+    for c in candidates {
+        let mode = same(c.staging);
+        let before = evaluations.load(Ordering::Relaxed);
+        let (x, ps) = match done.iter().find(|d| d.knobs == c.knobs && d.mode == mode) {
+            Some(d) => (d.x.clone(), d.ps.clone()),
+            None => {
+                // The fit of the most knobs of these (and no others), under
+                // the same configuration, is where the search starts.
+                let parent = done
+                    .iter()
+                    .filter(|d| {
+                        d.mode == mode
+                            && d.knobs.len() < c.knobs.len()
+                            && d.knobs.iter().all(|k| c.knobs.contains(k))
+                    })
+                    .max_by_key(|d| d.knobs.len());
+                let fixed: Vec<Option<f64>> = c
+                    .knobs
+                    .iter()
+                    .map(|k| {
+                        let p = parent?;
+                        p.knobs.iter().position(|q| q == k).map(|i| p.x[i])
+                    })
+                    .collect();
+                let start = if parent.is_some() {
+                    Start::Extend(&fixed)
+                } else {
+                    Start::Grid
+                };
+                let (x, ps) = fit_mode(&all, &c.knobs, mode, &evaluations, start)?;
+                done.push(Done {
+                    knobs: c.knobs.clone(),
+                    mode,
+                    x: x.clone(),
+                    ps: ps.clone(),
+                });
+                (x, ps)
+            }
         };
-        modes.push(ModeFit {
-            staging: mode,
-            path,
-            knobs: knobs
+        let errors: Vec<f64> = ps.iter().map(|p| p.error).collect();
+        fits.push(CandidateFit {
+            name: c.name.clone(),
+            staging: c.staging,
+            path: match (c.staging, &base) {
+                (Some(m), Some(b)) => m.path(b),
+                _ => "the testbed's own".into(),
+            },
+            knobs: c
+                .knobs
                 .iter()
-                .zip(x)
+                .zip(&x)
                 .map(|(k, v)| Fitted::new(k, *v))
                 .collect(),
             rms_error: rms(&errors),
             errors,
-            cost: c,
+            cost: ps.iter().map(Prediction::cost).sum(),
+            simulations: evaluations.load(Ordering::Relaxed) - before,
+            cross_validated: None,
+            not_cross_validated: None,
         });
-        if best.as_ref().is_none_or(|b| c < b.0) {
-            best = Some((c, x.clone(), mode));
-        }
+        points.push(x);
     }
-    let (_, values, staging) = best.unwrap_or((0.0, Vec::new(), None));
+    let (best, chosen_by) = if fit_on.len() >= cross::LEAST_TRACES {
+        cross::validate(fit_on, candidates, &points, &mut fits, &evaluations)?
+    } else {
+        let best = (0..fits.len())
+            .min_by(|&a, &b| fits[a].cost.total_cmp(&fits[b].cost))
+            .unwrap_or(0);
+        (
+            best,
+            format!(
+                "the least cost on the {} trace(s) fitted (no trace to leave out: \
+                 cross-validation needs {})",
+                fit_on.len(),
+                cross::LEAST_TRACES
+            ),
+        )
+    };
+    let chosen = candidates.get(best);
+    let knobs = chosen.map_or(&[][..], |c| &c.knobs[..]);
+    let staging = chosen.and_then(|c| c.staging);
+    let values = points.get(best).cloned().unwrap_or_default();
     let run = |set: &[(Trace, Scenario)]| {
         set.iter()
             .map(|(t, s)| predict_at(t, s, knobs, &values, staging))
             .collect::<Result<Vec<_>, _>>()
     };
     let fitted = run(fit_on)?;
-    let predicted = run(predict_only)?;
+    let mut predicted = run(predict_only)?;
+    let interval = fits
+        .get_mut(best)
+        .and_then(|f| f.cross_validated.as_mut())
+        .map(|cv| Interval::of(cv, level));
+    if let Some(i) = &interval {
+        for p in &mut predicted {
+            p.interval = Some(i.around(p.predicted));
+        }
+    }
     let errors: Vec<f64> = fitted.iter().map(|p| p.error).collect();
     Ok(Fit {
         knobs: knobs
@@ -199,37 +338,68 @@ pub fn calibrate(
             .map(|(k, v)| Fitted::new(k, *v))
             .collect(),
         staging,
-        modes,
+        chosen: chosen.map(|c| c.name.clone()).unwrap_or_default(),
+        chosen_by,
+        candidates: fits,
         rms_error: rms(&errors),
         fitted,
         predicted,
+        interval,
         evaluations: evaluations.into_inner() + fit_on.len() + predict_only.len(),
         wall: started.elapsed(),
         testbed: fit_on.first().map(|(_, s)| with_knobs(s, knobs, &values)),
     })
 }
 
-/// The knobs fitted under one data configuration, and the fit traces'
-/// predictions there.
-fn fit_mode(
-    fit_on: &[(Trace, Scenario)],
+/// Where a fit's search starts.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Start<'a> {
+    /// The grid over every knob.
+    Grid,
+    /// The fit of a knob set with fewer knobs: the grid over the knobs it
+    /// lacks (none), those it has at its values.
+    Extend(&'a [Option<f64>]),
+    /// A fit of these knobs on more traces (a trace left out): a short
+    /// search near it.
+    Near(&'a [f64]),
+}
+
+/// The knobs fitted to `fit_on` under one data configuration from
+/// `start`, and the traces' predictions there.
+pub(super) fn fit_mode(
+    fit_on: &[&(Trace, Scenario)],
     knobs: &[Knob],
     mode: Option<Staging>,
     evaluations: &AtomicUsize,
+    start: Start,
 ) -> Result<(Vec<f64>, Vec<Prediction>), TraceError> {
-    // The traces are simulated on every core, trace i on thread i mod n.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(fit_on.len())
-        .max(1);
-    // The cost at a point, or any sum above `bound` once it is certain to
-    // end above it: a point that cannot be among the ones kept needs no
-    // more simulations.
-    let mut cost = |y: &[f64], bound: f64| -> Result<f64, TraceError> {
+    // The grid sees a spread of the traces by makespan.
+    let mut by_makespan: Vec<usize> = (0..fit_on.len()).collect();
+    by_makespan.sort_by(|&a, &b| fit_on[a].0.makespan.total_cmp(&fit_on[b].0.makespan));
+    let spread: Vec<usize> = if fit_on.len() <= GRID_TRACES {
+        by_makespan
+    } else {
+        let mut s: Vec<usize> = (0..GRID_TRACES)
+            .map(|k| by_makespan[k * (fit_on.len() - 1) / (GRID_TRACES - 1)])
+            .collect();
+        s.dedup();
+        s
+    };
+    let every: Vec<usize> = (0..fit_on.len()).collect();
+    // The cost at a point over the traces `which`, or any sum above `bound`
+    // once it is certain to end above it: a point that cannot be among the
+    // ones kept needs no more simulations. The traces are simulated on
+    // every core, the k-th on thread k mod n.
+    let cost = |y: &[f64], bound: f64, which: &[usize]| -> Result<f64, TraceError> {
         let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(which.len())
+            .max(1);
         let part = |r: usize| -> Result<f64, TraceError> {
             let mut sum = 0.0;
-            for (t, s) in fit_on.iter().skip(r).step_by(threads) {
+            for &i in which.iter().skip(r).step_by(threads) {
+                let (t, s) = fit_on[i];
                 evaluations.fetch_add(1, Ordering::Relaxed);
                 sum += predict_at(t, s, knobs, &x, mode)?.cost();
                 if sum > bound {
@@ -255,8 +425,37 @@ fn fit_mode(
     let y = if knobs.is_empty() {
         Vec::new()
     } else {
-        search(knobs, &mut cost)?
+        let space = Space::of(knobs);
+        let fixed: Vec<Option<f64>> = match start {
+            Start::Near(x) => {
+                let y: Vec<f64> = x.iter().map(|v| v.ln()).collect();
+                return finish(
+                    space.nudge(y, &mut |y: &[f64], b| cost(y, b, &every))?,
+                    fit_on,
+                    knobs,
+                    mode,
+                );
+            }
+            Start::Grid => vec![None; knobs.len()],
+            Start::Extend(f) => f.iter().map(|v| v.map(f64::ln)).collect(),
+        };
+        let y = space.search(&fixed, &mut |y: &[f64], b| cost(y, b, &spread))?;
+        if spread.len() == every.len() {
+            y
+        } else {
+            space.refine(y, &mut |y: &[f64], b| cost(y, b, &every))?
+        }
     };
+    finish(y, fit_on, knobs, mode)
+}
+
+/// The point `y` (log space) as knob values, and `fit_on` predicted there.
+fn finish(
+    y: Vec<f64>,
+    fit_on: &[&(Trace, Scenario)],
+    knobs: &[Knob],
+    mode: Option<Staging>,
+) -> Result<(Vec<f64>, Vec<Prediction>), TraceError> {
     let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
     let ps = fit_on
         .iter()
@@ -265,96 +464,167 @@ fn fit_mode(
     Ok((x, ps))
 }
 
-fn rms(errors: &[f64]) -> f64 {
+pub(super) fn rms(errors: &[f64]) -> f64 {
     (errors.iter().map(|e| e.powi(2)).sum::<f64>() / errors.len().max(1) as f64).sqrt()
 }
 
-/// The grid, then Nelder–Mead, in log space; returns the best point.
-fn search(
-    knobs: &[Knob],
-    cost: &mut impl FnMut(&[f64], f64) -> Result<f64, TraceError>,
-) -> Result<Vec<f64>, TraceError> {
-    let d = knobs.len();
-    let per_axis = match d {
+/// The knobs' search space: each knob's range in log space and the grid's
+/// step along it.
+struct Space {
+    ranges: Vec<(f64, f64)>,
+    step: Vec<f64>,
+}
+
+/// A cost at a point in log space, or any sum above the bound once it is
+/// certain to end above it.
+type Cost<'a> = dyn FnMut(&[f64], f64) -> Result<f64, TraceError> + 'a;
+
+/// Grid points per axis when `d` axes are searched.
+fn per_axis(d: usize) -> usize {
+    match d {
+        0 => 1,
         1 => 32,
         2 => 16,
         3 => 7,
         _ => 4,
-    };
-    let ranges: Vec<(f64, f64)> = knobs
-        .iter()
-        .map(|k: &Knob| {
-            let (lo, hi) = k.range();
-            (lo.ln(), hi.ln())
-        })
-        .collect();
-    let step: Vec<f64> = ranges
-        .iter()
-        .map(|(lo, hi)| (hi - lo) / (per_axis - 1) as f64)
-        .collect();
-    let mut grid: Vec<(f64, Vec<f64>)> = Vec::new();
-    if d <= 2 {
-        let mut index = vec![0usize; d];
-        loop {
-            let y: Vec<f64> = (0..d)
-                .map(|i| ranges[i].0 + step[i] * index[i] as f64)
-                .collect();
-            grid.push((cost(&y, third(&grid))?, y));
-            // Next grid point (odometer order).
-            let mut i = 0;
-            while i < d {
-                index[i] += 1;
-                if index[i] < per_axis {
-                    break;
-                }
-                index[i] = 0;
-                i += 1;
-            }
-            if i == d {
-                break;
-            }
-        }
-    } else {
-        // A grid of three or more axes sees few values of each (7 for
-        // 343 points): a Halton sequence of the same budget sees as many
-        // values of each knob as it has points, so a narrow basin along
-        // one axis (a rate whose makespans turn within a factor of two) is
-        // not stepped over.
-        for n in 1..=per_axis.pow(d as u32).max(400) {
-            let y: Vec<f64> = (0..d)
-                .map(|i| {
-                    ranges[i].0 + (ranges[i].1 - ranges[i].0) * halton(n, PRIMES[i % PRIMES.len()])
-                })
-                .collect();
-            grid.push((cost(&y, third(&grid))?, y));
-        }
     }
-    let clamp = |y: &mut Vec<f64>| {
-        for (v, (lo, hi)) in y.iter_mut().zip(&ranges) {
+}
+
+impl Space {
+    fn of(knobs: &[Knob]) -> Space {
+        let per_axis = per_axis(knobs.len());
+        let ranges: Vec<(f64, f64)> = knobs
+            .iter()
+            .map(|k: &Knob| {
+                let (lo, hi) = k.range();
+                (lo.ln(), hi.ln())
+            })
+            .collect();
+        let step = ranges
+            .iter()
+            .map(|(lo, hi)| (hi - lo) / (per_axis - 1) as f64)
+            .collect();
+        Space { ranges, step }
+    }
+
+    fn clamp(&self, y: &mut [f64]) {
+        for (v, (lo, hi)) in y.iter_mut().zip(&self.ranges) {
             *v = v.clamp(*lo, *hi);
         }
-    };
-    // Nelder–Mead from each of the grid's three best points (a makespan's
-    // landscape has many shallow basins); the best end wins.
-    grid.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut best = grid[0].clone();
-    for start in grid.into_iter().take(3) {
-        // A simplex shrunk onto one step of a makespan's staircase stops
-        // there: start again from its end with a fresh one, while that
-        // still takes a percent off the cost.
-        let mut end = nelder_mead(start, &step, &clamp, cost)?;
+    }
+
+    /// The grid over the axes `fixed` leaves free (the others at their
+    /// values), then Nelder–Mead from its three best points over every
+    /// axis; returns the best point.
+    fn search(&self, fixed: &[Option<f64>], cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
+        let ranges = &self.ranges;
+        let free: Vec<usize> = (0..ranges.len()).filter(|&i| fixed[i].is_none()).collect();
+        let (d, per_axis) = (free.len(), per_axis(free.len()));
+        let step: Vec<f64> = free
+            .iter()
+            .map(|&i| (ranges[i].1 - ranges[i].0) / (per_axis.max(2) - 1) as f64)
+            .collect();
+        let point = |free_values: &[f64]| -> Vec<f64> {
+            let mut y: Vec<f64> = fixed.iter().map(|v| v.unwrap_or(0.0)).collect();
+            for (k, &i) in free.iter().enumerate() {
+                y[i] = free_values[k];
+            }
+            self.clamp(&mut y);
+            y
+        };
+        let mut grid: Vec<(f64, Vec<f64>)> = Vec::new();
+        if d <= 2 {
+            let mut index = vec![0usize; d];
+            loop {
+                let y = point(
+                    &(0..d)
+                        .map(|k| ranges[free[k]].0 + step[k] * index[k] as f64)
+                        .collect::<Vec<_>>(),
+                );
+                grid.push((cost(&y, third(&grid))?, y));
+                // Next grid point (odometer order).
+                let mut i = 0;
+                while i < d {
+                    index[i] += 1;
+                    if index[i] < per_axis {
+                        break;
+                    }
+                    index[i] = 0;
+                    i += 1;
+                }
+                if i == d {
+                    break;
+                }
+            }
+        } else {
+            // A grid of three or more axes sees few values of each (7 for
+            // 343 points): a Halton sequence of the same budget sees as many
+            // values of each knob as it has points, so a narrow basin along
+            // one axis (a rate whose makespans turn within a factor of two) is
+            // not stepped over.
+            for n in 1..=per_axis.pow(d as u32).max(400) {
+                let y = point(
+                    &(0..d)
+                        .map(|k| {
+                            let (lo, hi) = ranges[free[k]];
+                            lo + (hi - lo) * halton(n, PRIMES[k % PRIMES.len()])
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                grid.push((cost(&y, third(&grid))?, y));
+            }
+        }
+        // Nelder–Mead from each of the grid's three best points (a makespan's
+        // landscape has many shallow basins); the best end wins.
+        grid.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut best = grid[0].clone();
+        for start in grid.into_iter().take(3) {
+            let end = self.descend(start, 1.0, cost)?;
+            if end.0 < best.0 {
+                best = end;
+            }
+        }
+        Ok(best.1)
+    }
+
+    /// Nelder–Mead from `y` alone, a first simplex of half the grid's: the
+    /// best of a search over some of the traces, refined over all.
+    fn refine(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
+        let c = cost(&y, f64::INFINITY)?;
+        Ok(self.descend((c, y), 2.0, cost)?.1)
+    }
+
+    /// One short Nelder–Mead from `y`, a first simplex of an eighth of the
+    /// grid's, stopped at a percent: the fit of all traces moved to the
+    /// least cost of all but one.
+    fn nudge(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
+        let c = cost(&y, f64::INFINITY)?;
+        let step: Vec<f64> = self.step.iter().map(|s| s / 8.0).collect();
+        let clamp = |y: &mut Vec<f64>| self.clamp(y);
+        Ok(nelder_mead((c, y), &step, 1e-2, &clamp, cost)?.1)
+    }
+
+    /// Nelder–Mead from `start`, again from its end while that still takes
+    /// a percent off the cost: a simplex shrunk onto one step of a
+    /// makespan's staircase stops there.
+    fn descend(
+        &self,
+        start: (f64, Vec<f64>),
+        shrink: f64,
+        cost: &mut Cost,
+    ) -> Result<(f64, Vec<f64>), TraceError> {
+        let step: Vec<f64> = self.step.iter().map(|s| s / shrink).collect();
+        let clamp = |y: &mut Vec<f64>| self.clamp(y);
+        let mut end = nelder_mead(start, &step, 1e-3, &clamp, cost)?;
         for _ in 0..4 {
-            let again = nelder_mead(end.clone(), &step, &clamp, cost)?;
+            let again = nelder_mead(end.clone(), &step, 1e-3, &clamp, cost)?;
             if again.0 >= end.0 * (1.0 - 1e-2) {
                 break;
             }
             end = again;
         }
-        if end.0 < best.0 {
-            best = end;
-        }
+        Ok(end)
     }
-    Ok(best.1)
 }
 
 /// The third least cost of `points` (∞ while there are fewer): a point
@@ -383,12 +653,14 @@ fn halton(mut n: usize, base: usize) -> f64 {
     x
 }
 
-/// Nelder–Mead from `best`, a first simplex of half a grid step per axis.
+/// Nelder–Mead from `best`, a first simplex of half `step` per axis,
+/// until the vertices' costs agree to `tolerance` of the best.
 fn nelder_mead(
     best: (f64, Vec<f64>),
     step: &[f64],
+    tolerance: f64,
     clamp: &impl Fn(&mut Vec<f64>),
-    cost: &mut impl FnMut(&[f64], f64) -> Result<f64, TraceError>,
+    cost: &mut Cost,
 ) -> Result<(f64, Vec<f64>), TraceError> {
     let d = step.len();
     let mut simplex: Vec<(f64, Vec<f64>)> = vec![best.clone()];
@@ -445,7 +717,7 @@ fn nelder_mead(
             - simplex.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
         // Converged: the vertices' costs agree to a thousandth of the best
         // (a tenth of a percent of a makespan's error, at most).
-        if spread < (1e-3 * simplex[0].0).max(1e-9) {
+        if spread < (tolerance * simplex[0].0).max(1e-9) {
             break;
         }
     }

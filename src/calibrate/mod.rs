@@ -14,6 +14,7 @@
 //! validate --trace` sets one prediction beside its record.
 
 mod choose;
+mod cross;
 mod fit;
 mod knob;
 mod staging;
@@ -23,7 +24,8 @@ mod trace;
 mod tests;
 
 pub use choose::{Choice, choose};
-pub use fit::{Fit, Fitted, ModeFit, calibrate, fitted_table};
+pub use cross::{CrossValidated, Interval, LEAST_TRACES, LEVEL, LeftOut};
+pub use fit::{Candidate, CandidateFit, Fit, Fitted, calibrate, fitted_table, select};
 pub use knob::{Knob, Unit, show_rate};
 pub use staging::Staging;
 pub use trace::{

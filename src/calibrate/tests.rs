@@ -49,6 +49,19 @@ file = "unused.json"
 /// share (as 1000genome's jobs read their chromosome's) for 10 s on machine
 /// `{kind}-{i % 2}`, that took `makespan` s.
 fn trace(dir: &Path, name: &str, kind: &str, n: usize, mb: u64, makespan: f64) -> PathBuf {
+    trace_of(dir, name, kind, 4, n, mb, makespan)
+}
+
+/// [`trace`] on machines of `cores` cores.
+fn trace_of(
+    dir: &Path,
+    name: &str,
+    kind: &str,
+    cores: usize,
+    n: usize,
+    mb: u64,
+    makespan: f64,
+) -> PathBuf {
     let machines = 2;
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {
@@ -68,7 +81,7 @@ fn trace(dir: &Path, name: &str, kind: &str, n: usize, mb: u64, makespan: f64) -
     let ms: Vec<serde_json::Value> = (0..machines)
         .map(|k| {
             serde_json::json!({"nodeName": format!("{kind}-{k}"),
-                "cpu": {"coreCount": 4}, "memoryInBytes": 64_000_000_000u64})
+                "cpu": {"coreCount": cores}, "memoryInBytes": 64_000_000_000u64})
         })
         .collect();
     let doc = serde_json::json!({
@@ -168,17 +181,46 @@ fn a_knob_the_testbed_lacks_is_refused_with_those_it_has() {
 }
 
 #[test]
-fn traces_of_two_platforms_are_refused() {
+fn traces_of_two_platforms_are_told_by_hardware() {
     let dir = tempfile::tempdir().unwrap();
-    let a = Trace::read(&trace(dir.path(), "a", "node", 2, 1, 100.0)).unwrap();
-    let b = Trace::read(&trace(dir.path(), "b", "node", 4, 1, 100.0)).unwrap();
-    let c = Trace::read(&trace(dir.path(), "c", "gpu", 2, 1, 100.0)).unwrap();
-    assert!(one_platform([&a, &b]).is_ok());
-    let e = one_platform([&a, &b, &c]).unwrap_err().to_string();
+    let d = dir.path();
+    let a = Trace::read(&trace(d, "a", "node", 2, 1, 100.0)).unwrap();
+    let b = Trace::read(&trace(d, "b", "node", 4, 1, 100.0)).unwrap();
+    assert_eq!(one_platform([&a, &b]).unwrap(), Vec::<String>::new());
+    // Another name, the same hardware: one platform, with a warning
+    // naming both.
+    let c = Trace::read(&trace(d, "c", "cc-worker", 2, 1, 100.0)).unwrap();
+    let w = one_platform([&a, &b, &c]).unwrap();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("node-0 (a)")
+            && w[0].contains("cc-worker-0 (c)")
+            && w[0].contains("4 cores, 64.0 GB"),
+        "{w:?}"
+    );
+    // Other cores: two platforms.
+    let g = Trace::read(&trace_of(d, "g", "gpu", 8, 2, 1, 100.0)).unwrap();
+    let e = one_platform([&a, &b, &g]).unwrap_err().to_string();
     assert!(
         e.contains("two platforms") && e.contains("node-0, node-1") && e.contains("gpu-0, gpu-1"),
         "{e}"
     );
+}
+
+#[test]
+fn machines_are_one_hardware_within_a_percent_of_memory_and_a_clock_range() {
+    let m = |cores, memory: Option<u64>, speed: Option<f64>| Machine {
+        name: "m".into(),
+        cores,
+        memory,
+        speed,
+    };
+    let chameleon = m(48, Some(131_795_956_000), Some(1200.0));
+    assert!(chameleon.same_hardware(&m(48, Some(131_795_984_000), Some(2600.0))));
+    assert!(chameleon.same_hardware(&m(48, None, None)));
+    assert!(!chameleon.same_hardware(&m(96, Some(131_795_956_000), Some(1200.0))));
+    assert!(!chameleon.same_hardware(&m(48, Some(196_530_872_000), Some(1200.0))));
+    assert!(!chameleon.same_hardware(&m(48, Some(131_795_956_000), Some(3500.0))));
 }
 
 #[test]
@@ -257,18 +299,111 @@ fn the_fit_finds_the_rate_that_made_a_run() {
     .unwrap();
     let rate = fit.value(&Knob::Bandwidth("machine".into())).unwrap();
     assert!((rate / 20e6 - 1.0).abs() < 0.02, "{rate}");
-    assert_eq!(fit.modes.len(), 3);
+    assert_eq!(fit.candidates.len(), 3);
     assert!(fit.rms_error < 0.01, "{fit:?}");
     assert!(matches!(
         fit.staging,
         Some(Staging::Condorio | Staging::Nonsharedfs)
     ));
     let shared = fit
-        .modes
+        .candidates
         .iter()
         .find(|m| m.staging == Some(Staging::Sharedfs))
         .unwrap();
-    assert!(shared.rms_error > fit.rms_error, "{:?}", fit.modes);
+    assert!(shared.rms_error > fit.rms_error, "{:?}", fit.candidates);
     assert_eq!(fit.knobs[0].at_bound, None);
     assert_eq!(fit.knobs[0].unit, Unit::BytesPerSecond);
+}
+
+/// Runs of `n` jobs made on the testbed with a 2-s start delay, the last
+/// one recorded twice as long as it ran (an outlier): each trace left out
+/// is predicted by the fit on the others, so the outlier's left-out error
+/// is its own (−50%), larger than its in-sample one, while the fit on all
+/// spreads it over every trace.
+#[test]
+fn each_trace_left_out_is_predicted_by_the_fit_on_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = |name: &str, n: usize, slower: f64| {
+        let path = trace(d, name, "node", n, 1, 1.0);
+        let (t, mut s) = loaded(d, &path);
+        Knob::JobStartDelay.set(&mut s, 2.0);
+        let p = predict(&t, &replay(s, &t, None).unwrap()).unwrap();
+        trace(d, name, "node", n, 1, p.predicted * slower)
+    };
+    let runs = [
+        made("a", 20, 1.0),
+        made("b", 40, 1.0),
+        made("c", 60, 1.0),
+        made("x", 30, 2.0),
+    ];
+    let fit_on: Vec<_> = runs.iter().map(|p| loaded(d, p)).collect();
+    let candidates = [
+        Candidate {
+            name: "start".into(),
+            knobs: vec![Knob::JobStartDelay],
+            staging: None,
+        },
+        Candidate {
+            name: "nothing".into(),
+            knobs: vec![],
+            staging: None,
+        },
+    ];
+    let fit = select(&fit_on, &candidates, &[], LEVEL).unwrap();
+    assert_eq!(fit.chosen, "start", "{:?}", fit.candidates);
+    let start = &fit.candidates[0];
+    let cv = start.cross_validated.as_ref().unwrap();
+    let outlier = &cv.left_out[3];
+    assert_eq!(outlier.trace, "x");
+    assert!((outlier.error + 0.5).abs() < 0.05, "{outlier:?}");
+    assert!(outlier.error.abs() > start.errors[3].abs(), "{start:?}");
+    // The others, left out, are predicted by fits the outlier pulls up.
+    for l in &cv.left_out[..3] {
+        assert!(l.error > 0.0, "{l:?}");
+    }
+    // No knob fitted: its left-out errors are its in-sample ones, far
+    // worse, so it is not cross-validated at all.
+    let nothing = &fit.candidates[1];
+    assert!(nothing.rms_error > cv.rms_error, "{nothing:?}");
+    assert!(nothing.cross_validated.is_none());
+    assert!(
+        nothing
+            .not_cross_validated
+            .as_ref()
+            .unwrap()
+            .contains("start's cross-validated")
+    );
+    // Four left-out errors make the intervals; the outlier's own interval,
+    // from the three others, leaves it out.
+    let i = fit.interval.as_ref().unwrap();
+    assert_eq!((i.traces, i.level), (4, LEVEL));
+    assert_eq!(outlier.covered(), Some(false));
+}
+
+/// With three traces or more the default is a ladder of knob sets, never
+/// with more knobs than a left-out fit has traces.
+#[test]
+fn three_traces_make_a_ladder_of_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let heavy: Vec<_> = [("h1", 4, 100), ("h2", 8, 1000), ("h3", 6, 400)]
+        .iter()
+        .map(|(n, jobs, mb)| loaded(d, &trace(d, n, "node", *jobs, *mb, 100.0)))
+        .collect();
+    let c = choose(&heavy);
+    let names: Vec<&str> = c.candidates.iter().map(|c| c.name.as_str()).collect();
+    // Three traces: at most two knobs a candidate.
+    assert_eq!(
+        names,
+        [
+            "start",
+            "start, machine (condorio)",
+            "start, machine (nonsharedfs)",
+            "start, machine (sharedfs)",
+        ],
+        "{:?}",
+        c.reasons
+    );
+    assert!(c.candidates.iter().all(|k| k.knobs.len() < heavy.len()));
 }

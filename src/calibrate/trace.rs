@@ -62,21 +62,59 @@ pub struct Machine {
     pub cores: usize,
     /// Its memory (bytes), when the trace says.
     pub memory: Option<u64>,
+    /// Its CPU's clock (MHz, `cpu.speedInMHz`), when the trace says.
+    pub speed: Option<f64>,
 }
 
+/// Memories within this fraction are one size (one machine type's
+/// `memoryInBytes` differs by kilobytes between nodes: 131,795,956,000
+/// against 131,795,984,000 on Chameleon).
+const SAME_MEMORY: f64 = 0.01;
+
+/// Clocks within this factor are one CPU. WfInstances' `speedInMHz` is
+/// the clock when it was read, anywhere between the CPU's lowest and its
+/// turbo frequency: pegasus-2 reads 1,200 MHz in one 1000genome run and
+/// 2,600 MHz in another.
+const SAME_SPEED: f64 = 2.5;
+
 impl Machine {
-    /// What kind of machine it is, the index of its name left out
-    /// (`pegasus-5` and `pegasus-2` of one platform are both `pegasus`).
-    pub fn kind(&self) -> String {
+    /// Its name without its index (`pegasus-5` and `pegasus-2` of one
+    /// platform are both `pegasus`).
+    pub fn stem(&self) -> &str {
         let stem = self
             .name
             .trim_end_matches(|c: char| c.is_ascii_digit())
             .trim_end_matches(['-', '_', '.']);
-        let stem = if stem.is_empty() { &self.name } else { stem };
+        if stem.is_empty() { &self.name } else { stem }
+    }
+
+    /// What kind of machine it is: its [stem](Self::stem) and hardware.
+    pub fn kind(&self) -> String {
+        format!("{} ({})", self.stem(), self.hardware())
+    }
+
+    /// Its hardware in words: cores, and memory where recorded.
+    pub fn hardware(&self) -> String {
         match self.memory {
-            Some(m) => format!("{stem} ({} cores, {:.1} GB)", self.cores, m as f64 / 1e9),
-            None => format!("{stem} ({} cores)", self.cores),
+            Some(m) => format!("{} cores, {:.1} GB", self.cores, m as f64 / 1e9),
+            None => format!("{} cores", self.cores),
         }
+    }
+
+    /// Whether `other` is the same hardware: as many cores, and memory
+    /// and CPU clock alike where both record them (see [`SAME_MEMORY`],
+    /// [`SAME_SPEED`]). Names do not count: one platform's machines may be
+    /// named anew between runs.
+    pub fn same_hardware(&self, other: &Machine) -> bool {
+        let memory = match (self.memory, other.memory) {
+            (Some(a), Some(b)) => (a as f64 - b as f64).abs() <= SAME_MEMORY * a.max(b) as f64,
+            _ => true,
+        };
+        let speed = match (self.speed, other.speed) {
+            (Some(a), Some(b)) => a.max(b) <= SAME_SPEED * a.min(b),
+            _ => true,
+        };
+        self.cores == other.cores && memory && speed
     }
 }
 
@@ -153,10 +191,16 @@ impl Trace {
                         let name = m.get("nodeName")?.as_str()?.to_string();
                         let cores = m.get("cpu")?.get("coreCount")?.as_u64()? as usize;
                         let memory = m.get("memoryInBytes").and_then(Value::as_u64);
+                        let speed = m
+                            .get("cpu")?
+                            .get("speedInMHz")
+                            .and_then(Value::as_f64)
+                            .filter(|v| *v > 0.0);
                         Some(Machine {
                             name,
                             cores: cores.max(1),
                             memory,
+                            speed,
                         })
                     })
                     .collect()
@@ -333,37 +377,64 @@ pub fn scenario_for(
     replay(testbed_for(testbed, trace, seed)?, trace, None)
 }
 
-/// Refuses traces of more than one platform: every trace's machines must
-/// be of the kinds of the first's (see [`Machine::kind`]).
-pub fn one_platform<'a>(traces: impl IntoIterator<Item = &'a Trace>) -> Result<(), TraceError> {
-    let mut first: Option<(&Trace, Vec<String>)> = None;
+/// Refuses traces of more than one platform, told by hardware: every
+/// trace's machines must be the same hardware as some machine of the
+/// first trace ([`Machine::same_hardware`]). Machines of the same hardware
+/// under other names are one platform; the warnings returned name them
+/// (the traces cannot say whether their WMS was deployed alike).
+pub fn one_platform<'a>(
+    traces: impl IntoIterator<Item = &'a Trace>,
+) -> Result<Vec<String>, TraceError> {
+    let names = |t: &Trace| {
+        let n: Vec<&str> = t.machines.iter().map(|m| m.name.as_str()).collect();
+        n.join(", ")
+    };
+    let kinds = |t: &Trace| {
+        let mut k: Vec<String> = t.machines.iter().map(Machine::kind).collect();
+        k.sort();
+        k.dedup();
+        k.join(", ")
+    };
+    let mut warnings = Vec::new();
+    let mut named: Vec<(&str, &str)> = Vec::new();
+    let mut first: Option<&Trace> = None;
     for t in traces {
-        let mut kinds: Vec<String> = t.machines.iter().map(Machine::kind).collect();
-        kinds.sort();
-        kinds.dedup();
-        match &first {
-            None => first = Some((t, kinds)),
-            Some((f, fk)) => {
-                if kinds.iter().any(|k| !fk.contains(k)) {
-                    let names = |t: &Trace| {
-                        let n: Vec<&str> = t.machines.iter().map(|m| m.name.as_str()).collect();
-                        n.join(", ")
-                    };
-                    return Err(TraceError::Policy(format!(
-                        "traces of two platforms: {} ran on {} ({}), {} on {} ({}); \
-                         fit and predict the runs of one platform together",
-                        f.name,
-                        names(f),
-                        fk.join(", "),
-                        t.name,
-                        names(t),
-                        kinds.join(", ")
-                    )));
-                }
+        let Some(f) = first else {
+            first = Some(t);
+            continue;
+        };
+        for m in &t.machines {
+            let Some(fm) = f.machines.iter().find(|fm| fm.same_hardware(m)) else {
+                return Err(TraceError::Policy(format!(
+                    "traces of two platforms: {} ran on {} ({}), {} on {} ({}): \
+                     {} matches none of {}'s machines in cores, memory and CPU clock; \
+                     fit and predict the runs of one platform together",
+                    f.name,
+                    names(f),
+                    kinds(f),
+                    t.name,
+                    names(t),
+                    kinds(t),
+                    m.name,
+                    f.name
+                )));
+            };
+            let pair = (fm.stem(), m.stem());
+            if pair.0 != pair.1 && !named.contains(&pair) {
+                named.push(pair);
+                warnings.push(format!(
+                    "{} ({}) and {} ({}) have other names but the same hardware ({}): \
+                     fitted as one platform; the traces cannot say whether their WMS ran alike",
+                    fm.name,
+                    f.name,
+                    m.name,
+                    t.name,
+                    m.hardware()
+                ));
             }
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// When the last job of one level (longest distance from a root) ended:
@@ -401,6 +472,9 @@ pub struct Prediction {
     /// Root mean square of the differences of those starts and ends, as a
     /// fraction of the recorded makespan.
     pub task_error: Option<f64>,
+    /// The recorded makespans the fit's left-out errors allow (s), for a
+    /// trace predicted, not fitted on (see [`super::Interval`]).
+    pub interval: Option<[f64; 2]>,
 }
 
 impl Prediction {
@@ -455,5 +529,6 @@ pub fn predict(trace: &Trace, scenario: &Scenario) -> Result<Prediction, TraceEr
         predicted: run.makespan,
         error: (run.makespan - trace.makespan) / trace.makespan,
         levels,
+        interval: None,
     })
 }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{CliError, write_json};
-use crate::calibrate::{self, Fit, Knob, Prediction, Staging, Trace};
+use crate::calibrate::{self, Candidate, Fit, Knob, Prediction, Staging, Trace};
 
 /// `gridbed calibrate`'s arguments.
 #[derive(Args)]
@@ -43,12 +43,25 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Draw predicted against recorded makespans here (SVG): the traces
-    /// fitted on filled, those predicted hollow, the ±10% band shaded.
+    /// fitted on filled, those predicted hollow with their intervals as
+    /// bars, the ±10% band shaded.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     /// Seed of the runs' draws.
     #[arg(long)]
     seed: Option<u64>,
+    /// The level of the predictions' intervals (from the fit's
+    /// cross-validated errors, three traces or more).
+    #[arg(long, default_value_t = calibrate::LEVEL, value_parser = level)]
+    level: f64,
+}
+
+/// A level strictly between 0 and 1.
+fn level(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err(format!("expected a level between 0 and 1 (0.8 for 80%), not `{s}`")),
+    }
 }
 
 fn load(
@@ -96,23 +109,140 @@ fn print_predictions(title: &str, ps: &[Prediction]) {
     }
     say!("{title}");
     say!(
-        "  {:<44} {:>6} {:>10} {:>10} {:>8}",
+        "  {:<44} {:>6} {:>10} {:>10} {:>8}  {:>19}",
         "trace",
         "jobs",
         "recorded",
         "predicted",
-        "error"
+        "error",
+        if ps.iter().any(|p| p.interval.is_some()) {
+            "interval"
+        } else {
+            ""
+        }
     );
     for p in ps {
         say!(
-            "  {:<44} {:>6} {:>9.0}s {:>9.0}s {:>+7.1}%",
+            "  {:<44} {:>6} {:>9.0}s {:>9.0}s {:>+7.1}%  {:>19}{}",
             p.trace,
             p.jobs,
             p.recorded,
             p.predicted,
-            100.0 * p.error
+            100.0 * p.error,
+            p.interval.map(show_interval).unwrap_or_default(),
+            match p.interval {
+                Some([lo, hi]) if p.recorded < lo || p.recorded > hi => "  outside",
+                _ => "",
+            }
         );
     }
+}
+
+/// The chosen candidate's left-out predictions and the intervals'
+/// coverage, or why there are none.
+fn print_left_out(fit: &Fit) {
+    let cv = fit
+        .candidates
+        .iter()
+        .find(|c| c.name == fit.chosen)
+        .and_then(|c| c.cross_validated.as_ref());
+    let (Some(cv), Some(i)) = (cv, &fit.interval) else {
+        say!(
+            "no intervals: {} trace(s) fitted, and cross-validation needs {} \
+             (the predictions' error on runs the fit has not seen is unknown)",
+            fit.fitted.len(),
+            calibrate::LEAST_TRACES
+        );
+        return;
+    };
+    say!("each trace left out, predicted by the fit on the others:");
+    say!(
+        "  {:<44} {:>10} {:>10} {:>8}  {:>19}",
+        "trace",
+        "recorded",
+        "predicted",
+        "error",
+        format!("{:.0}% interval", 100.0 * i.level)
+    );
+    for l in &cv.left_out {
+        say!(
+            "  {:<44} {:>9.0}s {:>9.0}s {:>+7.1}%  {:>19}{}",
+            l.trace,
+            l.recorded,
+            l.predicted,
+            100.0 * l.error,
+            l.interval.map(show_interval).unwrap_or_default(),
+            if l.covered() == Some(false) {
+                "  outside"
+            } else {
+                ""
+            }
+        );
+    }
+    say!(
+        "intervals: {:.0}% from the {} left-out errors (bias {:+.1}%, spread {:.1}%); \
+         coverage by leave-one-out: {} of {} traces within the interval made from \
+         the others ({:.0}%)",
+        100.0 * i.level,
+        i.traces,
+        100.0 * (i.bias.exp() - 1.0),
+        100.0 * i.spread,
+        i.covered,
+        i.traces,
+        100.0 * i.covered as f64 / i.traces.max(1) as f64
+    );
+}
+
+/// `[lo, hi] s`.
+fn show_interval([lo, hi]: [f64; 2]) -> String {
+    format!("[{lo:.0}, {hi:.0}] s")
+}
+
+/// Each candidate's in-sample and cross-validated error, its knobs, and
+/// the chosen one's left-out predictions.
+fn print_candidates(fit: &Fit) {
+    if fit.candidates.len() > 1 || fit.candidates.iter().any(|c| c.cross_validated.is_some()) {
+        let w = fit
+            .candidates
+            .iter()
+            .map(|c| c.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        say!("candidates (rms error in-sample, and of each trace left out in turn and predicted by the fit on the others):");
+        say!(
+            "    {:<w$} {:>9} {:>9} {:>12}  knobs",
+            "candidate",
+            "in-sample",
+            "left out",
+            "simulations"
+        );
+        for c in &fit.candidates {
+            let knobs: Vec<String> = c
+                .knobs
+                .iter()
+                .map(|f| format!("{} {}", f.knob.name(), f.text))
+                .collect();
+            let cv = match (&c.cross_validated, &c.not_cross_validated) {
+                (Some(cv), _) => format!("{:.1}%", 100.0 * cv.rms_error),
+                _ => "-".into(),
+            };
+            say!(
+                "  {} {:<w$} {:>8.1}% {:>9} {:>12}  {}{}",
+                if c.name == fit.chosen { "*" } else { " " },
+                c.name,
+                100.0 * c.rms_error,
+                cv,
+                c.simulations + c.cross_validated.as_ref().map_or(0, |cv| cv.simulations),
+                knobs.join(", "),
+                c.not_cross_validated
+                    .as_ref()
+                    .map(|why| format!("  (not cross-validated: {why})"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    say!("chosen: {} by {}", fit.chosen, fit.chosen_by);
 }
 
 pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
@@ -122,53 +252,36 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
     super::check_output("--svg", args.svg.as_deref())?;
     let fit_on = load(&args.testbed, &args.traces, args.seed)?;
     let others = load(&args.testbed, &args.predict, args.seed)?;
-    calibrate::one_platform(fit_on.iter().chain(&others).map(|(t, _)| t))
-        .map_err(CliError::input)?;
+    for w in calibrate::one_platform(fit_on.iter().chain(&others).map(|(t, _)| t))
+        .map_err(CliError::input)?
+    {
+        eprintln!("warning: {w}");
+    }
     say!("what the traces record:");
     for (t, s) in fit_on.iter().chain(&others) {
         say!("  {}: {}", t.name, calibrate::evidence(t, s));
     }
-    let (knobs, staging) = if args.fit.is_empty() {
+    let candidates = if args.fit.is_empty() {
         let choice = calibrate::choose(&fit_on);
         say!("knobs chosen (the traces can tell these apart):");
         for r in &choice.reasons {
             say!("  {r}");
         }
-        (choice.knobs, choice.staging)
+        choice.candidates
     } else {
-        parse_fit(&args.fit, &fit_on[0].1)?
+        let (knobs, staging) = parse_fit(&args.fit, &fit_on[0].1)?;
+        Candidate::given(&knobs, &staging)
     };
-    let fit: Fit =
-        calibrate::calibrate(&fit_on, &knobs, &staging, &others).map_err(CliError::input)?;
-    let mut names: Vec<String> = knobs.iter().map(Knob::name).collect();
-    if !staging.is_empty() {
-        names.push("staging".into());
-    }
+    let fit: Fit = calibrate::select(&fit_on, &candidates, &others, args.level)
+        .map_err(CliError::input)?;
     say!(
-        "calibrated {} on {} trace(s) in {:.2} s ({} simulations)",
-        names.join(", "),
+        "calibrated {} candidate(s) on {} trace(s) in {:.2} s ({} simulations)",
+        candidates.len(),
         fit_on.len(),
         fit.wall.as_secs_f64(),
         fit.evaluations
     );
-    if fit.modes.len() > 1 {
-        say!("each data configuration fitted (the least cost kept):");
-        for m in &fit.modes {
-            let knobs: Vec<String> = m
-                .knobs
-                .iter()
-                .map(|f| format!("{} {}", f.knob.name(), f.text))
-                .collect();
-            say!(
-                "  {} {:<12} rms {:>5.1}%  {}  ({})",
-                if m.staging == fit.staging { "*" } else { " " },
-                m.staging.map_or("testbed", Staging::name),
-                100.0 * m.rms_error,
-                knobs.join(", "),
-                m.path
-            );
-        }
-    }
+    print_candidates(&fit);
     for f in &fit.knobs {
         let bound = f
             .at_bound
@@ -181,6 +294,7 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
     }
     print_predictions("fitted on:", &fit.fitted);
     print_predictions("predicted:", &fit.predicted);
+    print_left_out(&fit);
     let table = calibrate::fitted_table(&fit);
     match &args.out {
         Some(path) => {
@@ -235,6 +349,7 @@ fn draw(path: &Path, fit: &Fit) -> Result<(), CliError> {
                 )
             })
             .collect(),
+        intervals: ps.iter().map(|p| p.interval).collect(),
     };
     let mut knobs: Vec<String> = fit
         .knobs

@@ -174,16 +174,25 @@ mod tests {
             Marked {
                 name: "fitted".into(),
                 points: vec![("a".into(), 100.0, 104.0)],
+                intervals: vec![],
             },
             Marked {
                 name: "predicted".into(),
                 points: vec![("b".into(), 300.0, 250.0)],
+                intervals: vec![Some([220.0, 290.0])],
             },
         ];
         let parity = dir.path().join("p.svg");
         parity_chart(&parity, "t", "s", &groups, 0.1).unwrap();
         let svg = std::fs::read_to_string(&parity).unwrap();
         assert!(svg.contains("fitted") && svg.contains("predicted") && svg.contains("±10%"));
+        // The interval's bar: one polyline more than without it.
+        let lines = svg.matches("<polyline").count();
+        let mut bare = groups;
+        bare[1].intervals.clear();
+        parity_chart(&parity, "t", "s", &bare, 0.1).unwrap();
+        let without = std::fs::read_to_string(&parity).unwrap();
+        assert_eq!(lines, without.matches("<polyline").count() + 1);
         assert!(parity_chart(&parity, "t", "s", &[], 0.1).is_err());
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("clustered") && svg.contains("random"));
@@ -467,6 +476,9 @@ pub struct Marked {
     pub name: String,
     /// (label, recorded, predicted) points.
     pub points: Vec<(String, f64, f64)>,
+    /// Per point, the recorded values its prediction allows (an interval),
+    /// drawn as a bar across it; empty: none.
+    pub intervals: Vec<Option<[f64; 2]>>,
 }
 
 /// Predicted against recorded: each group's points with their labels, the
@@ -485,6 +497,11 @@ pub fn parity_chart(
         .iter()
         .flat_map(|g| g.points.iter())
         .fold(0.0_f64, |m, p| m.max(p.1).max(p.2));
+    let widest = groups
+        .iter()
+        .flat_map(|g| g.intervals.iter().flatten())
+        .fold(0.0_f64, |m, i| m.max(i[1]));
+    let top = top.max(widest.min(2.0 * top));
     if top <= 0.0 || !top.is_finite() {
         return Err(PlotError::at(path, "no data"));
     }
@@ -532,6 +549,15 @@ pub fn parity_chart(
         } else {
             colour.stroke_width(2)
         };
+        chart
+            .draw_series(g.points.iter().zip(&g.intervals).filter_map(|(p, i)| {
+                let [lo, hi] = (*i)?;
+                Some(PathElement::new(
+                    vec![(lo.max(0.0), p.2), (hi.min(top), p.2)],
+                    colour.stroke_width(2),
+                ))
+            }))
+            .map_err(|e| err(&e))?;
         chart
             .draw_series(g.points.iter().map(|p| Circle::new((p.1, p.2), 5, style)))
             .map_err(|e| err(&e))?

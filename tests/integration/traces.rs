@@ -125,9 +125,9 @@ fn the_platforms_data_path_is_fitted_and_predicts_the_other_runs() {
     predict.extend([real("dss-05d"), real("dss-15d")]);
     let fit =
         calibrate::calibrate(&fit_on, &choice.knobs, &choice.staging, &loaded(&predict)).unwrap();
-    assert_eq!(fit.staging, Some(Staging::Condorio), "{:?}", fit.modes);
+    assert_eq!(fit.staging, Some(Staging::Condorio), "{:?}", fit.candidates);
     let sharedfs = fit
-        .modes
+        .candidates
         .iter()
         .find(|m| m.staging == Some(Staging::Sharedfs))
         .unwrap();
@@ -237,7 +237,9 @@ fn chain_trace_on(dir: &Path, n: usize, makespan: f64, machine: &str) -> PathBuf
             "execution": {
                 "makespanInSeconds": makespan, "executedAt": "2026-01-01T00:00:00Z",
                 "tasks": runs,
-                "machines": [{"nodeName": machine, "cpu": {"coreCount": 2}}]
+                // A `gpu` machine is other hardware: a platform of its own.
+                "machines": [{"nodeName": machine,
+                    "cpu": {"coreCount": if machine.starts_with("gpu") { 8 } else { 2 }}}]
             }
         }
     });
@@ -360,11 +362,25 @@ fn calibrate_refuses_what_it_cannot_fit() {
         all.extend_from_slice(args);
         gridbed(&all)
     };
-    // Traces of two platforms, fitted or predicted.
+    // Traces of two platforms (other cores), fitted or predicted.
     let (code, _, err) = calibrate(&[a.to_str().unwrap(), "--predict", b.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("two platforms") && err.contains("node-1") && err.contains("gpu-1"),
+        "{err}"
+    );
+    // Another name on the same hardware: one platform, a warning.
+    let c = chain_trace_on(dir.path(), 4, 500.0, "cc-worker-1");
+    let (code, _, err) = calibrate(&[
+        a.to_str().unwrap(),
+        "--fit",
+        "job_start_delay",
+        "--predict",
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("warning: node-1 (node-1-3) and cc-worker-1 (cc-worker-1-4) have other names but the same hardware (2 cores)"),
         "{err}"
     );
     // A workflow that records no run.
@@ -411,7 +427,7 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
     ]);
     assert_eq!(code, Some(0), "{out}{err}");
     let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let modes: Vec<&str> = fit["modes"]
+    let modes: Vec<&str> = fit["candidates"]
         .as_array()
         .unwrap()
         .iter()
@@ -426,7 +442,8 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
     let v = rate["value"].as_f64().unwrap();
     assert!((1.25e6..=12.5e9).contains(&v), "{rate}");
     assert!(fit["staging"].is_string(), "{fit}");
-    assert!(out.contains("each data configuration fitted"), "{out}");
+    assert!(out.contains("candidates (rms error in-sample"), "{out}");
+    assert!(out.contains("no intervals: 2 trace(s) fitted"), "{out}");
     let svg = std::fs::read_to_string(dir.path().join("fit.svg")).unwrap();
     assert!(svg.contains("fitted (2)") && svg.contains("±10%"), "{svg}");
     // Without --fit the choice is printed with its reasons: chains move no
