@@ -8,7 +8,8 @@
 //! on all traces but one, and predicts the one left out, over every trace;
 //! the least root mean square of those errors wins. A left-out fit starts
 //! from the candidate's fit on all traces and searches near it (one trace
-//! fewer moves the least cost a little, not to another basin). For least
+//! fewer moves the least cost a little, not to another basin); the points
+//! the left-out fits visit are simulated once for all of them. For least
 //! squares a trace's left-out error is never less than its in-sample one,
 //! so a candidate whose in-sample error already exceeds the best
 //! cross-validated error found is not cross-validated: it cannot win.
@@ -20,13 +21,14 @@
 //! coverage is checked the same way: each trace's left-out prediction
 //! against the interval made from the other traces' left-out errors.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::fit::{Candidate, CandidateFit, Start, fit_mode, predict_at, rms};
-use super::trace::{Trace, TraceError};
+use super::fit::{Candidate, CandidateFit, Space, predict_all, rms};
+use super::trace::{Prediction, Trace, TraceError};
 use crate::config::Scenario;
 
 /// Traces cross-validation needs: two to fit, one to leave out, and two
@@ -222,7 +224,11 @@ pub(super) fn validate(
 }
 
 /// Each trace of `fit_on` predicted by `c` fitted on the others, from
-/// `point` (its fit on all).
+/// `point` (its fit on all). Every left-out fit starts from the same
+/// point with the same first simplex, and most walk the same way for a
+/// while, so each point visited is simulated once for every trace and its
+/// predictions kept: a left-out fit's cost there is their sum without the
+/// trace left out, and that trace's prediction at the end is already made.
 fn leave_each_out(
     fit_on: &[(Trace, Scenario)],
     c: &Candidate,
@@ -230,22 +236,34 @@ fn leave_each_out(
     evaluations: &AtomicUsize,
 ) -> Result<CrossValidated, TraceError> {
     let before = evaluations.load(Ordering::Relaxed);
+    let space = Space::of(&c.knobs);
+    let start: Vec<f64> = point.iter().map(|v| v.ln()).collect();
+    let key = |y: &[f64]| -> Vec<u64> { y.iter().map(|v| v.to_bits()).collect() };
+    let mut seen: HashMap<Vec<u64>, Vec<Prediction>> = HashMap::new();
+    let mut at = |y: &[f64]| -> Result<Vec<Prediction>, TraceError> {
+        if let Some(ps) = seen.get(&key(y)) {
+            return Ok(ps.clone());
+        }
+        let ps = predict_all(fit_on, &c.knobs, y, c.staging, evaluations)?;
+        seen.insert(key(y), ps.clone());
+        Ok(ps)
+    };
     let mut left_out = Vec::with_capacity(fit_on.len());
-    for (k, (t, s)) in fit_on.iter().enumerate() {
-        let others: Vec<&(Trace, Scenario)> = fit_on
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != k)
-            .map(|(_, ts)| ts)
-            .collect();
-        let (x, _) = fit_mode(
-            &others,
-            &c.knobs,
-            c.staging,
-            evaluations,
-            Start::Near(point),
-        )?;
-        let p = predict_at(t, s, &c.knobs, &x, c.staging)?;
+    for k in 0..fit_on.len() {
+        let y = if c.knobs.is_empty() {
+            Vec::new()
+        } else {
+            let mut cost = |y: &[f64], _bound: f64| -> Result<f64, TraceError> {
+                Ok(at(y)?
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| i != k)
+                    .map(|(_, p)| p.cost())
+                    .sum())
+            };
+            space.nudge(start.clone(), &mut cost)?
+        };
+        let p = at(&y)?.swap_remove(k);
         left_out.push(LeftOut {
             trace: p.trace,
             recorded: p.recorded,

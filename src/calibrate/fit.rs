@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::cross::{self, CrossValidated, Interval};
 use super::knob::{Knob, Unit};
+use super::ranges::Ranges;
 use super::staging::Staging;
 use super::trace::{Prediction, Trace, TraceError, predict, replay};
 use crate::config::Scenario;
@@ -139,8 +140,12 @@ pub struct Fit {
     pub predicted: Vec<Prediction>,
     /// Root mean square of the fitted traces' relative errors.
     pub rms_error: f64,
-    /// How the intervals are made, and how often they held.
+    /// How the intervals are made, and how often they held (three
+    /// traces or more).
     pub interval: Option<Interval>,
+    /// The knob values that fit one or two traces, the intervals' source
+    /// there.
+    pub ranges: Option<Ranges>,
     /// Simulations run.
     pub evaluations: usize,
     /// Wall time of the fit.
@@ -330,6 +335,23 @@ pub fn select(
             p.interval = Some(i.around(p.predicted));
         }
     }
+    // Fewer traces: the knob values that fit them, and the platform's
+    // rates the fit left at the testbed's.
+    let ranges = match (chosen, fit_on.first()) {
+        (Some(c), Some((_, testbed))) if interval.is_none() => {
+            let origin = &testbed.sites[testbed.origin].info.name;
+            let mut extra = vec![Knob::Bandwidth(origin.clone())];
+            if let Some(m) = testbed.sites.iter().find(|s| !s.storage) {
+                extra.push(Knob::Bandwidth(m.info.name.clone()));
+            }
+            let r = Ranges::of(fit_on, c, &values, &extra, &evaluations)?;
+            for (p, t) in predicted.iter_mut().zip(predict_only) {
+                p.interval = Some(r.interval(t, c, p.predicted, &evaluations)?);
+            }
+            Some(r)
+        }
+        _ => None,
+    };
     let errors: Vec<f64> = fitted.iter().map(|p| p.error).collect();
     Ok(Fit {
         knobs: knobs
@@ -345,6 +367,7 @@ pub fn select(
         fitted,
         predicted,
         interval,
+        ranges,
         evaluations: evaluations.into_inner() + fit_on.len() + predict_only.len(),
         wall: started.elapsed(),
         testbed: fit_on.first().map(|(_, s)| with_knobs(s, knobs, &values)),
@@ -359,9 +382,6 @@ pub(super) enum Start<'a> {
     /// The fit of a knob set with fewer knobs: the grid over the knobs it
     /// lacks (none), those it has at its values.
     Extend(&'a [Option<f64>]),
-    /// A fit of these knobs on more traces (a trace left out): a short
-    /// search near it.
-    Near(&'a [f64]),
 }
 
 /// The knobs fitted to `fit_on` under one data configuration from
@@ -427,15 +447,6 @@ pub(super) fn fit_mode(
     } else {
         let space = Space::of(knobs);
         let fixed: Vec<Option<f64>> = match start {
-            Start::Near(x) => {
-                let y: Vec<f64> = x.iter().map(|v| v.ln()).collect();
-                return finish(
-                    space.nudge(y, &mut |y: &[f64], b| cost(y, b, &every))?,
-                    fit_on,
-                    knobs,
-                    mode,
-                );
-            }
             Start::Grid => vec![None; knobs.len()],
             Start::Extend(f) => f.iter().map(|v| v.map(f64::ln)).collect(),
         };
@@ -446,16 +457,6 @@ pub(super) fn fit_mode(
             space.refine(y, &mut |y: &[f64], b| cost(y, b, &every))?
         }
     };
-    finish(y, fit_on, knobs, mode)
-}
-
-/// The point `y` (log space) as knob values, and `fit_on` predicted there.
-fn finish(
-    y: Vec<f64>,
-    fit_on: &[&(Trace, Scenario)],
-    knobs: &[Knob],
-    mode: Option<Staging>,
-) -> Result<(Vec<f64>, Vec<Prediction>), TraceError> {
     let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
     let ps = fit_on
         .iter()
@@ -464,20 +465,59 @@ fn finish(
     Ok((x, ps))
 }
 
+/// Every trace of `fit_on` predicted at `y` (knob values in log space),
+/// the k-th on thread k mod n.
+pub(super) fn predict_all(
+    fit_on: &[(Trace, Scenario)],
+    knobs: &[Knob],
+    y: &[f64],
+    mode: Option<Staging>,
+    evaluations: &AtomicUsize,
+) -> Result<Vec<Prediction>, TraceError> {
+    let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(fit_on.len())
+        .max(1);
+    let part = |r: usize| -> Result<Vec<(usize, Prediction)>, TraceError> {
+        (r..fit_on.len())
+            .step_by(threads)
+            .map(|i| {
+                evaluations.fetch_add(1, Ordering::Relaxed);
+                let (t, s) = &fit_on[i];
+                Ok((i, predict_at(t, s, knobs, &x, mode)?))
+            })
+            .collect()
+    };
+    let mut all = std::thread::scope(|sc| {
+        let others: Vec<_> = (1..threads).map(|r| sc.spawn(move || part(r))).collect();
+        let mut all = part(0)?;
+        for h in others {
+            all.extend(
+                h.join()
+                    .unwrap_or_else(|_| Err(TraceError::Policy("a simulation panicked".into())))?,
+            );
+        }
+        Ok::<_, TraceError>(all)
+    })?;
+    all.sort_by_key(|(i, _)| *i);
+    Ok(all.into_iter().map(|(_, p)| p).collect())
+}
+
 pub(super) fn rms(errors: &[f64]) -> f64 {
     (errors.iter().map(|e| e.powi(2)).sum::<f64>() / errors.len().max(1) as f64).sqrt()
 }
 
 /// The knobs' search space: each knob's range in log space and the grid's
 /// step along it.
-struct Space {
+pub(super) struct Space {
     ranges: Vec<(f64, f64)>,
     step: Vec<f64>,
 }
 
 /// A cost at a point in log space, or any sum above the bound once it is
 /// certain to end above it.
-type Cost<'a> = dyn FnMut(&[f64], f64) -> Result<f64, TraceError> + 'a;
+pub(super) type Cost<'a> = dyn FnMut(&[f64], f64) -> Result<f64, TraceError> + 'a;
 
 /// Grid points per axis when `d` axes are searched.
 fn per_axis(d: usize) -> usize {
@@ -491,7 +531,7 @@ fn per_axis(d: usize) -> usize {
 }
 
 impl Space {
-    fn of(knobs: &[Knob]) -> Space {
+    pub(super) fn of(knobs: &[Knob]) -> Space {
         let per_axis = per_axis(knobs.len());
         let ranges: Vec<(f64, f64)> = knobs
             .iter()
@@ -597,7 +637,7 @@ impl Space {
     /// One short Nelder–Mead from `y`, a first simplex of an eighth of the
     /// grid's, stopped at a percent: the fit of all traces moved to the
     /// least cost of all but one.
-    fn nudge(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
+    pub(super) fn nudge(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
         let c = cost(&y, f64::INFINITY)?;
         let step: Vec<f64> = self.step.iter().map(|s| s / 8.0).collect();
         let clamp = |y: &mut Vec<f64>| self.clamp(y);

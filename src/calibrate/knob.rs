@@ -209,6 +209,30 @@ impl Knob {
         }
     }
 
+    /// Its value in `s` (a latency's mean); none where `s` lacks what it
+    /// names.
+    pub fn get(&self, s: &Scenario) -> Option<f64> {
+        let m = &s.manager;
+        let site = |n: &str| Knob::site(s, n).map(|i| &s.sites[i]);
+        Some(match self {
+            Knob::NegotiatorInterval => m.wms.negotiator_interval,
+            Knob::JobStartDelay => m.wms.job_start_delay,
+            Knob::SubmitDelay => m.wms.submit_delay,
+            Knob::UserLogScanInterval => m.wms.user_log_scan_interval,
+            Knob::PostscriptOverhead => m.postscript_overhead.mean(),
+            Knob::SubmitOverhead => m.submit_overhead.mean(),
+            Knob::ReleaseOverhead => m.release_overhead.mean(),
+            Knob::Bandwidth(n) => {
+                let x = site(n)?;
+                x.bandwidth_in.min(x.bandwidth_out)
+            }
+            Knob::BandwidthIn(n) => site(n)?.bandwidth_in,
+            Knob::BandwidthOut(n) => site(n)?.bandwidth_out,
+            Knob::StreamCap(n) => site(n)?.stream_cap,
+            Knob::LinkBandwidth(n) => s.topology.links.iter().find(|l| &l.name == n)?.bandwidth,
+        })
+    }
+
     /// A value of it as people read it: `12.3 s`, `125 MB/s (1.0 Gbit/s)`.
     pub fn show(&self, v: f64) -> String {
         match self.unit() {

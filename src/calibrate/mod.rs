@@ -17,6 +17,7 @@ mod choose;
 mod cross;
 mod fit;
 mod knob;
+mod ranges;
 mod staging;
 mod trace;
 
@@ -27,6 +28,7 @@ pub use choose::{Choice, choose};
 pub use cross::{CrossValidated, Interval, LEAST_TRACES, LEVEL, LeftOut};
 pub use fit::{Candidate, CandidateFit, Fit, Fitted, calibrate, fitted_table, select};
 pub use knob::{Knob, Unit, show_rate};
+pub use ranges::{KnobRange, Ranges, TOLERANCE};
 pub use staging::Staging;
 pub use trace::{
     LevelFinish, Machine, Prediction, Trace, TraceError, evidence, one_platform, placed, predict,

@@ -407,3 +407,42 @@ fn three_traces_make_a_ladder_of_candidates() {
     );
     assert!(c.candidates.iter().all(|k| k.knobs.len() < heavy.len()));
 }
+
+/// Two runs that move a megabyte each cannot say how fast the submit
+/// host sends: its range reaches far below the testbed's 100 MB/s, and a
+/// run that moves gigabytes is predicted with an interval as wide as that
+/// allows, which holds its recorded makespan.
+#[test]
+fn two_traces_give_intervals_from_the_knob_values_that_fit_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = |name: &str, n: usize, mb: u64| {
+        let path = trace(d, name, "node", n, mb, 1.0);
+        let (t, mut s) = loaded(d, &path);
+        Knob::JobStartDelay.set(&mut s, 2.0);
+        let p = predict(&t, &replay(s, &t, None).unwrap()).unwrap();
+        trace(d, name, "node", n, mb, p.predicted)
+    };
+    let fit_on: Vec<_> = [made("a", 8, 1), made("b", 16, 1)]
+        .iter()
+        .map(|p| loaded(d, p))
+        .collect();
+    let heavy = vec![loaded(d, &made("h", 8, 2000))];
+    let fit = calibrate(&fit_on, &[Knob::JobStartDelay], &[], &heavy).unwrap();
+    assert!(fit.interval.is_none());
+    let r = fit.ranges.as_ref().unwrap();
+    assert_eq!(r.tolerance, TOLERANCE);
+    let start = &r.knobs[0];
+    assert!(start.fitted && start.low < 2.0 && start.high > 2.0, "{r:?}");
+    let submit = r
+        .knobs
+        .iter()
+        .find(|k| k.knob == Knob::Bandwidth("submit".into()))
+        .unwrap();
+    assert!(!submit.fitted && submit.value == 100e6, "{submit:?}");
+    assert!(submit.low < 20e6, "{submit:?}");
+    let p = &fit.predicted[0];
+    let [lo, hi] = p.interval.unwrap();
+    assert!(lo <= p.recorded && p.recorded <= hi, "{p:?}");
+    assert!(hi / lo > 1.5, "{p:?}");
+}

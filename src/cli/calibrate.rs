@@ -148,11 +148,30 @@ fn print_left_out(fit: &Fit) {
         .and_then(|c| c.cross_validated.as_ref());
     let (Some(cv), Some(i)) = (cv, &fit.interval) else {
         say!(
-            "no intervals: {} trace(s) fitted, and cross-validation needs {} \
-             (the predictions' error on runs the fit has not seen is unknown)",
+            "no cross-validation: {} trace(s) fitted, and leaving one out needs {}",
             fit.fitted.len(),
             calibrate::LEAST_TRACES
         );
+        if let Some(r) = &fit.ranges {
+            say!(
+                "intervals from the knob values that fit them within {:.1}% rms \
+                 (the others fitted again; unfitted rates at the testbed's):",
+                100.0 * r.tolerance
+            );
+            for k in &r.knobs {
+                say!(
+                    "  {:<32} {} to {}{}",
+                    k.knob.name(),
+                    k.knob.show(k.low),
+                    k.knob.show(k.high),
+                    if k.fitted {
+                        format!(" (fitted {})", k.knob.show(k.value))
+                    } else {
+                        format!(" (not fitted: the testbed's {})", k.knob.show(k.value))
+                    }
+                );
+            }
+        }
         return;
     };
     say!("each trace left out, predicted by the fit on the others:");

@@ -443,7 +443,10 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
     assert!((1.25e6..=12.5e9).contains(&v), "{rate}");
     assert!(fit["staging"].is_string(), "{fit}");
     assert!(out.contains("candidates (rms error in-sample"), "{out}");
-    assert!(out.contains("no intervals: 2 trace(s) fitted"), "{out}");
+    assert!(
+        out.contains("no cross-validation: 2 trace(s) fitted"),
+        "{out}"
+    );
     let svg = std::fs::read_to_string(dir.path().join("fit.svg")).unwrap();
     assert!(svg.contains("fitted (2)") && svg.contains("±10%"), "{svg}");
     // Without --fit the choice is printed with its reasons: chains move no
