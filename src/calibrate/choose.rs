@@ -67,6 +67,8 @@ struct Evidence<'a> {
     makespan: f64,
     jobs: f64,
     bytes: f64,
+    /// Files read and written, a copy per job.
+    files: f64,
     busiest: Option<f64>,
 }
 
@@ -75,7 +77,9 @@ impl<'a> Evidence<'a> {
         let wf = &s.workflow;
         let mut per_machine = vec![0.0; trace.machines.len()];
         let mut bytes = 0.0;
+        let mut files = 0.0;
         for j in &wf.jobs {
+            files += (j.inputs.len() + j.outputs.len()) as f64;
             let b: f64 = j
                 .inputs
                 .iter()
@@ -97,6 +101,7 @@ impl<'a> Evidence<'a> {
             makespan: trace.makespan,
             jobs: wf.jobs.len().max(1) as f64,
             bytes,
+            files,
             busiest: all_placed.then(|| per_machine.iter().copied().fold(0.0, f64::max)),
         }
     }
@@ -250,7 +255,26 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
     let candidates = if fit_on.len() < LEAST_TRACES {
         Candidate::given(&knobs, &staging)
     } else {
-        let ladder = ladder(fit_on, if shows { &rates } else { &[] });
+        // A cost per file is told from one per job where the files per
+        // job differ between the traces (many small files against few
+        // large ones).
+        let per_job: Vec<f64> = evidence.iter().map(|e| e.files / e.jobs).collect();
+        let (flo, fhi) = per_job
+            .iter()
+            .fold((f64::INFINITY, 0.0_f64), |(l, h), v| (l.min(*v), h.max(*v)));
+        let per_file = (fhi >= APART * flo.max(1e-9)).then(|| {
+            let t = &fit_on[0].1;
+            Knob::Latency(t.sites[t.origin].info.name.clone())
+        });
+        if per_file.is_some() {
+            reasons.push(format!(
+                "{}.latency: a cost per file the origin sends, as its files per job \
+                 differ {:.1}× between the traces ({flo:.1} to {fhi:.1})",
+                fit_on[0].1.sites[fit_on[0].1.origin].info.name,
+                fhi / flo.max(1e-9)
+            ));
+        }
+        let ladder = ladder(fit_on, if shows { &rates } else { &[] }, per_file);
         reasons.push(format!(
             "{} traces: {} candidate knob sets are cross-validated, each trace left out in \
              turn; the least left-out error wins{}",
@@ -275,9 +299,10 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
 /// The candidates of three traces or more: the start rate, the WMS's three
 /// knobs, and with `rates` (the machines' interface, then the origin's)
 /// one or both of them with the start rate, and with the WMS's knobs too,
-/// under each data configuration with a path of its own here; never more
-/// knobs than a left-out fit has traces.
-fn ladder(fit_on: &[(Trace, Scenario)], rates: &[Knob]) -> Vec<Candidate> {
+/// under each data configuration with a path of its own here; with
+/// `per_file`, the start rate and every rate with it; never more knobs
+/// than a left-out fit has traces.
+fn ladder(fit_on: &[(Trace, Scenario)], rates: &[Knob], per_file: Option<Knob>) -> Vec<Candidate> {
     let wms = [Knob::NegotiatorInterval, Knob::PostscriptOverhead];
     let mut out = vec![
         Candidate {
@@ -323,6 +348,26 @@ fn ladder(fit_on: &[(Trace, Scenario)], rates: &[Knob]) -> Vec<Candidate> {
                     .into_iter()
                     .chain(taken)
                     .chain(wms.clone())
+                    .collect(),
+                staging: Some(*mode),
+            });
+        }
+    }
+    if let Some(f) = per_file {
+        let name = f.name();
+        out.push(Candidate {
+            name: format!("start, {name}"),
+            knobs: vec![Knob::JobStartDelay, f.clone()],
+            staging: None,
+        });
+        for mode in modes.iter().filter(|_| !rates.is_empty()) {
+            let names: Vec<String> = rates.iter().map(short).collect();
+            out.push(Candidate {
+                name: format!("start, {}, {name} ({})", names.join(", "), mode.name()),
+                knobs: [Knob::JobStartDelay]
+                    .into_iter()
+                    .chain(rates.iter().cloned())
+                    .chain([f.clone()])
                     .collect(),
                 staging: Some(*mode),
             });

@@ -41,6 +41,10 @@ pub enum Knob {
     StreamCap(String),
     /// A shared link, both directions (`LINK.bandwidth`).
     LinkBandwidth(String),
+    /// What a site adds before each transfer it sends starts
+    /// (`SITE.latency`): a cost per file, where a rate is a cost per byte
+    /// and the start rate one per job.
+    Latency(String),
 }
 
 /// What a knob's value is measured in.
@@ -97,6 +101,7 @@ impl Knob {
             Knob::BandwidthOut(s) => format!("{s}.bandwidth_out"),
             Knob::StreamCap(s) => format!("{s}.stream_cap"),
             Knob::LinkBandwidth(l) => format!("{l}.bandwidth"),
+            Knob::Latency(s) => format!("{s}.latency"),
         }
     }
 
@@ -110,6 +115,7 @@ impl Knob {
             all.push(Knob::BandwidthIn(n.clone()));
             all.push(Knob::BandwidthOut(n.clone()));
             all.push(Knob::StreamCap(n.clone()));
+            all.push(Knob::Latency(n.clone()));
         }
         for l in &scenario.topology.links {
             all.push(Knob::LinkBandwidth(l.name.clone()));
@@ -160,6 +166,7 @@ impl Knob {
             Knob::NegotiatorInterval => (1.0, 900.0),
             Knob::UserLogScanInterval => (0.5, 60.0),
             Knob::JobStartDelay | Knob::SubmitDelay => (0.01, 60.0),
+            Knob::Latency(_) => (0.001, 60.0),
             Knob::PostscriptOverhead | Knob::SubmitOverhead | Knob::ReleaseOverhead => (0.1, 600.0),
             Knob::StreamCap(_) => STREAMS,
             _ => RATES,
@@ -206,6 +213,11 @@ impl Knob {
                     l.bandwidth = v;
                 }
             }
+            Knob::Latency(n) => {
+                if let Some(i) = Knob::site(s, n) {
+                    s.sites[i].latency = v;
+                }
+            }
         }
     }
 
@@ -230,6 +242,7 @@ impl Knob {
             Knob::BandwidthOut(n) => site(n)?.bandwidth_out,
             Knob::StreamCap(n) => site(n)?.stream_cap,
             Knob::LinkBandwidth(n) => s.topology.links.iter().find(|l| &l.name == n)?.bandwidth,
+            Knob::Latency(n) => site(n)?.latency,
         })
     }
 

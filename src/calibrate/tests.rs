@@ -49,29 +49,42 @@ file = "unused.json"
 /// share (as 1000genome's jobs read their chromosome's) for 10 s on machine
 /// `{kind}-{i % 2}`, that took `makespan` s.
 fn trace(dir: &Path, name: &str, kind: &str, n: usize, mb: u64, makespan: f64) -> PathBuf {
-    trace_of(dir, name, kind, 4, n, mb, makespan)
+    trace_of(dir, name, kind, 4, (n, 0), mb, makespan)
 }
 
-/// [`trace`] on machines of `cores` cores.
+/// [`trace`] on machines of `cores` cores; with `(n, files)` jobs each
+/// reading `files` files of its own of `mb` MB (0: the one shared file).
 fn trace_of(
     dir: &Path,
     name: &str,
     kind: &str,
     cores: usize,
-    n: usize,
+    (n, per_job): (usize, usize),
     mb: u64,
     makespan: f64,
 ) -> PathBuf {
     let machines = 2;
+    let inputs = |i: usize| -> Vec<String> {
+        if per_job == 0 {
+            vec!["in".into()]
+        } else {
+            (0..per_job).map(|k| format!("f{i}_{k}")).collect()
+        }
+    };
     let tasks: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             serde_json::json!({
                 "name": format!("t{i}"), "id": format!("t{i}"), "parents": [], "children": [],
-                "inputFiles": ["in"], "outputFiles": []
+                "inputFiles": inputs(i), "outputFiles": []
             })
         })
         .collect();
-    let files = [serde_json::json!({"id": "in", "sizeInBytes": mb * 1_000_000})];
+    let files: Vec<serde_json::Value> = (0..n)
+        .flat_map(inputs)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|f| serde_json::json!({"id": f, "sizeInBytes": mb * 1_000_000}))
+        .collect();
     let runs: Vec<serde_json::Value> = (0..n)
         .map(|i| {
             serde_json::json!({"id": format!("t{i}"), "runtimeInSeconds": 10.0,
@@ -199,7 +212,7 @@ fn traces_of_two_platforms_are_told_by_hardware() {
         "{w:?}"
     );
     // Other cores: two platforms.
-    let g = Trace::read(&trace_of(d, "g", "gpu", 8, 2, 1, 100.0)).unwrap();
+    let g = Trace::read(&trace_of(d, "g", "gpu", 8, (2, 0), 1, 100.0)).unwrap();
     let e = one_platform([&a, &b, &g]).unwrap_err().to_string();
     assert!(
         e.contains("two platforms") && e.contains("node-0, node-1") && e.contains("gpu-0, gpu-1"),
@@ -445,4 +458,41 @@ fn two_traces_give_intervals_from_the_knob_values_that_fit_them() {
     let [lo, hi] = p.interval.unwrap();
     assert!(lo <= p.recorded && p.recorded <= hi, "{p:?}");
     assert!(hi / lo > 1.5, "{p:?}");
+}
+
+/// Runs whose jobs read 1 or 12 files, made with the submit host taking
+/// a second before each file it sends: with files per job that differ,
+/// the ladder has a cost per file, and cross-validation keeps it.
+#[test]
+fn a_cost_per_file_is_told_from_one_per_job_where_files_per_job_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let made = |name: &str, n: usize, files: usize| {
+        let path = trace_of(d, name, "node", 4, (n, files), 1, 1.0);
+        let (t, mut s) = loaded(d, &path);
+        Knob::JobStartDelay.set(&mut s, 1.0);
+        Knob::Latency("submit".into()).set(&mut s, 1.0);
+        let p = predict(&t, &replay(s, &t, None).unwrap()).unwrap();
+        trace_of(d, name, "node", 4, (n, files), 1, p.predicted)
+    };
+    let fit_on: Vec<_> = [made("f1", 12, 1), made("f12", 8, 12), made("f6", 16, 6)]
+        .iter()
+        .map(|p| loaded(d, p))
+        .collect();
+    let c = choose(&fit_on);
+    assert!(
+        c.candidates
+            .iter()
+            .any(|k| k.name == "start, submit.latency"),
+        "{:?}",
+        c.reasons
+    );
+    let fit = select(&fit_on, &c.candidates, &[], LEVEL).unwrap();
+    let latency = fit.value(&Knob::Latency("submit".into()));
+    assert!(
+        latency.is_some_and(|v| (v - 1.0).abs() < 0.1),
+        "{} {:?}",
+        fit.chosen,
+        fit.knobs
+    );
 }

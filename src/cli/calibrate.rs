@@ -26,7 +26,7 @@ pub(crate) struct CalibrateArgs {
     /// negotiator_interval, postscript_overhead, dagman_submit_delay,
     /// dagman_user_log_scan_interval, submit_overhead, release_overhead; a
     /// site's rates: SITE.bandwidth, SITE.bandwidth_in, SITE.bandwidth_out,
-    /// SITE.stream_cap
+    /// SITE.stream_cap, and its cost per file sent: SITE.latency
     /// (the execution-site template's stand for every machine); a shared
     /// link's: LINK.bandwidth; and `staging`: Pegasus's data configuration,
     /// each of condorio, nonsharedfs and sharedfs fitted and the best kept
