@@ -406,6 +406,74 @@ fn calibrate_refuses_what_it_cannot_fit() {
     assert!(err.contains("condorio, nonsharedfs or sharedfs"), "{err}");
 }
 
+/// Four chains whose makespans grow by 100 s a job (one left 50 s
+/// slower): the candidates are cross-validated, each trace's left-out
+/// prediction and interval printed with the coverage, a predicted trace
+/// gets its interval in the table, the JSON and the chart; `--level`
+/// outside (0, 1) is refused.
+#[test]
+fn calibrate_cross_validates_and_gives_intervals_with_their_coverage() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fit_on: Vec<PathBuf> = [(3, 400.0), (4, 500.0), (6, 750.0), (8, 900.0)]
+        .iter()
+        .map(|(n, m)| chain_trace_on(d, *n, *m, "node-1"))
+        .collect();
+    let predict = chain_trace_on(d, 5, 600.0, "node-2");
+    let json = d.join("fit.json");
+    let svg = d.join("fit.svg");
+    let mut args: Vec<&str> = vec!["calibrate"];
+    args.extend(fit_on.iter().map(|p| p.to_str().unwrap()));
+    args.extend([
+        "--testbed",
+        TESTBED,
+        "--level",
+        "0.9",
+        "--predict",
+        predict.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let (code, out, err) = gridbed(&args);
+    assert_eq!(code, Some(0), "{out}{err}");
+    for line in [
+        "4 traces: 2 candidate knob sets are cross-validated",
+        "each trace left out, predicted by the fit on the others:",
+        "90% interval",
+        "coverage by leave-one-out:",
+        "chosen: ",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let chosen = fit["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == fit["chosen"])
+        .unwrap();
+    let left_out = chosen["cross_validated"]["left_out"].as_array().unwrap();
+    assert_eq!(left_out.len(), 4, "{chosen}");
+    assert_eq!(fit["interval"]["level"], 0.9);
+    assert_eq!(fit["interval"]["traces"], 4);
+    let [lo, hi] = [0, 1].map(|i| fit["predicted"][0]["interval"][i].as_f64().unwrap());
+    let p = fit["predicted"][0]["predicted"].as_f64().unwrap();
+    assert!(lo < p && p < hi, "{}", fit["predicted"][0]);
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("predicted (1)")
+    );
+    let mut bad = args.clone();
+    let level = bad.iter().position(|a| *a == "0.9").unwrap();
+    bad[level] = "80";
+    let (code, _, err) = gridbed(&bad);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("expected a level between 0 and 1"), "{err}");
+}
+
 #[test]
 fn calibrate_fits_each_data_configuration_and_writes_units() {
     let dir = tempfile::tempdir().unwrap();
