@@ -23,8 +23,10 @@
 //! With three traces or more that choice is only one of the candidates:
 //! the start rate alone, with the per-level and per-job latencies, and,
 //! where some trace moves enough bytes to show, with one or two rates and
-//! the latencies under each data configuration; cross-validation
-//! ([`super::cross`]) picks the one that predicts left-out traces best.
+//! the latencies under each data configuration; where the traces' files
+//! per job differ 1.5×, with a cost per file the origin sends
+//! (`SITE.latency`); cross-validation ([`super::cross`]) picks the one
+//! that predicts left-out traces best.
 
 use std::fmt::Write as _;
 
