@@ -152,7 +152,7 @@ pub fn choose(fit_on: &[(Trace, Scenario)]) -> Choice {
         None => Vec::new(),
     };
     let data = match busiest {
-        Some(e) if e.bytes / e.makespan >= SHOWS => {
+        Some(e) if shows => {
             let shown = format!(
                 "{} moves {:.1} GB in {:.0} s ({} over the run)",
                 e.name,
