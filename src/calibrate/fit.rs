@@ -8,11 +8,16 @@
 //! sequence from three knobs on), then Nelder–Mead in log space from the
 //! three best points, restarted while that still helps. Over more than
 //! [`GRID_TRACES`] traces the grid and the first simplexes see a spread of
-//! them, and only the last simplex all. Each candidate knob set
+//! them, and only the last simplex all. Over more than
+//! [`super::SIMPLEX_UP_TO`] traces the simplexes are Levenberg–Marquardt
+//! steps instead ([`Method::Newton`], `src/calibrate/search.rs`): a few
+//! steps of simulations where a simplex takes hundreds, at some cost in
+//! how deep a basin the fit reaches. Each candidate knob set
 //! ([`Candidate`]: knobs under one data configuration, [`Staging`]) is
 //! fitted on its own; with three traces or more the one that predicts best
 //! left-out traces wins ([`super::cross`]), else the least cost.
 
+use std::borrow::Borrow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -21,6 +26,7 @@ use serde::Serialize;
 use super::cross::{self, CrossValidated, Interval};
 use super::knob::{Knob, Unit};
 use super::ranges::Ranges;
+use super::search::{Method, Space};
 use super::staging::Staging;
 use super::trace::{Prediction, Trace, TraceError, predict, replay};
 use crate::config::Scenario;
@@ -200,6 +206,7 @@ pub fn calibrate(
         &Candidate::given(knobs, staging),
         predict_only,
         cross::LEVEL,
+        Method::auto(fit_on.len()),
     )
 }
 
@@ -207,12 +214,14 @@ pub fn calibrate(
 /// `predict_only` with it, each prediction with its interval at `level`
 /// (e.g. 0.8). With three traces or more each candidate is
 /// cross-validated (leave one trace out) and the least cross-validated
-/// error wins; with fewer the least cost does.
+/// error wins; with fewer the least cost does. `method` is how the knobs
+/// are searched and the left-out fits made.
 pub fn select(
     fit_on: &[(Trace, Scenario)],
     candidates: &[Candidate],
     predict_only: &[(Trace, Scenario)],
     level: f64,
+    method: Method,
 ) -> Result<Fit, TraceError> {
     let started = Instant::now();
     let evaluations = AtomicUsize::new(0);
@@ -266,7 +275,7 @@ pub fn select(
                 } else {
                     Start::Grid
                 };
-                let (x, ps) = fit_mode(&all, &c.knobs, mode, &evaluations, start)?;
+                let (x, ps) = fit_mode(&all, &c.knobs, mode, &evaluations, start, method)?;
                 done.push(Done {
                     knobs: c.knobs.clone(),
                     mode,
@@ -300,7 +309,7 @@ pub fn select(
         points.push(x);
     }
     let (best, chosen_by) = if fit_on.len() >= cross::LEAST_TRACES {
-        cross::validate(fit_on, candidates, &points, &mut fits, &evaluations)?
+        cross::validate(fit_on, candidates, &points, &mut fits, method, &evaluations)?
     } else {
         let best = (0..fits.len())
             .min_by(|&a, &b| fits[a].cost.total_cmp(&fits[b].cost))
@@ -392,6 +401,7 @@ pub(super) fn fit_mode(
     mode: Option<Staging>,
     evaluations: &AtomicUsize,
     start: Start,
+    method: Method,
 ) -> Result<(Vec<f64>, Vec<Prediction>), TraceError> {
     // The grid sees a spread of the traces by makespan.
     let mut by_makespan: Vec<usize> = (0..fit_on.len()).collect();
@@ -450,12 +460,40 @@ pub(super) fn fit_mode(
             Start::Grid => vec![None; knobs.len()],
             Start::Extend(f) => f.iter().map(|v| v.map(f64::ln)).collect(),
         };
-        let y = space.search(&fixed, &mut |y: &[f64], b| cost(y, b, &spread))?;
-        if spread.len() == every.len() {
+        let (t, n) = (Instant::now(), evaluations.load(Ordering::Relaxed));
+        let errors =
+            |which: &[&(Trace, Scenario)], y: &[f64]| -> Result<Vec<[f64; 2]>, TraceError> {
+                let ps = predict_each(which, knobs, &|_| y, mode, evaluations)?;
+                Ok(ps.iter().map(Prediction::errors).collect())
+            };
+        let few: Vec<&(Trace, Scenario)> = spread.iter().map(|&i| fit_on[i]).collect();
+        let newton = method == Method::Newton;
+        let y = space.search(
+            &fixed,
+            &mut |y: &[f64], b| cost(y, b, &spread),
+            newton.then_some(&mut |y: &[f64]| errors(&few, y) as _),
+        )?;
+        let searched = (t.elapsed(), evaluations.load(Ordering::Relaxed) - n);
+        let (t, n) = (Instant::now(), evaluations.load(Ordering::Relaxed));
+        let y = if spread.len() == every.len() {
             y
+        } else if newton {
+            space.polish(y, &mut |y: &[f64]| errors(fit_on, y))?.1
         } else {
             space.refine(y, &mut |y: &[f64], b| cost(y, b, &every))?
-        }
+        };
+        tracing::info!(
+            "fitted {} ({mode:?}): search on {} traces {} simulations in {:.1} s, \
+             refined on {} in {} simulations, {:.1} s",
+            knobs.iter().map(Knob::name).collect::<Vec<_>>().join(","),
+            spread.len(),
+            searched.1,
+            searched.0.as_secs_f64(),
+            every.len(),
+            evaluations.load(Ordering::Relaxed) - n,
+            t.elapsed().as_secs_f64()
+        );
+        y
     };
     let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
     let ps = fit_on
@@ -465,8 +503,7 @@ pub(super) fn fit_mode(
     Ok((x, ps))
 }
 
-/// Every trace of `fit_on` predicted at `y` (knob values in log space),
-/// the k-th on thread k mod n.
+/// Every trace of `fit_on` predicted at `y` (knob values in log space).
 pub(super) fn predict_all(
     fit_on: &[(Trace, Scenario)],
     knobs: &[Knob],
@@ -474,7 +511,18 @@ pub(super) fn predict_all(
     mode: Option<Staging>,
     evaluations: &AtomicUsize,
 ) -> Result<Vec<Prediction>, TraceError> {
-    let x: Vec<f64> = y.iter().map(|v| v.exp()).collect();
+    predict_each(fit_on, knobs, &|_| y, mode, evaluations)
+}
+
+/// Each trace `i` of `fit_on` predicted at `y(i)` (knob values in log
+/// space), the i-th on thread i mod n.
+pub(super) fn predict_each<'a, T: Borrow<(Trace, Scenario)> + Sync>(
+    fit_on: &[T],
+    knobs: &[Knob],
+    y: &(dyn Fn(usize) -> &'a [f64] + Sync),
+    mode: Option<Staging>,
+    evaluations: &AtomicUsize,
+) -> Result<Vec<Prediction>, TraceError> {
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(fit_on.len())
@@ -484,7 +532,8 @@ pub(super) fn predict_all(
             .step_by(threads)
             .map(|i| {
                 evaluations.fetch_add(1, Ordering::Relaxed);
-                let (t, s) = &fit_on[i];
+                let (t, s) = fit_on[i].borrow();
+                let x: Vec<f64> = y(i).iter().map(|v| v.exp()).collect();
                 Ok((i, predict_at(t, s, knobs, &x, mode)?))
             })
             .collect()
@@ -506,263 +555,6 @@ pub(super) fn predict_all(
 
 pub(super) fn rms(errors: &[f64]) -> f64 {
     (errors.iter().map(|e| e.powi(2)).sum::<f64>() / errors.len().max(1) as f64).sqrt()
-}
-
-/// The knobs' search space: each knob's range in log space and the grid's
-/// step along it.
-pub(super) struct Space {
-    ranges: Vec<(f64, f64)>,
-    step: Vec<f64>,
-}
-
-/// A cost at a point in log space, or any sum above the bound once it is
-/// certain to end above it.
-pub(super) type Cost<'a> = dyn FnMut(&[f64], f64) -> Result<f64, TraceError> + 'a;
-
-/// Grid points per axis when `d` axes are searched.
-fn per_axis(d: usize) -> usize {
-    match d {
-        0 => 1,
-        1 => 32,
-        2 => 16,
-        3 => 7,
-        _ => 4,
-    }
-}
-
-impl Space {
-    pub(super) fn of(knobs: &[Knob]) -> Space {
-        let per_axis = per_axis(knobs.len());
-        let ranges: Vec<(f64, f64)> = knobs
-            .iter()
-            .map(|k: &Knob| {
-                let (lo, hi) = k.range();
-                (lo.ln(), hi.ln())
-            })
-            .collect();
-        let step = ranges
-            .iter()
-            .map(|(lo, hi)| (hi - lo) / (per_axis - 1) as f64)
-            .collect();
-        Space { ranges, step }
-    }
-
-    fn clamp(&self, y: &mut [f64]) {
-        for (v, (lo, hi)) in y.iter_mut().zip(&self.ranges) {
-            *v = v.clamp(*lo, *hi);
-        }
-    }
-
-    /// The grid over the axes `fixed` leaves free (the others at their
-    /// values), then Nelder–Mead from its three best points over every
-    /// axis; returns the best point.
-    fn search(&self, fixed: &[Option<f64>], cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
-        let ranges = &self.ranges;
-        let free: Vec<usize> = (0..ranges.len()).filter(|&i| fixed[i].is_none()).collect();
-        let (d, per_axis) = (free.len(), per_axis(free.len()));
-        let step: Vec<f64> = free
-            .iter()
-            .map(|&i| (ranges[i].1 - ranges[i].0) / (per_axis.max(2) - 1) as f64)
-            .collect();
-        let point = |free_values: &[f64]| -> Vec<f64> {
-            let mut y: Vec<f64> = fixed.iter().map(|v| v.unwrap_or(0.0)).collect();
-            for (k, &i) in free.iter().enumerate() {
-                y[i] = free_values[k];
-            }
-            self.clamp(&mut y);
-            y
-        };
-        let mut grid: Vec<(f64, Vec<f64>)> = Vec::new();
-        if d <= 2 {
-            let mut index = vec![0usize; d];
-            loop {
-                let y = point(
-                    &(0..d)
-                        .map(|k| ranges[free[k]].0 + step[k] * index[k] as f64)
-                        .collect::<Vec<_>>(),
-                );
-                grid.push((cost(&y, third(&grid))?, y));
-                // Next grid point (odometer order).
-                let mut i = 0;
-                while i < d {
-                    index[i] += 1;
-                    if index[i] < per_axis {
-                        break;
-                    }
-                    index[i] = 0;
-                    i += 1;
-                }
-                if i == d {
-                    break;
-                }
-            }
-        } else {
-            // A grid of three or more axes sees few values of each (7 for
-            // 343 points): a Halton sequence of the same budget sees as many
-            // values of each knob as it has points, so a narrow basin along
-            // one axis (a rate whose makespans turn within a factor of two) is
-            // not stepped over.
-            for n in 1..=per_axis.pow(d as u32).max(400) {
-                let y = point(
-                    &(0..d)
-                        .map(|k| {
-                            let (lo, hi) = ranges[free[k]];
-                            lo + (hi - lo) * halton(n, PRIMES[k % PRIMES.len()])
-                        })
-                        .collect::<Vec<_>>(),
-                );
-                grid.push((cost(&y, third(&grid))?, y));
-            }
-        }
-        // Nelder–Mead from each of the grid's three best points (a makespan's
-        // landscape has many shallow basins); the best end wins.
-        grid.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut best = grid[0].clone();
-        for start in grid.into_iter().take(3) {
-            let end = self.descend(start, 1.0, cost)?;
-            if end.0 < best.0 {
-                best = end;
-            }
-        }
-        Ok(best.1)
-    }
-
-    /// Nelder–Mead from `y` alone, a first simplex of half the grid's: the
-    /// best of a search over some of the traces, refined over all.
-    fn refine(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
-        let c = cost(&y, f64::INFINITY)?;
-        Ok(self.descend((c, y), 2.0, cost)?.1)
-    }
-
-    /// One short Nelder–Mead from `y`, a first simplex of an eighth of the
-    /// grid's, stopped at a percent: the fit of all traces moved to the
-    /// least cost of all but one.
-    pub(super) fn nudge(&self, y: Vec<f64>, cost: &mut Cost) -> Result<Vec<f64>, TraceError> {
-        let c = cost(&y, f64::INFINITY)?;
-        let step: Vec<f64> = self.step.iter().map(|s| s / 8.0).collect();
-        let clamp = |y: &mut Vec<f64>| self.clamp(y);
-        Ok(nelder_mead((c, y), &step, 1e-2, &clamp, cost)?.1)
-    }
-
-    /// Nelder–Mead from `start`, again from its end while that still takes
-    /// a percent off the cost: a simplex shrunk onto one step of a
-    /// makespan's staircase stops there.
-    fn descend(
-        &self,
-        start: (f64, Vec<f64>),
-        shrink: f64,
-        cost: &mut Cost,
-    ) -> Result<(f64, Vec<f64>), TraceError> {
-        let step: Vec<f64> = self.step.iter().map(|s| s / shrink).collect();
-        let clamp = |y: &mut Vec<f64>| self.clamp(y);
-        let mut end = nelder_mead(start, &step, 1e-3, &clamp, cost)?;
-        for _ in 0..4 {
-            let again = nelder_mead(end.clone(), &step, 1e-3, &clamp, cost)?;
-            if again.0 >= end.0 * (1.0 - 1e-2) {
-                break;
-            }
-            end = again;
-        }
-        Ok(end)
-    }
-}
-
-/// The third least cost of `points` (∞ while there are fewer): a point
-/// above it is not among the three the simplex starts from.
-fn third(points: &[(f64, Vec<f64>)]) -> f64 {
-    let mut least = [f64::INFINITY; 3];
-    for (c, _) in points {
-        if *c < least[2] {
-            least[2] = *c;
-            least.sort_by(f64::total_cmp);
-        }
-    }
-    least[2]
-}
-
-const PRIMES: [usize; 8] = [2, 3, 5, 7, 11, 13, 17, 19];
-
-/// The `n`th term of the van der Corput sequence in `base`, in [0, 1).
-fn halton(mut n: usize, base: usize) -> f64 {
-    let (mut x, mut f) = (0.0, 1.0 / base as f64);
-    while n > 0 {
-        x += f * (n % base) as f64;
-        n /= base;
-        f /= base as f64;
-    }
-    x
-}
-
-/// Nelder–Mead from `best`, a first simplex of half `step` per axis,
-/// until the vertices' costs agree to `tolerance` of the best.
-fn nelder_mead(
-    best: (f64, Vec<f64>),
-    step: &[f64],
-    tolerance: f64,
-    clamp: &impl Fn(&mut Vec<f64>),
-    cost: &mut Cost,
-) -> Result<(f64, Vec<f64>), TraceError> {
-    let d = step.len();
-    let mut simplex: Vec<(f64, Vec<f64>)> = vec![best.clone()];
-    for i in 0..d {
-        let mut y = best.1.clone();
-        y[i] += step[i] / 2.0;
-        clamp(&mut y);
-        let c = cost(&y, f64::INFINITY)?;
-        simplex.push((c, y));
-    }
-    for _ in 0..40 * d {
-        simplex.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let worst = simplex[d].clone();
-        let centroid: Vec<f64> = (0..d)
-            .map(|i| simplex[..d].iter().map(|p| p.1[i]).sum::<f64>() / d as f64)
-            .collect();
-        let towards = |t: f64| -> Vec<f64> {
-            centroid
-                .iter()
-                .zip(&worst.1)
-                .map(|(c, w)| c + t * (c - w))
-                .collect()
-        };
-        let mut r = towards(1.0);
-        clamp(&mut r);
-        // Above the worst, a point is only ever compared with the worst.
-        let cr = cost(&r, worst.0)?;
-        if cr < simplex[0].0 {
-            let mut e = towards(2.0);
-            clamp(&mut e);
-            let ce = cost(&e, cr)?;
-            simplex[d] = if ce < cr { (ce, e) } else { (cr, r) };
-        } else if cr < simplex[d - 1].0 {
-            simplex[d] = (cr, r);
-        } else {
-            let mut c = towards(-0.5);
-            clamp(&mut c);
-            let cc = cost(&c, worst.0)?;
-            if cc < worst.0 {
-                simplex[d] = (cc, c);
-            } else {
-                // Shrink towards the best.
-                let b = simplex[0].1.clone();
-                for p in simplex.iter_mut().skip(1) {
-                    let y: Vec<f64> = p.1.iter().zip(&b).map(|(v, b)| b + (v - b) / 2.0).collect();
-                    *p = (cost(&y, f64::INFINITY)?, y);
-                }
-            }
-        }
-        let spread = simplex
-            .iter()
-            .map(|p| p.0)
-            .fold(f64::NEG_INFINITY, f64::max)
-            - simplex.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-        // Converged: the vertices' costs agree to a thousandth of the best
-        // (a tenth of a percent of a makespan's error, at most).
-        if spread < (tolerance * simplex[0].0).max(1e-9) {
-            break;
-        }
-    }
-    simplex.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Ok(simplex.swap_remove(0))
 }
 
 /// A latency as a testbed writes it.

@@ -18,6 +18,7 @@ mod cross;
 mod fit;
 mod knob;
 mod ranges;
+mod search;
 mod staging;
 mod trace;
 
@@ -29,6 +30,7 @@ pub use cross::{CrossValidated, Interval, LEAST_TRACES, LEVEL, LeftOut};
 pub use fit::{Candidate, CandidateFit, Fit, Fitted, calibrate, fitted_table, select};
 pub use knob::{Knob, Unit, show_rate};
 pub use ranges::{KnobRange, Ranges, TOLERANCE};
+pub use search::{Method, SIMPLEX_UP_TO};
 pub use staging::Staging;
 pub use trace::{
     LevelFinish, Machine, Prediction, Trace, TraceError, evidence, one_platform, placed, predict,

@@ -17,8 +17,9 @@ use std::sync::atomic::AtomicUsize;
 
 use serde::Serialize;
 
-use super::fit::{Candidate, Space, predict_all, rms};
+use super::fit::{Candidate, predict_all, rms};
 use super::knob::Knob;
+use super::search::Space;
 use super::trace::{Trace, TraceError};
 use crate::config::Scenario;
 

@@ -483,6 +483,12 @@ impl Prediction {
     pub fn cost(&self) -> f64 {
         self.error.powi(2) + self.task_error.map_or(0.0, |e| e.powi(2))
     }
+
+    /// The errors whose squares make [`Prediction::cost`]: the makespan's
+    /// and the task times' (0 without them).
+    pub fn errors(&self) -> [f64; 2] {
+        [self.error, self.task_error.unwrap_or(0.0)]
+    }
 }
 
 /// Runs `scenario` (a trace's) on the simulator.

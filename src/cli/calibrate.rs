@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{CliError, write_json};
-use crate::calibrate::{self, Candidate, Fit, Knob, Prediction, Staging, Trace};
+use crate::calibrate::{self, Candidate, Fit, Knob, Method, Prediction, Staging, Trace};
 
 /// `gridbed calibrate`'s arguments.
 #[derive(Args)]
@@ -54,6 +54,14 @@ pub(crate) struct CalibrateArgs {
     /// cross-validated errors, three traces or more).
     #[arg(long, default_value_t = calibrate::LEVEL, value_parser = level)]
     level: f64,
+    /// How the knobs are searched after the grid, and the left-out fits
+    /// made: `simplex` (Nelder–Mead, on all traces and on each left-out
+    /// set; the best fits, hundreds of simulations a simplex), `newton`
+    /// (Levenberg–Marquardt, and each left-out fit one Gauss–Newton step
+    /// from the fit on all; for many traces), or `auto`: simplex up to
+    /// eight traces, newton beyond.
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["auto", "simplex", "newton"])]
+    method: String,
 }
 
 /// A level strictly between 0 and 1.
@@ -291,7 +299,17 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
         let (knobs, staging) = parse_fit(&args.fit, &fit_on[0].1)?;
         Candidate::given(&knobs, &staging)
     };
-    let fit: Fit = calibrate::select(&fit_on, &candidates, &others, args.level)
+    let fit: Fit = calibrate::select(
+        &fit_on,
+        &candidates,
+        &others,
+        args.level,
+        match args.method.as_str() {
+            "simplex" => Method::Simplex,
+            "newton" => Method::Newton,
+            _ => Method::auto(fit_on.len()),
+        },
+    )
         .map_err(CliError::input)?;
     say!(
         "calibrated {} candidate(s) on {} trace(s) in {:.2} s ({} simulations)",

@@ -15,9 +15,9 @@
 //! * **network**: the max-min flow model alone, 10,000 flows over 100 sites
 //!   and 10 shared links, 2,000 ends each followed by a start, flows
 //!   re-rated per second (`network.rs`).
-//! * **calibrate**: `gridbed calibrate` over 20 traces with four rates and
-//!   the data configuration, and whether it finds the rate the traces were
-//!   made with (`calibrate.rs`).
+//! * **calibrate**: `gridbed calibrate` over 20 traces with the default
+//!   knob choice (every candidate cross-validated), and whether it finds
+//!   the rate the traces were made with (`calibrate.rs`).
 //! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
 //!   machines, its re-planning after a machine loss, and its share of a sim
 //!   run (`planner.rs`).
