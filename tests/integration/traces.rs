@@ -410,7 +410,8 @@ fn calibrate_refuses_what_it_cannot_fit() {
 /// slower): the candidates are cross-validated, each trace's left-out
 /// prediction and interval printed with the coverage, a predicted trace
 /// gets its interval in the table, the JSON and the chart; `--level`
-/// outside (0, 1) is refused.
+/// outside (0, 1) is refused; `--method newton` linearises the left-out
+/// fits.
 #[test]
 fn calibrate_cross_validates_and_gives_intervals_with_their_coverage() {
     let dir = tempfile::tempdir().unwrap();
@@ -472,6 +473,29 @@ fn calibrate_cross_validates_and_gives_intervals_with_their_coverage() {
     let (code, _, err) = gridbed(&bad);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("expected a level between 0 and 1"), "{err}");
+    // Newton's method: the left-out fits linearised, said in the output
+    // and the JSON; a method it does not know is refused.
+    let mut newton = args.clone();
+    newton.extend(["--method", "newton"]);
+    let (code, out, err) = gridbed(&newton);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("left-out fits linearised"), "{out}");
+    let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let methods: Vec<&serde_json::Value> = fit["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["cross_validated"].get("method"))
+        .collect();
+    assert!(
+        !methods.is_empty() && methods.iter().all(|m| *m == "newton"),
+        "{fit}"
+    );
+    newton.pop();
+    newton.push("gradient");
+    let (code, _, err) = gridbed(&newton);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("simplex") && err.contains("newton"), "{err}");
 }
 
 #[test]
