@@ -105,7 +105,8 @@ impl Space {
 
     /// The grid over the axes `fixed` leaves free (the others at their
     /// values), then Nelder–Mead from its three best points over every
-    /// axis; returns the best point.
+    /// axis, or Levenberg–Marquardt on the traces' `errors` where given
+    /// ([`Method::Newton`]); returns the best point.
     pub(super) fn search(
         &self,
         fixed: &[Option<f64>],

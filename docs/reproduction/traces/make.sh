@@ -56,3 +56,22 @@ $G calibrate $R/epigenomics-chameleon-ilmn-1seq-100k-001.json $R/epigenomics-cha
 echo "## compute machines: cycles fitted, epigenomics predicted"
 $G calibrate $R/cycles-chameleon-1l-1c-9p-001.json $R/cycles-chameleon-10l-1c-9p-001.json \
   --testbed $T --out /dev/null --predict $R/epigenomics-chameleon-*.json
+# Issue 63: knobs chosen by cross-validation, intervals and their coverage.
+echo "## 1000genome: the default on all eight runs, each left out predicted by the fit on the other seven"
+$G calibrate $P-*.json --testbed $T --out /dev/null --json target/traces-1000genome-8.json
+echo "## 1000genome: the same with Newton's method (the default beyond eight traces)"
+$G calibrate $P-*.json --testbed $T --out /dev/null --method newton
+echo "## 1000genome: fit on more against fit on fewer, on the six runs outside the 4-chromosome pair"
+python3 - target/traces-1000genome-4ch.json target/traces-1000genome-8.json <<'PY'
+import json, sys
+pair, eight = (json.load(open(p)) for p in sys.argv[1:])
+chosen = next(c for c in eight["candidates"] if c["name"] == eight["chosen"])
+left = {l["trace"]: l["error"] for l in chosen["cross_validated"]["left_out"]}
+rows = [(p["trace"], p["error"], left[p["trace"]]) for p in pair["predicted"] if p["trace"] in left]
+for t, a, b in rows:
+    print(f"  {t:40} pair {100*a:+6.1f}%   the other seven {100*b:+6.1f}%")
+mean = lambda v: sum(abs(x) for x in v) / len(v)
+print(f"  mean |error|: pair {100*mean([r[1] for r in rows]):.1f}%, the other seven {100*mean([r[2] for r in rows]):.1f}%")
+PY
+echo "## compute machines: the default on all six runs, each left out predicted by the fit on the other five"
+$G calibrate $R/epigenomics-chameleon-*.json $R/cycles-chameleon-*.json --testbed $T --out /dev/null
