@@ -57,6 +57,20 @@ pub struct LeftOut {
     pub interval: Option<[f64; 2]>,
 }
 
+impl From<Prediction> for LeftOut {
+    /// A trace's prediction by the fit on the others; its interval comes
+    /// later, from the other traces' left-out errors.
+    fn from(p: Prediction) -> LeftOut {
+        LeftOut {
+            trace: p.trace,
+            recorded: p.recorded,
+            predicted: p.predicted,
+            error: p.error,
+            interval: None,
+        }
+    }
+}
+
 impl LeftOut {
     /// Whether the recorded makespan is within its interval.
     pub fn covered(&self) -> Option<bool> {
@@ -278,13 +292,7 @@ fn leave_each_out(
             space.nudge(start.clone(), &mut cost)?
         };
         let p = at(&y)?.swap_remove(k);
-        left_out.push(LeftOut {
-            trace: p.trace,
-            recorded: p.recorded,
-            predicted: p.predicted,
-            error: p.error,
-            interval: None,
-        });
+        left_out.push(LeftOut::from(p));
     }
     tracing::info!(
         "left each out for {}: {} simulations at {} points in {:.1} s",
@@ -358,16 +366,7 @@ fn leave_each_out_linear(
         })
         .collect();
     let ps = predict_each(fit_on, &c.knobs, &|i| &points[i], c.staging, evaluations)?;
-    let left_out = ps
-        .into_iter()
-        .map(|p| LeftOut {
-            trace: p.trace,
-            recorded: p.recorded,
-            predicted: p.predicted,
-            error: p.error,
-            interval: None,
-        })
-        .collect();
+    let left_out = ps.into_iter().map(LeftOut::from).collect();
     tracing::info!(
         "left each out (linearised) for {}: {} simulations in {:.1} s",
         c.name,
