@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::cross::{self, CrossValidated, Interval};
 use super::knob::{Knob, Unit};
-use super::ranges::Ranges;
+use super::ranges::{Confidence, Ranges};
 use super::search::{Method, Space};
 use super::staging::Staging;
 use super::trace::{Prediction, Trace, TraceError, predict, replay};
@@ -205,22 +205,24 @@ pub fn calibrate(
         fit_on,
         &Candidate::given(knobs, staging),
         predict_only,
-        cross::LEVEL,
+        Confidence::default(),
         Method::auto(fit_on.len()),
     )
 }
 
 /// Fits each of `candidates` to `fit_on`, chooses one, and predicts
-/// `predict_only` with it, each prediction with its interval at `level`
-/// (e.g. 0.8). With three traces or more each candidate is
-/// cross-validated (leave one trace out) and the least cross-validated
-/// error wins; with fewer the least cost does. `method` is how the knobs
+/// `predict_only` with it, each prediction with its interval at
+/// `confidence`'s level (e.g. 0.8). With three traces or more each
+/// candidate is cross-validated (leave one trace out), the least
+/// cross-validated error wins and the intervals come from the left-out
+/// errors; with fewer the least cost wins and the intervals come from the
+/// knob values that fit, widened by `confidence`'s model error. `method` is how the knobs
 /// are searched and the left-out fits made.
 pub fn select(
     fit_on: &[(Trace, Scenario)],
     candidates: &[Candidate],
     predict_only: &[(Trace, Scenario)],
-    level: f64,
+    confidence: Confidence,
     method: Method,
 ) -> Result<Fit, TraceError> {
     let started = Instant::now();
@@ -338,7 +340,7 @@ pub fn select(
     let interval = fits
         .get_mut(best)
         .and_then(|f| f.cross_validated.as_mut())
-        .map(|cv| Interval::of(cv, level));
+        .map(|cv| Interval::of(cv, confidence.level));
     if let Some(i) = &interval {
         for p in &mut predicted {
             p.interval = Some(i.around(p.predicted));
@@ -353,7 +355,7 @@ pub fn select(
             if let Some(m) = testbed.sites.iter().find(|s| !s.storage) {
                 extra.push(Knob::Bandwidth(m.info.name.clone()));
             }
-            let r = Ranges::of(fit_on, c, &values, &extra, &evaluations)?;
+            let r = Ranges::of(fit_on, c, &values, &extra, confidence, &evaluations)?;
             for (p, t) in predicted.iter_mut().zip(predict_only) {
                 p.interval = Some(r.interval(t, c, p.predicted, &evaluations)?);
             }

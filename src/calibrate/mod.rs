@@ -29,7 +29,7 @@ pub use choose::{Choice, choose};
 pub use cross::{CrossValidated, Interval, LEAST_TRACES, LEVEL, LeftOut};
 pub use fit::{Candidate, CandidateFit, Fit, Fitted, calibrate, fitted_table, select};
 pub use knob::{Knob, Unit, show_rate};
-pub use ranges::{KnobRange, Ranges, TOLERANCE};
+pub use ranges::{Confidence, KnobRange, MODEL_ERROR, Ranges, TOLERANCE};
 pub use search::{Method, SIMPLEX_UP_TO};
 pub use staging::Staging;
 pub use trace::{

@@ -11,12 +11,17 @@
 //! the machines' interfaces), left at the testbed's values: a run that
 //! asks more of them than the fitted ones did may be much slower. A
 //! predicted trace's interval spans its predictions at the ends of every
-//! knob's range, widened by the tolerance.
+//! knob's range, widened by the model's own error on runs it was not
+//! fitted to ([`MODEL_ERROR`], or the user's): a range that fits two runs
+//! says how far they leave the knobs free, not how far the model is from
+//! another application or input size.
 
 use std::sync::atomic::AtomicUsize;
 
 use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, Normal};
 
+use super::cross::LEVEL;
 use super::fit::{Candidate, predict_all, rms};
 use super::knob::Knob;
 use super::search::Space;
@@ -27,6 +32,14 @@ use crate::config::Scenario;
 /// real run's makespan differs by a few percent from one run to the next,
 /// which one or two traces cannot show (an assumption, not a measurement).
 pub const TOLERANCE: f64 = 0.05;
+
+/// The model's error on a run it was not fitted to, as the standard
+/// deviation of `ln(predicted / recorded)`, by default: the left-out errors
+/// of the shared reference runs' cross-validations pooled (the eight
+/// 1000genome runs, 8.6%, and the six runs on `compute` machines, two
+/// applications, 12.5%; 14 errors, 12 degrees of freedom: 10.4%). A
+/// measurement on two platforms, not a law: `--model-error` gives one's own.
+pub const MODEL_ERROR: f64 = 0.10;
 
 /// The shortest step a range is walked in, each way (5%, in log space);
 /// each step that still fits is followed by one half as long again, one
@@ -49,6 +62,37 @@ pub struct KnobRange {
     pub high: f64,
 }
 
+/// How sure an interval is to be, and of what.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Confidence {
+    /// The level (0.8: an 80% interval).
+    pub level: f64,
+    /// The model's error on runs not fitted, as the standard deviation of
+    /// `ln(predicted / recorded)` (with fewer than three traces, where
+    /// the fit cannot measure its own).
+    pub model_error: f64,
+}
+
+impl Default for Confidence {
+    fn default() -> Confidence {
+        Confidence {
+            level: LEVEL,
+            model_error: MODEL_ERROR,
+        }
+    }
+}
+
+impl Confidence {
+    /// Half the widening the model's error gives at the level, in log
+    /// ratio: the normal quantile `z` at `(1 + level) / 2` times the error.
+    pub fn half_width(&self) -> f64 {
+        let z = Normal::new(0.0, 1.0)
+            .map(|n| n.inverse_cdf(0.5 + self.level / 2.0))
+            .unwrap_or(f64::INFINITY);
+        z * self.model_error
+    }
+}
+
 /// The ranges of a fit of fewer than three traces.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Ranges {
@@ -56,6 +100,8 @@ pub struct Ranges {
     pub tolerance: f64,
     /// Each knob's range.
     pub knobs: Vec<KnobRange>,
+    /// The intervals' level, and the model's error they are widened by.
+    pub confidence: Confidence,
     /// Knob values (every knob of `knobs`, in order) at the ends of the
     /// ranges: the predictions' spread is taken over them.
     #[serde(skip)]
@@ -65,18 +111,20 @@ pub struct Ranges {
 impl Ranges {
     /// The ranges of candidate `c` fitted to `fit_on` at `point`, and of
     /// `extra` (rates it did not fit, at their values in the first
-    /// trace's testbed).
+    /// trace's testbed); its intervals at `confidence`.
     pub(super) fn of(
         fit_on: &[(Trace, Scenario)],
         c: &Candidate,
         point: &[f64],
         extra: &[Knob],
+        confidence: Confidence,
         evaluations: &AtomicUsize,
     ) -> Result<Ranges, TraceError> {
         let Some((_, testbed)) = fit_on.first() else {
             return Ok(Ranges {
                 tolerance: TOLERANCE,
                 knobs: Vec::new(),
+                confidence,
                 ends: Vec::new(),
             });
         };
@@ -165,13 +213,16 @@ impl Ranges {
         Ok(Ranges {
             tolerance,
             knobs: ranges,
+            confidence,
             ends,
         })
     }
 
     /// The recorded makespans of `trace` these ranges allow: its
     /// predictions at every range's ends (and `predicted`, the fit's),
-    /// widened by the tolerance.
+    /// widened by the model's error at the level. (The tolerance is not
+    /// added: the model's error, measured on left-out runs, holds their
+    /// run-to-run spread already.)
     pub(super) fn interval(
         &self,
         trace: &(Trace, Scenario),
@@ -193,6 +244,23 @@ impl Ranges {
             lo = lo.min(p[0].predicted);
             hi = hi.max(p[0].predicted);
         }
-        Ok([lo / (1.0 + self.tolerance), hi / (1.0 - self.tolerance)])
+        let widen = self.confidence.half_width().exp();
+        Ok([lo / widen, hi * widen])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The widening against the normal's quantiles from a table: 1.2816
+    /// at 80%, 1.9600 at 95%; none without a model error.
+    #[test]
+    fn the_widening_is_the_normal_quantile_times_the_model_error() {
+        let at = |level, model_error| Confidence { level, model_error }.half_width();
+        assert!((at(0.8, 0.1) - 0.128_155).abs() < 1e-5);
+        assert!((at(0.95, 0.2) - 0.391_993).abs() < 1e-5);
+        assert_eq!(at(0.5, 0.0), 0.0);
+        assert_eq!(Confidence::default().model_error, MODEL_ERROR);
     }
 }

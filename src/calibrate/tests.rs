@@ -363,7 +363,14 @@ fn each_trace_left_out_is_predicted_by_the_fit_on_the_others() {
             staging: None,
         },
     ];
-    let fit = select(&fit_on, &candidates, &[], LEVEL, Method::Simplex).unwrap();
+    let fit = select(
+        &fit_on,
+        &candidates,
+        &[],
+        Confidence::default(),
+        Method::Simplex,
+    )
+    .unwrap();
     assert_eq!(fit.chosen, "start", "{:?}", fit.candidates);
     let start = &fit.candidates[0];
     let cv = start.cross_validated.as_ref().unwrap();
@@ -458,6 +465,23 @@ fn two_traces_give_intervals_from_the_knob_values_that_fit_them() {
     let [lo, hi] = p.interval.unwrap();
     assert!(lo <= p.recorded && p.recorded <= hi, "{p:?}");
     assert!(hi / lo > 1.5, "{p:?}");
+    // Without the model's error the interval is the predictions' spread
+    // over the ranges' ends, which holds the fit's own; the model's error
+    // moves each end out by e^{z·sd}, z the normal's 90th percentile.
+    let mut bare = r.clone();
+    bare.confidence.model_error = 0.0;
+    let c = Candidate::given(&[Knob::JobStartDelay], &[]).remove(0);
+    let evaluations = std::sync::atomic::AtomicUsize::new(0);
+    let [blo, bhi] = bare
+        .interval(&heavy[0], &c, p.predicted, &evaluations)
+        .unwrap();
+    assert!(
+        blo <= p.predicted && p.predicted <= bhi,
+        "{blo} {bhi} {p:?}"
+    );
+    let widen = (1.281_551_565_5 * MODEL_ERROR).exp();
+    assert!((blo / widen / lo - 1.0).abs() < 1e-6, "{blo} {lo}");
+    assert!((bhi * widen / hi - 1.0).abs() < 1e-6, "{bhi} {hi}");
 }
 
 /// Runs whose jobs read 1 or 12 files, made with the submit host taking
@@ -491,7 +515,7 @@ fn a_cost_per_file_is_told_from_one_per_job_where_files_per_job_differ() {
         &fit_on,
         &c.candidates,
         &[],
-        LEVEL,
+        Confidence::default(),
         Method::auto(fit_on.len()),
     )
     .unwrap();
@@ -538,7 +562,7 @@ fn newton_left_out_fits_agree_with_the_simplex_refits() {
         staging: Some(Staging::Condorio),
     }];
     let left_out = |method| {
-        let fit = select(&fit_on, &candidates, &[], LEVEL, method).unwrap();
+        let fit = select(&fit_on, &candidates, &[], Confidence::default(), method).unwrap();
         let c = &fit.candidates[0];
         let cv = c.cross_validated.clone().unwrap();
         assert_eq!(cv.method, method);

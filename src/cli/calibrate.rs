@@ -54,6 +54,14 @@ pub(crate) struct CalibrateArgs {
     /// cross-validated errors, three traces or more).
     #[arg(long, default_value_t = calibrate::LEVEL, value_parser = level)]
     level: f64,
+    /// With one or two traces (nothing to leave out): the model's error on
+    /// runs it was not fitted to, as the standard deviation of
+    /// ln(predicted / recorded) (0.10 ≈ 10%), that widens the intervals
+    /// beyond the knob values that fit. The default is the spread of the
+    /// left-out errors on the shared reference runs; give your platform's
+    /// where you have measured it (e.g. by cross-validating three runs).
+    #[arg(long, value_name = "SD", default_value_t = calibrate::MODEL_ERROR, value_parser = model_error)]
+    model_error: f64,
     /// How the knobs are searched after the grid, and the left-out fits
     /// made: `simplex` (Nelder–Mead, on all traces and on each left-out
     /// set; the best fits, hundreds of simulations a simplex), `newton`
@@ -69,6 +77,17 @@ fn level(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
         _ => Err(format!("expected a level between 0 and 1 (0.8 for 80%), not `{s}`")),
+    }
+}
+
+/// A model error: a standard deviation of log ratios, 0 to 2.
+fn model_error(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=2.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected the model's error as a standard deviation of log ratios \
+             between 0 and 2 (0.10 for about 10%), not `{s}`"
+        )),
     }
 }
 
@@ -162,9 +181,12 @@ fn print_left_out(fit: &Fit) {
         );
         if let Some(r) = &fit.ranges {
             say!(
-                "intervals from the knob values that fit them within {:.1}% rms \
-                 (the others fitted again; unfitted rates at the testbed's):",
-                100.0 * r.tolerance
+                "{:.0}% intervals from the knob values that fit them within {:.1}% rms \
+                 (the others fitted again; unfitted rates at the testbed's), widened \
+                 by the model's error on runs not fitted ({:.1}% sd, --model-error):",
+                100.0 * r.confidence.level,
+                100.0 * r.tolerance,
+                100.0 * r.confidence.model_error
             );
             for k in &r.knobs {
                 say!(
@@ -303,7 +325,10 @@ pub(super) fn calibrate(args: CalibrateArgs) -> Result<ExitCode, CliError> {
         &fit_on,
         &candidates,
         &others,
-        args.level,
+        calibrate::Confidence {
+            level: args.level,
+            model_error: args.model_error,
+        },
         match args.method.as_str() {
             "simplex" => Method::Simplex,
             "newton" => Method::Newton,

@@ -99,7 +99,8 @@ fn both_runs_of_a_platform_fit_with_two_knobs() {
 /// 1000genome's two 4-chromosome runs, fitted with the default knobs, set
 /// the platform's data path (the machines' interface, condorio) and predict
 /// the other six runs and Montage on the same machines with the errors
-/// `docs/reproduction/traces.md` reports (each within 2 points).
+/// `docs/reproduction/traces.md` reports (each within 2 points), each
+/// within its interval.
 #[test]
 #[ignore = "needs ../shared/reference"]
 fn the_platforms_data_path_is_fitted_and_predicts_the_other_runs() {
@@ -147,6 +148,17 @@ fn the_platforms_data_path_is_fitted_and_predicts_the_other_runs() {
     }
     let rate = fit.value(&Knob::Bandwidth("machine".into())).unwrap();
     assert!((rate / 50.4e6 - 1.0).abs() < 0.05, "{rate}");
+    // Every run predicted within its 80% interval (the knob values that
+    // fit the pair, widened by the model's error), as the page reports.
+    for p in &fit.predicted {
+        let [lo, hi] = p.interval.unwrap();
+        assert!(
+            lo <= p.recorded && p.recorded <= hi,
+            "{}: recorded {:.0} s outside [{lo:.0}, {hi:.0}]",
+            p.trace,
+            p.recorded
+        );
+    }
 }
 
 /// Each application's default fit predicting the other's runs on the same
@@ -543,18 +555,36 @@ fn calibrate_fits_each_data_configuration_and_writes_units() {
     assert!(svg.contains("fitted (2)") && svg.contains("±10%"), "{svg}");
     // Without --fit the choice is printed with its reasons: chains move no
     // bytes, so no rate.
-    let (code, out, err) = gridbed(&[
+    // With two traces the intervals are widened by the model's error,
+    // the user's if given, and it is said how.
+    let mut args = vec![
         "calibrate",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
         "--testbed",
         TESTBED,
-    ]);
+        "--json",
+        json.to_str().unwrap(),
+        "--model-error",
+        "0.25",
+    ];
+    let (code, out, err) = gridbed(&args);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("knobs chosen") && out.contains("no rate"),
         "{out}"
     );
+    assert!(
+        out.contains("widened by the model's error on runs not fitted (25.0% sd"),
+        "{out}"
+    );
+    let fit: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(fit["ranges"]["confidence"]["model_error"], 0.25, "{fit}");
+    assert_eq!(fit["ranges"]["confidence"]["level"], 0.8, "{fit}");
+    *args.last_mut().unwrap() = "3";
+    let (code, _, err) = gridbed(&args);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("expected the model's error"), "{err}");
 }
 
 /// The serial stages are the manager's: the live engine carries them out
