@@ -154,7 +154,42 @@ impl Ranges {
             let (lo, hi) = knobs[j].range();
             let (lo, hi) = (lo.ln(), hi.ln());
             let mut end_of = [y.clone(), y.clone()];
+            // `from` with knob `j` at `v` and the other fitted knobs fitted
+            // again, from where `from` has them.
+            let free: Vec<usize> = (0..fitted).filter(|&i| i != j).collect();
+            let sub = Space::of(&free.iter().map(|&i| knobs[i].clone()).collect::<Vec<_>>());
+            let refit = |from: &[f64], v: f64| -> Result<Vec<f64>, TraceError> {
+                let mut next = from.to_vec();
+                next[j] = v;
+                if free.is_empty() {
+                    return Ok(next);
+                }
+                let base = next.clone();
+                let mut cost = |z: &[f64], _bound: f64| -> Result<f64, TraceError> {
+                    let mut full = base.clone();
+                    for (k, &i) in free.iter().enumerate() {
+                        full[i] = z[k];
+                    }
+                    let ps = predict_all(fit_on, &knobs, &full, c.staging, evaluations)?;
+                    Ok(ps.iter().map(|p| p.cost()).sum())
+                };
+                let z = sub.nudge(free.iter().map(|&i| next[i]).collect(), &mut cost)?;
+                for (k, &i) in free.iter().enumerate() {
+                    next[i] = z[k];
+                }
+                Ok(next)
+            };
             for (side, dir) in [-1.0, 1.0].into_iter().enumerate() {
+                // A knob the runs do not pin down fits at its bound: one
+                // refit there saves the dozen steps of a walk to it.
+                let bound = if dir < 0.0 { lo } else { hi };
+                if bound != y[j] {
+                    let far = refit(&y, bound)?;
+                    if fit_errors(&far)? <= tolerance {
+                        end_of[side] = far;
+                        continue;
+                    }
+                }
                 let mut at = y.clone();
                 let mut step = STEP;
                 for _ in 0..60 {
@@ -162,28 +197,7 @@ impl Ranges {
                     if v == at[j] {
                         break;
                     }
-                    // The other fitted knobs fitted again with this one at
-                    // `v`, from where the last step left them.
-                    let mut next = at.clone();
-                    next[j] = v;
-                    let free: Vec<usize> = (0..fitted).filter(|&i| i != j).collect();
-                    if !free.is_empty() {
-                        let sub =
-                            Space::of(&free.iter().map(|&i| knobs[i].clone()).collect::<Vec<_>>());
-                        let base = next.clone();
-                        let mut cost = |z: &[f64], _bound: f64| -> Result<f64, TraceError> {
-                            let mut full = base.clone();
-                            for (k, &i) in free.iter().enumerate() {
-                                full[i] = z[k];
-                            }
-                            let ps = predict_all(fit_on, &knobs, &full, c.staging, evaluations)?;
-                            Ok(ps.iter().map(|p| p.cost()).sum())
-                        };
-                        let z = sub.nudge(free.iter().map(|&i| next[i]).collect(), &mut cost)?;
-                        for (k, &i) in free.iter().enumerate() {
-                            next[i] = z[k];
-                        }
-                    }
+                    let next = refit(&at, v)?;
                     if fit_errors(&next)? > tolerance {
                         // Past the end: shorter steps up to it.
                         if step > STEP {
