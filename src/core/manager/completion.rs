@@ -77,7 +77,7 @@ impl Manager {
         }
         self.grid.pool.active[site] -= 1;
         self.dag.left_queue(job);
-        let staged = self.staged_of(job);
+        let staged = self.grid.take_staged(job);
         let delete = self.postscript_replicas(site, &staged);
         let home_bound = result.is_ok() && self.sends_home(job, site);
         let mut attempt = self.records.jobs[job].attempts.last_mut();
@@ -341,7 +341,7 @@ impl Manager {
                 self.register(o, at);
                 self.grid.cache.made_at[o] = Some(at);
             }
-            self.memo_ended(job);
+            self.grid.memo_ended(job);
             if self.settings.stage_out {
                 self.grid.finals.due.push((job, at));
             }
@@ -361,11 +361,6 @@ impl Manager {
             return;
         }
         self.release_children(job);
-    }
-
-    /// Inputs that the job's last prescript transferred (not those it found).
-    pub(super) fn staged_of(&mut self, job: JobId) -> Vec<FileId> {
-        std::mem::take(&mut self.grid.staged[job])
     }
 }
 

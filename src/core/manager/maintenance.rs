@@ -48,24 +48,6 @@ impl Manager {
         }
     }
 
-    /// Registered bytes per site.
-    fn cached_bytes(&self) -> Vec<u64> {
-        let mut bytes = vec![0u64; self.sites.len()];
-        for f in 0..self.wf.files.len() {
-            for &s in self.grid.replicas.holders(f) {
-                bytes[s] += self.wf.files[f].size;
-            }
-        }
-        bytes
-    }
-
-    /// Whether the copy of `file` at `site` is one the grid keeps there.
-    fn kept_at(&self, file: FileId, site: SiteId) -> bool {
-        self.grid.cache.origin_copies.binary_search(&(file, site)).is_ok()
-            || (self.grid.cache.made_at[file] == Some(site)
-                && (self.grid.readers_left[file] > 0 || self.grid.cache.unread[file]))
-    }
-
     /// A job ended at `site`: bring its cache back under the bound.
     pub(super) fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
         let Some(bound) = self.settings.cache_bound else {
@@ -74,7 +56,7 @@ impl Manager {
         if self.sites[site].cpus == 0 || self.grid.pool.down[site] {
             return;
         }
-        let mut bytes = self.cached_bytes();
+        let mut bytes = self.grid.cached_bytes(&self.wf, self.sites.len());
         if bytes[site] <= bound {
             return;
         }
@@ -98,7 +80,7 @@ impl Manager {
         };
         let mut ranked: Vec<(f64, FileId)> = (0..self.wf.files.len())
             .filter(|&f| self.grid.replicas.has(f, site))
-            .filter(|&f| !self.kept_at(f, site) && exempt.binary_search(&f).is_err())
+            .filter(|&f| !self.grid.kept_at(f, site) && exempt.binary_search(&f).is_err())
             .filter(|&f| !self.grid.cache.replicating.contains(&(f, site)))
             .map(|f| {
                 let c = CachedFile {
@@ -175,5 +157,25 @@ impl Manager {
         if self.grid.replicas.has(file, from) {
             self.delete_copy(file, from, out);
         }
+    }
+}
+
+impl Placement {
+    /// Registered bytes per site, of `sites` sites.
+    fn cached_bytes(&self, wf: &Workflow, sites: usize) -> Vec<u64> {
+        let mut bytes = vec![0u64; sites];
+        for f in 0..wf.files.len() {
+            for &s in self.replicas.holders(f) {
+                bytes[s] += wf.files[f].size;
+            }
+        }
+        bytes
+    }
+
+    /// Whether the copy of `file` at `site` is one the grid keeps there.
+    fn kept_at(&self, file: FileId, site: SiteId) -> bool {
+        self.cache.origin_copies.binary_search(&(file, site)).is_ok()
+            || (self.cache.made_at[file] == Some(site)
+                && (self.readers_left[file] > 0 || self.cache.unread[file]))
     }
 }

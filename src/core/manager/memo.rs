@@ -35,6 +35,22 @@ impl Memo {
     }
 }
 
+impl Placement {
+    /// Whether `job` waits for its outputs' copies instead of running.
+    pub(super) fn memoizing(&self, job: JobId) -> bool {
+        self.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
+    }
+
+    /// `job` ended well: a later twin may take its outputs.
+    pub(super) fn memo_ended(&mut self, job: JobId) {
+        if let Some(m) = self.memo.as_mut()
+            && let Some(g) = m.group[job]
+        {
+            m.ended[g as usize].get_or_insert(job);
+        }
+    }
+}
+
 impl Manager {
     /// Memoizes within the run the jobs `twins` groups; call before the
     /// first event.
@@ -42,20 +58,6 @@ impl Manager {
         assert_eq!(twins.group.len(), self.wf.jobs.len());
         if twins.any() {
             self.grid.memo = Some(Memo::new(twins));
-        }
-    }
-
-    /// Whether `job` waits for its outputs' copies instead of running.
-    pub(super) fn memoizing(&self, job: JobId) -> bool {
-        self.grid.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
-    }
-
-    /// `job` ended well: a later twin may take its outputs.
-    pub(super) fn memo_ended(&mut self, job: JobId) {
-        if let Some(m) = self.grid.memo.as_mut()
-            && let Some(g) = m.group[job]
-        {
-            m.ended[g as usize].get_or_insert(job);
         }
     }
 
@@ -159,6 +161,6 @@ impl Manager {
     fn memo_done(&mut self, job: JobId) {
         self.records.jobs[job].memoized = Some(self.now);
         self.complete_without_running(job);
-        self.memo_ended(job);
+        self.grid.memo_ended(job);
     }
 }

@@ -55,6 +55,7 @@ mod dagman_limits;
 mod graft;
 mod node_life;
 use node_life::NodeLife;
+use placement::Placement;
 mod placement;
 mod replicas;
 mod transfers;
@@ -426,7 +427,7 @@ pub struct Manager {
     /// The DAGMan node life cycle.
     dag: node_life::NodeLife,
     /// The grid's data placement.
-    grid: placement::Placement,
+    grid: Placement,
 }
 
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
@@ -535,7 +536,7 @@ impl Manager {
         );
         let mut origin_copies = placement.to_vec();
         origin_copies.sort_unstable();
-        let grid = placement::Placement {
+        let grid = Placement {
             selector,
             selector_name: String::new(),
             replicas,

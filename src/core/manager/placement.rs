@@ -98,6 +98,11 @@ pub(super) struct Pool {
 }
 
 impl Placement {
+    /// Inputs that `job`'s last prescript transferred (not those it found).
+    pub(super) fn take_staged(&mut self, job: JobId) -> Vec<FileId> {
+        std::mem::take(&mut self.staged[job])
+    }
+
     /// The node life cycle moved `job` from `from` to `to`: its site's
     /// slot is claimed or freed, and once it is over the inputs it read
     /// for the last time are due for cleanup (with `cleanup`, an

@@ -74,7 +74,7 @@ impl Manager {
     }
 
     pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.dag.stopped_for(job) || self.memoizing(job) || self.dag.subdag_holds(job) {
+        if self.dag.stopped_for(job) || self.grid.memoizing(job) || self.dag.subdag_holds(job) {
             return;
         }
         if self.dag.state[job] == JobState::Waiting {

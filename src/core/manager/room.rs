@@ -386,7 +386,7 @@ impl Manager {
             if self.dag.state[job] != JobState::Ready {
                 continue;
             }
-            let room = self.eligible_sites(job, &mut eligible);
+            let room = self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible);
             if matches!(room, Err(staging::NoSite::NoRoom(_))) {
                 let why = format!(
                     "no site that can run it had room for its files ({} bytes) for {:.0} s \

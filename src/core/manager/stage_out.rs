@@ -142,7 +142,7 @@ impl Manager {
         let name = &self.wf.files[file].name;
         let reason = format!("could not send `{name}` back to the submit machine");
         let mut delete = so.delete;
-        delete.extend(self.own_outputs(job, so.site, out));
+        delete.extend(self.grid.own_outputs(&self.wf, job, so.site, out));
         self.leave_slot(job, so.site, out);
         self.release_pins(job, so.site, delete, false, out);
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
@@ -177,19 +177,8 @@ impl Manager {
             return;
         };
         let mut delete = so.delete;
-        delete.extend(self.own_outputs(job, so.site, out));
+        delete.extend(self.grid.own_outputs(&self.wf, job, so.site, out));
         self.ended_well(job, so.site, delete, out);
-    }
-
-    /// `job`'s outputs at `site`, no longer kept there (so that a release
-    /// may delete them).
-    fn own_outputs(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) -> Vec<FileId> {
-        let outputs = self.wf.jobs[job].outputs.clone();
-        for &file in &outputs {
-            self.grid.room.unkeep(&self.wf, file, site);
-            out.push(Command::Cleanup { site, file });
-        }
-        outputs
     }
 }
 
@@ -259,5 +248,24 @@ impl Manager {
         } else {
             self.grid.finals.out -= 1; // lost meanwhile: its producer makes it again
         }
+    }
+}
+
+impl Placement {
+    /// `job`'s outputs at `site`, no longer kept there (so that a release
+    /// may delete them).
+    fn own_outputs(
+        &mut self,
+        wf: &Workflow,
+        job: JobId,
+        site: SiteId,
+        out: &mut Vec<Command>,
+    ) -> Vec<FileId> {
+        let outputs = wf.jobs[job].outputs.clone();
+        for &file in &outputs {
+            self.room.unkeep(wf, file, site);
+            out.push(Command::Cleanup { site, file });
+        }
+        outputs
     }
 }

@@ -44,7 +44,7 @@ impl Manager {
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> Prescript {
         self.dag.exited[job] = None;
         let mut eligible = std::mem::take(&mut self.grid.eligible);
-        match self.eligible_sites(job, &mut eligible) {
+        match self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible) {
             Ok(()) => {}
             Err(NoSite::AllDown) => {
                 // Every site that could run it crashed: wait for a recovery.
@@ -157,50 +157,6 @@ impl Manager {
         Prescript::Started
     }
 
-    /// The execution sites `job` may use now, into `out`: those with CPUs
-    /// and room for its inputs and outputs, that it does not avoid, that
-    /// are up; not the one that re-planned it last, if there is another.
-    pub(super) fn eligible_sites(
-        &self,
-        job: JobId,
-        out: &mut Vec<SiteId>,
-    ) -> Result<(), NoSite> {
-        let avoid = self.grid.avoid.get(&job);
-        let need = self.grid.footprint[job];
-        out.clear();
-        out.extend((0..self.sites.len()).filter(|&s| {
-            let site = &self.sites[s];
-            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
-        }));
-        if !out.is_empty() && out.iter().all(|&s| self.grid.pool.down[s]) {
-            return Err(NoSite::AllDown);
-        }
-        out.retain(|&s| !self.grid.pool.down[s]);
-        if out.is_empty() {
-            return Err(NoSite::None);
-        }
-        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
-        // but that site, if there is anywhere else.
-        if let Some(killer) = self.grid.avoid_once[job]
-            && out.len() > 1
-        {
-            out.retain(|&s| s != killer);
-        }
-        // Those with room now, in their order (the others only if none).
-        let mut fit = 0;
-        for i in 0..out.len() {
-            if self.grid.room.fits(&self.wf, job, out[i]) {
-                out.swap(fit, i);
-                fit += 1;
-            }
-        }
-        if fit == 0 {
-            return Err(NoSite::NoRoom(std::mem::take(out)));
-        }
-        out.truncate(fit);
-        Ok(())
-    }
-
     /// Up to `n` ready jobs the round would offer the selector next if
     /// nothing changed (those without an eligible site never reach it).
     fn upcoming(&self, n: usize) -> Vec<Offer> {
@@ -210,7 +166,7 @@ impl Manager {
                 break;
             }
             let mut eligible = Vec::new();
-            if self.dag.state[job] == JobState::Ready && self.eligible_sites(job, &mut eligible).is_ok()
+            if self.dag.state[job] == JobState::Ready && self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible).is_ok()
             {
                 ahead.push(Offer { job, eligible });
             }
@@ -519,7 +475,7 @@ impl Manager {
     /// `job`'s placement at `site` is let go; the copies it staged there
     /// stay or go as the replica policy says.
     pub(super) fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        let staged = self.staged_of(job);
+        let staged = self.grid.take_staged(job);
         let delete = self.postscript_replicas(site, &staged);
         self.release_pins(job, site, delete, false, out);
     }
@@ -719,6 +675,54 @@ struct IdleView<'a> {
     jobs: &'a [JobRecord],
     at_site: &'a [bool],
     killing: &'a [bool],
+}
+
+impl Placement {
+    /// The execution sites `job` may use now, into `out`: those with CPUs
+    /// and room for its inputs and outputs, that it does not avoid, that
+    /// are up; not the one that re-planned it last, if there is another.
+    pub(super) fn eligible_sites(
+        &self,
+        job: JobId,
+        sites: &[SiteInfo],
+        wf: &Workflow,
+        out: &mut Vec<SiteId>,
+    ) -> Result<(), NoSite> {
+        let avoid = self.avoid.get(&job);
+        let need = self.footprint[job];
+        out.clear();
+        out.extend((0..sites.len()).filter(|&s| {
+            let site = &sites[s];
+            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
+        }));
+        if !out.is_empty() && out.iter().all(|&s| self.pool.down[s]) {
+            return Err(NoSite::AllDown);
+        }
+        out.retain(|&s| !self.pool.down[s]);
+        if out.is_empty() {
+            return Err(NoSite::None);
+        }
+        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
+        // but that site, if there is anywhere else.
+        if let Some(killer) = self.avoid_once[job]
+            && out.len() > 1
+        {
+            out.retain(|&s| s != killer);
+        }
+        // Those with room now, in their order (the others only if none).
+        let mut fit = 0;
+        for i in 0..out.len() {
+            if self.room.fits(wf, job, out[i]) {
+                out.swap(fit, i);
+                fit += 1;
+            }
+        }
+        if fit == 0 {
+            return Err(NoSite::NoRoom(std::mem::take(out)));
+        }
+        out.truncate(fit);
+        Ok(())
+    }
 }
 
 impl IdleView<'_> {
