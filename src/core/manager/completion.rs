@@ -4,23 +4,6 @@
 use super::*;
 
 impl Manager {
-    /// Applies the replica policy to the copies a job staged at `site`: caching
-    /// registers them, delete returns them for removal (never a registered one).
-    pub(super) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
-        match self.settings.replica_policy {
-            // Registered when they arrived (see `on_transfer_done`), or now.
-            ReplicaPolicy::Caching => {
-                self.grid.replicas.publish(staged, site);
-                Vec::new()
-            }
-            ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
-                .iter()
-                .copied()
-                .filter(|&f| !self.grid.replicas.has(f, site))
-                .collect(),
-        }
-    }
-
     pub(super) fn on_job_started(&mut self, job: JobId, site: SiteId) {
         if self.dag.state[job] != JobState::Queued || self.grid.site_of[job] != site {
             return;
@@ -78,8 +61,8 @@ impl Manager {
         self.grid.pool.active[site] -= 1;
         self.dag.left_queue(job);
         let staged = self.grid.take_staged(job);
-        let delete = self.postscript_replicas(site, &staged);
-        let home_bound = result.is_ok() && self.sends_home(job, site);
+        let delete = self.grid.postscript_replicas(site, &staged);
+        let home_bound = result.is_ok() && self.grid.sends_home(&self.wf, job, site);
         let mut attempt = self.records.jobs[job].attempts.last_mut();
         if let Some(a) = attempt.as_mut() {
             a.finished = Some(self.now);
@@ -336,7 +319,7 @@ impl Manager {
         }
         // A job its POST script rescued wrote nothing.
         if self.dag.exited[job].take().is_none() {
-            let at = self.output_site(job, site);
+            let at = self.grid.output_site(job, site);
             for &o in &self.wf.clone().jobs[job].outputs {
                 self.register(o, at);
                 self.grid.cache.made_at[o] = Some(at);
@@ -361,6 +344,25 @@ impl Manager {
             return;
         }
         self.release_children(job);
+    }
+}
+
+impl Placement {
+    /// Applies the replica policy to the copies a job staged at `site`: caching
+    /// registers them, delete returns them for removal (never a registered one).
+    pub(super) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
+        match self.policy {
+            // Registered when they arrived (see `on_transfer_done`), or now.
+            ReplicaPolicy::Caching => {
+                self.replicas.publish(staged, site);
+                Vec::new()
+            }
+            ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
+                .iter()
+                .copied()
+                .filter(|&f| !self.replicas.has(f, site))
+                .collect(),
+        }
     }
 }
 

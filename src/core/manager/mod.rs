@@ -539,6 +539,7 @@ impl Manager {
         let grid = Placement {
             selector,
             selector_name: String::new(),
+            policy: settings.replica_policy,
             replicas,
             transfers: transfers::Transfers::new(m),
             pool: placement::Pool {
@@ -1111,7 +1112,7 @@ impl Manager {
         };
         // With caching, later prescripts wait for a staged copy on its way.
         let inbound =
-            kind == FlightKind::Stage && self.settings.replica_policy == ReplicaPolicy::Caching;
+            kind == FlightKind::Stage && self.grid.policy == ReplicaPolicy::Caching;
         let flight = Flight {
             job,
             attempt,

@@ -11,6 +11,7 @@ use super::stage_out::{Finals, StageOut};
 use super::{JobState, Staging};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
+use crate::core::ReplicaPolicy;
 use crate::core::{FileId, JobId, SiteId, Time, Workflow};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
@@ -21,6 +22,9 @@ pub(super) struct Placement {
     pub(super) selector: Box<dyn SiteSelector>,
     /// The selector's name, for what a stall says.
     pub(super) selector_name: String,
+    /// The replica policy (the settings', or the selector's own): what
+    /// becomes of the copies a job staged once it ends.
+    pub(super) policy: ReplicaPolicy,
     /// The replica catalogues.
     pub(super) replicas: super::replicas::Replicas,
     /// Transfers in flight and who waits for them.

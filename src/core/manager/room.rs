@@ -345,7 +345,7 @@ impl Manager {
         ended_well: bool,
         out: &mut Vec<Command>,
     ) {
-        let kept = ended_well && self.output_site(job, site) == site;
+        let kept = ended_well && self.grid.output_site(job, site) == site;
         self.grid.room.release(&self.wf, job, kept);
         out.push(Command::Release { job, site, delete });
     }

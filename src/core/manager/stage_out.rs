@@ -45,26 +45,8 @@ pub(super) struct StageOut {
 }
 
 impl Manager {
-    /// The site a job's outputs are registered at when its node ends: its
-    /// submit machine with the `return` policy, else where it ran.
-    pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
-        match self.settings.replica_policy {
-            ReplicaPolicy::Return => self.grid.home[job],
-            _ => ran_at,
-        }
-    }
-
-    /// Whether `job`, ended well at `site`, sends its outputs home before
-    /// its node ends: with the `return` policy, when it has outputs and ran
-    /// away from home.
-    pub(super) fn sends_home(&self, job: JobId, site: SiteId) -> bool {
-        self.settings.replica_policy == ReplicaPolicy::Return
-            && site != self.grid.home[job]
-            && !self.wf.jobs[job].outputs.is_empty()
-    }
-
     /// Starts sending `job`'s outputs from `site` home (see
-    /// [`sends_home`](Self::sends_home)).
+    /// [`Placement::sends_home`]).
     pub(super) fn start_stage_out(
         &mut self,
         job: JobId,
@@ -252,6 +234,24 @@ impl Manager {
 }
 
 impl Placement {
+    /// The site a job's outputs are registered at when its node ends: its
+    /// submit machine with the `return` policy, else where it ran.
+    pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
+        match self.policy {
+            ReplicaPolicy::Return => self.home[job],
+            _ => ran_at,
+        }
+    }
+
+    /// Whether `job`, ended well at `site`, sends its outputs home before
+    /// its node ends: with the `return` policy, when it has outputs and ran
+    /// away from home.
+    pub(super) fn sends_home(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+        self.policy == ReplicaPolicy::Return
+            && site != self.home[job]
+            && !wf.jobs[job].outputs.is_empty()
+    }
+
     /// `job`'s outputs at `site`, no longer kept there (so that a release
     /// may delete them).
     fn own_outputs(

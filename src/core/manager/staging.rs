@@ -234,7 +234,7 @@ impl Manager {
                 return;
             };
             let to = st.site;
-            if self.settings.replica_policy == ReplicaPolicy::Caching {
+            if self.grid.policy == ReplicaPolicy::Caching {
                 // With caching a copy at the site serves every job: use one
                 // that arrived meanwhile, or wait for one on its way.
                 if self.grid.replicas.has(file, to) {
@@ -256,7 +256,7 @@ impl Manager {
             // Condor's own transfer reads every input from the job's submit
             // machine, even where another user's holds a copy.
             let home = self.grid.home[job];
-            let preferred = preferred.or((self.settings.replica_policy == ReplicaPolicy::Return
+            let preferred = preferred.or((self.grid.policy == ReplicaPolicy::Return
                 && !excluded.contains(&home))
             .then_some(home));
             // Only a copy that is there can be read (one registered in its
@@ -476,7 +476,7 @@ impl Manager {
     /// stay or go as the replica policy says.
     pub(super) fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         let staged = self.grid.take_staged(job);
-        let delete = self.postscript_replicas(site, &staged);
+        let delete = self.grid.postscript_replicas(site, &staged);
         self.release_pins(job, site, delete, false, out);
     }
 
@@ -508,7 +508,7 @@ impl Manager {
         };
         let key = (fl.file, fl.to);
         if result.is_ok()
-            && self.settings.replica_policy == ReplicaPolicy::Caching
+            && self.grid.policy == ReplicaPolicy::Caching
             && !self.grid.pool.down[key.1]
         {
             // A verified copy at the site: every later prescript may use it.
@@ -644,7 +644,7 @@ impl Manager {
         self.grid.replicas.unplan(&st.planned, st.site);
         self.dag.prescripts_running -= 1;
         self.dag.prescript_ended(job);
-        let delete = self.postscript_replicas(st.site, &st.staged);
+        let delete = self.grid.postscript_replicas(st.site, &st.staged);
         self.release_pins(job, st.site, delete, false, out);
         true
     }
