@@ -17,6 +17,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use gridbed::core::ScriptKind;
+use gridbed::db::JobEntry;
 use serde::Deserialize;
 
 /// The catalogue: one entry per driver.
@@ -98,6 +100,26 @@ struct Check {
     done: Vec<String>,
     #[serde(default)]
     not_done: Vec<String>,
+    /// `order`: these nodes' jobs start in this order, each after the
+    /// one before it ended.
+    #[serde(default)]
+    sequence: Vec<String>,
+    /// `order`: these nodes' jobs never start.
+    #[serde(default)]
+    never: Vec<String>,
+    /// `order`: each list's jobs start one after another, no other job
+    /// starting between them.
+    #[serde(default)]
+    consecutive: Vec<Vec<String>>,
+    /// `order`: `[child, parent…]`, the child's job starting after every
+    /// parent's job ended.
+    #[serde(default)]
+    after: Vec<Vec<String>>,
+    /// `order`: at most this many of `of` (`job`, `pre`, `post`) at once.
+    #[serde(default)]
+    at_most: Option<usize>,
+    #[serde(default)]
+    of: String,
     #[serde(default)]
     note: String,
 }
@@ -333,6 +355,111 @@ fn find_lines(text: &str, want: &[String], order: bool, exact: bool) -> Result<(
     Ok(())
 }
 
+/// Each run of `job` that started: (start, end), the end being when the
+/// site reported the program's end (or the node's, where it has none).
+fn runs(job: &JobEntry) -> impl Iterator<Item = (f64, f64)> + '_ {
+    job.attempts
+        .iter()
+        .filter_map(|a| Some((a.started?, a.finished.or(a.ended)?)))
+}
+
+/// The most of `spans` (start, end) that overlap at any instant; one that
+/// ends when another starts does not overlap it.
+fn peak(spans: &[(f64, f64)]) -> usize {
+    let mut edges: Vec<(f64, i32)> = spans.iter().flat_map(|&(a, b)| [(a, 1), (b, -1)]).collect();
+    edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// An `order` check on the run's jobs (read from its control database):
+/// what the driver's own check (the order the jobs wrote their names in,
+/// a socket server's flow log, the user log) asks of the run, as starts
+/// and ends of jobs and scripts.
+fn check_order(jobs: &[JobEntry], c: &Check) -> Result<(), String> {
+    let job = |n: &str| {
+        jobs.iter()
+            .find(|j| j.name == n)
+            .ok_or(format!("no node `{n}` in the run"))
+    };
+    let first_start = |n: &str| Ok::<_, String>(runs(job(n)?).map(|r| r.0).reduce(f64::min));
+    let last_end = |n: &str| Ok::<_, String>(runs(job(n)?).map(|r| r.1).reduce(f64::max));
+    let before = |a: &str, b: &str| -> Result<(), String> {
+        match (last_end(a)?, first_start(b)?) {
+            (Some(end), Some(start)) if start >= end => Ok(()),
+            (Some(end), Some(start)) => Err(format!(
+                "{b}'s job started at {start:.1} s, before {a}'s ended at {end:.1} s"
+            )),
+            _ => Err(format!("{a}'s or {b}'s job never ran")),
+        }
+    };
+    if c.sequence.is_empty()
+        && c.never.is_empty()
+        && c.consecutive.is_empty()
+        && c.after.is_empty()
+        && c.at_most.is_none()
+    {
+        return Err(format!("an order the catalogue does not state: {}", c.note));
+    }
+    for n in &c.never {
+        if first_start(n)?.is_some() {
+            return Err(format!("{n}'s job ran"));
+        }
+    }
+    for w in c.sequence.windows(2) {
+        before(&w[0], &w[1])?;
+    }
+    for list in &c.after {
+        let (child, parents) = list.split_first().ok_or("an empty `after`")?;
+        for p in parents {
+            before(p, child)?;
+        }
+    }
+    if !c.consecutive.is_empty() {
+        let mut starts: Vec<(f64, &str)> = jobs
+            .iter()
+            .flat_map(|j| runs(j).map(move |r| (r.0, j.name.as_str())))
+            .collect();
+        starts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let order: Vec<&str> = starts.into_iter().map(|s| s.1).collect();
+        for list in &c.consecutive {
+            let at = order
+                .iter()
+                .position(|n| list.first().is_some_and(|f| f == n))
+                .ok_or(format!("{list:?}: the first never ran"))?;
+            let got = &order[at..(at + list.len()).min(order.len())];
+            if got != list.iter().map(String::as_str).collect::<Vec<_>>() {
+                return Err(format!("jobs started {got:?}, not {list:?} in a row"));
+            }
+        }
+    }
+    if let Some(n) = c.at_most {
+        let spans: Vec<(f64, f64)> = match c.of.as_str() {
+            "job" => jobs.iter().flat_map(runs).collect(),
+            kind @ ("pre" | "post") => jobs
+                .iter()
+                .flat_map(|j| &j.attempts)
+                .flat_map(|a| &a.scripts)
+                .filter(|s| (s.kind == ScriptKind::Pre) == (kind == "pre"))
+                .filter_map(|s| Some((s.start, s.end?)))
+                .collect(),
+            other => return Err(format!("`at_most` of `{other}`")),
+        };
+        if spans.is_empty() {
+            return Err(format!("no {} ran", c.of));
+        }
+        let most = peak(&spans);
+        if most > n {
+            return Err(format!("{most} {}s at once, more than {n}", c.of));
+        }
+    }
+    Ok(())
+}
+
 /// One check of a driver on the run in `dir`; `Ok` when it agrees.
 fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).map_err(|e| format!("{f}: {e}"));
@@ -379,6 +506,11 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
             }
             Ok(())
         }
+        "order" => {
+            let detail = gridbed::db::run_detail(&dir.join("gridbed-run.db"))
+                .map_err(|e| format!("the run's control database: {e}"))?;
+            check_order(&detail.jobs, c)
+        }
         other => Err(format!("check `{other}` not carried out: {}", c.note)),
     }
 }
@@ -398,7 +530,15 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
     let flags = flags(&entry.args)?;
     let tb = testbed(dir.path(), entry);
     let json = dir.path().join("gridbed-run.json");
-    let mut args = vec!["--engine", engine, "--json", json.to_str().unwrap()];
+    let db = dir.path().join("gridbed-run.db");
+    let mut args = vec![
+        "--engine",
+        engine,
+        "--json",
+        json.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
     args.extend(flags.iter().map(String::as_str));
     // The scripts that load HTCondor's test library find gridbed's
     // stand-in (DAGMan passes PERL* variables on to its scripts).
@@ -435,9 +575,9 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
         }
     }
     let driver = std::fs::read_to_string(src.join(&entry.driver)).unwrap_or_default();
-    // `order` and `other` checks are not carried out (yet): the catalogue
-    // says what they ask.
-    let carried_out = |c: &&Check| c.checkable && c.kind != "other" && c.kind != "order";
+    // `other` checks are not carried out (gridbed writes no dagman.out or
+    // job output): the catalogue says what they ask.
+    let carried_out = |c: &&Check| c.checkable && c.kind != "other";
     for c in entry.check.iter().filter(carried_out) {
         if let Err(e) = check(dir.path(), &driver, c) {
             differs.push(e);
@@ -542,4 +682,60 @@ fn lines_are_found_in_order_as_the_drivers_find_them() {
     assert!(find_lines(text, &want(&["^b", "^a 1"]), false, false).is_ok());
     assert!(find_lines(text, &want(&["a", "b", "a"]), false, true).is_ok());
     assert!(find_lines(text, &want(&["a", "b"]), false, true).is_err());
+}
+
+/// The order checks on a hand-made run: A 1–2 s, B 2–3 s, C 2.5–4 s (a
+/// POST script each, running 0.5 s after its job), D never started.
+#[test]
+fn order_checks_read_starts_and_ends_as_the_drivers_read_their_logs() {
+    let job = |name: &str, run: Option<(f64, f64)>| -> JobEntry {
+        let attempts = match run {
+            Some((a, b)) => serde_json::json!([{
+                "site": "grid3-01", "prescript": 0.0, "submitted": a, "started": a,
+                "finished": b, "ended": b + 0.5, "outcome": {"kind": "ended"},
+                "transfers": 0, "scripts": [{"kind": "post", "start": b, "end": b + 0.5}],
+            }]),
+            None => serde_json::json!([]),
+        };
+        serde_json::from_value(
+            serde_json::json!({"name": name, "ready": null, "attempts": attempts}),
+        )
+        .unwrap()
+    };
+    let jobs = [
+        job("A", Some((1.0, 2.0))),
+        job("B", Some((2.0, 3.0))),
+        job("C", Some((2.5, 4.0))),
+        job("D", None),
+    ];
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let order = |set: &dyn Fn(&mut Check)| {
+        let mut c: Check = toml::from_str("kind = \"order\"").unwrap();
+        set(&mut c);
+        check_order(&jobs, &c)
+    };
+    assert!(order(&|_| {}).is_err(), "an order stated nowhere passes");
+    assert!(order(&|c| c.sequence = strings(&["A", "B"])).is_ok());
+    assert!(order(&|c| c.sequence = strings(&["B", "A"])).is_err());
+    assert!(order(&|c| c.sequence = strings(&["B", "C"])).is_err());
+    assert!(order(&|c| c.sequence = strings(&["A", "D"])).is_err());
+    assert!(order(&|c| c.never = strings(&["D"])).is_ok());
+    assert!(order(&|c| c.never = strings(&["C"])).is_err());
+    assert!(order(&|c| c.never = strings(&["E"])).is_err());
+    assert!(order(&|c| c.consecutive = vec![strings(&["A", "B"])]).is_ok());
+    assert!(order(&|c| c.consecutive = vec![strings(&["A", "C"])]).is_err());
+    assert!(order(&|c| c.after = vec![strings(&["C", "A"])]).is_ok());
+    assert!(order(&|c| c.after = vec![strings(&["C", "A", "B"])]).is_err());
+    // A ends as B starts: two at once at most (B and C), never three.
+    let at_most = |n: usize, of: &str| {
+        order(&|c| {
+            c.at_most = Some(n);
+            c.of = of.into();
+        })
+    };
+    assert!(at_most(1, "job").is_err());
+    assert!(at_most(2, "job").is_ok());
+    assert!(at_most(1, "post").is_ok());
+    assert!(at_most(1, "pre").is_err(), "no PRE script ran");
+    assert_eq!(peak(&[(0.0, 1.0), (1.0, 2.0), (0.5, 1.5)]), 2);
 }
