@@ -2385,3 +2385,40 @@ fn a_read_sub_dag_keeps_its_final_node_categories_and_done_nodes() {
     assert!(last.iter().all(|&e| at(8).prescript >= e), "FINAL runs last");
     assert!(at(2).ended.unwrap() >= at(8).ended.unwrap());
 }
+
+/// The grid's rule for where a job may go (`Placement::eligible_sites`),
+/// against the rule written out: sites with CPUs and a disk that holds
+/// its files, not avoided, up; not the one it must avoid once if it may go
+/// elsewhere; every candidate down is a wait, none at all a failure.
+#[test]
+fn a_job_may_go_to_sites_with_cpus_and_disk_not_avoided_and_up() {
+    // Job a0 reads 100 B and writes 5 B: s1's 50-B disk cannot hold them.
+    let mut s = sites(3, 4, 1 << 30);
+    s[2].disk = 50;
+    let w = world(pipeline(1, 1), s, ManagerSettings::default(), "round-robin");
+    let mut m = w.m;
+    let (s0, s2) = (1, 3);
+    let job = 0;
+    let mut out = Vec::new();
+    let mut eligible = |m: &Manager| {
+        let r = m.grid.eligible_sites(job, &m.sites, &m.wf, &mut out);
+        let mut got = out.clone();
+        got.sort_unstable();
+        (r, got)
+    };
+    let (r, got) = eligible(&m);
+    assert!(r.is_ok() && got == [s0, s2], "{got:?}");
+    m.grid.avoid.insert(job, vec![s0]);
+    assert_eq!(eligible(&m).1, [s2]);
+    m.grid.pool.down[s2] = true;
+    assert!(matches!(eligible(&m).0, Err(staging::NoSite::AllDown)));
+    m.grid.avoid.clear();
+    assert_eq!(eligible(&m).1, [s0]);
+    m.grid.pool.down[s2] = false;
+    m.grid.avoid_once[job] = Some(s0);
+    assert_eq!(eligible(&m).1, [s2]);
+    m.grid.pool.down[s2] = true;
+    assert_eq!(eligible(&m).1, [s0], "avoided once, but nowhere else is up");
+    m.grid.footprint[job] = 1 << 40;
+    assert!(matches!(eligible(&m).0, Err(staging::NoSite::None)));
+}
