@@ -216,8 +216,8 @@ pub fn calibrate(
 /// candidate is cross-validated (leave one trace out), the least
 /// cross-validated error wins and the intervals come from the left-out
 /// errors; with fewer the least cost wins and the intervals come from the
-/// knob values that fit, widened by `confidence`'s model error. `method` is how the knobs
-/// are searched and the left-out fits made.
+/// knob values that fit, widened by `confidence`'s model error. `method`
+/// is how the knobs are searched and the left-out fits made.
 pub fn select(
     fit_on: &[(Trace, Scenario)],
     candidates: &[Candidate],

@@ -739,3 +739,22 @@ fn order_checks_read_starts_and_ends_as_the_drivers_read_their_logs() {
     assert!(at_most(1, "pre").is_err(), "no PRE script ran");
     assert_eq!(peak(&[(0.0, 1.0), (1.0, 2.0), (0.5, 1.5)]), 2);
 }
+
+proptest::proptest! {
+    /// `peak` against counting, at every span's start, the spans that hold
+    /// that instant (half open: one ending as another starts is not
+    /// counted); integer ends in a short range make ties and empty spans
+    /// common.
+    #[test]
+    fn peak_is_the_most_spans_holding_one_instant(
+        ends in proptest::collection::vec((0u8..6, 0u8..4), 0..12)
+    ) {
+        let spans: Vec<(f64, f64)> = ends
+            .iter()
+            .map(|&(a, d)| (f64::from(a), f64::from(a + d)))
+            .collect();
+        let holding = |t: f64| spans.iter().filter(|&&(a, b)| a <= t && t < b).count();
+        let most = spans.iter().map(|&(a, _)| holding(a)).max().unwrap_or(0);
+        proptest::prop_assert_eq!(peak(&spans), most);
+    }
+}
