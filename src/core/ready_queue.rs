@@ -14,6 +14,15 @@
 //! DAGMan is served as often, and as early, as its jobs arrived; which of
 //! its jobs goes is its own order. When every DAGMan is first come first
 //! served this is one queue's order exactly, so one lane is kept.
+//!
+//! A DAGMan at its `DAGMAN_MAX_JOBS_SUBMITTED` submits nothing more until a
+//! job of its own leaves the queue (`Dag::SubmitReadyJobs` stops at a full
+//! DAGMan): its ready jobs stay where they are in its order, so a job that
+//! becomes ready meanwhile goes before them when it would (depth-first).
+//! [`ReadyQueue::pop_open`] asks whether a lane's head may go; a lane whose
+//! head may not is closed, its turns set aside, until it gets a job or its
+//! DAGMan is [reopened](ReadyQueue::reopen). DAGMans whose throttle can
+//! close keep lanes of their own, so one closed lane holds up no other.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
@@ -44,6 +53,14 @@ impl Lane {
                 };
                 self.heap.push((p[job], Reverse(order), job));
             }
+        }
+    }
+
+    /// The job [`pop`](Self::pop) would give, without taking it.
+    fn head(&self) -> Option<JobId> {
+        match self.heap.peek() {
+            Some(&(_, _, j)) => Some(j),
+            None => self.fifo.front().copied(),
         }
     }
 
@@ -103,10 +120,19 @@ pub struct ReadyQueue {
     lanes: Vec<Lane>,
     /// Each job's lane (empty while there is one lane).
     lane_of: Vec<u32>,
-    /// With several lanes: one turn per queued job, (priority, arrival, lane).
-    turns: BTreeSet<(Reverse<i32>, u64, u32)>,
+    /// With several lanes: one turn per queued job of an open lane.
+    turns: BTreeSet<Turn>,
+    /// Per lane: its head could not go when last asked (see `pop_open`).
+    closed: Vec<bool>,
+    /// Per lane: its turns set aside while it is closed.
+    parked: Vec<Vec<Turn>>,
+    /// Turns set aside in all.
+    parked_len: usize,
     seq: u64,
 }
+
+/// A lane's right to the next slot: (priority, arrival, lane).
+type Turn = (Reverse<i32>, u64, u32);
 
 impl Default for ReadyQueue {
     fn default() -> Self {
@@ -115,6 +141,9 @@ impl Default for ReadyQueue {
             lanes: vec![Lane::default()],
             lane_of: Vec::new(),
             turns: BTreeSet::new(),
+            closed: vec![false],
+            parked: vec![Vec::new()],
+            parked_len: 0,
             seq: 0,
         }
     }
@@ -148,11 +177,14 @@ impl ReadyQueue {
 
     /// Gives each DAGMan its own order: `lane_of[job]` is the DAGMan of each
     /// job (0 the top DAG), `depth_first[d]` whether DAGMan `d` serves its
-    /// newest ready job first. The jobs queued keep their arrival order.
-    pub fn set_dagmans(&mut self, lane_of: Vec<usize>, depth_first: Vec<bool>) {
+    /// newest ready job first; `throttled`: some DAGMan's lane may close
+    /// (see [`pop_open`](Self::pop_open)). The jobs queued keep their
+    /// arrival order.
+    pub fn set_dagmans(&mut self, lane_of: Vec<usize>, depth_first: Vec<bool>, throttled: bool) {
         let queued = self.drain_arrivals();
-        // One first-come queue gives the lanes' turns exactly.
-        let lanes = match depth_first.iter().any(|&d| d) {
+        // One first-come queue gives the lanes' turns exactly, as long as
+        // no lane closes.
+        let lanes = match throttled || depth_first.iter().any(|&d| d) {
             true => depth_first,
             false => vec![false],
         };
@@ -166,6 +198,8 @@ impl ReadyQueue {
                 ..Lane::default()
             })
             .collect();
+        self.closed = vec![false; self.lanes.len()];
+        self.parked = vec![Vec::new(); self.lanes.len()];
         queued.into_iter().for_each(|j| self.push(j));
     }
 
@@ -173,6 +207,8 @@ impl ReadyQueue {
     pub fn push(&mut self, job: JobId) {
         let priority = self.priority.as_deref();
         if self.lanes.len() == 1 {
+            // Its head may have changed: asked again.
+            self.closed[0] = false;
             self.lanes[0].push(job, priority);
             return;
         }
@@ -183,14 +219,55 @@ impl ReadyQueue {
         self.lanes[lane as usize].push(job, priority);
     }
 
-    /// The next job to plan.
+    /// The next job to plan, every lane open.
     pub fn pop(&mut self) -> Option<JobId> {
+        (0..self.lanes.len()).for_each(|l| self.reopen(l));
+        self.pop_open(|_| true)
+    }
+
+    /// The next job to plan whose lane is open: a lane whose head `open`
+    /// refuses is closed, and its turns skipped, until it gets a job or is
+    /// [reopened](Self::reopen). Every job of a lane is one DAGMan's.
+    pub fn pop_open(&mut self, mut open: impl FnMut(JobId) -> bool) -> Option<JobId> {
         if self.lanes.len() == 1 {
+            let head = self.lanes[0].head().filter(|_| !self.closed[0])?;
+            if !open(head) {
+                self.closed[0] = true;
+                return None;
+            }
             return self.lanes[0].pop();
         }
         // The turn taken has its lane's highest priority, which its head has.
-        let (_, _, lane) = self.turns.pop_first()?;
-        self.lanes[lane as usize].pop()
+        while let Some(turn) = self.turns.pop_first() {
+            let lane = turn.2 as usize;
+            let head = self.lanes[lane].head()?;
+            if open(head) {
+                return self.lanes[lane].pop();
+            }
+            self.closed[lane] = true;
+            self.parked[lane].push(turn);
+            self.parked_len += 1;
+        }
+        None
+    }
+
+    /// DAGMan `dagman` may submit again: its lane is asked again.
+    pub fn reopen(&mut self, dagman: usize) {
+        let lane = if self.lanes.len() == 1 { 0 } else { dagman };
+        if !std::mem::take(&mut self.closed[lane]) {
+            return;
+        }
+        self.parked_len -= self.parked[lane].len();
+        self.turns.extend(self.parked[lane].drain(..));
+    }
+
+    /// Whether a queued job's lane is open: [`pop_open`](Self::pop_open)
+    /// may give one.
+    pub fn any_open(&self) -> bool {
+        match self.lanes.len() {
+            1 => !self.closed[0] && self.lanes[0].len() > 0,
+            _ => !self.turns.is_empty(),
+        }
     }
 
     /// Up to `n` queued jobs in the order [`pop`](Self::pop) would give
@@ -219,7 +296,7 @@ impl ReadyQueue {
         match self.lanes.len() {
             1 => self.lanes[0].len(),
             // One turn per queued job.
-            _ => self.turns.len(),
+            _ => self.turns.len() + self.parked_len,
         }
     }
 
@@ -231,6 +308,7 @@ impl ReadyQueue {
     /// Empties the queue, its jobs in the order they came: each lane's in
     /// its order of arrival, the lanes' merged by their turns.
     fn drain_arrivals(&mut self) -> Vec<JobId> {
+        (0..self.lanes.len()).for_each(|l| self.reopen(l));
         if self.lanes.len() == 1 {
             return self.lanes[0].drain_arrivals();
         }
@@ -294,7 +372,7 @@ mod tests {
     fn peek_gives_what_pop_would_without_taking_it() {
         let mut single = ReadyQueue::fifo();
         let mut lanes = ReadyQueue::fifo();
-        lanes.set_dagmans(vec![0, 1, 1, 0, 1], vec![false, true]);
+        lanes.set_dagmans(vec![0, 1, 1, 0, 1], vec![false, true], false);
         for q in [&mut single, &mut lanes] {
             for j in [4, 1, 3] {
                 q.push(j);
@@ -319,7 +397,7 @@ mod tests {
     fn a_depth_first_subdag_takes_its_newest_job_at_its_own_turns() {
         let mut q = ReadyQueue::fifo();
         // Jobs 0-2 the top DAG's, 3-6 the sub-DAG's.
-        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![false, true]);
+        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![false, true], false);
         for j in [0, 3, 4, 1, 5, 2, 6] {
             q.push(j);
         }
@@ -327,7 +405,7 @@ mod tests {
         assert_eq!(drain(&mut q), [0, 6, 5, 1, 4, 2, 3]);
         // The other way round: the top DAG depth-first, the sub-DAG not.
         let mut q = ReadyQueue::depth_first();
-        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![true, false]);
+        q.set_dagmans(vec![0, 0, 0, 1, 1, 1, 1], vec![true, false], false);
         for j in [0, 3, 4, 1, 5, 2, 6] {
             q.push(j);
         }
@@ -340,7 +418,7 @@ mod tests {
         let lane_of = vec![0, 0, 0, 1, 1, 1, 1];
         let mut one = ReadyQueue::fifo();
         let mut lanes = ReadyQueue::fifo();
-        lanes.set_dagmans(lane_of.clone(), vec![false, false]);
+        lanes.set_dagmans(lane_of.clone(), vec![false, false], false);
         assert_eq!(lanes.lanes.len(), 1, "no lanes where one queue is the same");
         for j in arrivals {
             one.push(j);
@@ -349,7 +427,7 @@ mod tests {
         assert_eq!(drain(&mut lanes), drain(&mut one));
         // Both depth-first: each DAGMan its newest first, not the run's.
         let mut q = ReadyQueue::depth_first();
-        q.set_dagmans(lane_of, vec![true, true]);
+        q.set_dagmans(lane_of, vec![true, true], false);
         for j in arrivals {
             q.push(j);
         }
@@ -363,8 +441,137 @@ mod tests {
             q.push(j);
         }
         q.set_priorities(vec![0, 1, 1]);
-        q.set_dagmans(vec![0, 1, 1], vec![false, true]);
+        q.set_dagmans(vec![0, 1, 1], vec![false, true], false);
         // The sub-DAG's two jobs (priority 1) go first, newest first.
         assert_eq!(drain(&mut q), [1, 2, 0]);
+    }
+
+    /// What [`ReadyQueue::pop_open`] means, written plainly: each push
+    /// gives its lane a turn; the turns are tried best first (priority,
+    /// then arrival) and the first whose lane's head is open gives that
+    /// head, its lane's best job (priority, then oldest, or newest when
+    /// depth-first).
+    struct Plain {
+        lane_of: Vec<usize>,
+        priority: Vec<i32>,
+        depth_first: Vec<bool>,
+        queued: Vec<(JobId, u64)>,
+        turns: Vec<(i32, u64, usize)>,
+        seq: u64,
+    }
+
+    impl Plain {
+        fn push(&mut self, job: JobId) {
+            self.seq += 1;
+            self.queued.push((job, self.seq));
+            let lane = self.lane_of[job];
+            self.turns.push((self.priority[job], self.seq, lane));
+        }
+
+        fn head(&self, lane: usize) -> Option<JobId> {
+            let key = |&(j, at): &(JobId, u64)| {
+                let at = at as i64;
+                (self.priority[j], if self.depth_first[lane] { at } else { -at })
+            };
+            let of_lane = self.queued.iter().filter(|(j, _)| self.lane_of[*j] == lane);
+            of_lane.max_by_key(|q| key(q)).map(|&(j, _)| j)
+        }
+
+        fn pop_open(&mut self, open: impl Fn(JobId) -> bool) -> Option<JobId> {
+            self.turns.sort_by_key(|&(p, at, _)| (Reverse(p), at));
+            for t in 0..self.turns.len() {
+                let head = self.head(self.turns[t].2)?;
+                if open(head) {
+                    self.turns.remove(t);
+                    self.queued.retain(|&(j, _)| j != head);
+                    return Some(head);
+                }
+            }
+            None
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push,
+        Pop,
+        Close(usize),
+        Open(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => Just(Op::Push),
+            3 => Just(Op::Pop),
+            2 => (0..3usize).prop_map(Op::Close),
+            2 => (0..3usize).prop_map(Op::Open),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Random pushes, pops and DAGMans closing and opening (each opened
+        /// one reopened, as the manager does when a job of its leaves the
+        /// queue), one DAGMan or three with lanes of their own, priorities
+        /// with many ties or none: every pop gives what the plain
+        /// statement gives, and a queue that could give a job says so.
+        #[test]
+        fn pop_open_gives_the_best_turn_of_an_open_lane(
+            lanes in proptest::collection::vec(0..3usize, 40),
+            priority in proptest::collection::vec(-1..2i32, 40),
+            prioritised: bool,
+            depth_first in proptest::collection::vec(proptest::bool::ANY, 3),
+            one_dagman: bool,
+            ops in proptest::collection::vec(op(), 0..80),
+        ) {
+            let n = lanes.len();
+            let lane_of = if one_dagman { vec![0; n] } else { lanes };
+            let priority = if prioritised { priority } else { vec![0; n] };
+            let mut q = match depth_first[0] {
+                true => ReadyQueue::depth_first(),
+                false => ReadyQueue::fifo(),
+            };
+            q.set_priorities(priority.clone());
+            if !one_dagman {
+                q.set_dagmans(lane_of.clone(), depth_first.clone(), true);
+            }
+            let mut plain = Plain {
+                lane_of: lane_of.clone(),
+                priority,
+                depth_first,
+                queued: Vec::new(),
+                turns: Vec::new(),
+                seq: 0,
+            };
+            let mut closed = [false; 3];
+            let mut next = 0;
+            for op in ops {
+                match op {
+                    Op::Push if next < n => {
+                        q.push(next);
+                        plain.push(next);
+                        next += 1;
+                    }
+                    Op::Push => {}
+                    Op::Pop => {
+                        let open = |j: JobId| !closed[lane_of[j]];
+                        let expected = plain.pop_open(open);
+                        if expected.is_some() {
+                            proptest::prop_assert!(q.any_open());
+                        }
+                        proptest::prop_assert_eq!(q.pop_open(open), expected);
+                    }
+                    Op::Close(d) => closed[d] = true,
+                    Op::Open(d) => {
+                        closed[d] = false;
+                        q.reopen(d);
+                    }
+                }
+                proptest::prop_assert_eq!(q.len(), plain.queued.len());
+            }
+            let rest: Vec<JobId> = std::iter::from_fn(|| q.pop()).collect();
+            let plain_rest: Vec<JobId> = std::iter::from_fn(|| plain.pop_open(|_| true)).collect();
+            proptest::prop_assert_eq!(rest, plain_rest);
+        }
     }
 }

@@ -2,11 +2,16 @@
 //! and each sub-DAG's, from its own `CONFIG`.
 //!
 //! - `DAGMAN_MAX_JOBS_SUBMITTED` (`condor_submit_dag -maxjobs`): a DAGMan
-//!   holds a node's submission while that many of its jobs are in the
-//!   queue (from submission to the job's end; `Dag::SubmitReadyNodes`).
-//!   A sub-DAG, whose DAGMan is one job in the queue from its submission
-//!   (after the node's PRE script) to its end, counts as one job of the
-//!   DAGMan above it.
+//!   submits nothing while that many of its jobs are in the queue (from
+//!   submission to the job's end; `Dag::SubmitReadyJobs`). A node without
+//!   a PRE script then stays in the ready queue, in its DAGMan's order
+//!   (its lane closed, see `ready_queue`); it counts from the start of its
+//!   prescript stage, which stands for its submission. A node with a PRE
+//!   script runs it regardless, as DAGMan runs PRE scripts before the
+//!   ready queue, and its submission is held after it, first come first
+//!   out. A sub-DAG, whose DAGMan is one job in the queue from its
+//!   submission (after the node's PRE script) to its end, counts as one
+//!   job of the DAGMan above it.
 //! - `DAGMAN_MAX_JOBS_IDLE`: a DAGMan holds a submission while that many
 //!   of its jobs wait idle in the queue.
 //! - `DAGMAN_MAX_POST_SCRIPTS`: a DAGMan holds a POST script while that
@@ -19,7 +24,9 @@
 //! A sub-DAG's jobs and scripts count against its own DAGMan only.
 
 use super::*;
+use super::subdag::SubDags;
 use crate::core::nodes::SubDag;
+use rustc_hash::FxHashSet as HashSet;
 
 /// A submission or script a DAGMan holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +107,9 @@ pub(super) struct DagmanLimits {
     pre: PerDagman,
     /// Per sub-DAG: its submission counts in the queue of the DAGMan above.
     counted: Vec<bool>,
+    /// Nodes without a PRE script counted in their DAGMan's queue from the
+    /// start of their prescript stage, not yet submitted.
+    reserved: HashSet<JobId>,
 }
 
 impl DagmanLimits {
@@ -115,7 +125,14 @@ impl DagmanLimits {
             post,
             pre,
             counted: vec![false; nodes.subdags.len()],
+            reserved: HashSet::default(),
         }
+    }
+
+    /// Whether a DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED` may stop it: its
+    /// ready queue's lane may close.
+    pub(super) fn may_close(&self) -> bool {
+        self.submitted.on
     }
 
     /// Every DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED`, `_JOBS_IDLE`,
@@ -244,6 +261,11 @@ impl NodeLife {
         if !self.limits.submitted.on {
             return false;
         }
+        if let Held::Job(job) = what
+            && self.limits.reserved.remove(&job)
+        {
+            return false; // counted since its prescript stage began
+        }
         if self.limits.submitted.hold_or_count(d, what) {
             return true;
         }
@@ -283,8 +305,7 @@ impl NodeLife {
         if let Some(k) = self.subdags.of_node(job)
             && std::mem::take(&mut self.limits.counted[k])
         {
-            let d = self.dagman_of(job);
-            self.limits.submitted.count[d] -= 1;
+            self.uncount_submitted(self.dagman_of(job));
         }
     }
 
@@ -292,8 +313,62 @@ impl NodeLife {
     /// submission of its DAGMan may go.
     pub(super) fn left_queue(&mut self, job: JobId) {
         if self.limits.submitted.on {
-            let d = self.dagman_of(job);
-            self.limits.submitted.count[d] -= 1;
+            self.uncount_submitted(self.dagman_of(job));
+        }
+    }
+
+    /// DAGMan `d` has one job fewer in the queue: its ready queue's lane
+    /// is open again.
+    fn uncount_submitted(&mut self, d: usize) {
+        self.limits.submitted.count[d] -= 1;
+        self.ready.reopen(d);
+    }
+
+    /// Whether `job`, at the head of its DAGMan's ready queue, may start
+    /// its prescript stage: it has a PRE script (run regardless), stands
+    /// for a sub-DAG's end (its DAG counted since its entry), or its
+    /// DAGMan has room for one more job in the queue.
+    fn admits(limits: &DagmanLimits, nodes: &NodeSettings, subdags: &SubDags, job: JobId) -> bool {
+        !limits.submitted.on
+            || Self::submits_regardless(nodes, subdags, job)
+            || !limits.submitted.full(subdags.innermost(job).map_or(0, |k| k + 1))
+    }
+
+    /// Whether `job` starts its prescript stage whatever its DAGMan's
+    /// `DAGMAN_MAX_JOBS_SUBMITTED`: it has a PRE script, or is a sub-DAG's
+    /// node.
+    fn submits_regardless(nodes: &NodeSettings, subdags: &SubDags, job: JobId) -> bool {
+        nodes.pre[job] || subdags.of_node(job).is_some()
+    }
+
+    /// The next ready job whose DAGMan may take it (see [`Self::admits`]).
+    pub(super) fn pop_ready(&mut self) -> Option<JobId> {
+        let NodeLife {
+            ready,
+            limits,
+            nodes,
+            subdags,
+            ..
+        } = self;
+        ready.pop_open(|job| Self::admits(limits, nodes, subdags, job))
+    }
+
+    /// `job` moved from state `from` to `to`: a node that does not submit
+    /// regardless counts in its DAGMan's queue from the start of its
+    /// prescript stage until it is submitted (or goes back, or ends
+    /// without a job, as a NOOP does).
+    pub(super) fn reserve_moved(&mut self, job: JobId, from: JobState, to: JobState) {
+        if !self.limits.submitted.on || from.claims_slot() == to.claims_slot() {
+            return;
+        }
+        if to.claims_slot() {
+            if !Self::submits_regardless(&self.nodes, &self.subdags, job) {
+                let d = self.dagman_of(job);
+                self.limits.submitted.count[d] += 1;
+                self.limits.reserved.insert(job);
+            }
+        } else if self.limits.reserved.remove(&job) {
+            self.uncount_submitted(self.dagman_of(job));
         }
     }
 

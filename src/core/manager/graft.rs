@@ -156,7 +156,8 @@ impl Manager {
         let depth_first = std::iter::once(self.settings.submit_depth_first)
             .chain(self.dag.nodes.subdags.iter().map(|d| d.depth_first))
             .collect();
-        self.dag.ready.set_dagmans(dagman_of, depth_first);
+        let throttled = self.dag.limits.may_close();
+        self.dag.ready.set_dagmans(dagman_of, depth_first, throttled);
         // Each waits for its parents (the entry among them, still running)
         // and the node for its leaves too.
         for j in new.clone() {

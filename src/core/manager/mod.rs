@@ -611,6 +611,7 @@ impl Manager {
         self.dag.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
         self.dag.subdags = subdag::SubDags::new(&nodes);
+        self.dag.limits = dagman_limits::DagmanLimits::new(&nodes);
         if !nodes.subdags.is_empty() {
             // Each sub-DAG's DAGMan orders its own ready nodes.
             let dagman_of = (0..self.dag.state.len())
@@ -619,9 +620,9 @@ impl Manager {
             let depth_first = std::iter::once(self.settings.submit_depth_first)
                 .chain(nodes.subdags.iter().map(|d| d.depth_first))
                 .collect();
-            self.dag.ready.set_dagmans(dagman_of, depth_first);
+            let throttled = self.dag.limits.may_close();
+            self.dag.ready.set_dagmans(dagman_of, depth_first, throttled);
         }
-        self.dag.limits = dagman_limits::DagmanLimits::new(&nodes);
         self.dag.nodes = nodes;
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
@@ -754,7 +755,7 @@ impl Manager {
     /// pending). Engines sleep until then or until another event comes.
     pub fn next_wakeup(&self) -> Option<Time> {
         let timer = self.timers.peek_time();
-        let prescript = (!self.dag.ready.is_empty() && self.prescript_slot_free())
+        let prescript = (self.dag.ready.any_open() && self.prescript_slot_free())
             .then_some(self.dag.next_prescript.max(self.now));
         match (timer, prescript) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -1050,11 +1051,11 @@ impl Manager {
         }
         woken.clear();
         self.grid.woken = woken;
-        while !self.dag.ready.is_empty()
+        while self.dag.ready.any_open()
             && self.prescript_slot_free()
             && self.now >= self.dag.next_prescript
         {
-            let Some(job) = self.dag.ready.pop() else {
+            let Some(job) = self.dag.pop_ready() else {
                 break;
             };
             if self.dag.state[job] != JobState::Ready {

@@ -146,6 +146,7 @@ impl NodeLife {
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
         self.service_moved(job, from, to);
+        self.reserve_moved(job, from, to);
         let w = &mut self.workload[self.submissions.of_job[job]];
         w.ready =
             w.ready + usize::from(to == JobState::Ready) - usize::from(from == JobState::Ready);

@@ -2084,6 +2084,60 @@ fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
     assert_eq!(most(&w, &[0, 1, 2]), 1);
 }
 
+/// HTCondor's `job_dagman_depth_first` in small: A, then three chains
+/// b?-1 → b?-2 under `DAGMAN_SUBMIT_DEPTH_FIRST` and
+/// `DAGMAN_MAX_JOBS_SUBMITTED = 1`. A full DAGMan leaves its ready nodes in
+/// its ready queue, so the node a chain's end makes ready goes first and
+/// each chain runs whole before the next starts.
+#[test]
+fn a_full_dagman_leaves_its_nodes_in_the_ready_queue_so_depth_first_runs_chains_whole() {
+    let jobs: Vec<(&str, f64, &[&str])> = vec![
+        ("A", 10.0, &[]),
+        ("b1-1", 10.0, &["A"]),
+        ("b1-2", 10.0, &["b1-1"]),
+        ("b2-1", 10.0, &["A"]),
+        ("b2-2", 10.0, &["b2-1"]),
+        ("b3-1", 10.0, &["A"]),
+        ("b3-2", 10.0, &["b3-1"]),
+    ];
+    let starts = |pre: &[JobId]| {
+        let settings = ManagerSettings {
+            submit_depth_first: true,
+            ..Default::default()
+        };
+        let mut w = chart_world_with(&jobs, 4, settings);
+        let mut nodes = NodeSettings::none(7);
+        nodes.max_jobs_submitted = 1;
+        for &j in pre {
+            nodes.pre[j] = true;
+        }
+        w.m.set_nodes(nodes);
+        w.run();
+        assert!(w.m.succeeded());
+        let r = w.m.records();
+        let mut order: Vec<JobId> = (0..7).collect();
+        order.sort_by(|&a, &b| {
+            let at = |j: JobId| r.jobs[j].attempts[0].started.unwrap();
+            at(a).total_cmp(&at(b))
+        });
+        let name = |j: JobId| w.m.workflow().jobs[j].name.clone();
+        order.into_iter().map(name).collect::<Vec<_>>()
+    };
+    // The newest ready node first: b3-1, then the b3-2 it makes ready.
+    assert_eq!(
+        starts(&[]),
+        ["A", "b3-1", "b3-2", "b2-1", "b2-2", "b1-1", "b1-2"]
+    );
+    // PRE scripts run regardless of the limit, as DAGMan runs them before
+    // its ready queue: the three chain heads have theirs run at once and
+    // wait for their submission ahead of the b?-2, which then go newest
+    // first.
+    assert_eq!(
+        starts(&[1, 3, 5]),
+        ["A", "b3-1", "b2-1", "b1-1", "b1-2", "b2-2", "b3-2"]
+    );
+}
+
 #[test]
 fn a_weak_child_runs_after_its_parent_fails_and_a_futile_nodes_children_are_all_futile() {
     // a fails; WEAK PARENT a CHILD b; PARENT a CHILD c; PARENT c CHILD d;
