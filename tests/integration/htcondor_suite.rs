@@ -6,6 +6,12 @@
 //! the exit value, the node status file's lines, the jobstate log's lines,
 //! the files its scripts write, its rescue DAGs.
 //!
+//! Where a driver writes its DAG with Perl subs of its own, the harness
+//! runs those subs; where it starts HTCondor's socket server for its
+//! scripts to check in with, the harness makes the scripts from their
+//! templates and starts the server as the driver does, and runs the
+//! driver's own reader of the server's log.
+//!
 //! What the drivers check is read from the drivers at run time (their
 //! arrays of expected lines); what a driver checks and how each node's job
 //! behaves is catalogued in `htcondor_suite.toml`, in our words: gridbed's
@@ -56,6 +62,13 @@ struct Entry {
     /// Each node's job that does not exit 0 at once.
     #[serde(default)]
     jobs: BTreeMap<String, JobSpec>,
+    /// The socket server its scripts check in with, when the driver
+    /// starts one.
+    server: Option<Server>,
+    /// The driver's own Perl subs that write its DAG and files, the first
+    /// called (after the driver's `$testname = …;`).
+    #[serde(default)]
+    emit: Vec<String>,
     /// What the driver checks.
     #[serde(default)]
     check: Vec<Check>,
@@ -73,6 +86,20 @@ struct JobSpec {
     exit: Vec<i32>,
     #[serde(default)]
     seconds: Option<f64>,
+}
+
+/// A driver's socket server (`x_general_server.pl`), which logs each
+/// message its scripts send (`x_general_client.pl`), and the scripts it
+/// makes from templates naming the socket.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Server {
+    /// The socket's name in the templates, as the driver's `$socketname`.
+    socket: String,
+    /// The server's log, in the test's folder.
+    log: String,
+    /// Each script made from `<name>.template` as `<name>.pl`.
+    templates: Vec<String>,
 }
 
 /// One thing a driver checks.
@@ -118,6 +145,11 @@ struct Check {
     /// `order`: at most this many of `of` (`job`, `pre`, `post`) at once.
     #[serde(default)]
     at_most: Option<usize>,
+    /// `server-log`: the driver's own reader of the server's log and its
+    /// arguments after the log's path; it must print `0`, as the driver
+    /// requires.
+    #[serde(default)]
+    command: Vec<String>,
     #[serde(default)]
     of: String,
     #[serde(default)]
@@ -511,7 +543,132 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
                 .map_err(|e| format!("the run's control database: {e}"))?;
             check_order(&detail.jobs, c)
         }
+        "server-log" => {
+            let (reader, args) = c.command.split_first().ok_or("no reader named")?;
+            let out = std::process::Command::new("perl")
+                .arg(dir.join(reader))
+                .arg(dir.join(&c.file))
+                .args(args)
+                .env("PERL5LIB", shim())
+                .current_dir(dir)
+                .output()
+                .map_err(|e| format!("{reader}: {e}"))?;
+            match String::from_utf8_lossy(&out.stdout).trim() {
+                "0" => Ok(()),
+                got => Err(format!(
+                    "{reader} {}: printed `{got}`, not 0",
+                    args.join(" ")
+                )),
+            }
+        }
         other => Err(format!("check `{other}` not carried out: {}", c.note)),
+    }
+}
+
+/// The text of the Perl sub `name` in `driver`, braces matched.
+fn perl_sub<'a>(driver: &'a str, name: &str) -> Option<&'a str> {
+    let start = driver.find(&format!("\nsub {name} {{"))? + 1;
+    let mut depth = 0;
+    for (i, c) in driver[start..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 1 => return Some(&driver[start..start + i + 1]),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Runs the driver's own subs `subs` (the first called) in `dir`, with
+/// its `$testname`, as it runs them to write its DAG and files.
+fn emit_files(dir: &Path, driver: &str, subs: &[String]) -> Result<(), String> {
+    let testname = (driver.lines())
+        .find(|l| l.trim_start().starts_with("$testname ="))
+        .ok_or("no $testname in the driver")?;
+    let mut program = format!("use CondorUtils;\n{testname}\n");
+    for name in subs {
+        program += perl_sub(driver, name).ok_or(format!("no sub {name} in the driver"))?;
+        program += "\n";
+    }
+    program += &format!("{}();\n", subs[0]);
+    let out = std::process::Command::new("perl")
+        .args(["-e", &program])
+        .env("PERL5LIB", shim())
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("perl: {e}"))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "the driver's {}: {}",
+            subs[0],
+            String::from_utf8_lossy(&out.stderr)
+        )),
+    }
+}
+
+/// Where the scripts that load HTCondor's test library find gridbed's
+/// stand-in (DAGMan passes PERL* variables on to its scripts).
+fn shim() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/htcondor_shim")
+}
+
+/// `template` with, in each line naming `socket`, its last mention made
+/// `path`: the drivers' `s/(^\s*.*)$socketname(.*$)/$1$newsocketname$2/`.
+fn with_socket(template: &str, socket: &str, path: &str) -> String {
+    template
+        .lines()
+        .map(|line| match line.rfind(socket) {
+            Some(at) => format!("{}{path}{}\n", &line[..at], &line[at + socket.len()..]),
+            None => format!("{line}\n"),
+        })
+        .collect()
+}
+
+/// A driver's socket server, running while the value lives; its scripts
+/// made as the driver makes them.
+struct SocketServer(std::process::Child);
+
+impl SocketServer {
+    /// Makes `server`'s scripts in `dir` and starts it there, as the
+    /// driver does: in each template line naming the socket, its last
+    /// mention becomes the socket's path (the driver's substitution).
+    fn start(dir: &Path, server: &Server) -> Result<Self, String> {
+        let socket = dir.join(&server.socket);
+        for name in &server.templates {
+            let template = std::fs::read_to_string(dir.join(format!("{name}.template")))
+                .map_err(|e| format!("{name}.template: {e}"))?;
+            let script = with_socket(&template, &server.socket, &socket.display().to_string());
+            let path = dir.join(format!("{name}.pl"));
+            std::fs::write(&path, script).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let child = std::process::Command::new("perl")
+            .arg(dir.join("x_general_server.pl"))
+            .arg(&socket)
+            .arg(dir.join(&server.log))
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("x_general_server.pl: {e}"))?;
+        let server = SocketServer(child);
+        // It binds the socket as it starts: wait for it (at most 10 s).
+        for _ in 0..200 {
+            if socket.exists() {
+                return Ok(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Err(format!("x_general_server.pl made no {}", socket.display()))
+    }
+}
+
+impl Drop for SocketServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -519,15 +676,23 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
 /// agrees, else what differs.
 fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
     let src = folder();
-    if !src.join(&entry.dag).is_file() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&src, dir.path());
+    if !entry.emit.is_empty() {
+        let driver = std::fs::read_to_string(src.join(&entry.driver)).unwrap();
+        emit_files(dir.path(), &driver, &entry.emit)?;
+    }
+    if !dir.path().join(&entry.dag).is_file() {
         return Err(format!(
             "cannot: the driver writes {} (not in the folder)",
             entry.dag
         ));
     }
-    let dir = tempfile::tempdir().unwrap();
-    copy_tree(&src, dir.path());
     let flags = flags(&entry.args)?;
+    let _server = match &entry.server {
+        Some(server) => Some(SocketServer::start(dir.path(), server)?),
+        None => None,
+    };
     let tb = testbed(dir.path(), entry);
     let json = dir.path().join("gridbed-run.json");
     let db = dir.path().join("gridbed-run.db");
@@ -540,15 +705,12 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
         db.to_str().unwrap(),
     ];
     args.extend(flags.iter().map(String::as_str));
-    // The scripts that load HTCondor's test library find gridbed's
-    // stand-in (DAGMan passes PERL* variables on to its scripts).
-    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/htcondor_shim");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .args(["run", tb.to_str().unwrap(), "--sites"])
         .arg(crate::common::catalog())
         .arg("-q")
         .args(&args)
-        .env("PERL5LIB", shim)
+        .env("PERL5LIB", shim())
         .output()
         .unwrap();
     let (code, err) = (out.status.code(), String::from_utf8_lossy(&out.stderr));
@@ -595,14 +757,19 @@ fn catalogue() -> Catalogue {
     toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every runnable test of the catalogue in both engines, on two threads;
+/// Every runnable test of the catalogue in both engines, on two threads
+/// (`HTCONDOR_ONLY` picks some by name);
 /// the table of results is printed, and the test fails where a result is
 /// not the one the catalogue records.
 #[test]
 #[ignore = "needs ../shared/reference"]
 fn htcondors_dagman_tests_agree_where_the_catalogue_says() {
     let cat = catalogue();
-    let runnable: Vec<&Entry> = cat.test.iter().filter(|e| e.runnable).collect();
+    // `HTCONDOR_ONLY=part` runs only the drivers whose names contain it.
+    let only = std::env::var("HTCONDOR_ONLY").unwrap_or_default();
+    let runnable: Vec<&Entry> = (cat.test.iter())
+        .filter(|e| e.runnable && e.driver.contains(&only))
+        .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -659,6 +826,21 @@ fn htcondors_dagman_tests_agree_where_the_catalogue_says() {
         changed.is_empty(),
         "results changed (record them in htcondor_suite.toml and docs/dagman.md):\n{}",
         changed.join("\n")
+    );
+}
+
+#[test]
+fn a_drivers_subs_and_socket_are_found_as_perl_and_the_driver_find_them() {
+    let driver = "$x = 1;\nsub emit_file {\n  my $f = \"${testname}.dag\";\n  if (1) { print $f; }\n}\nsub other { }\n";
+    assert_eq!(
+        perl_sub(driver, "emit_file"),
+        Some("sub emit_file {\n  my $f = \"${testname}.dag\";\n  if (1) { print $f; }\n}")
+    );
+    assert_eq!(perl_sub(driver, "emit"), None);
+    let template = "a\n  system(\"./client.pl sock open sock\");\nsocks\n";
+    assert_eq!(
+        with_socket(template, "sock", "/t/sock"),
+        "a\n  system(\"./client.pl sock open /t/sock\");\n/t/socks\n"
     );
 }
 

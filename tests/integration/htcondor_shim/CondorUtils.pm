@@ -15,6 +15,12 @@ sub runcmd {
     return { exitcode => $rc >> 8, success => ($rc == 0) };
 }
 
+# gridbed runs on Unix: the scripts take their Unix branch (the socket
+# server's client, not Windows' appendmsg).
+sub is_windows {
+    return 0;
+}
+
 # Removes a trailing newline, carriage return included.
 sub fullchomp {
     my $s = $_[0];
