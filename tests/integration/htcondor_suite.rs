@@ -6,8 +6,8 @@
 //! the exit value, the node status file's lines, the jobstate log's lines,
 //! the files its scripts write, its rescue DAGs.
 //!
-//! Where a driver writes its DAG with Perl subs of its own, the harness
-//! runs those subs; where it starts HTCondor's socket server for its
+//! Where a driver writes its DAG with Perl of its own (subs, or a block
+//! of lines), the harness runs that Perl with the driver's settings; where it starts HTCondor's socket server for its
 //! scripts to check in with, the harness makes the scripts from their
 //! templates and starts the server as the driver does, and runs the
 //! driver's own reader of the server's log.
@@ -66,9 +66,14 @@ struct Entry {
     /// starts one.
     server: Option<Server>,
     /// The driver's own Perl subs that write its DAG and files, the first
-    /// called (after the driver's `$testname = …;`).
+    /// called (after the driver's own settings, `$testname = …;`).
     #[serde(default)]
     emit: Vec<String>,
+    /// The driver's own Perl lines that write its DAG: from the line
+    /// starting with the first string to the one starting with the second
+    /// (after its settings).
+    #[serde(default)]
+    emit_lines: Vec<String>,
     /// What the driver checks.
     #[serde(default)]
     check: Vec<Check>,
@@ -580,29 +585,52 @@ fn perl_sub<'a>(driver: &'a str, name: &str) -> Option<&'a str> {
     None
 }
 
-/// Runs the driver's own subs `subs` (the first called) in `dir`, with
-/// its `$testname`, as it runs them to write its DAG and files.
-fn emit_files(dir: &Path, driver: &str, subs: &[String]) -> Result<(), String> {
-    let testname = (driver.lines())
-        .find(|l| l.trim_start().starts_with("$testname ="))
-        .ok_or("no $testname in the driver")?;
-    let mut program = format!("use CondorUtils;\n{testname}\n");
-    for name in subs {
+/// The driver's own settings: its top-level assignments of a literal
+/// (`$testname = "…";`, `$max_splices = 10000;`).
+fn perl_settings(driver: &str) -> String {
+    let literal = regex_lite::Regex::new(r#"^\$\w+\s*=\s*("[^"]*"|'[^']*'|\d+)\s*;\s*$"#).unwrap();
+    (driver.lines())
+        .filter(|l| literal.is_match(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The driver's lines from the one starting with `from` to the one
+/// starting with `to`, both kept.
+fn perl_lines<'a>(driver: &'a str, from: &str, to: &str) -> Option<Vec<&'a str>> {
+    let lines: Vec<&str> = driver.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with(from))?;
+    let end = start + lines[start..].iter().position(|l| l.starts_with(to))?;
+    Some(lines[start..=end].to_vec())
+}
+
+/// Runs in `dir` the driver's own Perl that writes its DAG and files
+/// (`entry`'s subs, the first called, or its lines), after its settings.
+fn emit_files(dir: &Path, driver: &str, entry: &Entry) -> Result<(), String> {
+    let mut program = format!("use CondorUtils;\n{}", perl_settings(driver));
+    for name in &entry.emit {
         program += perl_sub(driver, name).ok_or(format!("no sub {name} in the driver"))?;
         program += "\n";
     }
-    program += &format!("{}();\n", subs[0]);
+    if let Some(first) = entry.emit.first() {
+        program += &format!("{first}();\n");
+    }
+    if let [from, to] = &entry.emit_lines[..] {
+        let lines = perl_lines(driver, from, to).ok_or(format!("no lines {from}…{to}"))?;
+        program += &lines.join("\n");
+        program += "\n";
+    }
     let out = std::process::Command::new("perl")
         .args(["-e", &program])
         .env("PERL5LIB", shim())
         .current_dir(dir)
+        .stdout(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("perl: {e}"))?;
     match out.status.success() {
         true => Ok(()),
         false => Err(format!(
-            "the driver's {}: {}",
-            subs[0],
+            "the driver's Perl writing its files: {}",
             String::from_utf8_lossy(&out.stderr)
         )),
     }
@@ -678,9 +706,9 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
     let src = folder();
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&src, dir.path());
-    if !entry.emit.is_empty() {
+    if !entry.emit.is_empty() || !entry.emit_lines.is_empty() {
         let driver = std::fs::read_to_string(src.join(&entry.driver)).unwrap();
-        emit_files(dir.path(), &driver, &entry.emit)?;
+        emit_files(dir.path(), &driver, entry)?;
     }
     if !dir.path().join(&entry.dag).is_file() {
         return Err(format!(
@@ -837,6 +865,16 @@ fn a_drivers_subs_and_socket_are_found_as_perl_and_the_driver_find_them() {
         Some("sub emit_file {\n  my $f = \"${testname}.dag\";\n  if (1) { print $f; }\n}")
     );
     assert_eq!(perl_sub(driver, "emit"), None);
+    assert_eq!(perl_settings(driver), "$x = 1;\n");
+    assert_eq!(
+        perl_lines(driver, "sub emit", "}"),
+        Some(vec![
+            "sub emit_file {",
+            "  my $f = \"${testname}.dag\";",
+            "  if (1) { print $f; }",
+            "}"
+        ])
+    );
     let template = "a\n  system(\"./client.pl sock open sock\");\nsocks\n";
     assert_eq!(
         with_socket(template, "sock", "/t/sock"),
