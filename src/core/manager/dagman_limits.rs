@@ -22,6 +22,10 @@
 //!   host's `maxpre`, which every prescript shares.
 //!
 //! A sub-DAG's jobs and scripts count against its own DAGMan only.
+//!
+//! The limits are the node life cycle's own state (`NodeLife`): what they
+//! hold and release is decided here, and the manager only carries out what
+//! is released ([`Released`], a POST script let run).
 
 use super::*;
 use super::subdag::SubDags;
@@ -182,55 +186,67 @@ impl DagmanLimits {
     }
 }
 
-impl Manager {
-    /// `job`'s POST script ended (or was stopped): the next one its DAGMan
-    /// held may run.
-    pub(super) fn post_ended(&mut self, job: JobId, out: &mut Vec<Command>) {
-        if !self.dag.limits.post.on {
-            return;
+/// What a DAGMan held that may go now (see [`NodeLife::next_released`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Released {
+    /// A node's job goes to the queue (its DAGMan counts it).
+    Submit(JobId),
+    /// A sub-DAG's DAG starts: its entry's children are released.
+    SubDag(JobId),
+}
+
+impl NodeLife {
+    /// `job`'s POST script ended (or was stopped): its DAGMan counts one
+    /// fewer; returns the POST script it held that may run now.
+    pub(super) fn post_slot_freed(&mut self, job: JobId) -> Option<JobId> {
+        if !self.limits.post.on {
+            return None;
         }
-        let d = self.dag.dagman_of(job);
-        self.dag.limits.post.count[d] -= 1;
-        if let Some(Held::Job(next)) = self.dag.limits.post.next(d) {
-            let status = self.dag.exited[next].unwrap_or(0);
-            self.run_script(next, ScriptKind::Post, status, out);
+        let d = self.dagman_of(job);
+        self.limits.post.count[d] -= 1;
+        match self.limits.post.next(d) {
+            Some(Held::Job(next)) => Some(next),
+            _ => None,
         }
     }
 
-    /// Submissions held while their DAGMan had too many jobs idle or in the
-    /// queue go as it has room.
-    pub(super) fn submit_held(&mut self, out: &mut Vec<Command>) {
-        let dagmans = self.dag.limits.submitted.limit.len();
-        if self.dag.limits.idle.on {
+    /// The next submission a DAGMan held while it had too many jobs idle
+    /// or in the queue that may go now, counted (call until `None`; each
+    /// is carried out before the next is asked for, as it changes the
+    /// counts). Held jobs no longer staging are dropped.
+    pub(super) fn next_released(&mut self) -> Option<Released> {
+        let dagmans = self.limits.submitted.limit.len();
+        if self.limits.idle.on {
             for d in 0..dagmans {
-                while let Some(Held::Job(job)) = self.dag.limits.idle.next(d) {
-                    if self.dag.state[job] == JobState::Staging {
-                        self.enter_queue(job, out);
+                while let Some(Held::Job(job)) = self.limits.idle.next(d) {
+                    if self.state[job] == JobState::Staging {
+                        return Some(Released::Submit(job));
                     }
                 }
             }
         }
-        if !self.dag.limits.submitted.on {
-            return;
+        if !self.limits.submitted.on {
+            return None;
         }
         for d in 0..dagmans {
-            while let Some(held) = self.dag.limits.submitted.next(d) {
+            while let Some(held) = self.limits.submitted.next(d) {
                 match held {
-                    Held::Job(job) if self.dag.state[job] == JobState::Staging => {
-                        self.enter_queue(job, out);
+                    Held::Job(job) if self.state[job] == JobState::Staging => {
+                        return Some(Released::Submit(job));
                     }
                     // `next` found room: the guard counts the sub-DAG in its
                     // DAGMan's queue (it is not held again).
                     Held::SubDag(entry)
-                        if self.dag.state[entry] == JobState::Done
-                            && !self.dag.submission_held_by(d, held) =>
+                        if self.state[entry] == JobState::Done
+                            && !self.submission_held_by(d, held) =>
                     {
-                        self.release_children(entry);
+                        return Some(Released::SubDag(entry));
                     }
                     _ => {}
                 }
             }
         }
+        None
     }
 }
 
@@ -429,5 +445,76 @@ impl NodeLife {
         let before = held.len();
         held.retain(|&h| h != Held::Job(job));
         held.len() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DAGMan of `n` nodes without parents, every one in the ready
+    /// queue, with `set`'s limits.
+    fn life(n: usize, set: impl FnOnce(&mut NodeSettings)) -> NodeLife {
+        let mut life = NodeLife::new(vec![0; n], vec![Vec::new(); n], false, 0);
+        let mut nodes = NodeSettings::none(n);
+        set(&mut nodes);
+        life.limits = DagmanLimits::new(&nodes);
+        life.nodes = nodes;
+        life
+    }
+
+    #[test]
+    fn post_scripts_past_the_limit_wait_and_go_first_come_first_as_one_ends() {
+        let mut life = life(4, |n| n.max_post = 2);
+        assert!(!life.post_held(0) && !life.post_held(1));
+        assert!(life.post_held(2) && life.post_held(3));
+        assert_eq!(life.post_slot_freed(1), Some(2));
+        // The manager runs it, and its DAGMan counts it.
+        assert!(!life.post_held(2));
+        assert!(life.forget_post(3), "3 was held");
+        assert_eq!(life.post_slot_freed(0), None);
+    }
+
+    #[test]
+    fn held_submissions_go_in_their_order_as_jobs_leave_the_queue() {
+        // Nodes with PRE scripts: their submissions wait after it.
+        let mut life = life(3, |n| {
+            n.max_jobs_submitted = 1;
+            n.pre = vec![true; 3];
+        });
+        for j in 0..3 {
+            life.move_node(j, JobState::Staging);
+        }
+        assert!(!life.submission_held(0));
+        assert!(life.submission_held(1) && life.submission_held(2));
+        assert_eq!(life.next_released(), None, "the queue is full");
+        life.left_queue(0);
+        assert_eq!(life.next_released(), Some(Released::Submit(1)));
+        assert!(!life.submission_held(1), "counted as it goes");
+        assert_eq!(life.next_released(), None);
+        // A held node that left its prescript stage meanwhile is dropped.
+        life.move_node(2, JobState::Ready);
+        life.left_queue(1);
+        assert_eq!(life.next_released(), None);
+    }
+
+    #[test]
+    fn a_node_without_a_pre_script_counts_from_its_prescript_stage_until_it_goes_back() {
+        let mut life = life(2, |n| n.max_jobs_submitted = 1);
+        assert_eq!(life.pop_ready(), Some(0));
+        life.move_node(0, JobState::Staging);
+        assert_eq!(life.pop_ready(), None, "its DAGMan is full: 1 waits");
+        assert!(!life.submission_held(0), "0 was counted already");
+        // 0 fails at its site and is ready again: 1 may go.
+        life.move_node(0, JobState::Queued);
+        life.left_queue(0);
+        life.move_node(0, JobState::Ready);
+        assert_eq!(life.pop_ready(), Some(1));
+        life.move_node(1, JobState::Staging);
+        // Back to ready without a submission: the reservation is let go.
+        life.move_node(1, JobState::Ready);
+        life.ready.push(1);
+        assert_eq!(life.pop_ready(), Some(1));
+        assert_eq!(life.pop_ready(), None, "the queue is empty");
     }
 }

@@ -2,6 +2,7 @@
 //! stage every missing input from the least busy replica, then submit.
 
 use super::*;
+use super::dagman_limits::Released;
 
 macro_rules! idle_view {
     ($m:expr) => {
@@ -172,6 +173,26 @@ impl Manager {
             }
         }
         ahead
+    }
+
+    /// `job`'s POST script ended (or was stopped): the next one its DAGMan
+    /// held may run.
+    pub(super) fn post_ended(&mut self, job: JobId, out: &mut Vec<Command>) {
+        if let Some(next) = self.dag.post_slot_freed(job) {
+            let status = self.dag.exited[next].unwrap_or(0);
+            self.run_script(next, ScriptKind::Post, status, out);
+        }
+    }
+
+    /// Submissions held while their DAGMan had too many jobs idle or in the
+    /// queue go as it has room.
+    pub(super) fn submit_held(&mut self, out: &mut Vec<Command>) {
+        while let Some(released) = self.dag.next_released() {
+            match released {
+                Released::Submit(job) => self.enter_queue(job, out),
+                Released::SubDag(entry) => self.release_children(entry),
+            }
+        }
     }
 
     /// Orders the node's script at its site; POST scripts beyond
