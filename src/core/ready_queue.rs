@@ -227,7 +227,8 @@ impl ReadyQueue {
 
     /// The next job to plan whose lane is open: a lane whose head `open`
     /// refuses is closed, and its turns skipped, until it gets a job or is
-    /// [reopened](Self::reopen). Every job of a lane is one DAGMan's.
+    /// [reopened](Self::reopen). Where a lane may close it holds one
+    /// DAGMan's jobs (see [`set_dagmans`](Self::set_dagmans)).
     pub fn pop_open(&mut self, mut open: impl FnMut(JobId) -> bool) -> Option<JobId> {
         if self.lanes.len() == 1 {
             let head = self.lanes[0].head().filter(|_| !self.closed[0])?;
