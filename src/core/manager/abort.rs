@@ -110,7 +110,7 @@ impl Manager {
         ScriptMacros {
             retry: self.dag.failures[owner],
             status,
-            pre_status: self.dag.pre_return[owner],
+            pre_status: self.dag.pre_return.get(&owner).copied().unwrap_or(-1),
             dag_status,
             failed: c.failed - not_yet_failed,
             futile: c.blocked - unrun,

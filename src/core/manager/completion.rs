@@ -255,7 +255,7 @@ impl Manager {
                 }
                 st.pre_running = false;
                 let owner = self.dag.node_of_entry(job).unwrap_or(job);
-                self.dag.pre_return[owner] = status;
+                self.dag.pre_return.insert(owner, status);
                 self.abort_on(job, status, out);
                 if status != 0 && self.dag.nodes.pre_skip[job] == Some(status) {
                     self.pre_skipped(job, out);

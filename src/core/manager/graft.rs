@@ -199,7 +199,6 @@ impl Manager {
         self.dag.rerun.resize(n, false);
         self.grid.pool.at_site.resize(n, false);
         self.dag.exited.resize(n, None);
-        self.dag.pre_return.resize(n, -1);
         self.records.jobs.resize(n, JobRecord::default());
         self.grid.room.grow(n);
         self.grid.pool.wms.grow(n);

@@ -31,9 +31,10 @@ pub(super) struct NodeLife {
     /// Per job: the non-zero status its program exited with on this attempt
     /// (it wrote no outputs; its POST script decides the node).
     pub(super) exited: Vec<Option<i32>>,
-    /// Per job: what its last PRE script exited with (DAGMan's
-    /// `$PRE_SCRIPT_RETURN`; -1 before any).
-    pub(super) pre_return: Vec<i32>,
+    /// What each job's last PRE script exited with (DAGMan's
+    /// `$PRE_SCRIPT_RETURN`; -1 before any, so only jobs whose PRE script
+    /// ran are kept).
+    pub(super) pre_return: rustc_hash::FxHashMap<JobId, i32>,
     /// Per job: running again to make a lost output anew (its children
     /// were released the first time).
     pub(super) rerun: Vec<bool>,
@@ -114,7 +115,7 @@ impl NodeLife {
             ordering,
             failures: vec![0; n],
             exited: vec![None; n],
-            pre_return: vec![-1; n],
+            pre_return: Default::default(),
             rerun: vec![false; n],
             ready,
             nodes: NodeSettings::none(n),
