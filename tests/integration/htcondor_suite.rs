@@ -615,10 +615,14 @@ fn emit_files(dir: &Path, driver: &str, entry: &Entry) -> Result<(), String> {
     if let Some(first) = entry.emit.first() {
         program += &format!("{first}();\n");
     }
-    if let [from, to] = &entry.emit_lines[..] {
-        let lines = perl_lines(driver, from, to).ok_or(format!("no lines {from}…{to}"))?;
-        program += &lines.join("\n");
-        program += "\n";
+    match &entry.emit_lines[..] {
+        [] => {}
+        [from, to] => {
+            let lines = perl_lines(driver, from, to).ok_or(format!("no lines {from}…{to}"))?;
+            program += &lines.join("\n");
+            program += "\n";
+        }
+        other => return Err(format!("emit_lines names {} lines, not 2", other.len())),
     }
     let out = std::process::Command::new("perl")
         .args(["-e", &program])
@@ -717,10 +721,9 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
         ));
     }
     let flags = flags(&entry.args)?;
-    let _server = match &entry.server {
-        Some(server) => Some(SocketServer::start(dir.path(), server)?),
-        None => None,
-    };
+    let _server = (entry.server.as_ref())
+        .map(|server| SocketServer::start(dir.path(), server))
+        .transpose()?;
     let tb = testbed(dir.path(), entry);
     let json = dir.path().join("gridbed-run.json");
     let db = dir.path().join("gridbed-run.db");
