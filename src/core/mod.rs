@@ -51,7 +51,8 @@ internal!(
 
 pub use dag::{DagError, File, FileId, Job, JobId, JobSpec, Workflow};
 pub use manager::{
-    DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy, SavePoint, SubDagRun,
+    DagAbort, JobState, Manager, ManagerSettings, Registration, ReplicaPolicy, SavePoint,
+    SubDagRun, SubDagSpan,
 };
 pub use rls::Rls;
 

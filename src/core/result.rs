@@ -36,6 +36,8 @@ pub struct RunResult {
     pub dag_stop: Option<super::DagAbort>,
     /// Each failed run of a sub-DAG, in order (for its rescue DAG).
     pub subdag_runs_failed: Vec<super::SubDagRun>,
+    /// Each run of a sub-DAG's DAGMan, in the order they started.
+    pub subdag_spans: Vec<super::SubDagSpan>,
     /// The save points written as their nodes started, in order.
     pub save_points: Vec<super::SavePoint>,
     /// Nominal makespan (last job end).
@@ -90,6 +92,7 @@ impl RunResult {
         let dag_exit = manager.dag_exit();
         let makespan = manager.records().makespan();
         let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
+        let subdag_spans = manager.subdag_spans().to_vec();
         let save_points = manager.save_points().to_vec();
         let workflow = manager.workflow().clone();
         let (records, rls) = manager.into_records_and_rls();
@@ -102,6 +105,7 @@ impl RunResult {
             dag_exit,
             dag_stop,
             subdag_runs_failed,
+            subdag_spans,
             save_points,
             makespan,
             rls,

@@ -61,7 +61,7 @@ mod replicas;
 mod transfers;
 use transfers::{Flight, FlightKind};
 pub use release::SavePoint;
-pub use subdag::SubDagRun;
+pub use subdag::{SubDagRun, SubDagSpan};
 #[cfg(test)]
 mod tests;
 
@@ -801,6 +801,11 @@ impl Manager {
     /// Each failed run of a sub-DAG, in order, for its rescue DAG.
     pub fn subdag_runs_failed(&self) -> &[SubDagRun] {
         &self.dag.subdags.runs_failed
+    }
+
+    /// Each run of a sub-DAG's DAGMan, in the order they started.
+    pub fn subdag_spans(&self) -> &[SubDagSpan] {
+        &self.dag.subdags.spans
     }
 
     /// The save points the run's nodes wrote as they started, in order.

@@ -359,7 +359,7 @@ impl Manager {
             }
             // A sub-DAG node's "job" is its DAG, over by now.
             self.dag.subdag_left_queue(job);
-            match self.dag.subdag_exit(job) {
+            match self.dag.subdag_exit(job, self.now) {
                 Some(status) => self.subdag_failed(job, st.site, status, out),
                 None => self.job_succeeded(job, st.site, out),
             }

@@ -34,6 +34,8 @@ pub(super) struct SubDags {
     holding: usize,
     /// Each failed run of a sub-DAG, in order.
     pub runs_failed: Vec<SubDagRun>,
+    /// Each run of a sub-DAG's DAGMan, in the order they started.
+    pub spans: Vec<SubDagSpan>,
     /// For each node of a sub-DAG with a FINAL or SERVICE node (those
     /// aside): those sub-DAGs (inline: they are nested, rarely more than
     /// two deep, and copied on every transition of the node).
@@ -55,6 +57,23 @@ pub struct SubDagRun {
     pub done: Vec<JobId>,
     /// Its nodes that had failed for good.
     pub failed: Vec<JobId>,
+}
+
+/// A run of a sub-DAG's DAGMan, as the DAGMan above sees its job: from
+/// its submission (its node's PRE script done) to its end.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SubDagSpan {
+    /// The sub-DAG: its index in [`NodeSettings::subdags`].
+    pub subdag: usize,
+    /// When its DAGMan job was submitted.
+    pub started: Time,
+    /// When it ended (none: the run was stopped before, its DAGMan
+    /// removed with the DAG above).
+    pub ended: Option<Time>,
+    /// Its DAGMan's exit value, once ended.
+    pub exit: Option<i32>,
+    /// An `ABORT-DAG-ON` of its own stopped it.
+    pub aborted: bool,
 }
 
 impl SubDags {
@@ -163,6 +182,17 @@ impl SubDags {
         self.failed[k] = true;
     }
 
+    /// The sub-DAG of `node` ended at `now`, its DAGMan exiting `exit`.
+    fn run_ended(&mut self, node: JobId, now: Time, exit: i32) {
+        let Some(k) = self.of_node(node) else {
+            return;
+        };
+        let aborted = self.aborted[k].is_some();
+        if let Some(s) = (self.spans.iter_mut().rev()).find(|s| s.subdag == k && s.ended.is_none()) {
+            (s.ended, s.exit, s.aborted) = (Some(now), Some(exit), aborted);
+        }
+    }
+
     /// The sub-DAG whose node `job` is.
     pub(super) fn of_node(&self, job: JobId) -> Option<usize> {
         if self.of_node.is_empty() {
@@ -250,6 +280,13 @@ impl Manager {
     /// sub-DAG's new run that waited for it may start.
     pub(super) fn open_gate(&mut self, job: JobId) {
         if let Some(k) = self.dag.subdags.of_entry(job) {
+            // Its DAGMan job is submitted, unless a PRE_SKIP made the node
+            // done without it.
+            if self.dag.state[self.dag.nodes.subdags[k].node] != JobState::Done {
+                let started = self.now;
+                let span = SubDagSpan { subdag: k, started, ended: None, exit: None, aborted: false };
+                self.dag.subdags.spans.push(span);
+            }
             for m in std::mem::take(&mut self.dag.subdags.gate[k]) {
                 self.release_child(m);
             }
@@ -522,7 +559,15 @@ impl NodeLife {
 
     /// The sub-DAG node `job`, released once its DAG is over, "ran" at
     /// `site`: its DAG's exit value when that is a failure, else `None`.
-    pub(super) fn subdag_exit(&mut self, job: JobId) -> Option<i32> {
+    pub(super) fn subdag_exit(&mut self, job: JobId, now: Time) -> Option<i32> {
+        let exit = self.subdag_failure(job);
+        self.subdags.run_ended(job, now, exit.unwrap_or(0));
+        exit
+    }
+
+    /// The failure value of sub-DAG node `job`'s DAG (see `subdag_exit`),
+    /// its failed run recorded.
+    fn subdag_failure(&mut self, job: JobId) -> Option<i32> {
         let k = self.subdags.of_node(job)?;
         // With a FINAL node, its outcome is the sub-DAG's.
         let failed = match self.nodes.subdags[k].final_node {
