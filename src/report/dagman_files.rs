@@ -13,9 +13,9 @@
 //!   attribute its `+job_tag_name` names), `-` when it sets none, as DAGMan
 //!   reads it; the condor id a cluster number per submission, in the order
 //!   of submission; the sequence number DAGMan's counter of node attempts.
-//!   The `DAGMAN_STARTED` and `DAGMAN_FINISHED` lines frame it. It has the
-//!   events of the sub-DAGs' nodes too (DAGMan's sub-DAG would write its
-//!   own, if its file asked).
+//!   The `DAGMAN_STARTED` and `DAGMAN_FINISHED` lines frame each run of
+//!   its DAGMan. A `SUBDAG EXTERNAL` node is one job there (its DAGMan's);
+//!   its nodes are in its own DAGMan's log.
 //! * `NODE_STATUS_FILE file`: the New-ClassAd status file as DAGMan writes
 //!   it at the DAG's end: `DagStatus` with its counts in DAGMan's order and
 //!   comments, one `NodeStatus` per node of the DAG's own (a sub-DAG being
@@ -29,6 +29,8 @@
 //!   the save files of `SAVE_POINT_FILE` nodes, in DAGMan's rescue format
 //!   (`workflow::formats::dagman::rescue`).
 //!
+//! Each DAGMan of the run writes its own, as its `.dag` asks: the top
+//! DAG's and each sub-DAG's (`Instance`), about its own nodes.
 //! [`write_at_start`] and [`write_at_end`] write them all: a library caller
 //! that runs a `.dag` gets what `gridbed run` writes.
 //!
@@ -133,21 +135,39 @@ fn classad_string(s: &str) -> String {
     out
 }
 
-/// The HTCondor cluster number of each submitted attempt `(job, attempt)`:
-/// 1, 2, … in the order the attempts were submitted, as a schedd numbers
-/// its clusters.
-fn clusters(run: &RunResult) -> HashMap<(JobId, usize), u64> {
-    let mut submitted: Vec<(f64, JobId, usize)> = Vec::new();
+/// Something a schedd gave a cluster: a node's job attempt `(job,
+/// attempt)`, or a sub-DAG's DAGMan job (the index of its run in
+/// [`RunResult::subdag_spans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Submission {
+    /// A sub-DAG's DAGMan, submitted as its node's PRE script ended.
+    Dagman(usize),
+    /// A node's job.
+    Job(JobId, usize),
+}
+
+/// The HTCondor cluster number of each submission: 1, 2, … in the order
+/// they were submitted, as a schedd numbers its clusters (one schedd for
+/// every DAGMan of the run). Submissions of one instant of the emulated
+/// clock go in the order they started (a site's queue takes its jobs first
+/// come, first served; a sub-DAG's DAGMan starts as it is submitted,
+/// before the jobs it submits).
+fn clusters(run: &RunResult) -> HashMap<Submission, u64> {
+    let mut submitted: Vec<(f64, f64, Submission)> = Vec::new();
     for (j, r) in run.records.jobs.iter().enumerate() {
         for (k, a) in r.attempts.iter().enumerate() {
             if let Some(t) = a.submitted {
-                submitted.push((t, j, k));
+                let started = a.started.unwrap_or(f64::INFINITY);
+                submitted.push((t, started, Submission::Job(j, k)));
             }
         }
     }
-    submitted.sort_by(|a, b| a.0.total_cmp(&b.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    for (i, s) in run.subdag_spans.iter().enumerate() {
+        submitted.push((s.started, s.started, Submission::Dagman(i)));
+    }
+    submitted.sort_by(|a, b| (a.0.total_cmp(&b.0)).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
     (submitted.into_iter().enumerate())
-        .map(|(n, (_, j, k))| ((j, k), n as u64 + 1))
+        .map(|(n, (_, _, s))| (s, n as u64 + 1))
         .collect()
 }
 
@@ -195,122 +215,691 @@ fn job_tag(dag_dir: &Path, node: &NodeInfo) -> String {
     submit_value(&text, name).map_or("-".into(), |v| unquoted(&v).to_string())
 }
 
-/// The run's jobstate.log.
-pub fn jobstate_log(scenario: &Scenario, run: &RunResult, epoch: SystemTime) -> String {
-    let wf = &scenario.workflow;
-    let dag_dir = (scenario.source.as_ref())
-        .and_then(|s| s.path.parent())
-        .unwrap_or(Path::new("."));
-    let info = scenario.source.as_ref().and_then(|s| s.dagman.as_ref());
-    let tags: HashMap<&str, String> = (info.map(|i| i.nodes.as_slice()).unwrap_or_default())
-        .iter()
-        .map(|n| (n.name.as_str(), job_tag(dag_dir, n)))
-        .collect();
-    let cluster = clusters(run);
-    // (time, order of the event within its attempt, job, attempt, text).
-    let mut events: Vec<(f64, usize, usize, usize, String)> = Vec::new();
-    for (j, r) in run.records.jobs.iter().enumerate() {
-        for (k, a) in r.attempts.iter().enumerate() {
-            let mut ev = |t: f64, text: String| {
-                let order = events.len();
-                events.push((t, order, j, k, text));
-            };
-            let id = cluster
-                .get(&(j, k))
-                .map_or("-".to_string(), |c| format!("{c}.0"));
-            let mut pre_failed = false;
-            for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Pre) {
-                ev(s.start, "PRE_SCRIPT_STARTED -".into());
-                if let (Some(end), Some(st)) = (s.end, s.status) {
-                    pre_failed |= st != 0;
-                    let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
-                    ev(end, format!("PRE_SCRIPT_{what} -"));
-                }
+/// One DAGMan of the run, the top DAG's or a sub-DAG's: each writes its
+/// own files about its own nodes, as each DAGMan process (HTCondor's `Dag`
+/// object) does; a sub-DAG is one node of the DAGMan above it.
+struct Instance<'a> {
+    /// Its `.dag`'s folder.
+    dir: PathBuf,
+    /// Its `.dag`'s file name.
+    file: String,
+    /// What its nodes' names start with in the run's DAG (`S+` for
+    /// sub-DAG `S`; nothing for the top DAG).
+    prefix: String,
+    /// Its `JOBSTATE_LOG`.
+    jobstate_log: Option<&'a str>,
+    /// Its `NODE_STATUS_FILE`.
+    node_status_file: Option<&'a str>,
+    /// Its `DOT`.
+    dot: Option<&'a DotFile>,
+    /// Its own nodes in the DAG's order, SERVICE nodes included: not
+    /// those of its sub-DAGs, nor the no-ops of their PRE scripts.
+    nodes: Vec<JobId>,
+    /// Its DAGMan's runs, in order (the top DAG's: one).
+    runs: Vec<DagRun>,
+}
+
+/// One run of a DAGMan, from its start to its exit.
+struct DagRun {
+    start: f64,
+    end: f64,
+    exit: i32,
+    /// Its DAGMan job's HTCondor id.
+    id: String,
+    /// The DAG's state at its end, and DAGMan's note on it.
+    status: (State, &'static str),
+}
+
+/// The DAG a run's DAGMans run, as their files name it.
+struct Dag<'a> {
+    scenario: &'a Scenario,
+    info: &'a DagmanInfo,
+    /// The top DAG's folder, where DAGMan runs.
+    top_dir: &'a Path,
+    node_info: HashMap<&'a str, &'a NodeInfo>,
+    index: HashMap<&'a str, JobId>,
+    /// The sub-DAG of each `SUBDAG EXTERNAL` node.
+    subdag_of: HashMap<JobId, usize>,
+}
+
+impl<'a> Dag<'a> {
+    fn new(scenario: &'a Scenario) -> Option<Self> {
+        let src = scenario.source.as_ref()?;
+        let info = src.dagman.as_ref()?;
+        let index: HashMap<&str, JobId> = (scenario.workflow.jobs.iter().enumerate())
+            .map(|(j, job)| (job.name.as_str(), j))
+            .collect();
+        let subdag_of = (info.subdags.iter().enumerate())
+            .filter_map(|(k, d)| Some((*index.get(d.node.as_str())?, k)))
+            .collect();
+        Some(Dag {
+            scenario,
+            info,
+            top_dir: src.path.parent().unwrap_or(Path::new(".")),
+            node_info: info.nodes.iter().map(|n| (n.name.as_str(), n)).collect(),
+            index,
+            subdag_of,
+        })
+    }
+
+    /// The nodes of `scope` (every job, or a sub-DAG's members) that are
+    /// its DAGMan's own: of no sub-DAG nested in it, and no PRE script's
+    /// no-op of one.
+    fn own_of(&self, scope: Option<&[String]>) -> Vec<JobId> {
+        let inner: std::collections::HashSet<&str> = (self.info.subdags.iter())
+            .filter(|d| scope.is_none_or(|s| s.contains(&d.node)))
+            .flat_map(|d| d.members.iter().chain(std::iter::once(&d.entry)))
+            .map(String::as_str)
+            .collect();
+        let wf = &self.scenario.workflow;
+        let within = |name: &str| scope.is_none_or(|s| s.iter().any(|m| m == name));
+        (0..wf.jobs.len())
+            .filter(|&j| {
+                let name = wf.jobs[j].name.as_str();
+                within(name) && !inner.contains(name)
+            })
+            .collect()
+    }
+
+    /// The top DAG's DAGMan, its runs `runs`.
+    fn top(&self, runs: Vec<DagRun>) -> Instance<'a> {
+        let info = self.info;
+        let src = self.scenario.source.as_ref();
+        Instance {
+            dir: self.top_dir.to_path_buf(),
+            file: (src.and_then(|s| s.path.file_name()))
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            prefix: String::new(),
+            jobstate_log: info.jobstate_log.as_deref(),
+            node_status_file: info.node_status_file.as_deref(),
+            dot: info.dot.as_ref(),
+            nodes: self.own_of(None),
+            runs,
+        }
+    }
+
+    /// `job`'s name in its DAGMan.
+    fn local<'b>(&'b self, inst: &Instance, job: JobId) -> &'b str {
+        let name = self.scenario.workflow.jobs[job].name.as_str();
+        name.strip_prefix(inst.prefix.as_str()).unwrap_or(name)
+    }
+
+    /// Whether `job` is a SERVICE node (which DAGMan keeps apart).
+    fn is_service(&self, job: JobId) -> bool {
+        let name = self.scenario.workflow.jobs[job].name.as_str();
+        self.node_info.get(name).is_some_and(|n| n.is_service)
+    }
+
+    /// `inst`'s own nodes but its SERVICE nodes.
+    fn drawn(&self, inst: &Instance) -> Vec<JobId> {
+        (inst.nodes.iter().copied())
+            .filter(|&j| !self.is_service(j))
+            .collect()
+    }
+
+    /// `job`'s parents in its DAG: a sub-DAG node's are its entry's.
+    fn parents(&self, job: JobId) -> &'a [JobId] {
+        let wf: &'a crate::core::Workflow = &self.scenario.workflow;
+        let from = (self.subdag_of.get(&job))
+            .and_then(|&k| self.index.get(self.info.subdags[k].entry.as_str()))
+            .map_or(job, |&e| e);
+        &wf.jobs[from].parents
+    }
+}
+
+/// A run's DAG and what its DAGMans' files are written from.
+struct Ctx<'a> {
+    dag: Dag<'a>,
+    run: &'a RunResult,
+    cluster: HashMap<Submission, u64>,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(scenario: &'a Scenario, run: &'a RunResult) -> Option<Self> {
+        Some(Ctx {
+            dag: Dag::new(scenario)?,
+            run,
+            cluster: clusters(run),
+        })
+    }
+
+    /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran.
+    fn instances(&self) -> Vec<Instance<'a>> {
+        let (run, dag) = (self.run, &self.dag);
+        let ends = end_states(run);
+        let own = dag.own_of(None);
+        let status = match (run.succeeded, run.dag_stop) {
+            (true, _) => (State::Done, "success"),
+            (false, Some(s)) if s.node.is_some() => (State::Error, "aborted"),
+            (false, Some(_)) => (State::Error, "removed"),
+            // Nothing failed, yet not all ran: a cycle (`Dag::DoneCycle`).
+            (false, None) if !own.iter().any(|&j| ends[j] == State::Error) => {
+                (State::Error, "cycle")
             }
-            if let Some(t) = a.submitted {
-                ev(t, format!("SUBMIT {id}"));
-            } else if matches!(a.outcome, Outcome::StagingFailed(_))
-                && !pre_failed
-                && let Some(t) = a.ended
-            {
-                ev(t, "SUBMIT_FAILURE -".into());
-            }
-            if let Some(t) = a.started {
-                ev(t, format!("EXECUTE {id}"));
-            }
-            if let Some(t) = a.finished {
-                match a.exit {
-                    Some(status) => {
-                        ev(t, format!("JOB_TERMINATED {id}"));
-                        let what = if status == 0 { "SUCCESS" } else { "FAILURE" };
-                        ev(t, format!("JOB_{what} {status}"));
+            (false, None) => (State::Error, "failed"),
+        };
+        let mut all = vec![dag.top(vec![DagRun {
+            start: 0.0,
+            end: run.makespan,
+            exit: run.dag_exit,
+            // gridbed's own run of the top DAG has no schedd id.
+            id: "0.0".into(),
+            status,
+        }])];
+        for (k, d) in dag.info.subdags.iter().enumerate() {
+            let runs: Vec<DagRun> = (run.subdag_spans.iter().enumerate())
+                .filter(|(_, s)| s.subdag == k)
+                .map(|(i, s)| {
+                    let exit = s.exit.unwrap_or(2);
+                    let status = match s.ended {
+                        _ if exit == 0 => (State::Done, "success"),
+                        _ if s.aborted => (State::Error, "aborted"),
+                        None => (State::Error, "removed"),
+                        Some(_) => (State::Error, "failed"),
+                    };
+                    DagRun {
+                        start: s.started,
+                        end: s.ended.unwrap_or(run.makespan),
+                        exit,
+                        id: self.id(Submission::Dagman(i)),
+                        status,
                     }
-                    None => {
-                        ev(t, format!("JOB_ABORTED {id}"));
-                        ev(t, "JOB_FAILURE -1002".into());
-                    }
-                }
-            } else if (a.outcome == Outcome::Killed
-                || matches!(a.outcome, Outcome::Removed(_)) && a.submitted.is_some())
-                && let Some(t) = a.ended
-            {
-                ev(t, format!("JOB_ABORTED {id}"));
-                ev(t, "JOB_FAILURE -1002".into());
+                })
+                .collect();
+            if runs.is_empty() {
+                continue;
             }
-            for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Post) {
-                ev(s.start, format!("POST_SCRIPT_STARTED {id}"));
-                if let (Some(end), Some(st)) = (s.end, s.status) {
-                    ev(end, format!("POST_SCRIPT_TERMINATED {id}"));
-                    let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
-                    ev(end, format!("POST_SCRIPT_{what} {id}"));
+            all.push(Instance {
+                dir: (d.file.parent()).unwrap_or(Path::new(".")).to_path_buf(),
+                file: (d.file.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                prefix: format!("{}+", d.node),
+                jobstate_log: d.jobstate_log.as_deref(),
+                node_status_file: d.node_status_file.as_deref(),
+                dot: d.dot.as_ref(),
+                nodes: dag.own_of(Some(&d.members)),
+                runs,
+            });
+        }
+        all
+    }
+
+    /// The HTCondor id of submission `s` (`-` when it has none).
+    fn id(&self, s: Submission) -> String {
+        self.cluster.get(&s).map_or("-".into(), |c| format!("{c}.0"))
+    }
+}
+
+/// A node's jobstate-log events: `(time, attempt, attempt's start, text)`,
+/// in the order DAGMan sees them within each attempt.
+type NodeEvents = Vec<(f64, usize, f64, String)>;
+
+/// The jobstate-log events of a node that runs a job.
+fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
+    let mut events = NodeEvents::new();
+    for (k, a) in cx.run.records.jobs[j].attempts.iter().enumerate() {
+        let mut ev = |t: f64, text: String| events.push((t, k, a.prescript, text));
+        let id = cx.id(Submission::Job(j, k));
+        let pre_failed = pre_events(a, &mut ev);
+        if let Some(t) = a.submitted {
+            ev(t, format!("SUBMIT {id}"));
+        } else if matches!(a.outcome, Outcome::StagingFailed(_))
+            && !pre_failed
+            && let Some(t) = a.ended
+        {
+            ev(t, "SUBMIT_FAILURE -".into());
+        }
+        if let Some(t) = a.started {
+            ev(t, format!("EXECUTE {id}"));
+        }
+        if let Some(t) = a.finished {
+            match a.exit {
+                Some(status) => {
+                    ev(t, format!("JOB_TERMINATED {id}"));
+                    let what = if status == 0 { "SUCCESS" } else { "FAILURE" };
+                    ev(t, format!("JOB_{what} {status}"));
                 }
+                None => {
+                    ev(t, format!("JOB_ABORTED {id}"));
+                    ev(t, "JOB_FAILURE -1002".into());
+                }
+            }
+        } else if (a.outcome == Outcome::Killed
+            || matches!(a.outcome, Outcome::Removed(_)) && a.submitted.is_some())
+            && let Some(t) = a.ended
+        {
+            ev(t, format!("JOB_ABORTED {id}"));
+            ev(t, "JOB_FAILURE -1002".into());
+        }
+        post_events(a, &id, &mut ev);
+    }
+    events
+}
+
+/// An attempt's PRE script events; returns whether it failed.
+fn pre_events(a: &Attempt, ev: &mut impl FnMut(f64, String)) -> bool {
+    let mut failed = false;
+    for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Pre) {
+        ev(s.start, "PRE_SCRIPT_STARTED -".into());
+        if let (Some(end), Some(st)) = (s.end, s.status) {
+            failed |= st != 0;
+            let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
+            ev(end, format!("PRE_SCRIPT_{what} -"));
+        }
+    }
+    failed
+}
+
+/// An attempt's POST script events, its job's HTCondor id `id`.
+fn post_events(a: &Attempt, id: &str, ev: &mut impl FnMut(f64, String)) {
+    for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Post) {
+        ev(s.start, format!("POST_SCRIPT_STARTED {id}"));
+        if let (Some(end), Some(st)) = (s.end, s.status) {
+            ev(end, format!("POST_SCRIPT_TERMINATED {id}"));
+            let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
+            ev(end, format!("POST_SCRIPT_{what} {id}"));
+        }
+    }
+}
+
+/// The jobstate-log events of the `SUBDAG EXTERNAL` node `node` (of
+/// sub-DAG `k`) as the DAGMan above writes them: one job, its sub-DAG's
+/// DAGMan, submitted and executing as its PRE script ends, terminated
+/// with its DAGMan's exit. Each attempt's PRE script is its entry no-op's
+/// attempt's; each attempt whose PRE script went well runs the sub-DAG
+/// once; each run that ended is one attempt of the node's own no-op, with
+/// its POST script.
+fn subdag_node_events(cx: &Ctx, node: JobId, k: usize) -> NodeEvents {
+    let dag = &cx.dag;
+    let Some(&entry) = dag.index.get(dag.info.subdags[k].entry.as_str()) else {
+        return NodeEvents::new();
+    };
+    let jobs = &cx.run.records.jobs;
+    let mut spans = (cx.run.subdag_spans.iter().enumerate()).filter(|(_, s)| s.subdag == k);
+    let mut ended = jobs[node].attempts.iter();
+    let mut events = NodeEvents::new();
+    for (n, a) in jobs[entry].attempts.iter().enumerate() {
+        let mut ev = |t: f64, text: String| events.push((t, n, a.prescript, text));
+        pre_events(a, &mut ev);
+        if a.outcome != Outcome::Ended {
+            continue;
+        }
+        let Some((i, s)) = spans.next() else {
+            continue; // PRE_SKIP: no run
+        };
+        let id = cx.id(Submission::Dagman(i));
+        ev(s.started, format!("SUBMIT {id}"));
+        ev(s.started, format!("EXECUTE {id}"));
+        match (s.ended, s.exit) {
+            (Some(t), Some(exit)) => {
+                ev(t, format!("JOB_TERMINATED {id}"));
+                let what = if exit == 0 { "SUCCESS" } else { "FAILURE" };
+                ev(t, format!("JOB_{what} {exit}"));
+                if let Some(own) = ended.next() {
+                    post_events(own, &id, &mut ev);
+                }
+            }
+            // Removed with the DAG above.
+            _ => {
+                ev(cx.run.makespan, format!("JOB_ABORTED {id}"));
+                ev(cx.run.makespan, "JOB_FAILURE -1002".into());
             }
         }
     }
-    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    events
+}
+
+/// `inst`'s jobstate log: for each run of its DAGMan, `DAGMAN_STARTED`,
+/// its own nodes' events of that run in time order, `DAGMAN_FINISHED`
+/// (DAGMan appends each run's to the file).
+fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
+    // (run, time, order, job, attempt, text)
+    let mut events: Vec<(usize, f64, usize, JobId, usize, String)> = Vec::new();
+    for &j in &inst.nodes {
+        let evs = match cx.dag.subdag_of.get(&j) {
+            Some(&k) => subdag_node_events(cx, j, k),
+            None => job_events(cx, j),
+        };
+        for (t, k, start, text) in evs {
+            // The run of the attempt: the last one started by its start.
+            let r = (inst.runs.iter()).rposition(|r| r.start <= start).unwrap_or(0);
+            events.push((r, t, events.len(), j, k, text));
+        }
+    }
+    events.sort_by(|a, b| (a.0.cmp(&b.0)).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let tag_of: HashMap<JobId, String> = (inst.nodes.iter())
+        .map(|&j| {
+            let name = cx.dag.scenario.workflow.jobs[j].name.as_str();
+            let tag = cx.dag.node_info.get(name).map_or("-".into(), |n| job_tag(cx.dag.top_dir, n));
+            (j, tag)
+        })
+        .collect();
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} INTERNAL *** DAGMAN_STARTED 0.0 ***",
-        seconds(epoch, 0.0)
-    );
-    // DAGMan numbers node attempts as they first appear in the log.
-    let mut seq = HashMap::new();
-    for (t, _, j, k, text) in &events {
-        let next = seq.len() + 1;
-        let n = *seq.entry((*j, *k)).or_insert(next);
-        let name = wf.jobs[*j].name.as_str();
-        let tag = tags.get(name).map_or("-", String::as_str);
-        let _ = writeln!(out, "{} {name} {text} {tag} - {n}", seconds(epoch, *t));
+    let mut events = events.into_iter().peekable();
+    for (r, run) in inst.runs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{} INTERNAL *** DAGMAN_STARTED {} ***",
+            seconds(epoch, run.start),
+            run.id
+        );
+        // Each DAGMan numbers its node attempts as they first appear.
+        let mut seq = HashMap::new();
+        while let Some((_, t, _, j, k, text)) = events.next_if(|e| e.0 == r) {
+            let next = seq.len() + 1;
+            let n = *seq.entry((j, k)).or_insert(next);
+            let tag = tag_of.get(&j).map_or("-", String::as_str);
+            let name = cx.dag.local(inst, j);
+            let _ = writeln!(out, "{} {name} {text} {tag} - {n}", seconds(epoch, t));
+        }
+        let _ = writeln!(
+            out,
+            "{} INTERNAL *** DAGMAN_FINISHED {} ***",
+            seconds(epoch, run.end),
+            run.exit
+        );
+    }
+    out
+}
+
+/// `inst`'s node status file at the end of its last run, as DAGMan's
+/// `Dag::DumpNodeStatus` writes it: its own nodes (a sub-DAG is one node;
+/// SERVICE nodes are kept apart).
+fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
+    let (wf, run) = (&cx.dag.scenario.workflow, cx.run);
+    let all = end_states(run);
+    let own = cx.dag.drawn(inst);
+    let has_final = own.iter().any(|&j| {
+        let name = wf.jobs[j].name.as_str();
+        cx.dag.node_info.get(name).is_some_and(|n| n.is_final)
+    });
+    let last = inst.runs.last().expect("a DAGMan that ran");
+    let now = seconds(epoch, last.end);
+    let states: Vec<State> = own.iter().map(|&j| all[j]).collect();
+    let count = |s: State| states.iter().filter(|&&x| x == s).count();
+    let (dag_status, note) = last.status;
+    let mut out = String::new();
+    let _ = writeln!(out, "[\n  Type = \"DagStatus\";");
+    let _ = writeln!(out, "  DagFiles = {{\n    {}\n  }};", classad_string(&inst.file));
+    let stamp = classad_string(&ctime(now));
+    let _ = writeln!(out, "  Timestamp = {now}; /* {stamp} */");
+    let note = classad_string(&format!("{} ({note})", dag_status.name()));
+    let _ = writeln!(out, "  DagStatus = {}; /* {note} */", dag_status as u8);
+    let _ = writeln!(out, "  NodesTotal = {};", states.len());
+    let _ = writeln!(out, "  NodesDone = {};", count(State::Done));
+    // The run is over: nothing in a PRE script, queued, in a POST script
+    // or ready.
+    for name in ["NodesPre", "NodesQueued", "NodesPost", "NodesReady"] {
+        let _ = writeln!(out, "  {name} = 0;");
+    }
+    let _ = writeln!(out, "  NodesUnready = {};", count(State::NotReady));
+    let _ = writeln!(out, "  NodesFutile = {};", count(State::Futile));
+    let _ = writeln!(out, "  NodesFailed = {};", count(State::Error));
+    let _ = writeln!(out, "  JobProcsHeld = 0;");
+    let _ = writeln!(out, "  JobProcsIdle = 0; /* includes held */\n]");
+    for (&j, &s) in own.iter().zip(&states) {
+        let (job, r) = (&wf.jobs[j], &run.records.jobs[j]);
+        let node = cx.dag.node_info.get(job.name.as_str());
+        let retry_max = node.map_or(0, |n| n.retry);
+        let last = r.attempts.len().checked_sub(1);
+        let details = match s {
+            State::Error => last.map_or_else(String::new, |k| {
+                let cluster = cx.cluster.get(&Submission::Job(j, k)).copied();
+                error_text(&r.attempts[k], cluster, (retry_max, k), has_final)
+            }),
+            State::Futile => "Had an ancestor node fail".into(),
+            State::Done if node.is_some_and(|n| n.done) => "User defined as DONE".into(),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "[\n  Type = \"NodeStatus\";\n  Node = {};\n  NodeStatus = {}; /* {} */\n  \
+             StatusDetails = {};\n  RetryCount = {};\n  JobProcsQueued = 0;\n  \
+             JobProcsHeld = 0;\n]",
+            classad_string(cx.dag.local(inst, j)),
+            s as u8,
+            classad_string(s.name()),
+            classad_string(&details),
+            r.attempts.len().saturating_sub(1)
+        );
     }
     let _ = writeln!(
         out,
-        "{} INTERNAL *** DAGMAN_FINISHED {} ***",
-        seconds(epoch, run.makespan),
-        run.dag_exit
+        "[\n  Type = \"StatusEnd\";\n  EndTime = {now}; /* {stamp} */\n  \
+         NextUpdate = 0; /* \"none\" */\n]"
     );
     out
 }
 
-/// The DAG's own nodes, as DAGMan keeps them in its `_nodes`: not those
-/// of its sub-DAGs (nor their entries), which are their own DAGMans', nor
-/// its SERVICE nodes, which it keeps apart.
-fn own_nodes(scenario: &Scenario) -> Vec<JobId> {
-    let wf = &scenario.workflow;
-    match dagman(scenario) {
-        Some(info) => {
-            let top: std::collections::HashSet<&str> =
-                info.top_level().map(|n| n.name.as_str()).collect();
-            (0..wf.jobs.len())
-                .filter(|&j| top.contains(wf.jobs[j].name.as_str()))
-                .collect()
+/// `inst`'s DAG for Graphviz as DAGMan's `Dag::DumpDotFile` draws it at
+/// `now`, each node in `states` (by job), shaped and labelled by its
+/// state; `header` (DOT's `INCLUDE`, read from `include`) goes first.
+fn dot(
+    dag: &Dag,
+    inst: &Instance,
+    states: &[State],
+    include: Option<(&str, &str)>,
+    now: u64,
+) -> String {
+    let mut out = String::from("digraph DAG {\n");
+    let _ = writeln!(out, "    label=\"DAGMan Job status at {}\";\n", ctime(now));
+    if let Some((file, header)) = include {
+        let _ = writeln!(out, "// Beginning of commands included from {file}.");
+        out.push_str(header);
+        if !header.is_empty() && !header.ends_with('\n') {
+            out.push('\n');
         }
-        None => (0..wf.jobs.len()).collect(),
+        let _ = writeln!(out, "// End of commands included from {file}.\n");
     }
+    let own = dag.drawn(inst);
+    for &j in &own {
+        let name = dag.local(inst, j);
+        let look = match states[j] {
+            State::Done => "shape=ellipse label=\"{} (Done)\" style=bold",
+            State::Error => "shape=box label=\"{} (E)\"",
+            _ => "shape=ellipse label=\"{} (I)\"",
+        };
+        let _ = writeln!(out, "    \"{name}\" [{}];", look.replace("{}", name));
+    }
+    out.push('\n');
+    // Each parent's children, in the order of the nodes.
+    let mut children: HashMap<JobId, Vec<JobId>> = HashMap::new();
+    for &j in &own {
+        for &p in dag.parents(j) {
+            children.entry(p).or_default().push(j);
+        }
+    }
+    for &p in &own {
+        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
+            let (p, c) = (dag.local(inst, p), dag.local(inst, c));
+            let _ = writeln!(out, "    \"{p}\" -> \"{c}\";");
+        }
+    }
+    out.push_str("}\n");
+    out
 }
 
-fn dagman(scenario: &Scenario) -> Option<&DagmanInfo> {
-    scenario.source.as_ref().and_then(|s| s.dagman.as_ref())
+/// Each own node of `inst`'s state at `t`, as its DAGMan starts a run
+/// then: those the DAG marks `DONE` (or its rescue does) or that ended
+/// well by then (in `run`, once there is one) are done; those whose
+/// parents in it are all done are ready; the others not yet.
+fn states_at(dag: &Dag, run: Option<&RunResult>, inst: &Instance, t: f64) -> Vec<State> {
+    let wf = &dag.scenario.workflow;
+    let done = |j: JobId| {
+        let name = wf.jobs[j].name.as_str();
+        let ended_well = |a: &Attempt| a.outcome == Outcome::Ended && a.ended.is_some_and(|e| e <= t);
+        dag.node_info.get(name).is_some_and(|n| n.done)
+            || run.is_some_and(|r| r.records.jobs[j].attempts.iter().any(ended_well))
+    };
+    let own: std::collections::HashSet<JobId> = inst.nodes.iter().copied().collect();
+    let mut states = vec![State::NotReady; wf.jobs.len()];
+    for &j in &inst.nodes {
+        states[j] = if done(j) {
+            State::Done
+        } else if dag.parents(j).iter().all(|&p| !own.contains(&p) || done(p)) {
+            State::Ready
+        } else {
+            State::NotReady
+        };
+    }
+    states
+}
+
+/// Draws `inst`'s DAG into its DOT file `d` (or, with `DONT-OVERWRITE`,
+/// the next `file.N`, as DAGMan's `Dag::ChooseDotFileName` numbers them).
+fn draw(
+    dag: &Dag,
+    inst: &Instance,
+    d: &DotFile,
+    states: &[State],
+    now: u64,
+) -> std::io::Result<PathBuf> {
+    let dir = &inst.dir;
+    let header = match &d.include {
+        Some(h) => Some((h.as_str(), std::fs::read_to_string(dir.join(h))?)),
+        None => None,
+    };
+    let include = header.as_ref().map(|(f, t)| (*f, t.as_str()));
+    let text = dot(dag, inst, states, include, now);
+    let path = if d.overwrite {
+        dir.join(&d.file)
+    } else {
+        (0..)
+            .map(|n| dir.join(format!("{}.{n}", d.file)))
+            .find(|p| !p.exists())
+            .unwrap_or_else(|| dir.join(&d.file))
+    };
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Writes what DAGMan writes as it starts, before any node runs: the DOT
+/// file the top `.dag` asks for. Returns the paths written.
+pub fn write_at_start(scenario: &Scenario, epoch: SystemTime) -> std::io::Result<Vec<PathBuf>> {
+    let Some(dag) = Dag::new(scenario) else {
+        return Ok(Vec::new());
+    };
+    let top = dag.top(Vec::new());
+    let Some(d) = top.dot else {
+        return Ok(Vec::new());
+    };
+    let states = states_at(&dag, None, &top, 0.0);
+    let path = draw(&dag, &top, d, &states, seconds(epoch, 0.0))?;
+    Ok(vec![path])
+}
+
+/// One of the files a `.dag` run writes beside its DAG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DagFile {
+    /// `JOBSTATE_LOG`.
+    JobstateLog,
+    /// `NODE_STATUS_FILE`.
+    NodeStatus,
+    /// `DOT` (at the end with `UPDATE`).
+    Dot,
+    /// A `SAVE_POINT_FILE` node's save file.
+    Save,
+    /// A rescue DAG: the DAG's own, or a failed sub-DAG run's.
+    Rescue,
+}
+
+/// Writes every file a `.dag` run writes as it ends, as its DAGMans do:
+/// the files each DAGMan's `.dag` asks for (`JOBSTATE_LOG`,
+/// `NODE_STATUS_FILE`, `DOT`: a sub-DAG's drawn as each of its runs
+/// starts, every DAG's again at its end when it says `UPDATE`), the save
+/// files of its `SAVE_POINT_FILE` nodes that started, and its rescue DAGs
+/// when they are due; each relative to its `.dag`'s folder. Returns each
+/// path with what it is. A run of no `.dag` writes nothing.
+pub fn write_at_end(
+    scenario: &Scenario,
+    run: &RunResult,
+    epoch: SystemTime,
+) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
+    let Some(cx) = Ctx::new(scenario, run) else {
+        return Ok(Vec::new());
+    };
+    let mut written = Vec::new();
+    let ends = end_states(run);
+    for (n, inst) in cx.instances().iter().enumerate() {
+        let mut put = |file: &str, text: String, kind: DagFile| -> std::io::Result<()> {
+            let path = inst.dir.join(file);
+            std::fs::write(&path, text)?;
+            written.push((path, kind));
+            Ok(())
+        };
+        if let Some(f) = inst.jobstate_log {
+            put(f, jobstate_log(&cx, inst, epoch), DagFile::JobstateLog)?;
+        }
+        if let Some(f) = inst.node_status_file {
+            put(f, node_status_file(&cx, inst, epoch), DagFile::NodeStatus)?;
+        }
+        let Some(d) = inst.dot else {
+            continue;
+        };
+        for (r, dag_run) in inst.runs.iter().enumerate() {
+            // The top DAG's start was drawn as it started.
+            if n > 0 {
+                let states = states_at(&cx.dag, Some(run), inst, dag_run.start);
+                let at = seconds(epoch, dag_run.start);
+                written.push((draw(&cx.dag, inst, d, &states, at)?, DagFile::Dot));
+            }
+            if d.update {
+                // Its last drawing is its end's; a run before the last ended
+                // with the states its nodes had then.
+                let states = match r + 1 == inst.runs.len() {
+                    true => ends.clone(),
+                    false => states_at(&cx.dag, Some(run), inst, dag_run.end),
+                };
+                let at = seconds(epoch, dag_run.end);
+                written.push((draw(&cx.dag, inst, d, &states, at)?, DagFile::Dot));
+            }
+        }
+    }
+    written.extend(rescue_and_save_files(&cx)?);
+    Ok(written)
+}
+
+/// The save files of the run's save points, and its rescue DAGs: each
+/// failed sub-DAG run's, and the DAG's own when it is due. DAGMan writes
+/// its rescue (`main_shutdown_rescue`, before FINAL runs) whenever the DAG
+/// is to exit non-zero at that point: one of its nodes failed or never ran
+/// (a cycle), or an ABORT-DAG-ON stopped it with a non-zero value; so even
+/// when FINAL then succeeds. `RETURN 0` writes none.
+fn rescue_and_save_files(cx: &Ctx) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
+    let Some(src) = cx.dag.scenario.source.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let (wf, run, info) = (&cx.dag.scenario.workflow, cx.run, cx.dag.info);
+    let failed: Vec<bool> = (run.records.jobs.iter())
+        .map(|j| j.failure.is_some())
+        .collect();
+    let end = rescue::RunEnd {
+        job_of: &cx.dag.index,
+        done: &run.done,
+        failed: &failed,
+        subdag_runs: &run.subdag_runs_failed,
+        children: &wf.children,
+    };
+    let mut written = Vec::new();
+    if !run.save_points.is_empty() {
+        let saved = rescue::write_save_points(&src.path, info, &end, &run.save_points)?;
+        written.extend(saved.into_iter().map(|p| (p, DagFile::Save)));
+    }
+    let corrupt = run.live.as_ref().map_or(0, |l| l.corrupt_at_end);
+    let complete = run.succeeded && corrupt == 0;
+    // The top DAG's own nodes: its sub-DAGs' are their DAGMans' business.
+    let all_done = || cx.dag.own_of(None).iter().all(|&j| run.done[j] || cx.dag.is_service(j));
+    let rescue_due = match run.dag_stop {
+        Some(a) => !complete || a.dag_return != 0,
+        None => !complete || !all_done(),
+    };
+    if rescue_due || !run.subdag_runs_failed.is_empty() {
+        let rescues = rescue::write_for_run(&src.path, info, &end, rescue_due)?;
+        written.extend(rescues.into_iter().map(|p| (p, DagFile::Rescue)));
+    }
+    Ok(written)
 }
 
 /// Why a node failed, in DAGMan's words (its `Node::error_text`, set in
@@ -376,329 +965,6 @@ fn error_text(
         let _ = write!(text, " (after {retries} node retries)");
     }
     text
-}
-
-/// The node status file at the end of the run, as DAGMan's
-/// `Dag::DumpNodeStatus` writes it: the DAG's own nodes (a sub-DAG is one
-/// node, its DAG's nodes are its own DAGMan's; SERVICE nodes are kept
-/// apart), written at `now`.
-pub fn node_status_file(
-    scenario: &Scenario,
-    run: &RunResult,
-    dag_file: &str,
-    now: u64,
-) -> String {
-    let all = end_states(run);
-    let wf = &scenario.workflow;
-    let own = own_nodes(scenario);
-    let info = dagman(scenario);
-    let node_info: HashMap<&str, &NodeInfo> = (info.map(|i| i.nodes.as_slice()))
-        .unwrap_or_default()
-        .iter()
-        .map(|n| (n.name.as_str(), n))
-        .collect();
-    let has_final = info.is_some_and(|i| i.top_level().any(|n| n.is_final));
-    let cluster = clusters(run);
-    let states: Vec<State> = own.iter().map(|&j| all[j]).collect();
-    let count = |s: State| states.iter().filter(|&&x| x == s).count();
-    // DAGMan's note on the DAG's status.
-    let (dag_status, note) = match (run.succeeded, run.dag_stop) {
-        (true, _) => (State::Done, "success"),
-        (false, Some(s)) if s.node.is_some() => (State::Error, "aborted"),
-        (false, Some(_)) => (State::Error, "removed"),
-        // Nothing failed, yet not all ran: a cycle (`Dag::DoneCycle`).
-        (false, None) if count(State::Error) == 0 => (State::Error, "cycle"),
-        (false, None) => (State::Error, "failed"),
-    };
-    let mut out = String::new();
-    let _ = writeln!(out, "[\n  Type = \"DagStatus\";");
-    let _ = writeln!(out, "  DagFiles = {{\n    {}\n  }};", classad_string(dag_file));
-    let stamp = classad_string(&ctime(now));
-    let _ = writeln!(out, "  Timestamp = {now}; /* {stamp} */");
-    let note = classad_string(&format!("{} ({note})", dag_status.name()));
-    let _ = writeln!(out, "  DagStatus = {}; /* {note} */", dag_status as u8);
-    let _ = writeln!(out, "  NodesTotal = {};", states.len());
-    let _ = writeln!(out, "  NodesDone = {};", count(State::Done));
-    // The run is over: nothing in a PRE script, queued, in a POST script
-    // or ready.
-    for name in ["NodesPre", "NodesQueued", "NodesPost", "NodesReady"] {
-        let _ = writeln!(out, "  {name} = 0;");
-    }
-    let _ = writeln!(out, "  NodesUnready = {};", count(State::NotReady));
-    let _ = writeln!(out, "  NodesFutile = {};", count(State::Futile));
-    let _ = writeln!(out, "  NodesFailed = {};", count(State::Error));
-    let _ = writeln!(out, "  JobProcsHeld = 0;");
-    let _ = writeln!(out, "  JobProcsIdle = 0; /* includes held */\n]");
-    for (&j, &s) in own.iter().zip(&states) {
-        let (job, r) = (&wf.jobs[j], &run.records.jobs[j]);
-        let node = node_info.get(job.name.as_str());
-        let retry_max = node.map_or(0, |n| n.retry);
-        let last = r.attempts.len().checked_sub(1);
-        let details = match s {
-            State::Error => last.map_or_else(String::new, |k| {
-                error_text(
-                    &r.attempts[k],
-                    cluster.get(&(j, k)).copied(),
-                    (retry_max, k),
-                    has_final,
-                )
-            }),
-            State::Futile => "Had an ancestor node fail".into(),
-            State::Done if node.is_some_and(|n| n.done) => "User defined as DONE".into(),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "[\n  Type = \"NodeStatus\";\n  Node = {};\n  NodeStatus = {}; /* {} */\n  \
-             StatusDetails = {};\n  RetryCount = {};\n  JobProcsQueued = 0;\n  \
-             JobProcsHeld = 0;\n]",
-            classad_string(&job.name),
-            s as u8,
-            classad_string(s.name()),
-            classad_string(&details),
-            r.attempts.len().saturating_sub(1)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "[\n  Type = \"StatusEnd\";\n  EndTime = {now}; /* {stamp} */\n  \
-         NextUpdate = 0; /* \"none\" */\n]"
-    );
-    out
-}
-
-/// The DAG for Graphviz as DAGMan's `Dag::DumpDotFile` draws it at `now`,
-/// each node in `states` (by job), shaped and labelled by its state;
-/// `header` (DOT's `INCLUDE`, read from `include`) goes first.
-fn dot(
-    scenario: &Scenario,
-    states: &[State],
-    include: Option<(&str, &str)>,
-    now: u64,
-) -> String {
-    let wf = &scenario.workflow;
-    let mut out = String::from("digraph DAG {\n");
-    let _ = writeln!(out, "    label=\"DAGMan Job status at {}\";\n", ctime(now));
-    if let Some((file, header)) = include {
-        let _ = writeln!(out, "// Beginning of commands included from {file}.");
-        out.push_str(header);
-        if !header.is_empty() && !header.ends_with('\n') {
-            out.push('\n');
-        }
-        let _ = writeln!(out, "// End of commands included from {file}.\n");
-    }
-    let own = own_nodes(scenario);
-    for &j in &own {
-        let name = wf.jobs[j].name.as_str();
-        let look = match states[j] {
-            State::Done => "shape=ellipse label=\"{} (Done)\" style=bold",
-            State::Error => "shape=box label=\"{} (E)\"",
-            _ => "shape=ellipse label=\"{} (I)\"",
-        };
-        let _ = writeln!(out, "    \"{name}\" [{}];", look.replace("{}", name));
-    }
-    out.push('\n');
-    // A sub-DAG node's parents in its DAG are its entry's.
-    let entry_of: HashMap<&str, &str> = (dagman(scenario))
-        .map(|info| {
-            (info.subdags.iter())
-                .map(|d| (d.node.as_str(), d.entry.as_str()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let index: HashMap<&str, JobId> = (wf.jobs.iter().enumerate())
-        .map(|(j, job)| (job.name.as_str(), j))
-        .collect();
-    // Each parent's children, in the order of the nodes.
-    let mut children: HashMap<JobId, Vec<JobId>> = HashMap::new();
-    for &j in &own {
-        let name = wf.jobs[j].name.as_str();
-        let from = (entry_of.get(name).and_then(|e| index.get(e))).map_or(j, |&e| e);
-        for &p in &wf.jobs[from].parents {
-            children.entry(p).or_default().push(j);
-        }
-    }
-    for &p in &own {
-        for &c in children.get(&p).map(Vec::as_slice).unwrap_or_default() {
-            let _ = writeln!(
-                out,
-                "    \"{}\" -> \"{}\";",
-                wf.jobs[p].name, wf.jobs[c].name
-            );
-        }
-    }
-    out.push_str("}\n");
-    out
-}
-
-/// Each node's state as the run starts: those the DAG marks `DONE` (or its
-/// rescue does) are done, the others not yet run.
-fn start_states(scenario: &Scenario) -> Vec<State> {
-    let done: std::collections::HashSet<&str> = (dagman(scenario))
-        .map(|i| i.nodes.iter().filter(|n| n.done).map(|n| n.name.as_str()).collect())
-        .unwrap_or_default();
-    (scenario.workflow.jobs.iter())
-        .map(|j| {
-            if done.contains(j.name.as_str()) {
-                State::Done
-            } else if j.parents.is_empty() {
-                State::Ready
-            } else {
-                State::NotReady
-            }
-        })
-        .collect()
-}
-
-/// The `.dag`'s folder, its file name and its DAGMan settings.
-fn dag_of(scenario: &Scenario) -> Option<(&Path, String, &DagmanInfo)> {
-    let src = scenario.source.as_ref()?;
-    let info = src.dagman.as_ref()?;
-    let dir = src.path.parent().unwrap_or(Path::new("."));
-    let file = (src.path.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Some((dir, file, info))
-}
-
-/// Draws the DAG into its DOT file (or, with `DONT-OVERWRITE`, the next
-/// `file.N`, as DAGMan's `Dag::ChooseDotFileName` numbers them).
-fn draw(
-    scenario: &Scenario,
-    dir: &Path,
-    d: &DotFile,
-    states: &[State],
-    now: u64,
-) -> std::io::Result<PathBuf> {
-    let header = match &d.include {
-        Some(h) => Some((h.as_str(), std::fs::read_to_string(dir.join(h))?)),
-        None => None,
-    };
-    let text = dot(
-        scenario,
-        states,
-        header.as_ref().map(|(f, t)| (*f, t.as_str())),
-        now,
-    );
-    let path = if d.overwrite {
-        dir.join(&d.file)
-    } else {
-        (0..)
-            .map(|n| dir.join(format!("{}.{n}", d.file)))
-            .find(|p| !p.exists())
-            .unwrap_or_else(|| dir.join(&d.file))
-    };
-    std::fs::write(&path, text)?;
-    Ok(path)
-}
-
-/// Writes what DAGMan writes as it starts, before any node runs: the DOT
-/// file its `.dag` asks for. Returns the paths written.
-pub fn write_at_start(scenario: &Scenario, epoch: SystemTime) -> std::io::Result<Vec<PathBuf>> {
-    let Some((dir, _, info)) = dag_of(scenario) else {
-        return Ok(Vec::new());
-    };
-    let Some(d) = &info.dot else {
-        return Ok(Vec::new());
-    };
-    let path = draw(scenario, dir, d, &start_states(scenario), seconds(epoch, 0.0))?;
-    Ok(vec![path])
-}
-
-/// One of the files a `.dag` run writes beside its DAG.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DagFile {
-    /// `JOBSTATE_LOG`.
-    JobstateLog,
-    /// `NODE_STATUS_FILE`.
-    NodeStatus,
-    /// `DOT` (at the end with `UPDATE`).
-    Dot,
-    /// A `SAVE_POINT_FILE` node's save file.
-    Save,
-    /// A rescue DAG: the DAG's own, or a failed sub-DAG run's.
-    Rescue,
-}
-
-/// Writes every file a `.dag` run writes as it ends, as DAGMan does:
-/// the files its `.dag` asks for (`JOBSTATE_LOG`, `NODE_STATUS_FILE`, and
-/// `DOT` when it says `UPDATE`), the save files of its `SAVE_POINT_FILE`
-/// nodes that started, and its rescue DAGs when they are due; relative to
-/// its folder. Returns each path with what it is. A run of no `.dag`
-/// writes nothing.
-pub fn write_at_end(
-    scenario: &Scenario,
-    run: &RunResult,
-    epoch: SystemTime,
-) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
-    let Some((dir, dag_file, info)) = dag_of(scenario) else {
-        return Ok(Vec::new());
-    };
-    let end = seconds(epoch, run.makespan);
-    let mut written = Vec::new();
-    let mut put = |file: &str, text: String, kind: DagFile| -> std::io::Result<()> {
-        let path = dir.join(file);
-        std::fs::write(&path, text)?;
-        written.push((path, kind));
-        Ok(())
-    };
-    if let Some(f) = &info.jobstate_log {
-        put(f, jobstate_log(scenario, run, epoch), DagFile::JobstateLog)?;
-    }
-    if let Some(f) = &info.node_status_file {
-        put(f, node_status_file(scenario, run, &dag_file, end), DagFile::NodeStatus)?;
-    }
-    if let Some(d) = info.dot.as_ref().filter(|d| d.update) {
-        written.push((draw(scenario, dir, d, &end_states(run), end)?, DagFile::Dot));
-    }
-    written.extend(rescue_and_save_files(scenario, run, info)?);
-    Ok(written)
-}
-
-/// The save files of the run's save points, and its rescue DAGs: each
-/// failed sub-DAG run's, and the DAG's own when it is due. DAGMan writes
-/// its rescue (`main_shutdown_rescue`, before FINAL runs) whenever the DAG
-/// is to exit non-zero at that point: a node failed or never ran (a
-/// cycle), or an ABORT-DAG-ON stopped it with a non-zero value; so even
-/// when FINAL then succeeds. `RETURN 0` writes none.
-fn rescue_and_save_files(
-    scenario: &Scenario,
-    run: &RunResult,
-    info: &DagmanInfo,
-) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
-    let Some(src) = scenario.source.as_ref() else {
-        return Ok(Vec::new());
-    };
-    let wf = &scenario.workflow;
-    let job_of: HashMap<&str, usize> = (wf.jobs.iter().enumerate())
-        .map(|(j, job)| (job.name.as_str(), j))
-        .collect();
-    let failed: Vec<bool> = (run.records.jobs.iter())
-        .map(|j| j.failure.is_some())
-        .collect();
-    let end = rescue::RunEnd {
-        job_of: &job_of,
-        done: &run.done,
-        failed: &failed,
-        subdag_runs: &run.subdag_runs_failed,
-        children: &wf.children,
-    };
-    let mut written = Vec::new();
-    if !run.save_points.is_empty() {
-        let saved = rescue::write_save_points(&src.path, info, &end, &run.save_points)?;
-        written.extend(saved.into_iter().map(|p| (p, DagFile::Save)));
-    }
-    let corrupt = run.live.as_ref().map_or(0, |l| l.corrupt_at_end);
-    let complete = run.succeeded && corrupt == 0;
-    let rescue_due = match run.dag_stop {
-        Some(a) => !complete || a.dag_return != 0,
-        None => !complete || run.done.iter().any(|&d| !d),
-    };
-    if rescue_due || !run.subdag_runs_failed.is_empty() {
-        let rescues = rescue::write_for_run(&src.path, info, &end, rescue_due)?;
-        written.extend(rescues.into_iter().map(|p| (p, DagFile::Rescue)));
-    }
-    Ok(written)
 }
 
 #[cfg(test)]

@@ -1665,7 +1665,8 @@ fn a_weak_edge_lets_its_child_run_after_a_failure_and_the_rescue_says_so() {
 /// never marks it DONE. Both engines.
 #[test]
 fn a_subdags_final_node_runs_last_and_decides_the_subdag() {
-    let inner = "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nFINAL F n.sub\n";
+    let inner = "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nFINAL F n.sub\n\
+                 JOBSTATE_LOG inner.log\n";
     let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nJOB T n.sub\n\
                PARENT A CHILD S\nPARENT S CHILD T\nJOBSTATE_LOG j.log\n";
     // (sidecar, RETRY of S, the DAG succeeds, runs of X, Y, F, T)
@@ -1701,23 +1702,30 @@ fn a_subdags_final_node_runs_last_and_decides_the_subdag() {
             std::fs::write(d.join("w.toml"), sidecar).unwrap();
             let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
             assert_eq!(code == Some(0), ok, "{engine} {sidecar}: {out}{err}");
+            // The sub-DAG's nodes are in its own DAGMan's log.
             let log = std::fs::read_to_string(d.join("j.log")).unwrap();
-            let n = |node: &str| log.matches(&format!(" {node} EXECUTE ")).count();
+            let inner_log = std::fs::read_to_string(d.join("inner.log")).unwrap();
+            let n = |log: &str, node: &str| log.matches(&format!(" {node} EXECUTE ")).count();
             assert_eq!(
-                [n("S+X"), n("S+Y"), n("S+F"), n("T")],
+                [
+                    n(&inner_log, "X"),
+                    n(&inner_log, "Y"),
+                    n(&inner_log, "F"),
+                    n(&log, "T")
+                ],
                 runs,
-                "{engine} {sidecar}: {log}"
+                "{engine} {sidecar}: {log}{inner_log}"
             );
             // F starts once X ended (the log's times are whole seconds).
             let at = |node: &str, what: &str| -> u64 {
-                let l = log
+                let l = inner_log
                     .lines()
                     .find(|l| l.contains(&format!(" {node} {what} ")));
                 l.and_then(|l| l.split(' ').next()?.parse().ok()).unwrap()
             };
             assert!(
-                at("S+F", "SUBMIT") >= at("S+X", "JOB_TERMINATED"),
-                "{engine}: {log}"
+                at("F", "SUBMIT") >= at("X", "JOB_TERMINATED"),
+                "{engine}: {inner_log}"
             );
             if !ok {
                 let rescue = std::fs::read_to_string(d.join("inner.dag.rescue001")).unwrap();
@@ -1742,7 +1750,7 @@ fn a_subdags_final_node_runs_last_and_decides_the_subdag() {
 fn each_dagman_submits_in_its_own_depth_first_order() {
     let top = "JOB A n.sub\nJOB B n.sub\nJOB C n.sub\nSUBDAG EXTERNAL S inner.dag\n\
                JOBSTATE_LOG j.log\n";
-    let inner = "JOB X n.sub\nJOB Y n.sub\nJOB Z n.sub\n";
+    let inner = "JOB X n.sub\nJOB Y n.sub\nJOB Z n.sub\nJOBSTATE_LOG inner.log\n";
     // (top DAG's CONFIG, sub-DAG's CONFIG, the testbed's, the order run)
     let cases = [
         (None, Some("True"), "", ["A", "B", "C", "S+Z", "S+Y", "S+X"]),
@@ -1781,14 +1789,18 @@ fn each_dagman_submits_in_its_own_depth_first_order() {
             std::fs::write(d.join("w.toml"), "").unwrap();
             let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
             assert_eq!(code, Some(0), "{engine}: {out}{err}");
-            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
-            let ran: Vec<&str> = log
-                .lines()
-                .filter_map(|l| l.split(' ').nth(1).filter(|_| l.contains(" EXECUTE ")))
+            // Each DAGMan logs its own nodes; one schedd numbers every
+            // job in the order submitted, which one slot runs them in (the
+            // sub-DAG's own DAGMan job is no job of the slot).
+            let (ran, logs) = crate::common::executions(d, &[("j.log", ""), ("inner.log", "S+")]);
+            let ran: Vec<&str> = ran
+                .iter()
+                .map(String::as_str)
+                .filter(|&n| n != "S")
                 .collect();
             assert_eq!(
                 ran, order,
-                "{engine} {top_cfg:?} {inner_cfg:?} {testbed}: {log}"
+                "{engine} {top_cfg:?} {inner_cfg:?} {testbed}: {logs}"
             );
         }
     }
@@ -1832,7 +1844,7 @@ fn a_subdag_nodes_failed_pre_script_uses_its_retry_and_fails_it_without_post() {
         for engine in ["sim", "live"] {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
-            std::fs::write(d.join("inner.dag"), "JOB X n.sub\n").unwrap();
+            std::fs::write(d.join("inner.dag"), "JOB X n.sub\nJOBSTATE_LOG inner.log\n").unwrap();
             for (name, body) in [
                 ("pre.sh", "[ \"$1\" -ge 2 ]\n"),
                 (
@@ -1848,15 +1860,23 @@ fn a_subdag_nodes_failed_pre_script_uses_its_retry_and_fails_it_without_post() {
             std::fs::write(d.join("w.toml"), "").unwrap();
             let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
             assert_eq!(code == Some(0), ok, "{engine} RETRY {retry}: {out}{err}");
-            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            // The sub-DAG's nodes are in its own DAGMan's log, written
+            // if it ran.
+            let mut log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            let inner = std::fs::read_to_string(d.join("inner.log")).unwrap_or_default();
+            log += &inner;
             let n = |what: &str| log.matches(what).count();
-            assert_eq!(n(" S+PRE PRE_SCRIPT_FAILURE "), 2, "{engine}: {log}");
+            assert_eq!(n(" S PRE_SCRIPT_FAILURE "), 2, "{engine}: {log}");
             let post = std::fs::read_to_string(d.join("post.out")).unwrap_or_default();
             if ok {
-                assert_eq!(n(" S+X EXECUTE "), 1, "{engine}: {log}");
+                assert_eq!(inner.matches(" X EXECUTE ").count(), 1, "{engine}: {log}");
                 assert_eq!(post, "post 0\n", "{engine}: POST only after the sub-DAG");
             } else {
-                assert_eq!(n(" S+X EXECUTE ") + n(" T EXECUTE "), 0, "{engine}: {log}");
+                assert_eq!(
+                    inner.matches(" X EXECUTE ").count() + n(" T EXECUTE "),
+                    0,
+                    "{engine}: {log}"
+                );
                 assert_eq!(post, "", "{engine}: no POST after a failed PRE");
                 let rescue = std::fs::read_to_string(d.join("w.dag.rescue001")).unwrap();
                 assert!(rescue.contains("#   S,<ENDLIST>"), "{engine}: {rescue}");
@@ -1909,6 +1929,109 @@ fn a_subdag_is_one_job_of_the_dagman_above_it() {
     }
 }
 
+/// Each DAGMan writes its own files, as each DAGMan process does: in the
+/// DAG above, a SUBDAG node is one job (its sub-DAG's DAGMan: submitted
+/// and executing as its PRE script ends, terminated with that DAGMan's
+/// exit, its HTCondor id the POST script's too); the sub-DAG's nodes are
+/// in its own jobstate log, one `DAGMAN_STARTED`…`DAGMAN_FINISHED` per
+/// run of it (DAGMan appends), naming its DAGMan job's id, numbering its
+/// node attempts afresh; its node status file and DOT are its own. A
+/// sub-DAG rescued by its node's RETRY leaves the top DAG done: no rescue
+/// of the top DAG. Both engines.
+#[test]
+fn each_dagman_writes_its_own_jobstate_log_status_and_dot() {
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nSCRIPT POST S post.sh $RETURN\n\
+               RETRY S 1\nPARENT A CHILD S\nJOBSTATE_LOG j.log\n";
+    let inner = "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nJOBSTATE_LOG inner.log\n\
+                 NODE_STATUS_FILE inner.status\nDOT inner.dot UPDATE\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("inner.dag"), inner).unwrap();
+        crate::common::executable(&d.join("post.sh"), "#!/bin/sh\nexit $1\n");
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), "[[job]]\nname = \"S+Y\"\nexit = [1, 0]\n").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+        let inner_log = std::fs::read_to_string(d.join("inner.log")).unwrap();
+        let both = format!("{engine}: {log}{inner_log}");
+        let attempt = |end: &'static str, post: &'static str| {
+            let started = ["SUBMIT", "EXECUTE", "JOB_TERMINATED"];
+            let post_run = ["POST_SCRIPT_STARTED", "POST_SCRIPT_TERMINATED", post];
+            [&started[..], &[end], &post_run[..]].concat()
+        };
+        let expected = [
+            attempt("JOB_FAILURE", "POST_SCRIPT_FAILURE"),
+            attempt("JOB_SUCCESS", "POST_SCRIPT_SUCCESS"),
+        ]
+        .concat();
+        assert_eq!(node_events(&log, "S"), expected, "{both}");
+        assert!(!log.contains("S+") && !log.contains(" X "), "{both}");
+        // S's job ids, one per run, are its DAGMan's in its own log.
+        let ids: Vec<&str> = (log.lines())
+            .filter(|l| l.contains(" S SUBMIT "))
+            .map(|l| l.split(' ').nth(3).unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2, "{both}");
+        assert!(log.contains(" S JOB_FAILURE 1 - - 2\n"), "{both}");
+        assert!(
+            log.contains(&format!(" S POST_SCRIPT_FAILURE {} ", ids[0])),
+            "{both}"
+        );
+        let frames: Vec<&str> = (inner_log.lines())
+            .filter(|l| l.contains(" INTERNAL "))
+            .map(|l| l.split_once(' ').unwrap().1)
+            .collect();
+        assert_eq!(
+            frames,
+            [
+                format!("INTERNAL *** DAGMAN_STARTED {} ***", ids[0]),
+                "INTERNAL *** DAGMAN_FINISHED 1 ***".into(),
+                format!("INTERNAL *** DAGMAN_STARTED {} ***", ids[1]),
+                "INTERNAL *** DAGMAN_FINISHED 0 ***".into(),
+            ],
+            "{both}"
+        );
+        // X ran once; Y in each run, the second run's first node attempt.
+        assert_eq!(node_events(&inner_log, "X").len(), 4, "{both}");
+        let second = inner_log
+            .split(&format!("DAGMAN_STARTED {}", ids[1]))
+            .nth(1)
+            .unwrap();
+        assert!(second.contains(" Y JOB_SUCCESS 0 - - 1\n"), "{both}");
+        let cluster = |id: &str| id.trim_end_matches(".0").parse::<u64>().unwrap();
+        let first_y: &str = (inner_log.lines())
+            .find(|l| l.contains(" Y SUBMIT "))
+            .and_then(|l| l.split(' ').nth(3))
+            .unwrap();
+        assert!(cluster(first_y) > cluster(ids[0]), "{both}");
+        let status = std::fs::read_to_string(d.join("inner.status")).unwrap();
+        for line in [
+            "DagFiles = {\n    \"inner.dag\"\n  };",
+            "DagStatus = 5; /* \"STATUS_DONE (success)\" */",
+            "NodesTotal = 2;",
+            "NodesDone = 2;",
+            "Node = \"Y\";\n  NodeStatus = 5;",
+        ] {
+            assert!(status.contains(line), "{engine}: {line} in {status}");
+        }
+        let dot = std::fs::read_to_string(d.join("inner.dot")).unwrap();
+        assert!(
+            dot.contains("\"X\" -> \"Y\";") && dot.contains("label=\"Y (Done)\""),
+            "{engine}: {dot}"
+        );
+        assert!(
+            d.join("inner.dag.rescue001").exists(),
+            "{engine}: the failed run's rescue"
+        );
+        assert!(
+            !d.join("w.dag.rescue001").exists(),
+            "{engine}: the top DAG succeeded"
+        );
+    }
+}
+
 /// `PRE_SKIP` of a sub-DAG node: its PRE script exiting that value skips
 /// the node's DAG and its POST script, and the node is done (DAGMan's
 /// `Dag::PreScriptReaper`); the node below runs. Both engines.
@@ -1922,7 +2045,7 @@ fn pre_skip_of_a_subdag_node_skips_its_dag_and_post() {
         let d = dir.path();
         std::fs::write(
             d.join("inner.dag"),
-            "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\n",
+            "JOB X n.sub\nJOB Y n.sub\nPARENT X CHILD Y\nJOBSTATE_LOG inner.log\n",
         )
         .unwrap();
         for (name, code) in [("exit3.sh", 3), ("exit1.sh", 1)] {
@@ -1933,9 +2056,12 @@ fn pre_skip_of_a_subdag_node_skips_its_dag_and_post() {
         std::fs::write(d.join("w.toml"), "").unwrap();
         let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
         assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        // The sub-DAG's DAGMan never ran: no job of the node, no log of
+        // its own.
         let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+        assert!(!d.join("inner.log").exists(), "{engine}: the sub-DAG ran");
         assert!(
-            !log.contains(" S+X EXECUTE ") && !log.contains(" S+Y EXECUTE "),
+            log.contains(" S PRE_SCRIPT_STARTED ") && !log.contains(" S SUBMIT "),
             "{engine}: {log}"
         );
         assert!(!log.contains("POST_SCRIPT_STARTED"), "{engine}: {log}");

@@ -582,7 +582,8 @@ fn a_subdag_retried_runs_from_its_rescue_and_nothing_done_runs_twice() {
     let upper = "JOB setup n.sub\nSUBDAG EXTERNAL inner lower.dag\nRETRY inner 1\n\
                  PARENT setup CHILD inner\nJOBSTATE_LOG j.log\n";
     let lower = "JOB first n.sub\nJOB b1 n.sub\nJOB b2 n.sub\nJOB c n.sub\nJOB last n.sub\n\
-                 PARENT first CHILD b1 b2\nPARENT b1 b2 CHILD c\nPARENT c CHILD last\n";
+                 PARENT first CHILD b1 b2\nPARENT b1 b2 CHILD c\nPARENT c CHILD last\n\
+                 JOBSTATE_LOG lower.log\n";
     let sidecar = "[[job]]\nname = \"inner+first\"\nexit = [0, 1]\n\
                    [[job]]\nname = \"inner+last\"\nexit = [1, 0]\n";
     for engine in ["sim", "live"] {
@@ -590,13 +591,11 @@ fn a_subdag_retried_runs_from_its_rescue_and_nothing_done_runs_twice() {
         std::fs::write(dir.path().join("lower.dag"), lower).unwrap();
         let (code, status) = run(dir.path(), upper, sidecar, engine);
         assert_eq!(code, Some(0), "{engine}: {status}");
-        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        // The lower DAGMan's log, both its runs.
+        let log = std::fs::read_to_string(dir.path().join("lower.log")).unwrap();
         let runs = |node: &str| log.matches(&format!(" {node} EXECUTE ")).count();
-        assert_eq!(
-            (runs("inner+first"), runs("inner+last")),
-            (1, 2),
-            "{engine}: {log}"
-        );
+        assert_eq!((runs("first"), runs("last")), (1, 2), "{engine}: {log}");
+        assert_eq!(log.matches("DAGMAN_STARTED").count(), 2, "{engine}: {log}");
         let rescue = std::fs::read_to_string(dir.path().join("lower.dag.rescue001")).unwrap();
         assert_in_order(
             &rescue,
@@ -619,7 +618,8 @@ fn a_subdag_retried_runs_from_its_rescue_and_nothing_done_runs_twice() {
 /// The lower DAG of HTCondor's `job_dagman_pre_subdag-A`: LA, then LB and
 /// LC, then LD.
 const PRE_SUBDAG_LOWER: &str = "Job LA n.sub\nJob LB n.sub\nJob LC n.sub\nJob LD n.sub\n\
-                                PARENT LA CHILD LB LC\nPARENT LB LC CHILD LD\n";
+                                PARENT LA CHILD LB LC\nPARENT LB LC CHILD LD\n\
+                                JOBSTATE_LOG lower.log\n";
 
 /// A PRE script that writes `PRE_SUBDAG_LOWER` as `lower.dag` beside the
 /// DAG. gridbed runs a script in its site's pool folder, where HTCondor
@@ -675,12 +675,11 @@ fn a_subdag_file_its_pre_script_writes_is_read_after_it_and_runs() {
             assert!(dot.contains(edge), "{engine}: {edge} in {dot}");
         }
         assert!(!dot.contains("C+"), "{engine}: {dot}");
-        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
-        let ran: Vec<&str> = log
-            .lines()
-            .filter(|l| l.contains(" EXECUTE "))
-            .filter_map(|l| l.split_whitespace().nth(1))
-            .collect();
+        // Each DAGMan's log (the lower one's, as its file asks), by
+        // HTCondor id: the order submitted.
+        let logs = [("j.log", ""), ("lower.log", "C+")];
+        let (ran, log) = crate::common::executions(dir.path(), &logs);
+        let ran: Vec<&str> = ran.iter().map(String::as_str).collect();
         for node in ["A", "B", "D", "C+LA", "C+LB", "C+LC", "C+LD"] {
             assert_eq!(
                 ran.iter().filter(|&&n| n == node).count(),
@@ -693,9 +692,10 @@ fn a_subdag_file_its_pre_script_writes_is_read_after_it_and_runs() {
             at("C+LA") < at("C+LB") && at("C+LC") < at("C+LD") && at("C+LD") < at("D"),
             "{engine}: {log}"
         );
-        let pre = log.find("C+PRE PRE_SCRIPT_SUCCESS");
+        // Its DAGMan, which read it, was submitted after its PRE script.
+        let pre = log.find(" C PRE_SCRIPT_SUCCESS ");
         assert!(
-            pre.is_some_and(|p| p < log.find(" C+LA ").unwrap()),
+            pre.is_some_and(|p| p < log.find(" C SUBMIT ").unwrap()) && at("C") < at("C+LA"),
             "{engine}: {log}"
         );
     }
@@ -721,9 +721,9 @@ fn a_subdag_is_read_as_its_pre_script_left_it_and_retried_when_unreadable() {
         script(dir.path(), "post.sh", post);
         let (code, _) = run(dir.path(), upper, "", engine);
         assert_eq!(code, Some(0), "{engine}");
-        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        let log = std::fs::read_to_string(dir.path().join("lower.log")).unwrap();
         assert!(
-            log.contains(" C+LD EXECUTE ") && !log.contains("OLD"),
+            log.contains(" LD EXECUTE ") && !log.contains("OLD"),
             "{engine}: {log}"
         );
         // No file on the first try: the PRE script writes it only on its
@@ -742,8 +742,8 @@ fn a_subdag_is_read_as_its_pre_script_left_it_and_retried_when_unreadable() {
         assert_eq!(code, Some(0), "{engine}: {status}");
         let posts = std::fs::read_to_string(dir.path().join("post.log")).unwrap();
         assert_eq!(posts, "returned 1\nreturned 0\n", "{engine}");
-        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
-        assert_eq!(log.matches(" C+LA EXECUTE ").count(), 1, "{engine}: {log}");
+        let log = std::fs::read_to_string(dir.path().join("lower.log")).unwrap();
+        assert_eq!(log.matches(" LA EXECUTE ").count(), 1, "{engine}: {log}");
         assert!(
             !dir.path().join("lower.dag.rescue001").exists(),
             "{engine}: nothing ran to rescue"
@@ -790,9 +790,9 @@ fn a_subdag_written_by_a_pre_script_inside_another_runs_in_both_engines() {
     let upper = "JOB A n.sub\nSUBDAG EXTERNAL C lower.dag\nSCRIPT PRE C pre.sh\nJOB D n.sub\n\
                  PARENT A CHILD C\nPARENT C CHILD D\nJOBSTATE_LOG j.log\n";
     let lower = "JOB LA n.sub\nSUBDAG EXTERNAL N nested.dag\nSCRIPT PRE N pre2.sh\nJOB LD n.sub\n\
-                 PARENT LA CHILD N\nPARENT N CHILD LD\n";
+                 PARENT LA CHILD N\nPARENT N CHILD LD\nJOBSTATE_LOG lower.log\n";
     let nested = "JOB P n.sub\nJOB Q n.sub\nJOB R n.sub\nPARENT P CHILD Q R\n\
-                  CATEGORY Q one\nCATEGORY R one\nMAXJOBS one 1\n";
+                  CATEGORY Q one\nCATEGORY R one\nMAXJOBS one 1\nJOBSTATE_LOG nested.log\n";
     let writer = |file: &str, text: &str| {
         let text = text.replace('\n', "\\n");
         format!("cd \"$(dirname \"$0\")\"\nprintf '{text}' > {file}\n")
@@ -803,9 +803,11 @@ fn a_subdag_written_by_a_pre_script_inside_another_runs_in_both_engines() {
         script(dir.path(), "pre2.sh", &writer("nested.dag", nested));
         let (code, status) = run(dir.path(), upper, "", engine);
         assert_eq!(code, Some(0), "{engine}: {status}");
-        let log = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
+        // Each DAGMan's log, by HTCondor id: the order submitted.
+        let logs = [("j.log", ""), ("lower.log", "C+"), ("nested.log", "C+N+")];
+        let (ran, log) = crate::common::executions(dir.path(), &logs);
         let at = |n: &str| {
-            log.find(&format!(" {n} EXECUTE "))
+            (ran.iter().position(|x| x == n))
                 .unwrap_or_else(|| panic!("{engine}: {n} did not run: {log}"))
         };
         let order = ["A", "C+LA", "C+N+P", "C+N+Q", "C+LD", "D"];
@@ -818,12 +820,13 @@ fn a_subdag_written_by_a_pre_script_inside_another_runs_in_both_engines() {
             "{engine}: {log}"
         );
         // MAXJOBS one 1 of the nested DAG: Q and R one after the other.
+        let log = std::fs::read_to_string(dir.path().join("nested.log")).unwrap();
         let span = |n: &str| {
-            let start = at(n);
+            let start = log.find(&format!(" {n} EXECUTE ")).unwrap();
             let end = log.find(&format!(" {n} JOB_TERMINATED ")).unwrap();
             (start, end)
         };
-        let (q, r) = (span("C+N+Q"), span("C+N+R"));
+        let (q, r) = (span("Q"), span("R"));
         assert!(q.1 < r.0 || r.1 < q.0, "{engine}: {log}");
     }
 }

@@ -234,3 +234,26 @@ pub fn executable(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// The `EXECUTE` events of several DAGMans' jobstate logs in `dir`, each
+/// `(file, prefix)` naming its nodes `prefix` then their names (`S+` for
+/// sub-DAG `S`'s log), in the order of their HTCondor ids: one schedd
+/// numbers every DAGMan's jobs in the order they were submitted. A
+/// SUBDAG node's own line (its DAGMan's job) is there too. Also the logs'
+/// text, for messages.
+pub fn executions(dir: &Path, logs: &[(&str, &str)]) -> (Vec<String>, String) {
+    let mut ran: Vec<(u64, String)> = Vec::new();
+    let mut text = String::new();
+    for (file, prefix) in logs {
+        let log = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        for f in log.lines().map(|l| l.split(' ').collect::<Vec<_>>()) {
+            if f.get(2) == Some(&"EXECUTE") {
+                let cluster = f[3].trim_end_matches(".0").parse().unwrap();
+                ran.push((cluster, format!("{prefix}{}", f[1])));
+            }
+        }
+        text += &format!("{file}:\n{log}");
+    }
+    ran.sort();
+    (ran.into_iter().map(|(_, n)| n).collect(), text)
+}

@@ -252,6 +252,9 @@ fn flatten_subdag(
 ) -> Result<(SubDagInfo, Vec<String>), FormatError> {
     let sfile = read_file(spath, err)?;
     let config = subdag_config(&sfile, spath, out)?;
+    let i = &sfile.info;
+    let (dot, node_status_file) = (i.dot.clone(), i.node_status_file.clone());
+    let jobstate_log = i.jobstate_log.clone();
     let inner = out.nodes.len();
     let mut own = Scope::default();
     let piece = flatten_piece(sfile, spath, top, &format!("{name}+"), place, &mut own, out)?;
@@ -309,6 +312,9 @@ fn flatten_subdag(
         submit_depth_first: config.submit_depth_first,
         always_run_post: config.always_run_post,
         deferred: false,
+        dot,
+        node_status_file,
+        jobstate_log,
     };
     Ok((sub, piece.leaves))
 }
@@ -401,9 +407,10 @@ fn flatten_piece(
     out.warnings.extend(file.warnings);
     scope.add(file.descriptions, path, out);
     let i = &file.info;
-    if nested && (i.dot.is_some() || i.node_status_file.is_some() || i.jobstate_log.is_some()) {
+    if place.splice && (i.dot.is_some() || i.node_status_file.is_some() || i.jobstate_log.is_some())
+    {
         out.warnings.push(format!(
-            "{}: DOT, NODE_STATUS_FILE and JOBSTATE_LOG of a splice or sub-DAG are ignored (the top DAG's apply)",
+            "{}: DOT, NODE_STATUS_FILE and JOBSTATE_LOG of a splice are ignored (its DAG's apply)",
             path.display()
         ));
     }

@@ -188,6 +188,12 @@ pub struct SubDagInfo {
     /// write it), as DAGMan reads it: until then it has no members
     /// ([`DagmanInfo::read_subdag`]).
     pub deferred: bool,
+    /// Its own `DOT` (its DAGMan draws its own nodes).
+    pub dot: Option<DotFile>,
+    /// Its own `NODE_STATUS_FILE`.
+    pub node_status_file: Option<String>,
+    /// Its own `JOBSTATE_LOG`.
+    pub jobstate_log: Option<String>,
 }
 
 /// `DOT file [UPDATE|DONT-UPDATE] [OVERWRITE|DONT-OVERWRITE] [INCLUDE
