@@ -9,12 +9,13 @@ use clap::Args;
 use super::{
     CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, write_json,
 };
-use crate::config::Scenario;
+use crate::config::{Scenario, WorkflowSource};
 use crate::core::observer::BoxedObserver;
 use crate::live::{self, LiveOptions};
 use crate::report::validate::Comparison;
 use crate::report::{Detail, Progress, RunRecord};
 use crate::sim;
+use crate::workflow::formats::dagman::files::{self as dagman_files, DagFile};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -480,8 +481,13 @@ fn execute(
 ) -> Result<ExitCode, CliError> {
     let db_error;
     let epoch = std::time::SystemTime::now();
-    let drawn = crate::report::dagman_files::write_at_start(scenario, epoch)
-        .map_err(|e| CliError::Failed(format!("writing the DAG's DOT file: {e}")))?;
+    let drawn = match scenario.source.as_ref() {
+        Some(src @ WorkflowSource { dagman: Some(info), .. }) => {
+            dagman_files::write_at_start(&src.path, info, &scenario.workflow, epoch)
+                .map_err(|e| CliError::Failed(format!("writing the DAG's DOT file: {e}")))?
+        }
+        _ => Vec::new(),
+    };
     for path in drawn {
         say!("{} written (as the .dag asks)", path.display());
     }
@@ -839,8 +845,10 @@ fn write_outputs(
         write_json(path, &doc)?;
         say!("WfCommons instance written to {}", path.display());
     }
-    use crate::report::dagman_files::{self, DagFile};
-    let written = dagman_files::write_at_end(scenario, run, epoch)
+    let Some(src @ WorkflowSource { dagman: Some(info), .. }) = scenario.source.as_ref() else {
+        return Ok(());
+    };
+    let written = dagman_files::write_at_end(&src.path, info, run, epoch)
         .map_err(|e| CliError::Failed(format!("writing the DAG's files: {e}")))?;
     for (path, kind) in written {
         let path = path.display();

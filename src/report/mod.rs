@@ -5,7 +5,7 @@ mod progress;
 pub mod record;
 pub mod run_report;
 pub mod validate;
-internal!(dagman_files, farm_view, plot, wfinstance);
+internal!(farm_view, plot, wfinstance);
 
 pub use progress::Progress;
 pub use record::{Detail, RunRecord};

@@ -2032,6 +2032,42 @@ fn each_dagman_writes_its_own_jobstate_log_status_and_dot() {
     }
 }
 
+/// A library caller that runs a `.dag` writes what `gridbed run` writes,
+/// each DAGMan's files beside its own `.dag`, with one call.
+#[test]
+fn a_library_caller_writes_each_dagmans_files() {
+    use gridbed::workflow::formats::dagman::files::{self, DagFile};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let top = "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nPARENT A CHILD S\nJOBSTATE_LOG j.log\n";
+    std::fs::write(d.join("inner.dag"), "JOB X n.sub\nJOBSTATE_LOG inner.log\n").unwrap();
+    let tb = dag_testbed(d, top, "", "");
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    let s = load(&tb);
+    let run = gridbed::sim::run(&s).unwrap().result;
+    let src = s.source.as_ref().unwrap();
+    let info = src.dagman.as_ref().unwrap();
+    let epoch = std::time::SystemTime::UNIX_EPOCH;
+    let written = files::write_at_end(&src.path, info, &run, epoch).unwrap();
+    let kinds: Vec<(String, DagFile)> = (written.iter())
+        .map(|(p, k)| (p.file_name().unwrap().to_string_lossy().into_owned(), *k))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("j.log".to_string(), DagFile::JobstateLog),
+            ("inner.log".to_string(), DagFile::JobstateLog)
+        ]
+    );
+    let inner = std::fs::read_to_string(d.join("inner.log")).unwrap();
+    // After A (10 s, cluster 1): the sub-DAG's DAGMan job is cluster 2.
+    assert!(
+        inner.starts_with("10 INTERNAL *** DAGMAN_STARTED 2.0 ***\n"),
+        "{inner}"
+    );
+    assert!(inner.contains(" X EXECUTE "), "{inner}");
+}
+
 /// `PRE_SKIP` of a sub-DAG node: its PRE script exiting that value skips
 /// the node's DAG and its POST script, and the node is done (DAGMan's
 /// `Dag::PreScriptReaper`); the node below runs. Both engines.

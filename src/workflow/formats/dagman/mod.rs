@@ -13,7 +13,7 @@
 //! comments and `\` line continuations. Keywords are case-insensitive
 //! (HTCondor's own test files write `Job`, `Script`). `DOT`,
 //! `NODE_STATUS_FILE` and `JOBSTATE_LOG` are read (a run writes them:
-//! `report::dagman_files`); `PRE_SKIP` is honoured; `ENV GET`/`SET` make
+//! [`files`], each DAGMan its own); `PRE_SKIP` is honoured; `ENV GET`/`SET` make
 //! the scripts' environment (DAGMan's own `getenv` list, [`DAGMAN_GETENV`]);
 //! `SET_JOB_ATTR` is kept; `SAVE_POINT_FILE` names the save file a node
 //! writes as it starts ([`rescue::write_save_points`]);
@@ -34,6 +34,7 @@
 
 mod compose;
 mod deferred;
+pub mod files;
 mod grammar;
 pub mod rescue;
 

@@ -42,11 +42,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::config::Scenario;
+use super::{DagmanInfo, DotFile, NodeInfo, rescue};
+use crate::core::Workflow;
 use crate::core::records::{Attempt, Outcome};
 use crate::core::result::RunResult;
-use crate::core::{JobId, JobFailure, ScriptKind};
-use crate::workflow::formats::dagman::{DagmanInfo, DotFile, NodeInfo, rescue};
+use crate::core::{JobFailure, JobId, ScriptKind};
 
 /// DAGMan's node states (`Node::status_t`), numbered as its status file
 /// numbers them.
@@ -107,7 +107,9 @@ fn ctime(secs: u64) -> String {
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
     let day = DAYS[(secs / 86_400 % 7) as usize];
-    let month = num(5..7).and_then(|m| MONTHS.get(m.wrapping_sub(1))).unwrap_or(&"Jan");
+    let month = num(5..7)
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
+        .unwrap_or(&"Jan");
     format!(
         "{day} {month} {:>2} {} {}",
         num(8..10).unwrap_or(1),
@@ -165,7 +167,11 @@ fn clusters(run: &RunResult) -> HashMap<Submission, u64> {
     for (i, s) in run.subdag_spans.iter().enumerate() {
         submitted.push((s.started, s.started, Submission::Dagman(i)));
     }
-    submitted.sort_by(|a, b| (a.0.total_cmp(&b.0)).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    submitted.sort_by(|a, b| {
+        (a.0.total_cmp(&b.0))
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
     (submitted.into_iter().enumerate())
         .map(|(n, (_, _, s))| (s, n as u64 + 1))
         .collect()
@@ -252,7 +258,9 @@ struct DagRun {
 
 /// The DAG a run's DAGMans run, as their files name it.
 struct Dag<'a> {
-    scenario: &'a Scenario,
+    /// The top `.dag`.
+    path: &'a Path,
+    workflow: &'a Workflow,
     info: &'a DagmanInfo,
     /// The top DAG's folder, where DAGMan runs.
     top_dir: &'a Path,
@@ -263,23 +271,22 @@ struct Dag<'a> {
 }
 
 impl<'a> Dag<'a> {
-    fn new(scenario: &'a Scenario) -> Option<Self> {
-        let src = scenario.source.as_ref()?;
-        let info = src.dagman.as_ref()?;
-        let index: HashMap<&str, JobId> = (scenario.workflow.jobs.iter().enumerate())
+    fn new(path: &'a Path, info: &'a DagmanInfo, workflow: &'a Workflow) -> Self {
+        let index: HashMap<&str, JobId> = (workflow.jobs.iter().enumerate())
             .map(|(j, job)| (job.name.as_str(), j))
             .collect();
         let subdag_of = (info.subdags.iter().enumerate())
             .filter_map(|(k, d)| Some((*index.get(d.node.as_str())?, k)))
             .collect();
-        Some(Dag {
-            scenario,
+        Dag {
+            path,
+            workflow,
             info,
-            top_dir: src.path.parent().unwrap_or(Path::new(".")),
+            top_dir: path.parent().unwrap_or(Path::new(".")),
             node_info: info.nodes.iter().map(|n| (n.name.as_str(), n)).collect(),
             index,
             subdag_of,
-        })
+        }
     }
 
     /// The nodes of `scope` (every job, or a sub-DAG's members) that are
@@ -291,7 +298,7 @@ impl<'a> Dag<'a> {
             .flat_map(|d| d.members.iter().chain(std::iter::once(&d.entry)))
             .map(String::as_str)
             .collect();
-        let wf = &self.scenario.workflow;
+        let wf = self.workflow;
         let within = |name: &str| scope.is_none_or(|s| s.iter().any(|m| m == name));
         (0..wf.jobs.len())
             .filter(|&j| {
@@ -304,10 +311,9 @@ impl<'a> Dag<'a> {
     /// The top DAG's DAGMan, its runs `runs`.
     fn top(&self, runs: Vec<DagRun>) -> Instance<'a> {
         let info = self.info;
-        let src = self.scenario.source.as_ref();
         Instance {
             dir: self.top_dir.to_path_buf(),
-            file: (src.and_then(|s| s.path.file_name()))
+            file: (self.path.file_name())
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             prefix: String::new(),
@@ -321,13 +327,13 @@ impl<'a> Dag<'a> {
 
     /// `job`'s name in its DAGMan.
     fn local<'b>(&'b self, inst: &Instance, job: JobId) -> &'b str {
-        let name = self.scenario.workflow.jobs[job].name.as_str();
+        let name = self.workflow.jobs[job].name.as_str();
         name.strip_prefix(inst.prefix.as_str()).unwrap_or(name)
     }
 
     /// Whether `job` is a SERVICE node (which DAGMan keeps apart).
     fn is_service(&self, job: JobId) -> bool {
-        let name = self.scenario.workflow.jobs[job].name.as_str();
+        let name = self.workflow.jobs[job].name.as_str();
         self.node_info.get(name).is_some_and(|n| n.is_service)
     }
 
@@ -340,7 +346,7 @@ impl<'a> Dag<'a> {
 
     /// `job`'s parents in its DAG: a sub-DAG node's are its entry's.
     fn parents(&self, job: JobId) -> &'a [JobId] {
-        let wf: &'a crate::core::Workflow = &self.scenario.workflow;
+        let wf = self.workflow;
         let from = (self.subdag_of.get(&job))
             .and_then(|&k| self.index.get(self.info.subdags[k].entry.as_str()))
             .map_or(job, |&e| e);
@@ -356,12 +362,12 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(scenario: &'a Scenario, run: &'a RunResult) -> Option<Self> {
-        Some(Ctx {
-            dag: Dag::new(scenario)?,
+    fn new(path: &'a Path, info: &'a DagmanInfo, run: &'a RunResult) -> Self {
+        Ctx {
+            dag: Dag::new(path, info, &run.workflow),
             run,
             cluster: clusters(run),
-        })
+        }
     }
 
     /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran.
@@ -428,7 +434,9 @@ impl<'a> Ctx<'a> {
 
     /// The HTCondor id of submission `s` (`-` when it has none).
     fn id(&self, s: Submission) -> String {
-        self.cluster.get(&s).map_or("-".into(), |c| format!("{c}.0"))
+        self.cluster
+            .get(&s)
+            .map_or("-".into(), |c| format!("{c}.0"))
     }
 }
 
@@ -564,15 +572,25 @@ fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
         };
         for (t, k, start, text) in evs {
             // The run of the attempt: the last one started by its start.
-            let r = (inst.runs.iter()).rposition(|r| r.start <= start).unwrap_or(0);
+            let r = (inst.runs.iter())
+                .rposition(|r| r.start <= start)
+                .unwrap_or(0);
             events.push((r, t, events.len(), j, k, text));
         }
     }
-    events.sort_by(|a, b| (a.0.cmp(&b.0)).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
+    events.sort_by(|a, b| {
+        (a.0.cmp(&b.0))
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
     let tag_of: HashMap<JobId, String> = (inst.nodes.iter())
         .map(|&j| {
-            let name = cx.dag.scenario.workflow.jobs[j].name.as_str();
-            let tag = cx.dag.node_info.get(name).map_or("-".into(), |n| job_tag(cx.dag.top_dir, n));
+            let name = cx.dag.workflow.jobs[j].name.as_str();
+            let tag = cx
+                .dag
+                .node_info
+                .get(name)
+                .map_or("-".into(), |n| job_tag(cx.dag.top_dir, n));
             (j, tag)
         })
         .collect();
@@ -608,7 +626,7 @@ fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
 /// `Dag::DumpNodeStatus` writes it: its own nodes (a sub-DAG is one node;
 /// SERVICE nodes are kept apart).
 fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
-    let (wf, run) = (&cx.dag.scenario.workflow, cx.run);
+    let (wf, run) = (&cx.dag.workflow, cx.run);
     let all = end_states(run);
     let own = cx.dag.drawn(inst);
     let has_final = own.iter().any(|&j| {
@@ -622,7 +640,11 @@ fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
     let (dag_status, note) = last.status;
     let mut out = String::new();
     let _ = writeln!(out, "[\n  Type = \"DagStatus\";");
-    let _ = writeln!(out, "  DagFiles = {{\n    {}\n  }};", classad_string(&inst.file));
+    let _ = writeln!(
+        out,
+        "  DagFiles = {{\n    {}\n  }};",
+        classad_string(&inst.file)
+    );
     let stamp = classad_string(&ctime(now));
     let _ = writeln!(out, "  Timestamp = {now}; /* {stamp} */");
     let note = classad_string(&format!("{} ({note})", dag_status.name()));
@@ -726,10 +748,11 @@ fn dot(
 /// well by then (in `run`, once there is one) are done; those whose
 /// parents in it are all done are ready; the others not yet.
 fn states_at(dag: &Dag, run: Option<&RunResult>, inst: &Instance, t: f64) -> Vec<State> {
-    let wf = &dag.scenario.workflow;
+    let wf = dag.workflow;
     let done = |j: JobId| {
         let name = wf.jobs[j].name.as_str();
-        let ended_well = |a: &Attempt| a.outcome == Outcome::Ended && a.ended.is_some_and(|e| e <= t);
+        let ended_well =
+            |a: &Attempt| a.outcome == Outcome::Ended && a.ended.is_some_and(|e| e <= t);
         dag.node_info.get(name).is_some_and(|n| n.done)
             || run.is_some_and(|r| r.records.jobs[j].attempts.iter().any(ended_well))
     };
@@ -776,11 +799,15 @@ fn draw(
 }
 
 /// Writes what DAGMan writes as it starts, before any node runs: the DOT
-/// file the top `.dag` asks for. Returns the paths written.
-pub fn write_at_start(scenario: &Scenario, epoch: SystemTime) -> std::io::Result<Vec<PathBuf>> {
-    let Some(dag) = Dag::new(scenario) else {
-        return Ok(Vec::new());
-    };
+/// file the top `.dag` at `path`, with settings `info`, asks for, drawing
+/// `workflow`, the DAG made of it. Returns the paths written.
+pub fn write_at_start(
+    path: &Path,
+    info: &DagmanInfo,
+    workflow: &Workflow,
+    epoch: SystemTime,
+) -> std::io::Result<Vec<PathBuf>> {
+    let dag = Dag::new(path, info, workflow);
     let top = dag.top(Vec::new());
     let Some(d) = top.dot else {
         return Ok(Vec::new());
@@ -810,16 +837,16 @@ pub enum DagFile {
 /// `NODE_STATUS_FILE`, `DOT`: a sub-DAG's drawn as each of its runs
 /// starts, every DAG's again at its end when it says `UPDATE`), the save
 /// files of its `SAVE_POINT_FILE` nodes that started, and its rescue DAGs
-/// when they are due; each relative to its `.dag`'s folder. Returns each
-/// path with what it is. A run of no `.dag` writes nothing.
+/// when they are due; each relative to its `.dag`'s folder. `run` ran the
+/// `.dag` at `path`, whose settings as the run left them (its sub-DAGs read
+/// as it went included) are `info`. Returns each path with what it is.
 pub fn write_at_end(
-    scenario: &Scenario,
+    path: &Path,
+    info: &DagmanInfo,
     run: &RunResult,
     epoch: SystemTime,
 ) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
-    let Some(cx) = Ctx::new(scenario, run) else {
-        return Ok(Vec::new());
-    };
+    let cx = Ctx::new(path, info, run);
     let mut written = Vec::new();
     let ends = end_states(run);
     for (n, inst) in cx.instances().iter().enumerate() {
@@ -868,10 +895,7 @@ pub fn write_at_end(
 /// (a cycle), or an ABORT-DAG-ON stopped it with a non-zero value; so even
 /// when FINAL then succeeds. `RETURN 0` writes none.
 fn rescue_and_save_files(cx: &Ctx) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
-    let Some(src) = cx.dag.scenario.source.as_ref() else {
-        return Ok(Vec::new());
-    };
-    let (wf, run, info) = (&cx.dag.scenario.workflow, cx.run, cx.dag.info);
+    let (wf, run, info) = (&cx.dag.workflow, cx.run, cx.dag.info);
     let failed: Vec<bool> = (run.records.jobs.iter())
         .map(|j| j.failure.is_some())
         .collect();
@@ -884,19 +908,24 @@ fn rescue_and_save_files(cx: &Ctx) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
     };
     let mut written = Vec::new();
     if !run.save_points.is_empty() {
-        let saved = rescue::write_save_points(&src.path, info, &end, &run.save_points)?;
+        let saved = rescue::write_save_points(cx.dag.path, info, &end, &run.save_points)?;
         written.extend(saved.into_iter().map(|p| (p, DagFile::Save)));
     }
     let corrupt = run.live.as_ref().map_or(0, |l| l.corrupt_at_end);
     let complete = run.succeeded && corrupt == 0;
     // The top DAG's own nodes: its sub-DAGs' are their DAGMans' business.
-    let all_done = || cx.dag.own_of(None).iter().all(|&j| run.done[j] || cx.dag.is_service(j));
+    let all_done = || {
+        cx.dag
+            .own_of(None)
+            .iter()
+            .all(|&j| run.done[j] || cx.dag.is_service(j))
+    };
     let rescue_due = match run.dag_stop {
         Some(a) => !complete || a.dag_return != 0,
         None => !complete || !all_done(),
     };
     if rescue_due || !run.subdag_runs_failed.is_empty() {
-        let rescues = rescue::write_for_run(&src.path, info, &end, rescue_due)?;
+        let rescues = rescue::write_for_run(cx.dag.path, info, &end, rescue_due)?;
         written.extend(rescues.into_iter().map(|p| (p, DagFile::Rescue)));
     }
     Ok(written)
@@ -981,11 +1010,17 @@ mod tests {
     #[test]
     fn submit_values_are_read_as_dagman_reads_them() {
         let sub = "executable = x\n+pegasus_site = \"local\"\nqueue\n";
-        assert_eq!(submit_value(sub, "+PEGASUS_SITE").as_deref(), Some("\"local\""));
+        assert_eq!(
+            submit_value(sub, "+PEGASUS_SITE").as_deref(),
+            Some("\"local\"")
+        );
         // The last one wins; a continued line is one line; a macro is none.
         let sub = "+pegasus_site = a\n+pegasus_site \\\n = b\n";
         assert_eq!(submit_value(sub, "+pegasus_site").as_deref(), Some("b"));
-        assert_eq!(submit_value("+pegasus_site = $(s)\n", "+pegasus_site"), None);
+        assert_eq!(
+            submit_value("+pegasus_site = $(s)\n", "+pegasus_site"),
+            None
+        );
         assert_eq!(submit_value("pegasus_site = a\n", "+pegasus_site"), None);
         assert_eq!(unquoted("\"local\""), "local");
     }
