@@ -9,6 +9,10 @@
 //!
 //! Memoization across runs (the database of earlier runs) is the config
 //! layer's: those jobs are DONE before the run starts.
+//!
+//! The placement room decides here (which jobs have a twin, which copies,
+//! from where); the manager carries it out (`Manager::memoize_arrival`,
+//! `Manager::on_memo_copied`).
 
 use super::*;
 use crate::core::versions::Twins;
@@ -35,7 +39,39 @@ impl Memo {
     }
 }
 
+/// A copy that memoizes a job: its output `file`, made from its twin's
+/// output `source` held at `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MemoCopy {
+    pub file: FileId,
+    pub source: FileId,
+    pub from: SiteId,
+}
+
+/// What the end of a memoized job's copy means for its node.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum MemoCopied {
+    /// Its memoization was given up before: nothing.
+    Stale,
+    /// The copy failed: memoization is given up, the node runs as any
+    /// other.
+    GaveUp,
+    /// The copy is there (registered where its site is up, freeing the
+    /// jobs `waiting` for it); with `last`, the node ends.
+    Copied {
+        last: bool,
+        waiting: Option<Vec<JobId>>,
+    },
+}
+
 impl Placement {
+    /// Memoizes within the run the jobs `twins` groups.
+    pub(super) fn set_twins(&mut self, twins: &Twins) {
+        if twins.any() {
+            self.memo = Some(Memo::new(twins));
+        }
+    }
+
     /// Whether `job` waits for its outputs' copies instead of running.
     pub(super) fn memoizing(&self, job: JobId) -> bool {
         self.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
@@ -49,118 +85,75 @@ impl Placement {
             m.ended[g as usize].get_or_insert(job);
         }
     }
-}
 
-impl Manager {
-    /// Memoizes within the run the jobs `twins` groups; call before the
-    /// first event.
-    pub fn set_twins(&mut self, twins: &Twins) {
-        assert_eq!(twins.group.len(), self.wf.jobs.len());
-        if twins.any() {
-            self.grid.memo = Some(Memo::new(twins));
-        }
-    }
-
-    /// Workflow `submission` arrives (§8.4's planning cycle): its jobs whose
-    /// twin ended earlier are memoized.
-    pub(super) fn memoize_arrival(&mut self, submission: usize, out: &mut Vec<Command>) {
-        let Some(m) = self.grid.memo.as_ref() else {
-            return;
+    /// Each of `jobs` whose twin ended well earlier in the run, with that
+    /// twin.
+    pub(super) fn twins_ended(&self, jobs: impl Iterator<Item = JobId>) -> Vec<(JobId, JobId)> {
+        let Some(m) = self.memo.as_ref() else {
+            return Vec::new();
         };
-        let found: Vec<(JobId, JobId)> = (0..self.wf.jobs.len())
-            .filter(|&j| self.dag.submissions.of_job[j] == submission)
-            .filter(|&j| matches!(self.dag.state[j], JobState::Waiting | JobState::Ready))
-            .filter_map(|j| Some((j, m.ended[m.group[j]? as usize]?)))
-            .collect();
-        let mut memoized = vec![false; self.wf.jobs.len()];
-        for &(j, _) in &found {
-            memoized[j] = true;
-        }
-        for (job, twin) in found {
-            self.memoize(job, twin, &memoized, out);
-        }
+        jobs.filter_map(|j| Some((j, m.ended[m.group[j]? as usize]?)))
+            .collect()
     }
 
-    /// Copies `twin`'s outputs to `job`'s submit machine as `job`'s, if
-    /// every one is cached on a site that is up. An output only `memoized`
-    /// jobs read is not needed, so not copied (were such a reader to run
-    /// after all, the lost output is made again, as any other).
-    fn memoize(&mut self, job: JobId, twin: JobId, memoized: &[bool], out: &mut Vec<Command>) {
-        let to = self.grid.home[job];
-        let mut copies = Vec::new();
-        let wf = self.wf.clone();
+    /// The copies that give `job` its `twin`'s outputs at its submit
+    /// machine, each from the least busy holder that is up (another site
+    /// than the destination where one is); `None` when an output has no
+    /// holder up (the job then runs). With `reproduce_lost`, an output only
+    /// `memoized` jobs read is not needed, so not copied (were such a reader
+    /// to run after all, the lost output is made again, as any other).
+    pub(super) fn memo_copies(
+        &self,
+        wf: &Workflow,
+        (job, twin): (JobId, JobId),
+        memoized: &[bool],
+        reproduce_lost: bool,
+    ) -> Option<Vec<MemoCopy>> {
+        let to = self.home[job];
         let pairs = wf.jobs[job].outputs.iter().zip(&wf.jobs[twin].outputs);
+        let mut copies = Vec::new();
         for (&file, &source) in pairs {
-            let needed = !self.settings.reproduce_lost
-                || self.grid.cache.unread[file]
-                || wf.children[job]
-                    .iter()
+            let needed = !reproduce_lost
+                || self.cache.unread[file]
+                || (wf.children[job].iter())
                     .any(|&c| !memoized[c] && wf.jobs[c].inputs.contains(&file));
             if !needed {
                 continue;
             }
-            // The least busy holder, another site than the destination
-            // where one is.
-            let from = self
-                .grid.replicas
-                .holders(source)
-                .iter()
-                .copied()
-                .filter(|&s| !self.grid.pool.down[s])
-                .min_by_key(|&s| (s == to, self.grid.transfers.serving(s), s));
-            match from {
-                Some(from) => copies.push((file, source, from)),
-                None => return,
-            }
+            let from = (self.replicas.holders(source).iter().copied())
+                .filter(|&s| !self.pool.down[s])
+                .min_by_key(|&s| (s == to, self.transfers.serving(s), s))?;
+            copies.push(MemoCopy { file, source, from });
         }
-        if self.dag.state[job] == JobState::Ready {
-            // Its ready-queue entry is skipped as stale.
-            self.set_state(job, JobState::Waiting);
-            self.records.jobs[job].ready = None;
-        }
-        if copies.is_empty() {
-            self.memo_done(job);
-            return;
-        }
-        if let Some(m) = self.grid.memo.as_mut() {
-            m.copying[job] = copies.len();
-        }
-        for (file, source, from) in copies {
-            let kind = FlightKind::Memo { source };
-            self.start_flight((job, usize::MAX), file, from, to, kind, false, out);
+        Some(copies)
+    }
+
+    /// `job` waits for `copies` copies instead of running.
+    pub(super) fn memo_waits(&mut self, job: JobId, copies: usize) {
+        if let Some(m) = self.memo.as_mut() {
+            m.copying[job] = copies;
         }
     }
 
-    /// A copy of memoized `job`'s output `file` to `to` ended.
-    pub(super) fn on_memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) {
-        let Some(m) = self.grid.memo.as_mut() else {
-            return;
+    /// A copy of memoized `job`'s output `file` to `to` ended, `ok` or not.
+    pub(super) fn memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) -> MemoCopied {
+        let Some(m) = self.memo.as_mut() else {
+            return MemoCopied::Stale;
         };
         if m.copying[job] == 0 {
-            return; // memoization was given up: the job runs
+            return MemoCopied::Stale;
         }
         if !ok {
             m.copying[job] = 0;
-            if self.dag.missing_parents[job] == 0 {
-                self.make_ready(job);
-            }
-            return;
+            return MemoCopied::GaveUp;
         }
         m.copying[job] -= 1;
         let last = m.copying[job] == 0;
-        if !self.grid.pool.down[to] {
-            self.register(file, to);
-            self.grid.cache.made_at[file] = Some(to);
+        let mut waiting = None;
+        if !self.pool.down[to] {
+            waiting = self.replicas.register(file, to);
+            self.cache.made_at[file] = Some(to);
         }
-        if last {
-            self.memo_done(job);
-        }
-    }
-
-    /// Memoized `job`'s node ends.
-    fn memo_done(&mut self, job: JobId) {
-        self.records.jobs[job].memoized = Some(self.now);
-        self.complete_without_running(job);
-        self.grid.memo_ended(job);
+        MemoCopied::Copied { last, waiting }
     }
 }

@@ -42,6 +42,7 @@ mod abort;
 mod completion;
 mod maintenance;
 mod memo;
+use memo::MemoCopied;
 mod recovery;
 mod release;
 mod room;
@@ -696,6 +697,79 @@ impl Manager {
             self.schedule(sub.arrival, Timer::Arrival { submission: i });
         }
         self.dag.submissions = submissions;
+    }
+
+    /// Memoizes within the run the jobs `twins` groups; call before the
+    /// first event.
+    pub fn set_twins(&mut self, twins: &crate::core::versions::Twins) {
+        assert_eq!(twins.group.len(), self.wf.jobs.len());
+        self.grid.set_twins(twins);
+    }
+
+    /// Workflow `submission` arrives (§8.4's planning cycle): its jobs whose
+    /// twin ended earlier are memoized (`memo.rs`): their outputs are
+    /// copied to their submit machine instead of run.
+    fn memoize_arrival(&mut self, submission: usize, out: &mut Vec<Command>) {
+        if self.grid.memo.is_none() {
+            return;
+        }
+        let arrived = (0..self.wf.jobs.len())
+            .filter(|&j| self.dag.submissions.of_job[j] == submission)
+            .filter(|&j| matches!(self.dag.state[j], JobState::Waiting | JobState::Ready));
+        let found = self.grid.twins_ended(arrived);
+        let mut memoized = vec![false; self.wf.jobs.len()];
+        for &(j, _) in &found {
+            memoized[j] = true;
+        }
+        let reproduce_lost = self.settings.reproduce_lost;
+        for (job, twin) in found {
+            let copies = self.grid.memo_copies(&self.wf, (job, twin), &memoized, reproduce_lost);
+            let Some(copies) = copies else {
+                continue;
+            };
+            if self.dag.state[job] == JobState::Ready {
+                // Its ready-queue entry is skipped as stale.
+                self.set_state(job, JobState::Waiting);
+                self.records.jobs[job].ready = None;
+            }
+            if copies.is_empty() {
+                self.memo_done(job);
+                continue;
+            }
+            self.grid.memo_waits(job, copies.len());
+            let to = self.grid.home[job];
+            for c in copies {
+                let kind = FlightKind::Memo { source: c.source };
+                self.start_flight((job, usize::MAX), c.file, c.from, to, kind, false, out);
+            }
+        }
+    }
+
+    /// A copy of memoized `job`'s output `file` to `to` ended.
+    fn on_memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) {
+        match self.grid.memo_copied(job, file, to, ok) {
+            MemoCopied::Stale => {}
+            MemoCopied::GaveUp => {
+                if self.dag.missing_parents[job] == 0 {
+                    self.make_ready(job);
+                }
+            }
+            MemoCopied::Copied { last, waiting } => {
+                if let Some(jobs) = waiting {
+                    self.dag.requeue_ready(jobs);
+                }
+                if last {
+                    self.memo_done(job);
+                }
+            }
+        }
+    }
+
+    /// Memoized `job`'s node ends.
+    fn memo_done(&mut self, job: JobId) {
+        self.records.jobs[job].memoized = Some(self.now);
+        self.complete_without_running(job);
+        self.grid.memo_ended(job);
     }
 
     /// Workflow `submission` arrives: its roots are ready, and the

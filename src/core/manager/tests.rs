@@ -2476,3 +2476,49 @@ fn a_job_may_go_to_sites_with_cpus_and_disk_not_avoided_and_up() {
     m.grid.footprint[job] = 1 << 40;
     assert!(matches!(eligible(&m).0, Err(staging::NoSite::None)));
 }
+
+/// Memoization's decisions, in the placement room alone: a job whose twin
+/// ended takes its outputs by copies from the least busy holder that is up
+/// (none while an output has no holder up); its copies end it, one failure
+/// gives it back to the workflow, and a copy after that changes nothing.
+#[test]
+fn memo_decisions_are_the_placement_rooms() {
+    let wf = pipeline(2, 1);
+    let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let job = |n: &str| wf.jobs.iter().position(|j| j.name == n).unwrap();
+    let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
+    let (a0, a1) = (job("a0"), job("a1"));
+    let mut group = vec![None; wf.jobs.len()];
+    (group[a0], group[a1]) = (Some(0), Some(0));
+    let twins = crate::core::versions::Twins {
+        group,
+        content: (0..wf.files.len()).collect(),
+    };
+    let g = &mut w.m.grid;
+    g.set_twins(&twins);
+    assert!(g.twins_ended([a0, a1].into_iter()).is_empty(), "no twin ended yet");
+    g.memo_ended(a0);
+    assert_eq!(g.twins_ended([a1].into_iter()), [(a1, a0)]);
+    let memoized = vec![false; wf.jobs.len()];
+    // a0's output is nowhere yet: a1 runs.
+    assert_eq!(g.memo_copies(&wf, (a1, a0), &memoized, true), None);
+    let (mid0, mid1) = (file("mid-0"), file("mid-1"));
+    g.replicas.register(mid0, 2);
+    g.home[a1] = 1;
+    let copies = g.memo_copies(&wf, (a1, a0), &memoized, true).unwrap();
+    let expected = memo::MemoCopy {
+        file: mid1,
+        source: mid0,
+        from: 2,
+    };
+    assert_eq!(copies, [expected]);
+    g.memo_waits(a1, 1);
+    assert!(g.memoizing(a1));
+    assert_eq!(g.memo_copied(a1, mid1, 1, false), MemoCopied::GaveUp);
+    assert!(!g.memoizing(a1));
+    assert_eq!(g.memo_copied(a1, mid1, 1, true), MemoCopied::Stale);
+    g.memo_waits(a1, 1);
+    let done = g.memo_copied(a1, mid1, 1, true);
+    assert!(matches!(done, MemoCopied::Copied { last: true, .. }), "{done:?}");
+    assert!(g.replicas.holders(mid1).contains(&1), "registered where it arrived");
+}
