@@ -8,6 +8,9 @@
 //! would fall below k is first moved to the execute site with the most
 //! free room under its bound that lacks a copy, and deleted here once it
 //! arrived; with no room anywhere, it is deleted without a copy (§6.2).
+//!
+//! The placement room decides here; the manager carries out its steps
+//! (`Manager::maintain_cache`, `Manager::on_replica_done`).
 
 use super::*;
 use crate::core::seams::{CacheWorth, CachedFile};
@@ -30,137 +33,129 @@ pub(super) struct Cache {
     pub(super) maintenance_due: Vec<(SiteId, JobId)>,
 }
 
-impl Manager {
-    /// Ranks caches for maintenance with `worth` (after each job, when a
-    /// bound is set).
-    pub fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
-        self.grid.cache.worth = Some(worth);
+/// One step of bringing a site's cache back under its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CacheStep {
+    /// k-replication: `file` moves from `from` to `to` before it is
+    /// deleted at `from`.
+    Replicate { file: FileId, from: SiteId, to: SiteId },
+    /// The copy of `file` at `site` is deleted.
+    Delete { file: FileId, site: SiteId },
+}
+
+/// The grid as cache maintenance sees it.
+pub(super) struct CacheView<'a> {
+    pub wf: &'a Workflow,
+    pub sites: &'a [SiteInfo],
+    /// Each job's state in the node life cycle.
+    pub state: &'a [JobState],
+    pub now: Time,
+    /// `replicas = k`.
+    pub k: usize,
+}
+
+impl Placement {
+    /// Ranks caches for maintenance with `worth`.
+    pub(super) fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
+        self.cache.worth = Some(worth);
     }
 
-    /// `job` was submitted now: a use of each of its files.
-    pub(super) fn note_uses(&mut self, job: JobId) {
-        if self.settings.cache_bound.is_none() {
-            return;
-        }
-        let j = &self.wf.jobs[job];
+    /// `job` was submitted at `now`: a use of each of its files.
+    pub(super) fn note_uses(&mut self, wf: &Workflow, job: JobId, now: Time) {
+        let j = &wf.jobs[job];
         for &f in j.inputs.iter().chain(&j.outputs) {
-            self.grid.cache.uses[f].push(self.now);
+            self.cache.uses[f].push(now);
         }
     }
 
-    /// A job ended at `site`: bring its cache back under the bound.
-    pub(super) fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
-        let Some(bound) = self.settings.cache_bound else {
-            return;
-        };
-        if self.sites[site].cpus == 0 || self.grid.pool.down[site] {
-            return;
+    /// What brings `site`'s cache back under `bound`, in increasing worth
+    /// (see the module docs); nothing when it is under it, holds no slot
+    /// or is down.
+    pub(super) fn cache_plan(&mut self, v: &CacheView, site: SiteId, bound: u64) -> Vec<CacheStep> {
+        let wf = v.wf;
+        if v.sites[site].cpus == 0 || self.pool.down[site] {
+            return Vec::new();
         }
-        let mut bytes = self.grid.cached_bytes(&self.wf, self.sites.len());
+        let mut bytes = self.cached_bytes(wf, v.sites.len());
         if bytes[site] <= bound {
-            return;
+            return Vec::new();
         }
         // Files of the jobs planned here or holding a slot here.
         let mut exempt: Vec<FileId> = Vec::new();
-        for (j, st) in self.dag.state.iter().enumerate() {
+        for (j, st) in v.state.iter().enumerate() {
             let here = match st {
-                JobState::Staging | JobState::Queued | JobState::Running => self.grid.site_of[j] == site,
-                JobState::Waiting | JobState::Ready => self.grid.selector.planned(j) == Some(site),
+                JobState::Staging | JobState::Queued | JobState::Running => self.site_of[j] == site,
+                JobState::Waiting | JobState::Ready => self.selector.planned(j) == Some(site),
                 _ => false,
             };
             if here {
-                let jb = &self.wf.jobs[j];
+                let jb = &wf.jobs[j];
                 exempt.extend(jb.inputs.iter().chain(&jb.outputs));
             }
         }
         exempt.sort_unstable();
-        let now = self.now;
-        let Some(mut worth) = self.grid.cache.worth.take() else {
-            return;
+        let Some(mut worth) = self.cache.worth.take() else {
+            return Vec::new();
         };
-        let mut ranked: Vec<(f64, FileId)> = (0..self.wf.files.len())
-            .filter(|&f| self.grid.replicas.has(f, site))
-            .filter(|&f| !self.grid.kept_at(f, site) && exempt.binary_search(&f).is_err())
-            .filter(|&f| !self.grid.cache.replicating.contains(&(f, site)))
+        let mut ranked: Vec<(f64, FileId)> = (0..wf.files.len())
+            .filter(|&f| self.replicas.has(f, site))
+            .filter(|&f| !self.kept_at(f, site) && exempt.binary_search(&f).is_err())
+            .filter(|&f| !self.cache.replicating.contains(&(f, site)))
             .map(|f| {
                 let c = CachedFile {
                     file: f,
-                    size: self.wf.files[f].size,
-                    copies: self.grid.replicas.holders(f).len(),
-                    uses: &self.grid.cache.uses[f],
-                    now,
+                    size: wf.files[f].size,
+                    copies: self.replicas.holders(f).len(),
+                    uses: &self.cache.uses[f],
+                    now: v.now,
                 };
                 (worth.worth(&c), f)
             })
             .collect();
-        self.grid.cache.worth = Some(worth);
+        self.cache.worth = Some(worth);
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let k = self.settings.replicas;
+        let mut steps = Vec::new();
         for (_, file) in ranked {
             if bytes[site] <= bound {
                 break;
             }
-            let size = self.wf.files[file].size;
+            let size = wf.files[file].size;
             bytes[site] -= size;
-            if k > 0 && self.grid.replicas.holders(file).len() <= k {
-                let target = (0..self.sites.len())
-                    .filter(|&s| s != site && self.sites[s].cpus > 0 && !self.grid.pool.down[s])
-                    .filter(|&s| !self.grid.replicas.has(file, s) && bytes[s] + size <= bound)
+            if v.k > 0 && self.replicas.holders(file).len() <= v.k {
+                let target = (0..v.sites.len())
+                    .filter(|&s| s != site && v.sites[s].cpus > 0 && !self.pool.down[s])
+                    .filter(|&s| !self.replicas.has(file, s) && bytes[s] + size <= bound)
                     .max_by_key(|&s| (bound - bytes[s], std::cmp::Reverse(s)));
                 if let Some(to) = target {
                     bytes[to] += size;
-                    self.replicate(file, site, to, job, out);
+                    self.cache.replicating.push((file, site));
+                    steps.push(CacheStep::Replicate { file, from: site, to });
                     continue;
                 }
             }
-            self.delete_copy(file, site, out);
+            steps.push(CacheStep::Delete { file, site });
         }
+        steps
     }
 
-    /// The copy of `file` at `site` goes: forgotten, then deleted.
-    fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
-        self.forget_copy(file, site);
-        out.push(Command::Delete { site, file });
-    }
-
-    /// k-replication: `file` moves from `from` to `to` before it is deleted
-    /// at `from`.
-    fn replicate(
+    /// A k-replication transfer of `file` from `from` to `to` ended: the
+    /// new copy is registered (returns the jobs that waited for it), and
+    /// the old one is to be deleted when it is still there (the second
+    /// value); if it failed, the old one stays (nothing is lost).
+    pub(super) fn replica_done(
         &mut self,
         file: FileId,
-        from: SiteId,
-        to: SiteId,
-        job: JobId,
-        out: &mut Vec<Command>,
-    ) {
-        self.grid.cache.replicating.push((file, from));
-        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-        let kind = FlightKind::Replica;
-        self.start_flight((job, attempt), file, from, to, kind, false, out);
-    }
-
-    /// A k-replication transfer ended: the new copy is registered and the
-    /// old one deleted; if it failed, the old one stays (nothing is lost).
-    pub(super) fn on_replica_done(
-        &mut self,
-        file: FileId,
-        from: SiteId,
-        to: SiteId,
+        (from, to): (SiteId, SiteId),
         ok: bool,
-        out: &mut Vec<Command>,
-    ) {
-        self.grid.cache.replicating.retain(|&c| c != (file, from));
-        if !ok || self.grid.pool.down[to] {
-            return;
+    ) -> (Option<Vec<JobId>>, bool) {
+        self.cache.replicating.retain(|&c| c != (file, from));
+        if !ok || self.pool.down[to] {
+            return (None, false);
         }
-        self.register(file, to);
-        if self.grid.replicas.has(file, from) {
-            self.delete_copy(file, from, out);
-        }
+        let waiting = self.replicas.register(file, to);
+        (waiting, self.replicas.has(file, from))
     }
-}
 
-impl Placement {
     /// Registered bytes per site, of `sites` sites.
     fn cached_bytes(&self, wf: &Workflow, sites: usize) -> Vec<u64> {
         let mut bytes = vec![0u64; sites];

@@ -41,6 +41,7 @@
 mod abort;
 mod completion;
 mod maintenance;
+use maintenance::{CacheStep, CacheView};
 mod memo;
 use memo::MemoCopied;
 mod recovery;
@@ -699,6 +700,12 @@ impl Manager {
         self.dag.submissions = submissions;
     }
 
+    /// Ranks caches for maintenance with `worth` (after each job, when a
+    /// bound is set).
+    pub fn set_cache_worth(&mut self, worth: Box<dyn crate::core::seams::CacheWorth>) {
+        self.grid.set_cache_worth(worth);
+    }
+
     /// Memoizes within the run the jobs `twins` groups; call before the
     /// first event.
     pub fn set_twins(&mut self, twins: &crate::core::versions::Twins) {
@@ -1230,6 +1237,48 @@ impl Manager {
 
     /// The copy of `file` at `site` is gone (evicted, deleted): forgotten
     /// and recorded.
+    /// A job ended at `site`: its cache is brought back under the bound
+    /// (`maintenance.rs`).
+    fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
+        let Some(bound) = self.settings.cache_bound else {
+            return;
+        };
+        let view = CacheView {
+            wf: &self.wf,
+            sites: &self.sites,
+            state: &self.dag.state,
+            now: self.now,
+            k: self.settings.replicas,
+        };
+        for step in self.grid.cache_plan(&view, site, bound) {
+            match step {
+                CacheStep::Replicate { file, from, to } => {
+                    let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
+                    let kind = FlightKind::Replica;
+                    self.start_flight((job, attempt), file, from, to, kind, false, out);
+                }
+                CacheStep::Delete { file, site } => self.delete_copy(file, site, out),
+            }
+        }
+    }
+
+    /// A k-replication transfer ended (`maintenance.rs`).
+    fn on_replica_done(&mut self, file: FileId, from: SiteId, to: SiteId, ok: bool, out: &mut Vec<Command>) {
+        let (waiting, delete) = self.grid.replica_done(file, (from, to), ok);
+        if let Some(jobs) = waiting {
+            self.dag.requeue_ready(jobs);
+        }
+        if delete {
+            self.delete_copy(file, from, out);
+        }
+    }
+
+    /// The copy of `file` at `site` goes: forgotten, then deleted.
+    fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
+        self.forget_copy(file, site);
+        out.push(Command::Delete { site, file });
+    }
+
     fn forget_copy(&mut self, file: FileId, site: SiteId) {
         self.grid.replicas.forget(file, site);
         self.records.evictions.push(EvictionRecord {

@@ -409,7 +409,9 @@ impl Manager {
             return;
         }
         let site = self.grid.site_of[job];
-        self.note_uses(job);
+        if self.settings.cache_bound.is_some() {
+            self.grid.note_uses(&self.wf, job, self.now);
+        }
         self.set_state(job, JobState::Queued);
         self.grid.pool.active[site] += 1;
         self.records.sites[site].submitted += 1;
