@@ -10,7 +10,7 @@
 //! arrived; with no room anywhere, it is deleted without a copy (§6.2).
 //!
 //! The placement room decides here; the manager carries out its steps
-//! (`Manager::maintain_cache`, `Manager::on_replica_done`).
+//! (`flight_ends.rs`).
 
 use super::*;
 use crate::core::seams::{CacheWorth, CachedFile};

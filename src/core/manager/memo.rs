@@ -12,7 +12,7 @@
 //!
 //! The placement room decides here (which jobs have a twin, which copies,
 //! from where); the manager carries it out (`Manager::memoize_arrival`,
-//! `Manager::on_memo_copied`).
+//! and `flight_ends.rs`).
 
 use super::*;
 use crate::core::versions::Twins;

@@ -41,9 +41,7 @@
 mod abort;
 mod completion;
 mod maintenance;
-use maintenance::{CacheStep, CacheView};
 mod memo;
-use memo::MemoCopied;
 mod recovery;
 mod release;
 mod room;
@@ -54,6 +52,7 @@ mod stall;
 mod staging;
 mod subdag;
 mod dagman_limits;
+mod flight_ends;
 mod graft;
 mod node_life;
 use node_life::NodeLife;
@@ -752,28 +751,8 @@ impl Manager {
         }
     }
 
-    /// A copy of memoized `job`'s output `file` to `to` ended.
-    fn on_memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) {
-        match self.grid.memo_copied(job, file, to, ok) {
-            MemoCopied::Stale => {}
-            MemoCopied::GaveUp => {
-                if self.dag.missing_parents[job] == 0 {
-                    self.make_ready(job);
-                }
-            }
-            MemoCopied::Copied { last, waiting } => {
-                if let Some(jobs) = waiting {
-                    self.dag.requeue_ready(jobs);
-                }
-                if last {
-                    self.memo_done(job);
-                }
-            }
-        }
-    }
-
     /// Memoized `job`'s node ends.
-    fn memo_done(&mut self, job: JobId) {
+    pub(super) fn memo_done(&mut self, job: JobId) {
         self.records.jobs[job].memoized = Some(self.now);
         self.complete_without_running(job);
         self.grid.memo_ended(job);
@@ -1237,49 +1216,7 @@ impl Manager {
 
     /// The copy of `file` at `site` is gone (evicted, deleted): forgotten
     /// and recorded.
-    /// A job ended at `site`: its cache is brought back under the bound
-    /// (`maintenance.rs`).
-    fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
-        let Some(bound) = self.settings.cache_bound else {
-            return;
-        };
-        let view = CacheView {
-            wf: &self.wf,
-            sites: &self.sites,
-            state: &self.dag.state,
-            now: self.now,
-            k: self.settings.replicas,
-        };
-        for step in self.grid.cache_plan(&view, site, bound) {
-            match step {
-                CacheStep::Replicate { file, from, to } => {
-                    let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-                    let kind = FlightKind::Replica;
-                    self.start_flight((job, attempt), file, from, to, kind, false, out);
-                }
-                CacheStep::Delete { file, site } => self.delete_copy(file, site, out),
-            }
-        }
-    }
-
-    /// A k-replication transfer ended (`maintenance.rs`).
-    fn on_replica_done(&mut self, file: FileId, from: SiteId, to: SiteId, ok: bool, out: &mut Vec<Command>) {
-        let (waiting, delete) = self.grid.replica_done(file, (from, to), ok);
-        if let Some(jobs) = waiting {
-            self.dag.requeue_ready(jobs);
-        }
-        if delete {
-            self.delete_copy(file, from, out);
-        }
-    }
-
-    /// The copy of `file` at `site` goes: forgotten, then deleted.
-    fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
-        self.forget_copy(file, site);
-        out.push(Command::Delete { site, file });
-    }
-
-    fn forget_copy(&mut self, file: FileId, site: SiteId) {
+    pub(super) fn forget_copy(&mut self, file: FileId, site: SiteId) {
         self.grid.replicas.forget(file, site);
         self.records.evictions.push(EvictionRecord {
             time: self.now,

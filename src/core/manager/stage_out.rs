@@ -17,6 +17,9 @@
 //! node's children do not wait for it (they read none of these files); the
 //! run ends when every such copy arrived or failed for good, in which case
 //! the copy where it was made stays kept (nothing is lost).
+//!
+//! The placement room decides here; the manager carries it out
+//! (`flight_ends.rs`).
 
 use super::*;
 
@@ -44,196 +47,179 @@ pub(super) struct StageOut {
     delete: Vec<FileId>,
 }
 
-impl Manager {
-    /// Starts sending `job`'s outputs from `site` home (see
-    /// [`Placement::sends_home`]).
-    pub(super) fn start_stage_out(
-        &mut self,
-        job: JobId,
+/// What the end of a transfer of a job's output home means.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum HomeEnd {
+    /// Of an attempt no longer sending: nothing.
+    Stale,
+    /// Outputs are still on their way.
+    Pending,
+    /// The transfer failed and is tried again after the backoff.
+    Retry,
+    /// Every output is home: the job ends at `site`, these files deleted
+    /// there.
+    Home { site: SiteId, delete: Vec<FileId> },
+    /// An output could not be sent: the job's work at `site` is lost,
+    /// these files deleted there.
+    Lost {
         site: SiteId,
         delete: Vec<FileId>,
-        out: &mut Vec<Command>,
-    ) {
-        let outputs = self.wf.jobs[job].outputs.clone();
-        let attempt = self.records.jobs[job].attempts.len() - 1;
-        self.grid.stage_outs[job] = Some(StageOut {
+        reason: String,
+    },
+}
+
+/// What the end of a final output's copy to the submit machine means.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum FinalEnd {
+    /// Registered there (freeing the jobs that waited for it), cleaned up
+    /// where it was made.
+    Arrived(Option<Vec<JobId>>),
+    /// Tried again after the backoff.
+    Retry,
+    /// Given up: it stays kept where it was made.
+    GaveUp,
+}
+
+impl Placement {
+    /// Starts sending `job`'s outputs (of its `attempt`) from `site` home
+    /// (see [`Placement::sends_home`]), `delete` going with them: returns
+    /// the outputs to send.
+    pub(super) fn begin_stage_out(
+        &mut self,
+        wf: &Workflow,
+        (job, attempt): (JobId, usize),
+        site: SiteId,
+        delete: Vec<FileId>,
+    ) -> Vec<FileId> {
+        let outputs = wf.jobs[job].outputs.clone();
+        self.stage_outs[job] = Some(StageOut {
             site,
             attempt,
             left: outputs.len(),
             tries: Vec::new(),
             delete,
         });
-        for file in outputs {
-            self.send_home(job, file, out);
-        }
+        outputs
     }
 
-    /// One output of `job` leaves for its submit machine.
-    fn send_home(&mut self, job: JobId, file: FileId, out: &mut Vec<Command>) {
-        let Some(so) = self.grid.stage_outs[job].as_ref() else {
-            return;
-        };
-        let (from, to, attempt) = (so.site, self.grid.home[job], so.attempt);
-        let retry = so.tries.iter().any(|&(f, _)| f == file);
-        let kind = FlightKind::StageOut;
-        self.start_flight((job, attempt), file, from, to, kind, retry, out);
-    }
-
-    /// A transfer of an output home ended.
-    pub(super) fn on_stage_out_done(
-        &mut self,
+    /// The transfer that sends `job`'s output `file` home, for its `attempt`
+    /// (any attempt when none): `(from, to, attempt, is a retry)`; none
+    /// when that attempt sends nothing.
+    pub(super) fn home_flight(
+        &self,
         job: JobId,
-        attempt: usize,
         file: FileId,
-        ok: bool,
+        attempt: Option<usize>,
+    ) -> Option<(SiteId, SiteId, usize, bool)> {
+        let so = self.stage_outs[job].as_ref()?;
+        if attempt.is_some_and(|a| a != so.attempt) {
+            return None;
+        }
+        let retry = so.tries.iter().any(|&(f, _)| f == file);
+        Some((so.site, self.home[job], so.attempt, retry))
+    }
+
+    /// A transfer of `job`'s output `file` home, of its `attempt`, ended
+    /// `ok` or not; `retries` tries are allowed each.
+    pub(super) fn home_done(
+        &mut self,
+        wf: &Workflow,
+        (job, attempt): (JobId, usize),
+        file: FileId,
+        (ok, retries): (bool, u32),
         out: &mut Vec<Command>,
-    ) {
-        let retries = self.settings.transfer_retries;
-        let Some(so) = self.grid.stage_outs[job]
-            .as_mut()
-            .filter(|so| so.attempt == attempt)
-        else {
-            return;
+    ) -> HomeEnd {
+        let Some(so) = self.stage_outs[job].as_mut().filter(|so| so.attempt == attempt) else {
+            return HomeEnd::Stale;
         };
         if ok {
             so.left -= 1;
-            if so.left == 0 {
-                self.finish_stage_out(job, out);
+            if so.left > 0 {
+                return HomeEnd::Pending;
             }
-            return;
-        }
-        let tries = match so.tries.iter_mut().find(|(f, _)| *f == file) {
-            Some((_, n)) => {
-                *n += 1;
-                *n
+        } else {
+            let tries = match so.tries.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    so.tries.push((file, 1));
+                    1
+                }
+            };
+            if tries <= retries {
+                return HomeEnd::Retry;
             }
-            None => {
-                so.tries.push((file, 1));
-                1
-            }
-        };
-        if tries <= retries {
-            let at = self.now + self.settings.transfer_backoff;
-            self.schedule(at, Timer::RetryStageOut { job, attempt, file });
-            return;
         }
-        // The only copy could not be sent: the job's work is lost.
-        let Some(so) = self.grid.stage_outs[job].take() else {
-            return;
-        };
-        let name = &self.wf.files[file].name;
-        let reason = format!("could not send `{name}` back to the submit machine");
-        let mut delete = so.delete;
-        delete.extend(self.grid.own_outputs(&self.wf, job, so.site, out));
-        self.leave_slot(job, so.site, out);
-        self.release_pins(job, so.site, delete, false, out);
-        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
-            a.ended = Some(self.now);
-            a.outcome = Outcome::Failed(JobFailure::Failed(reason));
-        }
-        self.records.sites[so.site].failed += 1;
-        self.set_state(job, JobState::Ready);
-        self.retry(job, Retry::Counted);
-    }
-
-    /// A retry timer of an output's transfer home fired.
-    pub(super) fn retry_stage_out(
-        &mut self,
-        job: JobId,
-        attempt: usize,
-        file: FileId,
-        out: &mut Vec<Command>,
-    ) {
-        if self.grid.stage_outs[job]
-            .as_ref()
-            .is_some_and(|so| so.attempt == attempt)
-        {
-            self.send_home(job, file, out);
-        }
-    }
-
-    /// Every output is home: the execute machine's copies and staged inputs
-    /// go, the slot is free, and the job ends as any other.
-    fn finish_stage_out(&mut self, job: JobId, out: &mut Vec<Command>) {
-        let Some(so) = self.grid.stage_outs[job].take() else {
-            return;
+        let Some(so) = self.stage_outs[job].take() else {
+            return HomeEnd::Stale;
         };
         let mut delete = so.delete;
-        delete.extend(self.grid.own_outputs(&self.wf, job, so.site, out));
-        self.ended_well(job, so.site, delete, out);
-    }
-}
-
-impl Manager {
-    /// `job`'s node ended with its outputs registered at `site`: its final
-    /// outputs leave for its submit machine (see the module's note).
-    pub(super) fn stage_out_finals(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        let home = self.grid.home[job];
-        if site == home || self.grid.pool.down[home] {
-            return;
-        }
-        for i in 0..self.wf.jobs[job].outputs.len() {
-            let file = self.wf.jobs[job].outputs[i];
-            if self.grid.cache.unread[file] {
-                self.grid.finals.out += 1;
-                self.send_final(job, file, site, false, out);
-            }
-        }
-    }
-
-    fn send_final(
-        &mut self,
-        job: JobId,
-        file: FileId,
-        from: SiteId,
-        retry: bool,
-        out: &mut Vec<Command>,
-    ) {
-        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-        let to = self.grid.home[job];
-        self.start_flight((job, attempt), file, from, to, FlightKind::Final, retry, out);
-    }
-
-    /// A final output's copy to the submit machine ended: registered there
-    /// and cleaned up where it was made, or tried again.
-    pub(super) fn on_final_done(
-        &mut self,
-        job: JobId,
-        file: FileId,
-        from: SiteId,
-        ok: bool,
-        out: &mut Vec<Command>,
-    ) {
-        let to = self.grid.home[job];
+        delete.extend(self.own_outputs(wf, job, so.site, out));
         if ok {
-            self.grid.finals.out -= 1;
-            self.register(file, to);
-            self.grid.room.unkeep(&self.wf, file, from);
+            return HomeEnd::Home { site: so.site, delete };
+        }
+        let name = &wf.files[file].name;
+        let reason = format!("could not send `{name}` back to the submit machine");
+        HomeEnd::Lost {
+            site: so.site,
+            delete,
+            reason,
+        }
+    }
+
+    /// `job`'s node ended with its outputs registered at `site`: its final
+    /// outputs to copy to its submit machine (none when it is there or
+    /// down), counted as on their way.
+    pub(super) fn finals_to_send(&mut self, wf: &Workflow, job: JobId, site: SiteId) -> Vec<FileId> {
+        let home = self.home[job];
+        if site == home || self.pool.down[home] {
+            return Vec::new();
+        }
+        let finals: Vec<FileId> = (wf.jobs[job].outputs.iter().copied())
+            .filter(|&f| self.cache.unread[f])
+            .collect();
+        self.finals.out += finals.len();
+        finals
+    }
+
+    /// A copy of `job`'s final output `file` from `from` to its submit
+    /// machine ended, `ok` or not; `retries` tries are allowed.
+    pub(super) fn final_done(
+        &mut self,
+        wf: &Workflow,
+        (job, file, from): (JobId, FileId, SiteId),
+        (ok, retries): (bool, u32),
+        out: &mut Vec<Command>,
+    ) -> FinalEnd {
+        if ok {
+            self.finals.out -= 1;
+            let waiting = self.replicas.register(file, self.home[job]);
+            self.room.unkeep(wf, file, from);
             out.push(Command::Cleanup { site: from, file });
-            return;
+            return FinalEnd::Arrived(waiting);
         }
-        let tries = self.grid.finals.tries.entry(file).or_insert(0);
+        let tries = self.finals.tries.entry(file).or_insert(0);
         *tries += 1;
-        if *tries <= self.settings.transfer_retries && !self.grid.pool.down[from] && self.grid.replicas.has(file, from)
-        {
-            let at = self.now + self.settings.transfer_backoff;
-            self.schedule(at, Timer::RetryFinal { job, file, from });
+        if *tries <= retries && !self.pool.down[from] && self.replicas.has(file, from) {
+            FinalEnd::Retry
         } else {
-            self.grid.finals.out -= 1; // stays kept where it was made
+            self.finals.out -= 1;
+            FinalEnd::GaveUp
         }
     }
 
-    /// A retry timer of a final output's copy fired.
-    pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, out: &mut Vec<Command>) {
-        if self.grid.replicas.has(file, from) {
-            self.send_final(job, file, from, true, out);
-        } else {
-            self.grid.finals.out -= 1; // lost meanwhile: its producer makes it again
+    /// A retry of a final output's copy from `from` is due: whether it is
+    /// still there to send (lost meanwhile, its producer makes it again).
+    pub(super) fn final_still_there(&mut self, file: FileId, from: SiteId) -> bool {
+        let there = self.replicas.has(file, from);
+        if !there {
+            self.finals.out -= 1;
         }
+        there
     }
-}
 
-impl Placement {
     /// The site a job's outputs are registered at when its node ends: its
     /// submit machine with the `return` policy, else where it ran.
     pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {

@@ -560,7 +560,7 @@ impl Manager {
                 return;
             }
             FlightKind::Replica => {
-                self.on_replica_done(fl.file, fl.from, key.1, result.is_ok(), out);
+                self.on_replica_done(fl.file, (fl.from, key.1), result.is_ok(), out);
                 return;
             }
             FlightKind::Final => {

@@ -1,6 +1,7 @@
 //! The manager's unit tests, in the scripted world (LRU pools).
 
 use super::abort::EXIT_ABORT;
+use super::memo::MemoCopied;
 use super::scripted::ScriptedWorld as World;
 use super::*;
 use crate::core::nodes::Graft;
