@@ -79,7 +79,7 @@ impl Manager {
             Ok(()) => self.ended_well(job, site, delete, out),
             Err(JobFailure::Exit(status)) => {
                 self.leave_slot(job, site, out);
-                self.release_pins(job, site, delete, false, out);
+                self.grid.release_pins(&self.wf, (job, site), delete, false, out);
                 self.job_exited(job, site, status, out);
             }
             Err(failure) => {
@@ -89,7 +89,7 @@ impl Manager {
                 }
                 self.records.sites[site].failed += 1;
                 self.leave_slot(job, site, out);
-                self.release_pins(job, site, delete, false, out);
+                self.grid.release_pins(&self.wf, (job, site), delete, false, out);
                 self.set_state(job, JobState::Ready);
                 let retry = match failure {
                     JobFailure::MissingInput(_) => Retry::Now,
@@ -150,7 +150,7 @@ impl Manager {
         out: &mut Vec<Command>,
     ) {
         self.leave_slot(job, site, out);
-        self.release_pins(job, site, delete, true, out);
+        self.grid.release_pins(&self.wf, (job, site), delete, true, out);
         let noticed = self.grid.pool.wms.noticed(self.now);
         if noticed > self.now {
             self.schedule(noticed, Timer::Noticed { job, site });

@@ -56,7 +56,7 @@ impl Manager {
             // The only copy could not be sent: the job's work is lost.
             HomeEnd::Lost { site, delete, reason } => {
                 self.leave_slot(job, site, out);
-                self.release_pins(job, site, delete, false, out);
+                self.grid.release_pins(&self.wf, (job, site), delete, false, out);
                 if let Some(a) = self.records.jobs[job].attempts.last_mut() {
                     a.ended = Some(self.now);
                     a.outcome = Outcome::Failed(JobFailure::Failed(reason));

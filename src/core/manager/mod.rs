@@ -45,6 +45,7 @@ mod memo;
 mod recovery;
 mod release;
 mod room;
+use room::RoomCheck;
 pub mod scripted;
 mod service;
 mod stage_out;
@@ -1044,7 +1045,21 @@ impl Manager {
                     self.retry_stage_out(job, attempt, file, out)
                 }
                 Timer::Monit => self.monit_queue(out),
-                Timer::RoomCheck => self.check_room(),
+                Timer::RoomCheck => {
+                    let (wf, state) = (&self.wf, &self.dag.state);
+                    match self.grid.check_room(wf, &self.sites, state, self.now) {
+                        RoomCheck::Nothing => {}
+                        RoomCheck::Again(at) => self.schedule(at, Timer::RoomCheck),
+                        RoomCheck::Verdict(verdict) => {
+                            for (job, why) in verdict {
+                                match why {
+                                    Some(why) => self.fail_for_good(job, why),
+                                    None => self.dag.ready.push(job),
+                                }
+                            }
+                        }
+                    }
+                }
                 Timer::RetryFinal { job, file, from } => self.retry_final(job, file, from, out),
                 Timer::Arrival { submission } => self.arrive(submission, out),
                 Timer::Release { job } => self.make_ready(job),

@@ -333,73 +333,89 @@ impl Room {
     }
 }
 
-impl Manager {
+/// What a look at the jobs waiting for room finds.
+#[derive(Debug, PartialEq)]
+pub(super) enum RoomCheck {
+    /// Nothing to look at.
+    Nothing,
+    /// A job ended, or one holds room it will free: look again at this
+    /// time.
+    Again(Time),
+    /// Nothing will free room: each waiting job, in turn, fails for good
+    /// when it has none anywhere, saying why, or goes back to the ready
+    /// queue.
+    Verdict(Vec<(JobId, Option<String>)>),
+}
+
+impl Placement {
     /// Unpins `job`'s files at `site`, deleting `delete` there; the room
     /// its files held is free again, but for its outputs when `ended_well`
     /// leaves them registered there.
     pub(super) fn release_pins(
         &mut self,
-        job: JobId,
-        site: SiteId,
+        wf: &Workflow,
+        (job, site): (JobId, SiteId),
         delete: Vec<FileId>,
         ended_well: bool,
         out: &mut Vec<Command>,
     ) {
-        let kept = ended_well && self.grid.output_site(job, site) == site;
-        self.grid.room.release(&self.wf, job, kept);
+        let kept = ended_well && self.output_site(job, site) == site;
+        self.room.release(wf, job, kept);
         out.push(Command::Release { job, site, delete });
     }
-}
 
-impl Manager {
     /// No site that can run `job` (those are `could`) has room for it now:
-    /// it waits, and a look at the whole grid is due.
-    pub(super) fn wait_for_room(&mut self, job: JobId, could: &[SiteId]) {
-        self.grid.room.wait(&self.wf, job, could);
-        if !self.grid.room.check_pending {
-            self.grid.room.check_pending = true;
-            self.grid.room.progress_seen = self.grid.progress;
-            self.schedule(self.now + self.grid.stall.horizon.max(1.0), Timer::RoomCheck);
+    /// it waits. Returns when to look at the whole grid, if no look is due
+    /// yet.
+    pub(super) fn wait_for_room(&mut self, wf: &Workflow, job: JobId, could: &[SiteId], now: Time) -> Option<Time> {
+        self.room.wait(wf, job, could);
+        if self.room.check_pending {
+            return None;
         }
+        self.room.check_pending = true;
+        self.room.progress_seen = self.progress;
+        Some(now + self.stall.horizon.max(1.0))
     }
 
     /// Jobs wait for room. While any job ends, or any holds room it will
     /// free, they are woken as room is freed. When no job has ended for the
     /// stall horizon and none holds room, nothing will free any: each
-    /// waiting job that still has no room anywhere fails (a deadlock on
-    /// disk space: what the disks keep leaves it no room).
-    pub(super) fn check_room(&mut self) {
-        self.grid.room.check_pending = false;
-        if self.grid.room.waiting.is_empty() {
-            return;
+    /// waiting job (that is still ready, by `state`) that has no room
+    /// anywhere fails (a deadlock on disk space: what the disks keep
+    /// leaves it no room).
+    pub(super) fn check_room(&mut self, wf: &Workflow, sites: &[SiteInfo], state: &[JobState], now: Time) -> RoomCheck {
+        self.room.check_pending = false;
+        if self.room.waiting.is_empty() {
+            return RoomCheck::Nothing;
         }
-        if self.grid.progress != self.grid.room.progress_seen || self.grid.room.holding > 0 {
-            self.grid.room.check_pending = true;
-            self.grid.room.progress_seen = self.grid.progress;
-            self.schedule(self.now + self.grid.stall.horizon.max(1.0), Timer::RoomCheck);
-            return;
+        if self.progress != self.room.progress_seen || self.room.holding > 0 {
+            self.room.check_pending = true;
+            self.room.progress_seen = self.progress;
+            return RoomCheck::Again(now + self.stall.horizon.max(1.0));
         }
         let mut waiting = Vec::new();
-        self.grid.room.wake_all(&mut waiting);
-        let mut eligible = std::mem::take(&mut self.grid.eligible);
+        self.room.wake_all(&mut waiting);
+        let mut eligible = std::mem::take(&mut self.eligible);
+        let mut verdict = Vec::new();
         for job in waiting {
-            if self.dag.state[job] != JobState::Ready {
+            if state[job] != JobState::Ready {
                 continue;
             }
-            let room = self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible);
+            let room = self.eligible_sites(job, sites, wf, &mut eligible);
             if matches!(room, Err(staging::NoSite::NoRoom(_))) {
                 let why = format!(
                     "no site that can run it had room for its files ({} bytes) for {:.0} s \
                      in which no job ended anywhere and none held room to free (a deadlock \
                      on disk space: the outputs the disks keep for their readers leave no room)",
-                    self.grid.footprint[job],
-                    self.grid.stall.horizon.max(1.0)
+                    self.footprint[job],
+                    self.stall.horizon.max(1.0)
                 );
-                self.fail_for_good(job, why);
+                verdict.push((job, Some(why)));
             } else {
-                self.dag.ready.push(job);
+                verdict.push((job, None));
             }
         }
-        self.grid.eligible = eligible;
+        self.eligible = eligible;
+        RoomCheck::Verdict(verdict)
     }
 }

@@ -55,7 +55,9 @@ impl Manager {
             }
             Err(NoSite::NoRoom(could)) => {
                 self.grid.eligible = eligible;
-                self.wait_for_room(job, &could);
+                if let Some(at) = self.grid.wait_for_room(&self.wf, job, &could, self.now) {
+                    self.schedule(at, Timer::RoomCheck);
+                }
                 return Prescript::WaitsForRoom;
             }
             Err(NoSite::None) => {
@@ -352,7 +354,7 @@ impl Manager {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
             // any) still runs. Its placement is let go, to be made again
             // if it runs again.
-            self.release_pins(job, st.site, Vec::new(), false, out);
+            self.grid.release_pins(&self.wf, (job, st.site), Vec::new(), false, out);
             self.set_state(job, JobState::Running);
             if self.read_deferred(job, out) {
                 return;
@@ -500,7 +502,7 @@ impl Manager {
     pub(super) fn unpin_staged(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
         let staged = self.grid.take_staged(job);
         let delete = self.grid.postscript_replicas(site, &staged);
-        self.release_pins(job, site, delete, false, out);
+        self.grid.release_pins(&self.wf, (job, site), delete, false, out);
     }
 
     /// `job` left its slot at `site` (ended, failed, killed): its claim goes
@@ -668,7 +670,7 @@ impl Manager {
         self.dag.prescripts_running -= 1;
         self.dag.prescript_ended(job);
         let delete = self.grid.postscript_replicas(st.site, &st.staged);
-        self.release_pins(job, st.site, delete, false, out);
+        self.grid.release_pins(&self.wf, (job, st.site), delete, false, out);
         true
     }
 
