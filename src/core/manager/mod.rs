@@ -653,7 +653,11 @@ impl Manager {
                 self.complete_without_running(j);
             }
         }
-        self.set_services();
+        for j in self.dag.set_services() {
+            // Its ready-queue entry is skipped as stale.
+            self.set_state(j, JobState::Waiting);
+            self.records.jobs[j].ready = None;
+        }
         self.dag.nodes.save_points = save_points;
         for j in self.dag.nodes.save_points.clone() {
             if self.dag.state[j] == JobState::Ready {
@@ -1003,6 +1007,16 @@ impl Manager {
 
     fn schedule(&mut self, at: Time, timer: Timer) {
         self.timers.push(at, timer);
+    }
+
+    /// Once every other node is over, the SERVICE nodes still going are
+    /// removed and end done (`service.rs`).
+    fn remove_services(&mut self, out: &mut Vec<Command>) {
+        for j in self.dag.services_to_remove(self.grid.finals.out) {
+            self.withdraw(j, out);
+            self.record_removal(j, "the DAG ended (a SERVICE node is removed at its end)");
+            self.set_state(j, JobState::Done);
+        }
     }
 
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval

@@ -29,7 +29,7 @@ impl Manager {
 
     /// `job` is over: its workflow and ordering children lose a parent.
     pub(super) fn release_children(&mut self, job: JobId) {
-        self.hold_for_provisioner(job);
+        self.dag.hold_for_provisioner(&self.wf, job);
         let wf = self.wf.clone();
         for &c in &wf.children[job] {
             self.release_child(c);
@@ -39,6 +39,14 @@ impl Manager {
             self.release_child(c);
         }
         self.open_gate(job);
+    }
+
+    /// `job`'s job took its slot: if it is a provisioner, the nodes
+    /// waiting for its go-ahead may start.
+    pub(super) fn provisioned(&mut self, job: JobId) {
+        for j in self.dag.take_gate(job) {
+            self.release_child(j);
+        }
     }
 
     /// One parent of `c` is over; `c` is ready when none is left.

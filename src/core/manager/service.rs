@@ -13,6 +13,9 @@
 //!   nodes waiting for it never run. A sub-DAG's PROVISIONER is its own
 //!   DAGMan's: each run of the sub-DAG starts it with the sub-DAG, and
 //!   holds the sub-DAG's other nodes until its job runs.
+//!
+//! The node life cycle decides here; the manager moves the nodes it names
+//! (`Manager::set_services`, `provisioned`, `remove_services`).
 
 use super::*;
 
@@ -32,101 +35,85 @@ pub(super) struct Services {
     entry_of_provisioner: HashMap<JobId, JobId>,
 }
 
-impl Manager {
-    /// Follows the SERVICE and PROVISIONER nodes of `self.dag.nodes`, once set:
+impl NodeLife {
+    /// Follows the SERVICE and PROVISIONER nodes of `self.nodes`, once set:
     /// every node ready now but the provisioner and the services waits for
-    /// the provisioner's job to run.
-    pub(super) fn set_services(&mut self) {
-        self.dag.services = Services {
-            count: self.dag.nodes.service.iter().filter(|&&s| s).count(),
+    /// the provisioner's job to run. Returns those nodes, to move back to
+    /// waiting.
+    pub(super) fn set_services(&mut self) -> Vec<JobId> {
+        self.services = Services {
+            count: self.nodes.service.iter().filter(|&&s| s).count(),
             ..Default::default()
         };
-        for d in &self.dag.nodes.subdags {
+        for d in &self.nodes.subdags {
             if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.dag.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.dag.services.entry_of_provisioner.insert(p, e);
+                self.services.subdag_gates.insert(e, (p, Vec::new()));
+                self.services.entry_of_provisioner.insert(p, e);
             }
         }
-        self.dag.services.over = (0..self.dag.state.len())
-            .filter(|&j| self.dag.nodes.service[j] && self.dag.is_over(j))
+        self.services.over = (0..self.state.len())
+            .filter(|&j| self.nodes.service[j] && self.is_over(j))
             .count();
-        let Some(p) = self.dag.nodes.provisioner.filter(|&p| !self.dag.is_over(p)) else {
-            return;
+        let Some(p) = self.nodes.provisioner.filter(|&p| !self.is_over(p)) else {
+            return Vec::new();
         };
-        for j in 0..self.dag.state.len() {
-            if j != p && !self.dag.nodes.service[j] && self.dag.state[j] == JobState::Ready {
-                // Its ready-queue entry is skipped as stale.
-                self.set_state(j, JobState::Waiting);
-                self.records.jobs[j].ready = None;
-                self.dag.missing_parents[j] += 1;
-                self.dag.services.gate.push(j);
-            }
+        let gated: Vec<JobId> = (0..self.state.len())
+            .filter(|&j| j != p && !self.nodes.service[j] && self.state[j] == JobState::Ready)
+            .collect();
+        for &j in &gated {
+            self.missing_parents[j] += 1;
         }
+        self.services.gate.clone_from(&gated);
+        gated
     }
 
     /// The sub-DAG whose entry no-op `entry` ended starts: if its
     /// PROVISIONER has not run yet, its other nodes that would start now
-    /// (the entry's children, and those of a run again behind it) wait for
-    /// the go-ahead too.
-    pub(super) fn hold_for_provisioner(&mut self, entry: JobId) {
-        if self.dag.services.subdag_gates.is_empty() {
+    /// (the entry's children in `wf`, and those of a run again behind it)
+    /// wait for the go-ahead too.
+    pub(super) fn hold_for_provisioner(&mut self, wf: &Workflow, entry: JobId) {
+        if self.services.subdag_gates.is_empty() {
             return;
         }
-        let Some(&(p, _)) = self.dag.services.subdag_gates.get(&entry) else {
+        let Some(&(p, _)) = self.services.subdag_gates.get(&entry) else {
             return;
         };
         // A provisioner whose job runs (or ended) gave its go-ahead.
         if !matches!(
-            self.dag.state[p],
+            self.state[p],
             JobState::Waiting | JobState::Ready | JobState::Staging | JobState::Queued
         ) {
             return;
         }
-        let starting: Vec<JobId> = (self.wf.children[entry].iter())
-            .chain(self.dag.waiting_for_entry(entry))
+        let starting: Vec<JobId> = (wf.children[entry].iter())
+            .chain(self.waiting_for_entry(entry))
             .copied()
-            .filter(|&c| {
-                c != p && !self.dag.nodes.service[c] && self.dag.state[c] == JobState::Waiting
-            })
+            .filter(|&c| c != p && !self.nodes.service[c] && self.state[c] == JobState::Waiting)
             .collect();
         for &c in &starting {
-            self.dag.missing_parents[c] += 1;
+            self.missing_parents[c] += 1;
         }
-        if let Some((_, gate)) = self.dag.services.subdag_gates.get_mut(&entry) {
+        if let Some((_, gate)) = self.services.subdag_gates.get_mut(&entry) {
             gate.extend(starting);
         }
     }
 
-    /// `job`'s job took its slot: if it is a provisioner, the nodes
-    /// waiting for its go-ahead may start.
-    pub(super) fn provisioned(&mut self, job: JobId) {
-        for j in self.dag.take_gate(job) {
-            self.release_child(j);
+    /// The SERVICE nodes still going to remove (DAGMan's
+    /// `RemoveServiceNodes`), once every other node is over and no final
+    /// output is on its way (`finals_out` of them are).
+    pub(super) fn services_to_remove(&self, finals_out: usize) -> Vec<JobId> {
+        if self.services.over == self.services.count {
+            return Vec::new();
         }
+        let (over, of) = self.over_beside_services();
+        if over < of || finals_out > 0 {
+            return Vec::new();
+        }
+        (0..self.state.len())
+            .filter(|&j| self.nodes.service[j] && !self.is_over(j))
+            .collect()
     }
 
-    /// Once every other node is over, the SERVICE nodes still going are
-    /// removed (DAGMan's `RemoveServiceNodes`) and end done.
-    pub(super) fn remove_services(&mut self, out: &mut Vec<Command>) {
-        if self.dag.services.over == self.dag.services.count {
-            return;
-        }
-        let (over, of) = self.dag.over_beside_services();
-        if over < of || self.grid.finals.out > 0 {
-            return;
-        }
-        for j in 0..self.dag.state.len() {
-            if !self.dag.nodes.service[j] || self.dag.is_over(j) {
-                continue;
-            }
-            self.withdraw(j, out);
-            self.record_removal(j, "the DAG ended (a SERVICE node is removed at its end)");
-            self.set_state(j, JobState::Done);
-        }
-    }
-}
-
-impl NodeLife {
     /// Sub-DAG `k` was read as jobs `new`, with the sub-DAGs `from..`
     /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
     /// their sub-DAGs.
@@ -163,7 +150,7 @@ impl NodeLife {
 
     /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
     /// or its sub-DAG's), taken.
-    fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
+    pub(super) fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
         if Some(job) == self.nodes.provisioner {
             return std::mem::take(&mut self.services.gate);
         }
@@ -184,5 +171,42 @@ impl NodeLife {
     /// waiting for it; none for any other node.
     pub(super) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
         self.take_gate(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four nodes without parents: 0 a SERVICE node, 1 the PROVISIONER.
+    fn life() -> NodeLife {
+        let mut life = NodeLife::new(vec![0; 4], vec![Vec::new(); 4], false, 0);
+        let mut nodes = NodeSettings::none(4);
+        nodes.service[0] = true;
+        nodes.provisioner = Some(1);
+        life.nodes = nodes;
+        life
+    }
+
+    #[test]
+    fn the_provisioner_holds_the_others_and_services_go_once_the_rest_is_over() {
+        let mut life = life();
+        // Every ready node but the provisioner and the service waits for
+        // the go-ahead.
+        assert_eq!(life.set_services(), [2, 3]);
+        assert_eq!(life.missing_parents, [0, 0, 1, 1]);
+        assert_eq!(life.take_gate(2), [] as [JobId; 0], "2 is no provisioner");
+        assert_eq!(life.take_gate(1), [2, 3]);
+        assert_eq!(life.take_gate(1), [] as [JobId; 0], "taken once");
+        // The service runs on until every other node is over.
+        for j in [1, 2] {
+            life.move_node(j, JobState::Done);
+        }
+        assert!(life.services_to_remove(0).is_empty(), "3 is not over");
+        life.move_node(3, JobState::Failed);
+        assert!(life.services_to_remove(1).is_empty(), "a final output is on its way");
+        assert_eq!(life.services_to_remove(0), [0]);
+        life.move_node(0, JobState::Done);
+        assert!(life.services_to_remove(0).is_empty(), "removed once");
     }
 }
