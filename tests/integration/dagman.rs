@@ -369,6 +369,51 @@ fn splices_flatten_with_prefixed_names_and_stand_for_their_roots_and_leaves() {
     assert_eq!(n("S1+B").dir, None);
 }
 
+/// HTCondor's `job_dagman_splice-R` (gittrac #1780): a DAG's node
+/// commands may name a spliced node as `splice+node` (nested splices too),
+/// as DAGMan finds it once the splice is joined; a category named so is
+/// the naming file's. A node the splice lacks is refused at the command's
+/// line.
+#[test]
+fn node_commands_may_name_a_spliced_node() {
+    let top = "SPLICE A lower.dag\nvars A+A foo=\"bar\"\nRETRY A+B+X 2\nCATEGORY A+A c\n\
+               DONE A+B+X\nPRIORITY A+A 7\n";
+    let files = |top: &'static str| {
+        [
+            ("top.dag", top),
+            (
+                "lower.dag",
+                "job A a.sub\nVARS A foo=\"lower\" x=\"1\"\nSPLICE B leaf.dag\n",
+            ),
+            ("leaf.dag", "JOB X x.sub\n"),
+        ]
+    };
+    let (info, _, _) = parse_files(&files(top)).unwrap();
+    let n = |name: &str| node(&info, name);
+    // The upper DAG's VARS come after the splice's own: its value wins.
+    assert_eq!(
+        n("A+A").vars,
+        [
+            ("x".to_string(), "1".to_string()),
+            ("foo".to_string(), "bar".to_string())
+        ]
+    );
+    assert_eq!(n("A+A").category.as_deref(), Some("c"));
+    assert_eq!(n("A+A").priority, 7);
+    assert_eq!(n("A+B+X").retry, 2);
+    assert!(n("A+B+X").done);
+    // DAGMan reads its nodes and splices first: a command may come before
+    // the SPLICE line.
+    let vars_first = "VARS A+A foo=\"bar\"\nSPLICE A lower.dag\n";
+    let (info, _, _) = parse_files(&files(vars_first)).unwrap();
+    assert_eq!(node(&info, "A+A").vars[1].1, "bar");
+    let e = parse_files(&files("SPLICE A lower.dag\nRETRY A+Q 1\n")).unwrap_err();
+    assert!(
+        e.contains("top.dag") && e.contains("line 2: ") && e.contains("splice `A` has no node `Q`"),
+        "{e}"
+    );
+}
+
 #[test]
 fn connect_joins_output_pins_to_input_pins_of_the_same_number() {
     let files = |consumer: &'static str| {

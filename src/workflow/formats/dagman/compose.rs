@@ -483,6 +483,21 @@ fn flatten_piece(
         as_child.insert(s.name.clone(), piece.roots.clone());
         pieces.insert(s.name, piece);
     }
+    // Commands naming a spliced node, which DAGMan finds once its splice
+    // is joined (a category named here is this file's).
+    for (at, kw, name, cmd) in file.spliced_cmds {
+        let full = format!("{prefix}{name}");
+        let Some(n) = out.nodes[first..].iter_mut().find(|n| n.name == full) else {
+            let (splice, node) = name.split_once('+').unwrap_or_default();
+            let why =
+                format!("{kw}: unknown node `{name}` (splice `{splice}` has no node `{node}`)");
+            return Err(at_err(&at, why));
+        };
+        match cmd {
+            grammar::NodeCmd::Category(c) => n.category = Some(category(&c)),
+            cmd => cmd.apply(n),
+        }
+    }
     for (i, local_dir) in subdags {
         let n = &out.nodes[i];
         if depth >= MAX_DEPTH {

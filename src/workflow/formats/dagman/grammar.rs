@@ -74,16 +74,20 @@ fn first_pass(key: &str) -> bool {
 /// A node command's target: one node, or `ALL_NODES` (every node but the
 /// FINAL one among the first `n`: those defined when the command is read,
 /// so an INCLUDE below it adds nodes it does not touch, as in DAGMan).
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Target {
     Node(usize),
     All(usize),
+    /// A node of one of this file's splices, by its name in this DAG
+    /// (`splice+node`), which DAGMan finds once the splice is joined; with
+    /// the command's place and keyword.
+    Spliced(At, String, String),
 }
 
 /// A command that sets a property of nodes; applied in file order once
 /// every node is known, so that the last one to set a property wins, as in
 /// DAGMan.
-enum NodeCmd {
+pub(super) enum NodeCmd {
     Script { post: bool, script: Script },
     Retry { n: u32, unless: Option<i32> },
     Vars(Vec<(String, String)>),
@@ -92,10 +96,12 @@ enum NodeCmd {
     AbortOn(i32, Option<i32>),
     PreSkip(i32),
     Tolerance(super::Tolerance),
+    Done,
 }
 
 impl NodeCmd {
-    fn apply(&self, n: &mut NodeInfo) {
+    /// Sets its property of `n`.
+    pub(super) fn apply(&self, n: &mut NodeInfo) {
         match self {
             NodeCmd::Script {
                 post: false,
@@ -120,6 +126,7 @@ impl NodeCmd {
                 n.abort_on.retain(|(x, _)| x != v);
                 n.abort_on.push((*v, *r));
             }
+            NodeCmd::Done => n.done = true,
         }
     }
 }
@@ -331,6 +338,10 @@ pub(super) struct DagFile {
     /// of a name in the file wins, as in DAGMan); nodes find them by their
     /// submit name once the splices are joined ([`super::compose`]).
     pub descriptions: HashMap<String, String>,
+    /// Commands naming a spliced node (`splice+node`, as VARS may:
+    /// HTCondor's gittrac #1780), with their place and keyword, in file
+    /// order: applied once the splice is joined ([`super::compose`]).
+    pub spliced_cmds: Vec<(At, String, String, NodeCmd)>,
 }
 
 /// INCLUDEs nested deeper than this are a cycle.
@@ -439,14 +450,16 @@ pub(super) fn read(path: &Path, text: &str) -> Result<DagFile, FormatError> {
             pins_out: Vec::new(),
             warnings: Vec::new(),
             descriptions: HashMap::new(),
+            spliced_cmds: Vec::new(),
         },
         index: HashMap::new(),
         node_cmds: Vec::new(),
     };
     p.text(path, text, 0)?;
-    for (target, cmd) in &p.node_cmds {
-        match *target {
+    for (target, cmd) in std::mem::take(&mut p.node_cmds) {
+        match target {
             Target::Node(i) => cmd.apply(&mut p.file.info.nodes[i]),
+            Target::Spliced(at, kw, name) => p.file.spliced_cmds.push((at, kw, name, cmd)),
             Target::All(n) => {
                 // DAGMan's ALL_NODES reaches neither FINAL nor SERVICE nodes.
                 let all = p.file.info.nodes[..n].iter_mut();
@@ -615,12 +628,13 @@ impl Parser {
                     let n = l.number(2, "a job limit", "MAXJOBS: expected a whole number")?;
                     self.file.info.max_jobs.insert(cat, n);
                 }
-                "DONE" => {
-                    let Target::Node(i) = self.target(l, 1, false)? else {
+                "DONE" => match self.target(l, 1, false)? {
+                    Target::Node(i) => self.file.info.nodes[i].done = true,
+                    Target::All(_) => {
                         return Err(l.err("DONE: expected a node name, not ALL_NODES"));
-                    };
-                    self.file.info.nodes[i].done = true;
-                }
+                    }
+                    spliced => self.node_cmds.push((spliced, NodeCmd::Done)),
+                },
                 "CONFIG" => self.file.info.config = Some(l.arg(1, "a configuration file")?),
                 "SET_JOB_ATTR" => {
                     let line = after_words(&l.text, 1).trim();
@@ -653,6 +667,11 @@ impl Parser {
             return Ok(Target::All(self.file.info.nodes.len()));
         }
         let kw = &l.kw;
+        let spliced = (name.split_once('+'))
+            .is_some_and(|(s, _)| self.file.splices.iter().any(|x| x.name == s));
+        if spliced && !self.index.contains_key(&name) {
+            return Ok(Target::Spliced(l.at(), kw.clone(), name));
+        }
         let i = self.index.get(&name).copied().ok_or_else(|| {
             l.err(format!(
                 "{kw}: unknown node `{name}` (no JOB, FINAL or SUBDAG of this DAG has that name)"
@@ -723,8 +742,14 @@ impl Parser {
     /// one the line is in. Only a JOB (or SUBDAG) node may have one.
     fn save_point(&mut self, l: &Line) -> Result<(), FormatError> {
         let kw = &l.kw;
-        let Target::Node(i) = self.target(l, 1, false)? else {
-            return Err(l.err(format!("{kw} does not allow ALL_NODES option")));
+        let i = match self.target(l, 1, false)? {
+            Target::Node(i) => i,
+            Target::All(_) => return Err(l.err(format!("{kw} does not allow ALL_NODES option"))),
+            Target::Spliced(..) => {
+                return Err(l.err(format!(
+                    "{kw}: a spliced node's save point is set in its splice's file"
+                )));
+            }
         };
         if let Some(extra) = l.w.get(3) {
             return Err(l.err(format!(
