@@ -21,16 +21,8 @@ impl Manager {
     /// script); if that value aborts the DAG, the DAG stops. `job` itself
     /// is left to its caller, which ends it as its status says.
     pub(super) fn abort_on(&mut self, job: JobId, status: i32, out: &mut Vec<Command>) {
-        if self.dag.abort.is_some() {
+        let Some(abort) = self.dag.abort_for(job, status) else {
             return;
-        }
-        let Some(&(_, ret)) = self.dag.nodes.abort_on[job].iter().find(|(v, _)| *v == status) else {
-            return;
-        };
-        let abort = DagAbort {
-            node: Some(job),
-            status,
-            dag_return: ret.unwrap_or(status),
         };
         // In a sub-DAG, only its own DAGMan stops.
         match self.dag.subdags.innermost(job) {
@@ -53,93 +45,6 @@ impl Manager {
         self.stop(abort, None, out);
     }
 
-    /// DAGMan's script macros for a `kind` script of `job` starting now,
-    /// its job having exited `status`: the counts are of `job`'s own
-    /// DAGMan's nodes (a sub-DAG's, or the top DAG's, where a sub-DAG is
-    /// one node).
-    pub(super) fn script_macros(&self, job: JobId, kind: ScriptKind, status: i32) -> ScriptMacros {
-        // A sub-DAG node's PRE script runs in a no-op: the node's.
-        let owner = self.dag.node_of_entry(job).unwrap_or(job);
-        let own = self.dag.subdags.innermost(owner);
-        let stopped = self.dag.abort.is_some() || self.dag.subdags.stopped(owner).is_some();
-        let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
-        if self.dag.nodes.subdags.is_empty() {
-            (c, nodes) = (self.dag.counts, self.dag.state.len());
-        } else {
-            for j in (0..self.dag.state.len()).filter(|&j| self.dag.subdags.own_node_of(j, own)) {
-                *c.of_mut(self.dag.state[j]) += 1;
-                nodes += 1;
-            }
-        }
-        // Nodes a stop left unrun are blocked but not futile.
-        if stopped {
-            unrun = (0..self.dag.state.len())
-                .filter(|&j| {
-                    self.dag.state[j] == JobState::Blocked
-                        && self.records.jobs[j].blocked_by.is_none()
-                        && self.dag.subdags.own_node_of(j, own)
-                })
-                .count();
-        }
-        // FINAL's PRE script starts as the stop removes the jobs in
-        // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
-        // DAGMan reads their abort events: they are not failed yet.
-        let is_final = Some(owner) == self.dag.nodes.final_node || self.dag.subdags.is_final(owner);
-        let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
-            true => (0..self.dag.state.len())
-                .filter(|&j| {
-                    self.dag.state[j] == JobState::Failed
-                        && self.dag.subdags.own_node_of(j, own)
-                        && (self.records.jobs[j].attempts.last())
-                            .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
-                })
-                .count(),
-            false => 0,
-        };
-        // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
-        let abort = match own {
-            Some(_) => self.dag.subdags.stopped(owner),
-            None => self.dag.abort,
-        };
-        let dag_status = match abort {
-            Some(DagAbort { node: Some(_), .. }) => 3,
-            Some(DagAbort { node: None, .. }) => 4,
-            None if c.failed > 0 => 2,
-            None => 0,
-        };
-        ScriptMacros {
-            retry: self.dag.failures[owner],
-            status,
-            pre_status: self.dag.pre_return.get(&owner).copied().unwrap_or(-1),
-            dag_status,
-            failed: c.failed - not_yet_failed,
-            futile: c.blocked - unrun,
-            done: c.done,
-            queued: c.queued + c.running,
-            nodes,
-        }
-    }
-
-    /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
-    pub(super) fn stop_reason(&self, job: JobId) -> String {
-        let (abort, what) = match self.dag.subdags.stopped(job) {
-            Some(a) => (Some(a), "its sub-DAG"),
-            None => (self.dag.abort, "the DAG"),
-        };
-        match abort {
-            Some(DagAbort {
-                node: Some(n),
-                status,
-                ..
-            }) => format!(
-                "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
-                self.wf.jobs[n].name
-            ),
-            Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
-            None => String::new(),
-        }
-    }
-
     /// The DAG stops: nodes not yet started never will, and those in
     /// flight (but `spare`, whose end is being handled) are removed.
     fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
@@ -150,7 +55,7 @@ impl Manager {
         for j in self.dag.limits.take_held_submissions() {
             if self.dag.state[j] == JobState::Staging && Some(j) != spare {
                 self.withdraw(j, out);
-                let why = self.stop_reason(j);
+                let why = self.dag.stop_reason(&self.wf, j);
                 self.record_removal(j, &why);
                 self.set_state(j, JobState::Blocked);
             }
@@ -232,7 +137,7 @@ impl Manager {
 
     /// A node the DAG's stop reached ends failed, its attempt removed.
     pub(super) fn end_removed(&mut self, job: JobId) {
-        let why = self.stop_reason(job);
+        let why = self.dag.stop_reason(&self.wf, job);
         self.record_removal(job, &why);
         self.fail_node(job, format!("removed: {why}"), false);
     }
@@ -252,9 +157,156 @@ impl Manager {
 }
 
 impl NodeLife {
+    /// The stop `job`'s exit `status` (its job's, or its PRE or POST
+    /// script's) makes by its `ABORT-DAG-ON`, unless the DAG stopped
+    /// already.
+    pub(super) fn abort_for(&self, job: JobId, status: i32) -> Option<DagAbort> {
+        if self.abort.is_some() {
+            return None;
+        }
+        let &(_, ret) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status)?;
+        Some(DagAbort {
+            node: Some(job),
+            status,
+            dag_return: ret.unwrap_or(status),
+        })
+    }
+
+    /// DAGMan's script macros for a `kind` script of `job` starting now,
+    /// its job having exited `status` (`records` say which nodes a stop
+    /// left unrun and which it removed): the counts are of `job`'s own
+    /// DAGMan's nodes (a sub-DAG's, or the top DAG's, where a sub-DAG is
+    /// one node).
+    pub(super) fn script_macros(
+        &self,
+        records: &Records,
+        job: JobId,
+        kind: ScriptKind,
+        status: i32,
+    ) -> ScriptMacros {
+        // A sub-DAG node's PRE script runs in a no-op: the node's.
+        let owner = self.node_of_entry(job).unwrap_or(job);
+        let own = self.subdags.innermost(owner);
+        let stopped = self.abort.is_some() || self.subdags.stopped(owner).is_some();
+        let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
+        if self.nodes.subdags.is_empty() {
+            (c, nodes) = (self.counts, self.state.len());
+        } else {
+            for j in (0..self.state.len()).filter(|&j| self.subdags.own_node_of(j, own)) {
+                *c.of_mut(self.state[j]) += 1;
+                nodes += 1;
+            }
+        }
+        // Nodes a stop left unrun are blocked but not futile.
+        if stopped {
+            unrun = (0..self.state.len())
+                .filter(|&j| {
+                    self.state[j] == JobState::Blocked
+                        && records.jobs[j].blocked_by.is_none()
+                        && self.subdags.own_node_of(j, own)
+                })
+                .count();
+        }
+        // FINAL's PRE script starts as the stop removes the jobs in
+        // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
+        // DAGMan reads their abort events: they are not failed yet.
+        let is_final = Some(owner) == self.nodes.final_node || self.subdags.is_final(owner);
+        let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
+            true => (0..self.state.len())
+                .filter(|&j| {
+                    self.state[j] == JobState::Failed
+                        && self.subdags.own_node_of(j, own)
+                        && (records.jobs[j].attempts.last())
+                            .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
+                })
+                .count(),
+            false => 0,
+        };
+        // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
+        let abort = match own {
+            Some(_) => self.subdags.stopped(owner),
+            None => self.abort,
+        };
+        let dag_status = match abort {
+            Some(DagAbort { node: Some(_), .. }) => 3,
+            Some(DagAbort { node: None, .. }) => 4,
+            None if c.failed > 0 => 2,
+            None => 0,
+        };
+        ScriptMacros {
+            retry: self.failures[owner],
+            status,
+            pre_status: self.pre_return.get(&owner).copied().unwrap_or(-1),
+            dag_status,
+            failed: c.failed - not_yet_failed,
+            futile: c.blocked - unrun,
+            done: c.done,
+            queued: c.queued + c.running,
+            nodes,
+        }
+    }
+
+    /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
+    pub(super) fn stop_reason(&self, wf: &Workflow, job: JobId) -> String {
+        let (abort, what) = match self.subdags.stopped(job) {
+            Some(a) => (Some(a), "its sub-DAG"),
+            None => (self.abort, "the DAG"),
+        };
+        match abort {
+            Some(DagAbort {
+                node: Some(n),
+                status,
+                ..
+            }) => format!(
+                "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
+                wf.jobs[n].name
+            ),
+            Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
+            None => String::new(),
+        }
+    }
+
     /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
     pub(super) fn stopped_for(&self, job: JobId) -> bool {
         self.abort.is_some() && Some(job) != self.nodes.final_node
             || self.subdags.stopped(job).is_some() && !self.subdags.is_final(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abort_dag_on_values_stop_the_dag_once_and_say_why() {
+        let mut life = NodeLife::new(vec![0; 2], vec![Vec::new(); 2], false, 0);
+        let mut nodes = NodeSettings::none(2);
+        nodes.abort_on[1] = vec![(3, Some(0)), (4, None)];
+        life.nodes = nodes;
+        assert_eq!(life.abort_for(0, 3), None, "0 has no ABORT-DAG-ON");
+        assert_eq!(life.abort_for(1, 1), None, "not its value");
+        let abort = DagAbort {
+            node: Some(1),
+            status: 4,
+            dag_return: 4,
+        };
+        assert_eq!(life.abort_for(1, 4), Some(abort), "RETURN defaults to the value");
+        assert_eq!(life.abort_for(1, 3).map(|a| a.dag_return), Some(0));
+        let wf = crate::core::Workflow::build(
+            Vec::new(),
+            ["a", "b"].map(|n| crate::core::JobSpec {
+                name: n.into(),
+                ..Default::default()
+            })
+            .to_vec(),
+        )
+        .unwrap();
+        assert_eq!(life.stop_reason(&wf, 0), "", "the DAG has not stopped");
+        life.abort = Some(abort);
+        assert_eq!(life.abort_for(1, 4), None, "it stops once");
+        assert_eq!(
+            life.stop_reason(&wf, 0),
+            "the DAG was aborted (ABORT-DAG-ON: `b` exited 4)"
+        );
     }
 }

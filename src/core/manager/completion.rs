@@ -268,7 +268,7 @@ impl Manager {
                 } else if status == 0 && !self.dag.stopped_for(job) {
                     self.launch(job, out);
                 } else if status == 0 {
-                    let reason = self.stop_reason(job);
+                    let reason = self.dag.stop_reason(&self.wf, job);
                     self.abort_staging(job, reason, Retry::Never, out);
                 } else {
                     let reason = format!("PRE script exited {status}");

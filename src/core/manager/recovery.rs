@@ -45,7 +45,7 @@ impl Manager {
         // A sub-DAG node's PRE script runs in a no-op: the node's RETRY.
         let owner = self.dag.node_of_entry(job).unwrap_or(job);
         if self.dag.stopped_for(job) {
-            let why = self.stop_reason(job);
+            let why = self.dag.stop_reason(&self.wf, job);
             // A node the stop kept from its retries fails without making
             // the nodes below it futile (DAGMan had restarted it).
             let allowed = self.dag.nodes.retry[owner].unwrap_or(self.settings.max_retries);

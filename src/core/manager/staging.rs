@@ -225,7 +225,7 @@ impl Manager {
                 status: None,
             });
         }
-        let macros = self.script_macros(job, kind, status);
+        let macros = self.dag.script_macros(&self.records, job, kind, status);
         out.push(Command::RunScript {
             job,
             site: self.grid.site_of[job],
