@@ -299,7 +299,9 @@ impl<'a> Dag<'a> {
             .map(String::as_str)
             .collect();
         let wf = self.workflow;
-        let within = |name: &str| scope.is_none_or(|s| s.iter().any(|m| m == name));
+        let scope: Option<std::collections::HashSet<&str>> =
+            scope.map(|s| s.iter().map(String::as_str).collect());
+        let within = |name: &str| scope.as_ref().is_none_or(|s| s.contains(name));
         (0..wf.jobs.len())
             .filter(|&j| {
                 let name = wf.jobs[j].name.as_str();
@@ -358,7 +360,10 @@ impl<'a> Dag<'a> {
 struct Ctx<'a> {
     dag: Dag<'a>,
     run: &'a RunResult,
-    cluster: HashMap<Submission, u64>,
+    /// Each node's state at the run's end.
+    ends: Vec<State>,
+    /// The HTCondor ids, once a file names one.
+    cluster: std::cell::OnceCell<HashMap<Submission, u64>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -366,14 +371,15 @@ impl<'a> Ctx<'a> {
         Ctx {
             dag: Dag::new(path, info, &run.workflow),
             run,
-            cluster: clusters(run),
+            ends: end_states(run),
+            cluster: std::cell::OnceCell::new(),
         }
     }
 
-    /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran.
+    /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran and
+    /// asks for a file.
     fn instances(&self) -> Vec<Instance<'a>> {
-        let (run, dag) = (self.run, &self.dag);
-        let ends = end_states(run);
+        let (run, dag, ends) = (self.run, &self.dag, &self.ends);
         let own = dag.own_of(None);
         let status = match (run.succeeded, run.dag_stop) {
             (true, _) => (State::Done, "success"),
@@ -394,6 +400,9 @@ impl<'a> Ctx<'a> {
             status,
         }])];
         for (k, d) in dag.info.subdags.iter().enumerate() {
+            if d.jobstate_log.is_none() && d.node_status_file.is_none() && d.dot.is_none() {
+                continue;
+            }
             let runs: Vec<DagRun> = (run.subdag_spans.iter().enumerate())
                 .filter(|(_, s)| s.subdag == k)
                 .map(|(i, s)| {
@@ -434,9 +443,15 @@ impl<'a> Ctx<'a> {
 
     /// The HTCondor id of submission `s` (`-` when it has none).
     fn id(&self, s: Submission) -> String {
+        self.cluster_of(s).map_or("-".into(), |c| format!("{c}.0"))
+    }
+
+    /// The HTCondor cluster of submission `s`, if it has one.
+    fn cluster_of(&self, s: Submission) -> Option<u64> {
         self.cluster
+            .get_or_init(|| clusters(self.run))
             .get(&s)
-            .map_or("-".into(), |c| format!("{c}.0"))
+            .copied()
     }
 }
 
@@ -626,8 +641,7 @@ fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
 /// `Dag::DumpNodeStatus` writes it: its own nodes (a sub-DAG is one node;
 /// SERVICE nodes are kept apart).
 fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
-    let (wf, run) = (&cx.dag.workflow, cx.run);
-    let all = end_states(run);
+    let (wf, run, all) = (&cx.dag.workflow, cx.run, &cx.ends);
     let own = cx.dag.drawn(inst);
     let has_final = own.iter().any(|&j| {
         let name = wf.jobs[j].name.as_str();
@@ -668,7 +682,7 @@ fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
         let last = r.attempts.len().checked_sub(1);
         let details = match s {
             State::Error => last.map_or_else(String::new, |k| {
-                let cluster = cx.cluster.get(&Submission::Job(j, k)).copied();
+                let cluster = cx.cluster_of(Submission::Job(j, k));
                 error_text(&r.attempts[k], cluster, (retry_max, k), has_final)
             }),
             State::Futile => "Had an ancestor node fail".into(),
@@ -848,7 +862,6 @@ pub fn write_at_end(
 ) -> std::io::Result<Vec<(PathBuf, DagFile)>> {
     let cx = Ctx::new(path, info, run);
     let mut written = Vec::new();
-    let ends = end_states(run);
     for (n, inst) in cx.instances().iter().enumerate() {
         let mut put = |file: &str, text: String, kind: DagFile| -> std::io::Result<()> {
             let path = inst.dir.join(file);
@@ -876,7 +889,7 @@ pub fn write_at_end(
                 // Its last drawing is its end's; a run before the last ended
                 // with the states its nodes had then.
                 let states = match r + 1 == inst.runs.len() {
-                    true => ends.clone(),
+                    true => cx.ends.clone(),
                     false => states_at(&cx.dag, Some(run), inst, dag_run.end),
                 };
                 let at = seconds(epoch, dag_run.end);
