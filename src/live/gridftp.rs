@@ -13,7 +13,8 @@
 //!   of the slowest rate, so a transfer takes `size / rate` within a few
 //!   milliseconds. A pull of this process that applies the out and the cap
 //!   itself, with the rest of its path ([`super::shaping`]), presents the
-//!   process's key and is sent unshaped.
+//!   process's key and is sent unshaped; its connection slot is held until
+//!   the puller has read it ([`HeldSlots`]), as the core's rule holds it.
 //! * A request may ask for the latency of the shared links on its path
 //!   (`X-Gridbed-Path-Latency-Us`, at most an hour): it is waited out with
 //!   the server's own, holding the connection slot.
@@ -50,7 +51,8 @@ use tokio::io::AsyncReadExt;
 
 use super::names;
 use super::shaping::{
-    ByteBucket, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, WAITED_HEADER, chunk_for,
+    ByteBucket, HeldSlots, LATENCY_HEADER, MAX_PATH_LATENCY, SHAPED_HEADER, Shaper, WAITED_HEADER,
+    chunk_for,
 };
 use super::store::{FileMeta, Store};
 use crate::core::faults::Fault;
@@ -119,6 +121,8 @@ pub struct Gridftp {
     aggregate: Option<Arc<Shaper>>,
     /// The key of pulls that shape this server's out themselves.
     key: Option<String>,
+    /// Where the connection slots of those pulls wait for their pullers.
+    held: Option<Arc<HeldSlots>>,
     /// What it answers, its connections and fault schedules (the core's rule).
     server: Arc<Mutex<FileServer>>,
     faults: Arc<Faults>,
@@ -135,16 +139,19 @@ impl Gridftp {
             limits,
             chunk,
             key: None,
+            held: None,
             server: Arc::new(Mutex::new(server)),
             faults,
         }
     }
 
     /// Shaping its out with `egress` (the shaper this process's pulls pass
-    /// too), and sending unshaped to pulls that present `key`.
-    pub fn sharing(mut self, egress: Option<Arc<Shaper>>, key: &str) -> Self {
+    /// too), and sending unshaped to pulls that present `key`, whose
+    /// connection slots wait in `held` until their pullers are done.
+    pub fn sharing(mut self, egress: Option<Arc<Shaper>>, key: &str, held: Arc<HeldSlots>) -> Self {
         self.aggregate = egress;
         self.key = Some(key.to_string());
+        self.held = Some(held);
         self
     }
 
@@ -303,7 +310,7 @@ struct Body {
     reset_at: Option<u64>,
     transfer: Option<u64>,
     faults: Arc<Faults>,
-    _slot: Slot,
+    _slot: Option<Slot>,
 }
 
 async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
@@ -354,6 +361,15 @@ async fn get_file(req: HttpRequest, st: web::Data<Gridftp>) -> HttpResponse {
     if response.stall.is_some() {
         tokio::time::sleep(st.faults.stall).await;
     }
+    // A pull shaped by its puller takes its bytes at once: its slot waits
+    // for the puller, which takes as long as the rule says the bytes take.
+    let slot = match (&st.held, transfer) {
+        (Some(held), Some(id)) if shaped_there => {
+            held.hold(id, Box::new(slot));
+            None
+        }
+        _ => Some(slot),
+    };
     let body = Body {
         source,
         remaining: meta.size,
@@ -529,5 +545,54 @@ mod tests {
         )
         .await;
         assert_eq!(third.status(), 200);
+    }
+
+    #[actix_web::test]
+    async fn a_pull_of_this_process_holds_its_slot_until_its_puller_is_done() {
+        let (_dir, st) = state(1);
+        let held = Arc::new(HeldSlots::default());
+        let st = web::Data::new(
+            Arc::into_inner(st.into_inner())
+                .unwrap()
+                .sharing(None, "k", held.clone()),
+        );
+        let app = test::init_service(App::new().configure(|c| configure(c, st.clone()))).await;
+        let get = |key: Option<&str>, transfer: u64| {
+            let mut req = test::TestRequest::get()
+                .uri("/files/a.txt")
+                .insert_header(("X-Gridbed-Transfer", transfer));
+            if let Some(key) = key {
+                req = req.insert_header((SHAPED_HEADER, key));
+            }
+            req.to_request()
+        };
+        let first = test::call_service(&app, get(Some("k"), 7)).await;
+        assert_eq!(first.status(), 200);
+        // Every byte is sent, and the slot is still taken: the puller
+        // paces its read, and the rule holds the slot until it is done.
+        assert_eq!(test::read_body(first).await.len(), 5000);
+        assert_eq!(held.len(), 1);
+        let busy = test::call_service(&app, get(Some("k"), 8)).await;
+        assert_eq!(busy.status(), 503);
+        held.release(8, true);
+        held.release(7, true);
+        assert!(held.is_empty());
+        // A pull of another process (no key, or another) is shaped here
+        // and frees its slot with its last byte.
+        for key in [None, Some("other")] {
+            let resp = test::call_service(&app, get(key, 9)).await;
+            assert_eq!(resp.status(), 200);
+            drop(test::read_body(resp).await);
+            assert!(held.is_empty());
+        }
+        // A puller that gave up before the answer: the slot goes as the
+        // server comes to hold it.
+        held.release(10, false);
+        let late = test::call_service(&app, get(Some("k"), 10)).await;
+        assert_eq!(late.status(), 200);
+        assert!(held.is_empty());
+        drop(test::read_body(late).await);
+        let again = test::call_service(&app, get(Some("k"), 11)).await;
+        assert_eq!(again.status(), 200, "the late slot was freed");
     }
 }

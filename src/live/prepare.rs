@@ -82,7 +82,7 @@ pub async fn prepare(
         ResponseFaults::of(&s.faults, start.seed, i),
     );
     let server = gridftp::Gridftp::new(store.clone(), limits, answers, faults.clone())
-        .sharing(spec.shapers.egress(i), spec.shapers.key());
+        .sharing(spec.shapers.egress(i), spec.shapers.key(), spec.shapers.held());
     let (url, server) = serve_gridftp(bind, server)?;
     Ok(SiteParts {
         site,

@@ -19,6 +19,7 @@
 //!   a read passes each chunk through the shapers of its path in turn
 //!   ([`PathShaping::through`]), a whole chunk of each shaper per turn.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -162,6 +163,9 @@ pub struct PathShaping {
     chunk: usize,
     /// This process's key, when the puller applies the source's out.
     pub key: Option<String>,
+    /// Where the source, in this process, keeps the pull's connection
+    /// slot until the puller has its bytes (with `key`).
+    pub held: Option<Arc<HeldSlots>>,
     /// What the shared links on the path add before the first byte.
     pub latency: Duration,
     /// The longest wait for the source's next bytes ([`READ_STALL`] unless
@@ -193,6 +197,7 @@ impl PathShaping {
             stream: std::sync::OnceLock::new(),
             chunk: usize::MAX,
             key: None,
+            held: None,
             latency: Duration::ZERO,
             stall: READ_STALL,
             turns: Default::default(),
@@ -216,6 +221,7 @@ impl PathShaping {
             shapers,
             chunk,
             key: None,
+            held: None,
             latency: Duration::ZERO,
             stall: READ_STALL,
             turns: Default::default(),
@@ -327,6 +333,55 @@ impl PathShaping {
 /// whose slowest limits differ take unequal bytes per turn of a shared one
 /// (measured: 17–75% per transfer on `testbeds/network/mixed.toml`).
 ///
+/// The connection slots a server of this process holds for pulls of this
+/// process, by transfer id. Such a pull is shaped by its puller, so its
+/// server hands all of its bytes to the socket at once; the slot (one of
+/// the source's `max_connections`) is held here until the puller has read
+/// them, as the core's rule holds it until the bytes arrive.
+#[derive(Default)]
+pub struct HeldSlots(std::sync::Mutex<HashMap<u64, Option<Box<dyn Send>>>>);
+
+impl HeldSlots {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Option<Box<dyn Send>>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A server keeps `slot` for transfer `id` until its puller is done;
+    /// the slot goes at once when the puller already gave up.
+    pub fn hold(&self, id: u64, slot: Box<dyn Send>) {
+        let mut map = self.map();
+        if let Some(None) = map.remove(&id) {
+            drop(map);
+            drop(slot);
+        } else {
+            map.insert(id, Some(slot));
+        }
+    }
+
+    /// Transfer `id`'s puller is done. When it had no answer (it timed out
+    /// or lost the connection first), the server may still come to hold a
+    /// slot for it, which then goes at once: a mark says so.
+    pub fn release(&self, id: u64, answered: bool) {
+        let mut map = self.map();
+        let slot = map.remove(&id);
+        if slot.is_none() && !answered {
+            map.insert(id, None);
+        }
+        drop(map);
+        drop(slot);
+    }
+
+    /// How many slots are held (for tests).
+    pub fn len(&self) -> usize {
+        self.map().values().filter(|s| s.is_some()).count()
+    }
+
+    /// Whether no slot is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A site's server shapes its out with a governor bucket for pulls of
 /// other processes (a `gridbed site` daemon); pulls of this process present
 /// the process's key and are sent unshaped.
@@ -344,6 +399,7 @@ pub struct GridShapers {
     here: Vec<bool>,
     topology: Topology,
     key: String,
+    held: Arc<HeldSlots>,
 }
 
 impl GridShapers {
@@ -390,6 +446,7 @@ impl GridShapers {
             here: local,
             topology: topology.clone(),
             key: format!("{:032x}", rand::random::<u128>()),
+            held: Arc::default(),
         }
     }
 
@@ -402,6 +459,12 @@ impl GridShapers {
     /// The key a pull of this process presents to a server it shapes for.
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// Where this process's servers keep the connection slots of its own
+    /// pulls until each puller is done.
+    pub fn held(&self) -> Arc<HeldSlots> {
+        self.held.clone()
     }
 
     /// The limits of a pull by `to` from `from`: its route in the model
@@ -424,6 +487,7 @@ impl GridShapers {
             clock: Default::default(),
         });
         path.key = local.then(|| self.key.clone());
+        path.held = local.then(|| self.held.clone());
         path.latency = self
             .topology
             .crossed(from, to)

@@ -17,7 +17,7 @@
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
-use super::shaping::{LATENCY_HEADER, PathShaping, SHAPED_HEADER, WAITED_HEADER};
+use super::shaping::{HeldSlots, LATENCY_HEADER, PathShaping, SHAPED_HEADER, WAITED_HEADER};
 use super::store::{FileMeta, Store};
 use crate::core::TransferFailure;
 use crate::core::file_server::Refusal;
@@ -112,10 +112,16 @@ async fn fetch(
     }
     let sent = tokio::time::Instant::now();
     path.requested();
+    let mut release = Done {
+        held: path.held.as_deref(),
+        id,
+        answered: false,
+    };
     let resp = tokio::time::timeout(path.stall, request.send())
         .await
         .map_err(|_| stalled(path.stall))?
         .map_err(|e| TransferFailure::Connection(e.to_string()))?;
+    release.answered = true;
     match resp.status().as_u16() {
         200 => {}
         code => {
@@ -178,6 +184,23 @@ async fn fetch(
         Err(e) => {
             let _ = tokio::fs::remove_file(&part).await;
             Err(e)
+        }
+    }
+}
+
+/// Frees the connection slot a source in this process holds for a pull
+/// ([`HeldSlots`]) when the pull ends, however it ends.
+struct Done<'a> {
+    held: Option<&'a HeldSlots>,
+    id: u64,
+    /// Whether the source answered (and so holds a slot or never will).
+    answered: bool,
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        if let Some(held) = self.held {
+            held.release(self.id, self.answered);
         }
     }
 }

@@ -314,7 +314,7 @@ fn serve(
     };
     let answers = FileServer::new(64, ResponseFaults::none());
     let state = gridftp::Gridftp::new(src.clone(), limits, answers, Arc::default())
-        .sharing(shapers.egress(0), shapers.key());
+        .sharing(shapers.egress(0), shapers.key(), shapers.held());
     let server = gridftp::serve(listener, Arc::new(state))?;
     let handle = server.handle();
     actix_rt::spawn(server);
