@@ -25,7 +25,7 @@ impl Manager {
             return;
         };
         // In a sub-DAG, only its own DAGMan stops.
-        match self.dag.subdags.innermost(job) {
+        match self.dag.dagmans.innermost(job) {
             Some(k) => self.abort_subdag(k, abort, out),
             None => self.stop(abort, Some(job), out),
         }
@@ -34,7 +34,7 @@ impl Manager {
     /// The user removed the DAG (Ctrl-C): it stops, and exits
     /// [`EXIT_ABORT`] unless its FINAL node ends well.
     pub(super) fn remove_dag(&mut self, out: &mut Vec<Command>) {
-        if self.dag.abort.is_some() || self.is_finished() {
+        if self.dag.dagmans.top().aborted.is_some() || self.is_finished() {
             return;
         }
         let abort = DagAbort {
@@ -48,11 +48,11 @@ impl Manager {
     /// The DAG stops: nodes not yet started never will, and those in
     /// flight (but `spare`, whose end is being handled) are removed.
     fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
-        self.dag.abort = Some(abort);
+        self.dag.dagmans.top_mut().aborted = Some(abort);
         // A node whose submission its DAGMan's MAX_JOBS limit held was
         // never submitted: DAGMan has it ready, and leaves it NOT_READY,
         // neither removed nor failed.
-        for j in self.dag.limits.take_held_submissions() {
+        for j in self.dag.dagmans.take_held_submissions() {
             if self.dag.state[j] == JobState::Staging && Some(j) != spare {
                 self.withdraw(j, out);
                 let why = self.dag.stop_reason(&self.wf, j);
@@ -161,7 +161,7 @@ impl NodeLife {
     /// script's) makes by its `ABORT-DAG-ON`, unless the DAG stopped
     /// already.
     pub(super) fn abort_for(&self, job: JobId, status: i32) -> Option<DagAbort> {
-        if self.abort.is_some() {
+        if self.dagmans.top().aborted.is_some() {
             return None;
         }
         let &(_, ret) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status)?;
@@ -186,36 +186,29 @@ impl NodeLife {
     ) -> ScriptMacros {
         // A sub-DAG node's PRE script runs in a no-op: the node's.
         let owner = self.node_of_entry(job).unwrap_or(job);
-        let own = self.subdags.innermost(owner);
-        let stopped = self.abort.is_some() || self.subdags.stopped(owner).is_some();
-        let (mut c, mut unrun, mut nodes) = (StateCounts::default(), 0, 0);
-        if self.nodes.subdags.is_empty() {
-            (c, nodes) = (self.counts, self.state.len());
-        } else {
-            for j in (0..self.state.len()).filter(|&j| self.subdags.own_node_of(j, own)) {
-                *c.of_mut(self.state[j]) += 1;
-                nodes += 1;
-            }
-        }
+        let own = self.dagmans.innermost(owner);
+        let stopped = self.dagmans.top().aborted.is_some() || self.dagmans.stopped(owner).is_some();
+        let (c, nodes) = self.own_counts(own.map_or(0, |k| k + 1));
+        let mut unrun = 0;
         // Nodes a stop left unrun are blocked but not futile.
         if stopped {
             unrun = (0..self.state.len())
                 .filter(|&j| {
                     self.state[j] == JobState::Blocked
                         && records.jobs[j].blocked_by.is_none()
-                        && self.subdags.own_node_of(j, own)
+                        && self.dagmans.own_node_of(j, own)
                 })
                 .count();
         }
         // FINAL's PRE script starts as the stop removes the jobs in
         // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
         // DAGMan reads their abort events: they are not failed yet.
-        let is_final = Some(owner) == self.nodes.final_node || self.subdags.is_final(owner);
+        let is_final = Some(owner) == self.nodes.final_node || self.dagmans.is_final(owner);
         let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
             true => (0..self.state.len())
                 .filter(|&j| {
                     self.state[j] == JobState::Failed
-                        && self.subdags.own_node_of(j, own)
+                        && self.dagmans.own_node_of(j, own)
                         && (records.jobs[j].attempts.last())
                             .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
                 })
@@ -224,8 +217,8 @@ impl NodeLife {
         };
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
         let abort = match own {
-            Some(_) => self.subdags.stopped(owner),
-            None => self.abort,
+            Some(_) => self.dagmans.stopped(owner),
+            None => self.dagmans.top().aborted,
         };
         let dag_status = match abort {
             Some(DagAbort { node: Some(_), .. }) => 3,
@@ -248,9 +241,9 @@ impl NodeLife {
 
     /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
     pub(super) fn stop_reason(&self, wf: &Workflow, job: JobId) -> String {
-        let (abort, what) = match self.subdags.stopped(job) {
+        let (abort, what) = match self.dagmans.stopped(job) {
             Some(a) => (Some(a), "its sub-DAG"),
-            None => (self.abort, "the DAG"),
+            None => (self.dagmans.top().aborted, "the DAG"),
         };
         match abort {
             Some(DagAbort {
@@ -268,8 +261,8 @@ impl NodeLife {
 
     /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
     pub(super) fn stopped_for(&self, job: JobId) -> bool {
-        self.abort.is_some() && Some(job) != self.nodes.final_node
-            || self.subdags.stopped(job).is_some() && !self.subdags.is_final(job)
+        self.dagmans.top().aborted.is_some() && Some(job) != self.nodes.final_node
+            || self.dagmans.stopped(job).is_some() && !self.dagmans.is_final(job)
     }
 }
 
@@ -302,7 +295,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(life.stop_reason(&wf, 0), "", "the DAG has not stopped");
-        life.abort = Some(abort);
+        life.dagmans.top_mut().aborted = Some(abort);
         assert_eq!(life.abort_for(1, 4), None, "it stops once");
         assert_eq!(
             life.stop_reason(&wf, 0),

@@ -21,7 +21,7 @@ impl Manager {
         let Some(node) = self.dag.node_of_entry(job) else {
             return false;
         };
-        let Some(k) = self.dag.subdags.of_node(node) else {
+        let Some(k) = self.dag.dagmans.of_node(node) else {
             return false;
         };
         if !self.dag.nodes.subdags[k].deferred {
@@ -57,7 +57,7 @@ impl Manager {
         let read = graft.and_then(|g| self.add_graft(k, g));
         if read.is_err() {
             // Its DAGMan exits 1 before running a node.
-            self.dag.subdags.unreadable(k);
+            self.dag.dagmans.unreadable(k);
         }
         let site = self.grid.site_of[entry];
         self.job_succeeded(entry, site, out);
@@ -146,18 +146,12 @@ impl Manager {
             }
         }
         self.dag.throttle.grow(&local.category_limits);
-        self.dag.subdags.graft(&self.dag.nodes, k, new.clone(), from);
-        self.dag.graft_services(k, new.clone(), from);
-        self.dag.limits.graft(&self.dag.nodes);
+        self.dag.dagmans.graft(&self.dag.nodes, k, new.clone(), from);
+        let dag = &mut self.dag;
+        dag.dagmans.count_nodes(new.clone(), &dag.state);
+        self.dag.graft_services(new.clone());
         self.dag.ready.set_priorities(self.dag.nodes.priority.clone());
-        let dagman_of = (0..self.dag.state.len())
-            .map(|j| self.dag.subdags.innermost(j).map_or(0, |k| k + 1))
-            .collect();
-        let depth_first = std::iter::once(self.settings.submit_depth_first)
-            .chain(self.dag.nodes.subdags.iter().map(|d| d.depth_first))
-            .collect();
-        let throttled = self.dag.limits.may_close();
-        self.dag.ready.set_dagmans(dagman_of, depth_first, throttled);
+        self.dag.set_lanes(self.settings.submit_depth_first);
         // Each waits for its parents (the entry among them, still running)
         // and the node for its leaves too.
         for j in new.clone() {

@@ -53,6 +53,7 @@ mod stall;
 mod staging;
 mod subdag;
 mod dagman_limits;
+mod dagmans;
 mod flight_ends;
 mod graft;
 mod node_life;
@@ -295,6 +296,12 @@ pub struct StateCounts {
 
 impl StateCounts {
     /// The count of jobs in state `s`.
+    #[cfg(test)]
+    pub(super) fn of(mut self, s: JobState) -> usize {
+        *self.of_mut(s)
+    }
+
+    /// The count of jobs in state `s`, to change.
     pub(super) fn of_mut(&mut self, s: JobState) -> &mut usize {
         match s {
             JobState::Waiting => &mut self.waiting,
@@ -612,20 +619,13 @@ impl Manager {
         self.dag.ready.set_priorities(nodes.priority.clone());
         self.dag.throttle = Throttle::new(nodes.category_limits.clone());
         let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
-        self.dag.subdags = subdag::SubDags::new(&nodes);
-        self.dag.limits = dagman_limits::DagmanLimits::new(&nodes);
-        if !nodes.subdags.is_empty() {
-            // Each sub-DAG's DAGMan orders its own ready nodes.
-            let dagman_of = (0..self.dag.state.len())
-                .map(|j| self.dag.subdags.innermost(j).map_or(0, |k| k + 1))
-                .collect();
-            let depth_first = std::iter::once(self.settings.submit_depth_first)
-                .chain(nodes.subdags.iter().map(|d| d.depth_first))
-                .collect();
-            let throttled = self.dag.limits.may_close();
-            self.dag.ready.set_dagmans(dagman_of, depth_first, throttled);
-        }
+        self.dag.dagmans = dagmans::Dagmans::new(&nodes);
+        let dag = &mut self.dag;
+        dag.dagmans.count_nodes(0..dag.state.len(), &dag.state);
         self.dag.nodes = nodes;
+        if !self.dag.nodes.subdags.is_empty() {
+            self.dag.set_lanes(self.settings.submit_depth_first);
+        }
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
         let save_points = std::mem::take(&mut self.dag.nodes.save_points);
@@ -694,6 +694,7 @@ impl Manager {
                     self.dag.state[r] = JobState::Waiting;
                     self.dag.counts.ready -= 1;
                     self.dag.counts.waiting += 1;
+                    (self.dag.dagmans).node_moved(r, JobState::Ready, JobState::Waiting);
                     self.records.jobs[r].ready = None;
                     self.dag.missing_parents[r] += 1;
                     self.dag.gated[i].push(r);
@@ -840,14 +841,14 @@ impl Manager {
     /// `FINAL` node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON`
     /// without one, whether the DAG's return value is 0.
     pub fn succeeded(&self) -> bool {
-        match (self.dag.nodes.final_node, self.dag.abort) {
+        match (self.dag.nodes.final_node, self.dag.dagmans.top().aborted) {
             // `ABORT-DAG-ON … RETURN 0` makes the DAG a success whatever
             // FINAL then does (`Dag::DoneSuccess`).
             (_, Some(a)) if a.node.is_some() && a.dag_return == 0 => true,
             (Some(f), _) => self.dag.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
             (None, None) if self.dag.counts.done == self.dag.state.len() => true,
-            (None, None) => self.dag.subdags.top_level_done(&self.dag.state, &self.dag.nodes.service),
+            (None, None) => self.dag.dagmans.top_level_done(&self.dag.state, &self.dag.nodes.service),
         }
     }
 
@@ -856,7 +857,7 @@ impl Manager {
     /// node ran after it and failed, which makes it 1 (`EXIT_ERROR`), as
     /// it does for any other failure; a removal's `EXIT_ABORT`.
     pub fn dag_exit(&self) -> i32 {
-        match (self.succeeded(), self.dag.abort) {
+        match (self.succeeded(), self.dag.dagmans.top().aborted) {
             (true, _) => 0,
             (false, Some(a)) if a.node.is_none() || self.dag.nodes.final_node.is_none() => a.dag_return,
             (false, _) => 1,
@@ -865,12 +866,12 @@ impl Manager {
 
     /// Each failed run of a sub-DAG, in order, for its rescue DAG.
     pub fn subdag_runs_failed(&self) -> &[SubDagRun] {
-        &self.dag.subdags.runs_failed
+        &self.dag.dagmans.runs_failed
     }
 
     /// Each run of a sub-DAG's DAGMan, in the order they started.
     pub fn subdag_spans(&self) -> &[SubDagSpan] {
-        &self.dag.subdags.spans
+        &self.dag.dagmans.spans
     }
 
     /// The save points the run's nodes wrote as they started, in order.
@@ -880,7 +881,7 @@ impl Manager {
 
     /// The `ABORT-DAG-ON` that stopped the DAG, if one did.
     pub fn dag_abort(&self) -> Option<DagAbort> {
-        self.dag.abort
+        self.dag.dagmans.top().aborted
     }
 
     /// Jobs per state.

@@ -1,15 +1,14 @@
 //! The DAGMan node life cycle's state (HTCondor's `Dag`, seed 000 §4): each
 //! node's state and the parents it waits for, its retries and exit, the
-//! ready queue in DAGMan's order with its throttles (MAXJOBS per category,
-//! `DAGMAN_MAX_JOBS_*`), the abort, the sub-DAGs and the service nodes, and
-//! the workflows submitted. The grid's data placement is the other room
+//! ready queue in DAGMan's order with MAXJOBS per category, the tree of
+//! DAGMans (`dagmans`: each one's `DAGMAN_MAX_*` throttles, abort and
+//! sub-DAG run), the service nodes, and the workflows submitted. The grid's data placement is the other room
 //! (`placement`); the manager drives both.
 
-use super::dagman_limits::DagmanLimits;
+use super::dagmans::Dagmans;
 use super::release::SavePoint;
 use super::service::Services;
-use super::subdag::SubDags;
-use super::{DagAbort, JobState, StateCounts};
+use super::{JobState, StateCounts};
 use crate::core::JobId;
 use crate::core::nodes::{NodeSettings, Throttle};
 use crate::core::ready_queue::ReadyQueue;
@@ -52,15 +51,11 @@ pub(super) struct NodeLife {
     pub(super) next_prescript: Time,
     /// Prescripts running now (MAXPRE).
     pub(super) prescripts_running: usize,
-    /// The DAG stopped (`ABORT-DAG-ON`, or the user removed it).
-    pub(super) abort: Option<DagAbort>,
-    /// `SUBDAG EXTERNAL` nodes, each run as its own DAGMan.
-    pub(super) subdags: SubDags,
+    /// The DAGMans of the run, a tree: the top DAG's and each `SUBDAG
+    /// EXTERNAL` node's, with their throttles and runs.
+    pub(super) dagmans: Dagmans,
     /// `SERVICE` and `PROVISIONER` nodes.
     pub(super) services: Services,
-    /// Each DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED`, `_JOBS_IDLE` and
-    /// `_POST_SCRIPTS`.
-    pub(super) limits: DagmanLimits,
     /// The save points written, in order.
     pub(super) save_points: Vec<SavePoint>,
     /// The workflows submitted and each job's.
@@ -74,7 +69,7 @@ pub(super) struct NodeLife {
 impl NodeLife {
     /// `DAGMAN_ALWAYS_RUN_POST` of `job`'s DAGMan.
     pub(super) fn always_runs_post(&self, job: JobId) -> bool {
-        match self.subdags.innermost(job) {
+        match self.dagmans.innermost(job) {
             Some(k) => self.nodes.subdags[k].always_run_post,
             None => self.nodes.always_run_post,
         }
@@ -124,10 +119,8 @@ impl NodeLife {
             held: Vec::new(),
             next_prescript: 0.0,
             prescripts_running: 0,
-            abort: None,
-            subdags: Default::default(),
+            dagmans: Default::default(),
             services: Default::default(),
-            limits: Default::default(),
             save_points: Vec::new(),
             submissions: Submissions::single(n, origin),
             workload: vec![Workload {
@@ -146,6 +139,7 @@ impl NodeLife {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
+        self.dagmans.node_moved(job, from, to);
         self.service_moved(job, from, to);
         self.reserve_moved(job, from, to);
         let w = &mut self.workload[self.submissions.of_job[job]];

@@ -138,7 +138,7 @@ impl Manager {
         };
         if let Some(why) = why {
             self.fail_for_good(job, why);
-        } else if let Some(k) = self.dag.subdags.of_node(job) {
+        } else if let Some(k) = self.dag.dagmans.of_node(job) {
             // DAGMan submits the sub-DAG again at once.
             self.restart_subdag(job, k);
         } else if at <= self.now {
@@ -211,7 +211,7 @@ impl Manager {
                 }
                 // A sub-DAG's failure stops at its node, whose DAG ends
                 // failed once nothing more of it can run.
-                if let Some(k) = self.dag.subdags.of_node(c) {
+                if let Some(k) = self.dag.dagmans.of_node(c) {
                     if !was_stopped {
                         self.subdag_leaf_failed(c, k);
                     }

@@ -26,13 +26,6 @@ pub(super) struct Services {
     count: usize,
     /// SERVICE nodes over (done, failed, blocked).
     over: usize,
-    /// Nodes ready at the start, waiting for the provisioner's go-ahead.
-    gate: Vec<JobId>,
-    /// Per sub-DAG with a PROVISIONER node, by its entry no-op: the
-    /// provisioner, and the nodes of the sub-DAG's run waiting for it.
-    subdag_gates: HashMap<JobId, (JobId, Vec<JobId>)>,
-    /// Each sub-DAG's PROVISIONER node, and the entry of its sub-DAG.
-    entry_of_provisioner: HashMap<JobId, JobId>,
 }
 
 impl NodeLife {
@@ -45,12 +38,6 @@ impl NodeLife {
             count: self.nodes.service.iter().filter(|&&s| s).count(),
             ..Default::default()
         };
-        for d in &self.nodes.subdags {
-            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.services.entry_of_provisioner.insert(p, e);
-            }
-        }
         self.services.over = (0..self.state.len())
             .filter(|&j| self.nodes.service[j] && self.is_over(j))
             .count();
@@ -63,7 +50,7 @@ impl NodeLife {
         for &j in &gated {
             self.missing_parents[j] += 1;
         }
-        self.services.gate.clone_from(&gated);
+        self.dagmans.list[0].awaiting_provisioner.clone_from(&gated);
         gated
     }
 
@@ -72,10 +59,10 @@ impl NodeLife {
     /// (the entry's children in `wf`, and those of a run again behind it)
     /// wait for the go-ahead too.
     pub(super) fn hold_for_provisioner(&mut self, wf: &Workflow, entry: JobId) {
-        if self.services.subdag_gates.is_empty() {
+        let Some(k) = self.dagmans.of_entry(entry) else {
             return;
-        }
-        let Some(&(p, _)) = self.services.subdag_gates.get(&entry) else {
+        };
+        let Some(p) = self.nodes.subdags[k].provisioner else {
             return;
         };
         // A provisioner whose job runs (or ended) gave its go-ahead.
@@ -93,9 +80,7 @@ impl NodeLife {
         for &c in &starting {
             self.missing_parents[c] += 1;
         }
-        if let Some((_, gate)) = self.services.subdag_gates.get_mut(&entry) {
-            gate.extend(starting);
-        }
+        self.dagmans.sub_mut(k).awaiting_provisioner.extend(starting);
     }
 
     /// The SERVICE nodes still going to remove (DAGMan's
@@ -114,18 +99,10 @@ impl NodeLife {
             .collect()
     }
 
-    /// Sub-DAG `k` was read as jobs `new`, with the sub-DAGs `from..`
-    /// nested in it: their SERVICE nodes count, their PROVISIONERs hold
-    /// their sub-DAGs.
-    pub(super) fn graft_services(&mut self, k: usize, new: std::ops::Range<JobId>, from: usize) {
+    /// A sub-DAG was read as jobs `new`: their SERVICE nodes count (their
+    /// PROVISIONERs are their DAGMans', [`Dagmans::graft`]).
+    pub(super) fn graft_services(&mut self, new: std::ops::Range<JobId>) {
         self.services.count += new.filter(|&j| self.nodes.service[j]).count();
-        for i in std::iter::once(k).chain(from..self.nodes.subdags.len()) {
-            let d = &self.nodes.subdags[i];
-            if let (Some(p), Some(e)) = (d.provisioner, d.entry) {
-                self.services.subdag_gates.insert(e, (p, Vec::new()));
-                self.services.entry_of_provisioner.insert(p, e);
-            }
-        }
     }
 
     fn is_over(&self, job: JobId) -> bool {
@@ -151,18 +128,8 @@ impl NodeLife {
     /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
     /// or its sub-DAG's), taken.
     pub(super) fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
-        if Some(job) == self.nodes.provisioner {
-            return std::mem::take(&mut self.services.gate);
-        }
-        if self.services.entry_of_provisioner.is_empty() {
-            return Vec::new();
-        }
-        match self.services.entry_of_provisioner.get(&job) {
-            Some(e) => self
-                .services
-                .subdag_gates
-                .get_mut(e)
-                .map_or_else(Vec::new, |(_, gate)| std::mem::take(gate)),
+        match self.dagmans.provisioned_by(job) {
+            Some(d) => std::mem::take(&mut self.dagmans.list[d].awaiting_provisioner),
             None => Vec::new(),
         }
     }
@@ -184,6 +151,7 @@ mod tests {
         let mut nodes = NodeSettings::none(4);
         nodes.service[0] = true;
         nodes.provisioner = Some(1);
+        life.dagmans = super::super::dagmans::Dagmans::new(&nodes);
         life.nodes = nodes;
         life
     }
