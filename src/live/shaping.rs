@@ -371,13 +371,15 @@ impl HeldSlots {
         drop(slot);
     }
 
-    /// How many slots are held (for tests).
-    pub fn len(&self) -> usize {
+    /// How many slots are held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.map().values().filter(|s| s.is_some()).count()
     }
 
     /// Whether no slot is held.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
