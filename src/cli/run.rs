@@ -862,6 +862,7 @@ fn write_outputs(
             DagFile::JobstateLog | DagFile::NodeStatus | DagFile::Dot => {
                 say!("{path} written (as the .dag asks)")
             }
+            DagFile::Metrics => say!("{path} written (DAGMan's metrics)"),
         }
     }
     Ok(())

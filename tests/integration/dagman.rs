@@ -963,6 +963,19 @@ fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
     );
     let second = std::fs::read_to_string(rescue(2)).unwrap();
     assert!(second.contains("DONE a\nDONE d\n"), "{second}");
+    // Its metrics name the rescue it ran from; a and d, DONE from the
+    // start, count as succeeded nodes, b as failed; b alone was submitted.
+    let m = metrics(&dir.path().join("w.dag.metrics"));
+    let want = [
+        ("exitcode", 1),
+        ("DagStatus", 2),
+        ("rescue_dag_number", 1),
+        ("nodes_succeeded", 2),
+        ("nodes_failed", 1),
+        ("total_nodes_run", 3),
+        ("jobs_submitted", 1),
+    ];
+    assert_metrics(&m, &want, "sim");
     // --rescue-from a number that does not exist is bad input.
     let (code, _, err) = run(&["--rescue-from", "7"]);
     assert_eq!(code, Some(2), "{err}");
@@ -988,6 +1001,12 @@ fn a_failed_dag_writes_dagmans_rescue_and_the_next_run_starts_from_it() {
     assert!(
         err.contains("w.dag.rescue001: 2 nodes already DONE"),
         "{err}"
+    );
+    let m = metrics(&dir.path().join("w.dag.metrics"));
+    assert_metrics(
+        &m,
+        &[("exitcode", 0), ("DagStatus", 0), ("rescue_dag_number", 1)],
+        "sim",
     );
     assert!(!rescue(4).exists());
     // As -DoRescueFrom 1 does, the newer rescues became `.old`.
@@ -1107,6 +1126,22 @@ fn abort_dag_on_removes_five_running_jobs_in_both_engines_then_final_runs() {
         rescue.contains("# Nodes premarked DONE: 0\n# Nodes that failed: 6\n"),
         "{rescue}"
     );
+    // DAGMan's metrics: the stop's DagStatus (3) stays; FINAL's success is
+    // the exit; with a FINAL node to wait for, DAGMan reads the five
+    // removals, so they count as failed nodes and as jobs out of the queue.
+    let m = metrics(&dir.path().join("w.dag.metrics"));
+    let want = [
+        ("exitcode", 0),
+        ("DagStatus", 3),
+        ("nodes", 7),
+        ("nodes_failed", 6),
+        ("nodes_succeeded", 1),
+        ("jobs_submitted", 7),
+        ("jobs_succeeded", 7),
+        ("jobs_failed", 0),
+    ];
+    assert_metrics(&m, &want, "run");
+    assert_eq!(m["has_final_node"], true, "{m}");
 }
 
 /// Ctrl-C of a live `gridbed run` removes the DAG as `condor_rm` of
@@ -2074,6 +2109,55 @@ fn each_dagman_writes_its_own_jobstate_log_status_and_dot() {
             !d.join("w.dag.rescue001").exists(),
             "{engine}: the top DAG succeeded"
         );
+        // Each DAGMan's metrics, its last run's: the sub-DAG's second run
+        // started from the first's rescue (X DONE there counts as
+        // succeeded) and submitted Y alone; the top DAG submitted A and
+        // S's DAGMan twice.
+        let inner = metrics(&d.join("inner.dag.metrics"));
+        let want = [
+            ("exitcode", 0),
+            ("DagStatus", 0),
+            ("rescue_dag_number", 1),
+            ("nodes", 2),
+            ("nodes_succeeded", 2),
+            ("nodes_failed", 0),
+            ("jobs_submitted", 1),
+            ("jobs_succeeded", 1),
+        ];
+        assert_metrics(&inner, &want, engine);
+        assert_eq!(
+            inner["dagman_id"],
+            ids[1].trim_end_matches(".0"),
+            "{engine}"
+        );
+        assert_eq!(inner["parent_dagman_id"], "0", "{engine}");
+        let top = metrics(&d.join("w.dag.metrics"));
+        let want = [
+            ("exitcode", 0),
+            ("DagStatus", 0),
+            ("rescue_dag_number", 0),
+            ("nodes", 1),
+            ("dag_nodes", 1),
+            ("dag_nodes_succeeded", 1),
+            ("total_nodes_run", 2),
+            ("jobs_submitted", 3),
+            ("jobs_succeeded", 3),
+        ];
+        assert_metrics(&top, &want, engine);
+        assert_eq!(top["parent_dagman_id"], "", "{engine}");
+    }
+}
+
+/// A DAGMan's metrics file (`<dag>.metrics`), read as JSON.
+fn metrics(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}: {text}", path.display()))
+}
+
+/// Each of `want`'s fields has its value in `m`.
+fn assert_metrics(m: &serde_json::Value, want: &[(&str, i64)], engine: &str) {
+    for &(field, value) in want {
+        assert_eq!(m[field].as_i64(), Some(value), "{engine}: {field} in {m}");
     }
 }
 
@@ -2101,7 +2185,9 @@ fn a_library_caller_writes_each_dagmans_files() {
         kinds,
         [
             ("j.log".to_string(), DagFile::JobstateLog),
-            ("inner.log".to_string(), DagFile::JobstateLog)
+            ("w.dag.metrics".to_string(), DagFile::Metrics),
+            ("inner.log".to_string(), DagFile::JobstateLog),
+            ("inner.dag.metrics".to_string(), DagFile::Metrics),
         ]
     );
     let inner = std::fs::read_to_string(d.join("inner.log")).unwrap();

@@ -184,15 +184,15 @@ fn subdag_config(
 
 /// DAGMan's auto-rescue of a sub-DAG: the newest rescue of its `.dag` at
 /// `path` marks its nodes (from `first` on in `out`, named `prefix` then
-/// their names in it) DONE.
+/// their names in it) DONE. Returns its number (0: none).
 fn start_from_rescue(
     path: &Path,
     prefix: &str,
     first: usize,
     out: &mut Flat,
-) -> Result<(), FormatError> {
+) -> Result<u32, FormatError> {
     let Some(file) = rescue::chosen(path, &out.rescue)? else {
-        return Ok(());
+        return Ok(0);
     };
     let mut local: Vec<NodeInfo> = out.nodes[first..]
         .iter()
@@ -225,7 +225,7 @@ fn start_from_rescue(
         path.display(),
         file.display()
     ));
-    Ok(())
+    Ok(rescue::number(path, &out.rescue))
 }
 
 /// The sub-DAG's roots (its nodes from `inner` on without parents; a
@@ -268,7 +268,7 @@ fn flatten_subdag(
     for n in &mut out.nodes[inner..end] {
         n.tolerance.get_or_insert(tolerance);
     }
-    start_from_rescue(spath, &format!("{name}+"), inner, out)?;
+    let rescue_number = start_from_rescue(spath, &format!("{name}+"), inner, out)?;
     // Its own FINAL node (not one of a sub-DAG nested in it, which
     // has its own) ends it.
     let nested: std::collections::HashSet<&String> =
@@ -315,6 +315,7 @@ fn flatten_subdag(
         dot,
         node_status_file,
         jobstate_log,
+        rescue_number,
     };
     Ok((sub, piece.leaves))
 }

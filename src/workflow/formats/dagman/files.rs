@@ -25,6 +25,9 @@
 //!   `UPDATE` drawn again with the states at its end (DAGMan redraws it on
 //!   each change of its counts; the last drawing is the end's).
 //!
+//! * `<dag>.metrics`, which every DAGMan writes as it exits, asked or not:
+//!   its exit, `DagStatus`, rescue number and counts of nodes and jobs, as
+//!   JSON (`DagmanMetricsV2::Report`).
 //! * The rescue DAGs (`rescue001`, …; each failed sub-DAG run's too) and
 //!   the save files of `SAVE_POINT_FILE` nodes, in DAGMan's rescue format
 //!   (`workflow::formats::dagman::rescue`).
@@ -34,7 +37,8 @@
 //! [`write_at_start`] and [`write_at_end`] write them all: a library caller
 //! that runs a `.dag` gets what `gridbed run` writes.
 //!
-//! Timestamps are whole seconds of the run's nominal time after `epoch`;
+//! Timestamps are whole seconds (the metrics file's, milliseconds) of the
+//! run's nominal time after `epoch`;
 //! the human-readable ones (DAGMan's `ctime`) are in UTC.
 
 use std::collections::HashMap;
@@ -254,6 +258,14 @@ struct DagRun {
     id: String,
     /// The DAG's state at its end, and DAGMan's note on it.
     status: (State, &'static str),
+    /// DAGMan's `DagStatus` at its end (`$DAG_STATUS`'s values: 0 well, 1
+    /// error, 2 a node failed, 3 aborted, 4 removed, 5 a cycle).
+    dag_status: u8,
+    /// The rescue DAG it started from (0: none).
+    rescue: u32,
+    /// The cluster of the DAGMan that submitted it (none for the top
+    /// DAG's).
+    parent: String,
 }
 
 /// The DAG a run's DAGMans run, as their files name it.
@@ -339,6 +351,24 @@ impl<'a> Dag<'a> {
         self.node_info.get(name).is_some_and(|n| n.is_service)
     }
 
+    /// DAGMan's `DagStatus` after the stop `a`, which its
+    /// `main_shutdown_rescue` forces, the DAG exiting `exit`: 4 for a
+    /// removal; for an `ABORT-DAG-ON`, 0 when its `RETURN 0` made the exit
+    /// 0 (a FINAL node failing after makes it 2), else 3.
+    fn stop_status(&self, a: crate::core::DagAbort, exit: i32) -> u8 {
+        let Some(node) = a.node else {
+            return 4;
+        };
+        let name = self.workflow.jobs[node].name.as_str();
+        let returns_zero =
+            (self.node_info.get(name)).is_some_and(|n| n.abort_on.contains(&(a.status, Some(0))));
+        match (returns_zero, exit) {
+            (false, _) => 3,
+            (true, 0) => 0,
+            (true, _) => 2,
+        }
+    }
+
     /// `inst`'s own nodes but its SERVICE nodes.
     fn drawn(&self, inst: &Instance) -> Vec<JobId> {
         (inst.nodes.iter().copied())
@@ -376,8 +406,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran and
-    /// asks for a file.
+    /// The run's DAGMans: the top DAG's, then each sub-DAG's that ran.
     fn instances(&self) -> Vec<Instance<'a>> {
         let (run, dag, ends) = (self.run, &self.dag, &self.ends);
         let own = dag.own_of(None);
@@ -391,6 +420,18 @@ impl<'a> Ctx<'a> {
             }
             (false, None) => (State::Error, "failed"),
         };
+        // A node's failure makes it 2, even when a FINAL node then ends
+        // well; a stop forces its own.
+        let failed = |nodes: &[JobId]| {
+            (nodes.iter()).any(|&j| ends[j] == State::Error && !dag.is_service(j))
+        };
+        let dag_status = match (run.dag_stop, status.1) {
+            (Some(a), _) => dag.stop_status(a, run.dag_exit),
+            (None, _) if failed(&own) => 2,
+            (None, "success") => 0,
+            (None, "cycle") => 5,
+            (None, _) => 2,
+        };
         let mut all = vec![dag.top(vec![DagRun {
             start: 0.0,
             end: run.makespan,
@@ -398,32 +439,58 @@ impl<'a> Ctx<'a> {
             // gridbed's own run of the top DAG has no schedd id.
             id: "0.0".into(),
             status,
+            dag_status,
+            rescue: dag.info.rescue_number,
+            parent: String::new(),
         }])];
+        let last_aborted = |k: usize| {
+            (run.subdag_spans.iter().rev())
+                .find(|s| s.subdag == k)
+                .is_some_and(|s| s.aborted)
+        };
         for (k, d) in dag.info.subdags.iter().enumerate() {
-            if d.jobstate_log.is_none() && d.node_status_file.is_none() && d.dot.is_none() {
-                continue;
-            }
-            let runs: Vec<DagRun> = (run.subdag_spans.iter().enumerate())
+            // Each run that failed left a rescue DAG the next starts from.
+            let mut rescue = d.rescue_number;
+            let outer = (dag.info.subdags.iter()).position(|o| o.members.contains(&d.node));
+            // The run of the DAGMan above that submitted it.
+            let parent = |start: f64| match outer {
+                None => "0".to_string(),
+                Some(o) => (run.subdag_spans.iter().enumerate())
+                    .rfind(|(_, s)| s.subdag == o && s.started <= start)
+                    .and_then(|(i, _)| self.cluster_of(Submission::Dagman(i)))
+                    .map_or(String::new(), |c| c.to_string()),
+            };
+            let mut runs: Vec<DagRun> = (run.subdag_spans.iter().enumerate())
                 .filter(|(_, s)| s.subdag == k)
                 .map(|(i, s)| {
                     let exit = s.exit.unwrap_or(2);
-                    let status = match s.ended {
-                        _ if exit == 0 => (State::Done, "success"),
-                        _ if s.aborted => (State::Error, "aborted"),
-                        None => (State::Error, "removed"),
-                        Some(_) => (State::Error, "failed"),
+                    let (status, dag_status) = match s.ended {
+                        _ if exit == 0 => ((State::Done, "success"), 0),
+                        _ if s.aborted => ((State::Error, "aborted"), 3),
+                        None => ((State::Error, "removed"), 4),
+                        Some(_) => ((State::Error, "failed"), 2),
                     };
-                    DagRun {
+                    let run = DagRun {
                         start: s.started,
                         end: s.ended.unwrap_or(run.makespan),
                         exit,
                         id: self.id(Submission::Dagman(i)),
                         status,
-                    }
+                        dag_status,
+                        rescue,
+                        parent: parent(s.started),
+                    };
+                    rescue += u32::from(exit != 0 && s.ended.is_some());
+                    run
                 })
                 .collect();
-            if runs.is_empty() {
-                continue;
+            let nodes = dag.own_of(Some(&d.members));
+            match runs.last_mut() {
+                None => continue,
+                Some(last) if last.dag_status == 0 && failed(&nodes) && !last_aborted(k) => {
+                    last.dag_status = 2
+                }
+                Some(_) => {}
             }
             all.push(Instance {
                 dir: (d.file.parent()).unwrap_or(Path::new(".")).to_path_buf(),
@@ -434,7 +501,7 @@ impl<'a> Ctx<'a> {
                 jobstate_log: d.jobstate_log.as_deref(),
                 node_status_file: d.node_status_file.as_deref(),
                 dot: d.dot.as_ref(),
-                nodes: dag.own_of(Some(&d.members)),
+                nodes,
                 runs,
             });
         }
@@ -709,6 +776,124 @@ fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
     out
 }
 
+/// `inst`'s metrics file at the end of its last run, as DAGMan writes it
+/// as it exits (`DagmanMetricsV2::Report`, its default
+/// `DAGMAN_METRICS_FILE_VERSION` 2), JSON:
+///
+/// * its nodes by kind (a SUBDAG node is a `dag_node`, SERVICE nodes
+///   apart): how many, how many failed and succeeded for good, as DAGMan
+///   counts them with `NodeFinished`: a node DONE from the start counts
+///   as succeeded; a node whose job a stop removed counts as failed only
+///   when a FINAL node ran (DAGMan exits at once otherwise, before it
+///   reads the removals); a SERVICE node removed at the end counts as
+///   succeeded when the DAG did; a futile or unready node counts in none;
+/// * the node jobs it submitted, and of those how many left the queue
+///   (ended or removed; a NOOP node's job counts, as DAGMan submits it);
+/// * its exit value and `DagStatus`, the rescue DAG it ran from, its id
+///   and its parent DAGMan's (gridbed's top DAG has cluster 0), its start
+///   and end in seconds since the Unix epoch.
+fn metrics_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
+    let (dag, run) = (&cx.dag, cx.run);
+    let last = inst.runs.last().expect("a DAGMan that ran");
+    let has_final = (inst.nodes.iter()).any(|&j| {
+        (dag.node_info.get(dag.workflow.jobs[j].name.as_str())).is_some_and(|n| n.is_final)
+    });
+    let ran_from = |a: &Attempt| a.prescript >= last.start;
+    // [normal, sub-DAG, SERVICE] × [total, failed, succeeded].
+    let mut nodes = [[0usize; 3]; 3];
+    let (mut submitted, mut left) = (0, 0);
+    let mut provisioners = 0;
+    for &j in &inst.nodes {
+        let info = dag.node_info.get(dag.workflow.jobs[j].name.as_str());
+        provisioners += usize::from(info.is_some_and(|n| n.is_provisioner));
+        let attempts = &run.records.jobs[j].attempts;
+        let removed = (attempts.last()).is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)));
+        let kind = match (dag.is_service(j), dag.subdag_of.get(&j)) {
+            (true, _) => 2,
+            (false, Some(_)) => 1,
+            (false, None) => 0,
+        };
+        nodes[kind][0] += 1;
+        match cx.ends[j] {
+            State::Done => nodes[kind][2] += 1,
+            State::Error if kind == 2 && removed => nodes[kind][2] += usize::from(last.exit == 0),
+            State::Error if !removed || has_final => nodes[kind][1] += 1,
+            _ => {}
+        }
+        if let Some(&k) = dag.subdag_of.get(&j) {
+            let runs =
+                (run.subdag_spans.iter()).filter(|s| s.subdag == k && s.started >= last.start);
+            for s in runs {
+                submitted += 1;
+                left += usize::from(s.ended.is_some());
+            }
+            continue;
+        }
+        let noop = info.is_some_and(|n| n.noop);
+        for a in attempts.iter().filter(|a| ran_from(a)) {
+            let pre_failed = (a.scripts.iter())
+                .any(|s| s.kind == ScriptKind::Pre && s.status.is_some_and(|st| st != 0));
+            if noop {
+                let ran =
+                    !pre_failed && !matches!(a.outcome, Outcome::Pending | Outcome::Removed(_));
+                submitted += usize::from(ran);
+                left += usize::from(ran);
+                continue;
+            }
+            submitted += usize::from(a.submitted.is_some());
+            let out = match a.outcome {
+                Outcome::Killed => true,
+                Outcome::Removed(_) => a.submitted.is_some() && has_final,
+                _ => false,
+            };
+            left += usize::from(a.finished.is_some() || out && a.ended.is_some());
+        }
+    }
+    let stamp = |t: f64| {
+        let base = (epoch.duration_since(SystemTime::UNIX_EPOCH)).map_or(0.0, |d| d.as_secs_f64());
+        base + t.max(0.0)
+    };
+    let (start, end) = (stamp(last.start), stamp(last.end));
+    let dagman_id = last.id.split('.').next().unwrap_or("-1");
+    let [normal, subdag, service] = nodes;
+    let mut out = String::new();
+    let mut field = |name: &str, value: String| {
+        let _ = writeln!(out, "    \"{name}\":{value},");
+    };
+    field("client", "\"condor_dagman\"".into());
+    field("version", format!("\"{HTCONDOR_VERSION}\""));
+    field("type", "\"metrics\"".into());
+    field("metrics_version", "2".into());
+    field("start_time", format!("{start:.3}"));
+    field("end_time", format!("{end:.3}"));
+    field("duration", format!("{:.3}", end - start));
+    field("exitcode", last.exit.to_string());
+    field("dagman_id", format!("\"{dagman_id}\""));
+    field("parent_dagman_id", format!("\"{}\"", last.parent));
+    field("rescue_dag_number", last.rescue.to_string());
+    field("has_final_node", has_final.to_string());
+    for (prefix, [total, failed, succeeded]) in [("", normal), ("dag_", subdag)] {
+        field(&format!("{prefix}nodes"), total.to_string());
+        field(&format!("{prefix}nodes_failed"), failed.to_string());
+        field(&format!("{prefix}nodes_succeeded"), succeeded.to_string());
+    }
+    field("provisioner_nodes", provisioners.min(1).to_string());
+    field("service_nodes", service[0].to_string());
+    field("service_nodes_failed", service[1].to_string());
+    field("service_nodes_succeeded", service[2].to_string());
+    let sum = |i: usize| normal[i] + subdag[i] + service[i];
+    field("total_nodes", sum(0).to_string());
+    field("total_nodes_run", (sum(1) + sum(2)).to_string());
+    field("jobs_submitted", submitted.to_string());
+    field("jobs_succeeded", left.to_string());
+    field("jobs_failed", (submitted - left).to_string());
+    format!("{{\n{out}    \"DagStatus\":{}\n}}\n", last.dag_status)
+}
+
+/// The HTCondor release whose DAGMan files gridbed writes as (the version
+/// of its metrics file, and of HTCondor's tests it is checked against).
+const HTCONDOR_VERSION: &str = "25.14.0";
+
 /// `inst`'s DAG for Graphviz as DAGMan's `Dag::DumpDotFile` draws it at
 /// `now`, each node in `states` (by job), shaped and labelled by its
 /// state; `header` (DOT's `INCLUDE`, read from `include`) goes first.
@@ -844,6 +1029,8 @@ pub enum DagFile {
     Save,
     /// A rescue DAG: the DAG's own, or a failed sub-DAG run's.
     Rescue,
+    /// `<dag>.metrics`, which every DAGMan writes as it exits.
+    Metrics,
 }
 
 /// Writes every file a `.dag` run writes as it ends, as its DAGMans do:
@@ -875,6 +1062,8 @@ pub fn write_at_end(
         if let Some(f) = inst.node_status_file {
             put(f, node_status_file(&cx, inst, epoch), DagFile::NodeStatus)?;
         }
+        let metrics = format!("{}.metrics", inst.file);
+        put(&metrics, metrics_file(&cx, inst, epoch), DagFile::Metrics)?;
         let Some(d) = inst.dot else {
             continue;
         };

@@ -195,6 +195,8 @@ pub struct SubDagInfo {
     pub node_status_file: Option<String>,
     /// Its own `JOBSTATE_LOG`.
     pub jobstate_log: Option<String>,
+    /// The number of the rescue DAG it started from (0: none).
+    pub rescue_number: u32,
 }
 
 /// `DOT file [UPDATE|DONT-UPDATE] [OVERWRITE|DONT-OVERWRITE] [INCLUDE
@@ -265,6 +267,9 @@ pub struct DagmanInfo {
     /// The categories by id once a sub-DAG read as the run went added its
     /// own (empty before: see [`DagmanInfo::categories`]).
     pub category_order: Vec<String>,
+    /// The number of the rescue DAG the run started from (0: none), as
+    /// DAGMan reports it ([`rescue::number`]).
+    pub rescue_number: u32,
 }
 
 /// The variables `condor_submit_dag` passes from the submitter's
@@ -946,6 +951,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
                 default_runtime: opts.default_runtime,
                 rescue: opts.rescue != rescue::Rescue::Ignore,
             },
+            rescue_number: rescue::number(path, &opts.rescue),
             ..settings
         }),
     })

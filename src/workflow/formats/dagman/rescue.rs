@@ -55,6 +55,17 @@ pub fn newest(dag: &Path) -> u32 {
         .unwrap_or(0)
 }
 
+/// The number of the rescue DAG `choice` runs `dag` from, 0 for none, as
+/// DAGMan reports it in its metrics file (its `rescueDagNum`). A save
+/// file is no rescue DAG: 0.
+pub fn number(dag: &Path, choice: &Rescue) -> u32 {
+    match *choice {
+        Rescue::Newest => newest(dag),
+        Rescue::From(n) => n,
+        Rescue::Ignore | Rescue::SaveFile(_) => 0,
+    }
+}
+
 /// The rescue file `choice` picks for `dag`, if any.
 pub fn chosen(dag: &Path, choice: &Rescue) -> Result<Option<PathBuf>, FormatError> {
     match *choice {
