@@ -211,6 +211,43 @@ fn final_after_a_failed_node_sees_status_2_and_the_rescue_lists_both_failures() 
     }
 }
 
+/// HTCondor's `job_dagman_abort-final-A`: B exits 5, and `ABORT-DAG-ON B
+/// 5 RETURN 0` stops the DAG with DAGMan's status forced OK, so FINAL's
+/// scripts see DAG status 0 (and B failed); FINAL's job then fails (its
+/// POST passes `$RETURN` 1 on), which makes the status NODE_FAILED again:
+/// `Dag::DoneSuccess` no longer holds and the DAG fails, exit 1, its
+/// status file and metrics saying so.
+#[test]
+fn final_failing_after_an_abort_returning_0_fails_the_dag() {
+    let dag = format!("{FINAL_DAG}ABORT-DAG-ON B 5 RETURN 0\n");
+    let sidecar = "[[job]]\nname = \"B\"\nexit = [5]\n[[job]]\nname = \"C\"\nexit = [1]\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        script(dir.path(), "report.sh", REPORT_SH);
+        let (code, status) = run(dir.path(), &dag, sidecar, engine);
+        assert_eq!(code, Some(1), "{engine}: FINAL failed");
+        let scripts = std::fs::read_to_string(dir.path().join("scripts.out")).unwrap();
+        assert_eq!(
+            scripts,
+            "  DAG_STATUS=0\n  FAILED_COUNT=1\nNode C Pre\n  DAG_STATUS=0\n  FAILED_COUNT=1\nNode C Post\n",
+            "{engine}"
+        );
+        assert_in_order(
+            &status,
+            &["DagStatus = 6;.*STATUS_ERROR (failed)", "NodesFailed = 2;"],
+            engine,
+        );
+        let metrics = std::fs::read_to_string(dir.path().join("w.dag.metrics")).unwrap();
+        for line in [
+            "\"exitcode\":1,",
+            "\"nodes_failed\":2,",
+            "\"DagStatus\":2\n",
+        ] {
+            assert!(metrics.contains(line), "{engine}: {line} in {metrics}");
+        }
+    }
+}
+
 /// HTCondor's `job_dagman_pre_skip-A` and `-B`. A: A's PRE exits 0 and
 /// its job runs; B's PRE exits 1, not its PRE_SKIP value 2, so B fails
 /// without running and the DAG fails. B: A's PRE exits its PRE_SKIP value

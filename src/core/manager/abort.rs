@@ -220,7 +220,26 @@ impl NodeLife {
             Some(_) => self.dagmans.stopped(owner),
             None => self.dagmans.top().aborted,
         };
+        // A stop's `RETURN 0` forces DAG_STATUS_OK, until DAGMan reads a
+        // node's failure after it (a removal's, once FINAL runs).
+        let returns_zero = |n: JobId, s: i32| self.nodes.abort_on[n].contains(&(s, Some(0)));
+        let removed_read = || {
+            (0..self.state.len())
+                .filter(|&j| {
+                    self.state[j] == JobState::Failed
+                        && self.dagmans.own_node_of(j, own)
+                        && (records.jobs[j].attempts.last())
+                            .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
+                })
+                .count()
+                > not_yet_failed
+        };
         let dag_status = match abort {
+            Some(DagAbort {
+                node: Some(n),
+                status: s,
+                ..
+            }) if returns_zero(n, s) => 2 * i32::from(removed_read()),
             Some(DagAbort { node: Some(_), .. }) => 3,
             Some(DagAbort { node: None, .. }) => 4,
             None if c.failed > 0 => 2,

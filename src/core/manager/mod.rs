@@ -839,12 +839,12 @@ impl Manager {
     /// node stands for its nodes: a POST script may rescue it; a SERVICE
     /// node's outcome is not the DAG's); with a
     /// `FINAL` node, the FINAL node did (DAGMan); after an `ABORT-DAG-ON`
-    /// without one, whether the DAG's return value is 0.
+    /// without one, whether the DAG's return value is 0. (`RETURN 0` makes
+    /// DAGMan's status OK, which `Dag::DoneSuccess` takes as a success,
+    /// but a FINAL node failing after it makes the status NODE_FAILED
+    /// again: FINAL decides.)
     pub fn succeeded(&self) -> bool {
         match (self.dag.nodes.final_node, self.dag.dagmans.top().aborted) {
-            // `ABORT-DAG-ON … RETURN 0` makes the DAG a success whatever
-            // FINAL then does (`Dag::DoneSuccess`).
-            (_, Some(a)) if a.node.is_some() && a.dag_return == 0 => true,
             (Some(f), _) => self.dag.state[f] == JobState::Done,
             (None, Some(a)) => a.dag_return == 0,
             (None, None) if self.dag.counts.done == self.dag.state.len() => true,

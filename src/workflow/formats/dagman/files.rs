@@ -345,6 +345,12 @@ impl<'a> Dag<'a> {
         name.strip_prefix(inst.prefix.as_str()).unwrap_or(name)
     }
 
+    /// Whether `job` is a FINAL node.
+    fn is_final(&self, job: JobId) -> bool {
+        let name = self.workflow.jobs[job].name.as_str();
+        self.node_info.get(name).is_some_and(|n| n.is_final)
+    }
+
     /// Whether `job` is a SERVICE node (which DAGMan keeps apart).
     fn is_service(&self, job: JobId) -> bool {
         let name = self.workflow.jobs[job].name.as_str();
@@ -352,20 +358,21 @@ impl<'a> Dag<'a> {
     }
 
     /// DAGMan's `DagStatus` after the stop `a`, which its
-    /// `main_shutdown_rescue` forces, the DAG exiting `exit`: 4 for a
-    /// removal; for an `ABORT-DAG-ON`, 0 when its `RETURN 0` made the exit
-    /// 0 (a FINAL node failing after makes it 2), else 3.
-    fn stop_status(&self, a: crate::core::DagAbort, exit: i32) -> u8 {
+    /// `main_shutdown_rescue` forces: 4 for a removal; for an
+    /// `ABORT-DAG-ON`, 3, or 0 when its `RETURN` is 0, unless DAGMan read
+    /// a node's failure after (`failed_after`: a FINAL node's, or the
+    /// removals' once a FINAL node runs), which makes it 2.
+    fn stop_status(&self, a: crate::core::DagAbort, failed_after: bool) -> u8 {
         let Some(node) = a.node else {
             return 4;
         };
         let name = self.workflow.jobs[node].name.as_str();
         let returns_zero =
             (self.node_info.get(name)).is_some_and(|n| n.abort_on.contains(&(a.status, Some(0))));
-        match (returns_zero, exit) {
+        match (returns_zero, failed_after) {
             (false, _) => 3,
-            (true, 0) => 0,
-            (true, _) => 2,
+            (true, false) => 0,
+            (true, true) => 2,
         }
     }
 
@@ -410,27 +417,31 @@ impl<'a> Ctx<'a> {
     fn instances(&self) -> Vec<Instance<'a>> {
         let (run, dag, ends) = (self.run, &self.dag, &self.ends);
         let own = dag.own_of(None);
-        let status = match (run.succeeded, run.dag_stop) {
-            (true, _) => (State::Done, "success"),
-            (false, Some(s)) if s.node.is_some() => (State::Error, "aborted"),
-            (false, Some(_)) => (State::Error, "removed"),
-            // Nothing failed, yet not all ran: a cycle (`Dag::DoneCycle`).
-            (false, None) if !own.iter().any(|&j| ends[j] == State::Error) => {
-                (State::Error, "cycle")
+        // A node's failure (a SERVICE node's too) makes it 2, even when a
+        // FINAL node then ends well; a stop forces its own. Nothing failed,
+        // yet not all ran: a cycle (`Dag::DoneCycle`).
+        let failed = |nodes: &[JobId]| nodes.iter().any(|&j| ends[j] == State::Error);
+        let dag_status = match run.dag_stop {
+            Some(a) => {
+                let removed = |&j: &JobId| {
+                    (run.records.jobs[j].attempts.last())
+                        .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
+                };
+                let has_final = own.iter().any(|&j| dag.is_final(j));
+                let failed_after = run.dag_exit != 0 || has_final && own.iter().any(removed);
+                dag.stop_status(a, failed_after)
             }
-            (false, None) => (State::Error, "failed"),
+            None if failed(&own) => 2,
+            None if run.succeeded => 0,
+            None => 5,
         };
-        // A node's failure makes it 2, even when a FINAL node then ends
-        // well; a stop forces its own.
-        let failed = |nodes: &[JobId]| {
-            (nodes.iter()).any(|&j| ends[j] == State::Error && !dag.is_service(j))
-        };
-        let dag_status = match (run.dag_stop, status.1) {
-            (Some(a), _) => dag.stop_status(a, run.dag_exit),
-            (None, _) if failed(&own) => 2,
-            (None, "success") => 0,
-            (None, "cycle") => 5,
-            (None, _) => 2,
+        // The status file's note: DAGMan's `_dagStatus` as the DAG ended.
+        let status = match (run.succeeded, dag_status) {
+            (true, _) => (State::Done, "success"),
+            (false, 3) => (State::Error, "aborted"),
+            (false, 4) => (State::Error, "removed"),
+            (false, 5) => (State::Error, "cycle"),
+            (false, _) => (State::Error, "failed"),
         };
         let mut all = vec![dag.top(vec![DagRun {
             start: 0.0,
@@ -710,10 +721,7 @@ fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
 fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
     let (wf, run, all) = (&cx.dag.workflow, cx.run, &cx.ends);
     let own = cx.dag.drawn(inst);
-    let has_final = own.iter().any(|&j| {
-        let name = wf.jobs[j].name.as_str();
-        cx.dag.node_info.get(name).is_some_and(|n| n.is_final)
-    });
+    let has_final = own.iter().any(|&j| cx.dag.is_final(j));
     let last = inst.runs.last().expect("a DAGMan that ran");
     let now = seconds(epoch, last.end);
     let states: Vec<State> = own.iter().map(|&j| all[j]).collect();
@@ -795,9 +803,7 @@ fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
 fn metrics_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
     let (dag, run) = (&cx.dag, cx.run);
     let last = inst.runs.last().expect("a DAGMan that ran");
-    let has_final = (inst.nodes.iter()).any(|&j| {
-        (dag.node_info.get(dag.workflow.jobs[j].name.as_str())).is_some_and(|n| n.is_final)
-    });
+    let has_final = inst.nodes.iter().any(|&j| dag.is_final(j));
     let ran_from = |a: &Attempt| a.prescript >= last.start;
     // [normal, sub-DAG, SERVICE] × [total, failed, succeeded].
     let mut nodes = [[0usize; 3]; 3];
