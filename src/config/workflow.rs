@@ -95,6 +95,12 @@ pub(super) fn resolve(
         )),
         _ => None,
     };
+    let run_jobs = match spec {
+        WorkflowSpec::File(f) if overrides.workflow.is_none() => {
+            f.jobs == crate::workflow::formats::Scripts::Run
+        }
+        _ => false,
+    };
     let file = file.map(|(path, mut opts, scripts)| {
         if let Some(r) = &overrides.rescue {
             opts.rescue = r.clone();
@@ -112,11 +118,15 @@ pub(super) fn resolve(
                 field: "(workflow file)".into(),
                 message: e.message,
             })?;
+            let mut dagman = loaded.dagman;
+            if let Some(d) = dagman.as_mut() {
+                d.run_jobs = run_jobs;
+            }
             let source = WorkflowSource {
                 path,
                 format: loaded.format,
                 warnings: loaded.warnings,
-                dagman: loaded.dagman,
+                dagman,
                 run_scripts,
             };
             (Ok(loaded.workflow), Some(source))

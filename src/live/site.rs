@@ -406,9 +406,57 @@ impl Handler<Fetch> for SiteActor {
 
 impl Handler<Submit> for SiteActor {
     type Result = ();
+    /// The job enters this site's queue; when the DAG's jobs run, its
+    /// program runs first (on this host, as the scripts do) and its exit
+    /// is the job's.
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
-        self.site.submit(m.job, m.exit, &mut self.actions);
-        self.carry_out(ctx);
+        let node = (self.shared.scripts.get(m.job).and_then(Option::as_ref))
+            .or_else(|| self.added_scripts.get(&m.job));
+        let Some(call) = node.and_then(|n| Some((n.job_invocation()?, n.node.clone()))) else {
+            self.site.submit(m.job, m.exit, &mut self.actions);
+            self.carry_out(ctx);
+            return;
+        };
+        let job = m.job;
+        let fut = async move {
+            match call {
+                (Ok(call), _) => run_process(&call).await,
+                (Err(why), node) => {
+                    crate::workflow::formats::dagman::program::unsubmittable(&node, &why)
+                }
+            }
+        };
+        // Tracked as a script is: a removal meanwhile kills it, and the
+        // job never enters the queue.
+        let handle = ctx.spawn(fut.into_actor(self).map(move |exit, act, ctx| {
+            act.scripts.remove(&job);
+            act.site.submit(job, exit, &mut act.actions);
+            act.carry_out(ctx);
+        }));
+        self.scripts.insert(job, handle);
+    }
+}
+
+/// Runs `call` to its end, killed if its future is dropped (a removal),
+/// and returns DAGMan's reading of its exit (127 when it cannot start).
+async fn run_process(call: &crate::workflow::formats::dagman::Invocation) -> i32 {
+    let status = match call.command() {
+        Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
+            Ok(mut child) => {
+                // Ended by a signal's stop too ([`crate::interrupt`]).
+                let _child = child.id().map(crate::interrupt::Child::work);
+                child.wait().await
+            }
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    match status {
+        Ok(st) => crate::workflow::formats::dagman::exit_status(st),
+        Err(e) => {
+            tracing::warn!("{}: {e}", call.executable.display());
+            127
+        }
     }
 }
 
@@ -510,27 +558,8 @@ impl Handler<RunScript> for SiteActor {
             });
             return;
         };
-        let fut = async move {
-            let status = match call.command() {
-                // A removed node's script is killed with its future.
-            Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
-                Ok(mut child) => {
-                    // Ended by a signal's stop too ([`crate::interrupt`]).
-                    let _child = child.id().map(crate::interrupt::Child::work);
-                    child.wait().await
-                }
-                Err(e) => Err(e),
-            },
-                Err(e) => Err(e),
-            };
-            match status {
-                Ok(st) => crate::workflow::formats::dagman::exit_status(st),
-                Err(e) => {
-                    tracing::warn!("script {}: {e}", call.executable.display());
-                    127
-                }
-            }
-        };
+        // A removed node's script is killed with its future.
+        let fut = async move { run_process(&call).await };
         let handle = ctx.spawn(fut.into_actor(self).map(move |status, act, _| {
             act.scripts.remove(&job);
             act.emit(Event::ScriptDone { job, kind, status });

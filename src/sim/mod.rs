@@ -260,6 +260,12 @@ impl Sim {
         call.run_blocking()
     }
 
+    /// Runs `job`'s program, when the DAG's jobs run: its exit is the
+    /// job's (it takes the job's modelled runtime, not its real time).
+    fn run_job_program(&self, job: crate::core::JobId) -> Option<i32> {
+        self.scripts.get(job)?.as_ref()?.run_job_blocking()
+    }
+
     /// Writes the control records changed since the last batch.
     fn flush_db(&mut self) {
         let Some(db) = self.db.as_mut() else {
@@ -472,6 +478,7 @@ impl Sim {
                 to,
             } => self.start_transfer(id, job, (file, source), from, to),
             Command::Submit { job, site, exit } => {
+                let exit = self.run_job_program(job).unwrap_or(exit);
                 self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
             }

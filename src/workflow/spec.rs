@@ -3,7 +3,7 @@
 //! apart from both, so that neither the generators nor the parsers need the
 //! other to say what a testbed may ask for.
 
-use super::formats::FileSpec;
+use super::formats::{FileSpec, Scripts};
 use super::generators::{Coadd, Dags, Epigenomics, Inline, Pipeline, Spatial};
 use crate::core::{DagError, Workflow};
 
@@ -54,6 +54,10 @@ impl WorkflowSpec {
                 Some(r) if !(r.is_finite() && r >= 0.0) => Err((
                     "default_runtime",
                     format!("expected seconds ≥ 0, found {r}"),
+                )),
+                _ if f.jobs == Scripts::Run && f.scripts != Scripts::Run => Err((
+                    "jobs",
+                    "`jobs = \"run\"` runs a DAG's node programs beside its scripts: expected `scripts = \"run\"` too".into(),
                 )),
                 _ => Ok(()),
             },

@@ -2341,3 +2341,74 @@ fn a_subdag_read_after_its_pre_script_is_refused_with_a_plan_made_ahead() {
         "{err}"
     );
 }
+
+/// `jobs = "run"`: each node's job runs the program its submit
+/// description names (`executable`, `arguments` with the node's VARS and
+/// `$(JOB)`), as it is submitted, and the program's exit is the job's, on
+/// each attempt: A exits 0, B 3 (its POST script sees `$RETURN` 3 and
+/// rescues it), C fails on its first attempt and succeeds on its RETRY,
+/// D's submit file does not exist (its POST script sees a failed
+/// submission's -1001 and fails it). Both engines.
+#[test]
+fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
+    let dag = "SUBMIT-DESCRIPTION sh @=desc\n    executable = /bin/sh\n    \
+               arguments = \"exit.sh $(code) $(JOB)\"\n@desc\n\
+               JOB A sh\nVARS A code=\"0\"\nJOB B sh\nVARS B code=\"3\"\n\
+               SCRIPT DEBUG post.out STDOUT POST B echo.sh $JOB $RETURN\n\
+               JOB C flaky.sub\nRETRY C 1\nJOB D DNE.sub\n\
+               SCRIPT DEBUG post.out STDOUT POST D echo.sh $JOB $RETURN\n\
+               PARENT A CHILD C\nNODE_STATUS_FILE s.out\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        // Each program leaves a mark, so that its runs can be counted.
+        std::fs::write(d.join("exit.sh"), "echo \"$2\" >> ran.out\nexit \"$1\"\n").unwrap();
+        std::fs::write(
+            d.join("flaky.sub"),
+            "executable = flaky.sh\ninitialdir = sub\nqueue\n",
+        )
+        .unwrap();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        crate::common::executable(
+            &d.join("sub/flaky.sh"),
+            "#!/bin/sh\necho C >> ../ran.out\n[ -e tried ] && exit 0\ntouch tried\nexit 1\n",
+        );
+        crate::common::executable(
+            &d.join("echo.sh"),
+            "#!/bin/sh\necho \"$1 $2\"\n[ \"$1\" = D ] && exit 1\nexit 0\n",
+        );
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(1), "{engine}: D fails: {out}{err}");
+        let mut ran: Vec<String> = std::fs::read_to_string(d.join("ran.out"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        ran.sort();
+        assert_eq!(ran, ["A", "B", "C", "C"], "{engine}");
+        let post = std::fs::read_to_string(d.join("post.out")).unwrap();
+        let mut post: Vec<&str> = post.lines().collect();
+        post.sort();
+        assert_eq!(post, ["B 3", "D -1001"], "{engine}");
+        let status = std::fs::read_to_string(d.join("s.out")).unwrap();
+        for (node, state) in [("A", 5), ("B", 5), ("C", 5), ("D", 6)] {
+            let at = status.find(&format!("Node = \"{node}\";")).unwrap();
+            assert!(
+                status[at..].contains(&format!("NodeStatus = {state};")),
+                "{engine}: {node} in {status}"
+            );
+        }
+        assert!(status.contains("RetryCount = 1;"), "{engine}: C retried");
+    }
+    // Jobs run beside the scripts, not without them.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = dag_testbed(dir.path(), dag, "", "jobs = \"run\"");
+    let (code, _, err) = crate::common::run_testbed(&tb, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("workflow.jobs") && err.contains("scripts = \"run\""),
+        "{err}"
+    );
+}

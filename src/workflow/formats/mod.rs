@@ -131,6 +131,12 @@ pub struct FileSpec {
     /// really run in the site's pool; sim: each ends at once, well).
     #[serde(default)]
     pub scripts: Scripts,
+    /// A DAGMan file's node jobs: `skip` (default: a job's exit is its
+    /// sidecar's) or `run`: each runs its submit description's program
+    /// as it is submitted, whose exit is the job's (with `scripts =
+    /// "run"`; see `dagman::program`).
+    #[serde(default)]
+    pub jobs: Scripts,
 }
 
 /// Whether a DAGMan file's scripts run.

@@ -112,6 +112,7 @@ impl DagmanInfo {
             env_get: self.env_get.clone(),
             env_set: self.env_set.clone(),
             category_order: categories.clone(),
+            run_jobs: self.run_jobs,
             ..Default::default()
         };
         let mut nodes = local.node_settings(&wf, run_scripts);

@@ -36,6 +36,7 @@ mod compose;
 mod deferred;
 pub mod files;
 mod grammar;
+pub mod program;
 pub mod rescue;
 
 pub use deferred::{ReadSubDag, SubDagReads};
@@ -270,6 +271,9 @@ pub struct DagmanInfo {
     /// The number of the rescue DAG the run started from (0: none), as
     /// DAGMan reports it ([`rescue::number`]).
     pub rescue_number: u32,
+    /// Each node's job runs its submit description's program, whose exit
+    /// is the job's (`[workflow] jobs = "run"`; see [`program`]).
+    pub run_jobs: bool,
 }
 
 /// The variables `condor_submit_dag` passes from the submitter's
@@ -443,6 +447,9 @@ pub struct NodeScripts {
     /// The folder its scripts run in: its `DIR` in the DAG's folder.
     #[serde(default)]
     pub dir: std::path::PathBuf,
+    /// Its job's program, when the DAG's jobs run (or why it has none).
+    #[serde(default)]
+    pub job: Option<Result<program::JobProgram, String>>,
 }
 
 impl NodeScripts {
@@ -464,6 +471,29 @@ impl NodeScripts {
             debug: call.debug.clone(),
             env: self.env.clone(),
             dir: self.dir.clone(),
+        })
+    }
+
+    /// The run of its job's program, when the DAG's jobs run: `Err` says
+    /// why it has none.
+    pub fn job_invocation(&self) -> Option<Result<Invocation, String>> {
+        let job = self.job.as_ref()?;
+        Some(job.clone().map(|p| Invocation {
+            executable: p.executable,
+            args: p.args,
+            debug: None,
+            env: self.env.clone(),
+            dir: p.dir,
+        }))
+    }
+
+    /// Runs its job's program to its end, when the DAG's jobs run, and
+    /// returns its exit ([`Invocation::run_blocking`]); a job without one
+    /// fails as a failed submission does ([`program::SUBMIT_FAILED`]).
+    pub fn run_job_blocking(&self) -> Option<i32> {
+        Some(match self.job_invocation()? {
+            Ok(call) => call.run_blocking(),
+            Err(why) => program::unsubmittable(&self.node, &why),
         })
     }
 
@@ -532,7 +562,9 @@ impl DagmanInfo {
             .iter()
             .map(|j| {
                 let n = by_name.get(j.name.as_str())?;
-                (n.pre.is_some() || n.post.is_some()).then(|| {
+                let job = (self.run_jobs && !n.noop && n.subdag.is_none())
+                    .then(|| program::program(n, dag_dir));
+                (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| {
                     // A sub-DAG node's PRE script runs in its entry no-op:
                     // `$JOB` is the node's name.
                     let node = self
@@ -547,6 +579,7 @@ impl DagmanInfo {
                         post: resolve(n, &n.post),
                         env: env.clone(),
                         dir: dag_dir.join(n.dir.as_deref().unwrap_or("")),
+                        job,
                     }
                 })
             })
@@ -1014,6 +1047,7 @@ mod tests {
             post: None,
             env: Vec::new(),
             dir: Default::default(),
+            job: None,
         };
         let m = crate::core::ScriptMacros {
             status: -1004,
