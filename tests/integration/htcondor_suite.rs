@@ -12,6 +12,12 @@
 //! templates and starts the server as the driver does, and runs the
 //! driver's own reader of the server's log.
 //!
+//! A pytest driver (`test_*.py`) runs as itself: its own fixtures write
+//! its DAGs and files and its own test methods assert, with stand-ins for
+//! HTCondor's test kit and Python bindings (`htcondor_py/`) in which
+//! submitting a DAG runs `gridbed run` on it, each job running the
+//! program its submit description names (`jobs = "run"`).
+//!
 //! What the drivers check is read from the drivers at run time (their
 //! arrays of expected lines); what a driver checks and how each node's job
 //! behaves is catalogued in `htcondor_suite.toml`, in our words: gridbed's
@@ -80,6 +86,12 @@ struct Entry {
     /// gridbed's result as last recorded: `agrees`, or `differs: how`.
     #[serde(default)]
     result: String,
+    /// A pytest driver run by its own fixtures and tests, with the
+    /// stand-ins of `htcondor_py/` (HTCondor's test kit and bindings),
+    /// its jobs running their programs: each of its tests must pass but
+    /// those a `pytest` check marks not checkable.
+    #[serde(default)]
+    python: bool,
 }
 
 /// A node's job: its exit status per attempt (the last repeats) and its
@@ -157,6 +169,10 @@ struct Check {
     command: Vec<String>,
     #[serde(default)]
     of: String,
+    /// `pytest`: the id of the driver's test (or the start of the ids of
+    /// several), `Class::method[case]`.
+    #[serde(default)]
+    test: String,
     #[serde(default)]
     note: String,
 }
@@ -704,9 +720,63 @@ impl Drop for SocketServer {
     }
 }
 
+/// Runs the pytest driver `entry` on `engine` with `htcondor_py/runner.py`
+/// in a copy of the folder: `Ok` when each of its tests passes (or skips
+/// itself) but those it does not count, and at least one passes.
+fn run_python(entry: &Entry, engine: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&folder(), dir.path());
+    let runner =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/integration/htcondor_py/runner.py");
+    let out = std::process::Command::new("python3")
+        .arg(runner)
+        .arg(dir.path().join(&entry.driver))
+        .arg(dir.path())
+        .env("GRIDBED_BIN", env!("CARGO_BIN_EXE_gridbed"))
+        .env("GRIDBED_SITES", crate::common::catalog())
+        .env("GRIDBED_ENGINE", engine)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .map_err(|e| format!("python3: {e}"))?;
+    let uncounted = |id: &str| {
+        (entry.check.iter()).any(|c| c.kind == "pytest" && !c.checkable && id.starts_with(&c.test))
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results: Vec<serde_json::Value> = (stdout.lines())
+        .filter(|l| l.starts_with("{\"test\""))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let (mut passed, mut differs) = (0, Vec::new());
+    for r in &results {
+        let (id, outcome) = (r["test"].as_str().unwrap_or(""), r["outcome"].as_str());
+        match outcome {
+            _ if uncounted(id) => {}
+            Some("passed") => passed += 1,
+            Some("skipped") => {}
+            _ => differs.push(format!("{id}: {}", r["why"].as_str().unwrap_or(""))),
+        }
+    }
+    if passed == 0 {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(5).collect();
+        differs.push(format!(
+            "no test of the driver passed ({} ran): {}",
+            results.len(),
+            tail.join(" / ")
+        ));
+    }
+    match differs.is_empty() {
+        true => Ok(()),
+        false => Err(differs.join("; ")),
+    }
+}
+
 /// Runs `entry` on `engine`: `Ok` when every check gridbed can make
 /// agrees, else what differs.
 fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
+    if entry.python {
+        return run_python(entry, engine);
+    }
     let src = folder();
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&src, dir.path());
