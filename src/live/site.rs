@@ -440,24 +440,18 @@ impl Handler<Submit> for SiteActor {
 /// Runs `call` to its end, killed if its future is dropped (a removal),
 /// and returns DAGMan's reading of its exit (127 when it cannot start).
 async fn run_process(call: &crate::workflow::formats::dagman::Invocation) -> i32 {
-    let status = match call.command() {
+    let output = match call.command() {
         Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
-            Ok(mut child) => {
+            Ok(child) => {
                 // Ended by a signal's stop too ([`crate::interrupt`]).
                 let _child = child.id().map(crate::interrupt::Child::work);
-                child.wait().await
+                child.wait_with_output().await
             }
             Err(e) => Err(e),
         },
         Err(e) => Err(e),
     };
-    match status {
-        Ok(st) => crate::workflow::formats::dagman::exit_status(st),
-        Err(e) => {
-            tracing::warn!("{}: {e}", call.executable.display());
-            127
-        }
-    }
+    call.ended(output)
 }
 
 impl Handler<Kill> for SiteActor {

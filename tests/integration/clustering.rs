@@ -333,10 +333,11 @@ fn assert_members_ran_in_turn(s: &Scenario, run: &gridbed::core::result::RunResu
         assert_eq!(ran, names.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(a.members[0].start, a.started.unwrap());
         // Live: the cluster's end reaches the manager a moment after its
-        // last member's.
+        // last member's (up to 20 ms real on a loaded machine).
+        let slack = 2.0;
         let gap = a.finished.unwrap() - a.members.last().unwrap().end;
         assert!(
-            gap.abs() < 1e-9 || (!exact && (0.0..0.5).contains(&gap)),
+            gap.abs() < 1e-9 || (!exact && (0.0..slack).contains(&gap)),
             "{gap}"
         );
         for w in a.members.windows(2) {
@@ -350,7 +351,7 @@ fn assert_members_ran_in_turn(s: &Scenario, run: &gridbed::core::result::RunResu
                 // Live times are when the manager heard of each end: a
                 // member looks a few ms (here 1 ms real = 0.1 nominal s)
                 // shorter when its predecessor's end reached it late.
-                assert!(m.end - m.start >= 10.0 - 0.5, "{m:?}");
+                assert!(m.end - m.start >= 10.0 - slack, "{m:?}");
             }
         }
     }

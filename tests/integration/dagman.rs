@@ -254,7 +254,8 @@ fn assert_rescued(
     s: &gridbed::config::Scenario,
 ) {
     assert!(run.succeeded, "{:?}", run.counts);
-    let log = std::fs::read_to_string(dir.join("scripts.log")).unwrap();
+    let log =
+        crate::common::script_output(&std::fs::read_to_string(dir.join("scripts.log")).unwrap());
     assert_eq!(
         log, "b returned 5\nfin returned 0\n",
         "POST script output (DEBUG)"
@@ -903,12 +904,18 @@ fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
         debug: Some((log.clone(), true, true)),
         env,
         dir: dir.path().to_path_buf(),
+        label: "Node=A Type=PRE".into(),
     };
     assert_eq!(run.run_blocking(), 0);
-    assert_eq!(
-        std::fs::read_to_string(&log).unwrap(),
-        "blue|hello world|unset\n"
+    // DAGMan's banner, then the output.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let (banner, output) = text.split_once('\n').unwrap();
+    assert!(
+        banner.starts_with("*** Node=A Type=PRE ExitCode=0 Completion=")
+            && banner.ends_with(" Cmd='/bin/sh -c echo \"$COLOR|$GREETING|${SECRET-unset}\"'"),
+        "{text}"
     );
+    assert_eq!(output, "blue|hello world|unset\n");
     for (bad, what) in [
         ("ENV PUT A=1", "expected SET or GET"),
         ("ENV SET", "expected variables"),
@@ -1101,7 +1108,9 @@ fn abort_dag_on_removes_five_running_jobs_in_both_engines_then_final_runs() {
         let stop = run.dag_stop.expect("stopped");
         assert_eq!((stop.status, stop.dag_return), (7, 4), "{engine}");
         assert!(run.succeeded, "{engine}: FINAL ended well");
-        let log = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+        let log = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("scripts.log")).unwrap(),
+        );
         assert_eq!(log, "fin returned 0\n", "{engine}: only FINAL's POST ran");
     }
     // Through `gridbed run`: DAGMan writes the rescue at the stop, before
@@ -1200,7 +1209,9 @@ fn ctrl_c_removes_the_running_jobs_runs_final_and_writes_the_rescue() {
     );
     assert!(said.contains("exit value 2"), "{said}");
     assert!(dir.path().join("w.dag.rescue001").exists(), "{said}");
-    let scripts = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+    let scripts = crate::common::script_output(
+        &std::fs::read_to_string(dir.path().join("scripts.log")).unwrap(),
+    );
     assert_eq!(scripts, "fin returned 0\n");
     let jobstate = std::fs::read_to_string(dir.path().join("j.log")).unwrap();
     assert!(jobstate.contains("DAGMAN_FINISHED 0"), "{jobstate}");
@@ -1269,7 +1280,9 @@ fn a_failing_subdag_with_retry_reruns_from_its_rescue_and_its_post_sees_the_stat
             .map(|n| attempts(n))
             .collect();
         assert_eq!(counts, [1, 1, 2, 1, 2, 1], "{engine}: attempts");
-        let log = std::fs::read_to_string(dir.path().join("scripts.log")).unwrap();
+        let log = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("scripts.log")).unwrap(),
+        );
         assert_eq!(
             log, "s returned 1\ns returned 0\n",
             "{engine}: POST's $RETURN"
@@ -2257,7 +2270,8 @@ fn a_scripts_counts_are_its_own_dagmans() {
         std::fs::write(d.join("w.toml"), "[[job]]\nname = \"S+X\"\nexit = [1]\n").unwrap();
         let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
         assert_eq!(code, Some(0), "{engine}: F rescues the sub-DAG: {out}{err}");
-        let macros = std::fs::read_to_string(d.join("macros.out")).unwrap();
+        let macros =
+            crate::common::script_output(&std::fs::read_to_string(d.join("macros.out")).unwrap());
         // F: status 2 (a node failed), X failed, Y futile, 3 nodes. T: the
         // top DAG's A and S done, none failed, 3 nodes.
         assert_eq!(macros, "F 2 1 1 3\nT 0 2 0 3\n", "{engine}");
@@ -2388,7 +2402,8 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
             .collect();
         ran.sort();
         assert_eq!(ran, ["A", "B", "C", "C"], "{engine}");
-        let post = std::fs::read_to_string(d.join("post.out")).unwrap();
+        let post =
+            crate::common::script_output(&std::fs::read_to_string(d.join("post.out")).unwrap());
         let mut post: Vec<&str> = post.lines().collect();
         post.sort();
         assert_eq!(post, ["B 3", "D -1001"], "{engine}");

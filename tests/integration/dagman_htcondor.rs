@@ -163,7 +163,9 @@ fn final_after_a_dag_that_succeeded_sees_status_0_and_no_failure() {
             ],
             engine,
         );
-        let scripts = std::fs::read_to_string(dir.path().join("scripts.out")).unwrap();
+        let scripts = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("scripts.out")).unwrap(),
+        );
         assert_eq!(
             scripts,
             "  DAG_STATUS=0\n  FAILED_COUNT=0\nNode C Pre\n  DAG_STATUS=0\n  FAILED_COUNT=0\nNode C Post\n",
@@ -185,7 +187,9 @@ fn final_after_a_failed_node_sees_status_2_and_the_rescue_lists_both_failures() 
         script(dir.path(), "report.sh", REPORT_SH);
         let (code, _) = run(dir.path(), FINAL_DAG, sidecar, engine);
         assert_eq!(code, Some(1), "{engine}: the DAG fails");
-        let scripts = std::fs::read_to_string(dir.path().join("scripts.out")).unwrap();
+        let scripts = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("scripts.out")).unwrap(),
+        );
         assert_eq!(
             scripts,
             "  DAG_STATUS=2\n  FAILED_COUNT=1\nNode C Pre\n  DAG_STATUS=2\n  FAILED_COUNT=1\nNode C Post\n",
@@ -226,7 +230,9 @@ fn final_failing_after_an_abort_returning_0_fails_the_dag() {
         script(dir.path(), "report.sh", REPORT_SH);
         let (code, status) = run(dir.path(), &dag, sidecar, engine);
         assert_eq!(code, Some(1), "{engine}: FINAL failed");
-        let scripts = std::fs::read_to_string(dir.path().join("scripts.out")).unwrap();
+        let scripts = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("scripts.out")).unwrap(),
+        );
         assert_eq!(
             scripts,
             "  DAG_STATUS=0\n  FAILED_COUNT=1\nNode C Pre\n  DAG_STATUS=0\n  FAILED_COUNT=1\nNode C Post\n",
@@ -777,7 +783,9 @@ fn a_subdag_is_read_as_its_pre_script_left_it_and_retried_when_unreadable() {
         script(dir.path(), "post.sh", post);
         let (code, status) = run(dir.path(), upper, "", engine);
         assert_eq!(code, Some(0), "{engine}: {status}");
-        let posts = std::fs::read_to_string(dir.path().join("post.log")).unwrap();
+        let posts = crate::common::script_output(
+            &std::fs::read_to_string(dir.path().join("post.log")).unwrap(),
+        );
         assert_eq!(posts, "returned 1\nreturned 0\n", "{engine}");
         let log = std::fs::read_to_string(dir.path().join("lower.log")).unwrap();
         assert_eq!(log.matches(" LA EXECUTE ").count(), 1, "{engine}: {log}");

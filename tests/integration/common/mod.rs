@@ -257,3 +257,13 @@ pub fn executions(dir: &Path, logs: &[(&str, &str)]) -> (Vec<String>, String) {
     ran.sort();
     (ran.into_iter().map(|(_, n)| n).collect(), text)
 }
+
+/// A `SCRIPT DEBUG` file's script output: its text without DAGMan's
+/// banner lines (`*** Node=… Type=… ExitCode=…`), one before each
+/// script's output.
+pub fn script_output(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("*** Node="))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}

@@ -373,6 +373,8 @@ pub struct Invocation {
     /// The folder it runs in: its node's `DIR`, relative to the DAG's
     /// folder (DAGMan runs a node's scripts where it runs its job).
     pub dir: std::path::PathBuf,
+    /// What its `DEBUG` banner names it by: `Node=A Type=POST`.
+    pub label: String,
 }
 
 impl Invocation {
@@ -382,15 +384,23 @@ impl Invocation {
     pub fn run_blocking(&self) -> i32 {
         // Registered while it runs, so that a signal's stop ends it
         // ([`crate::interrupt`]).
-        let status = self
-            .command()
-            .and_then(|mut c| c.spawn())
-            .and_then(|mut c| {
-                let _child = crate::interrupt::Child::work(c.id());
-                c.wait()
-            });
-        match status {
-            Ok(st) => exit_status(st),
+        let output = self.command().and_then(|mut c| c.spawn()).and_then(|c| {
+            let _child = crate::interrupt::Child::work(c.id());
+            c.wait_with_output()
+        });
+        self.ended(output)
+    }
+
+    /// DAGMan's reading of the end of its run (`output`, its streams as
+    /// [`Self::command`] piped them), its `DEBUG` output written.
+    pub fn ended(&self, output: std::io::Result<std::process::Output>) -> i32 {
+        match output {
+            Ok(out) => {
+                if let Err(e) = self.write_debug(out.status, &out.stdout, &out.stderr) {
+                    tracing::warn!("DEBUG file of {}: {e}", self.label);
+                }
+                exit_status(out.status)
+            }
             Err(e) => {
                 tracing::warn!("script {}: {e}", self.executable.display());
                 127
@@ -398,7 +408,8 @@ impl Invocation {
         }
     }
 
-    /// The process to start, its streams set up.
+    /// The process to start: its `DEBUG` streams piped (see
+    /// [`Self::ended`]), the others to nowhere.
     pub fn command(&self) -> std::io::Result<std::process::Command> {
         use std::process::Stdio;
         let mut cmd = std::process::Command::new(&self.executable);
@@ -411,22 +422,52 @@ impl Invocation {
             .stdin(Stdio::null())
             .env_clear()
             .envs(self.env.iter().cloned());
-        let (mut out, mut err) = (Stdio::null(), Stdio::null());
-        if let Some((file, stdout, stderr)) = &self.debug {
-            // DAGMan appends to the DEBUG file, creating it if need be.
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(file)?;
-            if *stdout {
-                out = Stdio::from(f.try_clone()?);
-            }
-            if *stderr {
-                err = Stdio::from(f);
-            }
-        }
-        cmd.stdout(out).stderr(err);
+        let (stdout, stderr) = self.debug.as_ref().map_or((false, false), |d| (d.1, d.2));
+        let stream = |kept: bool| if kept { Stdio::piped() } else { Stdio::null() };
+        cmd.stdout(stream(stdout)).stderr(stream(stderr));
         Ok(cmd)
+    }
+
+    /// Appends to the `DEBUG` file, as DAGMan's `Script::WriteDebug` does
+    /// once the script ended (creating the file if need be): a banner line
+    /// (`*** Node=A Type=POST ExitCode=1 Completion=<epoch s> Cmd='…'`,
+    /// `Signal=<wait status>` for a script a signal ended), then the
+    /// streams it keeps, stdout first.
+    fn write_debug(
+        &self,
+        status: std::process::ExitStatus,
+        stdout: &[u8],
+        stderr: &[u8],
+    ) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::process::ExitStatusExt;
+        let Some((file, _, _)) = &self.debug else {
+            return Ok(());
+        };
+        let (kind, value) = match status.code() {
+            Some(code) => ("ExitCode", code),
+            None => ("Signal", status.into_raw()),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let cmd = std::iter::once(self.executable.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut text = format!(
+            "*** {} {kind}={value} Completion={now} Cmd='{cmd}'\n",
+            self.label
+        )
+        .into_bytes();
+        text.extend_from_slice(stdout);
+        text.extend_from_slice(stderr);
+        // One write, as DAGMan's: scripts sharing a file do not interleave.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)?
+            .write_all(&text)
     }
 }
 
@@ -465,7 +506,13 @@ impl NodeScripts {
             crate::core::ScriptKind::Post => self.post.as_ref(),
         }?;
         let post = kind == crate::core::ScriptKind::Post;
+        let label = format!(
+            "Node={} Type={}",
+            self.node,
+            if post { "POST" } else { "PRE" }
+        );
         Some(Invocation {
+            label,
             executable: call.executable.clone(),
             args: self.args(&call.args, macros, post),
             debug: call.debug.clone(),
@@ -479,6 +526,7 @@ impl NodeScripts {
     pub fn job_invocation(&self) -> Option<Result<Invocation, String>> {
         let job = self.job.as_ref()?;
         Some(job.clone().map(|p| Invocation {
+            label: format!("Node={}", self.node),
             executable: p.executable,
             args: p.args,
             debug: None,
