@@ -1,7 +1,8 @@
 //! A node's job as the program its submit description names, for a run
 //! whose jobs run (`[workflow] jobs = "run"`): its `executable` and
 //! `arguments`, in its `initialdir`, with the submit macros DAGMan gives
-//! a node's job (its `VARS`, and `$(JOB)` its name) substituted, as
+//! a node's job (its `VARS`, and `$(JOB)` and `$(dag_node_name)` its
+//! name) substituted, as
 //! `condor_submit` reads a description (HTCondor manual, "Submitting a
 //! Job": the `arguments` command's new syntax, in double quotes, and its
 //! old one). Its exit status is the job's; how long it takes is still
@@ -44,7 +45,8 @@ pub fn program(node: &NodeInfo, dag_dir: &Path) -> Result<JobProgram, String> {
             .map_err(|e| format!("cannot read its submit file {}: {e}", node.submit))?,
     };
     let macros = |name: &str| -> Option<String> {
-        if name.eq_ignore_ascii_case("JOB") {
+        // DAGMan names the node to condor_submit both ways.
+        if name.eq_ignore_ascii_case("JOB") || name.eq_ignore_ascii_case("dag_node_name") {
             return Some(node.name.clone());
         }
         (node.vars.iter().rev())
@@ -197,7 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("n.sub"),
-            "executable = exit.py\narguments = \"$(code) $(JOB) $(other)\"\n\
+            "executable = exit.py\narguments = \"$(code) $(JOB) $(other) $(dag_node_name)\"\n\
              other = x\\\n  y\nqueue\n",
         )
         .unwrap();
@@ -210,7 +212,7 @@ mod tests {
         };
         let p = program(&node, dir.path()).unwrap();
         assert_eq!(p.executable, dir.path().join("exit.py"));
-        assert_eq!(p.args, ["3", "A", "x", "y"]);
+        assert_eq!(p.args, ["3", "A", "x", "y", "A"]);
         assert_eq!(p.dir, dir.path());
         // Inline, in a DIR, a bare name found on PATH.
         let inline = NodeInfo {
