@@ -200,11 +200,11 @@ impl NodeLife {
                 })
                 .count();
         }
-        // FINAL's PRE script starts as the stop removes the jobs in
-        // flight (`Dag::StartFinalNode` in `main_shutdown_rescue`), before
-        // DAGMan reads their abort events: they are not failed yet.
-        let is_final = Some(owner) == self.nodes.final_node || self.dagmans.is_final(owner);
-        let not_yet_failed = match stopped && kind == ScriptKind::Pre && is_final {
+        // The nodes a stop removed, which count as failed once DAGMan reads
+        // their abort events. FINAL's PRE script starts as the stop
+        // removes the jobs in flight (`Dag::StartFinalNode` in
+        // `main_shutdown_rescue`), before it reads them: not failed yet.
+        let removed_failed = match stopped {
             true => (0..self.state.len())
                 .filter(|&j| {
                     self.state[j] == JobState::Failed
@@ -215,6 +215,11 @@ impl NodeLife {
                 .count(),
             false => 0,
         };
+        let is_final = Some(owner) == self.nodes.final_node || self.dagmans.is_final(owner);
+        let not_yet_failed = match kind == ScriptKind::Pre && is_final {
+            true => removed_failed,
+            false => 0,
+        };
         // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
         let abort = match own {
             Some(_) => self.dagmans.stopped(owner),
@@ -223,23 +228,12 @@ impl NodeLife {
         // A stop's `RETURN 0` forces DAG_STATUS_OK, until DAGMan reads a
         // node's failure after it (a removal's, once FINAL runs).
         let returns_zero = |n: JobId, s: i32| self.nodes.abort_on[n].contains(&(s, Some(0)));
-        let removed_read = || {
-            (0..self.state.len())
-                .filter(|&j| {
-                    self.state[j] == JobState::Failed
-                        && self.dagmans.own_node_of(j, own)
-                        && (records.jobs[j].attempts.last())
-                            .is_some_and(|a| matches!(a.outcome, Outcome::Removed(_)))
-                })
-                .count()
-                > not_yet_failed
-        };
         let dag_status = match abort {
             Some(DagAbort {
                 node: Some(n),
                 status: s,
                 ..
-            }) if returns_zero(n, s) => 2 * i32::from(removed_read()),
+            }) if returns_zero(n, s) => 2 * i32::from(removed_failed > not_yet_failed),
             Some(DagAbort { node: Some(_), .. }) => 3,
             Some(DagAbort { node: None, .. }) => 4,
             None if c.failed > 0 => 2,

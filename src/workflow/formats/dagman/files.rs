@@ -1042,7 +1042,8 @@ pub enum DagFile {
 /// Writes every file a `.dag` run writes as it ends, as its DAGMans do:
 /// the files each DAGMan's `.dag` asks for (`JOBSTATE_LOG`,
 /// `NODE_STATUS_FILE`, `DOT`: a sub-DAG's drawn as each of its runs
-/// starts, every DAG's again at its end when it says `UPDATE`), the save
+/// starts, every DAG's again at its end when it says `UPDATE`), each
+/// DAGMan's `<dag>.metrics`, the save
 /// files of its `SAVE_POINT_FILE` nodes that started, and its rescue DAGs
 /// when they are due; each relative to its `.dag`'s folder. `run` ran the
 /// `.dag` at `path`, whose settings as the run left them (its sub-DAGs read
