@@ -2362,7 +2362,8 @@ fn a_subdag_read_after_its_pre_script_is_refused_with_a_plan_made_ahead() {
 /// each attempt: A exits 0, B 3 (its POST script sees `$RETURN` 3 and
 /// rescues it), C fails on its first attempt and succeeds on its RETRY,
 /// D's submit file does not exist (its POST script sees a failed
-/// submission's -1001 and fails it). Both engines.
+/// submission's -1001 and fails it); a sub-DAG read as the run goes
+/// runs its nodes' programs too. Both engines.
 #[test]
 fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
     let dag = "SUBMIT-DESCRIPTION sh @=desc\n    executable = /bin/sh\n    \
@@ -2416,6 +2417,30 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
             );
         }
         assert!(status.contains("RetryCount = 1;"), "{engine}: C retried");
+    }
+    // A sub-DAG's nodes run theirs too, read after its node's PRE script
+    // as the run goes: X exits 3, so the sub-DAG fails, and so its node.
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let top = "JOB A sh.sub\nVARS A code=\"0\"\nSUBDAG EXTERNAL S inner.dag\n\
+                   SCRIPT PRE S pre.sh\nPARENT A CHILD S\nNODE_STATUS_FILE s.out\n";
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"\njobs = \"run\"");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        std::fs::write(d.join("inner.dag"), "JOB X sh.sub\nVARS X code=\"3\"\n").unwrap();
+        std::fs::write(
+            d.join("sh.sub"),
+            "executable = /bin/sh\narguments = \"-c 'exit $(code)'\"\nqueue\n",
+        )
+        .unwrap();
+        crate::common::executable(&d.join("pre.sh"), "#!/bin/sh\nexit 0\n");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(1), "{engine}: {out}{err}");
+        let inner = metrics(&d.join("inner.dag.metrics"));
+        assert_metrics(&inner, &[("exitcode", 1), ("nodes_failed", 1)], engine);
+        let top = metrics(&d.join("w.dag.metrics"));
+        let want = [("nodes_succeeded", 1), ("dag_nodes_failed", 1)];
+        assert_metrics(&top, &want, engine);
     }
     // Jobs run beside the scripts, not without them.
     let dir = tempfile::tempdir().unwrap();
