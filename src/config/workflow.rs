@@ -87,30 +87,26 @@ pub(super) fn resolve(
                 ..Default::default()
             },
             false,
+            false,
         )),
         (None, WorkflowSpec::File(f)) => Some((
             base.join(&f.file),
             f.options(base),
             f.scripts == crate::workflow::formats::Scripts::Run,
+            f.jobs == crate::workflow::formats::Scripts::Run,
         )),
         _ => None,
     };
-    let run_jobs = match spec {
-        WorkflowSpec::File(f) if overrides.workflow.is_none() => {
-            f.jobs == crate::workflow::formats::Scripts::Run
-        }
-        _ => false,
-    };
-    let file = file.map(|(path, mut opts, scripts)| {
+    let file = file.map(|(path, mut opts, scripts, run_jobs)| {
         if let Some(r) = &overrides.rescue {
             opts.rescue = r.clone();
         }
         // DAGMan reads a sub-DAG after its node's PRE script.
         opts.defer_subdags = scripts;
-        (path, opts, scripts)
+        (path, opts, scripts, run_jobs)
     });
     let (workflow, source) = match file {
-        Some((path, opts, run_scripts)) => {
+        Some((path, opts, run_scripts, run_jobs)) => {
             let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {
                 file: e.file,
                 line: 0,

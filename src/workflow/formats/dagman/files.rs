@@ -94,10 +94,15 @@ fn end_states(run: &RunResult) -> Vec<State> {
 
 /// Seconds since the Unix epoch of the run's time `t`.
 fn seconds(epoch: SystemTime, t: f64) -> u64 {
+    unix_time(epoch, t) as u64
+}
+
+/// Seconds (with their fraction) since the Unix epoch of the run's time `t`.
+fn unix_time(epoch: SystemTime, t: f64) -> f64 {
     let base = epoch
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    (base + t.max(0.0)) as u64
+    base + t.max(0.0)
 }
 
 /// `secs` as C's `ctime` writes it (without its newline), in UTC:
@@ -855,11 +860,7 @@ fn metrics_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
             left += usize::from(a.finished.is_some() || out && a.ended.is_some());
         }
     }
-    let stamp = |t: f64| {
-        let base = (epoch.duration_since(SystemTime::UNIX_EPOCH)).map_or(0.0, |d| d.as_secs_f64());
-        base + t.max(0.0)
-    };
-    let (start, end) = (stamp(last.start), stamp(last.end));
+    let (start, end) = (unix_time(epoch, last.start), unix_time(epoch, last.end));
     let dagman_id = last.id.split('.').next().unwrap_or("-1");
     let [normal, subdag, service] = nodes;
     let mut out = String::new();
