@@ -177,6 +177,12 @@ struct ScenarioArgs {
     /// looked for in `save_files/` beside the DAG.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["rescue_from", "no_rescue"])]
     load_save: Option<PathBuf>,
+    /// Run a `.dag` from this rescue file (DAGMan's `-RescueFile FILE`):
+    /// the rescues numbered after the one it names (all, for a file not
+    /// named `x.dag.rescueNNN`) become `.old`, and sub-DAGs start from
+    /// their own rescue of that number.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rescue_from", "no_rescue", "load_save"])]
+    rescue_file: Option<PathBuf>,
     /// A `.dag`'s jobs in the queue at once (DAGMan's `-maxjobs`, over its
     /// CONFIG's `DAGMAN_MAX_JOBS_SUBMITTED`); 0 = no limit.
     #[arg(long, value_name = "N")]
@@ -252,11 +258,12 @@ fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
         format: args.format,
         rescue: {
             use crate::workflow::formats::dagman::rescue::Rescue;
-            match (args.no_rescue, args.rescue_from, &args.load_save) {
-                (true, _, _) => Some(Rescue::Ignore),
-                (false, Some(n), _) => Some(Rescue::From(n)),
-                (false, None, Some(f)) => Some(Rescue::SaveFile(f.clone())),
-                (false, None, None) => None,
+            match (args.no_rescue, args.rescue_from, &args.load_save, &args.rescue_file) {
+                (true, ..) => Some(Rescue::Ignore),
+                (false, Some(n), ..) => Some(Rescue::From(n)),
+                (false, None, Some(f), _) => Some(Rescue::SaveFile(f.clone())),
+                (false, None, None, Some(f)) => Some(Rescue::File(f.clone())),
+                (false, None, None, None) => None,
             }
         },
     };

@@ -129,15 +129,14 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     check_output("--memo", args.memo.as_deref())?;
     check_address("--metrics-addr", args.metrics_addr)?;
     let mut scenario = load(&args.scenario)?;
-    if let Some(n) = args.scenario.rescue_from
-        && let Some(src) = scenario.source.as_ref().filter(|s| s.dagman.is_some())
+    if let Some(src) = scenario.source.as_ref()
+        && let Some(info) = &src.dagman
     {
-        use crate::workflow::formats::dagman::rescue;
-        let renamed = rescue::rename_after(&src.path, n).map_err(|e| {
-            CliError::Failed(format!("cannot rename the rescue DAGs after number {n}: {e}"))
+        let renamed = info.rename_later_rescues(&src.path).map_err(|e| {
+            CliError::Failed(format!("cannot rename the later rescue DAGs: {e}"))
         })?;
         for r in renamed {
-            say!("renamed {} to its .old (DAGMan's -DoRescueFrom {n})", r.display());
+            say!("renamed {} to its .old (a run from an earlier rescue)", r.display());
         }
     }
     if let Some(dir) = &args.netbed {
@@ -255,6 +254,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         no_rescue: false,
         rescue_from: None,
         load_save: None,
+        rescue_file: None,
         maxjobs: key("maxjobs").and_then(|n| n.parse().ok()),
         maxidle: key("maxidle").and_then(|n| n.parse().ok()),
         maxpost: key("maxpost").and_then(|n| n.parse().ok()),

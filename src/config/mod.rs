@@ -253,7 +253,7 @@ impl Scenario {
             Some(src) if src.run_scripts => src
                 .dagman
                 .as_ref()
-                .map(|d| d.scripts(&self.workflow, &self.script_dir()))
+                .map(|d| d.scripts(&self.workflow, &self.script_dir(), None))
                 .unwrap_or_default(),
             _ => Vec::new(),
         }

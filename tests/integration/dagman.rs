@@ -2452,3 +2452,106 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
         "{err}"
     );
 }
+
+/// `w.dag` (`a`, `b`, then the sub-DAG `s`: `inner.dag`, `x` then `y`)
+/// whose jobs each append their name as their program sees it
+/// (`$(dag_node_name)`) to `ran.out`; rescues `w.dag.rescue001..003`
+/// (DONE a and b) and `inner.dag.rescue001..003` (DONE x) written
+/// before, and `custom.rescue` (DONE a). Returns the testbed.
+fn rescue_file_testbed(d: &Path) -> std::path::PathBuf {
+    let top = "JOB a n.sub\nJOB b n.sub\nSUBDAG EXTERNAL s inner.dag\n\
+               PARENT a b CHILD s\n";
+    let tb = dag_testbed(d, top, "", "scripts = \"run\"\njobs = \"run\"");
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    std::fs::write(
+        d.join("inner.dag"),
+        "JOB x n.sub\nJOB y n.sub\nPARENT x CHILD y\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("n.sub"),
+        "executable = /bin/sh\narguments = \"-c 'echo $(dag_node_name) >> ran.out'\"\nqueue\n",
+    )
+    .unwrap();
+    for n in 1..=3 {
+        std::fs::write(d.join(format!("w.dag.rescue{n:03}")), "DONE a\nDONE b\n").unwrap();
+        std::fs::write(d.join(format!("inner.dag.rescue{n:03}")), "DONE x\n").unwrap();
+    }
+    std::fs::write(d.join("custom.rescue"), "DONE a\n").unwrap();
+    tb
+}
+
+/// condor_submit_dag's `-RescueFile` (`--rescue-file`), as HTCondor's
+/// `test_dagman_specify_rescue.py` states it: a run starts from the file
+/// named, the rescues after the number its name carries (all, for a name
+/// that carries none) become `.old`, the metrics file reports the number,
+/// and the sub-DAG gets `-DoRescueFrom` it (its own rescue of that number,
+/// its later ones renamed; for 0, its newest). The sub-DAG's job sees its
+/// name in its own DAGMan (`y`, not `s+y`). Both engines.
+#[test]
+fn a_run_from_a_named_rescue_file_renames_the_later_ones_and_passes_its_number_down() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = rescue_file_testbed(d);
+        let file = d.join("w.dag.rescue002");
+        let args = ["--engine", engine, "--rescue-file", file.to_str().unwrap()];
+        let (code, out, err) = crate::common::run_testbed(&tb, &args);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let ran = std::fs::read_to_string(d.join("ran.out")).unwrap();
+        assert_eq!(ran, "y\n", "{engine}: a, b and x DONE");
+        let exists = |name: &str| d.join(name).exists();
+        for dag in ["w.dag", "inner.dag"] {
+            assert!(exists(&format!("{dag}.rescue002")), "{engine}: {dag}");
+            assert!(exists(&format!("{dag}.rescue003.old")), "{engine}: {dag}");
+            assert!(!exists(&format!("{dag}.rescue003")), "{engine}: {dag}");
+            let m = metrics(&d.join(format!("{dag}.metrics")));
+            assert_metrics(&m, &[("exitcode", 0), ("rescue_dag_number", 2)], engine);
+        }
+        // A file whose name carries no number: every numbered rescue of
+        // the DAG becomes `.old`; the sub-DAG starts from its newest.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = rescue_file_testbed(d);
+        std::fs::remove_file(d.join("inner.dag.rescue003")).unwrap();
+        let file = d.join("custom.rescue");
+        let args = ["--engine", engine, "--rescue-file", file.to_str().unwrap()];
+        let (code, out, err) = crate::common::run_testbed(&tb, &args);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let mut ran: Vec<String> = (std::fs::read_to_string(d.join("ran.out")).unwrap())
+            .lines()
+            .map(String::from)
+            .collect();
+        ran.sort();
+        assert_eq!(ran, ["b", "y"], "{engine}");
+        for n in 1..=3 {
+            assert!(
+                d.join(format!("w.dag.rescue{n:03}.old")).exists(),
+                "{engine}: {n}"
+            );
+        }
+        assert!(d.join("inner.dag.rescue002").exists(), "{engine}");
+        let m = metrics(&d.join("w.dag.metrics"));
+        assert_metrics(&m, &[("rescue_dag_number", 0)], engine);
+        let m = metrics(&d.join("inner.dag.metrics"));
+        assert_metrics(&m, &[("rescue_dag_number", 2)], engine);
+        // `--rescue-from 3` where the sub-DAG has no rescue 3: its DAGMan
+        // cannot start, so the node fails as the run reaches it.
+        std::fs::write(d.join("w.dag.rescue003"), "DONE a\nDONE b\n").unwrap();
+        let (code, out, err) =
+            crate::common::run_testbed(&tb, &["--engine", engine, "--rescue-from", "3"]);
+        assert_eq!(code, Some(1), "{engine}: {out}{err}");
+        assert!(err.contains("no rescue DAG number 3"), "{engine}: {err}");
+    }
+    // A rescue file that is not there is bad input.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = rescue_file_testbed(dir.path());
+    let missing = dir.path().join("w.dag.rescue009");
+    let (code, _, err) =
+        crate::common::run_testbed(&tb, &["--rescue-file", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("w.dag.rescue009") && err.contains("no such rescue file"),
+        "{err}"
+    );
+}

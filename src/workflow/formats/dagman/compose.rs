@@ -133,7 +133,7 @@ fn read_file(path: &Path, err: impl Fn(String) -> FormatError) -> Result<DagFile
 }
 
 /// Flattens the top `file`, read from `path`, into `out`; its sub-DAGs
-/// start from their newest rescue unless `rescue` is [`Rescue::Ignore`].
+/// start from the rescue DAG `rescue` gives them ([`Rescue::for_subdags`]).
 /// An edge declared both weak and strong is left strong.
 pub(super) fn flatten(
     file: DagFile,
@@ -141,10 +141,7 @@ pub(super) fn flatten(
     rescue: &Rescue,
     out: &mut Flat,
 ) -> Result<(), FormatError> {
-    out.rescue = match rescue {
-        Rescue::Ignore => Rescue::Ignore,
-        _ => Rescue::Newest,
-    };
+    out.rescue = rescue.for_subdags(path);
     let top = path.parent().unwrap_or(Path::new("."));
     let mut scope = Scope::default();
     flatten_piece(file, path, top, "", Place::default(), &mut scope, out)?;
@@ -182,8 +179,8 @@ fn subdag_config(
     Ok(own)
 }
 
-/// DAGMan's auto-rescue of a sub-DAG: the newest rescue of its `.dag` at
-/// `path` marks its nodes (from `first` on in `out`, named `prefix` then
+/// DAGMan's rescue of a sub-DAG: the rescue of its `.dag` at `path` that
+/// `out.rescue` picks (its newest, or number N) marks its nodes (from `first` on in `out`, named `prefix` then
 /// their names in it) DONE. Returns its number (0: none).
 fn start_from_rescue(
     path: &Path,
@@ -325,20 +322,16 @@ fn flatten_subdag(
 /// running in `node_dir` (relative to `top`, the top DAG's folder) and
 /// `depth` splices or sub-DAGs down. Returns
 /// the flattened DAG and the sub-DAG's record, members filled in.
-/// `rescue` false ignores its rescue DAGs (`--no-rescue`).
+/// It and its sub-DAGs start from the rescue DAG `rescue` says.
 pub(super) fn read_deferred(
     sub: &SubDagInfo,
     node_dir: Option<&Path>,
     top: &Path,
     depth: usize,
-    rescue: bool,
+    rescue: &Rescue,
 ) -> Result<(Flat, SubDagInfo), FormatError> {
     let mut out = Flat {
-        rescue: if rescue {
-            Rescue::Newest
-        } else {
-            Rescue::Ignore
-        },
+        rescue: rescue.clone(),
         defer: true,
         ..Flat::default()
     };
@@ -521,7 +514,12 @@ fn flatten_piece(
         // gridbed (the manager asks for it). A file missing now is read
         // then too: DAGMan runs the DAG, and the node fails if the file is
         // still missing (its DAGMan exits 1).
-        let deferred = out.defer && (n.pre.is_some() || !spath.is_file());
+        // So is one whose rescue DAG `-DoRescueFrom N` is missing: its
+        // DAGMan cannot start (condor_submit_dag refuses it).
+        let deferred = out.defer
+            && (n.pre.is_some()
+                || !spath.is_file()
+                || rescue::chosen(&spath, &out.rescue).is_err());
         let (sub, leaves) = if deferred {
             let sub = SubDagInfo {
                 node: name.clone(),

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::rescue::{self, Rescue};
 use super::{DagmanInfo, FormatError, NodeScripts, SubDagInfo, compose};
 use crate::core::nodes::Graft;
 use crate::core::{JobSpec, Workflow};
@@ -21,8 +22,8 @@ pub struct SubDagReads {
     /// A node's runtime (a `.dag` gives none, and a sidecar names no node
     /// of a sub-DAG read as the run goes).
     pub default_runtime: f64,
-    /// Sub-DAGs start from their newest rescue DAG (not `--no-rescue`).
-    pub rescue: bool,
+    /// The rescue DAG sub-DAGs start from ([`Rescue::for_subdags`]).
+    pub rescue: Rescue,
 }
 
 /// A deferred sub-DAG, read.
@@ -78,8 +79,15 @@ impl DagmanInfo {
             node_dir.as_deref().map(Path::new),
             top,
             depth,
-            reads.rescue,
+            &reads.rescue,
         )?;
+        // Its DAGMan, started from rescue N, renames its later ones.
+        if let Rescue::From(n) = reads.rescue {
+            rescue::rename_after(&sub.file, n).map_err(|e| FormatError {
+                file: sub.file.clone(),
+                message: format!("cannot rename the rescue DAGs after number {n}: {e}"),
+            })?;
+        }
         let jobs = (flat.nodes.iter().zip(&flat.parents))
             .map(|(n, ps)| JobSpec {
                 name: n.name.clone(),
@@ -122,7 +130,7 @@ impl DagmanInfo {
         nodes.max_jobs_idle = read.max_jobs_idle.unwrap_or(0);
         nodes.max_jobs_submitted = read.max_jobs_submitted.unwrap_or(0);
         let scripts = match run_scripts {
-            true => local.scripts(&wf, script_dir),
+            true => local.scripts(&wf, script_dir, Some(&read.node)),
             false => Vec::new(),
         };
         let graft = Graft {

@@ -271,6 +271,10 @@ pub struct DagmanInfo {
     /// The number of the rescue DAG the run started from (0: none), as
     /// DAGMan reports it ([`rescue::number`]).
     pub rescue_number: u32,
+    /// The rescue number after which the run renames the DAG's rescues to
+    /// `.old` as it starts (DAGMan's `-DoRescueFrom` and `-RescueFile`; see
+    /// [`DagmanInfo::rename_later_rescues`]).
+    pub renames_after: Option<u32>,
     /// Each node's job runs its submit description's program, whose exit
     /// is the job's (`[workflow] jobs = "run"`; see [`program`]).
     pub run_jobs: bool,
@@ -583,16 +587,35 @@ pub fn exit_status(status: std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
+/// `name`'s name in its own DAGMan, as its scripts and job see it
+/// (`$JOB`, `$(dag_node_name)`): a sub-DAG's nodes are flattened as
+/// `D+A`, where the DAGMan running `D` calls its node `A`. The innermost
+/// sub-DAG node among `subdag_nodes` that prefixes `name` is dropped; the
+/// prefixes of splices inside it stay, as DAGMan names spliced nodes.
+fn local_name<'a>(name: &'a str, subdag_nodes: &std::collections::HashSet<&str>) -> &'a str {
+    (name.char_indices().rev())
+        .filter(|&(_, c)| c == '+')
+        .find(|&(i, _)| subdag_nodes.contains(&name[..i]))
+        .map_or(name, |(i, _)| &name[i + 1..])
+}
+
 impl DagmanInfo {
     /// Every job's scripts (None for a job with none), by job id of `wf`;
-    /// relative executables are taken from `dag_dir`.
+    /// relative executables are taken from `dag_dir`. `within` names the
+    /// sub-DAG node whose DAG these nodes are, when they are one sub-DAG
+    /// read as the run goes.
     pub fn scripts(
         &self,
         wf: &crate::core::Workflow,
         dag_dir: &std::path::Path,
+        within: Option<&str>,
     ) -> Vec<Option<NodeScripts>> {
         let by_name: HashMap<&str, &NodeInfo> =
             self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let subdag_nodes: std::collections::HashSet<&str> = (self.subdags.iter())
+            .map(|d| d.node.as_str())
+            .chain(within)
+            .collect();
         // A node's scripts run in its DIR, as its job does.
         let resolve = |n: &NodeInfo, s: &Option<Script>| {
             let dir = dag_dir.join(n.dir.as_deref().unwrap_or(""));
@@ -610,25 +633,22 @@ impl DagmanInfo {
             .iter()
             .map(|j| {
                 let n = by_name.get(j.name.as_str())?;
+                // A sub-DAG node's PRE script runs in its entry no-op:
+                // `$JOB` is the node's name.
+                let node = (self.subdags.iter())
+                    .find(|d| d.entry == n.name)
+                    .map_or(&n.name, |d| &d.node);
+                let node = local_name(node, &subdag_nodes);
                 let job = (self.run_jobs && !n.noop && n.subdag.is_none())
-                    .then(|| program::program(n, dag_dir));
-                (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| {
-                    // A sub-DAG node's PRE script runs in its entry no-op:
-                    // `$JOB` is the node's name.
-                    let node = self
-                        .subdags
-                        .iter()
-                        .find(|d| d.entry == n.name)
-                        .map_or(&n.name, |d| &d.node);
-                    NodeScripts {
-                        node: node.clone(),
-                        max_retries: n.retry,
-                        pre: resolve(n, &n.pre),
-                        post: resolve(n, &n.post),
-                        env: env.clone(),
-                        dir: dag_dir.join(n.dir.as_deref().unwrap_or("")),
-                        job,
-                    }
+                    .then(|| program::program(n, node, dag_dir));
+                (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| NodeScripts {
+                    node: node.to_string(),
+                    max_retries: n.retry,
+                    pre: resolve(n, &n.pre),
+                    post: resolve(n, &n.post),
+                    env: env.clone(),
+                    dir: dag_dir.join(n.dir.as_deref().unwrap_or("")),
+                    job,
                 })
             })
             .collect()
@@ -1030,9 +1050,15 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             weak_edges: flat.weak.into_iter().collect(),
             subdag_reads: SubDagReads {
                 default_runtime: opts.default_runtime,
-                rescue: opts.rescue != rescue::Rescue::Ignore,
+                rescue: opts.rescue.for_subdags(path),
             },
             rescue_number: rescue::number(path, &opts.rescue),
+            renames_after: match opts.rescue {
+                rescue::Rescue::From(_) | rescue::Rescue::File(_) => {
+                    Some(rescue::number(path, &opts.rescue))
+                }
+                _ => None,
+            },
             ..settings
         }),
     })
@@ -1085,6 +1111,25 @@ fn break_cycles(nodes: &mut [NodeInfo], parents: &mut [Vec<String>]) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_named_in_its_own_dagman_with_its_splices() {
+        let subdags = ["D", "D+S+E", "X"].into_iter().collect();
+        let names = [
+            ("A", "A"),
+            ("S+A", "S+A"),
+            ("D+A", "A"),
+            ("D+S+A", "S+A"),
+            ("D+S+E+B", "B"),
+            ("D+S+E+T+B", "T+B"),
+            ("DD+A", "DD+A"),
+            ("D", "D"),
+            ("D+S+E", "S+E"),
+        ];
+        for (flat, local) in names {
+            assert_eq!(local_name(flat, &subdags), local, "{flat}");
+        }
+    }
 
     #[test]
     fn a_post_script_gets_the_job_and_pre_script_returns_a_pre_script_its_words() {

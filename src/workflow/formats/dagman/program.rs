@@ -36,21 +36,22 @@ pub struct JobProgram {
 }
 
 /// `node`'s job program, its submit description read from the node's
-/// `DIR` in `dag_dir` (or written inline); or why it has none.
-pub fn program(node: &NodeInfo, dag_dir: &Path) -> Result<JobProgram, String> {
+/// `DIR` in `dag_dir` (or written inline); or why it has none. `name` is
+/// the node's name in its own DAGMan.
+pub fn program(node: &NodeInfo, name: &str, dag_dir: &Path) -> Result<JobProgram, String> {
     let dir = dag_dir.join(node.dir.as_deref().unwrap_or(""));
     let text = match &node.submit_description {
         Some(inline) => inline.clone(),
         None => std::fs::read_to_string(dir.join(&node.submit))
             .map_err(|e| format!("cannot read its submit file {}: {e}", node.submit))?,
     };
-    let macros = |name: &str| -> Option<String> {
+    let macros = |key: &str| -> Option<String> {
         // DAGMan names the node to condor_submit both ways.
-        if name.eq_ignore_ascii_case("JOB") || name.eq_ignore_ascii_case("dag_node_name") {
-            return Some(node.name.clone());
+        if key.eq_ignore_ascii_case("JOB") || key.eq_ignore_ascii_case("dag_node_name") {
+            return Some(name.to_string());
         }
         (node.vars.iter().rev())
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
             .map(|(_, v)| v.clone())
     };
     let value = |key: &str| submit_value(&text, key).map(|v| substitute(&v, &macros, &text));
@@ -205,12 +206,13 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("exit.py"), "").unwrap();
         let node = NodeInfo {
-            name: "A".into(),
+            name: "D+A".into(),
             submit: "n.sub".into(),
             vars: vec![("code".into(), "3".into())],
             ..Default::default()
         };
-        let p = program(&node, dir.path()).unwrap();
+        // A node of sub-DAG D: its DAGMan calls it A.
+        let p = program(&node, "A", dir.path()).unwrap();
         assert_eq!(p.executable, dir.path().join("exit.py"));
         assert_eq!(p.args, ["3", "A", "x", "y", "A"]);
         assert_eq!(p.dir, dir.path());
@@ -221,7 +223,7 @@ mod tests {
             dir: Some("sub".into()),
             ..Default::default()
         };
-        let p = program(&inline, dir.path()).unwrap();
+        let p = program(&inline, "B", dir.path()).unwrap();
         assert_eq!(p.executable, PathBuf::from("python3"));
         assert_eq!(p.args, ["-c", "'exit(2)'"]);
         assert_eq!(p.dir, dir.path().join("sub"));
@@ -231,7 +233,7 @@ mod tests {
             ..Default::default()
         };
         assert!(
-            program(&missing, dir.path())
+            program(&missing, "C", dir.path())
                 .unwrap_err()
                 .contains("DNE.sub")
         );
@@ -240,7 +242,7 @@ mod tests {
             ..Default::default()
         };
         assert!(
-            program(&bare, dir.path())
+            program(&bare, "D", dir.path())
                 .unwrap_err()
                 .contains("no executable")
         );

@@ -30,13 +30,66 @@ pub enum Rescue {
     Newest,
     /// None: every node runs (`-AutoRescue 0`).
     Ignore,
-    /// Rescue number N, which must exist (`-DoRescueFrom N`).
+    /// Rescue number N, which must exist (`-DoRescueFrom N`). Sub-DAGs
+    /// start from their own number N too, which must exist as well.
     From(u32),
+    /// A rescue file by name, which must exist (`-RescueFile file`). Its
+    /// number is the one its name carries as `<dag>.rescueNNN` (see
+    /// [`extracted`]), 0 for another name; sub-DAGs start from their own
+    /// rescue of that number, or their newest when it is 0.
+    File(PathBuf),
     /// A save file a node wrote (`-load_save file`), which must exist: a
     /// bare name is looked for in `save_files/` beside the DAG (see
     /// [`save_file`]), a path as given. Sub-DAGs start from their newest
     /// rescue.
     SaveFile(PathBuf),
+}
+
+impl Rescue {
+    /// What the sub-DAGs of `dag` start from when `dag` starts from
+    /// `self`. DAGMan passes its sub-DAGs its `-AutoRescue` and its
+    /// `-DoRescueFrom` (set from a `-RescueFile`'s number), not the file
+    /// itself: `dagman_main.cpp`, `DagmanOptions::addDeepArgs`.
+    pub fn for_subdags(&self, dag: &Path) -> Rescue {
+        match self {
+            Rescue::Ignore => Rescue::Ignore,
+            &Rescue::From(n) => Rescue::From(n),
+            Rescue::File(file) => match extracted(dag, file) {
+                0 => Rescue::Newest,
+                n => Rescue::From(n),
+            },
+            Rescue::Newest | Rescue::SaveFile(_) => Rescue::Newest,
+        }
+    }
+}
+
+/// The rescue number `file`'s name carries for `dag`
+/// (`DagmanUtils::ExtractRescueNum`): the leading digits after
+/// `<dag>.rescue` when `file` is named so in the DAG's folder, else 0.
+/// DAGMan compares the names as written; here a file given by another
+/// path to the same folder counts too.
+pub fn extracted(dag: &Path, file: &Path) -> u32 {
+    let (Some(dag_name), Some(name)) = (dag.file_name(), file.file_name()) else {
+        return 0;
+    };
+    let folder = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
+    };
+    match (folder(dag), folder(file)) {
+        (Ok(a), Ok(b)) if a == b => {}
+        _ => return 0,
+    }
+    let base = format!("{}.rescue", dag_name.to_string_lossy());
+    let name = name.to_string_lossy();
+    let Some(rest) = name.strip_prefix(&base) else {
+        return 0;
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    // atoi's value, kept within what DAGMan can number.
+    digits
+        .parse::<u64>()
+        .map_or(0, |n| n.min(u64::from(MAX_RESCUE)) as u32)
 }
 
 /// The name of rescue number `n` of `dag`: `dag.rescueNNN`.
@@ -62,6 +115,7 @@ pub fn number(dag: &Path, choice: &Rescue) -> u32 {
     match *choice {
         Rescue::Newest => newest(dag),
         Rescue::From(n) => n,
+        Rescue::File(ref file) => extracted(dag, file),
         Rescue::Ignore | Rescue::SaveFile(_) => 0,
     }
 }
@@ -83,6 +137,13 @@ pub fn chosen(dag: &Path, choice: &Rescue) -> Result<Option<PathBuf>, FormatErro
             }
             Ok(Some(file))
         }
+        Rescue::File(ref file) => match file.is_file() {
+            true => Ok(Some(file.clone())),
+            false => Err(FormatError {
+                file: file.clone(),
+                message: "no such rescue file (-RescueFile: a path from the current folder)".into(),
+            }),
+        },
         Rescue::SaveFile(ref file) => {
             let path = match file.to_str() {
                 Some(bare) if file.parent() == Some(Path::new("")) => save_file(dag, bare),
@@ -269,6 +330,28 @@ pub fn rename_after(dag: &Path, n: u32) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     Ok(renamed)
+}
+
+impl super::DagmanInfo {
+    /// Renames, as the run of `dag` starts, the rescues after the number
+    /// it starts from ([`DagmanInfo::renames_after`]), its own and those
+    /// of each sub-DAG read with it that starts from a number too; a
+    /// sub-DAG read as the run goes renames its own then. Returns the
+    /// renamed files.
+    ///
+    /// [`DagmanInfo::renames_after`]: super::DagmanInfo::renames_after
+    pub fn rename_later_rescues(&self, dag: &Path) -> std::io::Result<Vec<PathBuf>> {
+        let Some(n) = self.renames_after else {
+            return Ok(Vec::new());
+        };
+        let mut renamed = rename_after(dag, n)?;
+        if let Rescue::From(m) = self.subdag_reads.rescue {
+            for d in self.subdags.iter().filter(|d| !d.deferred) {
+                renamed.extend(rename_after(&d.file, m)?);
+            }
+        }
+        Ok(renamed)
+    }
 }
 
 /// Where the save file `file` of a node of `dag` goes, or is loaded from
@@ -473,6 +556,31 @@ pub fn write_save_points(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rescue_files_number_is_the_one_its_name_carries_beside_its_dag() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let dag = dir.path().join("t.dag");
+        let at = |name: &str| dir.path().join(name);
+        assert_eq!(extracted(&dag, &at("t.dag.rescue004")), 4);
+        assert_eq!(extracted(&dag, &at("t.dag.rescue12x")), 12);
+        assert_eq!(extracted(&dag, &at("t.dag.rescue999")), MAX_RESCUE);
+        assert_eq!(extracted(&dag, &at("t.dag.rescue")), 0);
+        assert_eq!(extracted(&dag, &at("custom.rescue")), 0);
+        assert_eq!(extracted(&dag, &at("u.dag.rescue002")), 0);
+        assert_eq!(extracted(&dag, &other.path().join("t.dag.rescue002")), 0);
+        // What a run from each gives its sub-DAGs.
+        let file = |n: &str| Rescue::File(at(n));
+        assert_eq!(file("t.dag.rescue002").for_subdags(&dag), Rescue::From(2));
+        assert_eq!(file("custom.rescue").for_subdags(&dag), Rescue::Newest);
+        assert_eq!(Rescue::From(3).for_subdags(&dag), Rescue::From(3));
+        assert_eq!(Rescue::Ignore.for_subdags(&dag), Rescue::Ignore);
+        let save = Rescue::SaveFile(at("x.save"));
+        assert_eq!(save.for_subdags(&dag), Rescue::Newest);
+        assert_eq!(number(&dag, &file("t.dag.rescue002")), 2);
+        assert!(chosen(&dag, &file("t.dag.rescue002")).is_err(), "missing");
+    }
 
     #[test]
     fn a_rescue_has_dagmans_header_and_done_lines_and_reads_back() {

@@ -96,6 +96,8 @@ def _option_flags(options):
             flags += ["--" + k, str(value)]
         elif k == "load_save":
             flags += ["--load-save", str(value)]
+        elif k == "rescuefile":
+            flags += ["--rescue-file", str(value)]
         elif k == "alwaysrunpost" and str(value).lower() in ("1", "true"):
             flags.append("--always-run-post")
         else:
