@@ -9,7 +9,7 @@ impl Manager {
             return;
         }
         self.set_state(job, JobState::Running);
-        self.provisioned(job);
+        self.life(|dag, port| dag.provisioned(job, port));
         self.records.sites[site].started += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.started = Some(self.now);
@@ -183,11 +183,11 @@ impl Manager {
             a.outcome = Outcome::Ended;
         }
         if let Some(node) = self.dag.node_of_entry(job) {
-            self.skip_subdag(node);
+            self.life(|dag, port| dag.skip_subdag(node, port));
         }
         self.set_state(job, JobState::Done);
         if !std::mem::take(&mut self.dag.rerun[job]) {
-            self.release_children(job);
+            self.life(|dag, port| dag.release_children(job, port));
         }
     }
 
@@ -343,7 +343,7 @@ impl Manager {
         if self.dag.subdag_start_held(job) {
             return;
         }
-        self.release_children(job);
+        self.life(|dag, port| dag.release_children(job, port));
     }
 }
 

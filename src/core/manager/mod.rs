@@ -29,12 +29,17 @@
 //! node life cycle (`node_life`) and the grid's data placement
 //! (`placement`, with the replica catalogues in `replicas` and the
 //! transfers in flight in `transfers`, each a type with its own rules and
-//! tests); the manager holds the clock, the timers and the records. Its
+//! tests); the manager holds the clock, the timers and the records. The
+//! node life cycle's release rules are its own (`release`: a node is ready
+//! when its parents are over; the FINAL node, the sub-DAGs' gates and
+//! FINAL nodes in `subdag`), run against a [`node_life::LifePort`] through
+//! which it tells the manager of each move and asks the little it needs
+//! (a release's delay, whether a job waits for a twin). The manager's
 //! methods are kept by phase: this file holds the event entry point and
 //! the timers; `staging` the
 //! prescript (site choice, transfers, submit); `completion` the job's end
 //! and the postscript; `recovery` retries, re-planning and MonitQueue;
-//! `release` how ready jobs are released to the prescripts; `room` where
+//! `room` where
 //! their files fit (storage-aware release); `stage_out` outputs sent to the
 //! submit machine.
 
@@ -57,7 +62,7 @@ mod dagmans;
 mod flight_ends;
 mod graft;
 mod node_life;
-use node_life::NodeLife;
+use node_life::{LifePort, NodeLife};
 use placement::Placement;
 mod placement;
 mod replicas;
@@ -471,6 +476,64 @@ fn stall_horizon(settings: &ManagerSettings, sites: &[SiteInfo], longest: f64) -
         + settings.wms.user_log_scan_interval)
 }
 
+/// Notes that `job`'s control record changed, when changes are tracked.
+fn mark_changed(changes: &mut Option<Changes>, job_dirty: &mut [bool], job: JobId) {
+    if let Some(c) = changes.as_mut()
+        && !job_dirty[job]
+    {
+        job_dirty[job] = true;
+        c.jobs.push(job);
+    }
+}
+
+/// The manager's side of the node life cycle's [`LifePort`]: its
+/// records, timers and change tracking, and the grid's placement.
+struct Port<'a> {
+    now: Time,
+    wf: &'a Workflow,
+    settings: &'a ManagerSettings,
+    records: &'a mut Records,
+    timers: &'a mut EventQueue<Timer>,
+    grid: &'a mut Placement,
+    changes: &'a mut Option<Changes>,
+    job_dirty: &'a mut Vec<bool>,
+}
+
+impl LifePort for Port<'_> {
+    fn now(&self) -> Time {
+        self.now
+    }
+
+    fn workflow(&self) -> &Workflow {
+        self.wf
+    }
+
+    fn moved(&mut self, job: JobId, from: JobState, to: JobState) {
+        mark_changed(self.changes, self.job_dirty, job);
+        (self.grid).node_moved(job, from, to, self.wf, self.settings.cleanup);
+    }
+
+    fn ready_now(&mut self, job: JobId, first: bool) {
+        let ready = &mut self.records.jobs[job].ready;
+        match first {
+            true => *ready.get_or_insert(self.now),
+            false => *ready.insert(self.now),
+        };
+    }
+
+    fn memoizing(&self, job: JobId) -> bool {
+        self.grid.memoizing(job)
+    }
+
+    fn release_delay(&mut self) -> Time {
+        self.grid.pool.wms.draw(&self.settings.release_overhead)
+    }
+
+    fn release_at(&mut self, job: JobId, at: Time) {
+        self.timers.push(at, Timer::Release { job });
+    }
+}
+
 impl Manager {
     /// A manager for `workflow` on `sites`, with the initial replicas in
     /// `placement` (file, site). Jobs without parents are ready at time 0; call
@@ -646,7 +709,7 @@ impl Manager {
                 self.records.jobs[j].ready = None;
             }
         }
-        self.release_final();
+        self.life(|dag, port| dag.release_final(port));
         // Jobs are in topological order: a DONE node's DONE parents come first.
         for j in done {
             if matches!(self.dag.state[j], JobState::Ready | JobState::Waiting) {
@@ -977,33 +1040,44 @@ impl Manager {
 
     /// `job`'s record changed, for the control database.
     fn mark_changed(&mut self, job: JobId) {
-        if let Some(c) = self.changes.as_mut()
-            && !self.job_dirty[job]
-        {
-            self.job_dirty[job] = true;
-            c.jobs.push(job);
-        }
+        mark_changed(&mut self.changes, &mut self.job_dirty, job);
     }
 
-    /// `job` moves to state `to`: the node life cycle counts it, then the
-    /// grid hears of it (slots claimed or freed, inputs read for the last
-    /// time), then what waits for nodes to end may go (FINAL nodes,
-    /// sub-DAGs, category throttles).
+    /// Runs `rule` of the node life cycle against what it talks to
+    /// ([`LifePort`]): the manager's other fields, borrowed beside it.
+    fn life<R>(&mut self, rule: impl FnOnce(&mut NodeLife, &mut Port<'_>) -> R) -> R {
+        let mut port = Port {
+            now: self.now,
+            wf: &self.wf,
+            settings: &self.settings,
+            records: &mut self.records,
+            timers: &mut self.timers,
+            grid: &mut self.grid,
+            changes: &mut self.changes,
+            job_dirty: &mut self.job_dirty,
+        };
+        rule(&mut self.dag, &mut port)
+    }
+
+    /// `job` moves to state `to` ([`NodeLife::set_state`]).
     fn set_state(&mut self, job: JobId, to: JobState) {
-        self.mark_changed(job);
-        let from = self.dag.move_node(job, to);
-        self.grid
-            .node_moved(job, from, to, &self.wf, self.settings.cleanup);
-        if to.is_over() != from.is_over() {
-            self.count_for_subdag_finals(job, to.is_over());
-        }
-        if to.is_over() {
-            self.release_final();
-            self.subdag_member_over(job);
-        }
-        if self.dag.throttled[job] && !to.claims_slot() {
-            self.dag.unthrottle(job);
-        }
+        self.life(|dag, port| dag.set_state(job, to, port));
+    }
+
+    /// `job`, its parents over, is ready ([`NodeLife::make_ready`]).
+    fn make_ready(&mut self, job: JobId) {
+        self.life(|dag, port| dag.make_ready(job, port));
+    }
+
+    /// One parent of `c` is over ([`NodeLife::release_child`]).
+    fn release_child(&mut self, c: JobId) {
+        self.life(|dag, port| dag.release_child(c, port));
+    }
+
+    /// Ends a node that runs no job or already ran
+    /// ([`NodeLife::complete_without_running`]).
+    fn complete_without_running(&mut self, job: JobId) {
+        self.life(|dag, port| dag.complete_without_running(job, port));
     }
 
     fn schedule(&mut self, at: Time, timer: Timer) {

@@ -15,6 +15,32 @@ use crate::core::ready_queue::ReadyQueue;
 use crate::core::submissions::{Submissions, Workload};
 use crate::core::Time;
 
+/// What the node life cycle tells the rest of the manager as its nodes
+/// move, and the little it asks of it: the grid hears of each move (slots
+/// claimed or freed, inputs read for the last time), the records of when
+/// a node became ready, and a release's delay goes on the manager's clock.
+/// The manager answers for the grid's data placement and its records
+/// (`Manager::life`); the node life cycle's rules (`release.rs`, the
+/// sub-DAGs' in `subdag.rs`) run against this alone.
+pub(super) trait LifePort {
+    /// The time now.
+    fn now(&self) -> Time;
+    /// The run's workflow: its edges.
+    fn workflow(&self) -> &crate::core::Workflow;
+    /// `job` moved from `from` to `to`.
+    fn moved(&mut self, job: JobId, from: JobState, to: JobState);
+    /// `job` became ready now; `first` keeps an earlier time it was ready
+    /// (a node that ends without running).
+    fn ready_now(&mut self, job: JobId, first: bool);
+    /// Whether `job` waits for a twin's outputs instead of running.
+    fn memoizing(&self, job: JobId) -> bool;
+    /// The delay before a node whose parents are over is ready (DAGMan's
+    /// release overhead, drawn from the pool's random stream).
+    fn release_delay(&mut self) -> Time;
+    /// Makes `job` ready at `at` ([`NodeLife::make_ready`] then).
+    fn release_at(&mut self, job: JobId, at: Time);
+}
+
 /// Where every node of the run stands in DAGMan's life cycle.
 pub(super) struct NodeLife {
     /// Per job: where it is in its life.

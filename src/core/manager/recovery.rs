@@ -213,7 +213,7 @@ impl Manager {
                 // failed once nothing more of it can run.
                 if let Some(k) = self.dag.dagmans.of_node(c) {
                     if !was_stopped {
-                        self.subdag_leaf_failed(c, k);
+                        self.life(|dag, port| dag.subdag_leaf_failed(c, k, port));
                     }
                     continue;
                 }

@@ -4,7 +4,13 @@
 //! none but the FINAL node. A node with a `SAVE_POINT_FILE` records the
 //! DAG's state as it starts (DAGMan's `Dag::StartNode` writes the save file
 //! before the PRE script, on the node's first start, not on a retry).
+//!
+//! These are the node life cycle's own rules ([`NodeLife`]): each move is
+//! told to the rest of the manager through a [`LifePort`], so that they
+//! are tested here against a port that only records (a random DAG's
+//! release against a plain recount).
 
+use super::node_life::LifePort;
 use super::*;
 
 /// The state of the DAG as a node with a `SAVE_POINT_FILE` started: what
@@ -19,85 +25,102 @@ pub struct SavePoint {
     pub failed: Vec<JobId>,
 }
 
-impl Manager {
+impl NodeLife {
+    /// `job` moves to state `to`: it is counted, the grid hears of it,
+    /// then what waits for nodes to end may go (FINAL nodes, sub-DAGs,
+    /// category throttles).
+    pub(super) fn set_state(&mut self, job: JobId, to: JobState, port: &mut impl LifePort) {
+        let from = self.move_node(job, to);
+        port.moved(job, from, to);
+        if to.is_over() != from.is_over() {
+            self.count_for_subdag_finals(job, to.is_over(), port);
+        }
+        if to.is_over() {
+            self.release_final(port);
+            self.subdag_member_over(job, port);
+        }
+        if self.throttled[job] && !to.claims_slot() {
+            self.unthrottle(job);
+        }
+    }
+
     /// Ends a node that runs no job (`NOOP`) or already ran (`DONE`).
-    pub(super) fn complete_without_running(&mut self, job: JobId) {
-        self.set_state(job, JobState::Done);
-        self.records.jobs[job].ready.get_or_insert(self.now);
-        self.release_children(job);
+    pub(super) fn complete_without_running(&mut self, job: JobId, port: &mut impl LifePort) {
+        self.set_state(job, JobState::Done, port);
+        port.ready_now(job, true);
+        self.release_children(job, port);
     }
 
     /// `job` is over: its workflow and ordering children lose a parent.
-    pub(super) fn release_children(&mut self, job: JobId) {
-        self.dag.hold_for_provisioner(&self.wf, job);
-        let wf = self.wf.clone();
-        for &c in &wf.children[job] {
-            self.release_child(c);
+    pub(super) fn release_children(&mut self, job: JobId, port: &mut impl LifePort) {
+        self.hold_for_provisioner(port.workflow(), job);
+        for i in 0..port.workflow().children[job].len() {
+            let c = port.workflow().children[job][i];
+            self.release_child(c, port);
         }
-        for i in 0..self.dag.ordering[job].len() {
-            let c = self.dag.ordering[job][i];
-            self.release_child(c);
+        for i in 0..self.ordering[job].len() {
+            let c = self.ordering[job][i];
+            self.release_child(c, port);
         }
-        self.open_gate(job);
+        self.open_gate(job, port);
     }
 
     /// `job`'s job took its slot: if it is a provisioner, the nodes
     /// waiting for its go-ahead may start.
-    pub(super) fn provisioned(&mut self, job: JobId) {
-        for j in self.dag.take_gate(job) {
-            self.release_child(j);
+    pub(super) fn provisioned(&mut self, job: JobId, port: &mut impl LifePort) {
+        for j in self.take_gate(job) {
+            self.release_child(j, port);
         }
     }
 
     /// One parent of `c` is over; `c` is ready when none is left.
-    pub(super) fn release_child(&mut self, c: JobId) {
+    pub(super) fn release_child(&mut self, c: JobId, port: &mut impl LifePort) {
         // A sub-DAG run again runs its PRE script's no-op again, whose
         // children done in the last run wait for nothing.
-        if self.dag.missing_parents[c] == 0 {
-            debug_assert!(self.dag.state[c] == JobState::Done, "released twice");
+        if self.missing_parents[c] == 0 {
+            debug_assert!(self.state[c] == JobState::Done, "released twice");
             return;
         }
-        self.dag.missing_parents[c] -= 1;
-        if self.dag.missing_parents[c] == 0 && self.dag.state[c] == JobState::Waiting {
-            let delay = self.grid.pool.wms.draw(&self.settings.release_overhead);
+        self.missing_parents[c] -= 1;
+        if self.missing_parents[c] == 0 && self.state[c] == JobState::Waiting {
+            let delay = port.release_delay();
             if delay > 0.0 {
-                self.schedule(self.now + delay, Timer::Release { job: c });
+                port.release_at(c, port.now() + delay);
             } else {
-                self.make_ready(c);
+                self.make_ready(c, port);
             }
         }
     }
 
     /// The FINAL node is ready once every other node is over.
-    pub(super) fn release_final(&mut self) {
-        if let Some(f) = self.dag.nodes.final_node
-            && self.dag.state[f] == JobState::Waiting
+    pub(super) fn release_final(&mut self, port: &mut impl LifePort) {
+        if let Some(f) = self.nodes.final_node
+            && self.state[f] == JobState::Waiting
         {
             // SERVICE nodes run on beside it.
-            let (over, of) = self.dag.over_beside_services();
+            let (over, of) = self.over_beside_services();
             if over + 1 == of {
-                self.make_ready(f);
+                self.make_ready(f, port);
             }
         }
     }
 
-    pub(super) fn make_ready(&mut self, job: JobId) {
-        if self.dag.stopped_for(job) || self.grid.memoizing(job) || self.dag.subdag_holds(job) {
+    /// `job`, its parents over, is ready: unless the DAG stopped, it waits
+    /// for a twin's outputs, or its sub-DAG still runs.
+    pub(super) fn make_ready(&mut self, job: JobId, port: &mut impl LifePort) {
+        if self.stopped_for(job) || port.memoizing(job) || self.subdag_holds(job) {
             return;
         }
-        if self.dag.state[job] == JobState::Waiting {
-            self.set_state(job, JobState::Ready);
-            self.records.jobs[job].ready = Some(self.now);
-            self.dag.ready.push(job);
-            if !self.dag.nodes.save_points.is_empty() && self.dag.nodes.save_points.contains(&job) {
-                self.dag.save_point(job);
+        if self.state[job] == JobState::Waiting {
+            self.set_state(job, JobState::Ready, port);
+            port.ready_now(job, false);
+            self.ready.push(job);
+            if !self.nodes.save_points.is_empty() && self.nodes.save_points.contains(&job) {
+                self.save_point(job);
             }
         }
     }
 
-}
-
-impl NodeLife {
     /// Records the DAG's state as `job`, a save point, starts. A node is
     /// made ready once per run of its DAG (a retry does not wait again), so
     /// this is its first start, or its first in a sub-DAG run again.
@@ -110,5 +133,164 @@ impl NodeLife {
             failed: with(JobState::Failed),
         };
         self.save_points.push(point);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{JobSpec, Workflow};
+    use proptest::prelude::*;
+
+    /// A port that records what the node life cycle tells it.
+    struct Recorder {
+        wf: Workflow,
+        now: Time,
+        /// The delays `release_delay` hands out, in turn (0 once used up).
+        delays: Vec<Time>,
+        moves: Vec<(JobId, JobState, JobState)>,
+        ready_at: Vec<Option<Time>>,
+        later: Vec<(JobId, Time)>,
+    }
+
+    impl LifePort for Recorder {
+        fn now(&self) -> Time {
+            self.now
+        }
+        fn workflow(&self) -> &Workflow {
+            &self.wf
+        }
+        fn moved(&mut self, job: JobId, from: JobState, to: JobState) {
+            self.moves.push((job, from, to));
+        }
+        fn ready_now(&mut self, job: JobId, first: bool) {
+            if !first || self.ready_at[job].is_none() {
+                self.ready_at[job] = Some(self.now);
+            }
+        }
+        fn memoizing(&self, _: JobId) -> bool {
+            false
+        }
+        fn release_delay(&mut self) -> Time {
+            self.delays.pop().unwrap_or(0.0)
+        }
+        fn release_at(&mut self, job: JobId, at: Time) {
+            self.later.push((job, at));
+        }
+    }
+
+    /// Jobs `j0`..: job `j`'s parents are `parents[j]` (earlier jobs).
+    fn life_of(parents: &[Vec<usize>], delays: Vec<Time>) -> (NodeLife, Recorder) {
+        let specs = (0..parents.len())
+            .map(|j| JobSpec {
+                name: format!("j{j}"),
+                runtime: 1.0,
+                parents: parents[j].iter().map(|p| format!("j{p}")).collect(),
+                ..Default::default()
+            })
+            .collect();
+        let wf = Workflow::build(Vec::new(), specs).unwrap();
+        let missing = wf.jobs.iter().map(|j| j.parents.len()).collect();
+        let n = parents.len();
+        let life = NodeLife::new(missing, vec![Vec::new(); n], false, 0);
+        let port = Recorder {
+            wf,
+            now: 0.0,
+            delays,
+            moves: Vec::new(),
+            ready_at: vec![None; n],
+            later: Vec::new(),
+        };
+        (life, port)
+    }
+
+    fn dag() -> impl Strategy<Value = Vec<Vec<usize>>> {
+        (1..12usize).prop_flat_map(|n| {
+            (0..n)
+                .map(|j| proptest::sample::subsequence((0..j).collect::<Vec<_>>(), 0..=j.min(3)))
+                .collect::<Vec<_>>()
+        })
+    }
+
+    proptest! {
+        /// Random DAGs whose ready nodes end in a random order, some
+        /// releases delayed (the release overhead): after every step a node
+        /// is ready exactly when its parents are all done and no delay
+        /// of its release is pending (a plain recount, sharing no code with
+        /// the release rules); the port hears every move, in order; every
+        /// node ends done, ready once.
+        #[test]
+        fn a_node_is_ready_exactly_when_its_parents_are_done(
+            parents in dag(),
+            picks in proptest::collection::vec(any::<proptest::sample::Index>(), 40),
+            delays in proptest::collection::vec(prop_oneof![Just(0.0), Just(2.0)], 0..20),
+        ) {
+            let n = parents.len();
+            let (mut life, mut port) = life_of(&parents, delays);
+            let mut state: Vec<JobState> = life.state.clone();
+            let mut picks = picks.into_iter();
+            loop {
+                let done = |j: usize| life.state[j] == JobState::Done;
+                for (j, ps) in parents.iter().enumerate() {
+                    let pending = port.later.iter().any(|&(x, _)| x == j);
+                    let free = !done(j) && ps.iter().all(|&p| done(p));
+                    prop_assert_eq!(life.state[j] == JobState::Ready, free && !pending, "j{}", j);
+                }
+                for &(job, from, to) in &port.moves {
+                    prop_assert_eq!(state[job], from);
+                    state[job] = to;
+                }
+                port.moves.clear();
+                prop_assert_eq!(&state, &life.state);
+                let ready: Vec<usize> = (0..n).filter(|&j| life.state[j] == JobState::Ready).collect();
+                port.now += 1.0;
+                if let Some(pick) = picks.next().filter(|_| !ready.is_empty()) {
+                    let j = ready[pick.index(ready.len())];
+                    life.set_state(j, JobState::Done, &mut port);
+                    life.release_children(j, &mut port);
+                } else if let Some((job, at)) = port.later.pop() {
+                    port.now = port.now.max(at);
+                    life.make_ready(job, &mut port);
+                } else if ready.is_empty() {
+                    break;
+                } else {
+                    let j = ready[0];
+                    life.set_state(j, JobState::Done, &mut port);
+                    life.release_children(j, &mut port);
+                }
+            }
+            prop_assert!(life.state.iter().all(|&s| s == JobState::Done));
+            let roots_at_0 = (0..n).filter(|&j| parents[j].is_empty());
+            for j in roots_at_0 {
+                // The roots were ready from the start, not through the port.
+                prop_assert!(port.ready_at[j].is_none());
+            }
+            let released = (0..n).filter(|&j| !parents[j].is_empty());
+            for j in released {
+                prop_assert!(port.ready_at[j].is_some(), "j{} never made ready", j);
+            }
+        }
+    }
+
+    #[test]
+    fn the_final_node_waits_for_every_other_node() {
+        // j0 -> j1; j2 is FINAL.
+        let (mut life, mut port) = life_of(&[vec![], vec![0], vec![]], Vec::new());
+        life.nodes.final_node = Some(2);
+        life.set_state(2, JobState::Waiting, &mut port);
+        for j in [0, 1] {
+            assert_ne!(life.state[2], JobState::Ready, "before j{j} ends");
+            life.set_state(j, JobState::Done, &mut port);
+            life.release_children(j, &mut port);
+        }
+        assert_eq!(life.state[2], JobState::Ready);
+        // A node that ends without running keeps the time it was ready.
+        let (mut life, mut port) = life_of(&[vec![], vec![0]], Vec::new());
+        port.ready_at[0] = Some(-1.0);
+        port.now = 5.0;
+        life.complete_without_running(0, &mut port);
+        assert_eq!(port.ready_at[0], Some(-1.0));
+        assert_eq!(port.ready_at[1], Some(5.0));
+        assert_eq!(life.state[1], JobState::Ready);
     }
 }

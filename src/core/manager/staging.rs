@@ -192,7 +192,7 @@ impl Manager {
         while let Some(released) = self.dag.next_released() {
             match released {
                 Released::Submit(job) => self.enter_queue(job, out),
-                Released::SubDag(entry) => self.release_children(entry),
+                Released::SubDag(entry) => self.life(|dag, port| dag.release_children(entry, port)),
             }
         }
     }

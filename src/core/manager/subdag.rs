@@ -9,6 +9,7 @@
 //! their retries reset (`DAGMAN_RESET_RETRIES_UPON_RESCUE`). Each failed
 //! run of a sub-DAG is recorded, for its rescue file.
 
+use super::node_life::LifePort;
 use super::*;
 
 /// A failed run of a sub-DAG, as its rescue DAG records it.
@@ -39,59 +40,59 @@ pub struct SubDagSpan {
     pub aborted: bool,
 }
 
-impl Manager {
+impl NodeLife {
     /// `job` is over: if it was the last node running of a held sub-DAG,
     /// that sub-DAG's node is ready.
-    pub(super) fn subdag_member_over(&mut self, job: JobId) {
-        if self.dag.dagmans.holding == 0 {
+    pub(super) fn subdag_member_over(&mut self, job: JobId, port: &mut impl LifePort) {
+        if self.dagmans.holding == 0 {
             return;
         }
-        let Some(k) = self.dag.dagmans.innermost(job) else {
+        let Some(k) = self.dagmans.innermost(job) else {
             return;
         };
-        if self.dag.dagmans.sub(k).held && self.dag.subdag_over(k) {
-            self.dag.dagmans.sub_mut(k).held = false;
-            self.dag.dagmans.holding -= 1;
-            self.make_ready(self.dag.nodes.subdags[k].node);
+        if self.dagmans.sub(k).held && self.subdag_over(k) {
+            self.dagmans.sub_mut(k).held = false;
+            self.dagmans.holding -= 1;
+            self.make_ready(self.nodes.subdags[k].node, port);
         }
     }
 
     /// A leaf of the sub-DAG of `node` failed for good or will never run:
     /// `node` is not blocked but counts it as over, and its DAG will end
     /// failed.
-    pub(super) fn subdag_leaf_failed(&mut self, node: JobId, k: usize) {
-        self.dag.dagmans.sub_mut(k).failed = true;
-        self.release_child(node);
+    pub(super) fn subdag_leaf_failed(&mut self, node: JobId, k: usize, port: &mut impl LifePort) {
+        self.dagmans.sub_mut(k).failed = true;
+        self.release_child(node, port);
     }
 
     /// The no-op `job` ended its PRE script's part: the nodes of its
     /// sub-DAG's new run that waited for it may start.
-    pub(super) fn open_gate(&mut self, job: JobId) {
-        if let Some(k) = self.dag.dagmans.of_entry(job) {
+    pub(super) fn open_gate(&mut self, job: JobId, port: &mut impl LifePort) {
+        if let Some(k) = self.dagmans.of_entry(job) {
             // Its DAGMan job is submitted, unless a PRE_SKIP made the node
             // done without it.
-            if self.dag.state[self.dag.nodes.subdags[k].node] != JobState::Done {
-                let started = self.now;
+            if self.state[self.nodes.subdags[k].node] != JobState::Done {
+                let started = port.now();
                 let span = SubDagSpan { subdag: k, started, ended: None, exit: None, aborted: false };
-                self.dag.dagmans.spans.push(span);
+                self.dagmans.spans.push(span);
             }
-            for m in std::mem::take(&mut self.dag.dagmans.sub_mut(k).gate) {
-                self.release_child(m);
+            for m in std::mem::take(&mut self.dagmans.sub_mut(k).gate) {
+                self.release_child(m, port);
             }
-            self.release_subdag_final(k);
+            self.release_subdag_final(k, port);
         }
     }
 
     /// The sub-DAG node `node`'s PRE script exited its PRE_SKIP value: the
     /// node is done without its DAG running or its POST script, and the
     /// DAG's nodes with it, as a DONE sub-DAG node's are.
-    pub(super) fn skip_subdag(&mut self, node: JobId) {
-        let Some(k) = self.dag.dagmans.of_node(node) else {
+    pub(super) fn skip_subdag(&mut self, node: JobId, port: &mut impl LifePort) {
+        let Some(k) = self.dagmans.of_node(node) else {
             return;
         };
-        for m in self.dag.nodes.subdags[k].members.clone().into_iter().chain([node]) {
-            if matches!(self.dag.state[m], JobState::Waiting | JobState::Ready) {
-                self.complete_without_running(m);
+        for m in self.nodes.subdags[k].members.clone().into_iter().chain([node]) {
+            if matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+                self.complete_without_running(m, port);
             }
         }
     }
@@ -99,23 +100,133 @@ impl Manager {
     /// `job` went over (`over`), or back from over: the sub-DAGs with a
     /// FINAL node it is a node of count it, and run their FINAL once every
     /// other node is over.
-    pub(super) fn count_for_subdag_finals(&mut self, job: JobId, over: bool) {
-        if self.dag.dagmans.final_scope.is_empty() {
+    pub(super) fn count_for_subdag_finals(&mut self, job: JobId, over: bool, port: &mut impl LifePort) {
+        if self.dagmans.final_scope.is_empty() {
             return;
         }
-        let Some(ks) = self.dag.dagmans.final_scope.get(&job).cloned() else {
+        let Some(ks) = self.dagmans.final_scope.get(&job).cloned() else {
             return;
         };
         for k in ks {
             if over {
-                self.dag.dagmans.sub_mut(k).not_over -= 1;
-                self.release_subdag_final(k);
+                self.dagmans.sub_mut(k).not_over -= 1;
+                self.release_subdag_final(k, port);
             } else {
-                self.dag.dagmans.sub_mut(k).not_over += 1;
+                self.dagmans.sub_mut(k).not_over += 1;
             }
         }
     }
 
+    /// Sub-DAG `k`'s FINAL node is ready once the sub-DAG started (its
+    /// entry, which runs the node's PRE script, is done) and every other
+    /// node of it is over (DAGMan's `Dag::StartFinalNode`).
+    fn release_subdag_final(&mut self, k: usize, port: &mut impl LifePort) {
+        let d = &self.nodes.subdags[k];
+        if let (Some(f), Some(e)) = (d.final_node, d.entry)
+            && self.dagmans.sub(k).not_over == 0
+            && self.state[e] == JobState::Done
+            && self.state[f] == JobState::Waiting
+        {
+            self.make_ready(f, port);
+        }
+    }
+
+    /// Whether every node of sub-DAG `k` is over.
+    fn subdag_over(&self, k: usize) -> bool {
+        self.nodes.subdags[k].members.iter().all(|&m| {
+            self.state[m].is_over()
+        })
+    }
+
+    /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
+    /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
+    /// nothing more of it can run).
+    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
+        let Some(k) = self.dagmans.of_node(job) else {
+            return false;
+        };
+        if !self.dagmans.sub(k).failed || self.subdag_over(k) {
+            return false;
+        }
+        if !self.dagmans.sub(k).held {
+            self.dagmans.sub_mut(k).held = true;
+            self.dagmans.holding += 1;
+        }
+        true
+    }
+
+    /// The nodes of a sub-DAG's run again waiting for its entry no-op
+    /// `entry` (none when `entry` is no entry).
+    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
+        self.dagmans
+            .of_entry(entry)
+            .map_or(&[], |k| &self.dagmans.sub(k).gate)
+    }
+
+    /// The PRE script's no-op `job` failed for good: the nodes of its
+    /// sub-DAG's new run that waited for it, and its FINAL node, are
+    /// blocked (the sub-DAG never runs); returns them.
+    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
+        match self.dagmans.of_entry(job) {
+            Some(k) => {
+                let mut gated = std::mem::take(&mut self.dagmans.sub_mut(k).gate);
+                gated.extend(self.nodes.subdags[k].final_node);
+                gated
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
+    /// counts the PRE script's failures, and it fails when they fail it.
+    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
+        let k = self.dagmans.of_entry(job)?;
+        Some(self.nodes.subdags[k].node)
+    }
+
+    /// The sub-DAG node `job`, released once its DAG is over, "ran" at
+    /// `site`: its DAG's exit value when that is a failure, else `None`.
+    pub(super) fn subdag_exit(&mut self, job: JobId, now: Time) -> Option<i32> {
+        let exit = self.subdag_failure(job);
+        self.dagmans.run_ended(job, now, exit.unwrap_or(0));
+        exit
+    }
+
+    /// The failure value of sub-DAG node `job`'s DAG (see `subdag_exit`),
+    /// its failed run recorded.
+    fn subdag_failure(&mut self, job: JobId) -> Option<i32> {
+        let k = self.dagmans.of_node(job)?;
+        // With a FINAL node, its outcome is the sub-DAG's.
+        let failed = match self.nodes.subdags[k].final_node {
+            Some(f) => self.state[f] != JobState::Done,
+            None => self.dagmans.sub(k).failed,
+        };
+        if !failed {
+            return None;
+        }
+        // An abort's RETURN 0 is the sub-DAG's success.
+        let exit = self.dagmans.sub(k).aborted.map_or(1, |a| a.dag_return);
+        if exit == 0 {
+            return None;
+        }
+        let (members, state) = (&self.nodes.subdags[k].members, &self.state);
+        let ended = |s: JobState| -> Vec<JobId> {
+            members.iter().copied().filter(|&m| state[m] == s).collect()
+        };
+        let run = SubDagRun {
+            subdag: k,
+            done: ended(JobState::Done),
+            failed: ended(JobState::Failed),
+        };
+        // A sub-DAG whose file could not be read ran nothing to rescue.
+        if !self.nodes.subdags[k].deferred {
+            self.dagmans.runs_failed.push(run);
+        }
+        Some(exit)
+    }
+}
+
+impl Manager {
     /// Sub-DAG `k`'s SERVICE nodes still going are removed once every other
     /// node of it, its FINAL included, is over (its DAGMan's
     /// `RemoveServiceNodes`): they end done, their attempts recorded as
@@ -141,20 +252,6 @@ impl Manager {
                 self.record_removal(j, "its sub-DAG ended (a SERVICE node is removed at its end)");
                 self.set_state(j, JobState::Done);
             }
-        }
-    }
-
-    /// Sub-DAG `k`'s FINAL node is ready once the sub-DAG started (its
-    /// entry, which runs the node's PRE script, is done) and every other
-    /// node of it is over (DAGMan's `Dag::StartFinalNode`).
-    fn release_subdag_final(&mut self, k: usize) {
-        let d = &self.dag.nodes.subdags[k];
-        if let (Some(f), Some(e)) = (d.final_node, d.entry)
-            && self.dag.dagmans.sub(k).not_over == 0
-            && self.dag.state[e] == JobState::Done
-            && self.dag.state[f] == JobState::Waiting
-        {
-            self.make_ready(f);
         }
     }
 
@@ -288,101 +385,5 @@ impl Manager {
                 _ => self.make_ready(m),
             }
         }
-    }
-}
-
-impl NodeLife {
-    /// Whether every node of sub-DAG `k` is over.
-    fn subdag_over(&self, k: usize) -> bool {
-        self.nodes.subdags[k].members.iter().all(|&m| {
-            self.state[m].is_over()
-        })
-    }
-
-    /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
-    /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
-    /// nothing more of it can run).
-    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
-        let Some(k) = self.dagmans.of_node(job) else {
-            return false;
-        };
-        if !self.dagmans.sub(k).failed || self.subdag_over(k) {
-            return false;
-        }
-        if !self.dagmans.sub(k).held {
-            self.dagmans.sub_mut(k).held = true;
-            self.dagmans.holding += 1;
-        }
-        true
-    }
-
-    /// The nodes of a sub-DAG's run again waiting for its entry no-op
-    /// `entry` (none when `entry` is no entry).
-    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
-        self.dagmans
-            .of_entry(entry)
-            .map_or(&[], |k| &self.dagmans.sub(k).gate)
-    }
-
-    /// The PRE script's no-op `job` failed for good: the nodes of its
-    /// sub-DAG's new run that waited for it, and its FINAL node, are
-    /// blocked (the sub-DAG never runs); returns them.
-    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
-        match self.dagmans.of_entry(job) {
-            Some(k) => {
-                let mut gated = std::mem::take(&mut self.dagmans.sub_mut(k).gate);
-                gated.extend(self.nodes.subdags[k].final_node);
-                gated
-            }
-            None => Vec::new(),
-        }
-    }
-
-    /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
-    /// counts the PRE script's failures, and it fails when they fail it.
-    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
-        let k = self.dagmans.of_entry(job)?;
-        Some(self.nodes.subdags[k].node)
-    }
-
-    /// The sub-DAG node `job`, released once its DAG is over, "ran" at
-    /// `site`: its DAG's exit value when that is a failure, else `None`.
-    pub(super) fn subdag_exit(&mut self, job: JobId, now: Time) -> Option<i32> {
-        let exit = self.subdag_failure(job);
-        self.dagmans.run_ended(job, now, exit.unwrap_or(0));
-        exit
-    }
-
-    /// The failure value of sub-DAG node `job`'s DAG (see `subdag_exit`),
-    /// its failed run recorded.
-    fn subdag_failure(&mut self, job: JobId) -> Option<i32> {
-        let k = self.dagmans.of_node(job)?;
-        // With a FINAL node, its outcome is the sub-DAG's.
-        let failed = match self.nodes.subdags[k].final_node {
-            Some(f) => self.state[f] != JobState::Done,
-            None => self.dagmans.sub(k).failed,
-        };
-        if !failed {
-            return None;
-        }
-        // An abort's RETURN 0 is the sub-DAG's success.
-        let exit = self.dagmans.sub(k).aborted.map_or(1, |a| a.dag_return);
-        if exit == 0 {
-            return None;
-        }
-        let (members, state) = (&self.nodes.subdags[k].members, &self.state);
-        let ended = |s: JobState| -> Vec<JobId> {
-            members.iter().copied().filter(|&m| state[m] == s).collect()
-        };
-        let run = SubDagRun {
-            subdag: k,
-            done: ended(JobState::Done),
-            failed: ended(JobState::Failed),
-        };
-        // A sub-DAG whose file could not be read ran nothing to rescue.
-        if !self.nodes.subdags[k].deferred {
-            self.dagmans.runs_failed.push(run);
-        }
-        Some(exit)
     }
 }
