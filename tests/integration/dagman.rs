@@ -2543,6 +2543,27 @@ fn a_run_from_a_named_rescue_file_renames_the_later_ones_and_passes_its_number_d
         assert_eq!(code, Some(1), "{engine}: {out}{err}");
         assert!(err.contains("no rescue DAG number 3"), "{engine}: {err}");
     }
+    // Without scripts run: a sub-DAG node DONE in the top rescue needs
+    // no rescue of its own, and one that is not fails as the run gets to
+    // it, as condor_submit_dag refuses the sub-DAG then.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let top = "JOB a n.sub\nJOB b n.sub\nSUBDAG EXTERNAL s inner.dag\nPARENT a CHILD s\n";
+    let tb = dag_testbed(d, top, "", "");
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    std::fs::write(d.join("inner.dag"), "JOB x n.sub\n").unwrap();
+    std::fs::write(d.join("w.dag.rescue001"), "DONE a\nDONE s\n").unwrap();
+    let (code, out, err) = crate::common::run_testbed(&tb, &["--rescue-from", "1"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_metrics(
+        &metrics(&d.join("w.dag.metrics")),
+        &[("jobs_submitted", 1)],
+        "sim",
+    );
+    std::fs::write(d.join("w.dag.rescue001"), "DONE a\n").unwrap();
+    let (code, out, err) = crate::common::run_testbed(&tb, &["--rescue-from", "1"]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("no rescue DAG number 1"), "{err}");
     // A rescue file that is not there is bad input.
     let dir = tempfile::tempdir().unwrap();
     let tb = rescue_file_testbed(dir.path());

@@ -514,12 +514,12 @@ fn flatten_piece(
         // gridbed (the manager asks for it). A file missing now is read
         // then too: DAGMan runs the DAG, and the node fails if the file is
         // still missing (its DAGMan exits 1).
-        // So is one whose rescue DAG `-DoRescueFrom N` is missing: its
-        // DAGMan cannot start (condor_submit_dag refuses it).
-        let deferred = out.defer
-            && (n.pre.is_some()
-                || !spath.is_file()
-                || rescue::chosen(&spath, &out.rescue).is_err());
+        // So is one whose rescue DAG `-DoRescueFrom N` is missing, scripts
+        // run or not: its DAGMan cannot start (condor_submit_dag refuses
+        // it), which fails its node if the run reaches it, and only then
+        // (a node DONE in the rescue the run started from is not).
+        let no_rescue = spath.is_file() && rescue::chosen(&spath, &out.rescue).is_err();
+        let deferred = no_rescue || out.defer && (n.pre.is_some() || !spath.is_file());
         let (sub, leaves) = if deferred {
             let sub = SubDagInfo {
                 node: name.clone(),
