@@ -32,7 +32,8 @@
 //! tests); the manager holds the clock, the timers and the records. The
 //! node life cycle's release rules are its own (`release`: a node is ready
 //! when its parents are over; the FINAL node, the sub-DAGs' gates and
-//! FINAL nodes in `subdag`), run against a [`node_life::LifePort`] through
+//! FINAL nodes in `subdag`) and its failure rule (a node failed for good
+//! blocks its descendants, `recovery`), run against a [`node_life::LifePort`] through
 //! which it tells the manager of each move and asks the little it needs
 //! (a release's delay, whether a job waits for a twin). The manager's
 //! methods are kept by phase: this file holds the event entry point and
@@ -531,6 +532,23 @@ impl LifePort for Port<'_> {
 
     fn release_at(&mut self, job: JobId, at: Time) {
         self.timers.push(at, Timer::Release { job });
+    }
+
+    fn failed(&mut self, job: JobId, why: String) -> Vec<JobId> {
+        self.records.jobs[job].failure = Some(why);
+        let outputs = &self.wf.jobs[job].outputs;
+        (outputs.iter())
+            .filter_map(|&f| self.grid.replicas.take_waiting(f))
+            .flatten()
+            .collect()
+    }
+
+    fn blocked_by(&self, job: JobId) -> Option<JobId> {
+        self.records.jobs[job].blocked_by
+    }
+
+    fn set_blocked_by(&mut self, job: JobId, by: JobId) {
+        self.records.jobs[job].blocked_by = Some(by);
     }
 }
 

@@ -39,6 +39,13 @@ pub(super) trait LifePort {
     fn release_delay(&mut self) -> Time;
     /// Makes `job` ready at `at` ([`NodeLife::make_ready`] then).
     fn release_at(&mut self, job: JobId, at: Time);
+    /// `job` failed for good, saying `why`; returns the jobs that waited
+    /// for one of its outputs to be made again, which it never will be.
+    fn failed(&mut self, job: JobId, why: String) -> Vec<JobId>;
+    /// The node whose failure left `job` futile, if any.
+    fn blocked_by(&self, job: JobId) -> Option<JobId>;
+    /// `job` is futile: `by` failed above it.
+    fn set_blocked_by(&mut self, job: JobId, by: JobId);
 }
 
 /// Where every node of the run stands in DAGMan's life cycle.

@@ -1,7 +1,10 @@
 //! Nothing lost: transfer retries, re-planning with back-off, failure for
 //! good (DAGMan's rescue semantics), and seed 002's MonitQueue, which kills
 //! jobs idling too long at a site and sends them back to the prescript.
+//! A node's failure for good and what it blocks are the node life cycle's
+//! own rule ([`NodeLife::fail_node`], told through its `LifePort`).
 
+use super::node_life::LifePort;
 use super::*;
 
 /// Waits for room in a row with no job ending anywhere in between, after
@@ -148,80 +151,15 @@ impl Manager {
         }
     }
 
-    /// The jobs waiting for `file` to be made again plan again: it is
-    /// registered, or will never be.
-    pub(super) fn wake_remade(&mut self, file: FileId) {
-        if let Some(jobs) = self.grid.replicas.take_waiting(file) {
-            self.dag.requeue_ready(jobs);
-        }
-    }
-
-    /// The job will never run: its descendants are blocked (DAGMan), while the
-    /// jobs that were only ordered after it are released.
+    /// The job will never run ([`NodeLife::fail_node`]).
     pub(super) fn fail_for_good(&mut self, job: JobId, why: String) {
         self.fail_node(job, why, true);
     }
 
-    /// [`Self::fail_for_good`]; with `futile`, the nodes a stop left
-    /// unrun below `job` become futile too (a removed node's do not: DAGMan
-    /// reads no end of a job it removed).
+    /// The job will never run, its stopped descendants futile or not
+    /// ([`NodeLife::fail_node`]).
     pub(super) fn fail_node(&mut self, job: JobId, why: String, futile: bool) {
-        // A sub-DAG whose PRE script failed for good never runs: its node
-        // fails (no POST script runs), before its DAG's nodes are blocked.
-        if let Some(node) = self.dag.node_of_entry(job)
-            && self.dag.state[node] == JobState::Waiting
-        {
-            self.fail_node(node, format!("its PRE script's no-op failed: {why}"), futile);
-        }
-        self.set_state(job, JobState::Failed);
-        self.records.jobs[job].failure = Some(why);
-        for i in 0..self.wf.jobs[job].outputs.len() {
-            self.wake_remade(self.wf.jobs[job].outputs[i]);
-        }
-        let wf = self.wf.clone();
-        // (node, a stop had left it unrun: a sub-DAG's node counted it then)
-        let mut stack = vec![(job, false)];
-        while let Some((j, was_stopped)) = stack.pop() {
-            for i in 0..self.dag.ordering[j].len() {
-                let c = self.dag.ordering[j][i];
-                self.release_child(c);
-            }
-            let mut gated = self.dag.close_gate(j);
-            gated.extend(self.dag.never_provisioned(j));
-            for &c in wf.children[j].iter().chain(&gated) {
-                // A weak child of the node that failed runs all the same
-                // (DAGMan's weak arc: its parent is over).
-                if j == job && !self.dag.nodes.weak.is_empty() && self.dag.nodes.weak.contains(&(j, c)) {
-                    if self.dag.state[c] == JobState::Waiting {
-                        self.release_child(c);
-                    }
-                    continue;
-                }
-                // A node a stop left unrun becomes futile too.
-                if futile
-                    && self.dag.state[c] == JobState::Blocked
-                    && self.records.jobs[c].blocked_by.is_none()
-                {
-                    self.records.jobs[c].blocked_by = Some(job);
-                    stack.push((c, true));
-                    continue;
-                }
-                if self.dag.state[c] != JobState::Waiting {
-                    continue;
-                }
-                // A sub-DAG's failure stops at its node, whose DAG ends
-                // failed once nothing more of it can run.
-                if let Some(k) = self.dag.dagmans.of_node(c) {
-                    if !was_stopped {
-                        self.life(|dag, port| dag.subdag_leaf_failed(c, k, port));
-                    }
-                    continue;
-                }
-                self.set_state(c, JobState::Blocked);
-                self.records.jobs[c].blocked_by = Some(job);
-                stack.push((c, false));
-            }
-        }
+        self.life(|dag, port| dag.fail_node(job, why, futile, port));
     }
 
     /// A fault at `site` is recorded; a crash takes the site out of every
@@ -344,6 +282,73 @@ impl Manager {
 }
 
 impl NodeLife {
+    /// The node `job` will never run: its descendants are blocked
+    /// (DAGMan), while the jobs that were only ordered after it are
+    /// released; the jobs waiting for its outputs to be made again plan
+    /// again. With `futile`, the nodes a stop left unrun below `job`
+    /// become futile too (a removed node's do not: DAGMan reads no end of
+    /// a job it removed).
+    pub(super) fn fail_node(
+        &mut self,
+        job: JobId,
+        why: String,
+        futile: bool,
+        port: &mut impl LifePort,
+    ) {
+        // A sub-DAG whose PRE script failed for good never runs: its node
+        // fails (no POST script runs), before its DAG's nodes are blocked.
+        if let Some(node) = self.node_of_entry(job)
+            && self.state[node] == JobState::Waiting
+        {
+            let why = format!("its PRE script's no-op failed: {why}");
+            self.fail_node(node, why, futile, port);
+        }
+        self.set_state(job, JobState::Failed, port);
+        let waiting = port.failed(job, why);
+        self.requeue_ready(waiting);
+        // (node, a stop had left it unrun: a sub-DAG's node counted it then)
+        let mut stack = vec![(job, false)];
+        while let Some((j, was_stopped)) = stack.pop() {
+            for i in 0..self.ordering[j].len() {
+                let c = self.ordering[j][i];
+                self.release_child(c, port);
+            }
+            let mut below = port.workflow().children[j].clone();
+            below.extend(self.close_gate(j));
+            below.extend(self.never_provisioned(j));
+            for c in below {
+                // A weak child of the node that failed runs all the same
+                // (DAGMan's weak arc: its parent is over).
+                if j == job && !self.nodes.weak.is_empty() && self.nodes.weak.contains(&(j, c)) {
+                    if self.state[c] == JobState::Waiting {
+                        self.release_child(c, port);
+                    }
+                    continue;
+                }
+                // A node a stop left unrun becomes futile too.
+                if futile && self.state[c] == JobState::Blocked && port.blocked_by(c).is_none() {
+                    port.set_blocked_by(c, job);
+                    stack.push((c, true));
+                    continue;
+                }
+                if self.state[c] != JobState::Waiting {
+                    continue;
+                }
+                // A sub-DAG's failure stops at its node, whose DAG ends
+                // failed once nothing more of it can run.
+                if let Some(k) = self.dagmans.of_node(c) {
+                    if !was_stopped {
+                        self.subdag_leaf_failed(c, k, port);
+                    }
+                    continue;
+                }
+                self.set_state(c, JobState::Blocked, port);
+                port.set_blocked_by(c, job);
+                stack.push((c, false));
+            }
+        }
+    }
+
     /// Those of `jobs` still ready go back to the ready queue.
     pub(super) fn requeue_ready(&mut self, jobs: Vec<JobId>) {
         for job in jobs {

@@ -151,6 +151,8 @@ mod tests {
         moves: Vec<(JobId, JobState, JobState)>,
         ready_at: Vec<Option<Time>>,
         later: Vec<(JobId, Time)>,
+        failures: Vec<(JobId, String)>,
+        blocked_by: Vec<Option<JobId>>,
     }
 
     impl LifePort for Recorder {
@@ -177,6 +179,16 @@ mod tests {
         fn release_at(&mut self, job: JobId, at: Time) {
             self.later.push((job, at));
         }
+        fn failed(&mut self, job: JobId, why: String) -> Vec<JobId> {
+            self.failures.push((job, why));
+            Vec::new()
+        }
+        fn blocked_by(&self, job: JobId) -> Option<JobId> {
+            self.blocked_by[job]
+        }
+        fn set_blocked_by(&mut self, job: JobId, by: JobId) {
+            self.blocked_by[job] = Some(by);
+        }
     }
 
     /// Jobs `j0`..: job `j`'s parents are `parents[j]` (earlier jobs).
@@ -200,6 +212,8 @@ mod tests {
             moves: Vec::new(),
             ready_at: vec![None; n],
             later: Vec::new(),
+            failures: Vec::new(),
+            blocked_by: vec![None; n],
         };
         (life, port)
     }
@@ -213,28 +227,54 @@ mod tests {
     }
 
     proptest! {
-        /// Random DAGs whose ready nodes end in a random order, some
-        /// releases delayed (the release overhead): after every step a node
-        /// is ready exactly when its parents are all done and no delay
-        /// of its release is pending (a plain recount, sharing no code with
-        /// the release rules); the port hears every move, in order; every
-        /// node ends done, ready once.
+        /// Random DAGs whose ready nodes end in a random order, one in five
+        /// failing for good, some releases delayed (the release overhead).
+        /// After every step, against a plain recount sharing no code with
+        /// the rules: a node is ready exactly when its parents are all done
+        /// and no delay of its release is pending, and blocked exactly when
+        /// a parent failed or is blocked, a failed ancestor named as its
+        /// cause; the port hears every move, in order. Every node ends
+        /// done, failed (those failed) or blocked, and every node released
+        /// that was not blocked was made ready.
         #[test]
         fn a_node_is_ready_exactly_when_its_parents_are_done(
             parents in dag(),
-            picks in proptest::collection::vec(any::<proptest::sample::Index>(), 40),
+            picks in proptest::collection::vec((any::<proptest::sample::Index>(), 0..5u8), 40),
             delays in proptest::collection::vec(prop_oneof![Just(0.0), Just(2.0)], 0..20),
         ) {
             let n = parents.len();
             let (mut life, mut port) = life_of(&parents, delays);
             let mut state: Vec<JobState> = life.state.clone();
+            let mut failed = Vec::new();
             let mut picks = picks.into_iter();
+            let ancestor = |a: usize, j: usize| {
+                let mut stack = vec![j];
+                let mut seen = vec![false; n];
+                while let Some(x) = stack.pop() {
+                    for &p in &parents[x] {
+                        if p == a {
+                            return true;
+                        }
+                        if !std::mem::replace(&mut seen[p], true) {
+                            stack.push(p);
+                        }
+                    }
+                }
+                false
+            };
             loop {
-                let done = |j: usize| life.state[j] == JobState::Done;
+                let is = |j: usize, s: JobState| life.state[j] == s;
                 for (j, ps) in parents.iter().enumerate() {
                     let pending = port.later.iter().any(|&(x, _)| x == j);
-                    let free = !done(j) && ps.iter().all(|&p| done(p));
-                    prop_assert_eq!(life.state[j] == JobState::Ready, free && !pending, "j{}", j);
+                    let over = is(j, JobState::Done) || is(j, JobState::Failed);
+                    let free = !over && ps.iter().all(|&p| is(p, JobState::Done));
+                    prop_assert_eq!(is(j, JobState::Ready), free && !pending, "j{}", j);
+                    let dead = ps.iter().any(|&p| is(p, JobState::Failed) || is(p, JobState::Blocked));
+                    prop_assert_eq!(is(j, JobState::Blocked), dead, "j{}", j);
+                    if dead {
+                        let by = port.blocked_by[j];
+                        prop_assert!(by.is_some_and(|f| failed.contains(&f) && ancestor(f, j)), "j{}", j);
+                    }
                 }
                 for &(job, from, to) in &port.moves {
                     prop_assert_eq!(state[job], from);
@@ -244,8 +284,12 @@ mod tests {
                 prop_assert_eq!(&state, &life.state);
                 let ready: Vec<usize> = (0..n).filter(|&j| life.state[j] == JobState::Ready).collect();
                 port.now += 1.0;
-                if let Some(pick) = picks.next().filter(|_| !ready.is_empty()) {
-                    let j = ready[pick.index(ready.len())];
+                let pick = (picks.next().filter(|_| !ready.is_empty()))
+                    .map(|(i, fail)| (ready[i.index(ready.len())], fail == 0));
+                if let Some((j, true)) = pick {
+                    failed.push(j);
+                    life.fail_node(j, "it failed".into(), true, &mut port);
+                } else if let Some((j, false)) = pick {
                     life.set_state(j, JobState::Done, &mut port);
                     life.release_children(j, &mut port);
                 } else if let Some((job, at)) = port.later.pop() {
@@ -259,16 +303,19 @@ mod tests {
                     life.release_children(j, &mut port);
                 }
             }
-            prop_assert!(life.state.iter().all(|&s| s == JobState::Done));
-            let roots_at_0 = (0..n).filter(|&j| parents[j].is_empty());
-            for j in roots_at_0 {
-                // The roots were ready from the start, not through the port.
-                prop_assert!(port.ready_at[j].is_none());
+            for (j, ps) in parents.iter().enumerate() {
+                let s = life.state[j];
+                prop_assert_eq!(s == JobState::Failed, failed.contains(&j), "j{}", j);
+                prop_assert!(matches!(s, JobState::Done | JobState::Failed | JobState::Blocked));
+                if ps.is_empty() {
+                    // The roots were ready from the start, not through the port.
+                    prop_assert!(port.ready_at[j].is_none());
+                } else if s != JobState::Blocked {
+                    prop_assert!(port.ready_at[j].is_some(), "j{} never made ready", j);
+                }
             }
-            let released = (0..n).filter(|&j| !parents[j].is_empty());
-            for j in released {
-                prop_assert!(port.ready_at[j].is_some(), "j{} never made ready", j);
-            }
+            let failures: Vec<JobId> = port.failures.iter().map(|f| f.0).collect();
+            prop_assert_eq!(failures, failed);
         }
     }
 
