@@ -550,6 +550,15 @@ impl LifePort for Port<'_> {
     fn set_blocked_by(&mut self, job: JobId, by: JobId) {
         self.records.jobs[job].blocked_by = Some(by);
     }
+
+    fn runs_again(&mut self, job: JobId) {
+        let record = &mut self.records.jobs[job];
+        (record.failure, record.blocked_by) = (None, None);
+        self.grid.replans[job] = 0;
+        for &f in &self.wf.jobs[job].inputs {
+            self.grid.readers_left[f] += 1;
+        }
+    }
 }
 
 impl Manager {

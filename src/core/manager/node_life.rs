@@ -46,6 +46,9 @@ pub(super) trait LifePort {
     fn blocked_by(&self, job: JobId) -> Option<JobId>;
     /// `job` is futile: `by` failed above it.
     fn set_blocked_by(&mut self, job: JobId, by: JobId);
+    /// `job` runs again with its sub-DAG (a new run of its DAGMan): its
+    /// failure is forgotten, its re-plans reset, its inputs read again.
+    fn runs_again(&mut self, job: JobId);
 }
 
 /// Where every node of the run stands in DAGMan's life cycle.

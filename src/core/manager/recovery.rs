@@ -143,7 +143,7 @@ impl Manager {
             self.fail_for_good(job, why);
         } else if let Some(k) = self.dag.dagmans.of_node(job) {
             // DAGMan submits the sub-DAG again at once.
-            self.restart_subdag(job, k);
+            self.life(|dag, port| dag.restart_subdag(job, k, port));
         } else if at <= self.now {
             self.dag.ready.push(job);
         } else {

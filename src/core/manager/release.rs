@@ -189,6 +189,9 @@ mod tests {
         fn set_blocked_by(&mut self, job: JobId, by: JobId) {
             self.blocked_by[job] = Some(by);
         }
+        fn runs_again(&mut self, job: JobId) {
+            self.blocked_by[job] = None;
+        }
     }
 
     /// Jobs `j0`..: job `j`'s parents are `parents[j]` (earlier jobs).

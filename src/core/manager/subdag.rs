@@ -224,6 +224,78 @@ impl NodeLife {
         }
         Some(exit)
     }
+
+    /// `RETRY` of the sub-DAG node `job` (of sub-DAG `k`): its DAGMan runs
+    /// again from its rescue. Its nodes that did not end well wait again,
+    /// their retries reset, behind its PRE script if it has one; `job`
+    /// waits for its DAG's leaves again.
+    pub(super) fn restart_subdag(&mut self, job: JobId, k: usize, port: &mut impl LifePort) {
+        self.dagmans.sub_mut(k).failed = false;
+        if self.dagmans.sub_mut(k).aborted.take().is_some() {
+            self.dagmans.aborts -= 1;
+        }
+        let sub = self.nodes.subdags[k].clone();
+        // Its FINAL node runs again with every run.
+        let mut again: Vec<JobId> = sub
+            .members
+            .iter()
+            .copied()
+            .filter(|&m| {
+                matches!(self.state[m], JobState::Failed | JobState::Blocked)
+                    || Some(m) == sub.final_node && self.state[m] != JobState::Waiting
+            })
+            .collect();
+        // A nested sub-DAG run again runs its PRE script again too, and so
+        // does this one.
+        for d in &self.nodes.subdags {
+            if let Some(e) = d.entry
+                && (d.node == job || again.contains(&d.node))
+                && self.state[e] == JobState::Done
+            {
+                again.push(e);
+            }
+        }
+        for d in self.nodes.subdags.clone() {
+            if again.contains(&d.node)
+                && let Some(n) = self.dagmans.of_node(d.node)
+            {
+                self.dagmans.sub_mut(n).failed = false;
+                if self.dagmans.sub_mut(n).aborted.take().is_some() {
+                    self.dagmans.aborts -= 1;
+                }
+            }
+        }
+        for &m in &again {
+            self.failures[m] = 0;
+            port.runs_again(m);
+            self.set_state(m, JobState::Waiting, port);
+        }
+        self.set_state(job, JobState::Waiting, port);
+        again.push(job);
+        // Each waits for its parents that have not ended well.
+        for &m in &again {
+            let workflow = port.workflow().jobs[m].parents.iter();
+            let ordering = (0..self.ordering.len()).filter(|&p| self.ordering[p].contains(&m));
+            self.missing_parents[m] = workflow
+                .copied()
+                .chain(ordering)
+                .filter(|&p| self.state[p] != JobState::Done)
+                .count();
+        }
+        for m in again {
+            // A FINAL node waits for the rest of its sub-DAG.
+            if self.missing_parents[m] > 0 || self.dagmans.is_final(m) {
+                continue;
+            }
+            match sub.entry {
+                Some(e) if e != m => {
+                    self.missing_parents[m] += 1;
+                    self.dagmans.sub_mut(k).gate.push(m);
+                }
+                _ => self.make_ready(m, port),
+            }
+        }
+    }
 }
 
 impl Manager {
@@ -306,84 +378,5 @@ impl Manager {
             a.exit = Some(status);
         }
         self.job_exited(job, site, status, out);
-    }
-
-    /// `RETRY` of the sub-DAG node `job` (of sub-DAG `k`): its DAGMan runs
-    /// again from its rescue. Its nodes that did not end well wait again,
-    /// their retries reset, behind its PRE script if it has one; `job`
-    /// waits for its DAG's leaves again.
-    pub(super) fn restart_subdag(&mut self, job: JobId, k: usize) {
-        self.dag.dagmans.sub_mut(k).failed = false;
-        if self.dag.dagmans.sub_mut(k).aborted.take().is_some() {
-            self.dag.dagmans.aborts -= 1;
-        }
-        let sub = self.dag.nodes.subdags[k].clone();
-        // Its FINAL node runs again with every run.
-        let mut again: Vec<JobId> = sub
-            .members
-            .iter()
-            .copied()
-            .filter(|&m| {
-                matches!(self.dag.state[m], JobState::Failed | JobState::Blocked)
-                    || Some(m) == sub.final_node && self.dag.state[m] != JobState::Waiting
-            })
-            .collect();
-        // A nested sub-DAG run again runs its PRE script again too, and so
-        // does this one.
-        for d in &self.dag.nodes.subdags {
-            if let Some(e) = d.entry
-                && (d.node == job || again.contains(&d.node))
-                && self.dag.state[e] == JobState::Done
-            {
-                again.push(e);
-            }
-        }
-        for d in self.dag.nodes.subdags.clone() {
-            if again.contains(&d.node)
-                && let Some(n) = self.dag.dagmans.of_node(d.node)
-            {
-                self.dag.dagmans.sub_mut(n).failed = false;
-                if self.dag.dagmans.sub_mut(n).aborted.take().is_some() {
-                    self.dag.dagmans.aborts -= 1;
-                }
-            }
-        }
-        for &m in &again {
-            self.records.jobs[m].failure = None;
-            self.records.jobs[m].blocked_by = None;
-            self.dag.failures[m] = 0;
-            self.grid.replans[m] = 0;
-            for i in 0..self.wf.jobs[m].inputs.len() {
-                let f = self.wf.jobs[m].inputs[i];
-                self.grid.readers_left[f] += 1;
-            }
-            self.set_state(m, JobState::Waiting);
-        }
-        self.set_state(job, JobState::Waiting);
-        again.push(job);
-        // Each waits for its parents that have not ended well.
-        for &m in &again {
-            let wf = &self.wf;
-            let workflow = wf.jobs[m].parents.iter();
-            let ordering = (0..self.dag.ordering.len()).filter(|&p| self.dag.ordering[p].contains(&m));
-            self.dag.missing_parents[m] = workflow
-                .copied()
-                .chain(ordering)
-                .filter(|&p| self.dag.state[p] != JobState::Done)
-                .count();
-        }
-        for m in again {
-            // A FINAL node waits for the rest of its sub-DAG.
-            if self.dag.missing_parents[m] > 0 || self.dag.dagmans.is_final(m) {
-                continue;
-            }
-            match sub.entry {
-                Some(e) if e != m => {
-                    self.dag.missing_parents[m] += 1;
-                    self.dag.dagmans.sub_mut(k).gate.push(m);
-                }
-                _ => self.make_ready(m),
-            }
-        }
     }
 }
