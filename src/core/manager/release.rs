@@ -322,6 +322,49 @@ mod tests {
         }
     }
 
+    /// A sub-DAG `S` (entry `S+PRE` j0, then its nodes x j1 and y j2,
+    /// x -> y) whose y fails: the failure stops at `S`, which is then
+    /// over for the DAG above; its RETRY runs the sub-DAG again, y and the
+    /// entry waiting again (y behind the entry), x staying done, and `S`
+    /// is ready once y ends well.
+    #[test]
+    fn a_subdag_run_again_waits_behind_its_entry_and_keeps_what_ended_well() {
+        use crate::core::nodes::{NodeSettings, SubDag};
+        let (mut life, mut port) = life_of(&[vec![], vec![0], vec![1], vec![2]], Vec::new());
+        let mut nodes = NodeSettings::none(4);
+        nodes.subdags = vec![SubDag {
+            node: 3,
+            entry: Some(0),
+            members: vec![1, 2],
+            ..Default::default()
+        }];
+        life.dagmans = super::super::dagmans::Dagmans::new(&nodes);
+        life.dagmans.count_nodes(0..4, &life.state);
+        life.nodes = nodes;
+        life.set_lanes(false);
+        for j in [0, 1] {
+            life.set_state(j, JobState::Done, &mut port);
+            life.release_children(j, &mut port);
+        }
+        assert_eq!(life.state[2], JobState::Ready);
+        life.fail_node(2, "y failed".into(), true, &mut port);
+        assert_eq!(port.failures.len(), 1);
+        // The failure stops at S: its DAG is over, failed.
+        assert_eq!(life.state[3], JobState::Ready, "S reports its DAG's end");
+        assert_eq!(life.subdag_exit(3, 1.0), Some(1));
+        life.restart_subdag(3, 0, &mut port);
+        let states = [0, 1, 2, 3].map(|j| life.state[j]);
+        use JobState::*;
+        assert_eq!(states, [Ready, Done, Waiting, Waiting]);
+        life.set_state(0, Done, &mut port);
+        life.release_children(0, &mut port);
+        assert_eq!(life.state[2], Ready, "y behind the entry");
+        life.set_state(2, Done, &mut port);
+        life.release_children(2, &mut port);
+        assert_eq!(life.state[3], Ready);
+        assert_eq!(life.subdag_exit(3, 2.0), None, "its second run ended well");
+    }
+
     #[test]
     fn the_final_node_waits_for_every_other_node() {
         // j0 -> j1; j2 is FINAL.
