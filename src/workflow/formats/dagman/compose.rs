@@ -518,7 +518,9 @@ fn flatten_piece(
         // run or not: its DAGMan cannot start (condor_submit_dag refuses
         // it), which fails its node if the run reaches it, and only then
         // (a node DONE in the rescue the run started from is not).
-        let no_rescue = spath.is_file() && rescue::chosen(&spath, &out.rescue).is_err();
+        let no_rescue = matches!(out.rescue, Rescue::From(_))
+            && spath.is_file()
+            && rescue::chosen(&spath, &out.rescue).is_err();
         let deferred = no_rescue || out.defer && (n.pre.is_some() || !spath.is_file());
         let (sub, leaves) = if deferred {
             let sub = SubDagInfo {
