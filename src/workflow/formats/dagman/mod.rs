@@ -635,14 +635,16 @@ impl DagmanInfo {
                 let n = by_name.get(j.name.as_str())?;
                 // A sub-DAG node's PRE script runs in its entry no-op:
                 // `$JOB` is the node's name.
-                let node = (self.subdags.iter())
-                    .find(|d| d.entry == n.name)
-                    .map_or(&n.name, |d| &d.node);
-                let node = local_name(node, &subdag_nodes);
+                let node = || {
+                    let node = (self.subdags.iter())
+                        .find(|d| d.entry == n.name)
+                        .map_or(&n.name, |d| &d.node);
+                    local_name(node, &subdag_nodes)
+                };
                 let job = (self.run_jobs && !n.noop && n.subdag.is_none())
-                    .then(|| program::program(n, node, dag_dir));
+                    .then(|| program::program(n, node(), dag_dir));
                 (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| NodeScripts {
-                    node: node.to_string(),
+                    node: node().to_string(),
                     max_retries: n.retry,
                     pre: resolve(n, &n.pre),
                     post: resolve(n, &n.post),
