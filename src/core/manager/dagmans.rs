@@ -84,7 +84,8 @@ pub(super) struct Dagman {
     pub(super) counted: bool,
     /// A node of its current run failed for good.
     pub(super) failed: bool,
-    /// Nodes of a run again that wait for its node's PRE script.
+    /// Nodes that wait for its node's PRE script beside its roots: those of
+    /// a run again, and those whose parents were DONE in its rescue DAG.
     pub(super) gate: Vec<JobId>,
     /// Failed, its node waits for its nodes still running.
     pub(super) held: bool,

@@ -743,6 +743,12 @@ impl Manager {
                 self.complete_without_running(j);
             }
         }
+        // A sub-DAG's nodes whose parents were DONE in its rescue DAG still
+        // wait for its run to start, as its roots do.
+        for j in self.dag.hold_for_entries() {
+            self.set_state(j, JobState::Waiting);
+            self.records.jobs[j].ready = None;
+        }
         for j in self.dag.set_services() {
             // Its ready-queue entry is skipped as stale.
             self.set_state(j, JobState::Waiting);

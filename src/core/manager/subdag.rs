@@ -155,7 +155,31 @@ impl NodeLife {
         true
     }
 
-    /// The nodes of a sub-DAG's run again waiting for its entry no-op
+    /// The nodes ready before their sub-DAG's run started (their parents
+    /// DONE in its rescue DAG, read before any node starts) wait for its
+    /// entry no-op, as its roots do: returns them, to move back to waiting.
+    pub(super) fn hold_for_entries(&mut self) -> Vec<JobId> {
+        if self.nodes.subdags.is_empty() {
+            return Vec::new();
+        }
+        let mut held = Vec::new();
+        for j in 0..self.state.len() {
+            let Some(k) = self.dagmans.innermost(j) else {
+                continue;
+            };
+            let entry = self.nodes.subdags[k].entry;
+            if self.state[j] == JobState::Ready
+                && entry.is_some_and(|e| self.state[e] != JobState::Done)
+            {
+                self.missing_parents[j] += 1;
+                self.dagmans.sub_mut(k).gate.push(j);
+                held.push(j);
+            }
+        }
+        held
+    }
+
+    /// The nodes waiting for the entry no-op
     /// `entry` (none when `entry` is no entry).
     pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
         self.dagmans

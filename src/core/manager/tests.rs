@@ -2044,6 +2044,26 @@ fn a_subdags_nodes_start_when_its_provisioner_runs_and_never_if_it_does_not() {
 }
 
 #[test]
+fn a_subdags_node_whose_parents_are_done_in_its_rescue_waits_for_the_subdag_to_start() {
+    // S+a DONE in S's rescue DAG: S+b has no parent left, but S is
+    // submitted only once `top` is over, and S+b runs in it.
+    for provisioner in [None, Some(2)] {
+        let mut w = subdag_provisioner_world(|n| {
+            n.done[3] = true;
+            n.subdags[0].provisioner = provisioner;
+        });
+        assert_eq!(w.m.job_state(4), JobState::Waiting);
+        w.run();
+        assert!(w.m.succeeded(), "{:?}", w.m.counts());
+        let r = w.m.records();
+        let at = |j: JobId| &r.jobs[j].attempts[0];
+        let start = if provisioner.is_some() { at(2).started } else { at(0).ended };
+        assert!(at(4).prescript >= start.unwrap(), "{:?}", at(4));
+        assert!(r.jobs[3].attempts.is_empty(), "S+a is not run again");
+    }
+}
+
+#[test]
 fn dagman_max_jobs_submitted_bounds_each_dagmans_jobs_in_the_queue() {
     // Most jobs of a set in the queue at once, over the run.
     let most = |w: &World, jobs: &[JobId]| {
