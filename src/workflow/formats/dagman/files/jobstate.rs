@@ -1,0 +1,72 @@
+//! `JOBSTATE_LOG`: one line per node event, as DAGMan's `JobstateLog`
+//! writes it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use super::view::*;
+use crate::core::JobId;
+
+/// `inst`'s jobstate log: for each run of its DAGMan, `DAGMAN_STARTED`,
+/// its own nodes' events of that run in time order, `DAGMAN_FINISHED`
+/// (DAGMan appends each run's to the file).
+pub(super) fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String {
+    // (run, time, order, job, attempt, text)
+    let mut events: Vec<(usize, f64, usize, JobId, usize, String)> = Vec::new();
+    for &j in &inst.nodes {
+        let evs = match cx.dag.subdag_of.get(&j) {
+            Some(&k) => subdag_node_events(cx, j, k),
+            None => job_events(cx, j),
+        };
+        for (t, k, start, text) in evs {
+            // The run of the attempt: the last one started by its start.
+            let r = (inst.runs.iter())
+                .rposition(|r| r.start <= start)
+                .unwrap_or(0);
+            events.push((r, t, events.len(), j, k, text));
+        }
+    }
+    events.sort_by(|a, b| {
+        (a.0.cmp(&b.0))
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+    });
+    let tag_of: HashMap<JobId, String> = (inst.nodes.iter())
+        .map(|&j| {
+            let name = cx.dag.workflow.jobs[j].name.as_str();
+            let tag = cx
+                .dag
+                .node_info
+                .get(name)
+                .map_or("-".into(), |n| job_tag(cx.dag.top_dir, n));
+            (j, tag)
+        })
+        .collect();
+    let mut out = String::new();
+    let mut events = events.into_iter().peekable();
+    for (r, run) in inst.runs.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{} INTERNAL *** DAGMAN_STARTED {} ***",
+            seconds(epoch, run.start),
+            run.id
+        );
+        // Each DAGMan numbers its node attempts as they first appear.
+        let mut seq = HashMap::new();
+        while let Some((_, t, _, j, k, text)) = events.next_if(|e| e.0 == r) {
+            let next = seq.len() + 1;
+            let n = *seq.entry((j, k)).or_insert(next);
+            let tag = tag_of.get(&j).map_or("-", String::as_str);
+            let name = cx.dag.local(inst, j);
+            let _ = writeln!(out, "{} {name} {text} {tag} - {n}", seconds(epoch, t));
+        }
+        let _ = writeln!(
+            out,
+            "{} INTERNAL *** DAGMAN_FINISHED {} ***",
+            seconds(epoch, run.end),
+            run.exit
+        );
+    }
+    out
+}
