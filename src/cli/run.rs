@@ -863,6 +863,7 @@ fn write_outputs(
                 say!("{path} written (as the .dag asks)")
             }
             DagFile::Metrics => say!("{path} written (DAGMan's metrics)"),
+            DagFile::DagmanOut => say!("{path} appended to (DAGMan's log)"),
         }
     }
     Ok(())

@@ -344,7 +344,7 @@ fn splices_flatten_with_prefixed_names_and_stand_for_their_roots_and_leaves() {
         (
             "top.dag",
             "JOB A a.sub\nSPLICE S1 diamond.dag\nSPLICE S2 diamond.dag DIR sub\nJOB Z z.sub\n\
-             PARENT A CHILD S1\nPARENT S1 CHILD S2\nPARENT S2 CHILD Z\nMAXJOBS shared 2\n",
+             PARENT A CHILD S1\nPARENT S1 CHILD S2\nPARENT S2 CHILD Z\nMAXJOBS +shared 2\n",
         ),
         ("diamond.dag", DIAMOND),
         ("leaf.dag", "JOB X x.sub\n"),
@@ -363,9 +363,9 @@ fn splices_flatten_with_prefixed_names_and_stand_for_their_roots_and_leaves() {
     // A splice's categories are its own unless `+`-named; DIR carries down.
     let n = |name: &str| node(&info, name);
     assert_eq!(n("S1+C").category.as_deref(), Some("S1+local"));
-    assert_eq!(n("S2+D").category.as_deref(), Some("shared"));
+    assert_eq!(n("S2+D").category.as_deref(), Some("+shared"));
     assert_eq!(info.max_jobs.get("S1+local"), Some(&1));
-    assert_eq!(info.max_jobs.get("shared"), Some(&2));
+    assert_eq!(info.max_jobs.get("+shared"), Some(&2));
     assert_eq!(n("S2+N+X").dir.as_deref(), Some("sub/"));
     assert_eq!(n("S1+B").dir, None);
 }
@@ -2199,8 +2199,10 @@ fn a_library_caller_writes_each_dagmans_files() {
         [
             ("j.log".to_string(), DagFile::JobstateLog),
             ("w.dag.metrics".to_string(), DagFile::Metrics),
+            ("w.dag.dagman.out".to_string(), DagFile::DagmanOut),
             ("inner.log".to_string(), DagFile::JobstateLog),
             ("inner.dag.metrics".to_string(), DagFile::Metrics),
+            ("inner.dag.dagman.out".to_string(), DagFile::DagmanOut),
         ]
     );
     let inner = std::fs::read_to_string(d.join("inner.log")).unwrap();
@@ -2573,4 +2575,94 @@ fn a_run_from_a_named_rescue_file_renames_the_later_ones_and_passes_its_number_d
         err.contains("w.dag.rescue009") && err.contains("no such rescue file"),
         "{err}"
     );
+}
+
+/// Each DAGMan's log, `<dag>.dagman.out`, in DAGMan's words
+/// (`debug_printf` lines with its header; `DAGMAN_DEBUG = D_TEST D_CAT` from
+/// the DAG's CONFIG tags each line and adds `CHECK CATEGORY`): a retry
+/// after a job's failure, a NOOP node's faked job, a sub-DAG's recursive
+/// submit and its own log, the exit; a failed run's log, and the rescue
+/// run's appended to it. Both engines.
+#[test]
+fn each_dagman_writes_its_log_in_dagmans_words() {
+    let header =
+        regex_lite::Regex::new(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d \(D_(ALWAYS|TEST)\) ").unwrap();
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let top = "CONFIG w.config\nJOB a n.sub\nCATEGORY a cat\nMAXJOBS cat 1\n\
+                   JOB b n.sub\nRETRY b 2\nJOB c n.sub NOOP\n\
+                   SUBDAG EXTERNAL s inner.dag\nPARENT a CHILD c\nPARENT b c CHILD s\n";
+        let tb = dag_testbed(d, top, "", "");
+        std::fs::write(d.join("w.config"), "DAGMAN_DEBUG = D_TEST D_CAT\n").unwrap();
+        std::fs::write(d.join("inner.dag"), "JOB x n.sub\n").unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let log = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
+        for l in log.lines() {
+            assert!(header.is_match(l), "{engine}: `{l}`");
+        }
+        let at = |s: &str| {
+            log.find(s)
+                .unwrap_or_else(|| panic!("{engine}: no `{s}` in\n{log}"))
+        };
+        at("(D_TEST) CHECK CATEGORY cat 1 1");
+        // b's first attempt exits 5 (the sidecar): it is retried once.
+        let failed =
+            regex_lite::Regex::new(r"Node b job proc \(\d+\.0\.0\) failed with status 5\.")
+                .unwrap()
+                .find(&log)
+                .unwrap_or_else(|| panic!("{engine}: b's failure not logged"))
+                .start();
+        let retry = at("Retrying node b (retry #1 of 2)...");
+        assert!(failed < retry, "{engine}");
+        assert!(!log.contains("retry #2 of 2"), "{engine}");
+        assert_eq!(
+            log.matches("Event: ULOG_SUBMIT for HTCondor Node b ")
+                .count(),
+            2
+        );
+        // c is a NOOP node: DAGMan fakes its job, with no HTCondor id.
+        at("Event: ULOG_SUBMIT for HTCondor Node c (0.2147483647.1)");
+        at("Node c job proc (0.2147483647.1) completed successfully.");
+        let recursive =
+            at("Recursive submit command: <condor_submit_dag -no_submit -update_submit inner.dag>");
+        assert!(recursive > retry, "{engine}: s after b");
+        assert!(
+            log.trim_end().ends_with("EXITING WITH STATUS 0"),
+            "{engine}"
+        );
+        let inner = std::fs::read_to_string(d.join("inner.dag.dagman.out")).unwrap();
+        assert!(inner.contains("Node x job proc ("), "{engine}: {inner}");
+        assert!(
+            inner.trim_end().ends_with("EXITING WITH STATUS 0"),
+            "{engine}"
+        );
+        // b fails for good without its RETRY: the DAG exits 1, and the run
+        // from its rescue DAG appends to the log.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, "JOB a n.sub\nJOB b n.sub\nPARENT a CHILD b\n", "", "");
+        for run in 1..=2 {
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            assert_eq!(code, Some(1), "{engine} run {run}: {out}{err}");
+        }
+        let log = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
+        assert_eq!(log.matches("STARTING UP").count(), 2, "{engine}");
+        assert_eq!(
+            log.matches("DAG status: 2 (DAG_STATUS_NODE_FAILED)")
+                .count(),
+            2
+        );
+        assert_eq!(log.matches("EXITING WITH STATUS 1").count(), 2, "{engine}");
+        let second = log.rfind("STARTING UP").unwrap();
+        assert!(log[second..].contains(
+            "Found rescue DAG number 1; running w.dag.rescue001 in combination with normal DAG file"
+        ));
+        assert!(
+            !log[second..].contains("Node a job proc"),
+            "{engine}: a DONE"
+        );
+        assert!(!log.contains("(D_ALWAYS)"), "{engine}: no D_CAT, no tags");
+    }
 }

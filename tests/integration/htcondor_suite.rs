@@ -136,6 +136,12 @@ struct Check {
     order: bool,
     #[serde(default)]
     exact: bool,
+    /// `file-lines`: patterns no line may match.
+    #[serde(default)]
+    absent: Vec<String>,
+    /// `file-lines`: only the lines matching this pattern are compared.
+    #[serde(default)]
+    filter: String,
     #[serde(default = "yes")]
     checkable: bool,
     #[serde(default)]
@@ -408,6 +414,32 @@ fn find_lines(text: &str, want: &[String], order: bool, exact: bool) -> Result<(
     Ok(())
 }
 
+/// No line of `text` matches any of `patterns`; else the first that does.
+fn find_none(text: &str, patterns: &[String]) -> Result<(), String> {
+    for p in patterns {
+        let r = regex_lite::Regex::new(p).map_err(|e| format!("pattern `{p}`: {e}"))?;
+        if let Some(l) = text.lines().find(|l| r.is_match(l)) {
+            return Err(format!("`{p}` found: `{l}`"));
+        }
+    }
+    Ok(())
+}
+
+/// The HTCondor settings a driver asks of its pool (its
+/// `CONDOR_TESTREQ_CONFIG` block), as the `_CONDOR_<NAME>` environment
+/// variables that set them for a DAGMan started in it.
+fn pool_config(driver: &str) -> Vec<(String, String)> {
+    let Some(at) = driver.find("CONDOR_TESTREQ_CONFIG") else {
+        return Vec::new();
+    };
+    let block = driver[at..].lines().skip(1);
+    block
+        .take_while(|l| !l.contains("CONDOR_TESTREQ_CONFIG") && !l.contains("\"\"\""))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (format!("_CONDOR_{}", k.trim()), v.trim().to_string()))
+        .collect()
+}
+
 /// Each run of `job` that started: (start, end), the end being when the
 /// site reported the program's end (or the node's, where it has none).
 fn runs(job: &JobEntry) -> impl Iterator<Item = (f64, f64)> + '_ {
@@ -527,8 +559,21 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
         "exit" => Ok(()),
         "status-lines" | "jobstate-lines" => find_lines(&read(&c.file)?, &expected()?, true, false)
             .map_err(|e| format!("{}: {e}", c.file)),
-        "file-lines" => find_lines(&read(&c.file)?, &expected()?, c.order, c.exact)
-            .map_err(|e| format!("{}: {e}", c.file)),
+        "file-lines" => {
+            let text = read(&c.file)?;
+            let text = match c.filter.as_str() {
+                "" => text,
+                f => {
+                    let f = regex_lite::Regex::new(f).map_err(|e| format!("filter `{f}`: {e}"))?;
+                    (text.lines().filter(|l| f.is_match(l)))
+                        .map(|l| format!("{l}\n"))
+                        .collect()
+                }
+            };
+            find_lines(&text, &expected()?, c.order, c.exact)
+                .and_then(|()| find_none(&text, &c.absent))
+                .map_err(|e| format!("{}: {e}", c.file))
+        }
         "absent" => match dir.join(&c.file).exists() {
             false => Ok(()),
             true => Err(format!("{} exists", c.file)),
@@ -736,6 +781,9 @@ fn run_python(entry: &Entry, engine: &str) -> Result<(), String> {
         .env("GRIDBED_SITES", crate::common::catalog())
         .env("GRIDBED_ENGINE", engine)
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(pool_config(
+            &std::fs::read_to_string(folder().join(&entry.driver)).unwrap_or_default(),
+        ))
         .output()
         .map_err(|e| format!("python3: {e}"))?;
     let uncounted = |id: &str| {
@@ -806,12 +854,14 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
         db.to_str().unwrap(),
     ];
     args.extend(flags.iter().map(String::as_str));
+    let driver = std::fs::read_to_string(src.join(&entry.driver)).unwrap_or_default();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gridbed"))
         .args(["run", tb.to_str().unwrap(), "--sites"])
         .arg(crate::common::catalog())
         .arg("-q")
         .args(&args)
         .env("PERL5LIB", shim())
+        .envs(pool_config(&driver))
         .output()
         .unwrap();
     let (code, err) = (out.status.code(), String::from_utf8_lossy(&out.stderr));
@@ -837,9 +887,9 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
             ));
         }
     }
-    let driver = std::fs::read_to_string(src.join(&entry.driver)).unwrap_or_default();
-    // `other` checks are not carried out (gridbed writes no dagman.out or
-    // job output): the catalogue says what they ask.
+    // `other` checks are not carried out (what they read gridbed does not
+    // write, such as the jobs' own output): the catalogue says what they
+    // ask.
     let carried_out = |c: &&Check| c.checkable && c.kind != "other";
     for c in entry.check.iter().filter(carried_out) {
         if let Err(e) = check(dir.path(), &driver, c) {

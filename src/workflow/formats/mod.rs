@@ -522,6 +522,9 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
         }
         dagman::apply_sidecar(sidecar, &mut parsed)?;
     }
+    if let Some(info) = parsed.dagman.as_mut() {
+        dagman::apply_environment(info);
+    }
     // A DAGMan CONFIG file is read relative to the .dag.
     if let Some(info) = parsed.dagman.as_mut()
         && let Some(config) = info.config.clone()

@@ -162,6 +162,7 @@ fn subdag_config(
     out: &mut Flat,
 ) -> Result<super::DagmanInfo, FormatError> {
     let mut own = super::DagmanInfo::default();
+    super::apply_environment(&mut own);
     let Some(config) = &file.info.config else {
         return Ok(own);
     };
@@ -308,6 +309,8 @@ fn flatten_subdag(
         provisioner,
         submit_depth_first: config.submit_depth_first,
         always_run_post: config.always_run_post,
+        prohibit_multi_jobs: config.prohibit_multi_jobs,
+        debug: config.debug,
         deferred: false,
         dot,
         node_status_file,
@@ -393,10 +396,11 @@ fn flatten_piece(
     let (dir, depth) = (place.dir, place.depth);
     let first = out.nodes.len();
     let nested = !prefix.is_empty();
-    let category = |c: &str| match c.strip_prefix('+') {
-        Some(global) => global.to_string(),
-        None if nested => format!("{prefix}{c}"),
-        None => c.to_string(),
+    // A global category (`+name`) keeps its name, `+` included, as in
+    // DAGMan: it is not the top DAG's `name`.
+    let category = |c: &str| match c.starts_with('+') || !nested {
+        true => c.to_string(),
+        false => format!("{prefix}{c}"),
     };
     out.warnings.extend(file.warnings);
     scope.add(file.descriptions, path, out);

@@ -186,6 +186,10 @@ pub struct SubDagInfo {
     pub submit_depth_first: Option<bool>,
     /// `DAGMAN_ALWAYS_RUN_POST` of its own `CONFIG`.
     pub always_run_post: Option<bool>,
+    /// `DAGMAN_PROHIBIT_MULTI_JOBS` of its own `CONFIG`.
+    pub prohibit_multi_jobs: Option<bool>,
+    /// `DAGMAN_DEBUG` of its own `CONFIG`.
+    pub debug: Option<String>,
     /// Its file is read only once its node's PRE script has run (which may
     /// write it), as DAGMan reads it: until then it has no members
     /// ([`DagmanInfo::read_subdag`]).
@@ -238,6 +242,14 @@ pub struct DagmanInfo {
     /// `DAGMAN_ALWAYS_RUN_POST` (from `CONFIG`, or `-AlwaysRunPost`): a
     /// node whose PRE script failed still runs its POST script.
     pub always_run_post: Option<bool>,
+    /// `DAGMAN_PROHIBIT_MULTI_JOBS` (from `CONFIG`): a node's job may not
+    /// be a cluster of several (gridbed's never are; its DAGMan log says
+    /// the setting).
+    pub prohibit_multi_jobs: Option<bool>,
+    /// `DAGMAN_DEBUG` (from `CONFIG`, or the environment's
+    /// `_CONDOR_DAGMAN_DEBUG`): the extra kinds of line its DAGMan log has
+    /// (`D_TEST`'s, and `D_CAT`'s and `D_PID`'s tags).
+    pub debug: Option<String>,
     /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` (from `CONFIG`): every node's
     /// `TOLERANCE` unless it has its own.
     pub node_job_failure_tolerance: Option<u32>,
@@ -271,6 +283,9 @@ pub struct DagmanInfo {
     /// The number of the rescue DAG the run started from (0: none), as
     /// DAGMan reports it ([`rescue::number`]).
     pub rescue_number: u32,
+    /// How the run chose the rescue (or save file) it started from, as
+    /// asked.
+    pub started_from: rescue::Rescue,
     /// The rescue number after which the run renames the DAG's rescues to
     /// `.old` as it starts (DAGMan's `-DoRescueFrom` and `-RescueFile`; see
     /// [`DagmanInfo::rename_later_rescues`]).
@@ -787,8 +802,19 @@ impl DagmanInfo {
     }
 }
 
+/// The DAGMan settings HTCondor takes from the environment before its
+/// configuration files (`_CONDOR_<NAME>`), as a DAGMan started in it
+/// would: `DAGMAN_DEBUG`.
+pub fn apply_environment(info: &mut DagmanInfo) {
+    if let Ok(v) = std::env::var("_CONDOR_DAGMAN_DEBUG") {
+        info.debug = Some(v);
+    }
+}
+
 /// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings,
-/// `DAGMAN_SUBMIT_DEPTH_FIRST` and `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` into
+/// `DAGMAN_SUBMIT_DEPTH_FIRST`, `DAGMAN_ALWAYS_RUN_POST`,
+/// `DAGMAN_PROHIBIT_MULTI_JOBS`, `DAGMAN_DEBUG` and
+/// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` into
 /// `info`. Returns the other `DAGMAN_*` settings it names, with their
 /// lines: gridbed does not read them, and the caller says so.
 pub fn apply_config(
@@ -808,8 +834,13 @@ pub fn apply_config(
         let flag = match key.as_str() {
             "DAGMAN_SUBMIT_DEPTH_FIRST" => Some(&mut info.submit_depth_first),
             "DAGMAN_ALWAYS_RUN_POST" => Some(&mut info.always_run_post),
+            "DAGMAN_PROHIBIT_MULTI_JOBS" => Some(&mut info.prohibit_multi_jobs),
             _ => None,
         };
+        if key == "DAGMAN_DEBUG" {
+            info.debug = Some(value.trim().to_string());
+            continue;
+        }
         if let Some(flag) = flag {
             // HTCondor's booleans: true/false, in any case, or t/f.
             let v = value.trim().to_ascii_lowercase();
@@ -1055,6 +1086,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
                 rescue: opts.rescue.for_subdags(path),
             },
             rescue_number: rescue::number(path, &opts.rescue),
+            started_from: opts.rescue.clone(),
             renames_after: match opts.rescue {
                 rescue::Rescue::From(_) | rescue::Rescue::File(_) => {
                     Some(rescue::number(path, &opts.rescue))

@@ -7,6 +7,7 @@ environment: GRIDBED_ENGINE, GRIDBED_BIN, GRIDBED_SITES)."""
 import contextlib
 import enum
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,7 @@ __all__ = [
     "JobStatus",
     "ChangeDir",
     "write_file",
+    "DaemonLog",
 ]
 
 
@@ -177,3 +179,41 @@ class Condor:
         cluster = Condor._next_cluster
         Condor._next_cluster += 1
         return Handle(cluster, run.returncode)
+
+
+class DaemonLog:
+    """A daemon's log (here the DAGMan log gridbed writes,
+    `<dag>.dagman.out`), read as messages: each line's header
+    (`MM/DD/YY HH:MM:SS`, then tags such as `(D_TEST)`) parsed off."""
+
+    _LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d(?:\.\d+)? ((?:\([^()]+\) +)*)(.*)$")
+
+    def __init__(self, path):
+        self.path = Path(path)
+
+    def open(self):
+        return _DaemonLogStream(self.path)
+
+
+class _DaemonLogStream:
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                line = line.rstrip("\n")
+                m = DaemonLog._LINE.match(line)
+                if m:
+                    yield _LogMessage(line, re.findall(r"\(([^()]+)\)", m.group(1)), m.group(2))
+
+
+class _LogMessage:
+    def __init__(self, line, tags, message):
+        self.line, self.tags, self.message = line, tags, message
+
+    def __str__(self):
+        return self.line
+
+    def __contains__(self, item):
+        return item in self.message

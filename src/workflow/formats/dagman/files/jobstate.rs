@@ -15,16 +15,14 @@ pub(super) fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Stri
     // (run, time, order, job, attempt, text)
     let mut events: Vec<(usize, f64, usize, JobId, usize, String)> = Vec::new();
     for &j in &inst.nodes {
-        let evs = match cx.dag.subdag_of.get(&j) {
-            Some(&k) => subdag_node_events(cx, j, k),
-            None => job_events(cx, j),
-        };
-        for (t, k, start, text) in evs {
+        for (t, k, start, event) in node_events(cx, j) {
             // The run of the attempt: the last one started by its start.
             let r = (inst.runs.iter())
                 .rposition(|r| r.start <= start)
                 .unwrap_or(0);
-            events.push((r, t, events.len(), j, k, text));
+            for text in words(&event) {
+                events.push((r, t, events.len(), j, k, text));
+            }
         }
     }
     events.sort_by(|a, b| {
@@ -69,4 +67,26 @@ pub(super) fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Stri
         );
     }
     out
+}
+
+/// `event` in the jobstate log's words: one line or two.
+fn words(event: &NodeEvent) -> Vec<String> {
+    let outcome = |ok: bool| if ok { "SUCCESS" } else { "FAILURE" };
+    match event {
+        NodeEvent::PreStarted => vec!["PRE_SCRIPT_STARTED -".into()],
+        NodeEvent::PreEnded(st) => vec![format!("PRE_SCRIPT_{} -", outcome(*st == 0))],
+        NodeEvent::Submitted(id) => vec![format!("SUBMIT {id}")],
+        NodeEvent::SubmitFailed => vec!["SUBMIT_FAILURE -".into()],
+        NodeEvent::Executing(id) => vec![format!("EXECUTE {id}")],
+        NodeEvent::Terminated(id, exit) => vec![
+            format!("JOB_TERMINATED {id}"),
+            format!("JOB_{} {exit}", outcome(*exit == 0)),
+        ],
+        NodeEvent::Aborted(id) => vec![format!("JOB_ABORTED {id}"), "JOB_FAILURE -1002".into()],
+        NodeEvent::PostStarted(id) => vec![format!("POST_SCRIPT_STARTED {id}")],
+        NodeEvent::PostEnded(id, st) => vec![
+            format!("POST_SCRIPT_TERMINATED {id}"),
+            format!("POST_SCRIPT_{} {id}", outcome(*st == 0)),
+        ],
+    }
 }

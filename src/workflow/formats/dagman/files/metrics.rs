@@ -115,7 +115,3 @@ pub(super) fn metrics_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Stri
     field("jobs_failed", (submitted - left).to_string());
     format!("{{\n{out}    \"DagStatus\":{}\n}}\n", last.dag_status)
 }
-
-/// The HTCondor release whose DAGMan files gridbed writes as (the version
-/// of its metrics file, and of HTCondor's tests it is checked against).
-const HTCONDOR_VERSION: &str = "25.14.0";

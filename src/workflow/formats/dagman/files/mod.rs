@@ -41,6 +41,7 @@
 //! run's nominal time after `epoch`;
 //! the human-readable ones (DAGMan's `ctime`) are in UTC.
 
+mod dagman_out;
 mod dot;
 mod jobstate;
 mod metrics;
@@ -89,6 +90,8 @@ pub enum DagFile {
     Rescue,
     /// `<dag>.metrics`, which every DAGMan writes as it exits.
     Metrics,
+    /// `<dag>.dagman.out`, the log every DAGMan writes (appends to).
+    DagmanOut,
 }
 
 /// Writes every file a `.dag` run writes as it ends, as its DAGMans do:
@@ -135,6 +138,12 @@ pub fn write_at_end(
             metrics::metrics_file(&cx, inst, epoch),
             DagFile::Metrics,
         )?;
+        // DAGMan appends to its log, run after run.
+        let log = inst.dir.join(format!("{}.dagman.out", inst.file));
+        let mut file = (std::fs::OpenOptions::new().create(true).append(true)).open(&log)?;
+        let text = dagman_out::dagman_out(&cx, inst, epoch);
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        written.push((log, DagFile::DagmanOut));
         let Some(d) = inst.dot else {
             continue;
         };

@@ -13,6 +13,10 @@ use crate::core::records::{Attempt, Outcome};
 use crate::core::result::RunResult;
 use crate::core::{JobId, ScriptKind};
 
+/// The HTCondor release whose DAGMan files gridbed writes as (the version
+/// of its metrics file, and of HTCondor's tests it is checked against).
+pub(super) const HTCONDOR_VERSION: &str = "25.14.0";
+
 /// DAGMan's node states (`Node::status_t`), numbered as its status file
 /// numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +198,8 @@ pub(super) struct Instance<'a> {
     pub(super) nodes: Vec<JobId>,
     /// Its DAGMan's runs, in order (the top DAG's: one).
     pub(super) runs: Vec<DagRun>,
+    /// The sub-DAG it is (none: the top DAG).
+    pub(super) subdag: Option<usize>,
 }
 
 /// One run of a DAGMan, from its start to its exit.
@@ -283,6 +289,7 @@ impl<'a> Dag<'a> {
             dot: info.dot.as_ref(),
             nodes: self.own_of(None),
             runs,
+            subdag: None,
         }
     }
 
@@ -461,6 +468,7 @@ impl<'a> Ctx<'a> {
                 dot: d.dot.as_ref(),
                 nodes,
                 runs,
+                subdag: Some(k),
             });
         }
         all
@@ -480,46 +488,70 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// A node's jobstate-log events: `(time, attempt, attempt's start, text)`,
-/// in the order DAGMan sees them within each attempt.
-pub(super) type NodeEvents = Vec<(f64, usize, f64, String)>;
+/// Something that happened to a node, as its DAGMan sees it: each file
+/// that logs node events writes these in its own words.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum NodeEvent {
+    /// Its PRE script started.
+    PreStarted,
+    /// Its PRE script exited with this status.
+    PreEnded(i32),
+    /// Its job (of this HTCondor id) was submitted.
+    Submitted(String),
+    /// Its job could not be submitted.
+    SubmitFailed,
+    /// Its job started running.
+    Executing(String),
+    /// Its job ended with this exit.
+    Terminated(String, i32),
+    /// Its job was removed from the queue.
+    Aborted(String),
+    /// Its POST script started (the job's id).
+    PostStarted(String),
+    /// Its POST script exited with this status.
+    PostEnded(String, i32),
+}
 
-/// The jobstate-log events of a node that runs a job.
-pub(super) fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
+/// A node's events: `(time, attempt, attempt's start, event)`, in the
+/// order DAGMan sees them within each attempt.
+pub(super) type NodeEvents = Vec<(f64, usize, f64, NodeEvent)>;
+
+/// A node's events, whether it runs a job or a sub-DAG.
+pub(super) fn node_events(cx: &Ctx, j: JobId) -> NodeEvents {
+    match cx.dag.subdag_of.get(&j) {
+        Some(&k) => subdag_node_events(cx, j, k),
+        None => job_events(cx, j),
+    }
+}
+
+/// The events of a node that runs a job.
+fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
     let mut events = NodeEvents::new();
     for (k, a) in cx.run.records.jobs[j].attempts.iter().enumerate() {
-        let mut ev = |t: f64, text: String| events.push((t, k, a.prescript, text));
+        let mut ev = |t: f64, e: NodeEvent| events.push((t, k, a.prescript, e));
         let id = cx.id(Submission::Job(j, k));
         let pre_failed = pre_events(a, &mut ev);
         if let Some(t) = a.submitted {
-            ev(t, format!("SUBMIT {id}"));
+            ev(t, NodeEvent::Submitted(id.clone()));
         } else if matches!(a.outcome, Outcome::StagingFailed(_))
             && !pre_failed
             && let Some(t) = a.ended
         {
-            ev(t, "SUBMIT_FAILURE -".into());
+            ev(t, NodeEvent::SubmitFailed);
         }
         if let Some(t) = a.started {
-            ev(t, format!("EXECUTE {id}"));
+            ev(t, NodeEvent::Executing(id.clone()));
         }
         if let Some(t) = a.finished {
             match a.exit {
-                Some(status) => {
-                    ev(t, format!("JOB_TERMINATED {id}"));
-                    let what = if status == 0 { "SUCCESS" } else { "FAILURE" };
-                    ev(t, format!("JOB_{what} {status}"));
-                }
-                None => {
-                    ev(t, format!("JOB_ABORTED {id}"));
-                    ev(t, "JOB_FAILURE -1002".into());
-                }
+                Some(status) => ev(t, NodeEvent::Terminated(id.clone(), status)),
+                None => ev(t, NodeEvent::Aborted(id.clone())),
             }
         } else if (a.outcome == Outcome::Killed
             || matches!(a.outcome, Outcome::Removed(_)) && a.submitted.is_some())
             && let Some(t) = a.ended
         {
-            ev(t, format!("JOB_ABORTED {id}"));
-            ev(t, "JOB_FAILURE -1002".into());
+            ev(t, NodeEvent::Aborted(id.clone()));
         }
         post_events(a, &id, &mut ev);
     }
@@ -527,39 +559,36 @@ pub(super) fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
 }
 
 /// An attempt's PRE script events; returns whether it failed.
-pub(super) fn pre_events(a: &Attempt, ev: &mut impl FnMut(f64, String)) -> bool {
+fn pre_events(a: &Attempt, ev: &mut impl FnMut(f64, NodeEvent)) -> bool {
     let mut failed = false;
     for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Pre) {
-        ev(s.start, "PRE_SCRIPT_STARTED -".into());
+        ev(s.start, NodeEvent::PreStarted);
         if let (Some(end), Some(st)) = (s.end, s.status) {
             failed |= st != 0;
-            let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
-            ev(end, format!("PRE_SCRIPT_{what} -"));
+            ev(end, NodeEvent::PreEnded(st));
         }
     }
     failed
 }
 
 /// An attempt's POST script events, its job's HTCondor id `id`.
-pub(super) fn post_events(a: &Attempt, id: &str, ev: &mut impl FnMut(f64, String)) {
+fn post_events(a: &Attempt, id: &str, ev: &mut impl FnMut(f64, NodeEvent)) {
     for s in a.scripts.iter().filter(|s| s.kind == ScriptKind::Post) {
-        ev(s.start, format!("POST_SCRIPT_STARTED {id}"));
+        ev(s.start, NodeEvent::PostStarted(id.to_string()));
         if let (Some(end), Some(st)) = (s.end, s.status) {
-            ev(end, format!("POST_SCRIPT_TERMINATED {id}"));
-            let what = if st == 0 { "SUCCESS" } else { "FAILURE" };
-            ev(end, format!("POST_SCRIPT_{what} {id}"));
+            ev(end, NodeEvent::PostEnded(id.to_string(), st));
         }
     }
 }
 
-/// The jobstate-log events of the `SUBDAG EXTERNAL` node `node` (of
-/// sub-DAG `k`) as the DAGMan above writes them: one job, its sub-DAG's
-/// DAGMan, submitted and executing as its PRE script ends, terminated
-/// with its DAGMan's exit. Each attempt's PRE script is its entry no-op's
-/// attempt's; each attempt whose PRE script went well runs the sub-DAG
-/// once; each run that ended is one attempt of the node's own no-op, with
-/// its POST script.
-pub(super) fn subdag_node_events(cx: &Ctx, node: JobId, k: usize) -> NodeEvents {
+/// The events of the `SUBDAG EXTERNAL` node `node` (of sub-DAG `k`) as
+/// the DAGMan above sees them: one job, its sub-DAG's DAGMan, submitted
+/// and executing as its PRE script ends, terminated with its DAGMan's
+/// exit. Each attempt's PRE script is its entry no-op's attempt's; each
+/// attempt whose PRE script went well runs the sub-DAG once; each run
+/// that ended is one attempt of the node's own no-op, with its POST
+/// script.
+fn subdag_node_events(cx: &Ctx, node: JobId, k: usize) -> NodeEvents {
     let dag = &cx.dag;
     let Some(&entry) = dag.index.get(dag.info.subdags[k].entry.as_str()) else {
         return NodeEvents::new();
@@ -569,7 +598,7 @@ pub(super) fn subdag_node_events(cx: &Ctx, node: JobId, k: usize) -> NodeEvents 
     let mut ended = jobs[node].attempts.iter();
     let mut events = NodeEvents::new();
     for (n, a) in jobs[entry].attempts.iter().enumerate() {
-        let mut ev = |t: f64, text: String| events.push((t, n, a.prescript, text));
+        let mut ev = |t: f64, e: NodeEvent| events.push((t, n, a.prescript, e));
         pre_events(a, &mut ev);
         if a.outcome != Outcome::Ended {
             continue;
@@ -578,22 +607,17 @@ pub(super) fn subdag_node_events(cx: &Ctx, node: JobId, k: usize) -> NodeEvents 
             continue; // PRE_SKIP: no run
         };
         let id = cx.id(Submission::Dagman(i));
-        ev(s.started, format!("SUBMIT {id}"));
-        ev(s.started, format!("EXECUTE {id}"));
+        ev(s.started, NodeEvent::Submitted(id.clone()));
+        ev(s.started, NodeEvent::Executing(id.clone()));
         match (s.ended, s.exit) {
             (Some(t), Some(exit)) => {
-                ev(t, format!("JOB_TERMINATED {id}"));
-                let what = if exit == 0 { "SUCCESS" } else { "FAILURE" };
-                ev(t, format!("JOB_{what} {exit}"));
+                ev(t, NodeEvent::Terminated(id.clone(), exit));
                 if let Some(own) = ended.next() {
                     post_events(own, &id, &mut ev);
                 }
             }
             // Removed with the DAG above.
-            _ => {
-                ev(cx.run.makespan, format!("JOB_ABORTED {id}"));
-                ev(cx.run.makespan, "JOB_FAILURE -1002".into());
-            }
+            _ => ev(cx.run.makespan, NodeEvent::Aborted(id)),
         }
     }
     events
