@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{
-    CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, write_json,
+    CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, load_to_run, write_json,
 };
 use crate::config::{Scenario, WorkflowSource};
 use crate::core::observer::BoxedObserver;
@@ -128,7 +128,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     check_output("--db", args.db.as_deref())?;
     check_output("--memo", args.memo.as_deref())?;
     check_address("--metrics-addr", args.metrics_addr)?;
-    let mut scenario = load(&args.scenario)?;
+    let mut scenario = load_to_run(&args.scenario)?;
     if let Some(src) = scenario.source.as_ref()
         && let Some(info) = &src.dagman
     {

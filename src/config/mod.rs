@@ -569,6 +569,10 @@ pub struct Overrides {
     /// DAG a `.dag` starts from (default: the newest, as
     /// `condor_submit_dag` picks it).
     pub rescue: Option<formats::dagman::rescue::Rescue>,
+    /// A `.dag` refused as it is read gets the log DAGMan writes as it
+    /// fails to parse one (`<dag>.dagman.out`): `gridbed run`'s, not
+    /// `check`'s.
+    pub log_refusal: bool,
 }
 
 /// Seconds from 0 to [`workflow::MAX_RUNTIME_S`] (about 31 years): a

@@ -107,12 +107,22 @@ pub(super) fn resolve(
     });
     let (workflow, source) = match file {
         Some((path, opts, run_scripts, run_jobs)) => {
-            let loaded = formats::load(&path, &opts).map_err(|e: FormatError| ConfigError {
-                file: e.file,
-                line: 0,
-                column: 0,
-                field: "(workflow file)".into(),
-                message: e.message,
+            let loaded = formats::load(&path, &opts).map_err(|e: FormatError| {
+                if overrides.log_refusal && formats::is_dagman(&path, opts.format) {
+                    let now = std::time::SystemTime::now();
+                    let logged =
+                        formats::dagman::files::write_refused(&path, &e.file, &e.message, now);
+                    if let Err(w) = logged {
+                        tracing::warn!("{}: its DAGMan log not written: {w}", path.display());
+                    }
+                }
+                ConfigError {
+                    file: e.file,
+                    line: 0,
+                    column: 0,
+                    field: "(workflow file)".into(),
+                    message: e.message,
+                }
             })?;
             let mut dagman = loaded.dagman;
             if let Some(d) = dagman.as_mut() {

@@ -2666,3 +2666,31 @@ fn each_dagman_writes_its_log_in_dagmans_words() {
         assert!(!log.contains("(D_ALWAYS)"), "{engine}: no D_CAT, no tags");
     }
 }
+
+/// A DAG DAGMan cannot parse: `gridbed run` fails on it as DAGMan does,
+/// and leaves DAGMan's log of it (the error, `Failed to parse`, exit 1);
+/// `gridbed check` leaves none.
+#[test]
+fn a_refused_dag_leaves_dagmans_log_of_its_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tb = dag_testbed(d, "JOB a n.sub\nJOB b+c n.sub\n", "", "");
+    let log = d.join("w.dag.dagman.out");
+    let (code, _, err) = crate::common::gridbed(&["check", tb.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!log.exists(), "check writes no DAGMan log");
+    let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().map(|l| l.split_at(18).1).collect();
+    assert!(
+        lines.contains(
+            &"ERROR: w.dag: line 2: JOB: node name `b+c` contains one or more illegal characters (`+` joins splice names)"
+        ),
+        "{text}"
+    );
+    let end = &lines[lines.len() - 3..];
+    assert_eq!(end[0], "Failed to parse w.dag");
+    assert_eq!(end[1], "Removing any/all submitted HTCondor jobs...");
+    assert!(end[2].ends_with("EXITING WITH STATUS 1"), "{text}");
+}

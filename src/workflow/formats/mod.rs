@@ -252,6 +252,17 @@ pub struct Loaded {
     pub dagman: Option<dagman::DagmanInfo>,
 }
 
+/// Whether the file at `path`, read as `format`, is a DAGMan file (a file
+/// that cannot be read is none).
+pub fn is_dagman(path: &Path, format: Format) -> bool {
+    match format {
+        Format::Dagman => true,
+        Format::Auto => std::fs::read_to_string(path)
+            .is_ok_and(|text| detect(path, &text) == Some(Format::Dagman)),
+        _ => false,
+    }
+}
+
 /// The format of `text` read from `path`: by content first, the extension
 /// breaking ties.
 pub fn detect(path: &Path, text: &str) -> Option<Format> {

@@ -581,9 +581,7 @@ impl Parser {
                     self.file.descriptions.insert(name, desc);
                 }
                 "REJECT" => {
-                    return Err(l.err(
-                        "REJECT: this DAG file is marked rejected; DAGMan refuses to run it",
-                    ));
+                    return Err(l.err("REJECT: DAG marked as rejected; DAGMan refuses to run it"));
                 }
                 _ => self.output_file(l)?,
             }
@@ -793,9 +791,13 @@ impl Parser {
         if self.index.contains_key(&name) {
             return Err(l.err(format!("{kw}: a second node named `{name}`")));
         }
-        if name.eq_ignore_ascii_case("ALL_NODES") || name.contains('+') {
+        if name.eq_ignore_ascii_case("ALL_NODES") {
+            return Err(l.err(format!("{kw}: ALL_NODES is a keyword, not a node name")));
+        }
+        if name.contains('+') {
+            // DAGMan's words (its old parser's), which its tests look for.
             return Err(l.err(format!(
-                "{kw}: `{name}` cannot name a node (ALL_NODES is a keyword, `+` joins splice names)"
+                "{kw}: node name `{name}` contains one or more illegal characters (`+` joins splice names)"
             )));
         }
         let is_final = kw == "FINAL";

@@ -35,6 +35,7 @@ use crate::core::JobId;
 use crate::core::records::{Attempt, Outcome};
 
 /// The settings a DAGMan logs as it starts, and those that shape its log.
+#[derive(Default)]
 struct Knobs<'a> {
     max_idle: Option<usize>,
     max_submitted: Option<usize>,
@@ -146,10 +147,8 @@ pub(super) fn dagman_out(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String
     log.out
 }
 
-/// What a DAGMan logs as its run `r` starts, before any node runs.
-fn starting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
-    let run = &inst.runs[r];
-    let t = run.start;
+/// The banner DaemonCore logs as a DAGMan starts.
+fn banner(t: f64, log: &mut Log) {
     let stars = "******************************************************";
     log.line(t, stars);
     log.line(t, "** condor_dagman (CONDOR_DAGMAN) STARTING UP");
@@ -158,6 +157,59 @@ fn starting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
     log.line(t, &emulating);
     log.line(t, &format!("** PID = {}", std::process::id()));
     log.line(t, stars);
+}
+
+/// The line a DAGMan logs as it exits with `exit`.
+fn exit_line(t: f64, exit: i32, log: &mut Log) {
+    let pid = std::process::id();
+    let line = format!("**** condor_dagman (condor_DAGMAN) pid {pid} EXITING WITH STATUS {exit}");
+    log.line(t, &line);
+}
+
+/// The log of a DAGMan that could not parse its DAG, the `.dag` at `dag`
+/// (`error` says why, in `file`: the DAG or a file it reads), at `epoch`:
+/// it exits 1 before running a node. Appended to `<dag>.dagman.out`, as
+/// DAGMan appends; returns its path.
+pub fn write_refused(
+    dag: &std::path::Path,
+    file: &std::path::Path,
+    error: &str,
+    epoch: SystemTime,
+) -> std::io::Result<std::path::PathBuf> {
+    let knobs = Knobs::default();
+    let mut log = Log {
+        out: String::new(),
+        epoch,
+        pid: None,
+        cat: false,
+        knobs: &knobs,
+    };
+    let name_of = |p: &std::path::Path| -> String {
+        p.file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into())
+    };
+    let name = name_of(dag);
+    banner(0.0, &mut log);
+    log.line(0.0, &format!("DAG Input file is {name}"));
+    log.line(0.0, "Parsing 1 dagfiles");
+    log.line(0.0, &format!("Parsing {name} ..."));
+    log.line(0.0, &format!("ERROR: {}: {error}", name_of(file)));
+    log.line(0.0, &format!("Failed to parse {name}"));
+    log.line(0.0, "Removing any/all submitted HTCondor jobs...");
+    exit_line(0.0, 1, &mut log);
+    let mut path = dag.as_os_str().to_owned();
+    path.push(".dagman.out");
+    let path = std::path::PathBuf::from(path);
+    let mut out = (std::fs::OpenOptions::new().create(true).append(true)).open(&path)?;
+    std::io::Write::write_all(&mut out, log.out.as_bytes())?;
+    Ok(path)
+}
+
+/// What a DAGMan logs as its run `r` starts, before any node runs.
+fn starting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
+    let run = &inst.runs[r];
+    let t = run.start;
+    banner(t, log);
     let k = log.knobs;
     let yes = |b: Option<bool>| if b.unwrap_or(false) { "True" } else { "False" };
     let settings = [
@@ -343,12 +395,7 @@ fn exiting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
     log.line(t, &row);
     log.line(t, "0 job proc(s) currently held");
     log.line(t, &format!("Wrote metrics file {}.metrics.", inst.file));
-    let pid = std::process::id();
-    let exit = run.exit;
-    log.line(
-        t,
-        &format!("**** condor_dagman (condor_DAGMAN) pid {pid} EXITING WITH STATUS {exit}"),
-    );
+    exit_line(t, run.exit, log);
 }
 
 /// The lines of `inst`'s nodes' events, `(run, time, order, line)`, in

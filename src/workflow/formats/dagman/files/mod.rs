@@ -54,6 +54,7 @@ use std::time::SystemTime;
 use super::{DagmanInfo, rescue};
 use crate::core::Workflow;
 use crate::core::result::RunResult;
+pub use dagman_out::write_refused;
 use view::{Ctx, Dag, seconds};
 
 /// Writes what DAGMan writes as it starts, before any node runs: the DOT
