@@ -905,6 +905,7 @@ fn env_makes_the_scripts_environment_and_set_job_attr_is_kept() {
         env,
         dir: dir.path().to_path_buf(),
         label: "Node=A Type=PRE".into(),
+        streams: Default::default(),
     };
     assert_eq!(run.run_blocking(), 0);
     // DAGMan's banner, then the output.
@@ -2693,4 +2694,48 @@ fn a_refused_dag_leaves_dagmans_log_of_its_refusal() {
     assert_eq!(end[0], "Failed to parse w.dag");
     assert_eq!(end[1], "Removing any/all submitted HTCondor jobs...");
     assert!(end[2].ends_with("EXITING WITH STATUS 1"), "{text}");
+}
+
+/// A job whose program runs (`jobs = "run"`) reads its `input` and writes
+/// its `output` and `error` files, as condor_submit's description names
+/// them (from its `initialdir`, macros substituted, made anew each run);
+/// one file named for both gets both. Both engines.
+#[test]
+fn a_running_jobs_streams_go_to_the_files_its_description_names() {
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let run = "scripts = \"run\"\njobs = \"run\"";
+        let tb = dag_testbed(d, "JOB a n.sub\nJOB both both.sub\n", "", run);
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        std::fs::write(
+            d.join("n.sub"),
+            "executable = /bin/sh\narguments = \"-c 'cat; echo to-err >&2'\"\n\
+             initialdir = out\ninput = ../in.txt\noutput = $(JOB).out\nerror = $(JOB).err\nqueue\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("both.sub"),
+            "executable = /bin/sh\narguments = \"-c 'echo one; echo two >&2'\"\n\
+             output = both.log\nerror = both.log\nqueue\n",
+        )
+        .unwrap();
+        std::fs::create_dir(d.join("out")).unwrap();
+        std::fs::write(d.join("in.txt"), "from stdin\n").unwrap();
+        std::fs::write(
+            d.join("out/a.out"),
+            "an older run's, longer than this one's\n",
+        )
+        .unwrap();
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+        assert_eq!(read("out/a.out"), "from stdin\n", "{engine}");
+        assert_eq!(read("out/a.err"), "to-err\n", "{engine}");
+        let both = read("both.log");
+        assert!(
+            both.contains("one\n") && both.contains("two\n"),
+            "{engine}: {both}"
+        );
+    }
 }

@@ -394,6 +394,8 @@ pub struct Invocation {
     pub dir: std::path::PathBuf,
     /// What its `DEBUG` banner names it by: `Node=A Type=POST`.
     pub label: String,
+    /// A job's `input`, `output` and `error` files (a script has none).
+    pub streams: program::Streams,
 }
 
 impl Invocation {
@@ -427,8 +429,10 @@ impl Invocation {
         }
     }
 
-    /// The process to start: its `DEBUG` streams piped (see
-    /// [`Self::ended`]), the others to nowhere.
+    /// The process to start: a job's streams to and from its files, a
+    /// script's `DEBUG` streams piped (see [`Self::ended`]), the others to
+    /// nowhere. `Err` when a job's file cannot be opened (it cannot
+    /// start).
     pub fn command(&self) -> std::io::Result<std::process::Command> {
         use std::process::Stdio;
         let mut cmd = std::process::Command::new(&self.executable);
@@ -438,12 +442,24 @@ impl Invocation {
         };
         cmd.args(&self.args)
             .current_dir(dir)
-            .stdin(Stdio::null())
             .env_clear()
             .envs(self.env.iter().cloned());
         let (stdout, stderr) = self.debug.as_ref().map_or((false, false), |d| (d.1, d.2));
         let stream = |kept: bool| if kept { Stdio::piped() } else { Stdio::null() };
-        cmd.stdout(stream(stdout)).stderr(stream(stderr));
+        let s = &self.streams;
+        cmd.stdin(match &s.input {
+            Some(f) => Stdio::from(std::fs::File::open(f)?),
+            None => Stdio::null(),
+        });
+        let out = s.output.as_ref().map(std::fs::File::create).transpose()?;
+        let err = match (&s.error, &out) {
+            // One file for both: one handle, as the shell's `>f 2>&1`.
+            (Some(e), Some(o)) if Some(e) == s.output.as_ref() => Some(o.try_clone()?),
+            (Some(e), _) => Some(std::fs::File::create(e)?),
+            (None, _) => None,
+        };
+        cmd.stdout(out.map_or_else(|| stream(stdout), Stdio::from));
+        cmd.stderr(err.map_or_else(|| stream(stderr), Stdio::from));
         Ok(cmd)
     }
 
@@ -537,6 +553,7 @@ impl NodeScripts {
             debug: call.debug.clone(),
             env: self.env.clone(),
             dir: self.dir.clone(),
+            streams: Default::default(),
         })
     }
 
@@ -551,6 +568,7 @@ impl NodeScripts {
             debug: None,
             env: self.env.clone(),
             dir: p.dir,
+            streams: p.streams,
         }))
     }
 

@@ -1,6 +1,7 @@
 //! A node's job as the program its submit description names, for a run
 //! whose jobs run (`[workflow] jobs = "run"`): its `executable` and
-//! `arguments`, in its `initialdir`, with the submit macros DAGMan gives
+//! `arguments`, in its `initialdir`, its streams to and from its
+//! `input`, `output` and `error` files, with the submit macros DAGMan gives
 //! a node's job (its `VARS`, and `$(JOB)` and `$(dag_node_name)` its
 //! name) substituted, as
 //! `condor_submit` reads a description (HTCondor manual, "Submitting a
@@ -33,6 +34,24 @@ pub struct JobProgram {
     pub args: Vec<String>,
     /// Where it runs: its `initialdir`, else its node's `DIR`.
     pub dir: PathBuf,
+    /// Its `input`, `output` and `error` files, from its `initialdir`.
+    #[serde(default)]
+    pub streams: Streams,
+}
+
+/// A job's standard streams as its description names them (`input`,
+/// `output`, `error`): the files its stdin is read from and its stdout
+/// and stderr written to (each made anew as the job starts, as
+/// `condor_submit` truncates them), none when it names none (the stream
+/// is dropped).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Streams {
+    /// `input`.
+    pub input: Option<PathBuf>,
+    /// `output`.
+    pub output: Option<PathBuf>,
+    /// `error`.
+    pub error: Option<PathBuf>,
 }
 
 /// `node`'s job program, its submit description read from the node's
@@ -71,10 +90,17 @@ pub fn program(node: &NodeInfo, name: &str, dag_dir: &Path) -> Result<JobProgram
         1 if !executable.is_absolute() && !dir.join(&executable).exists() => executable,
         _ => dir.join(executable),
     };
+    let stream = |key: &str| value(key).filter(|v| !v.is_empty()).map(|v| dir.join(v));
+    let streams = Streams {
+        input: stream("input"),
+        output: stream("output"),
+        error: stream("error"),
+    };
     Ok(JobProgram {
         executable,
         args,
         dir,
+        streams,
     })
 }
 
@@ -216,6 +242,7 @@ mod tests {
         assert_eq!(p.executable, dir.path().join("exit.py"));
         assert_eq!(p.args, ["3", "A", "x", "y", "A"]);
         assert_eq!(p.dir, dir.path());
+        assert_eq!(p.streams, Streams::default(), "none named");
         // Inline, in a DIR, a bare name found on PATH.
         let inline = NodeInfo {
             name: "B".into(),
@@ -225,6 +252,21 @@ mod tests {
         };
         let p = program(&inline, "B", dir.path()).unwrap();
         assert_eq!(p.executable, PathBuf::from("python3"));
+        let with_streams = NodeInfo {
+            submit_description: Some(
+                "executable = x\ninitialdir = run\noutput = $(JOB).out\nerror = /tmp/e\n".into(),
+            ),
+            ..inline.clone()
+        };
+        let streams = program(&with_streams, "B", dir.path()).unwrap().streams;
+        let run = dir.path().join("sub").join("run");
+        assert_eq!(
+            streams.output,
+            Some(run.join("B.out")),
+            "from its initialdir"
+        );
+        assert_eq!(streams.error, Some(PathBuf::from("/tmp/e")));
+        assert_eq!(streams.input, None);
         assert_eq!(p.args, ["-c", "'exit(2)'"]);
         assert_eq!(p.dir, dir.path().join("sub"));
         // No file, no executable: why.
