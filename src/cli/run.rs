@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::{
-    CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, load_to_run, write_json,
+    CliError, Engine, ScenarioArgs, SocketAddr, check_address, check_output, load, load_to_run,
+    write_json,
 };
 use crate::config::{Scenario, WorkflowSource};
 use crate::core::observer::BoxedObserver;
