@@ -197,11 +197,17 @@ pub fn write_refused(
     log.line(0.0, &format!("Failed to parse {name}"));
     log.line(0.0, "Removing any/all submitted HTCondor jobs...");
     exit_line(0.0, 1, &mut log);
+    append(dag, &log.out)
+}
+
+/// Appends `text` to the log of the DAG at `dag`, `<dag>.dagman.out`, as
+/// DAGMan appends to its log run after run; returns its path.
+pub(super) fn append(dag: &std::path::Path, text: &str) -> std::io::Result<std::path::PathBuf> {
     let mut path = dag.as_os_str().to_owned();
     path.push(".dagman.out");
     let path = std::path::PathBuf::from(path);
     let mut out = (std::fs::OpenOptions::new().create(true).append(true)).open(&path)?;
-    std::io::Write::write_all(&mut out, log.out.as_bytes())?;
+    std::io::Write::write_all(&mut out, text.as_bytes())?;
     Ok(path)
 }
 

@@ -139,11 +139,8 @@ pub fn write_at_end(
             metrics::metrics_file(&cx, inst, epoch),
             DagFile::Metrics,
         )?;
-        // DAGMan appends to its log, run after run.
-        let log = inst.dir.join(format!("{}.dagman.out", inst.file));
-        let mut file = (std::fs::OpenOptions::new().create(true).append(true)).open(&log)?;
         let text = dagman_out::dagman_out(&cx, inst, epoch);
-        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        let log = dagman_out::append(&inst.dir.join(&inst.file), &text)?;
         written.push((log, DagFile::DagmanOut));
         let Some(d) = inst.dot else {
             continue;
