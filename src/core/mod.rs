@@ -147,7 +147,8 @@ pub struct ScriptMacros {
     #[serde(default = "no_pre_script")]
     pub pre_status: i32,
     /// `$DAG_STATUS`: DAGMan's status of the DAG (0 well, 2 a node
-    /// failed, 3 aborted, 4 removed by the user).
+    /// failed, 3 aborted, 4 removed by the user, 5 a cycle left nodes
+    /// unrun).
     pub dag_status: i32,
     /// `$FAILED_COUNT`: nodes failed.
     pub failed: usize,
@@ -280,6 +281,10 @@ pub enum Command {
         /// The status its program exits with on this attempt (0: success;
         /// a DAG sidecar's `exit` list sets others).
         exit: i32,
+        /// DAGMan's counts as the job is submitted, which its submit
+        /// description may name (`$(RETRY)`, `$(DAG_STATUS)`,
+        /// `$(FAILED_COUNT)`) when the DAG's jobs run.
+        macros: ScriptMacros,
     },
     /// MonitQueue: remove `job` from `site`'s queue if it has not started;
     /// answer with [`Event::JobKilled`].

@@ -198,9 +198,12 @@ impl ManagerActor {
                         url: None,
                     })
                 }
-                Command::Submit { job, site, exit } => {
-                    self.sites[site].do_send(Submit { job, exit })
-                }
+                Command::Submit {
+                    job,
+                    site,
+                    exit,
+                    macros,
+                } => self.sites[site].do_send(Submit { job, exit, macros }),
                 Command::Kill { job, site } => self.sites[site].do_send(Kill { job }),
                 Command::Remove { job, site } => self.sites[site].do_send(Remove { job }),
                 Command::RunScript {

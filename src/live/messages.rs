@@ -41,6 +41,8 @@ pub struct Submit {
     pub job: JobId,
     /// The status its program exits with (0: success).
     pub exit: i32,
+    /// DAGMan's counts as it is submitted, for its program's macros.
+    pub macros: crate::core::ScriptMacros,
 }
 
 /// Manager → site (MonitQueue): take `job` out of the queue if it has not

@@ -412,7 +412,7 @@ impl Handler<Submit> for SiteActor {
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
         let node = (self.shared.scripts.get(m.job).and_then(Option::as_ref))
             .or_else(|| self.added_scripts.get(&m.job));
-        let Some(call) = node.and_then(|n| Some((n.job_invocation()?, n.node.clone()))) else {
+        let Some(call) = node.and_then(|n| Some((n.job_invocation(&m.macros)?, n.node.clone()))) else {
             self.site.submit(m.job, m.exit, &mut self.actions);
             self.carry_out(ctx);
             return;

@@ -262,8 +262,12 @@ impl Sim {
 
     /// Runs `job`'s program, when the DAG's jobs run: its exit is the
     /// job's (it takes the job's modelled runtime, not its real time).
-    fn run_job_program(&self, job: crate::core::JobId) -> Option<i32> {
-        self.scripts.get(job)?.as_ref()?.run_job_blocking()
+    fn run_job_program(
+        &self,
+        job: crate::core::JobId,
+        macros: &crate::core::ScriptMacros,
+    ) -> Option<i32> {
+        self.scripts.get(job)?.as_ref()?.run_job_blocking(macros)
     }
 
     /// Writes the control records changed since the last batch.
@@ -477,8 +481,13 @@ impl Sim {
                 from,
                 to,
             } => self.start_transfer(id, job, (file, source), from, to),
-            Command::Submit { job, site, exit } => {
-                let exit = self.run_job_program(job).unwrap_or(exit);
+            Command::Submit {
+                job,
+                site,
+                exit,
+                macros,
+            } => {
+                let exit = self.run_job_program(job, &macros).unwrap_or(exit);
                 self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
             }

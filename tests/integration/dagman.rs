@@ -2456,6 +2456,85 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
     );
 }
 
+/// With `jobs = "run"`, a job's submit description is read as DAGMan
+/// submits it (B's is written by its PRE script), with the macros DAGMan
+/// sets then: `$(JOB)`, `$(RETRY)`, `$(DAG_PARENT_NAMES)`,
+/// `$(DAG_STATUS)` and `$(FAILED_COUNT)` (FINAL F sees D's failure, and
+/// its success is the DAG's), and
+/// the node's VARS (`job="x$(JOB)x"`, in any case the macro it names,
+/// naming the value before it);
+/// `$(name:default)` and `$CHOICE` as condor_submit expands them (C exits
+/// 1, then 0 on its retry). Both engines.
+#[test]
+fn a_jobs_description_is_read_as_it_is_submitted_with_dagmans_macros_then() {
+    let dag = "JOB A n.sub\nJOB B late.sub\nSCRIPT PRE B write.sh\n\
+               VARS B job=\"x$(JOB)x\"\n\
+               JOB C n.sub\nVARS C code=\"$CHOICE(RETRY, 1, 0)\"\nRETRY C 1\n\
+               JOB D n.sub\nVARS D code=\"1\"\nFINAL F n.sub\n\
+               PARENT A CHILD B C\nPARENT B C CHILD D\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        std::fs::write(
+            d.join("n.sub"),
+            "executable = /bin/sh\narguments = \"-c 'echo $(JOB) $(RETRY) \
+             $(DAG_PARENT_NAMES:none) $(DAG_STATUS) $(FAILED_COUNT) >> ran.out; \
+             exit $(code:0)'\"\nqueue\n",
+        )
+        .unwrap();
+        crate::common::executable(&d.join("write.sh"), "#!/bin/sh\ncp n.sub late.sub\n");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(
+            code,
+            Some(0),
+            "{engine}: FINAL's success is the DAG's: {out}{err}"
+        );
+        let mut ran: Vec<String> = std::fs::read_to_string(d.join("ran.out"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        ran.sort();
+        let want = [
+            "A 0 none 0 0",
+            "C 0 A 0 0",
+            "C 1 A 0 0",
+            "D 0 B,C 0 0",
+            "F 0 none 2 1",
+            "xBx 0 A 0 0",
+        ];
+        assert_eq!(ran, want, "{engine}");
+    }
+}
+
+/// A FINAL node of a DAG whose nodes on a cycle never ran (none failed)
+/// sees DAGMan's `DAG_STATUS_CYCLE`, 5, in its job's and scripts' macros,
+/// as HTCondor's `job_dagman_final-H` requires; the nodes before it see 0.
+#[test]
+fn final_after_a_cycle_sees_dag_status_5() {
+    let dag = "JOB A n.sub\nJOB B1 n.sub\nJOB B2 n.sub\nFINAL C n.sub\n\
+               SCRIPT PRE C pre.sh $DAG_STATUS\n\
+               PARENT A CHILD B1\nPARENT B1 CHILD B2\nPARENT B2 CHILD B1\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
+        std::fs::write(d.join("w.toml"), "").unwrap();
+        std::fs::write(
+            d.join("n.sub"),
+            "executable = /bin/sh\narguments = \"-c 'echo $(JOB) $(DAG_STATUS) >> ran.out'\"\n",
+        )
+        .unwrap();
+        crate::common::executable(&d.join("pre.sh"), "#!/bin/sh\necho pre $1 >> ran.out\n");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: FINAL succeeded: {out}{err}");
+        let ran = std::fs::read_to_string(d.join("ran.out")).unwrap();
+        assert_eq!(ran, "A 0\npre 5\nC 5\n", "{engine}");
+    }
+}
+
 /// `w.dag` (`a`, `b`, then the sub-DAG `s`: `inner.dag`, `x` then `y`)
 /// whose jobs each append their name as their program sees it
 /// (`$(dag_node_name)`) to `ran.out`; rescues `w.dag.rescue001..003`

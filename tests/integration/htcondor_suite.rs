@@ -92,6 +92,12 @@ struct Entry {
     /// those a `pytest` check marks not checkable.
     #[serde(default)]
     python: bool,
+    /// Its nodes' jobs run the programs their submit descriptions name
+    /// (`jobs = "run"`), as in HTCondor, rather than exiting as `jobs`
+    /// says: for a test whose programs end at once and whose checks read
+    /// what they write.
+    #[serde(default)]
+    run_jobs: bool,
 }
 
 /// A node's job: its exit status per attempt (the last repeats) and its
@@ -132,6 +138,13 @@ struct Check {
     /// Expected lines, where the driver has no array for them.
     #[serde(default)]
     lines: Vec<String>,
+    /// `file-lines`: the driver's array of names, each checked in the
+    /// file `file` names with `{}` the name (`{}.out`).
+    #[serde(default)]
+    each: String,
+    /// `file-lines`: the names, where the driver has no array of them.
+    #[serde(default)]
+    names: Vec<String>,
     #[serde(default)]
     order: bool,
     #[serde(default)]
@@ -311,8 +324,10 @@ file = {:?}
 sidecar = "gridbed-sidecar.toml"
 default_runtime = 1
 scripts = "run"
+jobs = {:?}
 "#,
-        entry.dag
+        entry.dag,
+        if entry.run_jobs { "run" } else { "skip" },
     );
     let tb = dir.join("gridbed-testbed.toml");
     std::fs::write(&tb, body).unwrap();
@@ -560,19 +575,31 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
         "status-lines" | "jobstate-lines" => find_lines(&read(&c.file)?, &expected()?, true, false)
             .map_err(|e| format!("{}: {e}", c.file)),
         "file-lines" => {
-            let text = read(&c.file)?;
-            let text = match c.filter.as_str() {
-                "" => text,
-                f => {
-                    let f = regex_lite::Regex::new(f).map_err(|e| format!("filter `{f}`: {e}"))?;
-                    (text.lines().filter(|l| f.is_match(l)))
-                        .map(|l| format!("{l}\n"))
-                        .collect()
+            let names = match (c.each.as_str(), &c.names[..]) {
+                ("", []) => vec!["{}".to_string()],
+                ("", names) => names.to_vec(),
+                (each, _) => {
+                    driver_array(driver, each).ok_or(format!("no array @{each} in the driver"))?
                 }
             };
-            find_lines(&text, &expected()?, c.order, c.exact)
-                .and_then(|()| find_none(&text, &c.absent))
-                .map_err(|e| format!("{}: {e}", c.file))
+            let filter = match c.filter.as_str() {
+                "" => None,
+                f => Some(regex_lite::Regex::new(f).map_err(|e| format!("filter `{f}`: {e}"))?),
+            };
+            let want = expected()?;
+            for name in names {
+                let file = c.file.replace("{}", &name);
+                let mut text = read(&file)?;
+                if let Some(f) = &filter {
+                    text = (text.lines().filter(|l| f.is_match(l)))
+                        .map(|l| format!("{l}\n"))
+                        .collect();
+                }
+                find_lines(&text, &want, c.order, c.exact)
+                    .and_then(|()| find_none(&text, &c.absent))
+                    .map_err(|e| format!("{file}: {e}"))?;
+            }
+            Ok(())
         }
         "absent" => match dir.join(&c.file).exists() {
             false => Ok(()),
@@ -837,6 +864,9 @@ fn run_one(entry: &Entry, engine: &str) -> Result<(), String> {
             "cannot: the driver writes {} (not in the folder)",
             entry.dag
         ));
+    }
+    if entry.run_jobs && entry.jobs.values().any(|j| !j.exit.is_empty()) {
+        return Err("a job that runs its program exits as the program does: no `exit`".into());
     }
     let flags = flags(&entry.args)?;
     let _server = (entry.server.as_ref())

@@ -237,6 +237,9 @@ impl NodeLife {
             Some(DagAbort { node: Some(_), .. }) => 3,
             Some(DagAbort { node: None, .. }) => 4,
             None if c.failed > 0 => 2,
+            // Its DAG ended with nodes on a cycle left, none failed:
+            // DAG_STATUS_CYCLE, which DAGMan sets as it starts FINAL.
+            None if is_final && (self.nodes.in_cycle.iter()).any(|&j| self.dagmans.own_node_of(j, own)) => 5,
             None => 0,
         };
         ScriptMacros {
@@ -250,6 +253,13 @@ impl NodeLife {
             queued: c.queued + c.running,
             nodes,
         }
+    }
+
+    /// DAGMan's counts as `job`'s job is submitted (`InitVars`): its
+    /// DAG's status and failed nodes as a POST script starting now would
+    /// see them, the PRE script's exit for `$RETURN` unread.
+    pub(super) fn job_macros(&self, records: &Records, job: JobId) -> ScriptMacros {
+        self.script_macros(records, job, ScriptKind::Post, 0)
     }
 
     /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.

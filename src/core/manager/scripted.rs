@@ -243,7 +243,9 @@ impl ScriptedWorld {
                     self.start_transfer(id, job, (file, source), from, to);
                     continue;
                 }
-                Command::Submit { job, site, exit } => {
+                Command::Submit {
+                    job, site, exit, ..
+                } => {
                     self.sites[site].submit(job, exit, &mut out);
                     site
                 }

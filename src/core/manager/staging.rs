@@ -484,6 +484,7 @@ impl Manager {
             job,
             site: self.grid.site_of[job],
             exit: exits.get(attempt).or(exits.last()).copied().unwrap_or(0),
+            macros: self.dag.job_macros(&self.records, job),
         });
     }
 

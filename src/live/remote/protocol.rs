@@ -145,7 +145,11 @@ mod tests {
                 from: 1,
                 url: Some("http://10.0.0.2:7000".into()),
             }),
-            Order::Submit(Submit { job: 2, exit: 0 }),
+            Order::Submit(Submit {
+                job: 2,
+                exit: 0,
+                macros: Default::default(),
+            }),
             Order::Fault(SiteFault(Fault::Crash { pool_lost: true })),
             Order::AddJobs(AddJobs {
                 first: 5,

@@ -523,9 +523,9 @@ pub struct NodeScripts {
     /// The folder its scripts run in: its `DIR` in the DAG's folder.
     #[serde(default)]
     pub dir: std::path::PathBuf,
-    /// Its job's program, when the DAG's jobs run (or why it has none).
+    /// Its job, when the DAG's jobs run.
     #[serde(default)]
-    pub job: Option<Result<program::JobProgram, String>>,
+    pub job: Option<program::JobDescription>,
 }
 
 impl NodeScripts {
@@ -557,11 +557,14 @@ impl NodeScripts {
         })
     }
 
-    /// The run of its job's program, when the DAG's jobs run: `Err` says
-    /// why it has none.
-    pub fn job_invocation(&self) -> Option<Result<Invocation, String>> {
+    /// The run of its job's program, when the DAG's jobs run, submitted
+    /// with `at`'s counts: `Err` says why it has none.
+    pub fn job_invocation(
+        &self,
+        at: &crate::core::ScriptMacros,
+    ) -> Option<Result<Invocation, String>> {
         let job = self.job.as_ref()?;
-        Some(job.clone().map(|p| Invocation {
+        Some(job.program(at).map(|p| Invocation {
             label: format!("Node={}", self.node),
             executable: p.executable,
             args: p.args,
@@ -575,8 +578,8 @@ impl NodeScripts {
     /// Runs its job's program to its end, when the DAG's jobs run, and
     /// returns its exit ([`Invocation::run_blocking`]); a job without one
     /// fails as a failed submission does ([`program::SUBMIT_FAILED`]).
-    pub fn run_job_blocking(&self) -> Option<i32> {
-        Some(match self.job_invocation()? {
+    pub fn run_job_blocking(&self, at: &crate::core::ScriptMacros) -> Option<i32> {
+        Some(match self.job_invocation(at)? {
             Ok(call) => call.run_blocking(),
             Err(why) => program::unsubmittable(&self.node, &why),
         })
@@ -674,8 +677,18 @@ impl DagmanInfo {
                         .map_or(&n.name, |d| &d.node);
                     local_name(node, &subdag_nodes)
                 };
+                // Its parents in its own DAGMan: a sub-DAG's entry no-op is
+                // none of DAGMan's.
+                let parents = || {
+                    let mut ids = j.parents.clone();
+                    ids.sort_unstable();
+                    (ids.iter().map(|&p| wf.jobs[p].name.as_str()))
+                        .filter(|p| !self.subdags.iter().any(|d| d.entry == *p))
+                        .map(|p| local_name(p, &subdag_nodes).to_string())
+                        .collect()
+                };
                 let job = (self.run_jobs && !n.noop && n.subdag.is_none())
-                    .then(|| program::program(n, node(), dag_dir));
+                    .then(|| program::JobDescription::new(n, node(), dag_dir, parents()));
                 (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| NodeScripts {
                     node: node().to_string(),
                     max_retries: n.retry,

@@ -1,13 +1,14 @@
 //! A node's job as the program its submit description names, for a run
 //! whose jobs run (`[workflow] jobs = "run"`): its `executable` and
 //! `arguments`, in its `initialdir`, its streams to and from its
-//! `input`, `output` and `error` files, with the submit macros DAGMan gives
-//! a node's job (its `VARS`, and `$(JOB)` and `$(dag_node_name)` its
-//! name) substituted, as
-//! `condor_submit` reads a description (HTCondor manual, "Submitting a
-//! Job": the `arguments` command's new syntax, in double quotes, and its
-//! old one). Its exit status is the job's; how long it takes is still
-//! the job's modelled runtime.
+//! `input`, `output` and `error` files. The description is read when the
+//! job is submitted, with the macros DAGMan gives a node's job then (its
+//! `VARS`, its name, `$(RETRY)`, `$(DAG_STATUS)`, `$(FAILED_COUNT)`,
+//! `$(DAG_PARENT_NAMES)`) expanded as `condor_submit` expands a
+//! description's macros (HTCondor manual, "Submitting a Job": macros,
+//! `$CHOICE`, `$$()` job-ad references; the `arguments` command's new
+//! syntax, in double quotes, and its old one). Its exit status is the
+//! job's; how long it takes is still the job's modelled runtime.
 
 use std::path::{Path, PathBuf};
 
@@ -54,54 +55,171 @@ pub struct Streams {
     pub error: Option<PathBuf>,
 }
 
-/// `node`'s job program, its submit description read from the node's
-/// `DIR` in `dag_dir` (or written inline); or why it has none. `name` is
-/// the node's name in its own DAGMan.
-pub fn program(node: &NodeInfo, name: &str, dag_dir: &Path) -> Result<JobProgram, String> {
-    let dir = dag_dir.join(node.dir.as_deref().unwrap_or(""));
-    let text = match &node.submit_description {
-        Some(inline) => inline.clone(),
-        None => std::fs::read_to_string(dir.join(&node.submit))
-            .map_err(|e| format!("cannot read its submit file {}: {e}", node.submit))?,
-    };
-    let macros = |key: &str| -> Option<String> {
-        // DAGMan names the node to condor_submit both ways.
-        if key.eq_ignore_ascii_case("JOB") || key.eq_ignore_ascii_case("dag_node_name") {
-            return Some(name.to_string());
+/// A node's job as DAGMan hands it to `condor_submit`: its submit
+/// description (a file from the node's `DIR`, read when the job is
+/// submitted, so that a PRE script may write it; or written inline) and
+/// the macros DAGMan sets for it (`dagman_submit.cpp`, `InitVars`):
+/// `JOB` and `dag_node_name` its name, `RETRY`, `DAG_STATUS`,
+/// `FAILED_COUNT` as they are at its submission, `DAG_PARENT_NAMES`, and
+/// its `VARS`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobDescription {
+    /// The node's name in its own DAGMan.
+    pub node: String,
+    /// Its submit file, from the node's `DIR`.
+    pub file: PathBuf,
+    /// Its description as written inline, if it is.
+    pub inline: Option<String>,
+    /// The node's `DIR`, from the DAG's folder.
+    pub dir: PathBuf,
+    /// Its `VARS`, in the order written (the last of a name wins).
+    pub vars: Vec<(String, String)>,
+    /// Its parents' names in its own DAGMan (`DAG_PARENT_NAMES`).
+    pub parents: Vec<String>,
+    /// Its `PRIORITY` (the job ad's `JobPrio`).
+    pub priority: i32,
+}
+
+impl JobDescription {
+    /// `node`'s job, whose name in its own DAGMan is `name`, its parents
+    /// there `parents`; a relative `DIR` is taken from `dag_dir`.
+    pub fn new(node: &NodeInfo, name: &str, dag_dir: &Path, parents: Vec<String>) -> Self {
+        let dir = dag_dir.join(node.dir.as_deref().unwrap_or(""));
+        JobDescription {
+            node: name.to_string(),
+            file: dir.join(&node.submit),
+            inline: node.submit_description.clone(),
+            dir,
+            vars: node.vars.clone(),
+            parents,
+            priority: node.priority,
         }
-        (node.vars.iter().rev())
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v.clone())
-    };
-    let value = |key: &str| submit_value(&text, key).map(|v| substitute(&v, &macros, &text));
-    let executable = value("executable").ok_or("its submit description has no executable")?;
-    let dir = match value("initialdir") {
-        Some(d) => dir.join(d),
-        None => dir,
-    };
-    let args = match value("arguments").or_else(|| value("args")) {
-        Some(a) => split_arguments(&a)?,
-        None => Vec::new(),
-    };
-    let executable = PathBuf::from(executable);
-    let executable = match executable.components().count() {
-        // A bare name is looked for on PATH, as condor_submit's local
-        // universe finds it.
-        1 if !executable.is_absolute() && !dir.join(&executable).exists() => executable,
-        _ => dir.join(executable),
-    };
-    let stream = |key: &str| value(key).filter(|v| !v.is_empty()).map(|v| dir.join(v));
-    let streams = Streams {
-        input: stream("input"),
-        output: stream("output"),
-        error: stream("error"),
-    };
-    Ok(JobProgram {
-        executable,
-        args,
-        dir,
-        streams,
-    })
+    }
+
+    /// The program it runs when submitted with `at`'s counts (`$RETRY`,
+    /// `$DAG_STATUS`, `$FAILED_COUNT`), read now; or why it has none.
+    pub fn program(&self, at: &crate::core::ScriptMacros) -> Result<JobProgram, String> {
+        let text = match &self.inline {
+            Some(inline) => inline.clone(),
+            None => std::fs::read_to_string(&self.file)
+                .map_err(|e| format!("cannot read its submit file {}: {e}", self.file.display()))?,
+        };
+        let parents = self.parents.join(",");
+        let mut set = vec![
+            // DAGMan names the node to condor_submit both ways.
+            ("JOB", self.node.clone()),
+            ("dag_node_name", self.node.clone()),
+            ("RETRY", at.retry.to_string()),
+            ("DAG_STATUS", at.dag_status.to_string()),
+            ("FAILED_COUNT", at.failed.to_string()),
+        ];
+        if !parents.is_empty() {
+            set.push(("DAG_PARENT_NAMES", parents.clone()));
+        }
+        let set = assign(
+            set.into_iter()
+                .chain(self.vars.iter().map(|(k, v)| (k.as_str(), v.clone()))),
+        );
+        let macros = |key: &str| -> Option<String> {
+            (set.iter().rev())
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, v)| v.clone())
+                .or_else(|| submit_value(&text, key))
+                .or_else(|| config_macro(key))
+                // One job per node: its process number is 0.
+                .or_else(|| {
+                    ["Process", "ProcId"]
+                        .iter()
+                        .any(|p| p.eq_ignore_ascii_case(key))
+                        .then(|| "0".into())
+                })
+        };
+        let ad = |attr: &str| -> Option<String> {
+            Some(match attr.to_ascii_lowercase().as_str() {
+                "dagnodename" => self.node.clone(),
+                "dagparentnodenames" => parents.clone(),
+                "jobprio" => self.priority.to_string(),
+                "procid" => "0".into(),
+                _ => return None,
+            })
+        };
+        let value = |key: &str| submit_value(&text, key).map(|v| expand(&v, &macros, &ad, 0));
+        let executable = value("executable").ok_or("its submit description has no executable")?;
+        let dir = match value("initialdir") {
+            Some(d) => self.dir.join(d),
+            None => self.dir.clone(),
+        };
+        let args = match value("arguments").or_else(|| value("args")) {
+            Some(a) => split_arguments(&a)?,
+            None => Vec::new(),
+        };
+        let executable = PathBuf::from(executable);
+        let executable = match executable.components().count() {
+            // A bare name is looked for on PATH, as condor_submit's local
+            // universe finds it.
+            1 if !executable.is_absolute() && !dir.join(&executable).exists() => executable,
+            _ => dir.join(executable),
+        };
+        let stream = |key: &str| value(key).filter(|v| !v.is_empty()).map(|v| dir.join(v));
+        let streams = Streams {
+            input: stream("input"),
+            output: stream("output"),
+            error: stream("error"),
+        };
+        Ok(JobProgram {
+            executable,
+            args,
+            dir,
+            streams,
+        })
+    }
+}
+
+/// Macros set in turn (DAGMan's own, then the node's `VARS`), as
+/// `condor_submit` inserts them: a name in any case is one macro, and a
+/// value naming its own macro (`VARS A job="$(JOB)"`) names the value it
+/// replaces (none: empty), which is put in as it is set.
+fn assign<'a>(set: impl Iterator<Item = (&'a str, String)>) -> Vec<(&'a str, String)> {
+    let mut done: Vec<(&str, String)> = Vec::new();
+    for (key, value) in set {
+        let earlier = (done.iter().rev()).find(|(k, _)| k.eq_ignore_ascii_case(key));
+        let value = replace_macro(&value, key, earlier.map_or("", |(_, v)| v));
+        done.push((key, value));
+    }
+    done
+}
+
+/// `v` with each `$(key)` (`key` in any case) made `by`.
+fn replace_macro(v: &str, key: &str, by: &str) -> String {
+    let mut out = String::new();
+    let mut rest = v;
+    while let Some(at) = rest.find("$(") {
+        let name = &rest[at + 2..];
+        match name.get(..key.len()) {
+            Some(n) if n.eq_ignore_ascii_case(key) && name[key.len()..].starts_with(')') => {
+                out.push_str(&rest[..at]);
+                out.push_str(by);
+                rest = &name[key.len() + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..at + 2]);
+                rest = name;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The configuration macros a submit description may name that an
+/// HTCondor pool on this machine defines for itself (`IsWindows`,
+/// `IsLinux`, as `param` gives them).
+fn config_macro(key: &str) -> Option<String> {
+    match key.to_ascii_lowercase().as_str() {
+        "iswindows" | "ismacosx" => Some("false".into()),
+        "islinux" => Some("true".into()),
+        _ => None,
+    }
 }
 
 /// The last value of `key` in a submit description: logical lines (a
@@ -127,26 +245,87 @@ fn submit_value(text: &str, key: &str) -> Option<String> {
     value
 }
 
-/// `v` with each `$(name)` replaced: by the node's macro, else by the
-/// description's own `name = …` (once), else left as written.
-fn substitute(v: &str, macros: &dyn Fn(&str) -> Option<String>, text: &str) -> String {
+/// `v` with its macros expanded as `condor_submit` expands them, the
+/// values expanded in turn (to a depth of 32, past which a macro naming
+/// itself stays as written): `$(name)` by `macros`, `$(name:default)`
+/// falling back to its default; `$CHOICE(index, a, b, …)` the item at
+/// `index` (a number, or a macro whose value is one or a boolean);
+/// `$$(attr)` and `$$([attr])`, which the job's match fills in from its
+/// job ad, by `ad`. What neither knows is left as written.
+fn expand(
+    v: &str,
+    macros: &dyn Fn(&str) -> Option<String>,
+    ad: &dyn Fn(&str) -> Option<String>,
+    depth: usize,
+) -> String {
+    if depth > 32 {
+        return v.to_string();
+    }
+    let again = |s: &str| expand(s, macros, ad, depth + 1);
     let mut out = String::new();
     let mut rest = v;
-    while let Some(start) = rest.find("$(") {
+    while let Some(start) = rest.find('$') {
         out.push_str(&rest[..start]);
-        let Some(len) = rest[start + 2..].find(')') else {
-            out.push_str(&rest[start..]);
+        let after = &rest[start..];
+        let (head, inner) = if let Some(r) = after.strip_prefix("$$(") {
+            ("$$(", r)
+        } else if let Some(r) = after.strip_prefix("$(") {
+            ("$(", r)
+        } else if (after.get(..8)).is_some_and(|h| h.eq_ignore_ascii_case("$CHOICE(")) {
+            ("$CHOICE(", &after[8..])
+        } else {
+            out.push('$');
+            rest = &after[1..];
+            continue;
+        };
+        let Some(len) = inner.find(')') else {
+            out.push_str(after);
             return out;
         };
-        let name = &rest[start + 2..start + 2 + len];
-        match macros(name).or_else(|| submit_value(text, name)) {
-            Some(value) => out.push_str(&value),
-            None => out.push_str(&rest[start..start + 3 + len]),
-        }
-        rest = &rest[start + 3 + len..];
+        // `$$([attr])` closes at `])`.
+        let len = match head == "$$(" && inner.starts_with('[') {
+            true => match inner.find("])") {
+                Some(l) => l + 1,
+                None => len,
+            },
+            false => len,
+        };
+        let body = &inner[..len];
+        let whole = &after[..head.len() + len + 1];
+        let got = match head {
+            "$$(" => {
+                let attr = body.strip_prefix('[').and_then(|b| b.strip_suffix(']'));
+                ad(attr.unwrap_or(body).trim())
+            }
+            "$(" => {
+                let (name, default) = match body.split_once(':') {
+                    Some((n, d)) => (n, Some(d)),
+                    None => (body, None),
+                };
+                macros(name)
+                    .map(|v| again(&v))
+                    .or_else(|| default.map(again))
+            }
+            _ => choice(&again(body), macros),
+        };
+        out.push_str(got.as_deref().unwrap_or(whole));
+        rest = &after[whole.len()..];
     }
     out.push_str(rest);
     out
+}
+
+/// `$CHOICE(index, a, b, …)`'s item (its arguments already expanded).
+fn choice(args: &str, macros: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let mut items = args.split(',').map(str::trim);
+    let index = items.next()?;
+    let index = macros(index).unwrap_or_else(|| index.to_string());
+    let i = match index.to_ascii_lowercase().as_str() {
+        "false" => 0,
+        "true" => 1,
+        n => n.parse::<usize>().ok()?,
+    };
+    items.nth(i).map(String::from)
 }
 
 /// The words of an `arguments` value. New syntax (the value in double
@@ -221,6 +400,16 @@ mod tests {
         assert!(split_arguments(r#""a"#).is_err());
     }
 
+    /// The counts of a first attempt in a DAG going well.
+    fn first() -> crate::core::ScriptMacros {
+        Default::default()
+    }
+
+    /// `node`'s program, its name in its DAGMan `name`, no parents.
+    fn program(node: &NodeInfo, name: &str, dir: &Path) -> Result<JobProgram, String> {
+        JobDescription::new(node, name, dir, Vec::new()).program(&first())
+    }
+
     #[test]
     fn a_program_is_read_from_its_description_with_the_nodes_macros() {
         let dir = tempfile::tempdir().unwrap();
@@ -288,5 +477,81 @@ mod tests {
                 .unwrap_err()
                 .contains("no executable")
         );
+    }
+
+    #[test]
+    fn the_description_is_read_when_submitted_with_dagmans_counts_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = NodeInfo {
+            name: "F".into(),
+            submit: "late.sub".into(),
+            priority: 7,
+            ..Default::default()
+        };
+        let job = JobDescription::new(&node, "F", dir.path(), vec!["A".into(), "B".into()]);
+        assert!(job.program(&first()).is_err(), "not written yet");
+        std::fs::write(
+            dir.path().join("late.sub"),
+            "executable = /bin/echo\narguments = \"$(RETRY) $(DAG_STATUS) $(FAILED_COUNT) \
+             $(DAG_PARENT_NAMES) $$([DAGParentNodeNames]) $$(JobPrio) $$([Other])\"\n",
+        )
+        .unwrap();
+        let later = crate::core::ScriptMacros {
+            retry: 2,
+            dag_status: 2,
+            failed: 1,
+            ..first()
+        };
+        assert_eq!(
+            job.program(&later).unwrap().args,
+            ["2", "2", "1", "A,B", "A,B", "7", "$$([Other])"]
+        );
+    }
+
+    #[test]
+    fn a_vars_value_naming_its_own_macro_names_the_one_it_replaces() {
+        let node = NodeInfo {
+            submit_description: Some("executable = /bin/echo\narguments = $(job) $(x)\n".into()),
+            vars: vec![
+                ("job".into(), "$(JOB)".into()),
+                ("x".into(), "a".into()),
+                ("X".into(), "$(x)b$(job)".into()),
+            ],
+            ..Default::default()
+        };
+        let dir = Path::new("/");
+        assert_eq!(
+            program(&node, "S1+A", dir).unwrap().args,
+            ["S1+A", "abS1+A"]
+        );
+        assert_eq!(
+            assign([("k", "$(K)a".into())].into_iter()),
+            [("k", "a".into())]
+        );
+        assert_eq!(replace_macro("$(a)$(ab)$(A)$(", "a", "1"), "1$(ab)1$(");
+    }
+
+    #[test]
+    fn macros_expand_as_condor_submit_expands_them() {
+        let macros = |k: &str| -> Option<String> {
+            match k {
+                "job" => Some("$(JOB)".into()),
+                "JOB" => Some("S1+A".into()),
+                "loop" => Some("$(loop)".into()),
+                "two" => Some("2".into()),
+                _ => config_macro(k),
+            }
+        };
+        let ad = |a: &str| (a == "JobPrio").then(|| "5".to_string());
+        let e = |v: &str| expand(v, &macros, &ad, 0);
+        assert_eq!(e("$(job).out"), "S1+A.out", "a value's macros expand too");
+        assert_eq!(e("$(none) $(none:dflt) $"), "$(none) dflt $");
+        assert_eq!(e("$CHOICE(IsWindows,/bin/echo,appendmsg)"), "/bin/echo");
+        assert_eq!(e("$choice(two, a, b, c)"), "c");
+        assert_eq!(e("$CHOICE(9,a)"), "$CHOICE(9,a)", "no such item");
+        assert_eq!(e("$$([JobPrio]) $$(JobPrio) $$([x])"), "5 5 $$([x])");
+        assert_eq!(e("$(unclosed"), "$(unclosed");
+        assert!(e("$(loop)").contains("$(loop)"), "stops");
+        assert_eq!(e("$ENV(HOME) é$(two)"), "$ENV(HOME) é2");
     }
 }
