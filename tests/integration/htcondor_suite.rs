@@ -145,6 +145,10 @@ struct Check {
     /// `file-lines`: the names, where the driver has no array of them.
     #[serde(default)]
     names: Vec<String>,
+    /// `file-contents`: the first names of `each` the driver shifts off
+    /// before pairing the rest with its expected contents.
+    #[serde(default)]
+    skip: usize,
     #[serde(default)]
     order: bool,
     #[serde(default)]
@@ -598,6 +602,21 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
                 find_lines(&text, &want, c.order, c.exact)
                     .and_then(|()| find_none(&text, &c.absent))
                     .map_err(|e| format!("{file}: {e}"))?;
+            }
+            Ok(())
+        }
+        "file-contents" => {
+            let files = driver_array(driver, &c.each).ok_or(format!("no array @{}", c.each))?;
+            let want = expected()?;
+            let files = files.get(c.skip..).unwrap_or_default();
+            if files.len() != want.len() {
+                return Err(format!("{} files, {} contents", files.len(), want.len()));
+            }
+            for (file, want) in files.iter().zip(&want) {
+                let got = read(file)?;
+                if got != *want {
+                    return Err(format!("{file}: `{got:?}`, not `{want:?}`"));
+                }
             }
             Ok(())
         }

@@ -5,7 +5,7 @@ package CondorUtils;
 use strict;
 use warnings;
 use Exporter 'import';
-our @EXPORT = qw(runcmd fullchomp);
+our @EXPORT = qw(runcmd fullchomp is_windows);
 
 # Runs a shell command; returns its exit status as the library's `runcmd`
 # reports it in `{exitcode}`.
