@@ -149,6 +149,15 @@ struct Check {
     /// before pairing the rest with its expected contents.
     #[serde(default)]
     skip: usize,
+    /// `file-contents`: how each file's text is compared with what is
+    /// expected of it: `line`, a line equals it; `pattern`, the pattern
+    /// is found in it; else it equals it.
+    #[serde(default)]
+    compare: String,
+    /// `file-contents`: the file's last newline is dropped first, as
+    /// Perl's `chomp`.
+    #[serde(default)]
+    chomp: bool,
     #[serde(default)]
     order: bool,
     #[serde(default)]
@@ -246,9 +255,11 @@ fn driver_array(driver: &str, name: &str) -> Option<Vec<String>> {
                     }
                     if d == '\\' {
                         match chars.next() {
-                            // In double quotes `\\` is `\`, `\"` a quote;
-                            // in single quotes only `\\` and `\'` are.
+                            // In double quotes `\\` is `\`, `\"` a quote,
+                            // `\$` and `\@` themselves; in single quotes
+                            // only `\\` and `\'` are.
                             Some(e) if e == c || e == '\\' => s.push(e),
+                            Some(e @ ('$' | '@')) if c == '"' => s.push(e),
                             Some('n') if c == '"' => s.push('\n'),
                             Some('t') if c == '"' => s.push('\t'),
                             Some(e) => {
@@ -613,9 +624,20 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
                 return Err(format!("{} files, {} contents", files.len(), want.len()));
             }
             for (file, want) in files.iter().zip(&want) {
-                let got = read(file)?;
-                if got != *want {
-                    return Err(format!("{file}: `{got:?}`, not `{want:?}`"));
+                let text = read(file)?;
+                let got = match c.chomp {
+                    true => text.strip_suffix('\n').unwrap_or(&text),
+                    false => &text,
+                };
+                let found = match c.compare.as_str() {
+                    "line" => got.lines().any(|l| l == want),
+                    "pattern" => regex_lite::Regex::new(want)
+                        .map_err(|e| format!("pattern `{want}`: {e}"))?
+                        .is_match(got),
+                    _ => got == want,
+                };
+                if !found {
+                    return Err(format!("{file}: {got:?}, not {want:?}"));
                 }
             }
             Ok(())
@@ -978,6 +1000,7 @@ fn htcondors_dagman_tests_agree_where_the_catalogue_says() {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(e) = runnable.get(i) else { break };
+                    let started = std::time::Instant::now();
                     let got: Vec<String> = ["sim", "live"]
                         .iter()
                         .filter_map(|eng| run_one(e, eng).err().map(|d| format!("{eng}: {d}")))
@@ -986,16 +1009,14 @@ fn htcondors_dagman_tests_agree_where_the_catalogue_says() {
                         true => "agrees".to_string(),
                         false => format!("differs: {}", got.join(" | ")),
                     };
-                    results
-                        .lock()
-                        .unwrap()
-                        .push((e.driver.clone(), e.result.clone(), got));
+                    let took = started.elapsed().as_secs_f64();
+                    (results.lock().unwrap()).push((e.driver.clone(), e.result.clone(), got, took));
                 }
             });
         }
     });
     let mut results = results.into_inner().unwrap();
-    results.sort();
+    results.sort_by(|a, b| a.0.cmp(&b.0));
     let counted = |d: &str| {
         cat.test
             .iter()
@@ -1015,8 +1036,8 @@ fn htcondors_dagman_tests_agree_where_the_catalogue_says() {
         println!("{}: cannot: {}", e.driver, e.why);
     }
     let mut changed = Vec::new();
-    for (driver, recorded, got) in &results {
-        println!("{driver}: {got}");
+    for (driver, recorded, got, took) in &results {
+        println!("{driver}: {got} ({took:.1} s, both engines)");
         let was_agree = recorded == "agrees";
         if was_agree != (got == "agrees") {
             changed.push(format!("{driver}: recorded `{recorded}`, now `{got}`"));
@@ -1057,10 +1078,16 @@ fn a_drivers_subs_and_socket_are_found_as_perl_and_the_driver_find_them() {
 #[test]
 fn perl_arrays_are_read_as_perl_reads_their_quotes() {
     let driver = "@statuslines = (\"DagStatus = 5;.*STATUS_DONE \\\\(success\\\\)\",\n\
-                  # a comment, \"not a line\"\n  'a\\'b', \"q\\\"x\");\n";
+                  # a comment, \"not a line\"\n  'a\\'b', \"q\\\"x\", \"\\$1 \\@a\", '\\$');\n";
     assert_eq!(
         driver_array(driver, "statuslines").unwrap(),
-        ["DagStatus = 5;.*STATUS_DONE \\(success\\)", "a'b", "q\"x"]
+        [
+            "DagStatus = 5;.*STATUS_DONE \\(success\\)",
+            "a'b",
+            "q\"x",
+            "$1 @a",
+            "\\$"
+        ]
     );
     assert!(driver_array(driver, "outlines").is_none());
 }

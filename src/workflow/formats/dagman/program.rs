@@ -135,13 +135,32 @@ impl JobDescription {
                 })
         };
         let ad = |attr: &str| -> Option<String> {
-            Some(match attr.to_ascii_lowercase().as_str() {
-                "dagnodename" => self.node.clone(),
-                "dagparentnodenames" => parents.clone(),
-                "jobprio" => self.priority.to_string(),
-                "procid" => "0".into(),
-                _ => return None,
-            })
+            let known = match attr.to_ascii_lowercase().as_str() {
+                "dagnodename" => Some(self.node.clone()),
+                "dagparentnodenames" => Some(parents.clone()),
+                "jobprio" => Some(self.priority.to_string()),
+                "procid" => Some("0".into()),
+                _ => None,
+            };
+            // One the node's VARS or its description set (`+A`, `MY.A`).
+            let names = |k: &str| {
+                let k = k.trim();
+                let a = k.strip_prefix('+').or_else(|| {
+                    (k.get(..3))
+                        .filter(|p| p.eq_ignore_ascii_case("MY."))
+                        .map(|_| &k[3..])
+                });
+                a.is_some_and(|a| a.eq_ignore_ascii_case(attr))
+            };
+            let set = || {
+                let var = set
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| names(k))
+                    .map(|(_, v)| v.clone());
+                var.or_else(|| submit_value_where(&text, names))
+            };
+            known.or_else(|| Some(classad_value(&expand(&set()?, &macros, &|_| None, 0))))
         };
         let value = |key: &str| submit_value(&text, key).map(|v| expand(&v, &macros, &ad, 0));
         let executable = value("executable").ok_or("its submit description has no executable")?;
@@ -154,12 +173,18 @@ impl JobDescription {
             None => Vec::new(),
         };
         let executable = PathBuf::from(executable);
-        let executable = match executable.components().count() {
+        let bare = executable.components().count() == 1 && !executable.is_absolute();
+        let executable = match bare && !dir.join(&executable).exists() {
             // A bare name is looked for on PATH, as condor_submit's local
             // universe finds it.
-            1 if !executable.is_absolute() && !dir.join(&executable).exists() => executable,
-            _ => dir.join(executable),
-        };
+            true => on_path(&executable).map(|_| executable.clone()),
+            false => Some(dir.join(&executable)).filter(|e| e.exists()),
+        }
+        // condor_submit refuses a job whose program is not there.
+        .ok_or(format!(
+            "its executable {} does not exist",
+            executable.display()
+        ))?;
         let stream = |key: &str| value(key).filter(|v| !v.is_empty()).map(|v| dir.join(v));
         let streams = Streams {
             input: stream("input"),
@@ -211,6 +236,14 @@ fn replace_macro(v: &str, key: &str, by: &str) -> String {
     out
 }
 
+/// Where `name` is found on `PATH`, if it is.
+fn on_path(name: &Path) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// The configuration macros a submit description may name that an
 /// HTCondor pool on this machine defines for itself (`IsWindows`,
 /// `IsLinux`, as `param` gives them).
@@ -222,9 +255,24 @@ fn config_macro(key: &str) -> Option<String> {
     }
 }
 
+/// The value of an attribute in a job ad, as `$$()` puts it in: a
+/// string literal's text, any other expression as written.
+fn classad_value(v: &str) -> String {
+    let v = v.trim();
+    match v.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+        Some(s) => s.replace("\\\"", "\"").replace("\\\\", "\\"),
+        None => v.to_string(),
+    }
+}
+
 /// The last value of `key` in a submit description: logical lines (a
 /// trailing `\` continues one), `key = value`, the key in any case.
 fn submit_value(text: &str, key: &str) -> Option<String> {
+    submit_value_where(text, |k| k.trim().eq_ignore_ascii_case(key))
+}
+
+/// The last value in a submit description of a key `key` accepts.
+fn submit_value_where(text: &str, key: impl Fn(&str) -> bool) -> Option<String> {
     let mut value = None;
     let mut line = String::new();
     for raw in text.lines() {
@@ -237,7 +285,7 @@ fn submit_value(text: &str, key: &str) -> Option<String> {
         }
         let whole = std::mem::take(&mut line);
         if let Some((k, v)) = whole.split_once('=')
-            && k.trim().eq_ignore_ascii_case(key)
+            && key(k)
         {
             value = Some(v.trim().to_string());
         }
@@ -251,7 +299,8 @@ fn submit_value(text: &str, key: &str) -> Option<String> {
 /// falling back to its default; `$CHOICE(index, a, b, …)` the item at
 /// `index` (a number, or a macro whose value is one or a boolean);
 /// `$$(attr)` and `$$([attr])`, which the job's match fills in from its
-/// job ad, by `ad`. What neither knows is left as written.
+/// job ad, by `ad`. An undefined macro is empty (but those [`unfilled`]
+/// names), an unknown attribute or function left as written.
 fn expand(
     v: &str,
     macros: &dyn Fn(&str) -> Option<String>,
@@ -305,6 +354,9 @@ fn expand(
                 macros(name)
                     .map(|v| again(&v))
                     .or_else(|| default.map(again))
+                    // Undefined, it is empty, but for the schedd's numbers,
+                    // which a job's program has none of here.
+                    .or_else(|| (!unfilled(name)).then(String::new))
             }
             _ => choice(&again(body), macros),
         };
@@ -313,6 +365,15 @@ fn expand(
     }
     out.push_str(rest);
     out
+}
+
+/// A macro `condor_submit` sets from the schedd's numbering (the job's
+/// cluster, its DAGMan's), which gridbed does not know as a job is
+/// submitted: left as written.
+fn unfilled(name: &str) -> bool {
+    ["Cluster", "ClusterId", "DAGManJobId"]
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(name.trim()))
 }
 
 /// `$CHOICE(index, a, b, …)`'s item (its arguments already expanded).
@@ -330,7 +391,7 @@ fn choice(args: &str, macros: &dyn Fn(&str) -> Option<String>) -> Option<String>
 
 /// The words of an `arguments` value. New syntax (the value in double
 /// quotes): words split at spaces, a single-quoted span one word with `''`
-/// a quote in it, `""` a double quote. Old syntax: split at whitespace,
+/// a quote in it, `""` a double quote (in a single-quoted span too). Old syntax: split at whitespace,
 /// `\"` a double quote.
 pub fn split_arguments(v: &str) -> Result<Vec<String>, String> {
     let Some(inner) = v.strip_prefix('"') else {
@@ -364,6 +425,11 @@ pub fn split_arguments(v: &str) -> Result<Vec<String>, String> {
                             w.push('\'');
                         }
                         Some('\'') => break,
+                        // The value's doubled quotes are undone first.
+                        Some('"') if chars.peek() == Some(&'"') => {
+                            chars.next();
+                            w.push('"');
+                        }
                         Some(c) => w.push(c),
                         None => return Err(format!("arguments {v}: no closing single quote")),
                     }
@@ -388,6 +454,7 @@ mod tests {
             ("  a   b ", &["a", "b"]),
             (r#""a 'b c' d""#, &["a", "b c", "d"]),
             (r#""'it''s' x""#, &["it's", "x"]),
+            (r#""'a ""b""' c""#, &["a \"b\"", "c"]),
             (r#""say ""hi""""#, &["say", "\"hi\""]),
             (r#""''""#, &[""]),
             (r#""""#, &[]),
@@ -443,7 +510,8 @@ mod tests {
         assert_eq!(p.executable, PathBuf::from("python3"));
         let with_streams = NodeInfo {
             submit_description: Some(
-                "executable = x\ninitialdir = run\noutput = $(JOB).out\nerror = /tmp/e\n".into(),
+                "executable = /bin/sh\ninitialdir = run\noutput = $(JOB).out\nerror = /tmp/e\n"
+                    .into(),
             ),
             ..inline.clone()
         };
@@ -468,6 +536,19 @@ mod tests {
                 .unwrap_err()
                 .contains("DNE.sub")
         );
+        // condor_submit refuses a program that is not there.
+        for gone in [
+            "/this_should_make_submit_fail",
+            "no-such-program-on-path",
+            "sub/x",
+        ] {
+            let node = NodeInfo {
+                submit_description: Some(format!("executable = {gone}\n")),
+                ..Default::default()
+            };
+            let why = program(&node, "G", dir.path()).unwrap_err();
+            assert!(why.contains("does not exist"), "{gone}: {why}");
+        }
         let bare = NodeInfo {
             submit_description: Some("arguments = 1\n".into()),
             ..Default::default()
@@ -486,6 +567,10 @@ mod tests {
             name: "F".into(),
             submit: "late.sub".into(),
             priority: 7,
+            vars: vec![
+                ("+A".into(), "\"b\\\"ob\"".into()),
+                ("+DagNodeRetry".into(), "$(RETRY)".into()),
+            ],
             ..Default::default()
         };
         let job = JobDescription::new(&node, "F", dir.path(), vec!["A".into(), "B".into()]);
@@ -493,7 +578,8 @@ mod tests {
         std::fs::write(
             dir.path().join("late.sub"),
             "executable = /bin/echo\narguments = \"$(RETRY) $(DAG_STATUS) $(FAILED_COUNT) \
-             $(DAG_PARENT_NAMES) $$([DAGParentNodeNames]) $$(JobPrio) $$([Other])\"\n",
+             $(DAG_PARENT_NAMES) $$([DAGParentNodeNames]) $$(JobPrio) $$([Other]) \
+             $$([a]) $$([DagNodeRetry]) $$([C]) $(undefined)\"\nMY.C = 3 + 4\n",
         )
         .unwrap();
         let later = crate::core::ScriptMacros {
@@ -504,7 +590,20 @@ mod tests {
         };
         assert_eq!(
             job.program(&later).unwrap().args,
-            ["2", "2", "1", "A,B", "A,B", "7", "$$([Other])"]
+            [
+                "2",
+                "2",
+                "1",
+                "A,B",
+                "A,B",
+                "7",
+                "$$([Other])",
+                "b\"ob",
+                "2",
+                "3",
+                "+",
+                "4"
+            ]
         );
     }
 
@@ -545,13 +644,14 @@ mod tests {
         let ad = |a: &str| (a == "JobPrio").then(|| "5".to_string());
         let e = |v: &str| expand(v, &macros, &ad, 0);
         assert_eq!(e("$(job).out"), "S1+A.out", "a value's macros expand too");
-        assert_eq!(e("$(none) $(none:dflt) $"), "$(none) dflt $");
+        assert_eq!(e("$(none) $(none:dflt) $"), " dflt $");
+        assert_eq!(e("$(Cluster).$(process)"), "$(Cluster).", "the schedd's");
         assert_eq!(e("$CHOICE(IsWindows,/bin/echo,appendmsg)"), "/bin/echo");
         assert_eq!(e("$choice(two, a, b, c)"), "c");
         assert_eq!(e("$CHOICE(9,a)"), "$CHOICE(9,a)", "no such item");
         assert_eq!(e("$$([JobPrio]) $$(JobPrio) $$([x])"), "5 5 $$([x])");
         assert_eq!(e("$(unclosed"), "$(unclosed");
-        assert!(e("$(loop)").contains("$(loop)"), "stops");
+        assert!(e("$(loop)").len() < 100, "stops");
         assert_eq!(e("$ENV(HOME) é$(two)"), "$ENV(HOME) é2");
     }
 }
