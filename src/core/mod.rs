@@ -22,6 +22,7 @@
 //! policies implement ([`seams`]). This room imports no other.
 
 pub mod cache_index;
+pub mod clusters;
 pub mod dag;
 pub mod farm;
 pub mod faults;
@@ -160,6 +161,10 @@ pub struct ScriptMacros {
     pub queued: usize,
     /// `$NODE_COUNT`: nodes of the DAG.
     pub nodes: usize,
+    /// `$JOBID` (POST scripts naming it): the HTCondor cluster of the
+    /// node's job ([`clusters`]); 0 when it has none.
+    #[serde(default)]
+    pub job_id: u64,
 }
 
 /// An input to the manager. Every event comes with the nominal time `now`.

@@ -88,6 +88,9 @@ pub struct NodeSettings {
     /// finds them ready (it does not look for cycles before it runs), so
     /// they are never run and the DAG ends failed, "cycle".
     pub in_cycle: std::collections::BTreeSet<JobId>,
+    /// The nodes whose POST script names `$JOBID`: its job's HTCondor id
+    /// is found for it (a count over the run's submissions).
+    pub post_job_id: std::collections::BTreeSet<JobId>,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -183,6 +186,7 @@ impl NodeSettings {
             save_points: Default::default(),
             tolerant: Default::default(),
             in_cycle: Default::default(),
+            post_job_id: Default::default(),
         }
     }
 }
@@ -213,6 +217,7 @@ impl NodeSettings {
         self.save_points.extend(more.save_points.iter().map(|&j| at(j)));
         self.tolerant.extend(more.tolerant.iter().map(|&j| at(j)));
         self.in_cycle.extend(more.in_cycle.iter().map(|&j| at(j)));
+        self.post_job_id.extend(more.post_job_id.iter().map(|&j| at(j)));
         self.subdags.extend(more.subdags.iter().map(|d| SubDag {
             node: at(d.node),
             entry: d.entry.map(at),

@@ -2509,6 +2509,69 @@ fn a_jobs_description_is_read_as_it_is_submitted_with_dagmans_macros_then() {
     }
 }
 
+/// A POST script's `$JOBID` is its job's HTCondor id, the one the
+/// jobstate log gives the job's submission: A's, whose first attempt
+/// fails (its POST script passes `$RETURN` on) and is retried, each
+/// attempt's own, B's and C's; a PRE script gets it as written. Both
+/// engines.
+#[test]
+fn a_post_scripts_jobid_is_the_id_the_jobstate_log_gives_its_job() {
+    let dag = "JOB A n.sub\nJOB B n.sub\nJOB C n.sub\nRETRY A 1\nPARENT A CHILD B C\n\
+               SCRIPT PRE A id.sh pre A $JOBID\nSCRIPT POST A id.sh post A $JOBID $RETURN\n\
+               SCRIPT POST B id.sh post B $JOBID\nSCRIPT POST C id.sh post C $jobid\n\
+               JOBSTATE_LOG j.log\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, dag, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), "[[job]]\nname = \"A\"\nexit = [1, 0]\n").unwrap();
+        crate::common::executable(
+            &d.join("id.sh"),
+            "#!/bin/sh\necho \"$1 $2 $3\" >> ids.out\nexit ${4:-0}\n",
+        );
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        let ids = std::fs::read_to_string(d.join("ids.out")).unwrap();
+        let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+        // `time node SUBMIT id …`: each node's last submission.
+        let submitted = |node: &str| {
+            (log.lines().rev())
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|w| w.get(1) == Some(&node) && w.get(2) == Some(&"SUBMIT"))
+                .map(|w| w[3].to_string())
+                .unwrap_or_else(|| panic!("{engine}: no SUBMIT of {node} in {log}"))
+        };
+        assert!(
+            ids.lines()
+                .filter(|l| l.starts_with("pre "))
+                .all(|l| l == "pre A $JOBID"),
+            "{engine}: {ids}"
+        );
+        for node in ["A", "B", "C"] {
+            let posts: Vec<&str> = ids
+                .lines()
+                .filter(|l| l.starts_with(&format!("post {node} ")))
+                .collect();
+            let last = posts.last().unwrap_or_else(|| panic!("{engine}: {ids}"));
+            assert_eq!(
+                *last,
+                format!("post {node} {}", submitted(node)),
+                "{engine}: {ids}{log}"
+            );
+        }
+        let distinct: std::collections::BTreeSet<&str> = ids
+            .lines()
+            .filter(|l| l.starts_with("post"))
+            .map(|l| &l[7..])
+            .collect();
+        assert_eq!(
+            distinct.len(),
+            4,
+            "{engine}: each attempt its own id: {ids}"
+        );
+    }
+}
+
 /// A FINAL node of a DAG whose nodes on a cycle never ran (none failed)
 /// sees DAGMan's `DAG_STATUS_CYCLE`, 5, in its job's and scripts' macros,
 /// as HTCondor's `job_dagman_final-H` requires; the nodes before it see 0.

@@ -252,6 +252,21 @@ impl NodeLife {
             done: c.done,
             queued: c.queued + c.running,
             nodes,
+            job_id: 0,
+        }
+    }
+
+    /// The HTCondor cluster of `job`'s last attempt, for a POST script
+    /// that names `$JOBID` (0 for any other, or a job never submitted).
+    pub(super) fn job_id(&self, records: &Records, job: JobId) -> u64 {
+        let attempt = records.jobs[job].attempts.len().checked_sub(1);
+        match attempt {
+            Some(k) if self.nodes.post_job_id.contains(&job) => {
+                let dagmans: Vec<Time> = self.dagmans.spans.iter().map(|s| s.started).collect();
+                let s = crate::core::clusters::Submission::Job(job, k);
+                crate::core::clusters::number_of(records, &dagmans, s).unwrap_or(0)
+            }
+            _ => 0,
         }
     }
 

@@ -225,7 +225,10 @@ impl Manager {
                 status: None,
             });
         }
-        let macros = self.dag.script_macros(&self.records, job, kind, status);
+        let mut macros = self.dag.script_macros(&self.records, job, kind, status);
+        if kind == ScriptKind::Post {
+            macros.job_id = self.dag.job_id(&self.records, job);
+        }
         out.push(Command::RunScript {
             job,
             site: self.grid.site_of[job],

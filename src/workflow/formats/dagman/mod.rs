@@ -590,9 +590,9 @@ impl NodeScripts {
     /// substitutes them: `$JOB` and `$NODE`, `$RETRY`, `$MAX_RETRIES`,
     /// `$DAG_STATUS`, `$FAILED_COUNT`, `$FUTILE_COUNT`, `$DONE_COUNT`,
     /// `$QUEUED_COUNT`, `$NODE_COUNT`; and for a `post` script `$RETURN`,
-    /// `$PRE_SCRIPT_RETURN` and `$SUCCESS` (a PRE script gets them as
-    /// written). Any other
-    /// `$WORD` (a job id gridbed has none of) is left as written.
+    /// `$PRE_SCRIPT_RETURN`, `$SUCCESS` and `$JOBID` (its job's HTCondor
+    /// id, `cluster.0`, when it was submitted; a PRE script gets them as
+    /// written). Any other `$WORD` is left as written.
     pub fn args(&self, args: &[String], m: &crate::core::ScriptMacros, post: bool) -> Vec<String> {
         args.iter()
             .map(|a| match a.to_ascii_uppercase().as_str() {
@@ -608,6 +608,7 @@ impl NodeScripts {
                 "$RETURN" if post => m.status.to_string(),
                 "$PRE_SCRIPT_RETURN" if post => m.pre_status.to_string(),
                 "$SUCCESS" if post => if m.status == 0 { "True" } else { "False" }.into(),
+                "$JOBID" if post && m.job_id > 0 => format!("{}.0", m.job_id),
                 _ => a.clone(),
             })
             .collect()
@@ -739,6 +740,11 @@ impl DagmanInfo {
             }
             s.pre[j] = run_scripts && n.pre.is_some();
             s.post[j] = run_scripts && n.post.is_some();
+            let names_job_id =
+                |sc: &Script| sc.args.iter().any(|a| a.eq_ignore_ascii_case("$JOBID"));
+            if s.post[j] && n.post.as_ref().is_some_and(names_job_id) {
+                s.post_job_id.insert(j);
+            }
             s.retry_unless_exit[j] = n.retry_unless_exit;
             let defer = |sc: &Option<Script>| {
                 sc.as_ref()

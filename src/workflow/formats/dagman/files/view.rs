@@ -92,44 +92,12 @@ pub(super) fn ctime(secs: u64) -> String {
     )
 }
 
-/// Something a schedd gave a cluster: a node's job attempt `(job,
-/// attempt)`, or a sub-DAG's DAGMan job (the index of its run in
-/// [`RunResult::subdag_spans`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) enum Submission {
-    /// A sub-DAG's DAGMan, submitted as its node's PRE script ended.
-    Dagman(usize),
-    /// A node's job.
-    Job(JobId, usize),
-}
+pub(super) use crate::core::clusters::Submission;
 
-/// The HTCondor cluster number of each submission: 1, 2, … in the order
-/// they were submitted, as a schedd numbers its clusters (one schedd for
-/// every DAGMan of the run). Submissions of one instant of the emulated
-/// clock go in the order they started (a site's queue takes its jobs first
-/// come, first served; a sub-DAG's DAGMan starts as it is submitted,
-/// before the jobs it submits).
+/// The HTCondor cluster number of each submission ([`crate::core::clusters`]).
 pub(super) fn clusters(run: &RunResult) -> HashMap<Submission, u64> {
-    let mut submitted: Vec<(f64, f64, Submission)> = Vec::new();
-    for (j, r) in run.records.jobs.iter().enumerate() {
-        for (k, a) in r.attempts.iter().enumerate() {
-            if let Some(t) = a.submitted {
-                let started = a.started.unwrap_or(f64::INFINITY);
-                submitted.push((t, started, Submission::Job(j, k)));
-            }
-        }
-    }
-    for (i, s) in run.subdag_spans.iter().enumerate() {
-        submitted.push((s.started, s.started, Submission::Dagman(i)));
-    }
-    submitted.sort_by(|a, b| {
-        (a.0.total_cmp(&b.0))
-            .then(a.1.total_cmp(&b.1))
-            .then(a.2.cmp(&b.2))
-    });
-    (submitted.into_iter().enumerate())
-        .map(|(n, (_, _, s))| (s, n as u64 + 1))
-        .collect()
+    let dagmans: Vec<f64> = run.subdag_spans.iter().map(|s| s.started).collect();
+    crate::core::clusters::numbers(&run.records, &dagmans)
 }
 
 /// The value of `key` in a submit description, read as DAGMan's
