@@ -69,7 +69,7 @@ pub fn number_of(records: &Records, dagmans: &[Time], s: Submission) -> Option<u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::records::{Attempt, JobRecord, Outcome};
+    use crate::core::records::{Attempt, JobRecord};
 
     /// Jobs of attempts `(submitted, started)`.
     fn records(jobs: &[Vec<(Option<u8>, Option<u8>)>]) -> Records {
@@ -78,17 +78,9 @@ mod tests {
             let mut job = JobRecord::default();
             for &(sub, start) in attempts {
                 job.attempts.push(Attempt {
-                    site: 0,
-                    prescript: 0.0,
                     submitted: sub.map(f64::from),
                     started: start.map(f64::from),
-                    finished: None,
-                    ended: None,
-                    outcome: Outcome::Pending,
-                    transfers: 0,
-                    exit: None,
-                    scripts: Vec::new(),
-                    members: Vec::new(),
+                    ..Attempt::begun(0, 0.0)
                 });
             }
             r.jobs.push(job);

@@ -78,6 +78,26 @@ pub struct Attempt {
     pub members: Vec<MemberRun>,
 }
 
+impl Attempt {
+    /// An attempt whose prescript starts at `prescript` for `site`: nothing
+    /// else has happened to it yet.
+    pub fn begun(site: SiteId, prescript: Time) -> Self {
+        Attempt {
+            site,
+            prescript,
+            submitted: None,
+            started: None,
+            finished: None,
+            ended: None,
+            outcome: Outcome::Pending,
+            transfers: 0,
+            exit: None,
+            scripts: Vec::new(),
+            members: Vec::new(),
+        }
+    }
+}
+
 /// One member of a clustered job, as it ran in its cluster's slot.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct MemberRun {

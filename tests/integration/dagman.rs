@@ -2359,6 +2359,14 @@ fn a_subdag_read_after_its_pre_script_is_refused_with_a_plan_made_ahead() {
     );
 }
 
+/// [`dag_testbed`] of `dag` whose scripts and jobs run (`jobs = "run"`),
+/// no node's job told how to exit (its program says).
+fn jobs_testbed(d: &Path, dag: &str) -> std::path::PathBuf {
+    let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
+    std::fs::write(d.join("w.toml"), "").unwrap();
+    tb
+}
+
 /// `jobs = "run"`: each node's job runs the program its submit
 /// description names (`executable`, `arguments` with the node's VARS and
 /// `$(JOB)`), as it is submitted, and the program's exit is the job's, on
@@ -2379,8 +2387,7 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
     for engine in ["sim", "live"] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
-        std::fs::write(d.join("w.toml"), "").unwrap();
+        let tb = jobs_testbed(d, dag);
         // Each program leaves a mark, so that its runs can be counted.
         std::fs::write(d.join("exit.sh"), "echo \"$2\" >> ran.out\nexit \"$1\"\n").unwrap();
         std::fs::write(
@@ -2428,8 +2435,7 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
         let d = dir.path();
         let top = "JOB A sh.sub\nVARS A code=\"0\"\nSUBDAG EXTERNAL S inner.dag\n\
                    SCRIPT PRE S pre.sh\nPARENT A CHILD S\nNODE_STATUS_FILE s.out\n";
-        let tb = dag_testbed(d, top, "", "scripts = \"run\"\njobs = \"run\"");
-        std::fs::write(d.join("w.toml"), "").unwrap();
+        let tb = jobs_testbed(d, top);
         std::fs::write(d.join("inner.dag"), "JOB X sh.sub\nVARS X code=\"3\"\n").unwrap();
         std::fs::write(
             d.join("sh.sub"),
@@ -2475,8 +2481,7 @@ fn a_jobs_description_is_read_as_it_is_submitted_with_dagmans_macros_then() {
     for engine in ["sim", "live"] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
-        std::fs::write(d.join("w.toml"), "").unwrap();
+        let tb = jobs_testbed(d, dag);
         std::fs::write(
             d.join("n.sub"),
             "executable = /bin/sh\narguments = \"-c 'echo $(JOB) $(RETRY) \
@@ -2583,8 +2588,7 @@ fn final_after_a_cycle_sees_dag_status_5() {
     for engine in ["sim", "live"] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let tb = dag_testbed(d, dag, "", "scripts = \"run\"\njobs = \"run\"");
-        std::fs::write(d.join("w.toml"), "").unwrap();
+        let tb = jobs_testbed(d, dag);
         std::fs::write(
             d.join("n.sub"),
             "executable = /bin/sh\narguments = \"-c 'echo $(JOB) $(DAG_STATUS) >> ran.out'\"\n",
@@ -2606,8 +2610,7 @@ fn final_after_a_cycle_sees_dag_status_5() {
 fn rescue_file_testbed(d: &Path) -> std::path::PathBuf {
     let top = "JOB a n.sub\nJOB b n.sub\nSUBDAG EXTERNAL s inner.dag\n\
                PARENT a b CHILD s\n";
-    let tb = dag_testbed(d, top, "", "scripts = \"run\"\njobs = \"run\"");
-    std::fs::write(d.join("w.toml"), "").unwrap();
+    let tb = jobs_testbed(d, top);
     std::fs::write(
         d.join("inner.dag"),
         "JOB x n.sub\nJOB y n.sub\nPARENT x CHILD y\n",

@@ -118,19 +118,7 @@ impl Manager {
         // Most jobs run once: room for one attempt, not Vec's first four.
         let attempts = &mut self.records.jobs[job].attempts;
         attempts.reserve_exact(1);
-        attempts.push(Attempt {
-            site,
-            prescript: self.now,
-            submitted: None,
-            started: None,
-            finished: None,
-            ended: None,
-            outcome: Outcome::Pending,
-            transfers: 0,
-            exit: None,
-            scripts: Vec::new(),
-            members: Vec::new(),
-        });
+        attempts.push(Attempt::begun(site, self.now));
         out.push(Command::Pin { job, site });
         let mut pending = VecDeque::new();
         self.records.sites[site].inputs_planned += self.wf.jobs[job].inputs.len() as u64;
