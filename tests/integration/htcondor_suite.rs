@@ -20,9 +20,10 @@
 //!
 //! What the drivers check is read from the drivers at run time (their
 //! arrays of expected lines); what a driver checks and how each node's job
-//! behaves is catalogued in `htcondor_suite.toml`, in our words: gridbed's
-//! jobs are exit statuses and durations (a job runs no program, so it
-//! writes no output), its scripts run for real. The catalogue records for
+//! behaves is catalogued in `htcondor_suite.toml`, in our words: a test's
+//! scripts run for real, and so do its jobs' programs where they end at
+//! once (`run_jobs`: what they write is checked as the driver checks it);
+//! other jobs are exit statuses and durations. The catalogue records for
 //! each test whether gridbed agrees, and this test fails when a result
 //! changes either way, so that the list in `docs/dagman.md` stays true.
 
