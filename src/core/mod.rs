@@ -288,7 +288,8 @@ pub enum Command {
         exit: i32,
         /// DAGMan's counts as the job is submitted, which its submit
         /// description may name (`$(RETRY)`, `$(DAG_STATUS)`,
-        /// `$(FAILED_COUNT)`) when the DAG's jobs run.
+        /// `$(FAILED_COUNT)`) when the DAG's jobs run (else none are
+        /// counted).
         macros: ScriptMacros,
     },
     /// MonitQueue: remove `job` from `site`'s queue if it has not started;

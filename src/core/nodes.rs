@@ -91,6 +91,10 @@ pub struct NodeSettings {
     /// The nodes whose POST script names `$JOBID`: its job's HTCondor id
     /// is found for it (a count over the run's submissions).
     pub post_job_id: std::collections::BTreeSet<JobId>,
+    /// The jobs run the programs their submit descriptions name
+    /// (`jobs = "run"`): each submission carries DAGMan's counts for its
+    /// description's macros.
+    pub job_programs: bool,
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -187,6 +191,7 @@ impl NodeSettings {
             tolerant: Default::default(),
             in_cycle: Default::default(),
             post_job_id: Default::default(),
+            job_programs: false,
         }
     }
 }

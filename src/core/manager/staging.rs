@@ -475,7 +475,10 @@ impl Manager {
             job,
             site: self.grid.site_of[job],
             exit: exits.get(attempt).or(exits.last()).copied().unwrap_or(0),
-            macros: self.dag.job_macros(&self.records, job),
+            macros: match self.dag.nodes.job_programs {
+                true => self.dag.job_macros(&self.records, job),
+                false => ScriptMacros::default(),
+            },
         });
     }
 

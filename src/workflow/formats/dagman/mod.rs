@@ -713,6 +713,7 @@ impl DagmanInfo {
     ) -> crate::core::nodes::NodeSettings {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
         s.max_post = self.max_post.unwrap_or(0);
+        s.job_programs = self.run_jobs;
         s.always_run_post = self.always_run_post.unwrap_or(false);
         s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
         s.max_jobs_submitted = self.max_jobs_submitted.unwrap_or(0);
