@@ -1,6 +1,7 @@
 //! A job's end at its site and the postscript: the replica policy, output
 //! registration, DAGMan POST scripts, and the node's end.
 
+use super::ends::{JobEnd, PostEnd, PreEnd};
 use super::*;
 
 impl Manager {
@@ -80,7 +81,7 @@ impl Manager {
             Err(JobFailure::Exit(status)) => {
                 self.leave_slot(job, site, out);
                 self.grid.release_pins(&self.wf, (job, site), delete, false, out);
-                self.job_exited(job, site, status, out);
+                self.job_ended(job, site, Some(status), out);
             }
             Err(failure) => {
                 if let Some(a) = attempt {
@@ -98,7 +99,7 @@ impl Manager {
                         Retry::Now
                     }
                     JobFailure::NoSpace { never: false } => Retry::Later,
-                    // (An exit is `job_exited`'s.)
+                    // (An exit is `job_ended`'s.)
                     JobFailure::Failed(_) | JobFailure::Exit(_) => Retry::Counted,
                 };
                 self.retry(job, retry);
@@ -106,38 +107,34 @@ impl Manager {
         }
     }
 
-    /// The node's job (or its sub-DAG) exited `status` ≠ 0 at `site` and
-    /// left it, as DAGMan's `Dag::ProcessJobProcEnd` takes it: the POST
-    /// script runs, `$RETURN` the status, and decides the node; else a
-    /// failure its `TOLERANCE` allows leaves the job list successful and
-    /// the node ends done (writing no outputs); else the node is retried or
-    /// fails.
-    pub(super) fn job_exited(
+    /// The node's job (or its sub-DAG) ended at `site`, having exited
+    /// `exit` (`None`: it ended well), and left it: the node decides what
+    /// that means ([`NodeLife::job_end`]), the manager carries it out.
+    pub(super) fn job_ended(
         &mut self,
         job: JobId,
         site: SiteId,
-        status: i32,
+        exit: Option<i32>,
         out: &mut Vec<Command>,
     ) {
-        if self.dag.nodes.post[job] || self.dag.nodes.tolerant.contains(&job) {
-            self.dag.exited[job] = Some(status);
-            if self.dag.nodes.post[job] {
-                self.run_script(job, ScriptKind::Post, status, out);
-            } else {
+        let status = exit.unwrap_or(0);
+        match self.dag.job_end(job, exit) {
+            JobEnd::Post => self.run_script(job, ScriptKind::Post, status, out),
+            JobEnd::Done => {
                 self.abort_on(job, status, out);
                 self.postscript(job, site);
             }
-            return;
+            JobEnd::Failed(retry) => {
+                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+                    a.ended = Some(self.now);
+                    a.outcome = Outcome::Failed(JobFailure::Exit(status));
+                }
+                self.records.sites[site].failed += 1;
+                self.set_state(job, JobState::Ready);
+                self.abort_on(job, status, out);
+                self.retry(job, retry);
+            }
         }
-        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
-            a.ended = Some(self.now);
-            a.outcome = Outcome::Failed(JobFailure::Exit(status));
-        }
-        self.records.sites[site].failed += 1;
-        self.set_state(job, JobState::Ready);
-        self.abort_on(job, status, out);
-        let retry = self.dag.unless_exit(job, status);
-        self.retry(job, retry);
     }
 
     /// The job ended well at `site` and left its slot: the site deletes
@@ -155,18 +152,7 @@ impl Manager {
         if noticed > self.now {
             self.schedule(noticed, Timer::Noticed { job, site });
         } else {
-            self.job_succeeded(job, site, out);
-        }
-    }
-
-    /// The job ended well at `site`: its POST script runs if it has one, then
-    /// the postscript.
-    pub(super) fn job_succeeded(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        if self.dag.nodes.post[job] {
-            self.run_script(job, ScriptKind::Post, 0, out);
-        } else {
-            self.abort_on(job, 0, out);
-            self.postscript(job, site);
+            self.job_ended(job, site, None, out);
         }
     }
 
@@ -228,11 +214,6 @@ impl Manager {
         status: i32,
         out: &mut Vec<Command>,
     ) {
-        let defer = match kind {
-            ScriptKind::Pre => self.dag.nodes.pre_defer[job],
-            ScriptKind::Post => self.dag.nodes.post_defer[job],
-        };
-        let retry = self.dag.unless_exit(job, status);
         if let Some(run) = self.records.jobs[job].attempts.last_mut().and_then(|a| {
             a.scripts
                 .iter_mut()
@@ -242,70 +223,56 @@ impl Manager {
             run.end = Some(self.now);
             run.status = Some(status);
         }
+        let running = match kind {
+            ScriptKind::Pre => (self.grid.staging[job].as_ref()).is_some_and(|s| s.pre_running),
+            ScriptKind::Post => self.dag.state[job] == JobState::Running,
+        };
+        if !running {
+            return;
+        }
+        if kind == ScriptKind::Post {
+            self.post_ended(job, out);
+        }
+        if let Some(wait) = self.dag.deferral(job, kind, status) {
+            self.schedule(self.now + wait, Timer::Script { job, kind });
+            return;
+        }
         match kind {
             ScriptKind::Pre => {
-                let Some(st) = self.grid.staging[job].as_mut().filter(|s| s.pre_running) else {
-                    return;
-                };
-                if let Some((deferred, time)) = defer
-                    && deferred == status
-                {
-                    self.schedule(self.now + time, Timer::Script { job, kind });
-                    return;
+                if let Some(st) = self.grid.staging[job].as_mut() {
+                    st.pre_running = false;
                 }
-                st.pre_running = false;
-                let owner = self.dag.node_of_entry(job).unwrap_or(job);
-                self.dag.pre_return.insert(owner, status);
+                self.dag.pre_returned(job, status);
                 self.abort_on(job, status, out);
-                if status != 0 && self.dag.nodes.pre_skip[job] == Some(status) {
-                    self.pre_skipped(job, out);
-                } else if status != 0
-                    && self.dag.nodes.post[job]
-                    && self.dag.always_runs_post(job)
-                    && !self.dag.stopped_for(job)
-                {
-                    self.post_after_failed_pre(job, out);
-                } else if status == 0 && !self.dag.stopped_for(job) {
-                    self.launch(job, out);
-                } else if status == 0 {
-                    let reason = self.dag.stop_reason(&self.wf, job);
-                    self.abort_staging(job, reason, Retry::Never, out);
-                } else {
-                    let reason = format!("PRE script exited {status}");
-                    self.abort_staging(job, reason, retry, out);
+                match self.dag.pre_end(&self.wf, job, status) {
+                    PreEnd::Skip => self.pre_skipped(job, out),
+                    PreEnd::PostAnyway => self.post_after_failed_pre(job, out),
+                    PreEnd::Submit => self.launch(job, out),
+                    PreEnd::Failed(why, retry) => self.abort_staging(job, why, retry, out),
                 }
             }
             ScriptKind::Post => {
-                if self.dag.state[job] != JobState::Running {
-                    return;
-                }
-                self.post_ended(job, out);
-                if let Some((deferred, time)) = defer
-                    && deferred == status
-                {
-                    self.schedule(self.now + time, Timer::Script { job, kind });
-                    return;
-                }
                 let site = self.grid.site_of[job];
                 self.abort_on(job, status, out);
-                if status == 0 {
+                match self.dag.post_end(job, status) {
                     // A POST script that exits 0 rescues a failed job.
-                    self.postscript(job, site);
-                    return;
-                }
-                if self.dag.exited[job].is_none() {
-                    for &o in &self.wf.clone().jobs[job].outputs {
-                        self.register(o, site);
+                    PostEnd::Done => self.postscript(job, site),
+                    PostEnd::Failed { wrote, retry } => {
+                        if wrote {
+                            for &o in &self.wf.clone().jobs[job].outputs {
+                                self.register(o, site);
+                            }
+                        }
+                        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+                            a.ended = Some(self.now);
+                            let why = format!("POST script exited {status}");
+                            a.outcome = Outcome::Failed(JobFailure::Failed(why));
+                        }
+                        self.records.sites[site].failed += 1;
+                        self.set_state(job, JobState::Ready);
+                        self.retry(job, retry);
                     }
                 }
-                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
-                    a.ended = Some(self.now);
-                    a.outcome =
-                        Outcome::Failed(JobFailure::Failed(format!("POST script exited {status}")));
-                }
-                self.records.sites[site].failed += 1;
-                self.set_state(job, JobState::Ready);
-                self.retry(job, retry);
             }
         }
     }
@@ -362,17 +329,6 @@ impl Placement {
                 .copied()
                 .filter(|&f| !self.replicas.has(f, site))
                 .collect(),
-        }
-    }
-}
-
-impl NodeLife {
-    /// `RETRY … UNLESS-EXIT`: a node exiting that value is not retried.
-    fn unless_exit(&self, job: JobId, status: i32) -> Retry {
-        if self.nodes.retry_unless_exit[job] == Some(status) {
-            Retry::Never
-        } else {
-            Retry::Counted
         }
     }
 }

@@ -60,7 +60,7 @@ impl Manager {
             self.dag.dagmans.unreadable(k);
         }
         let site = self.grid.site_of[entry];
-        self.job_succeeded(entry, site, out);
+        self.job_ended(entry, site, None, out);
         self.pump(out);
         read
     }

@@ -59,6 +59,7 @@ mod stall;
 mod staging;
 mod subdag;
 mod dagman_limits;
+mod ends;
 mod dagmans;
 mod flight_ends;
 mod graft;
@@ -1195,7 +1196,7 @@ impl Manager {
                 Timer::Postscript { job, site } => self.node_done(job, site),
                 Timer::Noticed { job, site } => {
                     if self.dag.state[job] == JobState::Running && self.grid.site_of[job] == site {
-                        self.job_succeeded(job, site, out);
+                        self.job_ended(job, site, None, out);
                     }
                 }
                 Timer::DagmanTick => self.dagman_tick(out),

@@ -14,7 +14,7 @@ use super::*;
 const MAX_STALLS: u32 = 10;
 
 /// How a job goes back to the prescript.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Retry {
     /// At once, not its fault (an input vanished, a site that can never fit).
     Now,

@@ -354,7 +354,7 @@ impl Manager {
             self.dag.subdag_left_queue(job);
             match self.dag.subdag_exit(job, self.now) {
                 Some(status) => self.subdag_failed(job, st.site, status, out),
-                None => self.job_succeeded(job, st.site, out),
+                None => self.job_ended(job, st.site, None, out),
             }
             return;
         }

@@ -401,6 +401,6 @@ impl Manager {
             a.finished = Some(self.now);
             a.exit = Some(status);
         }
-        self.job_exited(job, site, status, out);
+        self.job_ended(job, site, Some(status), out);
     }
 }
