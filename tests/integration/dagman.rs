@@ -2795,11 +2795,11 @@ fn each_dagman_writes_its_log_in_dagmans_words() {
         }
         let log = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
         assert_eq!(log.matches("STARTING UP").count(), 2, "{engine}");
-        assert_eq!(
-            log.matches("DAG status: 2 (DAG_STATUS_NODE_FAILED)")
-                .count(),
-            2
-        );
+        // Each run's last table, its exit's, says a node failed.
+        for run in log.split("STARTING UP").skip(1) {
+            let last = run.rfind("DAG status: ").unwrap();
+            assert!(run[last..].starts_with("DAG status: 2 (DAG_STATUS_NODE_FAILED)"));
+        }
         assert_eq!(log.matches("EXITING WITH STATUS 1").count(), 2, "{engine}");
         let second = log.rfind("STARTING UP").unwrap();
         assert!(log[second..].contains(
@@ -2810,6 +2810,84 @@ fn each_dagman_writes_its_log_in_dagmans_words() {
             "{engine}: a DONE"
         );
         assert!(!log.contains("(D_ALWAYS)"), "{engine}: no D_CAT, no tags");
+    }
+}
+
+/// DAGMan's `DAG status` tables as the run goes: one whenever a count
+/// changed, each agreeing with the node events logged before it (an
+/// oracle read from the log's own event lines, sharing no code with the
+/// tables): done nodes are those whose job completed, failed ones those
+/// whose job failed (no RETRY here), queued ones those submitted and not
+/// yet terminated; a failure makes the status 2; the last table is the
+/// exit's. `b` fails, `c` below it is futile, `a` and `d` end well.
+/// Both engines.
+#[test]
+fn dagmans_status_tables_follow_the_nodes_as_they_go() {
+    let row = regex_lite::Regex::new(r"^ *(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$")
+        .unwrap();
+    let event = regex_lite::Regex::new(
+        r"(ULOG_SUBMIT|ULOG_JOB_TERMINATED) for HTCondor Node (\w+) |Node (\w+) job proc \([^)]*\) (completed successfully|failed with status)",
+    )
+    .unwrap();
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let dag = "JOB a n.sub\nJOB b n.sub\nJOB c n.sub\nJOB d n.sub\nPARENT a CHILD d\nPARENT b CHILD c\n";
+        let tb = dag_testbed(d, dag, "", "");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(1), "{engine}: {out}{err}");
+        let log = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
+        let lines: Vec<&str> = log
+            .lines()
+            .map(|l| l.splitn(3, ' ').nth(2).unwrap_or(""))
+            .collect();
+        let (mut submitted, mut terminated) = (Vec::new(), Vec::new());
+        let (mut done, mut failed) = (Vec::new(), Vec::new());
+        let mut tables = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if let Some(c) = event.captures(l) {
+                let node = c.get(2).or(c.get(3)).unwrap().as_str().to_string();
+                let list = match c.get(1).or(c.get(4)).unwrap().as_str() {
+                    "ULOG_SUBMIT" => &mut submitted,
+                    "ULOG_JOB_TERMINATED" => &mut terminated,
+                    "completed successfully" => &mut done,
+                    _ => &mut failed,
+                };
+                list.push(node);
+                continue;
+            }
+            let Some(c) = row.captures(l) else { continue };
+            let n: Vec<usize> = (1..=8).map(|k| c[k].parse().unwrap()).collect();
+            let status = lines[i - 4];
+            assert_eq!(n.iter().sum::<usize>(), 4, "{engine}: {l}");
+            let count = |v: &Vec<String>| v.iter().collect::<std::collections::BTreeSet<_>>().len();
+            assert_eq!(n[0], count(&done), "{engine}: done in {l}\n{log}");
+            assert_eq!(n[6], count(&failed), "{engine}: failed in {l}\n{log}");
+            let queued = (submitted.iter().collect::<std::collections::BTreeSet<_>>())
+                .into_iter()
+                .filter(|s| !terminated.contains(s))
+                .count();
+            assert_eq!(n[2], queued, "{engine}: queued in {l}\n{log}");
+            let want = if n[6] > 0 {
+                "DAG status: 2 "
+            } else {
+                "DAG status: 0 "
+            };
+            assert!(status.starts_with(want), "{engine}: `{status}` over {l}");
+            tables.push(n);
+        }
+        assert!(tables.len() >= 3, "{engine}: tables as the run goes\n{log}");
+        let exit = tables.last().unwrap();
+        assert_eq!(exit, &vec![2, 0, 0, 0, 0, 0, 1, 1], "{engine}: {log}");
+        assert_eq!(
+            &tables[tables.len() - 2],
+            exit,
+            "{engine}: the last before the exit's"
+        );
+        assert!(
+            tables.iter().any(|n| n[2] == 2),
+            "{engine}: a and b queued together"
+        );
     }
 }
 

@@ -152,7 +152,8 @@ struct Check {
     skip: usize,
     /// `file-contents`: how each file's text is compared with what is
     /// expected of it: `line`, a line equals it; `pattern`, the pattern
-    /// is found in it; else it equals it.
+    /// is found in it, `.` matching a newline too (Perl's `=~ /$p/s`);
+    /// else it equals it.
     #[serde(default)]
     compare: String,
     /// `file-contents`: the file's last newline is dropped first, as
@@ -632,13 +633,15 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
                 };
                 let found = match c.compare.as_str() {
                     "line" => got.lines().any(|l| l == want),
-                    "pattern" => regex_lite::Regex::new(want)
+                    "pattern" => regex_lite::Regex::new(&format!("(?s){want}"))
                         .map_err(|e| format!("pattern `{want}`: {e}"))?
                         .is_match(got),
                     _ => got == want,
                 };
-                if !found {
-                    return Err(format!("{file}: {got:?}, not {want:?}"));
+                match (found, c.compare.as_str()) {
+                    (true, _) => {}
+                    (false, "pattern") => return Err(format!("{file}: no match of `{want}`")),
+                    (false, _) => return Err(format!("{file}: {got:?}, not {want:?}")),
                 }
             }
             Ok(())

@@ -15,6 +15,8 @@
 //!   by `Recursive submit command`), each job event read back from the
 //!   node log (`Event: ULOG_… for HTCondor Node …`, a NOOP node's faked
 //!   as DAGMan fakes them), each job's result, each retry;
+//! * whenever a count of its nodes changed (`condor_event_timer`), the
+//!   `DAG status` table of nodes per phase (`progress`);
 //! * as it exits: the `DAG status` table, the metrics file written and
 //!   `EXITING WITH STATUS n` (DaemonCore's `DC_Exit`).
 //!
@@ -23,13 +25,14 @@
 //! `MM/DD/YY HH:MM:SS ` (UTC), then `(pid:N) ` under `DAGMAN_DEBUG`'s
 //! `D_PID` and the line's kind (`(D_ALWAYS) `, `(D_TEST) `) under `D_CAT`.
 //! What DAGMan logs about its own machinery (log files read, the
-//! schedd, periodic status tables) has no counterpart here and is not
+//! schedd, its submit cycles) has no counterpart here and is not
 //! written.
 
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
 use super::super::rescue::Rescue;
+use super::progress;
 use super::view::*;
 use crate::core::JobId;
 use crate::core::records::{Attempt, Outcome};
@@ -137,10 +140,19 @@ pub(super) fn dagman_out(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> String
         knobs: &knobs,
     };
     let mut events = node_lines(cx, inst, epoch).into_iter().peekable();
+    let total = cx.dag.drawn(inst).len();
     for r in 0..inst.runs.len() {
         starting(cx, inst, r, &mut log);
+        // Each table follows the events of its instant.
+        let mut tables = progress::tables(cx, inst, r).into_iter().peekable();
         while let Some((_, t, _, msg)) = events.next_if(|e| e.0 == r) {
+            while let Some(table) = tables.next_if(|s| s.t < t) {
+                status_table(&table, total, &mut log);
+            }
             log.line(t, &msg);
+        }
+        for table in tables {
+            status_table(&table, total, &mut log);
         }
         exiting(cx, inst, r, &mut log);
     }
@@ -373,6 +385,19 @@ fn exiting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
             State::NotReady | State::Ready => unready += 1,
         }
     }
+    let table = progress::Table {
+        t,
+        dag_status: run.dag_status,
+        counts: [done, 0, 0, 0, 0, unready, failed, futile],
+    };
+    status_table(&table, drawn.len(), log);
+    log.line(t, &format!("Wrote metrics file {}.metrics.", inst.file));
+    exit_line(t, run.exit, log);
+}
+
+/// `print_status`'s table: the DAG's status and its `total` nodes per
+/// phase.
+fn status_table(table: &progress::Table, total: usize, log: &mut Log) {
     const NAMES: [&str; 7] = [
         "DAG_STATUS_OK",
         "DAG_STATUS_ERROR",
@@ -382,10 +407,10 @@ fn exiting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
         "DAG_STATUS_CYCLE",
         "DAG_STATUS_HALTED",
     ];
-    let s = run.dag_status;
+    let (t, s) = (table.t, table.dag_status);
     let name = NAMES.get(usize::from(s)).unwrap_or(&"DAG_STATUS_ERROR");
     log.line(t, &format!("DAG status: {s} ({name})"));
-    log.line(t, &format!("Of {} nodes total:", drawn.len()));
+    log.line(t, &format!("Of {total} nodes total:"));
     log.line(
         t,
         " Done     Pre   Queued    Post   Ready   Un-Ready   Failed   Futile",
@@ -394,14 +419,12 @@ fn exiting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
         t,
         "  ===     ===      ===     ===     ===        ===      ===      ===",
     );
+    let [done, pre, queued, post, ready, unready, failed, futile] = table.counts;
     let row = format!(
-        "{done:5}   {:5}    {:5}   {:5}   {:5}      {unready:5}    {failed:5}    {futile:5}",
-        0, 0, 0, 0
+        "{done:5}   {pre:5}    {queued:5}   {post:5}   {ready:5}      {unready:5}    {failed:5}    {futile:5}"
     );
     log.line(t, &row);
     log.line(t, "0 job proc(s) currently held");
-    log.line(t, &format!("Wrote metrics file {}.metrics.", inst.file));
-    exit_line(t, run.exit, log);
 }
 
 /// The lines of `inst`'s nodes' events, `(run, time, order, line)`, in

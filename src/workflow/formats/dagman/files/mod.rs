@@ -45,6 +45,7 @@ mod dagman_out;
 mod dot;
 mod jobstate;
 mod metrics;
+mod progress;
 mod status;
 mod view;
 
