@@ -926,6 +926,38 @@ impl Manager {
         }
     }
 
+    /// Names the site selector in what a stall says (`--strategy`'s name).
+    pub fn set_selector_name(&mut self, name: &str) {
+        self.grid.selector_name = name.to_string();
+    }
+
+    /// Why the run can make no more progress, when it cannot (`stall`);
+    /// `None` while it can.
+    pub fn stalled(&self) -> Option<String> {
+        let moving = self.dag.in_flight() || self.transfers_in_flight() > 0;
+        if self.is_finished() || self.next_wakeup().is_some() || moving {
+            return None;
+        }
+        Some(self.dag.stall_words(&self.grid, &self.sites))
+    }
+
+    /// Ends what a stall leaves: each node stuck ([`NodeLife::stuck`])
+    /// fails for good, saying why, and its descendants are blocked; a
+    /// FINAL node may then run. False when the run is not stalled.
+    pub fn give_up_if_stalled(&mut self, out: &mut Vec<Command>) -> bool {
+        let Some(why) = self.stalled() else {
+            return false;
+        };
+        let why = format!("the run could make no more progress: {why}");
+        for job in self.dag.stuck() {
+            if matches!(self.dag.state[job], JobState::Ready | JobState::Waiting) {
+                self.fail_for_good(job, why.clone());
+            }
+        }
+        self.pump(out);
+        true
+    }
+
     /// Whether no job can make progress any more (all done, failed or blocked).
     pub fn is_finished(&self) -> bool {
         let c = &self.dag.counts;

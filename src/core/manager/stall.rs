@@ -6,79 +6,95 @@
 //! out first. The jobs left ready fail for good with the reason, and their
 //! descendants are blocked, so both engines end the same way, with the
 //! same words, the record and database written.
+//!
+//! Each room answers for its own part: the node life cycle whether a node
+//! is in flight, which nodes are left and which are stuck; the grid's
+//! placement whether a site could run them and who holds them. The
+//! manager (`Manager::stalled`) adds its timers.
 
-use super::{JobState, Manager};
-use crate::core::Command;
+use super::node_life::NodeLife;
+use super::placement::Placement;
+use super::JobState;
+use crate::core::{JobId, SiteInfo};
 
-impl Manager {
-    /// Names the site selector in what a stall says (`--strategy`'s name).
-    pub fn set_selector_name(&mut self, name: &str) {
-        self.grid.selector_name = name.to_string();
+impl NodeLife {
+    /// Whether a node is staging, queued or running, or a prescript runs.
+    pub(super) fn in_flight(&self) -> bool {
+        let c = &self.counts;
+        c.staging + c.queued + c.running > 0 || self.prescripts_running > 0
     }
 
-    /// Why the run can make no more progress, when it cannot (see the
-    /// module docs); `None` while it can.
-    pub fn stalled(&self) -> Option<String> {
-        let c = &self.dag.counts;
-        if self.is_finished()
-            || self.next_wakeup().is_some()
-            || c.staging + c.queued + c.running > 0
-            || self.transfers_in_flight() > 0
-            || self.dag.prescripts_running > 0
-        {
-            return None;
-        }
-        let left = self.dag.state.len() - c.done - c.failed - c.blocked;
-        let exec: Vec<bool> = self.sites.iter().map(|s| s.cpus > 0).collect();
-        if exec
-            .iter()
-            .zip(&self.grid.pool.down)
-            .all(|(&runs, &down)| !runs || down)
-        {
-            return Some(format!(
-                "{left} jobs are left and no execution site is up"
-            ));
-        }
-        if !self.dag.held.is_empty() {
-            let name = if self.grid.selector_name.is_empty() {
-                "site selector".to_string()
-            } else {
-                format!("site selector `{}`", self.grid.selector_name)
-            };
-            return Some(format!(
-                "every ready job ({}) is held by the {name}, and no job runs or moves that could change its mind",
-                self.dag.held.len()
-            ));
-        }
-        Some(format!(
-            "{left} jobs are left and none can start: no job runs, no file moves and nothing is due"
-        ))
+    /// Nodes not over yet.
+    pub(super) fn left(&self) -> usize {
+        let c = &self.counts;
+        self.state.len() - c.done - c.failed - c.blocked
     }
 
-    /// Ends what a stall leaves: each ready job (held or not; with none,
-    /// each job left) fails for good, saying why, and its descendants are
-    /// blocked; a FINAL node may then run. False when the run is not
-    /// stalled.
-    pub fn give_up_if_stalled(&mut self, out: &mut Vec<Command>) -> bool {
-        let Some(why) = self.stalled() else {
-            return false;
+    /// The nodes a stall leaves to fail for good: each ready one (held
+    /// or not), else each one waiting; the selector holds none after.
+    pub(super) fn stuck(&mut self) -> Vec<JobId> {
+        self.held.clear();
+        let in_state = |s: JobState| -> Vec<JobId> {
+            (0..self.state.len()).filter(|&j| self.state[j] == s).collect()
         };
-        let why = format!("the run could make no more progress: {why}");
-        self.dag.held.clear();
-        let mut stuck: Vec<usize> = (0..self.dag.state.len())
-            .filter(|&j| self.dag.state[j] == JobState::Ready)
-            .collect();
-        if stuck.is_empty() {
-            stuck = (0..self.dag.state.len())
-                .filter(|&j| self.dag.state[j] == JobState::Waiting)
-                .collect();
+        match in_state(JobState::Ready) {
+            ready if ready.is_empty() => in_state(JobState::Waiting),
+            ready => ready,
         }
-        for job in stuck {
-            if matches!(self.dag.state[job], JobState::Ready | JobState::Waiting) {
-                self.fail_for_good(job, why.clone());
-            }
+    }
+
+    /// Why nothing moves, in words, when nothing is in flight and no
+    /// timer is due: no execution site is up (`grid`'s), every ready
+    /// node is held by the selector, or nothing can start.
+    pub(super) fn stall_words(&self, grid: &Placement, sites: &[SiteInfo]) -> String {
+        let left = self.left();
+        if !grid.any_execution_site_up(sites) {
+            return format!("{left} jobs are left and no execution site is up");
         }
-        self.pump(out);
-        true
+        if !self.held.is_empty() {
+            return format!(
+                "every ready job ({}) is held by the {}, and no job runs or moves that could change its mind",
+                self.held.len(),
+                grid.selector_words()
+            );
+        }
+        format!("{left} jobs are left and none can start: no job runs, no file moves and nothing is due")
+    }
+}
+
+impl Placement {
+    /// Whether a site with slots is up.
+    fn any_execution_site_up(&self, sites: &[SiteInfo]) -> bool {
+        (sites.iter().zip(&self.pool.down)).any(|(s, &down)| s.cpus > 0 && !down)
+    }
+
+    /// The site selector, as a stall names it (`--strategy`'s name).
+    fn selector_words(&self) -> String {
+        match self.selector_name.as_str() {
+            "" => "site selector".to_string(),
+            name => format!("site selector `{name}`"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_fails_the_ready_nodes_else_the_waiting_ones() {
+        let mut life = NodeLife::new(vec![0, 1, 0, 2], vec![Vec::new(); 4], false, 0);
+        assert!(!life.in_flight());
+        assert_eq!(life.left(), 4);
+        life.held.push(2);
+        assert_eq!(life.stuck(), vec![0, 2], "the ready ones, held or not");
+        assert!(life.held.is_empty());
+        for j in [0, 2] {
+            life.move_node(j, JobState::Done);
+        }
+        assert_eq!(life.left(), 2);
+        assert_eq!(life.stuck(), vec![1, 3], "none ready: the waiting ones");
+        life.move_node(1, JobState::Staging);
+        assert!(life.in_flight());
     }
 }

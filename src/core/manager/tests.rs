@@ -2543,3 +2543,28 @@ fn memo_decisions_are_the_placement_rooms() {
     assert!(matches!(done, MemoCopied::Copied { last: true, .. }), "{done:?}");
     assert!(g.replicas.holders(mid1).contains(&1), "registered where it arrived");
 }
+
+/// What a stall says, by what keeps the run from moving: every ready job
+/// held by the site selector (named), no execution site up (which comes
+/// first), else that nothing can start.
+#[test]
+fn a_stall_says_what_keeps_the_run_from_moving() {
+    let mut w = world(pipeline(2, 1), sites(2, 1, 1 << 30), ManagerSettings::default(), "random");
+    let m = &mut w.m;
+    let words = |m: &Manager| m.dag.stall_words(&m.grid, &m.sites);
+    assert_eq!(
+        words(m),
+        "4 jobs are left and none can start: no job runs, no file moves and nothing is due"
+    );
+    m.dag.held.push(0);
+    assert!(words(m).contains("held by the site selector,"), "{}", words(m));
+    m.set_selector_name("fussy");
+    assert_eq!(
+        words(m),
+        "every ready job (1) is held by the site selector `fussy`, and no job runs or moves that could change its mind"
+    );
+    m.grid.pool.down[1] = true;
+    assert!(words(m).contains("held by"), "one execution site is still up");
+    m.grid.pool.down[2] = true;
+    assert_eq!(words(m), "4 jobs are left and no execution site is up");
+}
