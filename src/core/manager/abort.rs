@@ -46,13 +46,11 @@ impl Manager {
     }
 
     /// The DAG stops: nodes not yet started never will, and those in
-    /// flight (but `spare`, whose end is being handled) are removed.
+    /// flight (but `spare`, whose end is being handled) are removed, in
+    /// job order ([`NodeLife::stop_step`], asked as each node's turn
+    /// comes, since a removal may make the nodes below it futile first).
     fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
-        self.dag.dagmans.top_mut().aborted = Some(abort);
-        // A node whose submission its DAGMan's MAX_JOBS limit held was
-        // never submitted: DAGMan has it ready, and leaves it NOT_READY,
-        // neither removed nor failed.
-        for j in self.dag.dagmans.take_held_submissions() {
+        for j in self.dag.begin_stop(abort) {
             if self.dag.state[j] == JobState::Staging && Some(j) != spare {
                 self.withdraw(j, out);
                 let why = self.dag.stop_reason(&self.wf, j);
@@ -61,17 +59,10 @@ impl Manager {
             }
         }
         for j in 0..self.dag.state.len() {
-            if Some(j) == spare || Some(j) == self.dag.nodes.final_node {
-                continue;
-            }
-            match self.dag.state[j] {
-                // Never to run, but not futile: DAGMan leaves them NOT_READY
-                // (unless a failure for good below makes them futile).
-                JobState::Waiting | JobState::Ready => self.set_state(j, JobState::Blocked),
-                JobState::Staging | JobState::Queued | JobState::Running => {
-                    self.remove_node(j, out);
-                }
-                JobState::Done | JobState::Failed | JobState::Blocked => {}
+            match self.dag.stop_step(j, spare) {
+                Some(StopStep::Block) => self.set_state(j, JobState::Blocked),
+                Some(StopStep::Remove) => self.remove_node(j, out),
+                None => {}
             }
         }
     }
@@ -156,7 +147,40 @@ impl Manager {
     }
 }
 
+/// What a DAG's stop does to one of its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StopStep {
+    /// Never to run, but not futile: DAGMan leaves it NOT_READY (unless a
+    /// removal's failure makes it futile first).
+    Block,
+    /// Its attempt is removed wherever it is, and the node fails.
+    Remove,
+}
+
 impl NodeLife {
+    /// The top DAG stops for `abort`: returns the nodes whose submission
+    /// its DAGMans' MAX_JOBS limits held. Never submitted, DAGMan has them
+    /// ready and leaves them NOT_READY, neither removed nor failed.
+    pub(super) fn begin_stop(&mut self, abort: DagAbort) -> Vec<JobId> {
+        self.dagmans.top_mut().aborted = Some(abort);
+        self.dagmans.take_held_submissions()
+    }
+
+    /// What the stop does to `job` as it stands now: a node not started
+    /// is blocked, one in flight removed; one over, the FINAL node (which
+    /// runs after the stop) and `spare` (whose end is being handled) are
+    /// left.
+    pub(super) fn stop_step(&self, job: JobId, spare: Option<JobId>) -> Option<StopStep> {
+        if Some(job) == spare || Some(job) == self.nodes.final_node {
+            return None;
+        }
+        match self.state[job] {
+            JobState::Waiting | JobState::Ready => Some(StopStep::Block),
+            JobState::Staging | JobState::Queued | JobState::Running => Some(StopStep::Remove),
+            JobState::Done | JobState::Failed | JobState::Blocked => None,
+        }
+    }
+
     /// The stop `job`'s exit `status` (its job's, or its PRE or POST
     /// script's) makes by its `ABORT-DAG-ON`, unless the DAG stopped
     /// already.
@@ -307,6 +331,42 @@ impl NodeLife {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stop blocks what has not started and removes what is in
+    /// flight; it leaves the nodes over, FINAL and the node it spares.
+    #[test]
+    fn a_stop_blocks_the_unstarted_and_removes_the_nodes_in_flight() {
+        let mut life = NodeLife::new(vec![0; 9], vec![Vec::new(); 9], false, 0);
+        let states = [
+            JobState::Waiting,
+            JobState::Ready,
+            JobState::Staging,
+            JobState::Queued,
+            JobState::Running,
+            JobState::Done,
+            JobState::Failed,
+            JobState::Blocked,
+            JobState::Waiting,
+        ];
+        for (j, &s) in states.iter().enumerate() {
+            life.move_node(j, s);
+        }
+        life.nodes = NodeSettings::none(9);
+        life.nodes.final_node = Some(8);
+        let block = Some(StopStep::Block);
+        let remove = Some(StopStep::Remove);
+        let want = [block, block, remove, remove, remove, None, None, None, None];
+        let got: Vec<_> = (0..9).map(|j| life.stop_step(j, None)).collect();
+        assert_eq!(got, want);
+        assert_eq!(life.stop_step(3, Some(3)), None, "spared");
+        let abort = DagAbort {
+            node: None,
+            status: 0,
+            dag_return: EXIT_ABORT,
+        };
+        assert_eq!(life.begin_stop(abort), Vec::<JobId>::new());
+        assert_eq!(life.dagmans.top().aborted, Some(abort));
+    }
 
     #[test]
     fn abort_dag_on_values_stop_the_dag_once_and_say_why() {
