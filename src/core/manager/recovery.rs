@@ -11,7 +11,7 @@ use super::*;
 /// which (and after the manager's stall horizon) a job fails: waits double
 /// up to 64 × `replan_backoff`, so ten are about 53 minutes of nominal time
 /// at the default 10 s.
-const MAX_STALLS: u32 = 10;
+pub(super) const MAX_STALLS: u32 = 10;
 
 /// How a job goes back to the prescript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,9 +85,8 @@ impl Manager {
                 (why, self.now + backoff)
             }
             Retry::Now => {
-                self.grid.replans[job] += 1;
-                let (n, max) = (self.grid.replans[job], self.settings.max_replans);
-                let why = (n > max).then(|| {
+                let max = self.settings.max_replans;
+                let why = self.grid.replanned(job, max).map(|n| {
                     let last = last(self);
                     format!("planned again {n} times, more than max_replans {max}; last: {last}")
                 });
@@ -99,44 +98,20 @@ impl Manager {
             ),
             Retry::Remade(_) => unreachable!("waits above"),
             Retry::Later | Retry::SitesDown => {
-                // No room now is nobody's fault and passes as jobs end and
-                // release their pins: wait longer each time. But when no job
-                // anywhere has ended in this job's last MAX_STALLS waits, over
-                // twice the longest a job can take to run, the waiting jobs
-                // are only taking turns at failing for room (a deadlock on
-                // disk space): the job fails rather than wait forever.
-                self.grid.room_waits[job] += 1;
-                let doubling = self.grid.room_waits[job].min(7) - 1;
-                if self.grid.stall.progress_seen[job] == self.grid.progress {
-                    self.grid.stall.waits[job] += 1;
-                } else {
-                    self.grid.stall.waits[job] = 0;
-                    self.grid.stall.since[job] = self.now;
-                }
-                self.grid.stall.progress_seen[job] = self.grid.progress;
-                let stalled = self.now - self.grid.stall.since[job];
-                // No job ended anywhere for as long as the longest job runs,
-                // so that site's room is not freeing up: try elsewhere next
-                // (a selector that follows the data would choose it again).
-                if self.grid.stall.waits[job] > 0 && stalled >= self.grid.stall.horizon / 2.0 {
-                    self.grid.avoid_once[job] = Some(self.grid.site_of[job]);
-                }
-                let n = self.grid.stall.waits[job] + 1;
-                let why = (self.grid.stall.waits[job] >= MAX_STALLS && stalled >= self.grid.stall.horizon).then(
-                    || match retry {
-                        Retry::SitesDown => format!(
-                            "every site that can run it was down, {n} times over {stalled:.0} s \
-                             in which no job ended anywhere"
-                        ),
-                        _ => format!(
-                            "no room for its files at the sites it tried, {n} times over \
-                             {stalled:.0} s in which no job ended anywhere (a deadlock on \
-                             disk space); last: {}",
-                            last(self)
-                        ),
-                    },
-                );
-                (why, self.now + backoff * f64::from(1u32 << doubling))
+                let (wait, gave_up) = self.grid.room_backoff(job, self.now, backoff);
+                let why = gave_up.map(|(n, stalled)| match retry {
+                    Retry::SitesDown => format!(
+                        "every site that can run it was down, {n} times over {stalled:.0} s \
+                         in which no job ended anywhere"
+                    ),
+                    _ => format!(
+                        "no room for its files at the sites it tried, {n} times over \
+                         {stalled:.0} s in which no job ended anywhere (a deadlock on \
+                         disk space); last: {}",
+                        last(self)
+                    ),
+                });
+                (why, self.now + wait)
             }
         };
         if let Some(why) = why {
@@ -356,5 +331,53 @@ impl NodeLife {
                 self.ready.push(job);
             }
         }
+    }
+}
+
+impl Placement {
+    /// `job` is planned again at once (an input vanished, a site that can
+    /// never fit it): the times it was, once more than `max`.
+    pub(super) fn replanned(&mut self, job: JobId, max: u32) -> Option<u32> {
+        self.replans[job] += 1;
+        let n = self.replans[job];
+        (n > max).then_some(n)
+    }
+
+    /// `job` waits for room (or for a site that can run it to come back)
+    /// before it is planned again: the wait, doubling from `backoff` up
+    /// to 64 times it; and, when it gives up, its waits in a row and the
+    /// time since the first in which no job ended anywhere.
+    ///
+    /// No room now is nobody's fault and passes as jobs end and release
+    /// their pins. But when no job anywhere has ended in this job's last
+    /// [`MAX_STALLS`] waits, over twice the longest a job can take to run,
+    /// the waiting jobs are only taking turns at failing for room (a
+    /// deadlock on disk space): the job gives up rather than wait for
+    /// ever. Once no job ended for as long as the longest runs, its site's
+    /// room is not freeing up: its next attempt goes elsewhere if it can
+    /// (a selector that follows the data would choose it again).
+    pub(super) fn room_backoff(
+        &mut self,
+        job: JobId,
+        now: Time,
+        backoff: Time,
+    ) -> (Time, Option<(u32, Time)>) {
+        self.room_waits[job] += 1;
+        let doubling = self.room_waits[job].min(7) - 1;
+        let stall = &mut self.stall;
+        if stall.progress_seen[job] == self.progress {
+            stall.waits[job] += 1;
+        } else {
+            stall.waits[job] = 0;
+            stall.since[job] = now;
+        }
+        stall.progress_seen[job] = self.progress;
+        let stalled = now - stall.since[job];
+        if stall.waits[job] > 0 && stalled >= stall.horizon / 2.0 {
+            self.avoid_once[job] = Some(self.site_of[job]);
+        }
+        let gave_up = stall.waits[job] >= MAX_STALLS && stalled >= stall.horizon;
+        let wait = backoff * f64::from(1u32 << doubling);
+        (wait, gave_up.then_some((stall.waits[job] + 1, stalled)))
     }
 }

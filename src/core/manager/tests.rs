@@ -2568,3 +2568,34 @@ fn a_stall_says_what_keeps_the_run_from_moving() {
     m.grid.pool.down[2] = true;
     assert_eq!(words(m), "4 jobs are left and no execution site is up");
 }
+
+/// A job waiting for room waits twice as long each time, up to 64
+/// back-offs; it gives up only after `MAX_STALLS` waits in a row over the
+/// stall horizon in which no job ended anywhere, and after waits over half
+/// the horizon it avoids its site once; a job ending anywhere starts its
+/// count again.
+#[test]
+fn a_job_waiting_for_room_gives_up_only_when_nothing_ends_for_long() {
+    use super::recovery::MAX_STALLS;
+    let mut w = world(pipeline(2, 1), sites(1, 1, 1 << 30), ManagerSettings::default(), "random");
+    let g = &mut w.m.grid;
+    let h = g.stall.horizon;
+    assert!(h > 0.0);
+    let waits: Vec<f64> = (0..9).map(|_| g.room_backoff(0, 0.0, 10.0).0).collect();
+    assert_eq!(waits, [10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 640.0, 640.0]);
+    assert_eq!(g.avoid_once[0], None, "no time went by");
+    for k in 1..MAX_STALLS {
+        assert_eq!(g.room_backoff(1, h, 10.0).1, None, "wait {k}");
+    }
+    assert_eq!(g.avoid_once[1], Some(g.site_of[1]), "over half the horizon");
+    assert_eq!(g.room_backoff(1, h, 10.0).1, Some((MAX_STALLS + 1, h)));
+    for _ in 1..MAX_STALLS {
+        g.room_backoff(2, h, 10.0);
+    }
+    g.progress += 1;
+    assert_eq!(g.room_backoff(2, h, 10.0).1, None, "a job ended: its count starts again");
+    for _ in 1..MAX_STALLS {
+        g.room_backoff(2, 2.0 * h, 10.0);
+    }
+    assert_eq!(g.room_backoff(2, 2.0 * h, 10.0).1, Some((MAX_STALLS + 1, h)));
+}
