@@ -341,17 +341,6 @@ fn categories(cx: &Ctx, inst: &Instance, t: f64, log: &mut Log) {
     }
 }
 
-/// Whether `j` is done by `t`: DONE in its DAG (or rescue), or its job
-/// ended well by then (before it, with `before`).
-fn done_by(cx: &Ctx, j: JobId, t: f64, before: bool) -> bool {
-    let name = cx.dag.workflow.jobs[j].name.as_str();
-    let ended_well = |a: &Attempt| {
-        a.outcome == Outcome::Ended && a.ended.is_some_and(|e| if before { e < t } else { e <= t })
-    };
-    cx.dag.node_info.get(name).is_some_and(|n| n.done)
-        || cx.run.records.jobs[j].attempts.iter().any(ended_well)
-}
-
 /// What a DAGMan logs as its run `r` exits: its result, the status
 /// table (`print_status`), its metrics file, its exit.
 fn exiting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {

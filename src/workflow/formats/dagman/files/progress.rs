@@ -138,12 +138,7 @@ fn stop(cx: &Ctx, inst: &Instance) -> Option<(f64, u8)> {
 /// before the one starting at `start`, is done as it starts.
 fn node_moves(cx: &Ctx, j: JobId, start: f64, to: &mut impl FnMut(f64, Phase)) {
     let record = &cx.run.records.jobs[j];
-    let name = cx.dag.workflow.jobs[j].name.as_str();
-    let premarked = cx.dag.node_info.get(name).is_some_and(|n| n.done);
-    let done_before = |a: &crate::core::records::Attempt| {
-        a.outcome == crate::core::records::Outcome::Ended && a.ended.is_some_and(|e| e < start)
-    };
-    if premarked || record.attempts.iter().any(done_before) {
+    if done_by(cx, j, start, true) {
         to(start, Phase::Done);
         return;
     }
@@ -161,21 +156,18 @@ fn node_moves(cx: &Ctx, j: JobId, start: f64, to: &mut impl FnMut(f64, Phase)) {
             to(ready, Phase::Ready);
             attempt = Some(k);
         }
-        let p = match e {
-            NodeEvent::PreStarted => Phase::Pre,
-            NodeEvent::PreEnded(_) | NodeEvent::SubmitFailed => Phase::Ready,
-            NodeEvent::Submitted(_) => Phase::Queued,
-            NodeEvent::PostStarted(_) => Phase::Post,
+        last = Some(t);
+        match e {
+            NodeEvent::PreStarted => to(t, Phase::Pre),
+            NodeEvent::PreEnded(_) | NodeEvent::SubmitFailed => to(t, Phase::Ready),
+            NodeEvent::Submitted(_) => to(t, Phase::Queued),
+            NodeEvent::PostStarted(_) => to(t, Phase::Post),
+            // The attempt's end decides: the node's end, or a retry.
             NodeEvent::Executing(_)
             | NodeEvent::Terminated(..)
             | NodeEvent::Aborted(_)
-            | NodeEvent::PostEnded(..) => {
-                last = Some(t);
-                continue;
-            }
-        };
-        last = Some(t);
-        to(t, p);
+            | NodeEvent::PostEnded(..) => {}
+        }
     }
     let ended = record.attempts.last().and_then(|a| a.ended).or(last);
     match cx.ends[j] {

@@ -57,6 +57,17 @@ pub(super) fn end_states(run: &RunResult) -> Vec<State> {
         .collect()
 }
 
+/// Whether `j` is done by `t`: DONE in its DAG (or rescue), or its job
+/// ended well by then (before it, with `before`).
+pub(super) fn done_by(cx: &Ctx, j: JobId, t: f64, before: bool) -> bool {
+    let name = cx.dag.workflow.jobs[j].name.as_str();
+    let ended_well = |a: &Attempt| {
+        a.outcome == Outcome::Ended && a.ended.is_some_and(|e| if before { e < t } else { e <= t })
+    };
+    cx.dag.node_info.get(name).is_some_and(|n| n.done)
+        || cx.run.records.jobs[j].attempts.iter().any(ended_well)
+}
+
 /// Seconds since the Unix epoch of the run's time `t`.
 pub(super) fn seconds(epoch: SystemTime, t: f64) -> u64 {
     unix_time(epoch, t) as u64
