@@ -76,7 +76,12 @@ impl Manager {
         match result {
             // With the `return` policy the slot stays claimed while the
             // outputs go home.
-            Ok(()) if home_bound => self.start_stage_out(job, site, delete, out),
+            Ok(()) if home_bound => {
+                let attempt = self.records.jobs[job].attempts.len() - 1;
+                let mut steps = Vec::new();
+                self.grid.start_stage_out(&self.wf, (job, attempt), site, delete, &mut steps);
+                self.route(&mut steps, out);
+            }
             Ok(()) => self.ended_well(job, site, delete, out),
             Err(JobFailure::Exit(status)) => {
                 self.leave_slot(job, site, out);
@@ -84,14 +89,7 @@ impl Manager {
                 self.job_ended(job, site, Some(status), out);
             }
             Err(failure) => {
-                if let Some(a) = attempt {
-                    a.ended = Some(self.now);
-                    a.outcome = Outcome::Failed(failure.clone());
-                }
-                self.records.sites[site].failed += 1;
-                self.leave_slot(job, site, out);
-                self.grid.release_pins(&self.wf, (job, site), delete, false, out);
-                self.set_state(job, JobState::Ready);
+                self.failed_at_site(job, site, delete, failure.clone(), out);
                 let retry = match failure {
                     JobFailure::MissingInput(_) => Retry::Now,
                     JobFailure::NoSpace { never: true } => {
@@ -105,6 +103,27 @@ impl Manager {
                 self.retry(job, retry);
             }
         }
+    }
+
+    /// `job`'s attempt failed at `site` for `failure`, not an exit of its
+    /// own: recorded, its slot and pins released (`delete` going), and its
+    /// node ready to be planned again.
+    pub(super) fn failed_at_site(
+        &mut self,
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+        failure: JobFailure,
+        out: &mut Vec<Command>,
+    ) {
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.ended = Some(self.now);
+            a.outcome = Outcome::Failed(failure);
+        }
+        self.records.sites[site].failed += 1;
+        self.leave_slot(job, site, out);
+        self.grid.release_pins(&self.wf, (job, site), delete, false, out);
+        self.set_state(job, JobState::Ready);
     }
 
     /// The node's job (or its sub-DAG) ended at `site`, having exited

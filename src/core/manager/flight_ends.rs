@@ -1,193 +1,138 @@
-//! The manager's part in the transfers that are no stage-in: an output
-//! sent home (`stage_out.rs`'s `return` policy and Pegasus's stage-out of
-//! final outputs), a k-replication move (`maintenance.rs`), a memoized
-//! job's copy (`memo.rs`). The placement room decides what each transfer's
-//! end means; here the manager carries it out on the node life cycle, the
-//! records and the timers.
+//! The transfers that are no stage-in, as the placement room runs them: an
+//! output sent home (`stage_out.rs`'s `return` policy and Pegasus's
+//! stage-out of final outputs), a k-replication move (`maintenance.rs`), a
+//! memoized job's copy (`memo.rs`). Each rule here decides what starting
+//! or ending such a transfer means and says it as [`GridStep`]s, which the
+//! manager carries out on the node life cycle, the records and the timers.
 
-use super::maintenance::CacheStep;
+use super::maintenance::{CacheStep, CacheView};
 use super::memo::MemoCopied;
+use super::placement::GridStep;
 use super::stage_out::{FinalEnd, HomeEnd};
+use super::transfers::{Flight, FlightKind};
 use super::*;
 
-impl Manager {
-    /// Starts sending `job`'s outputs from `site` home, `delete` going with
-    /// them.
+impl Placement {
+    /// Starts sending `job`'s outputs (of its `attempt`) from `site` home,
+    /// `delete` going with them.
     pub(super) fn start_stage_out(
         &mut self,
-        job: JobId,
+        wf: &Workflow,
+        (job, attempt): (JobId, usize),
         site: SiteId,
         delete: Vec<FileId>,
-        out: &mut Vec<Command>,
+        steps: &mut Vec<GridStep>,
     ) {
-        let attempt = self.records.jobs[job].attempts.len() - 1;
-        for file in self.grid.begin_stage_out(&self.wf, (job, attempt), site, delete) {
-            self.send_home(job, file, None, out);
+        for file in self.begin_stage_out(wf, (job, attempt), site, delete) {
+            self.send_home(job, file, None, steps);
         }
     }
 
     /// One output of `job` leaves for its submit machine, if `attempt` (any
     /// when none) still sends it.
-    fn send_home(&mut self, job: JobId, file: FileId, attempt: Option<usize>, out: &mut Vec<Command>) {
-        if let Some((from, to, attempt, retry)) = self.grid.home_flight(job, file, attempt) {
+    fn send_home(&self, job: JobId, file: FileId, attempt: Option<usize>, steps: &mut Vec<GridStep>) {
+        if let Some((from, to, attempt, retry)) = self.home_flight(job, file, attempt) {
             let kind = FlightKind::StageOut;
-            self.start_flight((job, attempt), file, from, to, kind, retry, out);
+            let attempt = Some(attempt);
+            steps.push(GridStep::Send { job, attempt, file, from, to, kind, retry });
         }
     }
 
-    /// A transfer of an output home ended.
-    pub(super) fn on_stage_out_done(
-        &mut self,
-        job: JobId,
-        attempt: usize,
-        file: FileId,
-        ok: bool,
-        out: &mut Vec<Command>,
-    ) {
-        let retries = self.settings.transfer_retries;
-        match self.grid.home_done(&self.wf, (job, attempt), file, (ok, retries), out) {
-            HomeEnd::Stale | HomeEnd::Pending => {}
-            HomeEnd::Retry => {
-                let at = self.now + self.settings.transfer_backoff;
-                self.schedule(at, Timer::RetryStageOut { job, attempt, file });
-            }
-            // The slot is free, and the job ends as any other.
-            HomeEnd::Home { site, delete } => self.ended_well(job, site, delete, out),
-            // The only copy could not be sent: the job's work is lost.
-            HomeEnd::Lost { site, delete, reason } => {
-                self.leave_slot(job, site, out);
-                self.grid.release_pins(&self.wf, (job, site), delete, false, out);
-                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
-                    a.ended = Some(self.now);
-                    a.outcome = Outcome::Failed(JobFailure::Failed(reason));
-                }
-                self.records.sites[site].failed += 1;
-                self.set_state(job, JobState::Ready);
-                self.retry(job, Retry::Counted);
-            }
-        }
-    }
-
-    /// A retry timer of an output's transfer home fired.
-    pub(super) fn retry_stage_out(
-        &mut self,
-        job: JobId,
-        attempt: usize,
-        file: FileId,
-        out: &mut Vec<Command>,
-    ) {
-        self.send_home(job, file, Some(attempt), out);
+    /// A retry timer of `job`'s output transfer home, of its `attempt`,
+    /// fired.
+    pub(super) fn retry_stage_out(&self, job: JobId, attempt: usize, file: FileId, steps: &mut Vec<GridStep>) {
+        self.send_home(job, file, Some(attempt), steps);
     }
 
     /// `job`'s node ended with its outputs registered at `site`: its final
     /// outputs leave for its submit machine.
-    pub(super) fn stage_out_finals(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        for file in self.grid.finals_to_send(&self.wf, job, site) {
-            self.send_final(job, file, site, false, out);
-        }
-    }
-
-    fn send_final(&mut self, job: JobId, file: FileId, from: SiteId, retry: bool, out: &mut Vec<Command>) {
-        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-        let to = self.grid.home[job];
-        self.start_flight((job, attempt), file, from, to, FlightKind::Final, retry, out);
-    }
-
-    /// A final output's copy to the submit machine ended.
-    pub(super) fn on_final_done(
+    pub(super) fn stage_out_finals(
         &mut self,
+        wf: &Workflow,
         job: JobId,
-        file: FileId,
-        from: SiteId,
-        ok: bool,
-        out: &mut Vec<Command>,
+        site: SiteId,
+        steps: &mut Vec<GridStep>,
     ) {
-        let retries = self.settings.transfer_retries;
-        match self.grid.final_done(&self.wf, (job, file, from), (ok, retries), out) {
-            FinalEnd::Arrived(waiting) => {
-                if let Some(jobs) = waiting {
-                    self.dag.requeue_ready(jobs);
-                }
-            }
-            FinalEnd::Retry => {
-                let at = self.now + self.settings.transfer_backoff;
-                self.schedule(at, Timer::RetryFinal { job, file, from });
-            }
-            FinalEnd::GaveUp => {}
+        for file in self.finals_to_send(wf, job, site) {
+            self.send_final(job, file, site, false, steps);
         }
+    }
+
+    fn send_final(&self, job: JobId, file: FileId, from: SiteId, retry: bool, steps: &mut Vec<GridStep>) {
+        let (to, kind) = (self.home[job], FlightKind::Final);
+        steps.push(GridStep::Send { job, attempt: None, file, from, to, kind, retry });
     }
 
     /// A retry timer of a final output's copy fired.
-    pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, out: &mut Vec<Command>) {
-        if self.grid.final_still_there(file, from) {
-            self.send_final(job, file, from, true, out);
+    pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, steps: &mut Vec<GridStep>) {
+        if self.final_still_there(file, from) {
+            self.send_final(job, file, from, true, steps);
         }
     }
 
-    /// A job ended at `site`: its cache is brought back under the bound.
-    pub(super) fn maintain_cache(&mut self, site: SiteId, job: JobId, out: &mut Vec<Command>) {
-        let Some(bound) = self.settings.cache_bound else {
-            return;
-        };
-        let view = maintenance::CacheView {
-            wf: &self.wf,
-            sites: &self.sites,
-            state: &self.dag.state,
-            now: self.now,
-            k: self.settings.replicas,
-        };
-        for step in self.grid.cache_plan(&view, site, bound) {
-            match step {
-                CacheStep::Replicate { file, from, to } => {
-                    let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
-                    let kind = FlightKind::Replica;
-                    self.start_flight((job, attempt), file, from, to, kind, false, out);
-                }
-                CacheStep::Delete { file, site } => self.delete_copy(file, site, out),
-            }
-        }
-    }
-
-    /// A k-replication transfer ended.
-    pub(super) fn on_replica_done(
+    /// A job ended at `site`: its cache is brought back under `bound`, the
+    /// k-replication moves counted as the transfers of `job`.
+    pub(super) fn maintain_cache(
         &mut self,
-        file: FileId,
-        (from, to): (SiteId, SiteId),
-        ok: bool,
-        out: &mut Vec<Command>,
+        view: &CacheView,
+        (site, job): (SiteId, JobId),
+        bound: u64,
+        steps: &mut Vec<GridStep>,
     ) {
-        let (waiting, delete) = self.grid.replica_done(file, (from, to), ok);
-        if let Some(jobs) = waiting {
-            self.dag.requeue_ready(jobs);
-        }
-        if delete {
-            self.delete_copy(file, from, out);
+        for step in self.cache_plan(view, site, bound) {
+            steps.push(match step {
+                CacheStep::Replicate { file, from, to } => {
+                    let kind = FlightKind::Replica;
+                    GridStep::Send { job, attempt: None, file, from, to, kind, retry: false }
+                }
+                CacheStep::Delete { file, site } => GridStep::Delete { file, site },
+            });
         }
     }
 
-    /// The copy of `file` at `site` goes: forgotten, then deleted.
-    fn delete_copy(&mut self, file: FileId, site: SiteId, out: &mut Vec<Command>) {
-        self.forget_copy(file, site);
-        out.push(Command::Delete { site, file });
-    }
-
-    /// A copy of memoized `job`'s output `file` to `to` ended.
-    pub(super) fn on_memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) {
-        match self.grid.memo_copied(job, file, to, ok) {
-            MemoCopied::Stale => {}
-            MemoCopied::GaveUp => {
-                if self.dag.missing_parents[job] == 0 {
-                    self.make_ready(job);
+    /// Transfer `fl`, which is no stage-in, ended `ok` or not; `retries`
+    /// tries are allowed each.
+    pub(super) fn flight_ended(
+        &mut self,
+        wf: &Workflow,
+        fl: &Flight,
+        (ok, retries): (bool, u32),
+        out: &mut Vec<Command>,
+        steps: &mut Vec<GridStep>,
+    ) {
+        let Flight { job, attempt, file, from, to, kind } = *fl;
+        match kind {
+            FlightKind::Stage => {}
+            FlightKind::StageOut => match self.home_done(wf, (job, attempt), file, (ok, retries), out) {
+                HomeEnd::Stale | HomeEnd::Pending => {}
+                HomeEnd::Retry => steps.push(GridStep::AfterBackoff(Timer::RetryStageOut { job, attempt, file })),
+                HomeEnd::Home { site, delete } => steps.push(GridStep::Home { job, site, delete }),
+                HomeEnd::Lost { site, delete, reason } => {
+                    steps.push(GridStep::Lost { job, site, delete, reason })
+                }
+            },
+            FlightKind::Final => match self.final_done(wf, (job, file, from), (ok, retries), out) {
+                FinalEnd::Arrived(waiting) => steps.extend(waiting.map(GridStep::Requeue)),
+                FinalEnd::Retry => steps.push(GridStep::AfterBackoff(Timer::RetryFinal { job, file, from })),
+                FinalEnd::GaveUp => {}
+            },
+            FlightKind::Replica => {
+                let (waiting, delete) = self.replica_done(file, (from, to), ok);
+                steps.extend(waiting.map(GridStep::Requeue));
+                if delete {
+                    steps.push(GridStep::Delete { file, site: from });
                 }
             }
-            MemoCopied::Copied { last, waiting } => {
-                if let Some(jobs) = waiting {
-                    self.dag.requeue_ready(jobs);
+            FlightKind::Memo { .. } => match self.memo_copied(job, file, to, ok) {
+                MemoCopied::Stale => {}
+                MemoCopied::GaveUp => steps.push(GridStep::Unmemoized(job)),
+                MemoCopied::Copied { last, waiting } => {
+                    steps.extend(waiting.map(GridStep::Requeue));
+                    if last {
+                        steps.push(GridStep::Memoized(job));
+                    }
                 }
-                if last {
-                    self.memo_done(job);
-                }
-            }
+            },
         }
     }
 }

@@ -9,8 +9,8 @@
 //! free room under its bound that lacks a copy, and deleted here once it
 //! arrived; with no room anywhere, it is deleted without a copy (§6.2).
 //!
-//! The placement room decides here; the manager carries out its steps
-//! (`flight_ends.rs`).
+//! The placement room decides here; `flight_ends.rs` turns the decisions
+//! into steps the manager carries out.
 
 use super::*;
 use crate::core::seams::{CacheWorth, CachedFile};

@@ -11,8 +11,8 @@
 //! layer's: those jobs are DONE before the run starts.
 //!
 //! The placement room decides here (which jobs have a twin, which copies,
-//! from where); the manager carries it out (`Manager::memoize_arrival`,
-//! and `flight_ends.rs`).
+//! from where); `flight_ends.rs` says what a copy's end means as steps
+//! the manager carries out, and `Manager::memoize_arrival` starts them.
 
 use super::*;
 use crate::core::versions::Twins;

@@ -35,7 +35,10 @@
 //! FINAL nodes in `subdag`) and its failure rule (a node failed for good
 //! blocks its descendants, `recovery`), run against a [`node_life::LifePort`] through
 //! which it tells the manager of each move and asks the little it needs
-//! (a release's delay, whether a job waits for a twin). The manager's
+//! (a release's delay, whether a job waits for a twin). The placement
+//! says what it needs done as [`placement::GridStep`]s, which the manager
+//! routes (`Manager::route`): the transfers that are no stage-in are run
+//! that way (`flight_ends`). The manager's
 //! methods are kept by phase: this file holds the event entry point and
 //! the timers; `staging` the
 //! prescript (site choice, transfers, submit); `completion` the job's end
@@ -65,7 +68,7 @@ mod flight_ends;
 mod graft;
 mod node_life;
 use node_life::{LifePort, NodeLife};
-use placement::Placement;
+use placement::{GridStep, Placement};
 mod placement;
 mod replicas;
 mod transfers;
@@ -1172,11 +1175,24 @@ impl Manager {
         }
         due.clear();
         self.grid.cleanup_due = due; // keeps its capacity
+        let mut steps = Vec::new();
         for (job, site) in std::mem::take(&mut self.grid.finals.due) {
-            self.stage_out_finals(job, site, out);
+            self.grid.stage_out_finals(&self.wf, job, site, &mut steps);
+            self.route(&mut steps, out);
         }
-        for (site, job) in std::mem::take(&mut self.grid.cache.maintenance_due) {
-            self.maintain_cache(site, job, out);
+        let due = std::mem::take(&mut self.grid.cache.maintenance_due);
+        if let Some(bound) = self.settings.cache_bound {
+            for due in due {
+                let view = maintenance::CacheView {
+                    wf: &self.wf,
+                    sites: &self.sites,
+                    state: &self.dag.state,
+                    now: self.now,
+                    k: self.settings.replicas,
+                };
+                self.grid.maintain_cache(&view, due, bound, &mut steps);
+                self.route(&mut steps, out);
+            }
         }
         self.remove_services(out);
         self.remove_subdag_services(out);
@@ -1197,7 +1213,8 @@ impl Manager {
                     }
                 }
                 Timer::RetryStageOut { job, attempt, file } => {
-                    self.retry_stage_out(job, attempt, file, out)
+                    self.grid.retry_stage_out(job, attempt, file, &mut steps);
+                    self.route(&mut steps, out);
                 }
                 Timer::Monit => self.monit_queue(out),
                 Timer::RoomCheck => {
@@ -1215,7 +1232,10 @@ impl Manager {
                         }
                     }
                 }
-                Timer::RetryFinal { job, file, from } => self.retry_final(job, file, from, out),
+                Timer::RetryFinal { job, file, from } => {
+                    self.grid.retry_final(job, file, from, &mut steps);
+                    self.route(&mut steps, out);
+                }
                 Timer::Arrival { submission } => self.arrive(submission, out),
                 Timer::Release { job } => self.make_ready(job),
                 Timer::Submit { job, attempt } => {
@@ -1319,6 +1339,41 @@ impl Manager {
                         self.dag.unthrottle(job);
                     }
                 }
+            }
+        }
+    }
+
+    /// Carries out, in order, what the placement asked (and empties
+    /// `steps`): the rooms talk through these.
+    fn route(&mut self, steps: &mut Vec<GridStep>, out: &mut Vec<Command>) {
+        for step in steps.drain(..) {
+            match step {
+                GridStep::Send { job, attempt, file, from, to, kind, retry } => {
+                    let current = || self.records.jobs[job].attempts.len().saturating_sub(1);
+                    let attempt = attempt.unwrap_or_else(current);
+                    self.start_flight((job, attempt), file, from, to, kind, retry, out);
+                }
+                GridStep::AfterBackoff(timer) => {
+                    let at = self.now + self.settings.transfer_backoff;
+                    self.schedule(at, timer);
+                }
+                GridStep::Requeue(jobs) => self.dag.requeue_ready(jobs),
+                GridStep::Delete { file, site } => {
+                    self.forget_copy(file, site);
+                    out.push(Command::Delete { site, file });
+                }
+                GridStep::Home { job, site, delete } => self.ended_well(job, site, delete, out),
+                GridStep::Lost { job, site, delete, reason } => {
+                    let failure = JobFailure::Failed(reason);
+                    self.failed_at_site(job, site, delete, failure, out);
+                    self.retry(job, Retry::Counted);
+                }
+                GridStep::Unmemoized(job) => {
+                    if self.dag.missing_parents[job] == 0 {
+                        self.make_ready(job);
+                    }
+                }
+                GridStep::Memoized(job) => self.memo_done(job),
             }
         }
     }

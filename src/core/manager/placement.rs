@@ -8,7 +8,8 @@ use super::maintenance::Cache;
 use super::memo::Memo;
 use super::room::{Room, RoomStall};
 use super::stage_out::{Finals, StageOut};
-use super::{JobState, Staging};
+use super::transfers::FlightKind;
+use super::{JobState, Staging, Timer};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
 use crate::core::ReplicaPolicy;
@@ -101,10 +102,80 @@ pub(super) struct Pool {
     pub(super) down: Vec<bool>,
 }
 
+/// What the placement asks of the manager once one of its rules ran: the
+/// two rooms talk through these steps, and the manager carries each out,
+/// in order, on the node life cycle, the records and the timers
+/// ([`Manager::route`](super::Manager)).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum GridStep {
+    /// Start a transfer of `file` from `from` to `to` for `job`'s `attempt`
+    /// (its current one when none).
+    Send {
+        job: JobId,
+        attempt: Option<usize>,
+        file: FileId,
+        from: SiteId,
+        to: SiteId,
+        kind: FlightKind,
+        retry: bool,
+    },
+    /// Fire `timer` once the transfer back-off has passed.
+    AfterBackoff(Timer),
+    /// These jobs waited for a copy that is now registered: ready again.
+    Requeue(Vec<JobId>),
+    /// The copy of `file` at `site` goes: forgotten, recorded, deleted.
+    Delete { file: FileId, site: SiteId },
+    /// `job`'s outputs are home: its slot is free and it ended well at
+    /// `site`, `delete` going.
+    Home {
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+    },
+    /// An output of `job` could not be sent home from `site`: the job's
+    /// work is lost, and it is planned again (a counted retry).
+    Lost {
+        job: JobId,
+        site: SiteId,
+        delete: Vec<FileId>,
+        reason: String,
+    },
+    /// Memoizing `job` was given up: it runs as any other once ready.
+    Unmemoized(JobId),
+    /// Every copy that memoizes `job` is there: its node is done.
+    Memoized(JobId),
+}
+
 impl Placement {
     /// Inputs that `job`'s last prescript transferred (not those it found).
     pub(super) fn take_staged(&mut self, job: JobId) -> Vec<FileId> {
         std::mem::take(&mut self.staged[job])
+    }
+
+    /// MonitQueue (seed 002 §4) at `now`: the next job whose attempt has
+    /// waited in a site queue longer than `max_idle`, marked as being
+    /// killed. `queued(job, attempt)` says whether that attempt is still
+    /// queued. Queued jobs are kept in submission order, so the scan stops
+    /// at the first one still queued and not yet overdue; the stale ones
+    /// before it are dropped.
+    pub(super) fn next_overdue(
+        &mut self,
+        now: Time,
+        max_idle: f64,
+        queued: impl Fn(JobId, usize) -> bool,
+    ) -> Option<JobId> {
+        while let Some(&(submitted, job, attempt)) = self.pool.idle.front() {
+            let waiting = queued(job, attempt) && !self.pool.killing[job];
+            if waiting && now - submitted <= max_idle {
+                return None;
+            }
+            self.pool.idle.pop_front();
+            if waiting {
+                self.pool.killing[job] = true;
+                return Some(job);
+            }
+        }
+        None
     }
 
     /// The node life cycle moved `job` from `from` to `to`: its site's

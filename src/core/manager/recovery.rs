@@ -202,26 +202,23 @@ impl Manager {
     }
 
     /// MonitQueue (seed 002 §4): kills the jobs idle in a site queue longer
-    /// than `max_idle`. Queued jobs are kept in submission order, so the scan
-    /// stops at the first one not yet overdue.
+    /// than `max_idle` ([`Placement::next_overdue`]), one at a time since a
+    /// kill may start another job, then looks again after `monit_interval`.
     pub(super) fn monit_queue(&mut self, out: &mut Vec<Command>) {
-        while let Some(&(submitted, job, attempt)) = self.grid.pool.idle.front() {
-            let waiting = self.dag.state[job] == JobState::Queued
-                && self.records.jobs[job].attempts.len() == attempt + 1
-                && !self.grid.pool.killing[job];
-            if waiting && self.now - submitted <= self.settings.max_idle {
-                break;
-            }
-            self.grid.pool.idle.pop_front();
-            if waiting {
-                self.grid.pool.killing[job] = true;
-                let site = self.grid.site_of[job];
-                if self.grid.pool.at_site[job] {
-                    out.push(Command::Kill { job, site });
-                } else {
-                    // Still idle in the schedd: removed there, at once.
-                    self.on_job_killed(job, site, true, out);
-                }
+        let max_idle = self.settings.max_idle;
+        while let Some(job) = {
+            let (state, jobs) = (&self.dag.state, &self.records.jobs);
+            let queued = |job: JobId, attempt: usize| {
+                state[job] == JobState::Queued && jobs[job].attempts.len() == attempt + 1
+            };
+            self.grid.next_overdue(self.now, max_idle, queued)
+        } {
+            let site = self.grid.site_of[job];
+            if self.grid.pool.at_site[job] {
+                out.push(Command::Kill { job, site });
+            } else {
+                // Still idle in the schedd: removed there, at once.
+                self.on_job_killed(job, site, true, out);
             }
         }
         let at = self.now + self.settings.monit_interval;

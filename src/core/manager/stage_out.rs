@@ -18,8 +18,8 @@
 //! run ends when every such copy arrived or failed for good, in which case
 //! the copy where it was made stays kept (nothing is lost).
 //!
-//! The placement room decides here; the manager carries it out
-//! (`flight_ends.rs`).
+//! The placement room decides here; `flight_ends.rs` turns the decisions
+//! into steps the manager carries out.
 
 use super::*;
 

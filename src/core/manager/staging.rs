@@ -550,24 +550,12 @@ impl Manager {
             }
             Err(e) => rec.failure = Some(Box::new(e.clone())),
         }
-        match fl.kind {
-            FlightKind::Stage => {}
-            FlightKind::StageOut => {
-                self.on_stage_out_done(fl.job, fl.attempt, fl.file, result.is_ok(), out);
-                return;
-            }
-            FlightKind::Replica => {
-                self.on_replica_done(fl.file, (fl.from, key.1), result.is_ok(), out);
-                return;
-            }
-            FlightKind::Final => {
-                self.on_final_done(fl.job, fl.file, fl.from, result.is_ok(), out);
-                return;
-            }
-            FlightKind::Memo { .. } => {
-                self.on_memo_copied(fl.job, fl.file, key.1, result.is_ok());
-                return;
-            }
+        if fl.kind != FlightKind::Stage {
+            let mut steps = Vec::new();
+            let tries = (result.is_ok(), self.settings.transfer_retries);
+            self.grid.flight_ended(&self.wf, &fl, tries, out, &mut steps);
+            self.route(&mut steps, out);
+            return;
         }
         self.wake_waiters(key, result.is_ok(), out);
         if !self.is_current(fl.job, fl.attempt) {

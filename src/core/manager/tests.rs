@@ -2599,3 +2599,108 @@ fn a_job_waiting_for_room_gives_up_only_when_nothing_ends_for_long() {
     }
     assert_eq!(g.room_backoff(2, 2.0 * h, 10.0).1, Some((MAX_STALLS + 1, h)));
 }
+
+/// MonitQueue's scan, in the placement room alone: it hands over the
+/// overdue jobs still queued one at a time in submission order, each
+/// marked as being killed, drops the stale entries it passes (a later
+/// attempt, a kill already out), and stops at the first job still queued
+/// and not yet overdue.
+#[test]
+fn monitqueue_hands_over_the_overdue_jobs_in_submission_order() {
+    let wf = pipeline(6, 1);
+    let mut w = world(wf, sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let g = &mut w.m.grid;
+    // (submitted, job, attempt); job 1's entry is of an attempt it left,
+    // job 2 has a kill out, job 5 is not overdue, job 4 after it is.
+    for entry in [(0.0, 0, 0), (1.0, 1, 0), (2.0, 2, 0), (3.0, 3, 0), (9.0, 5, 0), (9.5, 4, 0)] {
+        g.pool.idle.push_back(entry);
+    }
+    g.pool.killing[2] = true;
+    let queued = |job: JobId, attempt: usize| attempt == usize::from(job == 1);
+    let mut killed = Vec::new();
+    while let Some(job) = g.next_overdue(10.0, 5.0, queued) {
+        assert!(g.pool.killing[job], "job {job} is marked as being killed");
+        killed.push(job);
+    }
+    assert_eq!(killed, [0, 3]);
+    assert_eq!(g.pool.idle.front(), Some(&(9.0, 5, 0)), "the scan stops at job 5");
+    assert_eq!(g.next_overdue(14.0, 5.0, queued), None, "nothing more is due");
+    assert_eq!(g.next_overdue(14.5, 5.0, queued), Some(5));
+    assert_eq!(g.next_overdue(14.5, 5.0, queued), None, "job 4 waited 5 s");
+    assert_eq!(g.next_overdue(15.0, 5.0, queued), Some(4));
+    assert!(g.pool.idle.is_empty());
+}
+
+/// What the end of a transfer that is no stage-in asks of the manager,
+/// in the placement room alone: an output sent home is retried after the
+/// back-off, and once its tries are spent the job's work is lost; the
+/// last one home ends the job well; a final output that keeps failing
+/// gives up; a k-replication move that arrived deletes the old copy.
+#[test]
+fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
+    use super::placement::GridStep;
+    use super::transfers::{Flight, FlightKind};
+    let wf = pipeline(2, 1);
+    let mut w = world(wf.clone(), sites(3, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
+    let g = &mut w.m.grid;
+    let (job, site) = (0, 2);
+    let out_file = wf.jobs[job].outputs[0];
+    let (mut out, mut steps) = (Vec::new(), Vec::new());
+    g.start_stage_out(&wf, (job, 0), site, vec![], &mut steps);
+    let home = g.home[job];
+    let send = GridStep::Send {
+        job,
+        attempt: Some(0),
+        file: out_file,
+        from: site,
+        to: home,
+        kind: FlightKind::StageOut,
+        retry: false,
+    };
+    assert_eq!(std::mem::take(&mut steps), [send]);
+    let home_flight = Flight {
+        job,
+        attempt: 0,
+        file: out_file,
+        from: site,
+        to: home,
+        kind: FlightKind::StageOut,
+    };
+    let retries = 1;
+    g.flight_ended(&wf, &home_flight, (false, retries), &mut out, &mut steps);
+    let timer = Timer::RetryStageOut { job, attempt: 0, file: out_file };
+    assert_eq!(std::mem::take(&mut steps), [GridStep::AfterBackoff(timer)]);
+    g.retry_stage_out(job, 0, out_file, &mut steps);
+    assert!(matches!(steps.pop(), Some(GridStep::Send { retry: true, .. })), "a retry");
+    g.retry_stage_out(job, 1, out_file, &mut steps);
+    assert!(steps.is_empty(), "attempt 1 sends nothing");
+    g.flight_ended(&wf, &home_flight, (false, retries), &mut out, &mut steps);
+    assert!(matches!(steps.pop(), Some(GridStep::Lost { job: 0, site: 2, .. })), "tries spent");
+    g.flight_ended(&wf, &home_flight, (true, retries), &mut out, &mut steps);
+    assert!(steps.is_empty(), "a late end of a lost stage-out changes nothing");
+    // A second attempt gets home.
+    g.start_stage_out(&wf, (job, 1), site, vec![], &mut steps);
+    steps.clear();
+    let again = Flight { attempt: 1, ..home_flight.clone() };
+    g.flight_ended(&wf, &again, (true, retries), &mut out, &mut steps);
+    assert!(matches!(steps.pop(), Some(GridStep::Home { job: 0, site: 2, .. })), "home");
+
+    // A final output: retried while its copy is there, then given up.
+    let fin = file("out-1");
+    g.replicas.register(fin, site);
+    g.finals.out = 1;
+    let final_flight = Flight { job: 1, attempt: 0, file: fin, from: site, to: home, kind: FlightKind::Final };
+    g.flight_ended(&wf, &final_flight, (false, retries), &mut out, &mut steps);
+    let timer = Timer::RetryFinal { job: 1, file: fin, from: site };
+    assert_eq!(std::mem::take(&mut steps), [GridStep::AfterBackoff(timer)]);
+    g.flight_ended(&wf, &final_flight, (false, retries), &mut out, &mut steps);
+    assert!(steps.is_empty(), "gave up");
+    assert_eq!(g.finals.out, 0, "no longer on its way");
+
+    // k-replication: the copy arrived, the old one goes.
+    let moved = Flight { job, attempt: 0, file: fin, from: site, to: 1, kind: FlightKind::Replica };
+    g.flight_ended(&wf, &moved, (true, retries), &mut out, &mut steps);
+    assert_eq!(std::mem::take(&mut steps), [GridStep::Delete { file: fin, site }]);
+    assert!(g.replicas.has(fin, 1), "registered where it arrived");
+}
