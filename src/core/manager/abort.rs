@@ -31,6 +31,16 @@ impl Manager {
         }
     }
 
+    /// `ABORT-DAG-ON` in sub-DAG `k` ([`NodeLife::stop_subdag`]): its
+    /// nodes in flight are removed, in job order.
+    fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
+        for m in self.life(|dag, port| dag.stop_subdag(k, abort, port)) {
+            if self.dag.state[m].claims_slot() {
+                self.remove_node(m, out);
+            }
+        }
+    }
+
     /// The user removed the DAG (Ctrl-C): it stops, and exits
     /// [`EXIT_ABORT`] unless its FINAL node ends well.
     pub(super) fn remove_dag(&mut self, out: &mut Vec<Command>) {

@@ -105,6 +105,18 @@ impl Manager {
         }
     }
 
+    /// The sub-DAG node `job` ended at `site` with its DAG's failure
+    /// `status`, as a job that exits it: its POST script decides, its
+    /// TOLERANCE lets it end done, or the node is retried (its DAG run
+    /// again) or fails.
+    pub(super) fn subdag_failed(&mut self, job: JobId, site: SiteId, status: i32, out: &mut Vec<Command>) {
+        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+            a.finished = Some(self.now);
+            a.exit = Some(status);
+        }
+        self.job_ended(job, site, Some(status), out);
+    }
+
     /// `job`'s attempt failed at `site` for `failure`, not an exit of its
     /// own: recorded, its slot and pins released (`delete` going), and its
     /// node ready to be planned again.

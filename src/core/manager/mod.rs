@@ -1138,11 +1138,6 @@ impl Manager {
         self.life(|dag, port| dag.make_ready(job, port));
     }
 
-    /// One parent of `c` is over ([`NodeLife::release_child`]).
-    fn release_child(&mut self, c: JobId) {
-        self.life(|dag, port| dag.release_child(c, port));
-    }
-
     /// Ends a node that runs no job or already ran
     /// ([`NodeLife::complete_without_running`]).
     fn complete_without_running(&mut self, job: JobId) {
@@ -1153,14 +1148,29 @@ impl Manager {
         self.timers.push(at, timer);
     }
 
-    /// Once every other node is over, the SERVICE nodes still going are
-    /// removed and end done (`service.rs`).
+    /// Once every other node of a DAGMan is over, the SERVICE nodes still
+    /// going are removed and end done (`service.rs`; a sub-DAG's also wait
+    /// for its FINAL node, `subdag.rs`).
     fn remove_services(&mut self, out: &mut Vec<Command>) {
         for j in self.dag.services_to_remove(self.grid.finals.out) {
-            self.withdraw(j, out);
-            self.record_removal(j, "the DAG ended (a SERVICE node is removed at its end)");
-            self.set_state(j, JobState::Done);
+            self.remove_service(j, "the DAG ended", out);
         }
+        if self.dag.dagmans.list.iter().all(|d| d.services.is_empty()) {
+            return;
+        }
+        for k in 0..self.dag.nodes.subdags.len() {
+            for j in self.dag.subdag_services_due(k) {
+                self.remove_service(j, "its sub-DAG ended", out);
+            }
+        }
+    }
+
+    /// SERVICE node `job` is removed as `why` says, and ends done.
+    fn remove_service(&mut self, job: JobId, why: &str, out: &mut Vec<Command>) {
+        self.withdraw(job, out);
+        let why = format!("{why} (a SERVICE node is removed at its end)");
+        self.record_removal(job, &why);
+        self.set_state(job, JobState::Done);
     }
 
     /// Fires due timers, then starts the prescripts that MAXPRE and the interval
@@ -1195,7 +1205,6 @@ impl Manager {
             }
         }
         self.remove_services(out);
-        self.remove_subdag_services(out);
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {

@@ -190,6 +190,92 @@ impl NodeLife {
     }
 }
 
+/// A recording port for the node life cycle's unit tests.
+#[cfg(test)]
+pub(super) mod recorder {
+    use super::*;
+    use crate::core::{JobSpec, Workflow};
+
+    /// A port that records what the node life cycle tells it.
+    pub struct Recorder {
+        pub wf: Workflow,
+        pub now: Time,
+        /// The delays `release_delay` hands out, in turn (0 once used up).
+        pub delays: Vec<Time>,
+        pub moves: Vec<(JobId, JobState, JobState)>,
+        pub ready_at: Vec<Option<Time>>,
+        pub later: Vec<(JobId, Time)>,
+        pub failures: Vec<(JobId, String)>,
+        pub blocked_by: Vec<Option<JobId>>,
+    }
+
+    impl LifePort for Recorder {
+        fn now(&self) -> Time {
+            self.now
+        }
+        fn workflow(&self) -> &Workflow {
+            &self.wf
+        }
+        fn moved(&mut self, job: JobId, from: JobState, to: JobState) {
+            self.moves.push((job, from, to));
+        }
+        fn ready_now(&mut self, job: JobId, first: bool) {
+            if !first || self.ready_at[job].is_none() {
+                self.ready_at[job] = Some(self.now);
+            }
+        }
+        fn memoizing(&self, _: JobId) -> bool {
+            false
+        }
+        fn release_delay(&mut self) -> Time {
+            self.delays.pop().unwrap_or(0.0)
+        }
+        fn release_at(&mut self, job: JobId, at: Time) {
+            self.later.push((job, at));
+        }
+        fn failed(&mut self, job: JobId, why: String) -> Vec<JobId> {
+            self.failures.push((job, why));
+            Vec::new()
+        }
+        fn blocked_by(&self, job: JobId) -> Option<JobId> {
+            self.blocked_by[job]
+        }
+        fn set_blocked_by(&mut self, job: JobId, by: JobId) {
+            self.blocked_by[job] = Some(by);
+        }
+        fn runs_again(&mut self, job: JobId) {
+            self.blocked_by[job] = None;
+        }
+    }
+
+    /// Jobs `j0`..: job `j`'s parents are `parents[j]` (earlier jobs).
+    pub fn life_of(parents: &[Vec<usize>], delays: Vec<Time>) -> (NodeLife, Recorder) {
+        let specs = (0..parents.len())
+            .map(|j| JobSpec {
+                name: format!("j{j}"),
+                runtime: 1.0,
+                parents: parents[j].iter().map(|p| format!("j{p}")).collect(),
+                ..Default::default()
+            })
+            .collect();
+        let wf = Workflow::build(Vec::new(), specs).unwrap();
+        let missing = wf.jobs.iter().map(|j| j.parents.len()).collect();
+        let n = parents.len();
+        let life = NodeLife::new(missing, vec![Vec::new(); n], false, 0);
+        let port = Recorder {
+            wf,
+            now: 0.0,
+            delays,
+            moves: Vec::new(),
+            ready_at: vec![None; n],
+            later: Vec::new(),
+            failures: Vec::new(),
+            blocked_by: vec![None; n],
+        };
+        (life, port)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

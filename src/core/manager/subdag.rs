@@ -322,85 +322,114 @@ impl NodeLife {
     }
 }
 
-impl Manager {
-    /// Sub-DAG `k`'s SERVICE nodes still going are removed once every other
+impl NodeLife {
+    /// Sub-DAG `k`'s SERVICE nodes still going, to remove once every other
     /// node of it, its FINAL included, is over (its DAGMan's
-    /// `RemoveServiceNodes`): they end done, their attempts recorded as
-    /// removed.
-    pub(super) fn remove_subdag_services(&mut self, out: &mut Vec<Command>) {
-        if self.dag.dagmans.list.iter().all(|d| d.services.is_empty()) {
-            return;
+    /// `RemoveServiceNodes`); none before, and each only once.
+    pub(super) fn subdag_services_due(&mut self, k: usize) -> Vec<JobId> {
+        let over = |s: JobState| s.is_over();
+        let fin = self.nodes.subdags[k].final_node;
+        if self.dagmans.sub(k).services.is_empty()
+            || self.dagmans.sub(k).not_over > 0
+            || fin.is_some_and(|f| !over(self.state[f]))
+        {
+            return Vec::new();
         }
-        for k in 0..self.dag.nodes.subdags.len() {
-            let fin = self.dag.nodes.subdags[k].final_node;
-            let over = JobState::is_over;
-            if self.dag.dagmans.sub(k).services.is_empty()
-                || self.dag.dagmans.sub(k).not_over > 0
-                || fin.is_some_and(|f| !over(self.dag.state[f]))
-            {
-                continue;
-            }
-            for j in std::mem::take(&mut self.dag.dagmans.sub_mut(k).services) {
-                if over(self.dag.state[j]) {
-                    continue;
-                }
-                self.withdraw(j, out);
-                self.record_removal(j, "its sub-DAG ended (a SERVICE node is removed at its end)");
-                self.set_state(j, JobState::Done);
-            }
-        }
+        let mut due = std::mem::take(&mut self.dagmans.sub_mut(k).services);
+        due.retain(|&j| !over(self.state[j]));
+        due
     }
 
     /// `ABORT-DAG-ON` in sub-DAG `k`: its DAGMan stops as the DAG's does
     /// (see `abort.rs`), and exits `abort.dag_return`; the DAG around it
-    /// goes on. `abort.node`'s own end is left to its caller.
-    pub(super) fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
-        if self.dag.dagmans.sub(k).aborted.is_some() {
-            return;
+    /// goes on. Its nodes not started never will (a leaf among them is
+    /// over for the sub-DAG node); returns its nodes to remove when in
+    /// flight, `abort.node` aside (its own end is left to its caller), or
+    /// none when it had stopped already.
+    pub(super) fn stop_subdag(&mut self, k: usize, abort: DagAbort, port: &mut impl LifePort) -> Vec<JobId> {
+        if self.dagmans.sub(k).aborted.is_some() {
+            return Vec::new();
         }
-        self.dag.dagmans.sub_mut(k).aborted = Some(abort);
-        self.dag.dagmans.aborts += 1;
-        self.dag.dagmans.sub_mut(k).failed = true;
-        let node = self.dag.nodes.subdags[k].node;
-        let members = self.dag.nodes.subdags[k].members.clone();
-        let wf = self.wf.clone();
-        let fin = self.dag.nodes.subdags[k].final_node;
+        self.dagmans.sub_mut(k).aborted = Some(abort);
+        self.dagmans.aborts += 1;
+        self.dagmans.sub_mut(k).failed = true;
+        let node = self.nodes.subdags[k].node;
+        let mut members = self.nodes.subdags[k].members.clone();
+        members.retain(|&m| Some(m) != abort.node);
+        let fin = self.nodes.subdags[k].final_node;
         for &m in &members {
-            if Some(m) != abort.node
-                && Some(m) != fin
-                && matches!(self.dag.state[m], JobState::Waiting | JobState::Ready)
-            {
-                self.set_state(m, JobState::Blocked);
-                // A leaf that will never run is over for the node.
-                if wf.children[m].contains(&node) {
-                    self.release_child(node);
+            if Some(m) != fin && matches!(self.state[m], JobState::Waiting | JobState::Ready) {
+                self.set_state(m, JobState::Blocked, port);
+                if port.workflow().children[m].contains(&node) {
+                    self.release_child(node, port);
                 }
             }
         }
-        for m in members {
-            if Some(m) != abort.node
-                && self.dag.state[m].claims_slot()
-            {
-                self.remove_node(m, out);
-            }
+        members
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dagmans::Dagmans;
+    use super::super::node_life::recorder::life_of;
+    use super::*;
+
+    /// Sub-DAG `s` of `s+a` → `s+b` and `s+c`, then `after`: jobs 0–4, node
+    /// 3 is `s`; `s+c` is a SERVICE node with `service`. The nodes stand as
+    /// `states` say.
+    fn subdag_life(service: bool, states: [JobState; 3]) -> (NodeLife, impl LifePort) {
+        let (mut life, port) = life_of(&[vec![], vec![0], vec![], vec![1, 2], vec![3]], Vec::new());
+        for (j, s) in states.into_iter().enumerate() {
+            life.move_node(j, s);
         }
+        let mut nodes = NodeSettings::none(5);
+        nodes.service[2] = service;
+        nodes.subdags = vec![crate::core::nodes::SubDag {
+            node: 3,
+            members: vec![0, 1, 2],
+            ..Default::default()
+        }];
+        life.dagmans = Dagmans::new(&nodes);
+        life.dagmans.count_nodes(0..5, &life.state);
+        life.nodes = nodes;
+        (life, port)
     }
 
-    /// The sub-DAG node `job` ended at `site` with its DAG's failure
-    /// `status`, as a job that exits it: its POST script decides, its
-    /// TOLERANCE lets it end done, or the node is retried (its DAG run
-    /// again) or fails.
-    pub(super) fn subdag_failed(
-        &mut self,
-        job: JobId,
-        site: SiteId,
-        status: i32,
-        out: &mut Vec<Command>,
-    ) {
-        if let Some(a) = self.records.jobs[job].attempts.last_mut() {
-            a.finished = Some(self.now);
-            a.exit = Some(status);
-        }
-        self.job_ended(job, site, Some(status), out);
+    /// `ABORT-DAG-ON` in a sub-DAG: its unstarted nodes are blocked (a leaf
+    /// among them is over for the sub-DAG node), those in flight are
+    /// handed back for removal, the aborting node aside; it stops once.
+    #[test]
+    fn a_subdags_stop_blocks_its_unstarted_nodes_and_hands_back_the_rest() {
+        use JobState::*;
+        let (mut life, mut port) = subdag_life(false, [Running, Waiting, Running]);
+        let abort = DagAbort {
+            node: Some(0),
+            status: 1,
+            dag_return: 3,
+        };
+        assert_eq!(life.missing_parents[3], 2);
+        assert_eq!(life.stop_subdag(0, abort, &mut port), [1, 2]);
+        assert_eq!(life.state[..3], [Running, Blocked, Running]);
+        assert_eq!(life.missing_parents[3], 1, "the blocked leaf is over for `s`");
+        assert_eq!(life.dagmans.sub(0).aborted, Some(abort));
+        assert!(life.dagmans.sub(0).failed);
+        assert_eq!(life.dagmans.aborts, 1);
+        assert_eq!(life.stop_subdag(0, abort, &mut port), Vec::<JobId>::new(), "once");
+        assert_eq!(life.dagmans.aborts, 1);
+    }
+
+    /// A sub-DAG's SERVICE node is due for removal once every other node of
+    /// it is over, and only once.
+    #[test]
+    fn a_subdags_service_is_removed_once_its_other_nodes_are_over() {
+        use JobState::*;
+        let (mut life, mut port) = subdag_life(true, [Ready, Waiting, Running]);
+        assert_eq!(life.subdag_services_due(0), Vec::<JobId>::new());
+        life.set_state(0, Done, &mut port);
+        assert_eq!(life.subdag_services_due(0), Vec::<JobId>::new(), "s+b is not over");
+        life.set_state(1, Failed, &mut port);
+        assert_eq!(life.subdag_services_due(0), [2]);
+        assert_eq!(life.subdag_services_due(0), Vec::<JobId>::new(), "once");
     }
 }
