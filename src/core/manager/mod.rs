@@ -41,7 +41,8 @@
 //! that way (`flight_ends`). The manager's
 //! methods are kept by phase: this file holds the event entry point and
 //! the timers; `staging` the
-//! prescript (site choice, transfers, submit); `completion` the job's end
+//! prescript (site choice, transfers, submit), whose choice of what to
+//! stage next and from where is the placement's (`stage_in`); `completion` the job's end
 //! and the postscript; `recovery` retries, re-planning and MonitQueue;
 //! `room` where
 //! their files fit (storage-aware release); `stage_out` outputs sent to the
@@ -59,6 +60,8 @@ pub mod scripted;
 mod service;
 mod stage_out;
 mod stall;
+mod stage_in;
+use stage_in::{StageEnd, StageNext, Staging};
 mod staging;
 mod subdag;
 mod dagman_limits;
@@ -324,33 +327,6 @@ impl StateCounts {
             JobState::Blocked => &mut self.blocked,
         }
     }
-}
-
-#[derive(Debug)]
-struct StageTry {
-    file: FileId,
-    tries: u32,
-    source: Option<SiteId>,
-    excluded: Vec<SiteId>,
-    /// Whether a source was excluded for being busy (it may free up, so
-    /// running out of sources is then nobody's fault).
-    excluded_busy: bool,
-}
-
-#[derive(Debug)]
-struct Staging {
-    site: SiteId,
-    pending: VecDeque<FileId>,
-    in_flight: usize,
-    /// Inputs it waits for that another prescript is bringing to the site.
-    waiting: usize,
-    staged: Vec<FileId>,
-    tries: Vec<StageTry>,
-    /// The node's PRE script is running: nothing is staged until it ends.
-    pre_running: bool,
-    /// The inputs it planned to stage, seen by selectors at the site
-    /// ([`Registration::Planned`]) until it ends.
-    planned: Vec<FileId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1208,10 +1184,7 @@ impl Manager {
         while let Some(timer) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::RetryTransfer { job, attempt, file } => {
-                    if self.is_current(job, attempt)
-                        && let Some(st) = self.grid.staging[job].as_mut()
-                    {
-                        st.pending.push_front(file);
+                    if self.grid.stage_again(job, attempt, file) {
                         self.launch(job, out);
                     }
                 }

@@ -131,6 +131,7 @@ impl Manager {
         }
         let planned = self.grid.replicas.plan(pending.iter().copied(), site);
         self.grid.staging[job] = Some(Staging {
+            attempt: self.records.jobs[job].attempts.len() - 1,
             site,
             pending,
             in_flight: 0,
@@ -231,102 +232,24 @@ impl Manager {
     pub(super) fn launch(&mut self, job: JobId, out: &mut Vec<Command>) {
         let streams = self.settings.prescript_streams.max(1);
         loop {
-            let Some(st) = self.grid.staging[job].as_mut() else {
-                return;
-            };
-            if st.pre_running {
-                return;
-            }
-            if st.pending.is_empty() && st.in_flight == 0 && st.waiting == 0 {
-                self.submit(job, out);
-                return;
-            }
-            if st.in_flight >= streams {
-                return;
-            }
-            let Some(file) = st.pending.pop_front() else {
-                return;
-            };
-            let to = st.site;
-            if self.grid.policy == ReplicaPolicy::Caching {
-                // With caching a copy at the site serves every job: use one
-                // that arrived meanwhile, or wait for one on its way.
-                if self.grid.replicas.has(file, to) {
-                    continue;
+            match self.grid.next_stage(&self.wf, job, streams) {
+                StageNext::Wait => return,
+                StageNext::Submit => return self.submit(job, out),
+                StageNext::Send { file, from, to, attempt, retry } => {
+                    let kind = FlightKind::Stage;
+                    self.start_flight((job, attempt), file, from, to, kind, retry, out);
                 }
-                if self.grid.transfers.is_inbound(file, to) {
-                    let attempt = self.records.jobs[job].attempts.len() - 1;
-                    self.grid.transfers.wait_for(file, to, (job, attempt));
-                    st.waiting += 1;
-                    continue;
-                }
-            }
-            let earlier = st.tries.iter().find(|t| t.file == file);
-            let retry = earlier.is_some();
-            let (preferred, excluded): (Option<SiteId>, &[SiteId]) = match earlier {
-                Some(t) => (t.source, &t.excluded),
-                None => (None, &[]),
-            };
-            // Condor's own transfer reads every input from the job's submit
-            // machine, even where another user's holds a copy.
-            let home = self.grid.home[job];
-            let preferred = preferred.or((self.grid.policy == ReplicaPolicy::Return
-                && !excluded.contains(&home))
-            .then_some(home));
-            // Only a copy that is there can be read (one registered in its
-            // job's postscript, with that registration).
-            let holders = self.grid.replicas.readable(file);
-            let down = &self.grid.pool.down;
-            let source = preferred
-                .filter(|&s| holders.contains(&s) && !down[s])
-                .or_else(|| {
-                    holders
-                        .iter()
-                        .copied()
-                        .filter(|&s| s != to && !excluded.contains(&s) && !down[s])
-                        .min_by_key(|&s| (self.grid.transfers.serving(s), s))
-                });
-            let Some(from) = source else {
-                let name = self.wf.files[file].name.clone();
-                if holders.is_empty() {
-                    // Every replica was lost with a crashed site's pool.
+                StageNext::Lost(file) => {
+                    let name = &self.wf.files[file].name;
+                    let lost = format!("every replica of `{name}` was lost");
                     if self.reproduce(file) {
-                        let reason =
-                            format!("every replica of `{name}` was lost; it is made again");
-                        self.abort_staging(job, reason, Retry::Remade(file), out);
-                    } else {
-                        let reason = format!("every replica of `{name}` was lost");
-                        self.abort_staging(job, reason, Retry::Never, out);
+                        let reason = format!("{lost}; it is made again");
+                        return self.abort_staging(job, reason, Retry::Remade(file), out);
                     }
-                    return;
+                    return self.abort_staging(job, lost, Retry::Never, out);
                 }
-                if holders.iter().any(|&s| down[s]) {
-                    let reason = format!("every replica of `{name}` is on a site that is down");
-                    self.abort_staging(job, reason, Retry::SitesDown, out);
-                    return;
-                }
-                if earlier.is_some_and(|t| t.excluded_busy) {
-                    // Busy sources free up as transfers end: wait, as for
-                    // room at the site, rather than count a failure.
-                    let reason = format!("every replica of `{name}` was busy");
-                    self.abort_staging(job, reason, Retry::Later, out);
-                } else {
-                    let reason = format!("no usable replica of `{name}`");
-                    self.abort_staging(job, reason, Retry::Counted, out);
-                }
-                return;
-            };
-            st.in_flight += 1;
-            let attempt = self.records.jobs[job].attempts.len() - 1;
-            self.start_flight(
-                (job, attempt),
-                file,
-                from,
-                to,
-                FlightKind::Stage,
-                retry,
-                out,
-            );
+                StageNext::Fail(reason, retry) => return self.abort_staging(job, reason, retry, out),
+            }
         }
     }
 
@@ -558,64 +481,16 @@ impl Manager {
             return;
         }
         self.wake_waiters(key, result.is_ok(), out);
-        if !self.is_current(fl.job, fl.attempt) {
-            return; // the attempt was aborted; its stragglers only count
-        }
-        let job = fl.job;
-        let Some(st) = self.grid.staging[job].as_mut() else {
-            return;
-        };
-        st.in_flight -= 1;
-        match result {
-            Ok(_) => {
-                st.staged.push(fl.file);
-                self.launch(job, out);
-            }
-            Err(TransferFailure::NoSpace { never }) => {
-                let site = st.site;
-                if never {
-                    self.grid.avoid.entry(job).or_default().push(site);
-                    let reason = format!("`{}` can never fit", self.wf.files[fl.file].name);
-                    self.abort_staging(job, reason, Retry::Now, out);
-                } else {
-                    let reason = "no room at the site now".to_string();
-                    self.abort_staging(job, reason, Retry::Later, out);
-                }
-            }
-            Err(failure) => {
-                let i = match st.tries.iter().position(|t| t.file == fl.file) {
-                    Some(i) => i,
-                    None => {
-                        st.tries.push(StageTry {
-                            file: fl.file,
-                            tries: 0,
-                            source: None,
-                            excluded: Vec::new(),
-                            excluded_busy: false,
-                        });
-                        st.tries.len() - 1
-                    }
-                };
-                let t = &mut st.tries[i];
-                t.tries += 1;
-                if t.tries > self.settings.transfer_retries {
-                    t.excluded.push(fl.from);
-                    t.excluded_busy |= failure == TransferFailure::Busy;
-                    t.tries = 0;
-                    t.source = None;
-                } else if failure == TransferFailure::Busy {
-                    // A busy source is not a broken one: the next try goes
-                    // to the least loaded holder, which may be another.
-                    t.source = None;
-                } else {
-                    t.source = Some(fl.from);
-                }
+        let retries = self.settings.transfer_retries;
+        let end = self.grid.stage_ended(&self.wf, &fl, &result, retries);
+        debug_assert!(end == StageEnd::Stale || self.is_current(fl.job, fl.attempt));
+        match end {
+            // The attempt was aborted; its stragglers only count.
+            StageEnd::Stale => {}
+            StageEnd::Staged => self.launch(fl.job, out),
+            StageEnd::Fail(reason, retry) => self.abort_staging(fl.job, reason, retry, out),
+            StageEnd::Again(timer) => {
                 let at = self.now + self.settings.transfer_backoff;
-                let timer = Timer::RetryTransfer {
-                    job,
-                    attempt: fl.attempt,
-                    file: fl.file,
-                };
                 self.schedule(at, timer);
             }
         }
@@ -628,16 +503,9 @@ impl Manager {
             return;
         };
         for (job, attempt) in waiters {
-            if !self.is_current(job, attempt) {
-                continue;
+            if self.grid.woken(job, attempt, key.0, ok) {
+                self.launch(job, out);
             }
-            if let Some(st) = self.grid.staging[job].as_mut() {
-                st.waiting -= 1;
-                if !ok {
-                    st.pending.push_front(key.0);
-                }
-            }
-            self.launch(job, out);
         }
     }
 

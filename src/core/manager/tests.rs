@@ -2704,3 +2704,111 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
     assert_eq!(std::mem::take(&mut steps), [GridStep::Delete { file: fin, site }]);
     assert!(g.replicas.has(fin, 1), "registered where it arrived");
 }
+
+/// The prescript's staging, in the placement room alone: inputs go one
+/// stream at a time from the least busy holder; a failing source is tried
+/// again `transfer_retries` times, then another; with none left the
+/// staging fails, waiting rather than counted when a source was only busy;
+/// inputs whose every replica was lost, or is on a site that is down, say
+/// so; an end of another attempt only counts; with caching, a copy on its
+/// way is waited for, and fetched after all when it failed.
+#[test]
+fn the_prescripts_staging_is_the_placement_rooms() {
+    use super::stage_in::{StageEnd, StageNext, Staging};
+    use super::transfers::{Flight, FlightKind};
+    let wf = pipeline(1, 2);
+    let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
+    let (job, f0, f1) = (0, file("in-0-0"), file("in-0-1"));
+    let g = &mut w.m.grid;
+    g.policy = ReplicaPolicy::Delete;
+    g.replicas.register(f0, 2);
+    let stage = |attempt: usize, pending: &[FileId]| {
+        Some(Staging {
+            attempt,
+            site: 1,
+            pending: pending.iter().copied().collect(),
+            in_flight: 0,
+            waiting: 0,
+            staged: Vec::new(),
+            tries: Vec::new(),
+            pre_running: false,
+            planned: Vec::new(),
+        })
+    };
+    let send = |file: FileId, from: SiteId, attempt: usize, retry: bool| StageNext::Send {
+        file,
+        from,
+        to: 1,
+        attempt,
+        retry,
+    };
+    let flight = |file: FileId, from: SiteId, attempt: usize| Flight {
+        job,
+        attempt,
+        file,
+        from,
+        to: 1,
+        kind: FlightKind::Stage,
+    };
+    let failed = Err(TransferFailure::Connection("refused".into()));
+    let busy = Err(TransferFailure::Busy);
+    let again = |file: FileId, attempt: usize| StageEnd::Again(Timer::RetryTransfer { job, attempt, file });
+    let retries = 1;
+
+    g.staging[job] = stage(1, &[f0, f1]);
+    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 0, 1, false), "the lower of two idle holders");
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Wait, "one stream");
+    // A source fails: tried again once, then the other holder.
+    assert_eq!(g.stage_ended(&wf, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
+    assert!(g.stage_again(job, 1, f0));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 0, 1, true));
+    assert_eq!(g.stage_ended(&wf, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
+    assert!(g.stage_again(job, 1, f0));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 2, 1, true));
+    // The other is busy twice: none is left, and the staging waits.
+    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
+    assert!(g.stage_again(job, 1, f0));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 2, 1, true));
+    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
+    assert!(g.stage_again(job, 1, f0));
+    let why = "every replica of `in-0-0` was busy".to_string();
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::Later));
+    // The staging of attempt 1 ended meanwhile: its stragglers only count.
+    g.staging[job] = stage(2, &[f1]);
+    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &Ok(100), retries), StageEnd::Stale);
+    assert!(!g.stage_again(job, 1, f0) && !g.woken(job, 1, f0, true));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 2, false));
+    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 2), &Ok(100), retries), StageEnd::Staged);
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Submit);
+    // No source after failures that were not busy: a counted failure.
+    g.staging[job] = stage(3, &[f1]);
+    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 3, false));
+    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
+    assert!(g.stage_again(job, 3, f1));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 3, true));
+    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
+    assert!(g.stage_again(job, 3, f1));
+    let why = "no usable replica of `in-0-1`".to_string();
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::Counted));
+    // Its only holder down; every replica lost.
+    g.staging[job] = stage(4, &[f1]);
+    g.pool.down[0] = true;
+    let why = "every replica of `in-0-1` is on a site that is down".to_string();
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::SitesDown));
+    g.pool.down[0] = false;
+    g.staging[job] = stage(5, &[f0]);
+    g.replicas.forget(f0, 0);
+    g.replicas.forget(f0, 2);
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Lost(f0));
+    // Caching: a copy of f1 on its way to the site is waited for; it
+    // failed, so the prescript fetches the file itself.
+    g.policy = ReplicaPolicy::Caching;
+    let other = Flight { job: 1, ..flight(f1, 0, 0) };
+    let id = g.transfers.start(other, true);
+    g.staging[job] = stage(6, &[f1]);
+    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Wait, "waits for the copy on its way");
+    g.transfers.end(id);
+    assert!(g.woken(job, 6, f1, false));
+    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 6, false));
+}
