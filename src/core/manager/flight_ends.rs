@@ -102,6 +102,7 @@ impl Placement {
     ) {
         let Flight { job, attempt, file, from, to, kind } = *fl;
         match kind {
+            // A stage-in's end is its prescript's (`stage_ended`).
             FlightKind::Stage => {}
             FlightKind::StageOut => match self.home_done(wf, (job, attempt), file, (ok, retries), out) {
                 HomeEnd::Stale | HomeEnd::Pending => {}
