@@ -179,6 +179,21 @@ impl Placement {
         None
     }
 
+    /// `site` crashed, losing its pool with `pool_lost`: no job goes there
+    /// until it recovers, and with its pool went what its disk held (its
+    /// room and every replica there). Returns the jobs staging there,
+    /// whose prescripts fail.
+    pub(super) fn crash(&mut self, site: SiteId, pool_lost: bool) -> Vec<JobId> {
+        self.pool.down[site] = true;
+        if pool_lost {
+            self.room.lose_site(site);
+            self.replicas.drop_site(site);
+        }
+        (0..self.staging.len())
+            .filter(|&j| self.staging[j].as_ref().is_some_and(|st| st.site == site))
+            .collect()
+    }
+
     /// The node life cycle moved `job` from `from` to `to`: its site's
     /// slot is claimed or freed, and once it is over the inputs it read
     /// for the last time are due for cleanup (with `cleanup`, an

@@ -51,8 +51,8 @@ impl Manager {
             let why = self.dag.stop_reason(&self.wf, job);
             // A node the stop kept from its retries fails without making
             // the nodes below it futile (DAGMan had restarted it).
-            let allowed = self.dag.nodes.retry[owner].unwrap_or(self.settings.max_retries);
-            if matches!(retry, Retry::Counted) && self.dag.failures[owner] < allowed {
+            let max = self.settings.max_retries;
+            if matches!(retry, Retry::Counted) && self.dag.retries_left(owner, max) {
                 self.set_state(job, JobState::Failed);
                 self.records.jobs[job].failure = Some(why);
             } else {
@@ -75,10 +75,8 @@ impl Manager {
         };
         let (why, at) = match retry {
             Retry::Counted => {
-                self.dag.failures[owner] += 1;
-                let allowed = self.dag.nodes.retry[owner].unwrap_or(self.settings.max_retries);
-                let n = self.dag.failures[owner];
-                let why = (n > allowed).then(|| {
+                let spent = self.dag.count_failure(owner, self.settings.max_retries);
+                let why = spent.map(|(n, allowed)| {
                     let last = last(self);
                     format!("failed {n} times, more than its {allowed} retries; last: {last}")
                 });
@@ -144,15 +142,7 @@ impl Manager {
     pub(super) fn on_fault(&mut self, site: SiteId, fault: Fault, out: &mut Vec<Command>) {
         match fault {
             Fault::Crash { pool_lost } => {
-                self.grid.pool.down[site] = true;
-                if pool_lost {
-                    self.grid.room.lose_site(site);
-                    self.grid.replicas.drop_site(site);
-                }
-                let staging: Vec<JobId> = (0..self.grid.staging.len())
-                    .filter(|&j| self.grid.staging[j].as_ref().is_some_and(|st| st.site == site))
-                    .collect();
-                for job in staging {
+                for job in self.grid.crash(site, pool_lost) {
                     let reason = "its site crashed".to_string();
                     self.abort_staging(job, reason, Retry::Counted, out);
                 }
@@ -254,6 +244,20 @@ impl Manager {
 }
 
 impl NodeLife {
+    /// `RETRY`: whether node `owner` may run again after its failures so
+    /// far; `max` when it sets none.
+    pub(super) fn retries_left(&self, owner: JobId, max: u32) -> bool {
+        self.failures[owner] < self.nodes.retry[owner].unwrap_or(max)
+    }
+
+    /// Node `owner` failed once more: its failures and the retries it is
+    /// allowed (`max` when it sets none), once they are spent.
+    pub(super) fn count_failure(&mut self, owner: JobId, max: u32) -> Option<(u32, u32)> {
+        self.failures[owner] += 1;
+        let allowed = self.nodes.retry[owner].unwrap_or(max);
+        (self.failures[owner] > allowed).then_some((self.failures[owner], allowed))
+    }
+
     /// The node `job` will never run: its descendants are blocked
     /// (DAGMan), while the jobs that were only ordered after it are
     /// released; the jobs waiting for its outputs to be made again plan
@@ -376,5 +380,29 @@ impl Placement {
         let gave_up = stall.waits[job] >= MAX_STALLS && stalled >= stall.horizon;
         let wait = backoff * f64::from(1u32 << doubling);
         (wait, gave_up.then_some((stall.waits[job] + 1, stalled)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `RETRY n`: a node may fail n times and run again each time; its
+    /// (n+1)th failure spends them. A node with no `RETRY` gets the
+    /// run's `max_retries`.
+    #[test]
+    fn retry_counts_a_nodes_failures_against_its_own_or_the_runs_allowance() {
+        let mut life = NodeLife::new(vec![0; 2], vec![Vec::new(); 2], false, 0);
+        life.nodes = NodeSettings::none(2);
+        life.nodes.retry[0] = Some(1);
+        assert!(life.retries_left(0, 5));
+        assert_eq!(life.count_failure(0, 5), None);
+        assert!(!life.retries_left(0, 5), "RETRY 1 is spent after one failure");
+        assert_eq!(life.count_failure(0, 5), Some((2, 1)));
+        for _ in 0..2 {
+            assert!(life.retries_left(1, 2));
+            assert_eq!(life.count_failure(1, 2), None);
+        }
+        assert_eq!(life.count_failure(1, 2), Some((3, 2)), "max_retries 2");
     }
 }

@@ -2705,6 +2705,21 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
     assert!(g.replicas.has(fin, 1), "registered where it arrived");
 }
 
+/// A prescript of `attempt` staging `pending` at `site`, nothing started.
+fn staging(attempt: usize, site: SiteId, pending: &[FileId]) -> Option<stage_in::Staging> {
+    Some(stage_in::Staging {
+        attempt,
+        site,
+        pending: pending.iter().copied().collect(),
+        in_flight: 0,
+        waiting: 0,
+        staged: Vec::new(),
+        tries: Vec::new(),
+        pre_running: false,
+        planned: Vec::new(),
+    })
+}
+
 /// The prescript's staging, in the placement room alone: inputs go one
 /// stream at a time from the least busy holder; a failing source is tried
 /// again `transfer_retries` times, then another; with none left the
@@ -2714,7 +2729,7 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
 /// way is waited for, and fetched after all when it failed.
 #[test]
 fn the_prescripts_staging_is_the_placement_rooms() {
-    use super::stage_in::{StageEnd, StageNext, Staging};
+    use super::stage_in::{StageEnd, StageNext};
     use super::transfers::{Flight, FlightKind};
     let wf = pipeline(1, 2);
     let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
@@ -2723,19 +2738,7 @@ fn the_prescripts_staging_is_the_placement_rooms() {
     let g = &mut w.m.grid;
     g.policy = ReplicaPolicy::Delete;
     g.replicas.register(f0, 2);
-    let stage = |attempt: usize, pending: &[FileId]| {
-        Some(Staging {
-            attempt,
-            site: 1,
-            pending: pending.iter().copied().collect(),
-            in_flight: 0,
-            waiting: 0,
-            staged: Vec::new(),
-            tries: Vec::new(),
-            pre_running: false,
-            planned: Vec::new(),
-        })
-    };
+    let stage = |attempt: usize, pending: &[FileId]| staging(attempt, 1, pending);
     let send = |file: FileId, from: SiteId, attempt: usize, retry: bool| StageNext::Send {
         file,
         from,
@@ -2811,4 +2814,25 @@ fn the_prescripts_staging_is_the_placement_rooms() {
     g.transfers.end(id);
     assert!(g.woken(job, 6, f1, false));
     assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 6, false));
+}
+
+/// A crash in the placement room alone: the site takes no job until it
+/// recovers, the jobs staging there are handed back, and with its pool
+/// its replicas are gone.
+#[test]
+fn a_crash_takes_the_site_and_with_its_pool_its_replicas() {
+    let wf = pipeline(3, 1);
+    let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let g = &mut w.m.grid;
+    let staging_at = |site: SiteId| staging(0, site, &[]);
+    (g.staging[0], g.staging[2], g.staging[4]) = (staging_at(1), staging_at(2), staging_at(1));
+    let mid = wf.files.iter().position(|f| f.name == "mid-0").unwrap();
+    g.replicas.register(mid, 1);
+    g.replicas.register(mid, 2);
+    assert_eq!(g.crash(2, false), [2]);
+    assert!(g.pool.down[2] && !g.pool.down[1]);
+    assert!(g.replicas.has(mid, 2), "its pool kept");
+    assert_eq!(g.crash(1, true), [0, 4]);
+    assert!(!g.replicas.has(mid, 1), "its pool lost");
+    assert_eq!(g.replicas.holders(mid), [2]);
 }
