@@ -106,7 +106,7 @@ pub(super) struct Pool {
 /// What the placement asks of the manager once one of its rules ran: the
 /// two rooms talk through these steps, and the manager carries each out,
 /// in order, on the node life cycle, the records and the timers
-/// ([`Manager::route`](super::Manager)).
+/// (`Manager::route`).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum GridStep {
     /// Start a transfer of `file` from `from` to `to` for `job`'s `attempt`
@@ -192,6 +192,14 @@ impl Placement {
         (0..self.staging.len())
             .filter(|&j| self.staging[j].as_ref().is_some_and(|st| st.site == site))
             .collect()
+    }
+
+    /// `job` runs again after it ended (an output of it was lost): its
+    /// inputs will be read once more, so none is cleaned up before.
+    pub(super) fn read_again(&mut self, wf: &Workflow, job: JobId) {
+        for &f in &wf.jobs[job].inputs {
+            self.readers_left[f] += 1;
+        }
     }
 
     /// The node life cycle moved `job` from `from` to `to`: its site's

@@ -178,14 +178,8 @@ impl Manager {
         let Some(p) = self.wf.producer[file].filter(|_| self.settings.reproduce_lost) else {
             return false;
         };
-        if self.dag.state[p] == JobState::Done {
-            self.dag.rerun[p] = true;
-            self.set_state(p, JobState::Ready);
-            for i in 0..self.wf.jobs[p].inputs.len() {
-                let f = self.wf.jobs[p].inputs[i];
-                self.grid.readers_left[f] += 1;
-            }
-            self.dag.ready.push(p);
+        if self.life(|dag, port| dag.run_again(p, port)) {
+            self.grid.read_again(&self.wf, p);
         }
         // Otherwise it is running again already, or has yet to end.
         !matches!(self.dag.state[p], JobState::Failed | JobState::Blocked)
@@ -256,6 +250,19 @@ impl NodeLife {
         self.failures[owner] += 1;
         let allowed = self.nodes.retry[owner].unwrap_or(max);
         (self.failures[owner] > allowed).then_some((self.failures[owner], allowed))
+    }
+
+    /// An output of `job` was lost and must be made again: if it ended
+    /// done, it is ready to run again (outside DAGMan's rules: gridbed's
+    /// `reproduce_lost`). Returns whether it was.
+    pub(super) fn run_again(&mut self, job: JobId, port: &mut impl LifePort) -> bool {
+        if self.state[job] != JobState::Done {
+            return false;
+        }
+        self.rerun[job] = true;
+        self.set_state(job, JobState::Ready, port);
+        self.ready.push(job);
+        true
     }
 
     /// The node `job` will never run: its descendants are blocked
@@ -385,7 +392,24 @@ impl Placement {
 
 #[cfg(test)]
 mod tests {
+    use super::super::node_life::recorder::life_of;
     use super::*;
+
+    /// A node whose output was lost runs again once it ended done, and
+    /// only then: one still to end makes the output anyway.
+    #[test]
+    fn a_done_node_whose_output_was_lost_is_ready_to_run_again() {
+        let (mut life, mut port) = life_of(&[vec![], vec![0]], Vec::new());
+        assert!(!life.run_again(0, &mut port), "j0 has not ended");
+        life.set_state(0, JobState::Done, &mut port);
+        life.release_children(0, &mut port);
+        while life.ready.pop().is_some() {}
+        assert!(life.run_again(0, &mut port));
+        assert_eq!(life.state[0], JobState::Ready);
+        assert!(life.rerun[0]);
+        assert_eq!(life.ready.pop(), Some(0));
+        assert_eq!(port.moves.last(), Some(&(0, JobState::Done, JobState::Ready)));
+    }
 
     /// `RETRY n`: a node may fail n times and run again each time; its
     /// (n+1)th failure spends them. A node with no `RETRY` gets the
