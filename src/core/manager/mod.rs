@@ -61,7 +61,8 @@ mod service;
 mod stage_out;
 mod stall;
 mod stage_in;
-use stage_in::{StageEnd, StageNext, Staging};
+use stage_in::{StageEnd, StageNext};
+mod site_choice;
 mod staging;
 mod subdag;
 mod dagman_limits;
@@ -97,7 +98,7 @@ use super::records::{
     Attempt, EvictionRecord, FaultRecord, JobRecord, MemberRun, Outcome, Records, ScriptRun,
     TransferRecord,
 };
-use super::seams::{GridView, Offer, SiteSelector};
+use super::seams::SiteSelector;
 use super::submissions::{Submissions, Workload};
 use super::wms::{Latency, Wms, WmsSettings};
 use super::{

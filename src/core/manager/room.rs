@@ -402,7 +402,7 @@ impl Placement {
                 continue;
             }
             let room = self.eligible_sites(job, sites, wf, &mut eligible);
-            if matches!(room, Err(staging::NoSite::NoRoom(_))) {
+            if matches!(room, Err(site_choice::NoSite::NoRoom(_))) {
                 let why = format!(
                     "no site that can run it had room for its files ({} bytes) for {:.0} s \
                      in which no job ended anywhere and none held room to free (a deadlock \

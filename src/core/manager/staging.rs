@@ -3,6 +3,7 @@
 
 use super::*;
 use super::dagman_limits::Released;
+use super::site_choice::{DagSide, NoSite};
 
 macro_rules! idle_view {
     ($m:expr) => {
@@ -13,17 +14,6 @@ macro_rules! idle_view {
             killing: &$m.grid.pool.killing,
         }
     };
-}
-
-/// Why a job has no site to offer the selector.
-pub(super) enum NoSite {
-    /// Every site that could run it is down.
-    AllDown,
-    /// No site can run it.
-    None,
-    /// No site that could run it has room for it now (storage-aware
-    /// release): these could.
-    NoRoom(Vec<SiteId>),
 }
 
 /// What became of a ready job offered a prescript.
@@ -44,126 +34,53 @@ impl Manager {
     /// is used).
     pub(super) fn start_prescript(&mut self, job: JobId, out: &mut Vec<Command>) -> Prescript {
         self.dag.exited[job] = None;
-        let mut eligible = std::mem::take(&mut self.grid.eligible);
-        match self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible) {
-            Ok(()) => {}
+        let dag = DagSide {
+            states: &self.dag.state,
+            submissions: &self.dag.submissions,
+            workload: &self.dag.workload,
+            ready: &self.dag.ready,
+        };
+        let chosen = self.grid.choose_site(job, &self.wf, &self.sites, &self.records.sites, dag, self.now);
+        let site = match chosen {
+            Ok(Some(site)) => site,
+            Ok(None) => return Prescript::Held,
             Err(NoSite::AllDown) => {
                 // Every site that could run it crashed: wait for a recovery.
-                self.grid.eligible = eligible;
                 self.retry(job, Retry::SitesDown);
                 return Prescript::Started;
             }
             Err(NoSite::NoRoom(could)) => {
-                self.grid.eligible = eligible;
                 if let Some(at) = self.grid.wait_for_room(&self.wf, job, &could, self.now) {
                     self.schedule(at, Timer::RoomCheck);
                 }
                 return Prescript::WaitsForRoom;
             }
             Err(NoSite::None) => {
-                self.grid.eligible = eligible;
-                let why = format!(
-                    "no site with CPUs can hold its inputs and outputs ({} bytes){}",
-                    self.grid.footprint[job],
-                    if self.grid.avoid.contains_key(&job) {
-                        " apart from those where its outputs never fit"
-                    } else {
-                        ""
-                    }
-                );
+                let why = self.grid.why_no_site(job);
                 self.fail_for_good(job, why);
                 return Prescript::Started;
             }
-        }
-        self.grid.avoid_once[job] = None;
-        let view = GridView {
-            workflow: &self.wf,
-            sites: &self.sites,
-            rls: self.grid.replicas.for_selectors(),
-            active: &self.grid.pool.active,
-            counters: &self.records.sites,
-            last_ended: self.grid.last_ended,
-            claimed: &self.grid.pool.claimed,
-            states: &self.dag.state,
-            submissions: &self.dag.submissions,
-            workload: &self.dag.workload,
-            now: self.now,
-            plans_inputs: self.grid.replicas.plans(),
         };
-        let ahead = match self.grid.selector.look_ahead(job, &view, &eligible) {
-            0 => Vec::new(),
-            n => self.upcoming(n),
-        };
-        let site = if ahead.is_empty() {
-            self.grid.selector.place(job, &view, &eligible)
-        } else {
-            self.grid.selector.place_ahead(job, &view, &eligible, &ahead)
-        };
-        self.grid.eligible = eligible;
-        let Some(site) = site else {
-            return Prescript::Held;
-        };
-        debug_assert!(
-            self.grid.eligible.contains(&site),
-            "selector chose an ineligible site"
-        );
-        self.grid.site_of[job] = site;
-        self.grid.room.place(&self.wf, job, site);
+        // Most jobs run once: room for one attempt, not Vec's first four.
+        let attempts = &mut self.records.jobs[job].attempts;
+        attempts.reserve_exact(1);
+        attempts.push(Attempt::begun(site, self.now));
+        let attempt = attempts.len() - 1;
+        let pre = self.dag.nodes.pre[job];
+        self.grid.place_at(&self.wf, job, site, attempt, pre, &mut self.records.sites[site], out);
+        // The slot it claims is the site's it was placed at.
         self.set_state(job, JobState::Staging);
         if self.dag.submissions.list.len() > 1 {
             self.grid.grid_changed = true; // the fair share moved
         }
         self.dag.prescripts_running += 1;
         self.dag.prescript_started(job);
-        // Most jobs run once: room for one attempt, not Vec's first four.
-        let attempts = &mut self.records.jobs[job].attempts;
-        attempts.reserve_exact(1);
-        attempts.push(Attempt::begun(site, self.now));
-        out.push(Command::Pin { job, site });
-        let mut pending = VecDeque::new();
-        self.records.sites[site].inputs_planned += self.wf.jobs[job].inputs.len() as u64;
-        for &f in &self.wf.jobs[job].inputs {
-            if self.grid.replicas.has(f, site) {
-                self.records.sites[site].cache_hits += 1;
-            } else if !pending.contains(&f) {
-                pending.push_back(f);
-            }
-        }
-        let planned = self.grid.replicas.plan(pending.iter().copied(), site);
-        self.grid.staging[job] = Some(Staging {
-            attempt: self.records.jobs[job].attempts.len() - 1,
-            site,
-            pending,
-            in_flight: 0,
-            waiting: 0,
-            staged: Vec::new(),
-            tries: Vec::new(),
-            pre_running: self.dag.nodes.pre[job],
-            planned,
-        });
-        if self.dag.nodes.pre[job] {
+        if pre {
             self.run_script(job, ScriptKind::Pre, 0, out);
         } else {
             self.launch(job, out);
         }
         Prescript::Started
-    }
-
-    /// Up to `n` ready jobs the round would offer the selector next if
-    /// nothing changed (those without an eligible site never reach it).
-    fn upcoming(&self, n: usize) -> Vec<Offer> {
-        let mut ahead = Vec::with_capacity(n.min(self.dag.ready.len()));
-        for job in self.dag.ready.peek(self.dag.ready.len().min(2 * n)) {
-            if ahead.len() == n {
-                break;
-            }
-            let mut eligible = Vec::new();
-            if self.dag.state[job] == JobState::Ready && self.grid.eligible_sites(job, &self.sites, &self.wf, &mut eligible).is_ok()
-            {
-                ahead.push(Offer { job, eligible });
-            }
-        }
-        ahead
     }
 
     /// `job`'s POST script ended (or was stopped): the next one its DAGMan
@@ -551,54 +468,6 @@ struct IdleView<'a> {
     jobs: &'a [JobRecord],
     at_site: &'a [bool],
     killing: &'a [bool],
-}
-
-impl Placement {
-    /// The execution sites `job` may use now, into `out`: those with CPUs
-    /// and room for its inputs and outputs, that it does not avoid, that
-    /// are up; not the one that re-planned it last, if there is another.
-    pub(super) fn eligible_sites(
-        &self,
-        job: JobId,
-        sites: &[SiteInfo],
-        wf: &Workflow,
-        out: &mut Vec<SiteId>,
-    ) -> Result<(), NoSite> {
-        let avoid = self.avoid.get(&job);
-        let need = self.footprint[job];
-        out.clear();
-        out.extend((0..sites.len()).filter(|&s| {
-            let site = &sites[s];
-            site.cpus > 0 && site.disk >= need && !avoid.is_some_and(|a| a.contains(&s))
-        }));
-        if !out.is_empty() && out.iter().all(|&s| self.pool.down[s]) {
-            return Err(NoSite::AllDown);
-        }
-        out.retain(|&s| !self.pool.down[s]);
-        if out.is_empty() {
-            return Err(NoSite::None);
-        }
-        // Re-planned by MonitQueue or after a stalled wait for room: anywhere
-        // but that site, if there is anywhere else.
-        if let Some(killer) = self.avoid_once[job]
-            && out.len() > 1
-        {
-            out.retain(|&s| s != killer);
-        }
-        // Those with room now, in their order (the others only if none).
-        let mut fit = 0;
-        for i in 0..out.len() {
-            if self.room.fits(wf, job, out[i]) {
-                out.swap(fit, i);
-                fit += 1;
-            }
-        }
-        if fit == 0 {
-            return Err(NoSite::NoRoom(std::mem::take(out)));
-        }
-        out.truncate(fit);
-        Ok(())
-    }
 }
 
 impl IdleView<'_> {

@@ -5,6 +5,7 @@ use super::memo::MemoCopied;
 use super::scripted::ScriptedWorld as World;
 use super::*;
 use crate::core::nodes::Graft;
+use crate::core::seams::GridView;
 use crate::core::{File, JobSpec};
 use crate::policy::{eviction::Lru, site_selector};
 
@@ -2486,7 +2487,7 @@ fn a_job_may_go_to_sites_with_cpus_and_disk_not_avoided_and_up() {
     m.grid.avoid.insert(job, vec![s0]);
     assert_eq!(eligible(&m).1, [s2]);
     m.grid.pool.down[s2] = true;
-    assert!(matches!(eligible(&m).0, Err(staging::NoSite::AllDown)));
+    assert!(matches!(eligible(&m).0, Err(site_choice::NoSite::AllDown)));
     m.grid.avoid.clear();
     assert_eq!(eligible(&m).1, [s0]);
     m.grid.pool.down[s2] = false;
@@ -2495,7 +2496,54 @@ fn a_job_may_go_to_sites_with_cpus_and_disk_not_avoided_and_up() {
     m.grid.pool.down[s2] = true;
     assert_eq!(eligible(&m).1, [s0], "avoided once, but nowhere else is up");
     m.grid.footprint[job] = 1 << 40;
-    assert!(matches!(eligible(&m).0, Err(staging::NoSite::None)));
+    assert!(matches!(eligible(&m).0, Err(site_choice::NoSite::None)));
+}
+
+/// The site choice and the placement it makes, in the placement room
+/// alone: the selector's site is one the job may use, and choosing clears
+/// the site it had to avoid once; with every candidate down nothing is
+/// chosen and that site is still avoided. Placing commits the job's room,
+/// pins its inputs and lists to stage only those the site lacks, counting
+/// the others as cache hits.
+#[test]
+fn a_placement_pins_the_inputs_and_stages_only_those_the_site_lacks() {
+    use super::site_choice::{DagSide, NoSite};
+    let wf = pipeline(1, 3);
+    // A disk just big enough for a0's 305 bytes: its room is counted.
+    let settings = ManagerSettings { storage_aware: true, ..Default::default() };
+    let w = world(wf.clone(), sites(2, 1, 310), settings, "round-robin");
+    let (mut g, d, mut records) = (w.m.grid, w.m.dag, w.m.records);
+    let (job, s0, s1) = (0, 1, 2);
+    let side = || DagSide {
+        states: &d.state,
+        submissions: &d.submissions,
+        workload: &d.workload,
+        ready: &d.ready,
+    };
+    let s = &w.m.sites;
+    g.avoid_once[job] = Some(s0);
+    g.pool.down = vec![false, true, true];
+    assert_eq!(g.choose_site(job, &wf, s, &records.sites, side(), 0.0), Err(NoSite::AllDown));
+    assert_eq!(g.avoid_once[job], Some(s0), "still to avoid");
+    g.pool.down = vec![false; 3];
+    let chosen = g.choose_site(job, &wf, s, &records.sites, side(), 0.0);
+    assert_eq!(chosen, Ok(Some(s1)), "the one it was not to go to again");
+    assert_eq!(g.avoid_once[job], None);
+
+    let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
+    let (f0, f1, f2) = (file("in-0-0"), file("in-0-1"), file("in-0-2"));
+    g.replicas.register(f1, s1);
+    let before = g.room.committed(s1);
+    let mut out = Vec::new();
+    g.place_at(&wf, job, s1, 0, true, &mut records.sites[s1], &mut out);
+    assert_eq!(out, [Command::Pin { job, site: s1 }]);
+    assert_eq!(g.site_of[job], s1);
+    assert_eq!(g.room.committed(s1) - before, g.footprint[job], "its files' room");
+    let st = g.staging[job].as_ref().unwrap();
+    assert_eq!((st.site, st.attempt, st.pre_running), (s1, 0, true));
+    assert_eq!(st.pending, [f0, f2], "the input there already is not staged");
+    let c = &records.sites[s1];
+    assert_eq!((c.inputs_planned, c.cache_hits), (3, 1));
 }
 
 /// Memoization's decisions, in the placement room alone: a job whose twin
