@@ -344,22 +344,3 @@ impl Manager {
         self.life(|dag, port| dag.release_children(job, port));
     }
 }
-
-impl Placement {
-    /// Applies the replica policy to the copies a job staged at `site`: caching
-    /// registers them, delete returns them for removal (never a registered one).
-    pub(super) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
-        match self.policy {
-            // Registered when they arrived (see `on_transfer_done`), or now.
-            ReplicaPolicy::Caching => {
-                self.replicas.publish(staged, site);
-                Vec::new()
-            }
-            ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
-                .iter()
-                .copied()
-                .filter(|&f| !self.replicas.has(f, site))
-                .collect(),
-        }
-    }
-}

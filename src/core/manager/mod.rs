@@ -25,57 +25,45 @@
 //! `max_retries` times, after which it fails and its descendants cannot run
 //! (DAGMan's rescue semantics).
 //!
-//! The machine is one [`Manager`] whose state is in two rooms: the DAGMan
-//! node life cycle (`node_life`) and the grid's data placement
-//! (`placement`, with the replica catalogues in `replicas` and the
-//! transfers in flight in `transfers`, each a type with its own rules and
-//! tests); the manager holds the clock, the timers and the records. The
-//! node life cycle's release rules are its own (`release`: a node is ready
-//! when its parents are over; the FINAL node, the sub-DAGs' gates and
-//! FINAL nodes in `subdag`) and its failure rule (a node failed for good
-//! blocks its descendants, `recovery`), run against a [`node_life::LifePort`] through
-//! which it tells the manager of each move and asks the little it needs
-//! (a release's delay, whether a job waits for a twin). The placement
-//! says what it needs done as [`placement::GridStep`]s, which the manager
-//! routes (`Manager::route`): the transfers that are no stage-in are run
-//! that way (`flight_ends`). The manager's
-//! methods are kept by phase: this file holds the event entry point and
-//! the timers; `staging` the
-//! prescript (site choice, transfers, submit), whose choice of what to
-//! stage next and from where is the placement's (`stage_in`); `completion` the job's end
-//! and the postscript; `recovery` retries, re-planning and MonitQueue;
-//! `room` where
-//! their files fit (storage-aware release); `stage_out` outputs sent to the
-//! submit machine.
+//! The machine is one [`Manager`] whose state is in two rooms, each a
+//! folder with its own state, rules and unit tests: the DAGMan node life
+//! cycle (`life`, state [`node_life::NodeLife`]) and the grid's data
+//! placement (`grid`, state [`placement::Placement`]). Neither sees the
+//! manager or reaches into the other: each room's `mod.rs` lists what it
+//! reads from outside (the placement reads a node's [`JobState`], and
+//! both name the manager's timers and a job's [`retry::Retry`], each a
+//! module of its own). The manager holds the clock, the timers and the
+//! records, and carries out what the rooms decide: the node life cycle
+//! tells it of each move through a [`node_life::LifePort`] and asks the
+//! little it needs (a release's delay, whether a job waits for a twin);
+//! the placement says what it needs done as [`placement::GridStep`]s,
+//! which the manager routes (`Manager::route`), or answers one step at a
+//! time (what a prescript stages next). The manager's own methods are
+//! kept by phase: this file holds the event entry point and the timers;
+//! `staging` the prescript and submission; `completion` the job's end and
+//! the postscript; `recovery` retries, re-planning and MonitQueue; `abort`
+//! the DAG's stop; `graft` a sub-DAG read as the run goes.
 
 mod abort;
 mod completion;
-mod maintenance;
-mod memo;
-mod recovery;
-mod release;
-mod room;
-use room::RoomCheck;
-pub mod scripted;
-mod service;
-mod stage_out;
-mod stall;
-mod stage_in;
-use stage_in::{StageEnd, StageNext};
-mod site_choice;
-mod staging;
-mod subdag;
-mod dagman_limits;
-mod ends;
-mod dagmans;
-mod flight_ends;
 mod graft;
-mod node_life;
+mod grid;
+mod life;
+mod recovery;
+pub mod scripted;
+mod staging;
+mod timer;
+mod retry;
+use grid::{maintenance, placement, replicas, room, site_choice, stage_in, stage_out, transfers};
+use life::{dagman_limits, dagmans, ends, node_life, release, stop, subdag};
+use room::RoomCheck;
+use stage_in::{StageEnd, StageNext};
 use node_life::{LifePort, NodeLife};
+pub use node_life::{JobState, StateCounts};
+pub use stop::DagAbort;
+pub use replicas::{Registration, ReplicaPolicy};
+use timer::Timer;
 use placement::{GridStep, Placement};
-mod placement;
-mod replicas;
-mod transfers;
 use transfers::{Flight, FlightKind};
 pub use release::SavePoint;
 pub use subdag::{SubDagRun, SubDagSpan};
@@ -105,45 +93,6 @@ use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     Workflow, rls::Rls,
 };
-
-/// What the postscript does with staged inputs (seed 000 §5.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplicaPolicy {
-    /// Staged copies are private to their job and deleted after it (Random).
-    Delete,
-    /// Staged copies stay and are registered for other jobs (RandomCaching).
-    Caching,
-    /// Condor's own file transfer (seed 003 §3, ORIG): staged copies are
-    /// deleted after the job, and its outputs are sent back to its submit
-    /// machine and deleted at the execute machine, so every input comes
-    /// from a submit machine.
-    Return,
-}
-
-/// When a staged copy enters the replica catalogue that site selectors read
-/// (with the `caching` replica policy).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Registration {
-    /// As soon as a prescript plans to stage it there (it is pending or in
-    /// flight): what a selector sees then follows from the decisions made
-    /// before, never from whether a transfer has ended yet, which a live run
-    /// cannot time to the instant as the simulator does. Transfers read
-    /// only copies that are there. A planned copy that never arrives (its
-    /// prescript aborted) leaves the catalogue again.
-    Planned,
-    /// As soon as it is verified at the site (a caching RLS): a prescript
-    /// right after a transfer's end sees the copy or not by a few
-    /// milliseconds in a live run.
-    #[default]
-    Arrival,
-    /// In the postscript of the job that staged it, after the job ran: seed
-    /// 000's simulator (§4, "the postscript ... is responsible for registering
-    /// ... the new replicas in the RLS"). Until then the copy serves jobs at
-    /// its own site, but selectors and other sites' prescripts do not see it.
-    Postscript,
-}
 
 /// The most retries a run may allow, of a job (DAGMan's `RETRY`,
 /// `max_retries`), a transfer or a plan: a node that failed 100,000 times
@@ -253,147 +202,6 @@ impl Default for ManagerSettings {
     }
 }
 
-/// Where a job is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    /// Some parent has not ended.
-    Waiting,
-    /// Waiting for a prescript slot (or a back-off).
-    Ready,
-    /// Its prescript is staging inputs.
-    Staging,
-    /// In a site's FIFO queue.
-    Queued,
-    /// Running on a site.
-    Running,
-    /// Ended and post-processed.
-    Done,
-    /// Failed for good.
-    Failed,
-    /// An ancestor failed for good; it will never run.
-    Blocked,
-}
-
-impl JobState {
-    /// Done, failed or blocked: it will not run (again).
-    pub fn is_over(self) -> bool {
-        matches!(self, JobState::Done | JobState::Failed | JobState::Blocked)
-    }
-
-    /// Staging, queued or running: it holds a slot of its site.
-    pub fn claims_slot(self) -> bool {
-        matches!(self, JobState::Staging | JobState::Queued | JobState::Running)
-    }
-}
-
-/// Counts of jobs per state, for progress and metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct StateCounts {
-    /// Parents pending.
-    pub waiting: usize,
-    /// Ready, not yet in a prescript.
-    pub ready: usize,
-    /// In a prescript.
-    pub staging: usize,
-    /// Queued at a site.
-    pub queued: usize,
-    /// Running.
-    pub running: usize,
-    /// Done.
-    pub done: usize,
-    /// Failed for good.
-    pub failed: usize,
-    /// Never to run.
-    pub blocked: usize,
-}
-
-impl StateCounts {
-    /// The count of jobs in state `s`.
-    #[cfg(test)]
-    pub(super) fn of(mut self, s: JobState) -> usize {
-        *self.of_mut(s)
-    }
-
-    /// The count of jobs in state `s`, to change.
-    pub(super) fn of_mut(&mut self, s: JobState) -> &mut usize {
-        match s {
-            JobState::Waiting => &mut self.waiting,
-            JobState::Ready => &mut self.ready,
-            JobState::Staging => &mut self.staging,
-            JobState::Queued => &mut self.queued,
-            JobState::Running => &mut self.running,
-            JobState::Done => &mut self.done,
-            JobState::Failed => &mut self.failed,
-            JobState::Blocked => &mut self.blocked,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Timer {
-    RetryTransfer {
-        job: JobId,
-        attempt: usize,
-        file: FileId,
-    },
-    Replan {
-        job: JobId,
-    },
-    /// Try again to send an output home.
-    RetryStageOut {
-        job: JobId,
-        attempt: usize,
-        file: FileId,
-    },
-    Monit,
-    /// A workflow is submitted: its roots are released.
-    Arrival {
-        submission: usize,
-    },
-    /// `release_overhead` elapsed: the job is ready.
-    Release {
-        job: JobId,
-    },
-    /// `submit_overhead` elapsed: the job enters its site's queue.
-    Submit {
-        job: JobId,
-        attempt: usize,
-    },
-    /// `postscript_overhead` elapsed: the job's node is over.
-    Postscript {
-        job: JobId,
-        site: SiteId,
-    },
-    /// DAGMan's log scan noticed the job's end at its site.
-    Noticed {
-        job: JobId,
-        site: SiteId,
-    },
-    /// DAGMan's event loop: submit ready nodes.
-    DagmanTick,
-    /// Jobs wait for room: has any job ended since the last look?
-    RoomCheck,
-    /// Try again to copy a final output to the submit machine.
-    RetryFinal {
-        job: JobId,
-        file: FileId,
-        from: SiteId,
-    },
-    /// A negotiation cycle: match idle jobs to slots.
-    Negotiate,
-    /// The schedd starts a matched job (its shadow).
-    Start {
-        job: JobId,
-        attempt: usize,
-    },
-    /// `SCRIPT DEFER` elapsed: run the script again.
-    Script {
-        job: JobId,
-        kind: ScriptKind,
-    },
-}
-
 /// What changed in the control records since the last look.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Changes {
@@ -424,21 +232,6 @@ pub struct Manager {
     dag: node_life::NodeLife,
     /// The grid's data placement.
     grid: Placement,
-}
-
-/// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
-/// removal of the DAG. Every node job in flight was removed and no node
-/// starts any more but the `FINAL` one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DagAbort {
-    /// The node whose exit aborted the DAG; `None` when the user removed
-    /// it.
-    pub node: Option<JobId>,
-    /// The value that node exited with (0 for a removal).
-    pub status: i32,
-    /// The DAG's exit value: `RETURN`, else the node's; for a removal
-    /// DAGMan's `EXIT_ABORT` (2).
-    pub dag_return: i32,
 }
 
 /// Twice the longest a job of `longest` nominal seconds can take from
@@ -918,7 +711,8 @@ impl Manager {
         if self.is_finished() || self.next_wakeup().is_some() || moving {
             return None;
         }
-        Some(self.dag.stall_words(&self.grid, &self.sites))
+        let up = self.grid.any_execution_site_up(&self.sites);
+        Some(self.dag.stall_words(up, || self.grid.selector_words()))
     }
 
     /// Ends what a stall leaves: each node stuck ([`NodeLife::stuck`])
@@ -1456,18 +1250,4 @@ fn submit_machines(wf: &Workflow, placement: &[(FileId, SiteId)]) -> Vec<SiteId>
         home.push(h);
     }
     home
-}
-
-impl NodeLife {
-    /// `job` no longer counts against its category's MAXJOBS.
-    fn unthrottle(&mut self, job: JobId) {
-        self.throttled[job] = false;
-        if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
-            self.ready.push(held);
-        }
-    }
-
-    fn count_mut(&mut self, s: JobState) -> &mut usize {
-        self.counts.of_mut(s)
-    }
 }

@@ -1,7 +1,7 @@
 //! The manager's unit tests, in the scripted world (LRU pools).
 
 use super::abort::EXIT_ABORT;
-use super::memo::MemoCopied;
+use super::grid::memo::{self, MemoCopied};
 use super::scripted::ScriptedWorld as World;
 use super::*;
 use crate::core::nodes::Graft;
@@ -2599,7 +2599,10 @@ fn memo_decisions_are_the_placement_rooms() {
 fn a_stall_says_what_keeps_the_run_from_moving() {
     let mut w = world(pipeline(2, 1), sites(2, 1, 1 << 30), ManagerSettings::default(), "random");
     let m = &mut w.m;
-    let words = |m: &Manager| m.dag.stall_words(&m.grid, &m.sites);
+    let words = |m: &Manager| {
+        let up = m.grid.any_execution_site_up(&m.sites);
+        m.dag.stall_words(up, || m.grid.selector_words())
+    };
     assert_eq!(
         words(m),
         "4 jobs are left and none can start: no job runs, no file moves and nothing is due"
@@ -2624,7 +2627,7 @@ fn a_stall_says_what_keeps_the_run_from_moving() {
 /// count again.
 #[test]
 fn a_job_waiting_for_room_gives_up_only_when_nothing_ends_for_long() {
-    use super::recovery::MAX_STALLS;
+    use super::grid::replan::MAX_STALLS;
     let mut w = world(pipeline(2, 1), sites(1, 1, 1 << 30), ManagerSettings::default(), "random");
     let g = &mut w.m.grid;
     let h = g.stall.horizon;

@@ -29,7 +29,7 @@ impl NodeLife {
     /// `job` moves to state `to`: it is counted, the grid hears of it,
     /// then what waits for nodes to end may go (FINAL nodes, sub-DAGs,
     /// category throttles).
-    pub(super) fn set_state(&mut self, job: JobId, to: JobState, port: &mut impl LifePort) {
+    pub(crate) fn set_state(&mut self, job: JobId, to: JobState, port: &mut impl LifePort) {
         let from = self.move_node(job, to);
         port.moved(job, from, to);
         if to.is_over() != from.is_over() {
@@ -45,14 +45,14 @@ impl NodeLife {
     }
 
     /// Ends a node that runs no job (`NOOP`) or already ran (`DONE`).
-    pub(super) fn complete_without_running(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn complete_without_running(&mut self, job: JobId, port: &mut impl LifePort) {
         self.set_state(job, JobState::Done, port);
         port.ready_now(job, true);
         self.release_children(job, port);
     }
 
     /// `job` is over: its workflow and ordering children lose a parent.
-    pub(super) fn release_children(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn release_children(&mut self, job: JobId, port: &mut impl LifePort) {
         self.hold_for_provisioner(port.workflow(), job);
         for i in 0..port.workflow().children[job].len() {
             let c = port.workflow().children[job][i];
@@ -67,14 +67,14 @@ impl NodeLife {
 
     /// `job`'s job took its slot: if it is a provisioner, the nodes
     /// waiting for its go-ahead may start.
-    pub(super) fn provisioned(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn provisioned(&mut self, job: JobId, port: &mut impl LifePort) {
         for j in self.take_gate(job) {
             self.release_child(j, port);
         }
     }
 
     /// One parent of `c` is over; `c` is ready when none is left.
-    pub(super) fn release_child(&mut self, c: JobId, port: &mut impl LifePort) {
+    pub(crate) fn release_child(&mut self, c: JobId, port: &mut impl LifePort) {
         // A sub-DAG run again runs its PRE script's no-op again, whose
         // children done in the last run wait for nothing.
         if self.missing_parents[c] == 0 {
@@ -93,7 +93,7 @@ impl NodeLife {
     }
 
     /// The FINAL node is ready once every other node is over.
-    pub(super) fn release_final(&mut self, port: &mut impl LifePort) {
+    pub(crate) fn release_final(&mut self, port: &mut impl LifePort) {
         if let Some(f) = self.nodes.final_node
             && self.state[f] == JobState::Waiting
         {
@@ -107,7 +107,7 @@ impl NodeLife {
 
     /// `job`, its parents over, is ready: unless the DAG stopped, it waits
     /// for a twin's outputs, or its sub-DAG still runs.
-    pub(super) fn make_ready(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn make_ready(&mut self, job: JobId, port: &mut impl LifePort) {
         if self.stopped_for(job) || port.memoizing(job) || self.subdag_holds(job) {
             return;
         }
@@ -124,7 +124,7 @@ impl NodeLife {
     /// Records the DAG's state as `job`, a save point, starts. A node is
     /// made ready once per run of its DAG (a retry does not wait again), so
     /// this is its first start, or its first in a sub-DAG run again.
-    pub(super) fn save_point(&mut self, job: JobId) {
+    pub(crate) fn save_point(&mut self, job: JobId) {
         let state = &self.state;
         let with = |s: JobState| (0..state.len()).filter(|&j| state[j] == s).collect();
         let point = SavePoint {

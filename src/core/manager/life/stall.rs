@@ -9,30 +9,29 @@
 //!
 //! Each room answers for its own part: the node life cycle whether a node
 //! is in flight, which nodes are left and which are stuck; the grid's
-//! placement whether a site could run them and who holds them. The
-//! manager (`Manager::stalled`) adds its timers.
+//! placement whether a site could run them and who holds them
+//! (`Placement::any_execution_site_up`, `selector_words`). The manager
+//! (`Manager::stalled`) adds its timers.
 
-use super::node_life::NodeLife;
-use super::placement::Placement;
-use super::JobState;
-use crate::core::{JobId, SiteInfo};
+use super::node_life::{JobState, NodeLife};
+use crate::core::JobId;
 
 impl NodeLife {
     /// Whether a node is staging, queued or running, or a prescript runs.
-    pub(super) fn in_flight(&self) -> bool {
+    pub(crate) fn in_flight(&self) -> bool {
         let c = &self.counts;
         c.staging + c.queued + c.running > 0 || self.prescripts_running > 0
     }
 
     /// Nodes not over yet.
-    pub(super) fn left(&self) -> usize {
+    pub(crate) fn left(&self) -> usize {
         let c = &self.counts;
         self.state.len() - c.done - c.failed - c.blocked
     }
 
     /// The nodes a stall leaves to fail for good: each ready one (held
     /// or not), else each one waiting; the selector holds none after.
-    pub(super) fn stuck(&mut self) -> Vec<JobId> {
+    pub(crate) fn stuck(&mut self) -> Vec<JobId> {
         self.held.clear();
         let in_state = |s: JobState| -> Vec<JobId> {
             (0..self.state.len()).filter(|&j| self.state[j] == s).collect()
@@ -44,36 +43,22 @@ impl NodeLife {
     }
 
     /// Why nothing moves, in words, when nothing is in flight and no
-    /// timer is due: no execution site is up (`grid`'s), every ready
-    /// node is held by the selector, or nothing can start.
-    pub(super) fn stall_words(&self, grid: &Placement, sites: &[SiteInfo]) -> String {
+    /// timer is due: no execution site is up (`any_site_up` false), every
+    /// ready node is held by the site selector (as `selector` names it),
+    /// or nothing can start.
+    pub(crate) fn stall_words(&self, any_site_up: bool, selector: impl FnOnce() -> String) -> String {
         let left = self.left();
-        if !grid.any_execution_site_up(sites) {
+        if !any_site_up {
             return format!("{left} jobs are left and no execution site is up");
         }
         if !self.held.is_empty() {
             return format!(
                 "every ready job ({}) is held by the {}, and no job runs or moves that could change its mind",
                 self.held.len(),
-                grid.selector_words()
+                selector()
             );
         }
         format!("{left} jobs are left and none can start: no job runs, no file moves and nothing is due")
-    }
-}
-
-impl Placement {
-    /// Whether a site with slots is up.
-    fn any_execution_site_up(&self, sites: &[SiteInfo]) -> bool {
-        (sites.iter().zip(&self.pool.down)).any(|(s, &down)| s.cpus > 0 && !down)
-    }
-
-    /// The site selector, as a stall names it (`--strategy`'s name).
-    fn selector_words(&self) -> String {
-        match self.selector_name.as_str() {
-            "" => "site selector".to_string(),
-            name => format!("site selector `{name}`"),
-        }
     }
 }
 

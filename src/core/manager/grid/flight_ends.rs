@@ -15,7 +15,7 @@ use super::*;
 impl Placement {
     /// Starts sending `job`'s outputs (of its `attempt`) from `site` home,
     /// `delete` going with them.
-    pub(super) fn start_stage_out(
+    pub(crate) fn start_stage_out(
         &mut self,
         wf: &Workflow,
         (job, attempt): (JobId, usize),
@@ -40,13 +40,13 @@ impl Placement {
 
     /// A retry timer of `job`'s output transfer home, of its `attempt`,
     /// fired.
-    pub(super) fn retry_stage_out(&self, job: JobId, attempt: usize, file: FileId, steps: &mut Vec<GridStep>) {
+    pub(crate) fn retry_stage_out(&self, job: JobId, attempt: usize, file: FileId, steps: &mut Vec<GridStep>) {
         self.send_home(job, file, Some(attempt), steps);
     }
 
     /// `job`'s node ended with its outputs registered at `site`: its final
     /// outputs leave for its submit machine.
-    pub(super) fn stage_out_finals(
+    pub(crate) fn stage_out_finals(
         &mut self,
         wf: &Workflow,
         job: JobId,
@@ -64,7 +64,7 @@ impl Placement {
     }
 
     /// A retry timer of a final output's copy fired.
-    pub(super) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, steps: &mut Vec<GridStep>) {
+    pub(crate) fn retry_final(&mut self, job: JobId, file: FileId, from: SiteId, steps: &mut Vec<GridStep>) {
         if self.final_still_there(file, from) {
             self.send_final(job, file, from, true, steps);
         }
@@ -72,7 +72,7 @@ impl Placement {
 
     /// A job ended at `site`: its cache is brought back under `bound`, the
     /// k-replication moves counted as the transfers of `job`.
-    pub(super) fn maintain_cache(
+    pub(crate) fn maintain_cache(
         &mut self,
         view: &CacheView,
         (site, job): (SiteId, JobId),
@@ -92,7 +92,7 @@ impl Placement {
 
     /// Transfer `fl`, which is no stage-in, ended `ok` or not; `retries`
     /// tries are allowed each.
-    pub(super) fn flight_ended(
+    pub(crate) fn flight_ended(
         &mut self,
         wf: &Workflow,
         fl: &Flight,

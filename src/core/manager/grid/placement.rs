@@ -14,93 +14,93 @@ use super::{JobState, Timer};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
 use crate::core::ReplicaPolicy;
-use crate::core::{FileId, JobId, SiteId, Time, Workflow};
+use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, Workflow};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
 /// Where the run's files and jobs are on the grid, and what moves them.
-pub(super) struct Placement {
+pub(crate) struct Placement {
     /// Chooses each job's site.
-    pub(super) selector: Box<dyn SiteSelector>,
+    pub(crate) selector: Box<dyn SiteSelector>,
     /// The selector's name, for what a stall says.
-    pub(super) selector_name: String,
+    pub(crate) selector_name: String,
     /// The replica policy (the settings', or the selector's own): what
     /// becomes of the copies a job staged once it ends.
-    pub(super) policy: ReplicaPolicy,
+    pub(crate) policy: ReplicaPolicy,
     /// The replica catalogues.
-    pub(super) replicas: super::replicas::Replicas,
+    pub(crate) replicas: super::replicas::Replicas,
     /// Transfers in flight and who waits for them.
-    pub(super) transfers: super::transfers::Transfers,
+    pub(crate) transfers: super::transfers::Transfers,
     /// The pool: its serial stages, queues and slots.
-    pub(super) pool: Pool,
+    pub(crate) pool: Pool,
     /// Cache maintenance and k-replication.
-    pub(super) cache: Cache,
+    pub(crate) cache: Cache,
     /// Final outputs on their way to their submit machine.
-    pub(super) finals: Finals,
+    pub(crate) finals: Finals,
     /// Waits for room in a row, per job.
-    pub(super) stall: RoomStall,
+    pub(crate) stall: RoomStall,
     /// Per job: the site of its current (or last) attempt.
-    pub(super) site_of: Vec<SiteId>,
+    pub(crate) site_of: Vec<SiteId>,
     /// Per job: times planned again for want of room or a vanished input.
-    pub(super) replans: Vec<u32>,
+    pub(crate) replans: Vec<u32>,
     /// Per job: times it waited for room.
-    pub(super) room_waits: Vec<u32>,
+    pub(crate) room_waits: Vec<u32>,
     /// Per job: sites it must not go to again.
-    pub(super) avoid: HashMap<JobId, Vec<SiteId>>,
+    pub(crate) avoid: HashMap<JobId, Vec<SiteId>>,
     /// Per job: the site its next attempt must avoid, if it can go elsewhere
     /// (where MonitQueue killed it, or where it stalled for want of room).
-    pub(super) avoid_once: Vec<Option<SiteId>>,
+    pub(crate) avoid_once: Vec<Option<SiteId>>,
     /// What each site's disk has committed, and the jobs waiting for room.
-    pub(super) room: Room,
+    pub(crate) room: Room,
     /// Per job: its prescript's staging state while it stages.
-    pub(super) staging: Vec<Option<Staging>>,
+    pub(crate) staging: Vec<Option<Staging>>,
     /// Per job: inputs its last prescript transferred, for the postscript.
-    pub(super) staged: Vec<Vec<FileId>>,
+    pub(crate) staged: Vec<Vec<FileId>>,
     /// Per job: its submit machine, where the site holding its first
     /// initially placed input (else its first parent's home; else the
     /// first placement's site). The `return` policy sends outputs there.
-    pub(super) home: Vec<SiteId>,
+    pub(crate) home: Vec<SiteId>,
     /// Per job: its outputs on their way home.
-    pub(super) stage_outs: Vec<Option<StageOut>>,
+    pub(crate) stage_outs: Vec<Option<StageOut>>,
     /// Memoization within the run, when jobs have twins.
-    pub(super) memo: Option<Memo>,
+    pub(crate) memo: Option<Memo>,
     /// Per job: nominal bytes of its inputs and outputs, which must be at
     /// its site at once.
-    pub(super) footprint: Vec<u64>,
+    pub(crate) footprint: Vec<u64>,
     /// Per file: jobs that read it and have not ended (in-place cleanup).
-    pub(super) readers_left: Vec<u32>,
+    pub(crate) readers_left: Vec<u32>,
     /// Intermediate outputs whose last reader ended, to clean up.
-    pub(super) cleanup_due: Vec<FileId>,
+    pub(crate) cleanup_due: Vec<FileId>,
     /// Jobs woken by room freed, between two offers (kept for its capacity).
-    pub(super) woken: Vec<JobId>,
+    pub(crate) woken: Vec<JobId>,
     /// Reused buffer of eligible sites.
-    pub(super) eligible: Vec<SiteId>,
+    pub(crate) eligible: Vec<SiteId>,
     /// The site where a job ended last.
-    pub(super) last_ended: Option<SiteId>,
+    pub(crate) last_ended: Option<SiteId>,
     /// A job left its slot or a site went down or up since the held jobs
     /// were last offered.
-    pub(super) grid_changed: bool,
+    pub(crate) grid_changed: bool,
     /// Jobs ended so far: only an end frees room for good (a job that
     /// enters a queue may yet fail for want of room for its outputs).
-    pub(super) progress: u64,
+    pub(crate) progress: u64,
 }
 
 /// The pool's schedd, negotiator and slots as the manager sees them.
-pub(super) struct Pool {
+pub(crate) struct Pool {
     /// The pool's serial stages.
-    pub(super) wms: Wms,
+    pub(crate) wms: Wms,
     /// Per job: sent to its site's queue (matched and started by the schedd).
-    pub(super) at_site: Vec<bool>,
+    pub(crate) at_site: Vec<bool>,
     /// MonitQueue: queued jobs (submitted, job, attempt) in submission order.
-    pub(super) idle: VecDeque<(Time, JobId, usize)>,
+    pub(crate) idle: VecDeque<(Time, JobId, usize)>,
     /// Per job: a Kill is out and unanswered.
-    pub(super) killing: Vec<bool>,
+    pub(crate) killing: Vec<bool>,
     /// Per site: jobs staging there, queued or running (claimed slots).
-    pub(super) claimed: Vec<usize>,
+    pub(crate) claimed: Vec<usize>,
     /// Per site: jobs running there.
-    pub(super) active: Vec<usize>,
+    pub(crate) active: Vec<usize>,
     /// Per site: crashed and not yet recovered.
-    pub(super) down: Vec<bool>,
+    pub(crate) down: Vec<bool>,
 }
 
 /// What the placement asks of the manager once one of its rules ran: the
@@ -108,7 +108,7 @@ pub(super) struct Pool {
 /// in order, on the node life cycle, the records and the timers
 /// (`Manager::route`).
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum GridStep {
+pub(crate) enum GridStep {
     /// Start a transfer of `file` from `from` to `to` for `job`'s `attempt`
     /// (its current one when none).
     Send {
@@ -149,7 +149,7 @@ pub(super) enum GridStep {
 
 impl Placement {
     /// Inputs that `job`'s last prescript transferred (not those it found).
-    pub(super) fn take_staged(&mut self, job: JobId) -> Vec<FileId> {
+    pub(crate) fn take_staged(&mut self, job: JobId) -> Vec<FileId> {
         std::mem::take(&mut self.staged[job])
     }
 
@@ -159,7 +159,7 @@ impl Placement {
     /// queued. Queued jobs are kept in submission order, so the scan stops
     /// at the first one still queued and not yet overdue; the stale ones
     /// before it are dropped.
-    pub(super) fn next_overdue(
+    pub(crate) fn next_overdue(
         &mut self,
         now: Time,
         max_idle: f64,
@@ -183,7 +183,7 @@ impl Placement {
     /// until it recovers, and with its pool went what its disk held (its
     /// room and every replica there). Returns the jobs staging there,
     /// whose prescripts fail.
-    pub(super) fn crash(&mut self, site: SiteId, pool_lost: bool) -> Vec<JobId> {
+    pub(crate) fn crash(&mut self, site: SiteId, pool_lost: bool) -> Vec<JobId> {
         self.pool.down[site] = true;
         if pool_lost {
             self.room.lose_site(site);
@@ -196,7 +196,7 @@ impl Placement {
 
     /// `job` runs again after it ended (an output of it was lost): its
     /// inputs will be read once more, so none is cleaned up before.
-    pub(super) fn read_again(&mut self, wf: &Workflow, job: JobId) {
+    pub(crate) fn read_again(&mut self, wf: &Workflow, job: JobId) {
         for &f in &wf.jobs[job].inputs {
             self.readers_left[f] += 1;
         }
@@ -206,7 +206,7 @@ impl Placement {
     /// slot is claimed or freed, and once it is over the inputs it read
     /// for the last time are due for cleanup (with `cleanup`, an
     /// intermediate one only: final outputs stay).
-    pub(super) fn node_moved(
+    pub(crate) fn node_moved(
         &mut self,
         job: JobId,
         from: JobState,
@@ -232,6 +232,40 @@ impl Placement {
         }
         if to == JobState::Done {
             self.progress += 1;
+        }
+    }
+}
+
+impl Placement {
+    /// Applies the replica policy to the copies a job staged at `site`: caching
+    /// registers them, delete returns them for removal (never a registered one).
+    pub(crate) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
+        match self.policy {
+            // Registered when they arrived (see `on_transfer_done`), or now.
+            ReplicaPolicy::Caching => {
+                self.replicas.publish(staged, site);
+                Vec::new()
+            }
+            ReplicaPolicy::Delete | ReplicaPolicy::Return => staged
+                .iter()
+                .copied()
+                .filter(|&f| !self.replicas.has(f, site))
+                .collect(),
+        }
+    }
+}
+
+impl Placement {
+    /// Whether a site with slots is up.
+    pub(crate) fn any_execution_site_up(&self, sites: &[SiteInfo]) -> bool {
+        (sites.iter().zip(&self.pool.down)).any(|(s, &down)| s.cpus > 0 && !down)
+    }
+
+    /// The site selector, as a stall names it (`--strategy`'s name).
+    pub(crate) fn selector_words(&self) -> String {
+        match self.selector_name.as_str() {
+            "" => "site selector".to_string(),
+            name => format!("site selector `{name}`"),
         }
     }
 }

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 /// Why a job has no site to offer the selector.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum NoSite {
+pub(crate) enum NoSite {
     /// Every site that could run it is down.
     AllDown,
     /// No site can run it.
@@ -30,22 +30,22 @@ pub(super) enum NoSite {
 /// What the site selector reads of the DAGMan side: every node's state,
 /// the submissions and their workload, and the ready queue (for the jobs
 /// a look-ahead selector would be offered next).
-pub(super) struct DagSide<'a> {
+pub(crate) struct DagSide<'a> {
     /// Every job's state now.
-    pub(super) states: &'a [JobState],
+    pub(crate) states: &'a [JobState],
     /// The workflows submitted.
-    pub(super) submissions: &'a Submissions,
+    pub(crate) submissions: &'a Submissions,
     /// Per submission: arrived, slots held, jobs ready and open.
-    pub(super) workload: &'a [Workload],
+    pub(crate) workload: &'a [Workload],
     /// The ready queue, in the order jobs are offered.
-    pub(super) ready: &'a ReadyQueue,
+    pub(crate) ready: &'a ReadyQueue,
 }
 
 impl Placement {
     /// The selector's site for ready `job`, or `Ok(None)` when it holds the
     /// job; the reason when no site may take it now. A chosen site is not
     /// yet the job's: [`Placement::place_at`] makes it so.
-    pub(super) fn choose_site(
+    pub(crate) fn choose_site(
         &mut self,
         job: JobId,
         wf: &Workflow,
@@ -110,7 +110,7 @@ impl Placement {
 
     /// Why no site can ever take `job` ([`NoSite::None`]), as its failure
     /// says.
-    pub(super) fn why_no_site(&self, job: JobId) -> String {
+    pub(crate) fn why_no_site(&self, job: JobId) -> String {
         format!(
             "no site with CPUs can hold its inputs and outputs ({} bytes){}",
             self.footprint[job],
@@ -128,7 +128,7 @@ impl Placement {
     /// policy plans), and its staging begins, its PRE script running if
     /// `pre`. `counters` count the site's planned inputs and cache hits.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn place_at(
+    pub(crate) fn place_at(
         &mut self,
         wf: &Workflow,
         job: JobId,
@@ -167,7 +167,7 @@ impl Placement {
     /// The execution sites `job` may use now, into `out`: those with CPUs
     /// and room for its inputs and outputs, that it does not avoid, that
     /// are up; not the one that re-planned it last, if there is another.
-    pub(super) fn eligible_sites(
+    pub(crate) fn eligible_sites(
         &self,
         job: JobId,
         sites: &[SiteInfo],

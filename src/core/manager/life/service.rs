@@ -21,7 +21,7 @@ use super::*;
 
 /// The SERVICE and PROVISIONER nodes, as the manager follows them.
 #[derive(Debug, Default)]
-pub(super) struct Services {
+pub(crate) struct Services {
     /// SERVICE nodes in the DAG.
     count: usize,
     /// SERVICE nodes over (done, failed, blocked).
@@ -33,7 +33,7 @@ impl NodeLife {
     /// every node ready now but the provisioner and the services waits for
     /// the provisioner's job to run. Returns those nodes, to move back to
     /// waiting.
-    pub(super) fn set_services(&mut self) -> Vec<JobId> {
+    pub(crate) fn set_services(&mut self) -> Vec<JobId> {
         self.services = Services {
             count: self.nodes.service.iter().filter(|&&s| s).count(),
             ..Default::default()
@@ -58,7 +58,7 @@ impl NodeLife {
     /// PROVISIONER has not run yet, its other nodes that would start now
     /// (the entry's children in `wf`, and those of a run again behind it)
     /// wait for the go-ahead too.
-    pub(super) fn hold_for_provisioner(&mut self, wf: &Workflow, entry: JobId) {
+    pub(crate) fn hold_for_provisioner(&mut self, wf: &Workflow, entry: JobId) {
         let Some(k) = self.dagmans.of_entry(entry) else {
             return;
         };
@@ -86,7 +86,7 @@ impl NodeLife {
     /// The SERVICE nodes still going to remove (DAGMan's
     /// `RemoveServiceNodes`), once every other node is over and no final
     /// output is on its way (`finals_out` of them are).
-    pub(super) fn services_to_remove(&self, finals_out: usize) -> Vec<JobId> {
+    pub(crate) fn services_to_remove(&self, finals_out: usize) -> Vec<JobId> {
         if self.services.over == self.services.count {
             return Vec::new();
         }
@@ -101,7 +101,7 @@ impl NodeLife {
 
     /// A sub-DAG was read as jobs `new`: their SERVICE nodes count (their
     /// PROVISIONERs are their DAGMans', [`Dagmans::graft`]).
-    pub(super) fn graft_services(&mut self, new: std::ops::Range<JobId>) {
+    pub(crate) fn graft_services(&mut self, new: std::ops::Range<JobId>) {
         self.services.count += new.filter(|&j| self.nodes.service[j]).count();
     }
 
@@ -110,14 +110,14 @@ impl NodeLife {
     }
 
     /// Nodes over, SERVICE nodes aside; and how many nodes that is of.
-    pub(super) fn over_beside_services(&self) -> (usize, usize) {
+    pub(crate) fn over_beside_services(&self) -> (usize, usize) {
         let c = &self.counts;
         let over = c.done + c.failed + c.blocked - self.services.over;
         (over, self.state.len() - self.services.count)
     }
 
     /// `job` went from state `from` to `to`: a SERVICE node's end counts.
-    pub(super) fn service_moved(&mut self, job: JobId, from: JobState, to: JobState) {
+    pub(crate) fn service_moved(&mut self, job: JobId, from: JobState, to: JobState) {
         if self.services.count == 0 || !self.nodes.service[job] {
             return;
         }
@@ -127,7 +127,7 @@ impl NodeLife {
 
     /// The nodes waiting for the PROVISIONER `job`'s go-ahead (its DAG's
     /// or its sub-DAG's), taken.
-    pub(super) fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
+    pub(crate) fn take_gate(&mut self, job: JobId) -> Vec<JobId> {
         match self.dagmans.provisioned_by(job) {
             Some(d) => std::mem::take(&mut self.dagmans.list[d].awaiting_provisioner),
             None => Vec::new(),
@@ -136,7 +136,7 @@ impl NodeLife {
 
     /// The provisioner `job` failed for good before its go-ahead: the nodes
     /// waiting for it; none for any other node.
-    pub(super) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
+    pub(crate) fn never_provisioned(&mut self, job: JobId) -> Vec<JobId> {
         self.take_gate(job)
     }
 }

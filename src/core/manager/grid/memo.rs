@@ -19,7 +19,7 @@ use crate::core::versions::Twins;
 
 /// The twins of the run and how far each memoized job's copies are.
 #[derive(Debug, Default)]
-pub(super) struct Memo {
+pub(crate) struct Memo {
     /// Per job: its group of twins, if any.
     group: Vec<Option<u32>>,
     /// Per group: the first of its jobs that ended well.
@@ -42,7 +42,7 @@ impl Memo {
 /// A copy that memoizes a job: its output `file`, made from its twin's
 /// output `source` held at `from`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct MemoCopy {
+pub(crate) struct MemoCopy {
     pub file: FileId,
     pub source: FileId,
     pub from: SiteId,
@@ -50,7 +50,7 @@ pub(super) struct MemoCopy {
 
 /// What the end of a memoized job's copy means for its node.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum MemoCopied {
+pub(crate) enum MemoCopied {
     /// Its memoization was given up before: nothing.
     Stale,
     /// The copy failed: memoization is given up, the node runs as any
@@ -66,19 +66,19 @@ pub(super) enum MemoCopied {
 
 impl Placement {
     /// Memoizes within the run the jobs `twins` groups.
-    pub(super) fn set_twins(&mut self, twins: &Twins) {
+    pub(crate) fn set_twins(&mut self, twins: &Twins) {
         if twins.any() {
             self.memo = Some(Memo::new(twins));
         }
     }
 
     /// Whether `job` waits for its outputs' copies instead of running.
-    pub(super) fn memoizing(&self, job: JobId) -> bool {
+    pub(crate) fn memoizing(&self, job: JobId) -> bool {
         self.memo.as_ref().is_some_and(|m| m.copying[job] > 0)
     }
 
     /// `job` ended well: a later twin may take its outputs.
-    pub(super) fn memo_ended(&mut self, job: JobId) {
+    pub(crate) fn memo_ended(&mut self, job: JobId) {
         if let Some(m) = self.memo.as_mut()
             && let Some(g) = m.group[job]
         {
@@ -88,7 +88,7 @@ impl Placement {
 
     /// Each of `jobs` whose twin ended well earlier in the run, with that
     /// twin.
-    pub(super) fn twins_ended(&self, jobs: impl Iterator<Item = JobId>) -> Vec<(JobId, JobId)> {
+    pub(crate) fn twins_ended(&self, jobs: impl Iterator<Item = JobId>) -> Vec<(JobId, JobId)> {
         let Some(m) = self.memo.as_ref() else {
             return Vec::new();
         };
@@ -102,7 +102,7 @@ impl Placement {
     /// holder up (the job then runs). With `reproduce_lost`, an output only
     /// `memoized` jobs read is not needed, so not copied (were such a reader
     /// to run after all, the lost output is made again, as any other).
-    pub(super) fn memo_copies(
+    pub(crate) fn memo_copies(
         &self,
         wf: &Workflow,
         (job, twin): (JobId, JobId),
@@ -129,14 +129,14 @@ impl Placement {
     }
 
     /// `job` waits for `copies` copies instead of running.
-    pub(super) fn memo_waits(&mut self, job: JobId, copies: usize) {
+    pub(crate) fn memo_waits(&mut self, job: JobId, copies: usize) {
         if let Some(m) = self.memo.as_mut() {
             m.copying[job] = copies;
         }
     }
 
     /// A copy of memoized `job`'s output `file` to `to` ended, `ok` or not.
-    pub(super) fn memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) -> MemoCopied {
+    pub(crate) fn memo_copied(&mut self, job: JobId, file: FileId, to: SiteId, ok: bool) -> MemoCopied {
         let Some(m) = self.memo.as_mut() else {
             return MemoCopied::Stale;
         };

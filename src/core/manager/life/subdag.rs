@@ -43,7 +43,7 @@ pub struct SubDagSpan {
 impl NodeLife {
     /// `job` is over: if it was the last node running of a held sub-DAG,
     /// that sub-DAG's node is ready.
-    pub(super) fn subdag_member_over(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn subdag_member_over(&mut self, job: JobId, port: &mut impl LifePort) {
         if self.dagmans.holding == 0 {
             return;
         }
@@ -60,14 +60,14 @@ impl NodeLife {
     /// A leaf of the sub-DAG of `node` failed for good or will never run:
     /// `node` is not blocked but counts it as over, and its DAG will end
     /// failed.
-    pub(super) fn subdag_leaf_failed(&mut self, node: JobId, k: usize, port: &mut impl LifePort) {
+    pub(crate) fn subdag_leaf_failed(&mut self, node: JobId, k: usize, port: &mut impl LifePort) {
         self.dagmans.sub_mut(k).failed = true;
         self.release_child(node, port);
     }
 
     /// The no-op `job` ended its PRE script's part: the nodes of its
     /// sub-DAG's new run that waited for it may start.
-    pub(super) fn open_gate(&mut self, job: JobId, port: &mut impl LifePort) {
+    pub(crate) fn open_gate(&mut self, job: JobId, port: &mut impl LifePort) {
         if let Some(k) = self.dagmans.of_entry(job) {
             // Its DAGMan job is submitted, unless a PRE_SKIP made the node
             // done without it.
@@ -86,7 +86,7 @@ impl NodeLife {
     /// The sub-DAG node `node`'s PRE script exited its PRE_SKIP value: the
     /// node is done without its DAG running or its POST script, and the
     /// DAG's nodes with it, as a DONE sub-DAG node's are.
-    pub(super) fn skip_subdag(&mut self, node: JobId, port: &mut impl LifePort) {
+    pub(crate) fn skip_subdag(&mut self, node: JobId, port: &mut impl LifePort) {
         let Some(k) = self.dagmans.of_node(node) else {
             return;
         };
@@ -100,7 +100,7 @@ impl NodeLife {
     /// `job` went over (`over`), or back from over: the sub-DAGs with a
     /// FINAL node it is a node of count it, and run their FINAL once every
     /// other node is over.
-    pub(super) fn count_for_subdag_finals(&mut self, job: JobId, over: bool, port: &mut impl LifePort) {
+    pub(crate) fn count_for_subdag_finals(&mut self, job: JobId, over: bool, port: &mut impl LifePort) {
         if self.dagmans.final_scope.is_empty() {
             return;
         }
@@ -141,7 +141,7 @@ impl NodeLife {
     /// Whether the sub-DAG node `job`, its parents over, must wait: its DAG
     /// failed and some of its nodes still run (DAGMan's sub-DAG ends when
     /// nothing more of it can run).
-    pub(super) fn subdag_holds(&mut self, job: JobId) -> bool {
+    pub(crate) fn subdag_holds(&mut self, job: JobId) -> bool {
         let Some(k) = self.dagmans.of_node(job) else {
             return false;
         };
@@ -158,7 +158,7 @@ impl NodeLife {
     /// The nodes ready before their sub-DAG's run started (their parents
     /// DONE in its rescue DAG, read before any node starts) wait for its
     /// entry no-op, as its roots do: returns them, to move back to waiting.
-    pub(super) fn hold_for_entries(&mut self) -> Vec<JobId> {
+    pub(crate) fn hold_for_entries(&mut self) -> Vec<JobId> {
         if self.nodes.subdags.is_empty() {
             return Vec::new();
         }
@@ -181,7 +181,7 @@ impl NodeLife {
 
     /// The nodes waiting for the entry no-op
     /// `entry` (none when `entry` is no entry).
-    pub(super) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
+    pub(crate) fn waiting_for_entry(&self, entry: JobId) -> &[JobId] {
         self.dagmans
             .of_entry(entry)
             .map_or(&[], |k| &self.dagmans.sub(k).gate)
@@ -190,7 +190,7 @@ impl NodeLife {
     /// The PRE script's no-op `job` failed for good: the nodes of its
     /// sub-DAG's new run that waited for it, and its FINAL node, are
     /// blocked (the sub-DAG never runs); returns them.
-    pub(super) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
+    pub(crate) fn close_gate(&mut self, job: JobId) -> Vec<JobId> {
         match self.dagmans.of_entry(job) {
             Some(k) => {
                 let mut gated = std::mem::take(&mut self.dagmans.sub_mut(k).gate);
@@ -203,14 +203,14 @@ impl NodeLife {
 
     /// The sub-DAG node whose PRE script the no-op `job` runs: its RETRY
     /// counts the PRE script's failures, and it fails when they fail it.
-    pub(super) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
+    pub(crate) fn node_of_entry(&self, job: JobId) -> Option<JobId> {
         let k = self.dagmans.of_entry(job)?;
         Some(self.nodes.subdags[k].node)
     }
 
     /// The sub-DAG node `job`, released once its DAG is over, "ran" at
     /// `site`: its DAG's exit value when that is a failure, else `None`.
-    pub(super) fn subdag_exit(&mut self, job: JobId, now: Time) -> Option<i32> {
+    pub(crate) fn subdag_exit(&mut self, job: JobId, now: Time) -> Option<i32> {
         let exit = self.subdag_failure(job);
         self.dagmans.run_ended(job, now, exit.unwrap_or(0));
         exit
@@ -253,7 +253,7 @@ impl NodeLife {
     /// again from its rescue. Its nodes that did not end well wait again,
     /// their retries reset, behind its PRE script if it has one; `job`
     /// waits for its DAG's leaves again.
-    pub(super) fn restart_subdag(&mut self, job: JobId, k: usize, port: &mut impl LifePort) {
+    pub(crate) fn restart_subdag(&mut self, job: JobId, k: usize, port: &mut impl LifePort) {
         self.dagmans.sub_mut(k).failed = false;
         if self.dagmans.sub_mut(k).aborted.take().is_some() {
             self.dagmans.aborts -= 1;
@@ -326,7 +326,7 @@ impl NodeLife {
     /// Sub-DAG `k`'s SERVICE nodes still going, to remove once every other
     /// node of it, its FINAL included, is over (its DAGMan's
     /// `RemoveServiceNodes`); none before, and each only once.
-    pub(super) fn subdag_services_due(&mut self, k: usize) -> Vec<JobId> {
+    pub(crate) fn subdag_services_due(&mut self, k: usize) -> Vec<JobId> {
         let over = |s: JobState| s.is_over();
         let fin = self.nodes.subdags[k].final_node;
         if self.dagmans.sub(k).services.is_empty()
@@ -346,7 +346,7 @@ impl NodeLife {
     /// over for the sub-DAG node); returns its nodes to remove when in
     /// flight, `abort.node` aside (its own end is left to its caller), or
     /// none when it had stopped already.
-    pub(super) fn stop_subdag(&mut self, k: usize, abort: DagAbort, port: &mut impl LifePort) -> Vec<JobId> {
+    pub(crate) fn stop_subdag(&mut self, k: usize, abort: DagAbort, port: &mut impl LifePort) -> Vec<JobId> {
         if self.dagmans.sub(k).aborted.is_some() {
             return Vec::new();
         }

@@ -10,19 +10,19 @@ use rustc_hash::FxHashMap as HashMap;
 
 /// A transfer in flight; its id is also its index in the transfer records.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct Flight {
-    pub(super) job: JobId,
-    pub(super) attempt: usize,
-    pub(super) file: FileId,
-    pub(super) from: SiteId,
-    pub(super) to: SiteId,
+pub(crate) struct Flight {
+    pub(crate) job: JobId,
+    pub(crate) attempt: usize,
+    pub(crate) file: FileId,
+    pub(crate) from: SiteId,
+    pub(crate) to: SiteId,
     /// What the transfer is for.
-    pub(super) kind: FlightKind,
+    pub(crate) kind: FlightKind,
 }
 
 /// What a transfer in flight is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FlightKind {
+pub(crate) enum FlightKind {
     /// An input a prescript stages.
     Stage,
     /// An output on its way home (the `return` policy).
@@ -43,7 +43,7 @@ pub(super) enum FlightKind {
 type Attempt = (JobId, usize);
 
 /// The transfers in flight and who waits for them.
-pub(super) struct Transfers {
+pub(crate) struct Transfers {
     flights: IdWindow<Flight>,
     next: TransferId,
     /// Per site: transfers it is serving now.
@@ -56,7 +56,7 @@ pub(super) struct Transfers {
 
 impl Transfers {
     /// No transfer yet, between `sites` sites.
-    pub(super) fn new(sites: usize) -> Self {
+    pub(crate) fn new(sites: usize) -> Self {
         Transfers {
             flights: IdWindow::default(),
             next: 0,
@@ -69,7 +69,7 @@ impl Transfers {
     /// `flight` starts; returns its id (the next one: ids count up from 0).
     /// With `inbound`, later prescripts wanting its file at its destination
     /// wait for it.
-    pub(super) fn start(&mut self, flight: Flight, inbound: bool) -> TransferId {
+    pub(crate) fn start(&mut self, flight: Flight, inbound: bool) -> TransferId {
         let id = self.next;
         self.next += 1;
         self.serving[flight.from] += 1;
@@ -83,7 +83,7 @@ impl Transfers {
     /// Transfer `id` ended: it is no longer in flight, its source serves
     /// one fewer, and its file is no longer on its way (unless another
     /// transfer brings it now). `None` when it was not in flight.
-    pub(super) fn end(&mut self, id: TransferId) -> Option<Flight> {
+    pub(crate) fn end(&mut self, id: TransferId) -> Option<Flight> {
         let fl = self.flights.take(id)?;
         self.serving[fl.from] -= 1;
         let key = (fl.file, fl.to);
@@ -94,27 +94,27 @@ impl Transfers {
     }
 
     /// Transfers `site` is serving now.
-    pub(super) fn serving(&self, site: SiteId) -> usize {
+    pub(crate) fn serving(&self, site: SiteId) -> usize {
         self.serving[site]
     }
 
     /// Transfers in flight.
-    pub(super) fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.flights.len()
     }
 
     /// Whether a transfer is bringing `file` to `site` now.
-    pub(super) fn is_inbound(&self, file: FileId, site: SiteId) -> bool {
+    pub(crate) fn is_inbound(&self, file: FileId, site: SiteId) -> bool {
         self.inbound.contains_key(&(file, site))
     }
 
     /// `attempt` waits for the transfer bringing `file` to `site`.
-    pub(super) fn wait_for(&mut self, file: FileId, site: SiteId, attempt: Attempt) {
+    pub(crate) fn wait_for(&mut self, file: FileId, site: SiteId, attempt: Attempt) {
         self.waiters.entry((file, site)).or_default().push(attempt);
     }
 
     /// The attempts that waited for `file` at `site`, no longer waiting.
-    pub(super) fn take_waiters(&mut self, file: FileId, site: SiteId) -> Option<Vec<Attempt>> {
+    pub(crate) fn take_waiters(&mut self, file: FileId, site: SiteId) -> Option<Vec<Attempt>> {
         self.waiters.remove(&(file, site))
     }
 }

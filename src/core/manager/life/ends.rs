@@ -17,12 +17,12 @@
 //!   after `time`, deciding nothing.
 
 use super::node_life::NodeLife;
-use super::recovery::Retry;
+use super::Retry;
 use crate::core::{JobId, ScriptKind, Time, Workflow};
 
 /// What a node's job's end means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum JobEnd {
+pub(crate) enum JobEnd {
     /// Its POST script runs, and decides.
     Post,
     /// The node ends done.
@@ -33,7 +33,7 @@ pub(super) enum JobEnd {
 
 /// What a node's PRE script's end means.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum PreEnd {
+pub(crate) enum PreEnd {
     /// `PRE_SKIP`: the node is done, its job and POST script not run.
     Skip,
     /// `DAGMAN_ALWAYS_RUN_POST`: the job is skipped, the POST script runs.
@@ -46,7 +46,7 @@ pub(super) enum PreEnd {
 
 /// What a node's POST script's end means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PostEnd {
+pub(crate) enum PostEnd {
     /// The node ends done.
     Done,
     /// The attempt failed; `wrote` when its job ended well, so its
@@ -57,7 +57,7 @@ pub(super) enum PostEnd {
 impl NodeLife {
     /// `SCRIPT DEFER`: the wait before `job`'s `kind` script runs again,
     /// when it exited its deferral value.
-    pub(super) fn deferral(&self, job: JobId, kind: ScriptKind, status: i32) -> Option<Time> {
+    pub(crate) fn deferral(&self, job: JobId, kind: ScriptKind, status: i32) -> Option<Time> {
         let defer = match kind {
             ScriptKind::Pre => self.nodes.pre_defer[job],
             ScriptKind::Post => self.nodes.post_defer[job],
@@ -68,7 +68,7 @@ impl NodeLife {
     /// `job`'s job ended, having exited `exit` (`None`: it ended well).
     /// A non-zero exit the POST script or TOLERANCE takes is kept: the
     /// job wrote no outputs.
-    pub(super) fn job_end(&mut self, job: JobId, exit: Option<i32>) -> JobEnd {
+    pub(crate) fn job_end(&mut self, job: JobId, exit: Option<i32>) -> JobEnd {
         let post = self.nodes.post[job];
         match exit {
             None if post => JobEnd::Post,
@@ -83,14 +83,14 @@ impl NodeLife {
 
     /// `job`'s PRE script exited `status`: DAGMan's `$PRE_SCRIPT_RETURN`
     /// for the node (a sub-DAG's, whose PRE script runs in its entry).
-    pub(super) fn pre_returned(&mut self, job: JobId, status: i32) {
+    pub(crate) fn pre_returned(&mut self, job: JobId, status: i32) {
         let owner = self.node_of_entry(job).unwrap_or(job);
         self.pre_return.insert(owner, status);
     }
 
     /// What `job`'s PRE script exiting `status` means, its DAG's stop (if
     /// any) taken into account.
-    pub(super) fn pre_end(&self, wf: &Workflow, job: JobId, status: i32) -> PreEnd {
+    pub(crate) fn pre_end(&self, wf: &Workflow, job: JobId, status: i32) -> PreEnd {
         let stopped = self.stopped_for(job);
         if status == 0 {
             return match stopped {
@@ -109,7 +109,7 @@ impl NodeLife {
     }
 
     /// What `job`'s POST script exiting `status` means.
-    pub(super) fn post_end(&self, job: JobId, status: i32) -> PostEnd {
+    pub(crate) fn post_end(&self, job: JobId, status: i32) -> PostEnd {
         match status {
             0 => PostEnd::Done,
             _ => PostEnd::Failed {

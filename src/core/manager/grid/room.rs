@@ -31,18 +31,18 @@ use std::collections::BTreeMap;
 
 /// Per job: waits for room in a row with no job ended in between, when
 /// the first of them was, and the manager's `progress` at the last.
-pub(super) struct RoomStall {
-    pub(super) waits: Vec<u32>,
-    pub(super) since: Vec<Time>,
-    pub(super) progress_seen: Vec<u64>,
+pub(crate) struct RoomStall {
+    pub(crate) waits: Vec<u32>,
+    pub(crate) since: Vec<Time>,
+    pub(crate) progress_seen: Vec<u64>,
     /// Twice the longest a job can take from submission to its node's end
     /// at any site: no job ending for longer means none is about to.
-    pub(super) horizon: Time,
+    pub(crate) horizon: Time,
 }
 
 /// The bytes committed at each site, and the jobs waiting for room.
 #[derive(Debug, Default)]
-pub(super) struct Room {
+pub(crate) struct Room {
     on: bool,
     disk: Vec<u64>,
     /// Per site: it has CPUs.
@@ -79,7 +79,7 @@ impl Room {
     /// The ledger for `wf` on `sites`, with the origin
     /// copies in `placement`; `on` false keeps no ledger (every site has
     /// room as long as it can ever hold the job).
-    pub(super) fn new(
+    pub(crate) fn new(
         on: bool,
         wf: &Workflow,
         sites: &[SiteInfo],
@@ -123,7 +123,7 @@ impl Room {
 
     /// The ledger follows `jobs` jobs (a sub-DAG's, which move no data,
     /// were added).
-    pub(super) fn grow(&mut self, jobs: usize) {
+    pub(crate) fn grow(&mut self, jobs: usize) {
         if self.on {
             self.held_at.resize(jobs, None);
             self.wait_key.resize(jobs, None);
@@ -158,7 +158,7 @@ impl Room {
     }
 
     /// Bytes `job` would add to what is committed at `site`.
-    pub(super) fn need(&self, wf: &Workflow, job: JobId, site: SiteId) -> u64 {
+    pub(crate) fn need(&self, wf: &Workflow, job: JobId, site: SiteId) -> u64 {
         let j = &wf.jobs[job];
         j.inputs
             .iter()
@@ -180,7 +180,7 @@ impl Room {
 
     /// Whether `site` has room for `job` now (see the module's note on the
     /// reserve).
-    pub(super) fn fits(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+    pub(crate) fn fits(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
         if !self.on || self.roomy[site] {
             return true;
         }
@@ -196,7 +196,7 @@ impl Room {
     }
 
     /// `job` was placed at `site`: its inputs and outputs are held there.
-    pub(super) fn place(&mut self, wf: &Workflow, job: JobId, site: SiteId) {
+    pub(crate) fn place(&mut self, wf: &Workflow, job: JobId, site: SiteId) {
         if !self.on {
             return;
         }
@@ -213,7 +213,7 @@ impl Room {
 
     /// `job`'s pins are released; its outputs stay kept at its site when
     /// `kept` (it ended well and they are registered there).
-    pub(super) fn release(&mut self, wf: &Workflow, job: JobId, kept: bool) {
+    pub(crate) fn release(&mut self, wf: &Workflow, job: JobId, kept: bool) {
         if !self.on {
             return;
         }
@@ -238,14 +238,14 @@ impl Room {
     }
 
     /// The copy of `file` at `site` is no longer kept (its cleanup).
-    pub(super) fn unkeep(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+    pub(crate) fn unkeep(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
         if self.on && self.kept.remove(&(file, site)) {
             self.unhold(wf, file, site);
         }
     }
 
     /// `site` crashed and lost its pool: nothing is committed there.
-    pub(super) fn lose_site(&mut self, site: SiteId) {
+    pub(crate) fn lose_site(&mut self, site: SiteId) {
         if !self.on {
             return;
         }
@@ -256,7 +256,7 @@ impl Room {
     }
 
     /// `job` waits for room at one of `sites`.
-    pub(super) fn wait(&mut self, wf: &Workflow, job: JobId, sites: &[SiteId]) {
+    pub(crate) fn wait(&mut self, wf: &Workflow, job: JobId, sites: &[SiteId]) {
         self.stop_waiting(job);
         // Keyed as if others hold room (when none does, all are woken).
         let reserve = if wf.jobs[job].parents.is_empty() {
@@ -276,7 +276,7 @@ impl Room {
     }
 
     /// `job` no longer waits for room (its back-off ran out first).
-    pub(super) fn stop_waiting(&mut self, job: JobId) {
+    pub(crate) fn stop_waiting(&mut self, job: JobId) {
         if let Some(key) = self.wait_key.get_mut(job).and_then(Option::take) {
             self.waiting.remove(&key);
         }
@@ -284,7 +284,7 @@ impl Room {
 
     /// The jobs to offer again now that room was freed: in order of need,
     /// as many as the room freed at all sites together may hold.
-    pub(super) fn wake(&mut self, into: &mut Vec<JobId>) {
+    pub(crate) fn wake(&mut self, into: &mut Vec<JobId>) {
         if !std::mem::take(&mut self.freed) || self.waiting.is_empty() {
             return;
         }
@@ -328,14 +328,14 @@ impl Room {
 
     /// Bytes committed at `site`.
     #[cfg(test)]
-    pub(super) fn committed(&self, site: SiteId) -> u64 {
+    pub(crate) fn committed(&self, site: SiteId) -> u64 {
         self.committed[site]
     }
 }
 
 /// What a look at the jobs waiting for room finds.
 #[derive(Debug, PartialEq)]
-pub(super) enum RoomCheck {
+pub(crate) enum RoomCheck {
     /// Nothing to look at.
     Nothing,
     /// A job ended, or one holds room it will free: look again at this
@@ -351,7 +351,7 @@ impl Placement {
     /// Unpins `job`'s files at `site`, deleting `delete` there; the room
     /// its files held is free again, but for its outputs when `ended_well`
     /// leaves them registered there.
-    pub(super) fn release_pins(
+    pub(crate) fn release_pins(
         &mut self,
         wf: &Workflow,
         (job, site): (JobId, SiteId),
@@ -367,7 +367,7 @@ impl Placement {
     /// No site that can run `job` (those are `could`) has room for it now:
     /// it waits. Returns when to look at the whole grid, if no look is due
     /// yet.
-    pub(super) fn wait_for_room(&mut self, wf: &Workflow, job: JobId, could: &[SiteId], now: Time) -> Option<Time> {
+    pub(crate) fn wait_for_room(&mut self, wf: &Workflow, job: JobId, could: &[SiteId], now: Time) -> Option<Time> {
         self.room.wait(wf, job, could);
         if self.room.check_pending {
             return None;
@@ -383,7 +383,7 @@ impl Placement {
     /// waiting job (that is still ready, by `state`) that has no room
     /// anywhere fails (a deadlock on disk space: what the disks keep
     /// leaves it no room).
-    pub(super) fn check_room(&mut self, wf: &Workflow, sites: &[SiteInfo], state: &[JobState], now: Time) -> RoomCheck {
+    pub(crate) fn check_room(&mut self, wf: &Workflow, sites: &[SiteInfo], state: &[JobState], now: Time) -> RoomCheck {
         self.room.check_pending = false;
         if self.room.waiting.is_empty() {
             return RoomCheck::Nothing;

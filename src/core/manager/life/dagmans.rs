@@ -20,11 +20,11 @@ use super::*;
 use rustc_hash::FxHashSet as HashSet;
 
 /// A DAGMan of the run: 0 the top DAG, `k + 1` sub-DAG `k`.
-pub(super) type DagmanId = usize;
+pub(crate) type DagmanId = usize;
 
 /// A submission or script a DAGMan holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Held {
+pub(crate) enum Held {
     /// A node's job, or its POST script.
     Job(JobId),
     /// A sub-DAG, started by its entry no-op (done): its DAGMan's job.
@@ -33,24 +33,24 @@ pub(super) enum Held {
 
 /// One throttle of one DAGMan.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Limit {
+pub(crate) struct Limit {
     /// Its value (0: none).
-    pub(super) limit: usize,
+    pub(crate) limit: usize,
     /// What counts against it now.
-    pub(super) count: usize,
+    pub(crate) count: usize,
     /// What it holds, first come first out.
-    pub(super) held: VecDeque<Held>,
+    pub(crate) held: VecDeque<Held>,
 }
 
 impl Limit {
     /// Whether the DAGMan is at this limit.
-    pub(super) fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.limit > 0 && self.count >= self.limit
     }
 
     /// Counts one more unless full; then holds `what`. Returns whether it
     /// was held.
-    pub(super) fn hold_or_count(&mut self, what: Held) -> bool {
+    pub(crate) fn hold_or_count(&mut self, what: Held) -> bool {
         if self.full() {
             self.held.push_back(what);
             return true;
@@ -60,7 +60,7 @@ impl Limit {
     }
 
     /// What it held that may go now.
-    pub(super) fn next(&mut self) -> Option<Held> {
+    pub(crate) fn next(&mut self) -> Option<Held> {
         if self.full() {
             return None;
         }
@@ -70,61 +70,61 @@ impl Limit {
 
 /// One DAGMan: its throttles and its current run's standing.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Dagman {
+pub(crate) struct Dagman {
     /// `DAGMAN_MAX_JOBS_SUBMITTED`: its jobs in the queue.
-    pub(super) submitted: Limit,
+    pub(crate) submitted: Limit,
     /// `DAGMAN_MAX_JOBS_IDLE`: its jobs idle in the queue.
-    pub(super) idle: Limit,
+    pub(crate) idle: Limit,
     /// `DAGMAN_MAX_POST_SCRIPTS`: its POST scripts running.
-    pub(super) post: Limit,
+    pub(crate) post: Limit,
     /// `DAGMAN_MAX_PRE_SCRIPTS` (a sub-DAG's; the top DAG's is the submit
     /// host's `maxpre`): its prescripts running.
-    pub(super) pre: Limit,
+    pub(crate) pre: Limit,
     /// Its DAGMan job counts in the queue of the DAGMan above.
-    pub(super) counted: bool,
+    pub(crate) counted: bool,
     /// A node of its current run failed for good.
-    pub(super) failed: bool,
+    pub(crate) failed: bool,
     /// Nodes that wait for its node's PRE script beside its roots: those of
     /// a run again, and those whose parents were DONE in its rescue DAG.
-    pub(super) gate: Vec<JobId>,
+    pub(crate) gate: Vec<JobId>,
     /// Failed, its node waits for its nodes still running.
-    pub(super) held: bool,
+    pub(crate) held: bool,
     /// What stopped its current run: an `ABORT-DAG-ON` (the top DAG's
     /// may also be the user's removal).
-    pub(super) aborted: Option<DagAbort>,
+    pub(crate) aborted: Option<DagAbort>,
     /// With a FINAL or SERVICE node: its other nodes not over.
-    pub(super) not_over: usize,
+    pub(crate) not_over: usize,
     /// Its own SERVICE nodes (a sub-DAG's).
-    pub(super) services: Vec<JobId>,
+    pub(crate) services: Vec<JobId>,
     /// Nodes waiting for its PROVISIONER node's go-ahead (its job running).
-    pub(super) awaiting_provisioner: Vec<JobId>,
+    pub(crate) awaiting_provisioner: Vec<JobId>,
     /// Its own nodes (not those of a sub-DAG below, where the sub-DAG is
     /// one node), counted while the run has sub-DAGs.
-    pub(super) own: usize,
+    pub(crate) own: usize,
     /// Its own nodes per state, likewise.
-    pub(super) counts: StateCounts,
+    pub(crate) counts: StateCounts,
 }
 
 /// Which throttle any DAGMan of the run has (a sub-DAG read as the run
 /// goes may bring one: then each is counted from the start).
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct LimitsOn {
-    pub(super) submitted: bool,
-    pub(super) idle: bool,
-    pub(super) post: bool,
-    pub(super) pre: bool,
+pub(crate) struct LimitsOn {
+    pub(crate) submitted: bool,
+    pub(crate) idle: bool,
+    pub(crate) post: bool,
+    pub(crate) pre: bool,
 }
 
 /// The tree of the run's DAGMans.
 #[derive(Debug)]
-pub(super) struct Dagmans {
+pub(crate) struct Dagmans {
     /// Each DAGMan, by [`DagmanId`].
-    pub(super) list: Vec<Dagman>,
+    pub(crate) list: Vec<Dagman>,
     /// Which throttles are counted.
-    pub(super) on: LimitsOn,
+    pub(crate) on: LimitsOn,
     /// Nodes without a PRE script counted in their DAGMan's queue from the
     /// start of their prescript stage, not yet submitted.
-    pub(super) reserved: HashSet<JobId>,
+    pub(crate) reserved: HashSet<JobId>,
     /// The sub-DAG of each `SUBDAG EXTERNAL` node.
     of_node: HashMap<JobId, usize>,
     /// The sub-DAG whose PRE script each entry no-op runs.
@@ -134,20 +134,20 @@ pub(super) struct Dagmans {
     /// For each node of a sub-DAG with a FINAL or SERVICE node (those
     /// aside): those sub-DAGs (inline: they are nested, rarely more than
     /// two deep, and copied on every transition of the node).
-    pub(super) final_scope: HashMap<JobId, smallvec::SmallVec<[usize; 2]>>,
+    pub(crate) final_scope: HashMap<JobId, smallvec::SmallVec<[usize; 2]>>,
     /// The sub-DAGs' FINAL nodes.
     finals: std::collections::HashSet<JobId>,
     /// The DAGMan of each PROVISIONER node (a sub-DAG's only when its node
     /// has an entry, which starts its runs).
     of_provisioner: HashMap<JobId, DagmanId>,
     /// Sub-DAGs aborted now.
-    pub(super) aborts: usize,
+    pub(crate) aborts: usize,
     /// Sub-DAGs held now.
-    pub(super) holding: usize,
+    pub(crate) holding: usize,
     /// Each failed run of a sub-DAG, in order.
-    pub(super) runs_failed: Vec<SubDagRun>,
+    pub(crate) runs_failed: Vec<SubDagRun>,
     /// Each run of a sub-DAG's DAGMan, in the order they started.
-    pub(super) spans: Vec<SubDagSpan>,
+    pub(crate) spans: Vec<SubDagSpan>,
 }
 
 impl Default for Dagmans {
@@ -173,7 +173,7 @@ impl Default for Dagmans {
 
 impl Dagmans {
     /// The DAGMans of `nodes`: the top DAG and each sub-DAG.
-    pub(super) fn new(nodes: &NodeSettings) -> Self {
+    pub(crate) fn new(nodes: &NodeSettings) -> Self {
         let mut t = Dagmans::default();
         t.set_limits(nodes);
         // A deferred sub-DAG's limits are known only once it is read: its
@@ -198,7 +198,7 @@ impl Dagmans {
     /// are nested in it), whose nodes are jobs `new`: they are DAGMans of
     /// the tree too, and the sub-DAGs with a FINAL or SERVICE node count
     /// the new nodes of theirs not over.
-    pub(super) fn graft(
+    pub(crate) fn graft(
         &mut self,
         nodes: &NodeSettings,
         k: usize,
@@ -226,7 +226,7 @@ impl Dagmans {
     }
 
     /// The DAGMan whose PROVISIONER node `job` is.
-    pub(super) fn provisioned_by(&self, job: JobId) -> Option<DagmanId> {
+    pub(crate) fn provisioned_by(&self, job: JobId) -> Option<DagmanId> {
         if self.of_provisioner.is_empty() {
             return None;
         }
@@ -304,18 +304,18 @@ impl Dagmans {
     }
 
     /// The top DAG's DAGMan.
-    pub(super) fn top(&self) -> &Dagman {
+    pub(crate) fn top(&self) -> &Dagman {
         &self.list[0]
     }
 
     /// The top DAG's DAGMan, to change.
-    pub(super) fn top_mut(&mut self) -> &mut Dagman {
+    pub(crate) fn top_mut(&mut self) -> &mut Dagman {
         &mut self.list[0]
     }
 
     /// The DAGMan `job` is an own node of: none for an entry no-op (a
     /// sub-DAG node's PRE script, run before its DAGMan starts).
-    pub(super) fn owner_of(&self, job: JobId) -> Option<DagmanId> {
+    pub(crate) fn owner_of(&self, job: JobId) -> Option<DagmanId> {
         match self.of_entry(job) {
             Some(_) => None,
             None => Some(self.dagman_of(job)),
@@ -325,7 +325,7 @@ impl Dagmans {
     /// `jobs`, in the states `state` gives, are nodes of their DAGMans
     /// (kept only while there are sub-DAGs: else the run's own counts are
     /// the top DAG's).
-    pub(super) fn count_nodes(&mut self, jobs: impl Iterator<Item = JobId>, state: &[JobState]) {
+    pub(crate) fn count_nodes(&mut self, jobs: impl Iterator<Item = JobId>, state: &[JobState]) {
         if self.list.len() == 1 {
             return;
         }
@@ -338,7 +338,7 @@ impl Dagmans {
     }
 
     /// Node `job` moved from state `from` to `to`: its DAGMan counts it.
-    pub(super) fn node_moved(&mut self, job: JobId, from: JobState, to: JobState) {
+    pub(crate) fn node_moved(&mut self, job: JobId, from: JobState, to: JobState) {
         if self.list.len() == 1 {
             return;
         }
@@ -350,30 +350,30 @@ impl Dagmans {
     }
 
     /// Sub-DAG `k`'s DAGMan.
-    pub(super) fn sub(&self, k: usize) -> &Dagman {
+    pub(crate) fn sub(&self, k: usize) -> &Dagman {
         &self.list[k + 1]
     }
 
     /// Sub-DAG `k`'s DAGMan, to change.
-    pub(super) fn sub_mut(&mut self, k: usize) -> &mut Dagman {
+    pub(crate) fn sub_mut(&mut self, k: usize) -> &mut Dagman {
         &mut self.list[k + 1]
     }
 
     /// The DAGMan `job` is a node of.
-    pub(super) fn dagman_of(&self, job: JobId) -> DagmanId {
+    pub(crate) fn dagman_of(&self, job: JobId) -> DagmanId {
         self.innermost(job).map_or(0, |k| k + 1)
     }
 
     /// Whether a DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED` may stop it: its
     /// ready queue's lane may close.
-    pub(super) fn may_close(&self) -> bool {
+    pub(crate) fn may_close(&self) -> bool {
         self.on.submitted
     }
 
     /// The node jobs whose submission a DAGMan holds, no longer held: a
     /// stopped DAG submits nothing more, and DAGMan counts such a node
     /// ready, not submitted (its PRE script may have run).
-    pub(super) fn take_held_submissions(&mut self) -> Vec<JobId> {
+    pub(crate) fn take_held_submissions(&mut self) -> Vec<JobId> {
         let mut jobs = Vec::new();
         for d in &mut self.list {
             for limit in [&mut d.idle, &mut d.submitted] {
@@ -391,12 +391,12 @@ impl Dagmans {
 
     /// Sub-DAG `k`'s file could not be read: its DAGMan exits 1 before
     /// running a node.
-    pub(super) fn unreadable(&mut self, k: usize) {
+    pub(crate) fn unreadable(&mut self, k: usize) {
         self.sub_mut(k).failed = true;
     }
 
     /// The sub-DAG of `node` ended at `now`, its DAGMan exiting `exit`.
-    pub(super) fn run_ended(&mut self, node: JobId, now: Time, exit: i32) {
+    pub(crate) fn run_ended(&mut self, node: JobId, now: Time, exit: i32) {
         let Some(k) = self.of_node(node) else {
             return;
         };
@@ -407,7 +407,7 @@ impl Dagmans {
     }
 
     /// The sub-DAG whose node `job` is.
-    pub(super) fn of_node(&self, job: JobId) -> Option<usize> {
+    pub(crate) fn of_node(&self, job: JobId) -> Option<usize> {
         if self.of_node.is_empty() {
             return None;
         }
@@ -417,7 +417,7 @@ impl Dagmans {
     /// Whether every node of the top DAG ended well (the nodes of its
     /// sub-DAGs, and their PRE scripts' no-ops, are their nodes' business;
     /// a `service` node's outcome is no one's).
-    pub(super) fn top_level_done(&self, state: &[JobState], service: &[bool]) -> bool {
+    pub(crate) fn top_level_done(&self, state: &[JobState], service: &[bool]) -> bool {
         (0..state.len()).all(|j| {
             state[j] == JobState::Done
                 || service[j]
@@ -427,7 +427,7 @@ impl Dagmans {
     }
 
     /// The innermost sub-DAG `job` is a node of.
-    pub(super) fn innermost(&self, job: JobId) -> Option<usize> {
+    pub(crate) fn innermost(&self, job: JobId) -> Option<usize> {
         if self.member_of.is_empty() {
             return None;
         }
@@ -436,7 +436,7 @@ impl Dagmans {
 
     /// The abort that stopped the current run of `job`'s sub-DAG, if one
     /// did.
-    pub(super) fn stopped(&self, job: JobId) -> Option<DagAbort> {
+    pub(crate) fn stopped(&self, job: JobId) -> Option<DagAbort> {
         if self.aborts == 0 {
             return None;
         }
@@ -446,17 +446,17 @@ impl Dagmans {
     /// Whether `job` is a node of DAGMan `own` (sub-DAG `k`, or `None`
     /// the top DAG): of no sub-DAG nested in it, and no entry no-op (a
     /// nested sub-DAG is one node of it).
-    pub(super) fn own_node_of(&self, job: JobId, own: Option<usize>) -> bool {
+    pub(crate) fn own_node_of(&self, job: JobId, own: Option<usize>) -> bool {
         self.innermost(job) == own && self.of_entry(job).is_none()
     }
 
     /// Whether `job` is a sub-DAG's FINAL node.
-    pub(super) fn is_final(&self, job: JobId) -> bool {
+    pub(crate) fn is_final(&self, job: JobId) -> bool {
         !self.finals.is_empty() && self.finals.contains(&job)
     }
 
     /// The sub-DAG whose PRE script the no-op `job` runs.
-    pub(super) fn of_entry(&self, job: JobId) -> Option<usize> {
+    pub(crate) fn of_entry(&self, job: JobId) -> Option<usize> {
         if self.of_entry.is_empty() {
             return None;
         }
@@ -466,7 +466,7 @@ impl Dagmans {
 
 impl NodeLife {
     /// DAGMan `d`'s own nodes per state, and how many it has.
-    pub(super) fn own_counts(&self, d: DagmanId) -> (StateCounts, usize) {
+    pub(crate) fn own_counts(&self, d: DagmanId) -> (StateCounts, usize) {
         match self.dagmans.list.len() {
             1 => (self.counts, self.state.len()),
             _ => (self.dagmans.list[d].counts, self.dagmans.list[d].own),
@@ -476,7 +476,7 @@ impl NodeLife {
     /// Each DAGMan orders its own ready nodes: a lane of the ready queue
     /// per DAGMan of the tree, depth first where its DAGMan is
     /// (`DAGMAN_SUBMIT_DEPTH_FIRST`; the top DAG's `top_depth_first`).
-    pub(super) fn set_lanes(&mut self, top_depth_first: bool) {
+    pub(crate) fn set_lanes(&mut self, top_depth_first: bool) {
         let dagman_of = (0..self.state.len())
             .map(|j| self.dagmans.dagman_of(j))
             .collect();

@@ -8,12 +8,14 @@
 //! placement names, one at a time, so that each choice of source sees the
 //! transfers started before it (`staging.rs`).
 
-use super::recovery::Retry;
+use super::Retry;
+use super::transfers::Flight;
+use std::collections::VecDeque;
 use super::*;
 
 /// One input's tries at being staged.
 #[derive(Debug)]
-pub(super) struct StageTry {
+pub(crate) struct StageTry {
     file: FileId,
     tries: u32,
     /// The source to try again, if the last failure was not its fault.
@@ -26,26 +28,26 @@ pub(super) struct StageTry {
 
 /// A prescript staging a job's inputs at its site.
 #[derive(Debug)]
-pub(super) struct Staging {
+pub(crate) struct Staging {
     /// The job's attempt this prescript is for.
-    pub(super) attempt: usize,
-    pub(super) site: SiteId,
-    pub(super) pending: VecDeque<FileId>,
-    pub(super) in_flight: usize,
+    pub(crate) attempt: usize,
+    pub(crate) site: SiteId,
+    pub(crate) pending: VecDeque<FileId>,
+    pub(crate) in_flight: usize,
     /// Inputs it waits for that another prescript is bringing to the site.
-    pub(super) waiting: usize,
-    pub(super) staged: Vec<FileId>,
-    pub(super) tries: Vec<StageTry>,
+    pub(crate) waiting: usize,
+    pub(crate) staged: Vec<FileId>,
+    pub(crate) tries: Vec<StageTry>,
     /// The node's PRE script is running: nothing is staged until it ends.
-    pub(super) pre_running: bool,
+    pub(crate) pre_running: bool,
     /// The inputs it planned to stage, seen by selectors at the site
-    /// ([`Registration::Planned`]) until it ends.
-    pub(super) planned: Vec<FileId>,
+    /// ([`Registration::Planned`](super::replicas::Registration::Planned)) until it ends.
+    pub(crate) planned: Vec<FileId>,
 }
 
 /// What a prescript's staging does next.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum StageNext {
+pub(crate) enum StageNext {
     /// Nothing for now: its PRE script runs, its streams are busy, or it
     /// waits for transfers (or it is no longer staging).
     Wait,
@@ -69,7 +71,7 @@ pub(super) enum StageNext {
 
 /// What the end of a stage-in means for its prescript.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum StageEnd {
+pub(crate) enum StageEnd {
     /// Its attempt is over: the transfer only counts.
     Stale,
     /// The input is staged: the prescript goes on.
@@ -89,7 +91,7 @@ impl Placement {
     /// What `job`'s prescript does next, running at most `streams`
     /// transfers at once (see the module docs). A transfer it names is
     /// counted as in flight.
-    pub(super) fn next_stage(&mut self, wf: &Workflow, job: JobId, streams: usize) -> StageNext {
+    pub(crate) fn next_stage(&mut self, wf: &Workflow, job: JobId, streams: usize) -> StageNext {
         loop {
             let Some(st) = self.staging[job].as_mut() else {
                 return StageNext::Wait;
@@ -162,7 +164,7 @@ impl Placement {
 
     /// Stage-in `fl` ended with `result`; `retries` tries are allowed from
     /// one source.
-    pub(super) fn stage_ended(
+    pub(crate) fn stage_ended(
         &mut self,
         wf: &Workflow,
         fl: &Flight,
@@ -222,7 +224,7 @@ impl Placement {
 
     /// A transfer of `file` that `job`'s `attempt` waited for ended, `ok`
     /// or not (it then stages the file itself): whether it still stages.
-    pub(super) fn woken(&mut self, job: JobId, attempt: usize, file: FileId, ok: bool) -> bool {
+    pub(crate) fn woken(&mut self, job: JobId, attempt: usize, file: FileId, ok: bool) -> bool {
         let Some(st) = self.staging_of(job, attempt) else {
             return false;
         };
@@ -235,7 +237,7 @@ impl Placement {
 
     /// The back-off before another try of `file` for `job`'s `attempt`
     /// passed: whether it still stages (the file is then next).
-    pub(super) fn stage_again(&mut self, job: JobId, attempt: usize, file: FileId) -> bool {
+    pub(crate) fn stage_again(&mut self, job: JobId, attempt: usize, file: FileId) -> bool {
         let Some(st) = self.staging_of(job, attempt) else {
             return false;
         };

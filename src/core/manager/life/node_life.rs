@@ -8,7 +8,6 @@
 use super::dagmans::Dagmans;
 use super::release::SavePoint;
 use super::service::Services;
-use super::{JobState, StateCounts};
 use crate::core::JobId;
 use crate::core::nodes::{NodeSettings, Throttle};
 use crate::core::ready_queue::ReadyQueue;
@@ -22,7 +21,7 @@ use crate::core::Time;
 /// The manager answers for the grid's data placement and its records
 /// (`Manager::life`); the node life cycle's rules (`release.rs`, the
 /// sub-DAGs' in `subdag.rs`) run against this alone.
-pub(super) trait LifePort {
+pub(crate) trait LifePort {
     /// The time now.
     fn now(&self) -> Time;
     /// The run's workflow: its edges.
@@ -52,59 +51,59 @@ pub(super) trait LifePort {
 }
 
 /// Where every node of the run stands in DAGMan's life cycle.
-pub(super) struct NodeLife {
+pub(crate) struct NodeLife {
     /// Per job: where it is in its life.
-    pub(super) state: Vec<JobState>,
+    pub(crate) state: Vec<JobState>,
     /// Per job: parents (and selector orderings) not yet over.
-    pub(super) missing_parents: Vec<usize>,
+    pub(crate) missing_parents: Vec<usize>,
     /// Jobs per state.
-    pub(super) counts: StateCounts,
+    pub(crate) counts: StateCounts,
     /// Per job: ordering children from the selector (not workflow edges).
-    pub(super) ordering: Vec<Vec<JobId>>,
+    pub(crate) ordering: Vec<Vec<JobId>>,
     /// Per job: attempts that failed at a site (DAGMan's `RETRY`).
-    pub(super) failures: Vec<u32>,
+    pub(crate) failures: Vec<u32>,
     /// Per job: the non-zero status its program exited with on this attempt
     /// (it wrote no outputs; its POST script decides the node).
-    pub(super) exited: Vec<Option<i32>>,
+    pub(crate) exited: Vec<Option<i32>>,
     /// What each job's last PRE script exited with (DAGMan's
     /// `$PRE_SCRIPT_RETURN`; -1 before any, so only jobs whose PRE script
     /// ran are kept).
-    pub(super) pre_return: rustc_hash::FxHashMap<JobId, i32>,
+    pub(crate) pre_return: rustc_hash::FxHashMap<JobId, i32>,
     /// Per job: running again to make a lost output anew (its children
     /// were released the first time).
-    pub(super) rerun: Vec<bool>,
+    pub(crate) rerun: Vec<bool>,
     /// Ready jobs in DAGMan's order (per DAGMan, by priority).
-    pub(super) ready: ReadyQueue,
+    pub(crate) ready: ReadyQueue,
     /// DAGMan's node settings (RETRY, PRIORITY, CATEGORY, NOOP, DONE).
-    pub(super) nodes: NodeSettings,
+    pub(crate) nodes: NodeSettings,
     /// MAXJOBS per category.
-    pub(super) throttle: Throttle,
+    pub(crate) throttle: Throttle,
     /// Per job: counted in flight by the throttle.
-    pub(super) throttled: Vec<bool>,
+    pub(crate) throttled: Vec<bool>,
     /// Ready jobs the selector holds until the grid changes.
-    pub(super) held: Vec<JobId>,
+    pub(crate) held: Vec<JobId>,
     /// Earliest time the next prescript may start.
-    pub(super) next_prescript: Time,
+    pub(crate) next_prescript: Time,
     /// Prescripts running now (MAXPRE).
-    pub(super) prescripts_running: usize,
+    pub(crate) prescripts_running: usize,
     /// The DAGMans of the run, a tree: the top DAG's and each `SUBDAG
     /// EXTERNAL` node's, with their throttles and runs.
-    pub(super) dagmans: Dagmans,
+    pub(crate) dagmans: Dagmans,
     /// `SERVICE` and `PROVISIONER` nodes.
-    pub(super) services: Services,
+    pub(crate) services: Services,
     /// The save points written, in order.
-    pub(super) save_points: Vec<SavePoint>,
+    pub(crate) save_points: Vec<SavePoint>,
     /// The workflows submitted and each job's.
-    pub(super) submissions: Submissions,
+    pub(crate) submissions: Submissions,
     /// How each workflow stands.
-    pub(super) workload: Vec<Workload>,
+    pub(crate) workload: Vec<Workload>,
     /// The roots each late workflow holds back until it arrives.
-    pub(super) gated: Vec<Vec<JobId>>,
+    pub(crate) gated: Vec<Vec<JobId>>,
 }
 
 impl NodeLife {
     /// `DAGMAN_ALWAYS_RUN_POST` of `job`'s DAGMan.
-    pub(super) fn always_runs_post(&self, job: JobId) -> bool {
+    pub(crate) fn always_runs_post(&self, job: JobId) -> bool {
         match self.dagmans.innermost(job) {
             Some(k) => self.nodes.subdags[k].always_run_post,
             None => self.nodes.always_run_post,
@@ -115,7 +114,7 @@ impl NodeLife {
     /// selector orderings, `ordering` the latter's children); those with
     /// none are ready now, in the ready queue in job order (at its head
     /// with `depth_first`). One workflow, submitted from `origin`.
-    pub(super) fn new(
+    pub(crate) fn new(
         missing_parents: Vec<usize>,
         ordering: Vec<Vec<JobId>>,
         depth_first: bool,
@@ -171,7 +170,7 @@ impl NodeLife {
 
     /// `job` moves to state `to`; returns the state it left. The counts
     /// of its state, its workflow's and its DAGMan's idle jobs follow.
-    pub(super) fn move_node(&mut self, job: JobId, to: JobState) -> JobState {
+    pub(crate) fn move_node(&mut self, job: JobId, to: JobState) -> JobState {
         let from = std::mem::replace(&mut self.state[job], to);
         *self.count_mut(from) -= 1;
         *self.count_mut(to) += 1;
@@ -191,8 +190,100 @@ impl NodeLife {
 }
 
 /// A recording port for the node life cycle's unit tests.
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Some parent has not ended.
+    Waiting,
+    /// Waiting for a prescript slot (or a back-off).
+    Ready,
+    /// Its prescript is staging inputs.
+    Staging,
+    /// In a site's FIFO queue.
+    Queued,
+    /// Running on a site.
+    Running,
+    /// Ended and post-processed.
+    Done,
+    /// Failed for good.
+    Failed,
+    /// An ancestor failed for good; it will never run.
+    Blocked,
+}
+
+impl JobState {
+    /// Done, failed or blocked: it will not run (again).
+    pub fn is_over(self) -> bool {
+        matches!(self, JobState::Done | JobState::Failed | JobState::Blocked)
+    }
+
+    /// Staging, queued or running: it holds a slot of its site.
+    pub fn claims_slot(self) -> bool {
+        matches!(self, JobState::Staging | JobState::Queued | JobState::Running)
+    }
+}
+
+/// Counts of jobs per state, for progress and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StateCounts {
+    /// Parents pending.
+    pub waiting: usize,
+    /// Ready, not yet in a prescript.
+    pub ready: usize,
+    /// In a prescript.
+    pub staging: usize,
+    /// Queued at a site.
+    pub queued: usize,
+    /// Running.
+    pub running: usize,
+    /// Done.
+    pub done: usize,
+    /// Failed for good.
+    pub failed: usize,
+    /// Never to run.
+    pub blocked: usize,
+}
+
+impl StateCounts {
+    /// The count of jobs in state `s`.
+    #[cfg(test)]
+    pub(crate) fn of(mut self, s: JobState) -> usize {
+        *self.of_mut(s)
+    }
+
+    /// The count of jobs in state `s`, to change.
+    pub(crate) fn of_mut(&mut self, s: JobState) -> &mut usize {
+        match s {
+            JobState::Waiting => &mut self.waiting,
+            JobState::Ready => &mut self.ready,
+            JobState::Staging => &mut self.staging,
+            JobState::Queued => &mut self.queued,
+            JobState::Running => &mut self.running,
+            JobState::Done => &mut self.done,
+            JobState::Failed => &mut self.failed,
+            JobState::Blocked => &mut self.blocked,
+        }
+    }
+}
+
+
+impl NodeLife {
+    /// `job` no longer counts against its category's MAXJOBS.
+    pub(crate) fn unthrottle(&mut self, job: JobId) {
+        self.throttled[job] = false;
+        if let Some(held) = self.throttle.leave(self.nodes.category[job]) {
+            self.ready.push(held);
+        }
+    }
+
+    fn count_mut(&mut self, s: JobState) -> &mut usize {
+        self.counts.of_mut(s)
+    }
+}
+
 #[cfg(test)]
-pub(super) mod recorder {
+pub(crate) mod recorder {
     use super::*;
     use crate::core::{JobSpec, Workflow};
 

@@ -16,26 +16,26 @@ use super::*;
 use crate::core::seams::{CacheWorth, CachedFile};
 
 /// What cache maintenance keeps between jobs.
-pub(super) struct Cache {
+pub(crate) struct Cache {
     /// The ranking, when a bound is set.
-    pub(super) worth: Option<Box<dyn CacheWorth>>,
+    pub(crate) worth: Option<Box<dyn CacheWorth>>,
     /// Per file: the submission times of the jobs that used it.
-    pub(super) uses: Vec<Vec<Time>>,
+    pub(crate) uses: Vec<Vec<Time>>,
     /// Per file: the site it was written at.
-    pub(super) made_at: Vec<Option<SiteId>>,
+    pub(crate) made_at: Vec<Option<SiteId>>,
     /// Per file: no job reads it (a final output).
-    pub(super) unread: Vec<bool>,
+    pub(crate) unread: Vec<bool>,
     /// The initial copies (sorted).
-    pub(super) origin_copies: Vec<(FileId, SiteId)>,
+    pub(crate) origin_copies: Vec<(FileId, SiteId)>,
     /// Copies being moved away (file, from).
-    pub(super) replicating: Vec<(FileId, SiteId)>,
+    pub(crate) replicating: Vec<(FileId, SiteId)>,
     /// The sites whose cache a job's end asks to check.
-    pub(super) maintenance_due: Vec<(SiteId, JobId)>,
+    pub(crate) maintenance_due: Vec<(SiteId, JobId)>,
 }
 
 /// One step of bringing a site's cache back under its bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CacheStep {
+pub(crate) enum CacheStep {
     /// k-replication: `file` moves from `from` to `to` before it is
     /// deleted at `from`.
     Replicate { file: FileId, from: SiteId, to: SiteId },
@@ -44,7 +44,7 @@ pub(super) enum CacheStep {
 }
 
 /// The grid as cache maintenance sees it.
-pub(super) struct CacheView<'a> {
+pub(crate) struct CacheView<'a> {
     pub wf: &'a Workflow,
     pub sites: &'a [SiteInfo],
     /// Each job's state in the node life cycle.
@@ -56,12 +56,12 @@ pub(super) struct CacheView<'a> {
 
 impl Placement {
     /// Ranks caches for maintenance with `worth`.
-    pub(super) fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
+    pub(crate) fn set_cache_worth(&mut self, worth: Box<dyn CacheWorth>) {
         self.cache.worth = Some(worth);
     }
 
     /// `job` was submitted at `now`: a use of each of its files.
-    pub(super) fn note_uses(&mut self, wf: &Workflow, job: JobId, now: Time) {
+    pub(crate) fn note_uses(&mut self, wf: &Workflow, job: JobId, now: Time) {
         let j = &wf.jobs[job];
         for &f in j.inputs.iter().chain(&j.outputs) {
             self.cache.uses[f].push(now);
@@ -71,7 +71,7 @@ impl Placement {
     /// What brings `site`'s cache back under `bound`, in increasing worth
     /// (see the module docs); nothing when it is under it, holds no slot
     /// or is down.
-    pub(super) fn cache_plan(&mut self, v: &CacheView, site: SiteId, bound: u64) -> Vec<CacheStep> {
+    pub(crate) fn cache_plan(&mut self, v: &CacheView, site: SiteId, bound: u64) -> Vec<CacheStep> {
         let wf = v.wf;
         if v.sites[site].cpus == 0 || self.pool.down[site] {
             return Vec::new();
@@ -142,7 +142,7 @@ impl Placement {
     /// new copy is registered (returns the jobs that waited for it), and
     /// the old one is to be deleted when it is still there (the second
     /// value); if it failed, the old one stays (nothing is lost).
-    pub(super) fn replica_done(
+    pub(crate) fn replica_done(
         &mut self,
         file: FileId,
         (from, to): (SiteId, SiteId),

@@ -33,7 +33,7 @@ use super::*;
 
 /// What a DAGMan held that may go now (see [`NodeLife::next_released`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Released {
+pub(crate) enum Released {
     /// A node's job goes to the queue (its DAGMan counts it).
     Submit(JobId),
     /// A sub-DAG's DAG starts: its entry's children are released.
@@ -43,7 +43,7 @@ pub(super) enum Released {
 impl NodeLife {
     /// `job`'s POST script ended (or was stopped): its DAGMan counts one
     /// fewer; returns the POST script it held that may run now.
-    pub(super) fn post_slot_freed(&mut self, job: JobId) -> Option<JobId> {
+    pub(crate) fn post_slot_freed(&mut self, job: JobId) -> Option<JobId> {
         if !self.dagmans.on.post {
             return None;
         }
@@ -59,7 +59,7 @@ impl NodeLife {
     /// or in the queue that may go now, counted (call until `None`; each
     /// is carried out before the next is asked for, as it changes the
     /// counts). Held jobs no longer staging are dropped.
-    pub(super) fn next_released(&mut self) -> Option<Released> {
+    pub(crate) fn next_released(&mut self) -> Option<Released> {
         let dagmans = self.dagmans.list.len();
         if self.dagmans.on.idle {
             for d in 0..dagmans {
@@ -98,7 +98,7 @@ impl NodeLife {
 impl NodeLife {
     /// Whether `job`'s DAGMan holds its submission (it is then held): too
     /// many of its jobs idle, or in the queue.
-    pub(super) fn submission_held(&mut self, job: JobId) -> bool {
+    pub(crate) fn submission_held(&mut self, job: JobId) -> bool {
         if !self.dagmans.on.idle && !self.dagmans.on.submitted {
             return false;
         }
@@ -135,7 +135,7 @@ impl NodeLife {
 
     /// `job` went into or out of the queue's idle jobs (`idle`): its
     /// DAGMan's count of them follows.
-    pub(super) fn idle_moved(&mut self, job: JobId, idle: bool) {
+    pub(crate) fn idle_moved(&mut self, job: JobId, idle: bool) {
         if self.dagmans.on.idle {
             let d = self.dagmans.dagman_of(job);
             let c = &mut self.dagmans.list[d].idle.count;
@@ -145,7 +145,7 @@ impl NodeLife {
 
     /// The entry no-op `job` of a sub-DAG ended: its DAG is submitted, one
     /// job of the DAGMan above, which may hold it (then its nodes wait).
-    pub(super) fn subdag_start_held(&mut self, job: JobId) -> bool {
+    pub(crate) fn subdag_start_held(&mut self, job: JobId) -> bool {
         self.dagmans.on.submitted
             && self.node_of_entry(job).is_some()
             && self.submission_held_by(self.dagmans.dagman_of(job), Held::SubDag(job))
@@ -153,7 +153,7 @@ impl NodeLife {
 
     /// The sub-DAG node `job`'s DAG ended: its DAGMan's job left the queue
     /// of the DAGMan above.
-    pub(super) fn subdag_left_queue(&mut self, job: JobId) {
+    pub(crate) fn subdag_left_queue(&mut self, job: JobId) {
         if !self.dagmans.on.submitted {
             return;
         }
@@ -166,7 +166,7 @@ impl NodeLife {
 
     /// `job` left the queue (it ended, was killed or removed): a held
     /// submission of its DAGMan may go.
-    pub(super) fn left_queue(&mut self, job: JobId) {
+    pub(crate) fn left_queue(&mut self, job: JobId) {
         if self.dagmans.on.submitted {
             self.uncount_submitted(self.dagmans.dagman_of(job));
         }
@@ -197,7 +197,7 @@ impl NodeLife {
     }
 
     /// The next ready job whose DAGMan may take it (see [`Self::admits`]).
-    pub(super) fn pop_ready(&mut self) -> Option<JobId> {
+    pub(crate) fn pop_ready(&mut self) -> Option<JobId> {
         let NodeLife {
             ready,
             dagmans,
@@ -211,7 +211,7 @@ impl NodeLife {
     /// regardless counts in its DAGMan's queue from the start of its
     /// prescript stage until it is submitted (or goes back, or ends
     /// without a job, as a NOOP does).
-    pub(super) fn reserve_moved(&mut self, job: JobId, from: JobState, to: JobState) {
+    pub(crate) fn reserve_moved(&mut self, job: JobId, from: JobState, to: JobState) {
         if !self.dagmans.on.submitted || from.claims_slot() == to.claims_slot() {
             return;
         }
@@ -227,7 +227,7 @@ impl NodeLife {
     }
 
     /// Whether `job`'s DAGMan holds its POST script (it is then held).
-    pub(super) fn post_held(&mut self, job: JobId) -> bool {
+    pub(crate) fn post_held(&mut self, job: JobId) -> bool {
         self.dagmans.on.post && {
             let d = self.dagmans.dagman_of(job);
             self.dagmans.list[d].post.hold_or_count(Held::Job(job))
@@ -236,7 +236,7 @@ impl NodeLife {
 
     /// Whether `job`'s DAGMan has as many prescripts running as its
     /// `DAGMAN_MAX_PRE_SCRIPTS`: it holds `job` (Ready) until one ends.
-    pub(super) fn prescript_held(&mut self, job: JobId) -> bool {
+    pub(crate) fn prescript_held(&mut self, job: JobId) -> bool {
         if !self.dagmans.on.pre {
             return false;
         }
@@ -249,7 +249,7 @@ impl NodeLife {
     }
 
     /// `job`'s prescript started: its DAGMan counts it.
-    pub(super) fn prescript_started(&mut self, job: JobId) {
+    pub(crate) fn prescript_started(&mut self, job: JobId) {
         if self.dagmans.on.pre {
             let d = self.dagmans.dagman_of(job);
             self.dagmans.list[d].pre.count += 1;
@@ -258,7 +258,7 @@ impl NodeLife {
 
     /// `job`'s prescript ended: a ready node its DAGMan held is offered
     /// again.
-    pub(super) fn prescript_ended(&mut self, job: JobId) {
+    pub(crate) fn prescript_ended(&mut self, job: JobId) {
         if !self.dagmans.on.pre {
             return;
         }
@@ -274,7 +274,7 @@ impl NodeLife {
 
     /// `job`'s POST script, held by its DAGMan, will not run: whether it
     /// was held.
-    pub(super) fn forget_post(&mut self, job: JobId) -> bool {
+    pub(crate) fn forget_post(&mut self, job: JobId) -> bool {
         if !self.dagmans.on.post {
             return false;
         }

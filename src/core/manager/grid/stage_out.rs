@@ -25,18 +25,18 @@ use super::*;
 
 /// Final outputs on their way to their submit machine (`stage_out`).
 #[derive(Debug, Default)]
-pub(super) struct Finals {
+pub(crate) struct Finals {
     /// Copies in flight.
-    pub(super) out: usize,
+    pub(crate) out: usize,
     /// Nodes ended whose final outputs are to leave (job, where they are).
-    pub(super) due: Vec<(JobId, SiteId)>,
+    pub(crate) due: Vec<(JobId, SiteId)>,
     /// Failed tries, per file.
-    pub(super) tries: HashMap<FileId, u32>,
+    pub(crate) tries: HashMap<FileId, u32>,
 }
 
 /// A job's outputs on their way home.
 #[derive(Debug)]
-pub(super) struct StageOut {
+pub(crate) struct StageOut {
     site: SiteId,
     attempt: usize,
     /// Transfers not yet ended well.
@@ -49,7 +49,7 @@ pub(super) struct StageOut {
 
 /// What the end of a transfer of a job's output home means.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum HomeEnd {
+pub(crate) enum HomeEnd {
     /// Of an attempt no longer sending: nothing.
     Stale,
     /// Outputs are still on their way.
@@ -70,7 +70,7 @@ pub(super) enum HomeEnd {
 
 /// What the end of a final output's copy to the submit machine means.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum FinalEnd {
+pub(crate) enum FinalEnd {
     /// Registered there (freeing the jobs that waited for it), cleaned up
     /// where it was made.
     Arrived(Option<Vec<JobId>>),
@@ -84,7 +84,7 @@ impl Placement {
     /// Starts sending `job`'s outputs (of its `attempt`) from `site` home
     /// (see [`Placement::sends_home`]), `delete` going with them: returns
     /// the outputs to send.
-    pub(super) fn begin_stage_out(
+    pub(crate) fn begin_stage_out(
         &mut self,
         wf: &Workflow,
         (job, attempt): (JobId, usize),
@@ -105,7 +105,7 @@ impl Placement {
     /// The transfer that sends `job`'s output `file` home, for its `attempt`
     /// (any attempt when none): `(from, to, attempt, is a retry)`; none
     /// when that attempt sends nothing.
-    pub(super) fn home_flight(
+    pub(crate) fn home_flight(
         &self,
         job: JobId,
         file: FileId,
@@ -121,7 +121,7 @@ impl Placement {
 
     /// A transfer of `job`'s output `file` home, of its `attempt`, ended
     /// `ok` or not; `retries` tries are allowed each.
-    pub(super) fn home_done(
+    pub(crate) fn home_done(
         &mut self,
         wf: &Workflow,
         (job, attempt): (JobId, usize),
@@ -172,7 +172,7 @@ impl Placement {
     /// `job`'s node ended with its outputs registered at `site`: its final
     /// outputs to copy to its submit machine (none when it is there or
     /// down), counted as on their way.
-    pub(super) fn finals_to_send(&mut self, wf: &Workflow, job: JobId, site: SiteId) -> Vec<FileId> {
+    pub(crate) fn finals_to_send(&mut self, wf: &Workflow, job: JobId, site: SiteId) -> Vec<FileId> {
         let home = self.home[job];
         if site == home || self.pool.down[home] {
             return Vec::new();
@@ -186,7 +186,7 @@ impl Placement {
 
     /// A copy of `job`'s final output `file` from `from` to its submit
     /// machine ended, `ok` or not; `retries` tries are allowed.
-    pub(super) fn final_done(
+    pub(crate) fn final_done(
         &mut self,
         wf: &Workflow,
         (job, file, from): (JobId, FileId, SiteId),
@@ -212,7 +212,7 @@ impl Placement {
 
     /// A retry of a final output's copy from `from` is due: whether it is
     /// still there to send (lost meanwhile, its producer makes it again).
-    pub(super) fn final_still_there(&mut self, file: FileId, from: SiteId) -> bool {
+    pub(crate) fn final_still_there(&mut self, file: FileId, from: SiteId) -> bool {
         let there = self.replicas.has(file, from);
         if !there {
             self.finals.out -= 1;
@@ -222,7 +222,7 @@ impl Placement {
 
     /// The site a job's outputs are registered at when its node ends: its
     /// submit machine with the `return` policy, else where it ran.
-    pub(super) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
+    pub(crate) fn output_site(&self, job: JobId, ran_at: SiteId) -> SiteId {
         match self.policy {
             ReplicaPolicy::Return => self.home[job],
             _ => ran_at,
@@ -232,7 +232,7 @@ impl Placement {
     /// Whether `job`, ended well at `site`, sends its outputs home before
     /// its node ends: with the `return` policy, when it has outputs and ran
     /// away from home.
-    pub(super) fn sends_home(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+    pub(crate) fn sends_home(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
         self.policy == ReplicaPolicy::Return
             && site != self.home[job]
             && !wf.jobs[job].outputs.is_empty()

@@ -6,13 +6,51 @@
 //! leaves it again if it never arrives. Jobs waiting for a lost file to be
 //! made again wait here for its registration.
 
-use super::{Registration, ReplicaPolicy};
 use crate::core::rls::Rls;
 use crate::core::{FileId, JobId, SiteId};
 use rustc_hash::FxHashMap as HashMap;
 
+/// What the postscript does with staged inputs (seed 000 §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicaPolicy {
+    /// Staged copies are private to their job and deleted after it (Random).
+    Delete,
+    /// Staged copies stay and are registered for other jobs (RandomCaching).
+    Caching,
+    /// Condor's own file transfer (seed 003 §3, ORIG): staged copies are
+    /// deleted after the job, and its outputs are sent back to its submit
+    /// machine and deleted at the execute machine, so every input comes
+    /// from a submit machine.
+    Return,
+}
+
+/// When a staged copy enters the replica catalogue that site selectors read
+/// (with the `caching` replica policy).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Registration {
+    /// As soon as a prescript plans to stage it there (it is pending or in
+    /// flight): what a selector sees then follows from the decisions made
+    /// before, never from whether a transfer has ended yet, which a live run
+    /// cannot time to the instant as the simulator does. Transfers read
+    /// only copies that are there. A planned copy that never arrives (its
+    /// prescript aborted) leaves the catalogue again.
+    Planned,
+    /// As soon as it is verified at the site (a caching RLS): a prescript
+    /// right after a transfer's end sees the copy or not by a few
+    /// milliseconds in a live run.
+    #[default]
+    Arrival,
+    /// In the postscript of the job that staged it, after the job ran: seed
+    /// 000's simulator (§4, "the postscript ... is responsible for registering
+    /// ... the new replicas in the RLS"). Until then the copy serves jobs at
+    /// its own site, but selectors and other sites' prescripts do not see it.
+    Postscript,
+}
+
 /// Where every copy is, as the manager and as the selectors see it.
-pub(super) struct Replicas {
+pub(crate) struct Replicas {
     /// Every replica the manager knows of, used to stage (a copy at the site
     /// itself is reused as soon as it arrives).
     rls: Rls,
@@ -29,7 +67,7 @@ impl Replicas {
     /// The catalogues of `files` files with the initial copies `placement`
     /// (file, site); the selectors read their own when `registration`
     /// delays or advances what they see.
-    pub(super) fn new(
+    pub(crate) fn new(
         files: usize,
         placement: &[(FileId, SiteId)],
         registration: Registration,
@@ -51,19 +89,19 @@ impl Replicas {
     }
 
     /// Every replica the manager knows of.
-    pub(super) fn rls(&self) -> &Rls {
+    pub(crate) fn rls(&self) -> &Rls {
         &self.rls
     }
 
     /// The catalogue the selectors read.
-    pub(super) fn for_selectors(&self) -> &Rls {
+    pub(crate) fn for_selectors(&self) -> &Rls {
         self.catalogue.as_ref().unwrap_or(&self.rls)
     }
 
     /// The sites a transfer may read `file` from: only a copy that is there
     /// (and, with postscript registration, registered in its job's
     /// postscript).
-    pub(super) fn readable(&self, file: FileId) -> &[SiteId] {
+    pub(crate) fn readable(&self, file: FileId) -> &[SiteId] {
         match (&self.catalogue, self.registration) {
             (Some(c), Registration::Postscript) => c.holders(file),
             _ => self.rls.holders(file),
@@ -71,19 +109,19 @@ impl Replicas {
     }
 
     /// Whether `site` holds `file`.
-    pub(super) fn has(&self, file: FileId, site: SiteId) -> bool {
+    pub(crate) fn has(&self, file: FileId, site: SiteId) -> bool {
         self.rls.has(file, site)
     }
 
     /// The sites holding `file`.
-    pub(super) fn holders(&self, file: FileId) -> &[SiteId] {
+    pub(crate) fn holders(&self, file: FileId) -> &[SiteId] {
         self.rls.holders(file)
     }
 
     /// A copy now at `site`, registered for everyone (an output, or a staged
     /// copy in its job's postscript); returns the jobs that waited for it
     /// to be made again.
-    pub(super) fn register(&mut self, file: FileId, site: SiteId) -> Option<Vec<JobId>> {
+    pub(crate) fn register(&mut self, file: FileId, site: SiteId) -> Option<Vec<JobId>> {
         self.rls.register(file, site);
         if let Some(c) = self.catalogue.as_mut() {
             c.register(file, site);
@@ -93,7 +131,7 @@ impl Replicas {
 
     /// A staged copy verified at `site`: every later prescript may use it;
     /// the selectors see it now unless they wait for its postscript.
-    pub(super) fn arrived(&mut self, file: FileId, site: SiteId) {
+    pub(crate) fn arrived(&mut self, file: FileId, site: SiteId) {
         self.rls.register(file, site);
         if self.registration == Registration::Planned
             && let Some(c) = self.catalogue.as_mut()
@@ -104,7 +142,7 @@ impl Replicas {
 
     /// Postscript registration: the copies of `staged` at `site` enter the
     /// selectors' catalogue.
-    pub(super) fn publish(&mut self, staged: &[FileId], site: SiteId) {
+    pub(crate) fn publish(&mut self, staged: &[FileId], site: SiteId) {
         if self.registration != Registration::Postscript {
             return;
         }
@@ -117,7 +155,7 @@ impl Replicas {
 
     /// The copy of `file` at `site` is gone (evicted, deleted); the
     /// selectors still see it while a prescript plans it there.
-    pub(super) fn forget(&mut self, file: FileId, site: SiteId) {
+    pub(crate) fn forget(&mut self, file: FileId, site: SiteId) {
         self.rls.unregister(file, site);
         if let Some(c) = self.catalogue.as_mut()
             && !self.planned.contains_key(&(file, site))
@@ -127,7 +165,7 @@ impl Replicas {
     }
 
     /// Every copy at `site` is lost (it crashed with its pool).
-    pub(super) fn drop_site(&mut self, site: SiteId) {
+    pub(crate) fn drop_site(&mut self, site: SiteId) {
         self.rls.drop_site(site);
         if let Some(c) = self.catalogue.as_mut() {
             c.drop_site(site);
@@ -136,14 +174,14 @@ impl Replicas {
 
     /// Whether a placement registers its job's inputs in the selectors'
     /// catalogue at once ([`Registration::Planned`] with caching).
-    pub(super) fn plans(&self) -> bool {
+    pub(crate) fn plans(&self) -> bool {
         self.registration == Registration::Planned && self.catalogue.is_some()
     }
 
     /// [`Registration::Planned`]: `files`, which a prescript plans to stage
     /// at `site`, enter the selectors' catalogue there; returns them (none
     /// with another registration).
-    pub(super) fn plan(&mut self, files: impl IntoIterator<Item = FileId>, site: SiteId) -> Vec<FileId> {
+    pub(crate) fn plan(&mut self, files: impl IntoIterator<Item = FileId>, site: SiteId) -> Vec<FileId> {
         if !self.plans() {
             return Vec::new();
         }
@@ -161,7 +199,7 @@ impl Replicas {
     /// A prescript that planned `files` at `site` ended (its job submitted,
     /// or aborted): each leaves the selectors' catalogue there unless it
     /// arrived or another prescript still plans it.
-    pub(super) fn unplan(&mut self, files: &[FileId], site: SiteId) {
+    pub(crate) fn unplan(&mut self, files: &[FileId], site: SiteId) {
         for &f in files {
             let Some(n) = self.planned.get_mut(&(f, site)) else {
                 continue;
@@ -180,12 +218,12 @@ impl Replicas {
     }
 
     /// `job` waits for `file`, whose every copy was lost, to be made again.
-    pub(super) fn wait_for(&mut self, file: FileId, job: JobId) {
+    pub(crate) fn wait_for(&mut self, file: FileId, job: JobId) {
         self.remade.entry(file).or_default().push(job);
     }
 
     /// The jobs waiting for `file` to be made again, no longer waiting.
-    pub(super) fn take_waiting(&mut self, file: FileId) -> Option<Vec<JobId>> {
+    pub(crate) fn take_waiting(&mut self, file: FileId) -> Option<Vec<JobId>> {
         if self.remade.is_empty() {
             return None;
         }
@@ -193,19 +231,19 @@ impl Replicas {
     }
 
     /// The replica catalogue, once the run is over.
-    pub(super) fn into_rls(self) -> Rls {
+    pub(crate) fn into_rls(self) -> Rls {
         self.rls
     }
 
     /// Prescripts planning copies now, (file, site) pairs.
     #[cfg(test)]
-    pub(super) fn planned_len(&self) -> usize {
+    pub(crate) fn planned_len(&self) -> usize {
         self.planned.len()
     }
 
     /// The selectors' own catalogue, when they have one.
     #[cfg(test)]
-    pub(super) fn catalogue(&self) -> Option<&Rls> {
+    pub(crate) fn catalogue(&self) -> Option<&Rls> {
         self.catalogue.as_ref()
     }
 }

@@ -1,0 +1,174 @@
+//! What DAGMan's stop does to its nodes (HTCondor's `main_shutdown_rescue`,
+//! `ABORT-DAG-ON`): which value stops the DAG, what the stop does to each
+//! node as it stands, and why a stopped node stopped. The manager carries
+//! the stop out (`abort.rs`).
+
+use super::*;
+
+/// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
+/// removal of the DAG. Every node job in flight was removed and no node
+/// starts any more but the `FINAL` one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DagAbort {
+    /// The node whose exit aborted the DAG; `None` when the user removed
+    /// it.
+    pub node: Option<JobId>,
+    /// The value that node exited with (0 for a removal).
+    pub status: i32,
+    /// The DAG's exit value: `RETURN`, else the node's; for a removal
+    /// DAGMan's `EXIT_ABORT` (2).
+    pub dag_return: i32,
+}
+
+/// DAGMan's exit value when the user removed the DAG (`EXIT_ABORT`).
+pub const EXIT_ABORT: i32 = 2;
+
+/// What a DAG's stop does to one of its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopStep {
+    /// Never to run, but not futile: DAGMan leaves it NOT_READY (unless a
+    /// removal's failure makes it futile first).
+    Block,
+    /// Its attempt is removed wherever it is, and the node fails.
+    Remove,
+}
+
+impl NodeLife {
+    /// The top DAG stops for `abort`: returns the nodes whose submission
+    /// its DAGMans' MAX_JOBS limits held. Never submitted, DAGMan has them
+    /// ready and leaves them NOT_READY, neither removed nor failed.
+    pub(crate) fn begin_stop(&mut self, abort: DagAbort) -> Vec<JobId> {
+        self.dagmans.top_mut().aborted = Some(abort);
+        self.dagmans.take_held_submissions()
+    }
+
+    /// What the stop does to `job` as it stands now: a node not started
+    /// is blocked, one in flight removed; one over, the FINAL node (which
+    /// runs after the stop) and `spare` (whose end is being handled) are
+    /// left.
+    pub(crate) fn stop_step(&self, job: JobId, spare: Option<JobId>) -> Option<StopStep> {
+        if Some(job) == spare || Some(job) == self.nodes.final_node {
+            return None;
+        }
+        match self.state[job] {
+            JobState::Waiting | JobState::Ready => Some(StopStep::Block),
+            JobState::Staging | JobState::Queued | JobState::Running => Some(StopStep::Remove),
+            JobState::Done | JobState::Failed | JobState::Blocked => None,
+        }
+    }
+
+    /// The stop `job`'s exit `status` (its job's, or its PRE or POST
+    /// script's) makes by its `ABORT-DAG-ON`, unless the DAG stopped
+    /// already.
+    pub(crate) fn abort_for(&self, job: JobId, status: i32) -> Option<DagAbort> {
+        if self.dagmans.top().aborted.is_some() {
+            return None;
+        }
+        let &(_, ret) = self.nodes.abort_on[job].iter().find(|(v, _)| *v == status)?;
+        Some(DagAbort {
+            node: Some(job),
+            status,
+            dag_return: ret.unwrap_or(status),
+        })
+    }
+
+    /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
+    pub(crate) fn stop_reason(&self, wf: &Workflow, job: JobId) -> String {
+        let (abort, what) = match self.dagmans.stopped(job) {
+            Some(a) => (Some(a), "its sub-DAG"),
+            None => (self.dagmans.top().aborted, "the DAG"),
+        };
+        match abort {
+            Some(DagAbort {
+                node: Some(n),
+                status,
+                ..
+            }) => format!(
+                "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
+                wf.jobs[n].name
+            ),
+            Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
+            None => String::new(),
+        }
+    }
+
+    /// Whether the DAG stopped for `job`: it did, and `job` is not FINAL.
+    pub(crate) fn stopped_for(&self, job: JobId) -> bool {
+        self.dagmans.top().aborted.is_some() && Some(job) != self.nodes.final_node
+            || self.dagmans.stopped(job).is_some() && !self.dagmans.is_final(job)
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stop blocks what has not started and removes what is in
+    /// flight; it leaves the nodes over, FINAL and the node it spares.
+    #[test]
+    fn a_stop_blocks_the_unstarted_and_removes_the_nodes_in_flight() {
+        let mut life = NodeLife::new(vec![0; 9], vec![Vec::new(); 9], false, 0);
+        let states = [
+            JobState::Waiting,
+            JobState::Ready,
+            JobState::Staging,
+            JobState::Queued,
+            JobState::Running,
+            JobState::Done,
+            JobState::Failed,
+            JobState::Blocked,
+            JobState::Waiting,
+        ];
+        for (j, &s) in states.iter().enumerate() {
+            life.move_node(j, s);
+        }
+        life.nodes = NodeSettings::none(9);
+        life.nodes.final_node = Some(8);
+        let block = Some(StopStep::Block);
+        let remove = Some(StopStep::Remove);
+        let want = [block, block, remove, remove, remove, None, None, None, None];
+        let got: Vec<_> = (0..9).map(|j| life.stop_step(j, None)).collect();
+        assert_eq!(got, want);
+        assert_eq!(life.stop_step(3, Some(3)), None, "spared");
+        let abort = DagAbort {
+            node: None,
+            status: 0,
+            dag_return: EXIT_ABORT,
+        };
+        assert_eq!(life.begin_stop(abort), Vec::<JobId>::new());
+        assert_eq!(life.dagmans.top().aborted, Some(abort));
+    }
+
+    #[test]
+    fn abort_dag_on_values_stop_the_dag_once_and_say_why() {
+        let mut life = NodeLife::new(vec![0; 2], vec![Vec::new(); 2], false, 0);
+        let mut nodes = NodeSettings::none(2);
+        nodes.abort_on[1] = vec![(3, Some(0)), (4, None)];
+        life.nodes = nodes;
+        assert_eq!(life.abort_for(0, 3), None, "0 has no ABORT-DAG-ON");
+        assert_eq!(life.abort_for(1, 1), None, "not its value");
+        let abort = DagAbort {
+            node: Some(1),
+            status: 4,
+            dag_return: 4,
+        };
+        assert_eq!(life.abort_for(1, 4), Some(abort), "RETURN defaults to the value");
+        assert_eq!(life.abort_for(1, 3).map(|a| a.dag_return), Some(0));
+        let wf = crate::core::Workflow::build(
+            Vec::new(),
+            ["a", "b"].map(|n| crate::core::JobSpec {
+                name: n.into(),
+                ..Default::default()
+            })
+            .to_vec(),
+        )
+        .unwrap();
+        assert_eq!(life.stop_reason(&wf, 0), "", "the DAG has not stopped");
+        life.dagmans.top_mut().aborted = Some(abort);
+        assert_eq!(life.abort_for(1, 4), None, "it stops once");
+        assert_eq!(
+            life.stop_reason(&wf, 0),
+            "the DAG was aborted (ABORT-DAG-ON: `b` exited 4)"
+        );
+    }
+}
+
