@@ -2682,6 +2682,141 @@ fn monitqueue_hands_over_the_overdue_jobs_in_submission_order() {
     assert!(g.pool.idle.is_empty());
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(300))]
+
+    /// Where a job may go against the rule written out, on random grids
+    /// of four execution sites whose disks hold nothing, the job, the job
+    /// beside the reserve, or everything, with other jobs placed there
+    /// first: sites with CPUs whose disk can hold the job's files, not
+    /// avoided; every such site down is a wait, none at all a failure;
+    /// not the site to avoid once if another is up; of those, the ones
+    /// with room now beside the files held there (and, for a root while
+    /// jobs hold files, the reserve for the jobs after the roots), in
+    /// their order, else the wait for room at any of them.
+    #[test]
+    fn a_job_may_go_where_the_rule_written_out_lets_it(
+        disks in proptest::collection::vec(proptest::sample::select(vec![5u64, 100, 205, 215, 300, 420, 430, 1000]), 4),
+        cpus in proptest::collection::vec(0usize..3, 4),
+        down in proptest::collection::vec(proptest::bool::weighted(0.3), 4),
+        avoid in proptest::collection::vec(proptest::bool::weighted(0.2), 4),
+        avoid_once in proptest::option::of(1usize..5),
+        placed in proptest::collection::vec((0usize..4, 1usize..5), 0..4),
+        job in 0usize..4,
+    ) {
+        use super::site_choice::NoSite;
+        let wf = pipeline(2, 2);
+        let mut s = sites(4, 1, 0);
+        for i in 0..4 {
+            (s[i + 1].disk, s[i + 1].cpus) = (disks[i], cpus[i]);
+        }
+        let settings = ManagerSettings { storage_aware: true, ..Default::default() };
+        let mut w = world(wf.clone(), s.clone(), settings, "round-robin");
+        let g = &mut w.m.grid;
+        // The rule written out, beside the placement's.
+        let size = |f: FileId| wf.files[f].size;
+        let files = |j: JobId| wf.jobs[j].inputs.iter().chain(&wf.jobs[j].outputs).copied();
+        let footprint = |j: JobId| files(j).map(size).sum::<u64>();
+        let mut held = vec![std::collections::BTreeSet::new(); 5];
+        let mut others = Vec::new();
+        for (other, site) in placed {
+            if other != job && !others.contains(&other) {
+                others.push(other);
+                g.room.place(&wf, other, site);
+                held[site].extend(files(other));
+            }
+        }
+        let avoided: Vec<SiteId> = (1..5).filter(|&k| avoid[k - 1]).collect();
+        if !avoided.is_empty() {
+            g.avoid.insert(job, avoided.clone());
+        }
+        g.pool.down = std::iter::once(false).chain(down.iter().copied()).collect();
+        g.avoid_once[job] = avoid_once;
+        let mut could: Vec<SiteId> = (1..5)
+            .filter(|&k| s[k].cpus > 0 && s[k].disk >= footprint(job) && !avoided.contains(&k))
+            .collect();
+        let everything: u64 = wf.files.iter().map(|f| f.size).sum();
+        let reserve = (0..wf.jobs.len()).filter(|&j| !wf.jobs[j].parents.is_empty()).map(footprint).max().unwrap();
+        let has_room = |k: SiteId| {
+            if s[k].disk >= everything + reserve {
+                return true;
+            }
+            let free = s[k].disk.saturating_sub(held[k].iter().map(|&f| size(f)).sum());
+            let reserve = if wf.jobs[job].parents.is_empty() && !others.is_empty() { reserve } else { 0 };
+            let need: u64 = files(job).filter(|f| !held[k].contains(f)).map(size).sum();
+            footprint(job) + reserve <= free || need == 0 || need + reserve <= free
+        };
+        let want = if !could.is_empty() && could.iter().all(|&k| down[k - 1]) {
+            Err(NoSite::AllDown)
+        } else {
+            could.retain(|&k| !down[k - 1]);
+            if could.is_empty() {
+                Err(NoSite::None)
+            } else {
+                if let Some(k) = avoid_once.filter(|_| could.len() > 1) {
+                    could.retain(|&c| c != k);
+                }
+                let fit: Vec<SiteId> = could.iter().copied().filter(|&k| has_room(k)).collect();
+                if fit.is_empty() { Err(NoSite::NoRoom(could)) } else { Ok(fit) }
+            }
+        };
+        let mut out = Vec::new();
+        let got = match g.eligible_sites(job, &s, &wf, &mut out) {
+            Ok(()) => Ok(out),
+            Err(NoSite::NoRoom(mut all)) => {
+                all.sort_unstable();
+                Err(NoSite::NoRoom(all))
+            }
+            Err(e) => Err(e),
+        };
+        proptest::prop_assert_eq!(got, want);
+    }
+
+    /// MonitQueue's scan against the rule written out, on random queues:
+    /// whole-second times so that a job waiting exactly `max_idle` (not
+    /// overdue) comes often, entries of attempts a job left, jobs listed
+    /// twice and kills already out. Going down the queue in submission
+    /// order, the jobs still queued with no kill out are killed while they
+    /// waited longer than `max_idle`, up to the first that did not.
+    #[test]
+    fn monitqueue_kills_what_the_rule_written_out_kills(
+        entries in proptest::collection::vec((0u8..6, 0usize..6, 0usize..2), 0..12),
+        current in proptest::collection::vec(0usize..2, 6),
+        killing in proptest::collection::vec(proptest::bool::weighted(0.2), 6),
+        now in 0u8..10,
+        max_idle in 0u8..4,
+    ) {
+        let mut entries: Vec<(f64, JobId, usize)> =
+            entries.into_iter().map(|(t, j, a)| (f64::from(t), j, a)).collect();
+        entries.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (now, max_idle) = (f64::from(now), f64::from(max_idle));
+        let mut marked = killing.clone();
+        let mut want = Vec::new();
+        for &(submitted, job, attempt) in &entries {
+            if current[job] != attempt || marked[job] {
+                continue;
+            }
+            if now - submitted <= max_idle {
+                break;
+            }
+            marked[job] = true;
+            want.push(job);
+        }
+        let mut w = world(pipeline(3, 1), sites(1, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+        let g = &mut w.m.grid;
+        g.pool.idle = entries.iter().copied().collect();
+        g.pool.killing = killing;
+        let queued = |job: JobId, attempt: usize| current[job] == attempt;
+        let mut got = Vec::new();
+        while let Some(job) = g.next_overdue(now, max_idle, queued) {
+            proptest::prop_assert!(got.len() <= entries.len(), "the scan ends");
+            got.push(job);
+        }
+        proptest::prop_assert_eq!(&got, &want);
+        proptest::prop_assert_eq!(&g.pool.killing, &marked);
+    }
+}
+
 /// What the end of a transfer that is no stage-in asks of the manager,
 /// in the placement room alone: an output sent home is retried after the
 /// back-off, and once its tries are spent the job's work is lost; the
