@@ -54,7 +54,7 @@ pub mod scripted;
 mod staging;
 mod timer;
 mod retry;
-use grid::{maintenance, placement, replicas, room, site_choice, stage_in, stage_out, transfers};
+use grid::{maintenance, placement, replicas, room, schedd, site_choice, stage_in, stage_out, transfers};
 use life::{dagman_limits, dagmans, ends, node_life, release, stop, subdag};
 use room::RoomCheck;
 use stage_in::{StageEnd, StageNext};

@@ -164,10 +164,7 @@ impl Manager {
     pub(super) fn monit_queue(&mut self, out: &mut Vec<Command>) {
         let max_idle = self.settings.max_idle;
         while let Some(job) = {
-            let (state, jobs) = (&self.dag.state, &self.records.jobs);
-            let queued = |job: JobId, attempt: usize| {
-                state[job] == JobState::Queued && jobs[job].attempts.len() == attempt + 1
-            };
+            let queued = super::staging::queued(&self.dag.state, &self.records.jobs);
             self.grid.next_overdue(self.now, max_idle, queued)
         } {
             let site = self.grid.site_of[job];

@@ -3,18 +3,8 @@
 
 use super::*;
 use super::dagman_limits::Released;
+use super::schedd::Entered;
 use super::site_choice::{DagSide, NoSite};
-
-macro_rules! idle_view {
-    ($m:expr) => {
-        IdleView {
-            state: &$m.dag.state,
-            jobs: &$m.records.jobs,
-            at_site: &$m.grid.pool.at_site,
-            killing: &$m.grid.pool.killing,
-        }
-    };
-}
 
 /// What became of a ready job offered a prescript.
 pub(super) enum Prescript {
@@ -246,38 +236,33 @@ impl Manager {
             self.grid.note_uses(&self.wf, job, self.now);
         }
         self.set_state(job, JobState::Queued);
-        self.grid.pool.active[site] += 1;
         self.records.sites[site].submitted += 1;
-        if self.settings.monit_interval > 0.0 {
-            let attempt = self.records.jobs[job].attempts.len() - 1;
-            self.grid.pool.idle.push_back((self.now, job, attempt));
-        }
         let attempt = self.records.jobs[job].attempts.len() - 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
             a.submitted = Some(self.now);
         }
-        if self.grid.pool.wms.negotiates() {
+        let monit = self.settings.monit_interval > 0.0;
+        match self.grid.pool.enter(job, attempt, site, self.now, monit) {
             // Idle in the schedd until the negotiator matches it to a slot.
-            if let Some(at) = self.grid.pool.wms.idle(job, attempt, site, self.now) {
-                self.schedule(at, Timer::Negotiate);
+            Entered::Idle(at) => {
+                if let Some(at) = at {
+                    self.schedule(at, Timer::Negotiate);
+                }
             }
-        } else {
-            self.start_matched(job, out);
+            Entered::Matched => self.start_matched(job, out),
         }
     }
 
     /// Whether (job, attempt) is idle in the schedd: submitted, not yet at
     /// its site.
     pub(super) fn is_idle(&self, job: JobId, attempt: usize) -> bool {
-        idle_view!(self).waits(job, attempt)
+        self.grid.pool.waits(job, attempt, queued(&self.dag.state, &self.records.jobs))
     }
 
     /// A negotiation cycle: matched jobs start.
     pub(super) fn negotiate(&mut self, out: &mut Vec<Command>) {
-        let (matched, next) = {
-            let idle = idle_view!(self);
-            self.grid.pool.wms.negotiate(self.now, |j, a| idle.waits(j, a))
-        };
+        let queued = queued(&self.dag.state, &self.records.jobs);
+        let (matched, next) = self.grid.pool.negotiate(self.now, queued);
         for (job, _) in matched {
             self.start_matched(job, out);
         }
@@ -302,7 +287,7 @@ impl Manager {
 
     /// The schedd started `job`: it enters its site's queue.
     pub(super) fn send_to_site(&mut self, job: JobId, out: &mut Vec<Command>) {
-        self.grid.pool.at_site[job] = true;
+        self.grid.pool.sent(job);
         let exits = &self.dag.nodes.exits[job];
         // The program's runs so far (its retries may have been reset since:
         // a sub-DAG run again from its rescue).
@@ -343,16 +328,8 @@ impl Manager {
     /// `job` left its slot at `site` (ended, failed, killed): its claim goes
     /// to the site's next idle job, if any.
     pub(super) fn leave_slot(&mut self, job: JobId, site: SiteId, out: &mut Vec<Command>) {
-        self.grid.pool.at_site[job] = false;
-        if !self.grid.pool.wms.negotiates() {
-            return;
-        }
-        let next = {
-            let idle = idle_view!(self);
-            self.grid.pool.wms
-                .release_claim(job, site, self.now, |j, a| idle.waits(j, a))
-        };
-        if let Some((next, _)) = next {
+        let queued = queued(&self.dag.state, &self.records.jobs);
+        if let Some(next) = self.grid.pool.leave_slot(job, site, self.now, queued) {
             self.start_matched(next, out);
         }
     }
@@ -461,21 +438,9 @@ impl Manager {
     }
 }
 
-/// What tells whether a job is idle in the schedd, borrowed field by field
-/// so that the WMS stages that ask stay free to change.
-struct IdleView<'a> {
-    state: &'a [JobState],
-    jobs: &'a [JobRecord],
-    at_site: &'a [bool],
-    killing: &'a [bool],
-}
 
-impl IdleView<'_> {
-    /// Submitted (this attempt), not yet sent to its site, not being killed.
-    fn waits(&self, job: JobId, attempt: usize) -> bool {
-        self.state[job] == JobState::Queued
-            && self.jobs[job].attempts.len() == attempt + 1
-            && !self.at_site[job]
-            && !self.killing[job]
-    }
+/// Whether a job's attempt is queued, as the node life cycle and the
+/// records say: its state is `Queued` and the attempt is its last.
+pub(super) fn queued<'a>(state: &'a [JobState], jobs: &'a [JobRecord]) -> impl Fn(JobId, usize) -> bool + 'a {
+    move |job, attempt| state[job] == JobState::Queued && jobs[job].attempts.len() == attempt + 1
 }

@@ -2817,6 +2817,42 @@ proptest::proptest! {
     }
 }
 
+/// The pool's schedd, in the placement room alone: jobs that reach it
+/// are idle and only the first asks for a negotiation cycle; the cycle
+/// matches as many as the site has slots, dropping an attempt no longer
+/// queued; a job leaving its slot hands its claim to the site's next job
+/// still waiting, past one with a kill out; with no negotiator a job has
+/// its slot at once.
+#[test]
+fn the_schedd_hands_a_claim_to_the_sites_next_job_still_waiting() {
+    use super::schedd::Entered;
+    let wms = WmsSettings { negotiator_interval: 10.0, claim_worklife: 1200.0, ..Default::default() };
+    let settings = ManagerSettings { wms, ..Default::default() };
+    let w = world(pipeline(2, 1), sites(1, 1, 1 << 30), settings, "round-robin");
+    let (mut g, site) = (w.m.grid, 1);
+    assert!(matches!(g.pool.enter(0, 0, site, 0.0, true), Entered::Idle(Some(_))));
+    for j in 1..4 {
+        assert_eq!(g.pool.enter(j, 0, site, 1.0, false), Entered::Idle(None), "a cycle is due");
+    }
+    assert_eq!(g.pool.active[site], 4);
+    assert_eq!(g.pool.idle.len(), 1, "only the first is listed for MonitQueue");
+    let queued = |j: JobId, _: usize| j != 1;
+    assert!(g.pool.waits(0, 0, queued) && !g.pool.waits(1, 0, queued));
+    let (matched, next) = g.pool.negotiate(10.0, queued);
+    assert_eq!(matched, [(0, 0)], "one slot");
+    assert_eq!(next, Some(20.0), "jobs are left idle");
+    g.pool.sent(0);
+    assert!(!g.pool.waits(0, 0, queued), "at its site");
+    g.pool.killing[2] = true;
+    assert_eq!(g.pool.leave_slot(0, site, 30.0, queued), Some(3));
+    assert!(!g.pool.at_site[0]);
+
+    let w = world(pipeline(1, 1), sites(1, 1, 1 << 30), ManagerSettings::default(), "round-robin");
+    let mut g = w.m.grid;
+    assert_eq!(g.pool.enter(0, 0, site, 0.0, false), Entered::Matched);
+    assert_eq!(g.pool.leave_slot(0, site, 1.0, queued), None, "no claims without a negotiator");
+}
+
 /// What the end of a transfer that is no stage-in asks of the manager,
 /// in the placement room alone: an output sent home is retried after the
 /// back-off, and once its tries are spent the job's work is lost; the

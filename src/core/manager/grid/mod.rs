@@ -1,7 +1,8 @@
 //! The grid's data placement, the manager's other room (seed 000 §4–5,
 //! seed 003 §3–6): where each job goes (`site_choice`), its prescript's
 //! staging (`stage_in`), the replica catalogues (`replicas`), the
-//! transfers in flight (`transfers`), disk room (`room`), re-planning
+//! transfers in flight (`transfers`), the pool's schedd (`schedd`), disk
+//! room (`room`), re-planning
 //! with back-off (`replan`), stage-out (`stage_out`), cache maintenance
 //! (`maintenance`), memoization (`memo`) and what the end of a transfer
 //! that is no stage-in means (`flight_ends`). Its state is one
@@ -25,6 +26,7 @@ pub(crate) mod placement;
 pub(crate) mod replan;
 pub(crate) mod replicas;
 pub(crate) mod room;
+pub(crate) mod schedd;
 pub(crate) mod site_choice;
 pub(crate) mod stage_in;
 pub(crate) mod stage_out;
