@@ -2,7 +2,9 @@
 //! good (DAGMan's rescue semantics), and seed 002's MonitQueue, which kills
 //! jobs idling too long at a site and sends them back to the prescript.
 //! A node's failure for good and what it blocks are the node life cycle's
-//! own rule ([`NodeLife::fail_node`], told through its `LifePort`).
+//! own rule ([`NodeLife::fail_node`], told through its `LifePort`,
+//! `life/failure.rs`); the back-off and when re-planning gives up are the
+//! placement's (`grid/replan.rs`).
 
 use super::*;
 pub(crate) use super::retry::Retry;

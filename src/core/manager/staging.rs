@@ -1,5 +1,8 @@
-//! The prescript (seed 000 §4): choose a site, pin the job's inputs there,
-//! stage every missing input from the least busy replica, then submit.
+//! The prescript (seed 000 §4) and submission, as the manager carries them
+//! out: a site chosen and the job placed there (the placement's rules,
+//! `grid/site_choice.rs`), its PRE script, every missing input staged
+//! from the least busy replica (`grid/stage_in.rs`), then its submission,
+//! DAGMan's submit cycle and the pool's schedd (`grid/schedd.rs`).
 
 use super::*;
 use super::dagman_limits::Released;
@@ -340,17 +343,10 @@ impl Manager {
         result: Result<u64, TransferFailure>,
         out: &mut Vec<Command>,
     ) {
-        let Some(fl) = self.grid.transfers.end(id) else {
+        let Some(fl) = self.grid.transfer_ended(id, result.is_ok()) else {
             return;
         };
         let key = (fl.file, fl.to);
-        if result.is_ok()
-            && self.grid.policy == ReplicaPolicy::Caching
-            && !self.grid.pool.down[key.1]
-        {
-            // A verified copy at the site: every later prescript may use it.
-            self.grid.replicas.arrived(key.0, key.1);
-        }
         if let Some(c) = self.changes.as_mut() {
             c.transfers.push(id);
         }

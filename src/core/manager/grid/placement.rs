@@ -8,13 +8,13 @@ use super::maintenance::Cache;
 use super::memo::Memo;
 use super::room::{Room, RoomStall};
 use super::stage_out::{Finals, StageOut};
-use super::transfers::FlightKind;
+use super::transfers::{Flight, FlightKind};
 use super::stage_in::Staging;
 use super::{JobState, Timer};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
 use crate::core::ReplicaPolicy;
-use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, Workflow};
+use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, TransferId, Workflow};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
@@ -234,14 +234,24 @@ impl Placement {
             self.progress += 1;
         }
     }
-}
 
-impl Placement {
+    /// Transfer `id` ended, well when `ok`: its flight, unless it was not
+    /// in flight. Under the caching replica policy a verified copy at a
+    /// site that is up is registered at once: every later prescript may
+    /// use it.
+    pub(crate) fn transfer_ended(&mut self, id: TransferId, ok: bool) -> Option<Flight> {
+        let fl = self.transfers.end(id)?;
+        if ok && self.policy == ReplicaPolicy::Caching && !self.pool.down[fl.to] {
+            self.replicas.arrived(fl.file, fl.to);
+        }
+        Some(fl)
+    }
+
     /// Applies the replica policy to the copies a job staged at `site`: caching
     /// registers them, delete returns them for removal (never a registered one).
     pub(crate) fn postscript_replicas(&mut self, site: SiteId, staged: &[FileId]) -> Vec<FileId> {
         match self.policy {
-            // Registered when they arrived (see `on_transfer_done`), or now.
+            // Registered when they arrived (`transfer_ended`), or now.
             ReplicaPolicy::Caching => {
                 self.replicas.publish(staged, site);
                 Vec::new()
@@ -253,9 +263,7 @@ impl Placement {
                 .collect(),
         }
     }
-}
 
-impl Placement {
     /// Whether a site with slots is up.
     pub(crate) fn any_execution_site_up(&self, sites: &[SiteInfo]) -> bool {
         (sites.iter().zip(&self.pool.down)).any(|(s, &down)| s.cpus > 0 && !down)
