@@ -2772,6 +2772,48 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got, want);
     }
 
+    /// Placing a job against the rule written out, on random catalogues:
+    /// each of the job's inputs is held at the site, elsewhere, or
+    /// nowhere yet; the inputs to stage are those the site does not hold,
+    /// in the job's order, the others counted as cache hits, and the job
+    /// is pinned there whichever policy registers its copies.
+    #[test]
+    fn a_placement_stages_what_the_rule_written_out_stages(
+        held in proptest::collection::vec(0u8..3, 5),
+        site in 1usize..4,
+        attempt in 0usize..3,
+        pre: bool,
+        caching: bool,
+    ) {
+        let wf = pipeline(1, 5);
+        let policy = if caching { ReplicaPolicy::Caching } else { ReplicaPolicy::Delete };
+        let settings = ManagerSettings { replica_policy: policy, ..Default::default() };
+        let mut w = world(wf.clone(), sites(3, 1, 1 << 30), settings, "round-robin");
+        let (g, records) = (&mut w.m.grid, &mut w.m.records);
+        let job = 0;
+        let inputs = wf.jobs[job].inputs.clone();
+        for (&f, &h) in inputs.iter().zip(&held) {
+            match h {
+                0 => g.replicas.register(f, site),
+                1 => g.replicas.register(f, site % 3 + 1),
+                _ => None,
+            };
+        }
+        let want: Vec<FileId> = (inputs.iter().zip(&held)).filter(|&(_, &h)| h != 0).map(|(&f, _)| f).collect();
+        let hits = held.iter().filter(|&&h| h == 0).count() as u64;
+        let before = records.sites[site].clone();
+        let mut out = Vec::new();
+        g.place_at(&wf, job, site, attempt, pre, &mut records.sites[site], &mut out);
+        proptest::prop_assert_eq!(out, vec![Command::Pin { job, site }]);
+        let st = g.staging[job].as_ref().unwrap();
+        proptest::prop_assert_eq!((st.site, st.attempt, st.pre_running), (site, attempt, pre));
+        proptest::prop_assert_eq!(st.pending.iter().copied().collect::<Vec<_>>(), want);
+        let c = &records.sites[site];
+        proptest::prop_assert_eq!(c.cache_hits - before.cache_hits, hits);
+        proptest::prop_assert_eq!(c.inputs_planned - before.inputs_planned, 5);
+        proptest::prop_assert_eq!(g.site_of[job], site);
+    }
+
     /// MonitQueue's scan against the rule written out, on random queues:
     /// whole-second times so that a job waiting exactly `max_idle` (not
     /// overdue) comes often, entries of attempts a job left, jobs listed
