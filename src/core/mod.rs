@@ -117,6 +117,10 @@ pub enum JobFailure {
     /// status (DAGMan's `$RETURN`): its outputs are not kept, and its POST
     /// script, if it has one, decides the node.
     Exit(i32),
+    /// The job could not be submitted (DAGMan's submission failed: its
+    /// submit description unreadable, its executable missing): it never
+    /// entered the site's queue.
+    SubmitFailed(String),
 }
 
 /// Which of a DAGMan node's scripts.

@@ -95,6 +95,36 @@ pub struct NodeSettings {
     /// (`jobs = "run"`): each submission carries DAGMan's counts for its
     /// description's macros.
     pub job_programs: bool,
+    /// How DAGMan submits the jobs (`DAGMAN_USE_DIRECT_SUBMIT`,
+    /// `DAGMAN_MAX_SUBMIT_ATTEMPTS`): what a failed submission leads to.
+    pub submit: SubmitTries,
+}
+
+/// DAGMan's `DAG_ERROR_CONDOR_SUBMIT_FAILED`: the `$RETURN` a node's POST
+/// script sees when its job could not be submitted.
+pub const SUBMIT_FAILED: i32 = -1001;
+
+/// What DAGMan does when a node's job cannot be submitted (HTCondor's
+/// `Dag::ProcessFailedSubmit`): with direct submission (the default) a
+/// failure is for good at once; through `condor_submit` it tries again,
+/// up to `max_attempts` submissions of the node in all, after a wait
+/// that doubles from 1 s with each failure and holds every submission of
+/// its DAGMan meanwhile. Once it gives up, the node's `RETRY` is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubmitTries {
+    /// `DAGMAN_USE_DIRECT_SUBMIT` (default true).
+    pub direct: bool,
+    /// `DAGMAN_MAX_SUBMIT_ATTEMPTS` (default 6).
+    pub max_attempts: u32,
+}
+
+impl Default for SubmitTries {
+    fn default() -> Self {
+        SubmitTries {
+            direct: true,
+            max_attempts: 6,
+        }
+    }
 }
 
 /// A `SUBDAG EXTERNAL` node and its DAG's nodes, flattened into the DAG:
@@ -192,6 +222,7 @@ impl NodeSettings {
             in_cycle: Default::default(),
             post_job_id: Default::default(),
             job_programs: false,
+            submit: SubmitTries::default(),
         }
     }
 }

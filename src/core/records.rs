@@ -44,6 +44,7 @@ impl Outcome {
             }
             Outcome::Failed(JobFailure::Failed(r)) => format!("failed: {r}"),
             Outcome::Failed(JobFailure::Exit(status)) => format!("exited {status}"),
+            Outcome::Failed(JobFailure::SubmitFailed(r)) => format!("job submit failed: {r}"),
             Outcome::Killed => "killed by MonitQueue".into(),
             Outcome::Removed(r) => format!("removed: {r}"),
         }
@@ -76,6 +77,10 @@ pub struct Attempt {
     pub scripts: Vec<ScriptRun>,
     /// A clustered job's members as seqexec ran them, in order.
     pub members: Vec<MemberRun>,
+    /// When DAGMan tried to submit its job and failed, in order (each try
+    /// but a last that went through; `DAGMAN_MAX_SUBMIT_ATTEMPTS`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub submit_failures: Vec<Time>,
 }
 
 impl Attempt {
@@ -94,6 +99,7 @@ impl Attempt {
             exit: None,
             scripts: Vec::new(),
             members: Vec::new(),
+            submit_failures: Vec::new(),
         }
     }
 }

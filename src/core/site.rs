@@ -242,8 +242,22 @@ impl Site {
         out.push(SiteAction::Emit(Event::TransferDone { id, result }));
     }
 
-    /// Every input of `job` is staged: it joins the FIFO queue.
-    pub fn submit(&mut self, job: JobId, exit: i32, out: &mut Vec<SiteAction>) {
+    /// Every input of `job` is staged: it joins the FIFO queue, to exit
+    /// `exit` once run; or its submission failed for the reason given
+    /// (the engine could not make its program), and it ends at once,
+    /// never queued ([`JobFailure::SubmitFailed`]).
+    pub fn submit(&mut self, job: JobId, exit: Result<i32, String>, out: &mut Vec<SiteAction>) {
+        let exit = match exit {
+            Ok(exit) => exit,
+            Err(why) => {
+                out.push(SiteAction::Emit(Event::JobEnded {
+                    job,
+                    site: self.id,
+                    result: Err(JobFailure::SubmitFailed(why)),
+                }));
+                return;
+            }
+        };
         if exit != 0 {
             self.exits.insert(job, exit);
         } else {
@@ -698,7 +712,7 @@ mod tests {
         let mut s = site(2, 1000, 5, None);
         let mut out = Vec::new();
         for j in [2, 0, 1] {
-            s.submit(j, 0, &mut out);
+            s.submit(j, Ok(0), &mut out);
         }
         assert_eq!(started(&out), vec![2, 0]);
         assert_eq!(
@@ -778,7 +792,7 @@ mod tests {
     fn a_clusters_members_run_one_after_another_each_writing_its_outputs() {
         let mut s = cluster_site(Default::default());
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         // The slot runs the first member (with the job's overhead) ...
         assert_eq!(
             out[1],
@@ -823,7 +837,7 @@ mod tests {
         };
         let mut s = cluster_site(once);
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         out.clear();
         assert!(s.end_run(0, &mut out).is_none());
         assert_eq!(member_ends(&out), [(0, 3)]);
@@ -832,7 +846,7 @@ mod tests {
         assert_eq!(s.running(), 0, "the slot is free");
         // Run again, the cluster starts over from its first member.
         out.clear();
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         for k in 0..3 {
             out.clear();
             complete(&mut s, 0, &mut out);
@@ -848,7 +862,7 @@ mod tests {
         assert_eq!(s.background_busy(), 2);
         let mut out = Vec::new();
         for j in 0..3 {
-            s.submit(j, 0, &mut out);
+            s.submit(j, Ok(0), &mut out);
         }
         assert_eq!(started(&out), vec![0], "one slot of three is free");
         assert_eq!(s.next_load_change(), Some(10.0));
@@ -863,8 +877,8 @@ mod tests {
     fn a_job_whose_input_is_missing_fails_at_once_and_frees_its_turn() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(3, 0, &mut out);
-        s.submit(0, 0, &mut out);
+        s.submit(3, Ok(0), &mut out);
+        s.submit(0, Ok(0), &mut out);
         assert_eq!(
             ended(&out),
             vec![(3, Err(JobFailure::MissingInput("absent".into())))]
@@ -911,8 +925,8 @@ mod tests {
         // 10 B of input leave no room for a 20 B output in 25 B.
         let mut s = site(1, 25, 20, None);
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
-        s.submit(1, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
+        s.submit(1, Ok(0), &mut out);
         out.clear();
         assert!(s.end_run(0, &mut out).is_none());
         assert_eq!(
@@ -923,7 +937,7 @@ mod tests {
         assert_eq!(s.pool().used(), 10);
         out.clear();
         let mut s = site(1, 1000, 5, None);
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         assert_eq!(s.end_run(0, &mut out), Some(vec![2]));
         assert_eq!(s.pool().used(), 15);
         s.outputs_written(0, Err("disk full".into()), &mut out);
@@ -939,8 +953,8 @@ mod tests {
     fn a_kill_removes_a_queued_job_and_is_void_for_a_running_one() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
-        s.submit(1, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
+        s.submit(1, Ok(0), &mut out);
         out.clear();
         assert!(s.kill(1, &mut out));
         assert!(!s.kill(0, &mut out));
@@ -969,7 +983,7 @@ mod tests {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
         for j in 0..3 {
-            s.submit(j, 0, &mut out);
+            s.submit(j, Ok(0), &mut out);
         }
         out.clear();
         // Queued: gone from the line, nothing said, nothing started.
@@ -1004,7 +1018,7 @@ mod tests {
         out.clear();
         // `in` and the unpinned `absent` (20 B) leave room for o0 and o1.
         for j in 0..3 {
-            s.submit(j, 0, &mut out);
+            s.submit(j, Ok(0), &mut out);
         }
         complete(&mut s, 0, &mut out);
         complete(&mut s, 1, &mut out);
@@ -1044,8 +1058,8 @@ mod tests {
     fn a_crash_ends_queued_and_running_jobs_drops_the_pool_and_its_runs_end_unseen() {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
-        s.submit(1, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
+        s.submit(1, Ok(0), &mut out);
         assert_eq!(started(&out), [0]);
         out.clear();
         s.fault(&Fault::Crash { pool_lost: true }, &mut out);
@@ -1069,14 +1083,14 @@ mod tests {
         out.clear();
         assert_eq!(s.end_run(0, &mut out), None);
         assert!(out.is_empty());
-        s.submit(2, 0, &mut out);
+        s.submit(2, Ok(0), &mut out);
         assert!(matches!(ended(&out)[..], [(2, Err(_))]));
         out.clear();
         assert!(!s.begin_fetch(9, 2, 0, &mut out));
         out.clear();
         s.fault(&Fault::Recover, &mut out);
         assert!(s.is_up());
-        s.submit(2, 0, &mut out);
+        s.submit(2, Ok(0), &mut out);
         // Its input went with the pool: it fails at once, as a missing input.
         assert!(matches!(
             ended(&out)[..],
@@ -1089,12 +1103,12 @@ mod tests {
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
         s.pin(0);
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         s.fault(&Fault::Crash { pool_lost: false }, &mut out);
         assert!(s.pool().has(0) && !s.pool().is_pinned(0));
         out.clear();
         s.fault(&Fault::Recover, &mut out);
-        s.submit(1, 0, &mut out);
+        s.submit(1, Ok(0), &mut out);
         assert_eq!(started(&out), [1], "its input is still here");
     }
 
@@ -1103,7 +1117,7 @@ mod tests {
         let mut s = site(2, 1000, 5, None);
         let mut out = Vec::new();
         s.fault(&Fault::Slow { factor: 0.5 }, &mut out);
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         // runtime 60 / (speed 2 × 0.5) + overhead 5
         assert!(out.contains(&Run {
             job: 0,
@@ -1111,14 +1125,14 @@ mod tests {
         }));
         s.fault(&Fault::SlowEnd, &mut out);
         out.clear();
-        s.submit(1, 0, &mut out);
+        s.submit(1, Ok(0), &mut out);
         assert!(out.contains(&Run {
             job: 1,
             nominal: 35.0
         }));
         let mut s = site(1, 1000, 5, None);
         let mut out = Vec::new();
-        s.submit(0, 0, &mut out);
+        s.submit(0, Ok(0), &mut out);
         let outputs = s.end_run(0, &mut out).unwrap();
         assert_eq!(outputs, [2]);
         s.outputs_written(0, Ok(()), &mut out);

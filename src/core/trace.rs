@@ -249,6 +249,7 @@ mod tests {
                     exit: Some(0),
                     scripts: Vec::new(),
                     members: Vec::new(),
+                    submit_failures: Vec::new(),
                 }],
                 ..Default::default()
             }],

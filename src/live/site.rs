@@ -26,6 +26,7 @@ use crate::config::SiteConfig;
 use crate::core::faults::Fault;
 use crate::core::site::{Site, SiteAction};
 use crate::core::{Event, JobFailure, JobId, TransferFailure};
+use crate::workflow::formats::dagman::{Invocation, program};
 
 /// Real seconds as a duration; absurd values (a runtime of 1e300 s) saturate
 /// instead of panicking.
@@ -408,29 +409,29 @@ impl Handler<Submit> for SiteActor {
     type Result = ();
     /// The job enters this site's queue; when the DAG's jobs run, its
     /// program runs first (on this host, as the scripts do) and its exit
-    /// is the job's.
+    /// is the job's, or its submission fails when it has none to run.
     fn handle(&mut self, m: Submit, ctx: &mut Context<Self>) {
         let node = (self.shared.scripts.get(m.job).and_then(Option::as_ref))
             .or_else(|| self.added_scripts.get(&m.job));
-        let Some(call) = node.and_then(|n| Some((n.job_invocation(&m.macros)?, n.node.clone()))) else {
-            self.site.submit(m.job, m.exit, &mut self.actions);
-            self.carry_out(ctx);
-            return;
+        let exit = match node.and_then(|n| Some((n.job_invocation(&m.macros)?, &n.node))) {
+            None => Ok(m.exit),
+            Some((Ok(call), _)) => return self.run_program(m.job, call, ctx),
+            Some((Err(why), node)) => Err(program::unsubmittable(node, &why)),
         };
-        let job = m.job;
-        let fut = async move {
-            match call {
-                (Ok(call), _) => run_process(&call).await,
-                (Err(why), node) => {
-                    crate::workflow::formats::dagman::program::unsubmittable(&node, &why)
-                }
-            }
-        };
-        // Tracked as a script is: a removal meanwhile kills it, and the
-        // job never enters the queue.
+        self.site.submit(m.job, exit, &mut self.actions);
+        self.carry_out(ctx);
+    }
+}
+
+impl SiteActor {
+    /// Runs `job`'s program `call`; its exit is the job's as it enters the
+    /// queue. Tracked as a script is: a removal meanwhile kills it, and
+    /// the job never enters the queue.
+    fn run_program(&mut self, job: JobId, call: Invocation, ctx: &mut Context<Self>) {
+        let fut = async move { run_process(&call).await };
         let handle = ctx.spawn(fut.into_actor(self).map(move |exit, act, ctx| {
             act.scripts.remove(&job);
-            act.site.submit(job, exit, &mut act.actions);
+            act.site.submit(job, Ok(exit), &mut act.actions);
             act.carry_out(ctx);
         }));
         self.scripts.insert(job, handle);
@@ -439,7 +440,7 @@ impl Handler<Submit> for SiteActor {
 
 /// Runs `call` to its end, killed if its future is dropped (a removal),
 /// and returns DAGMan's reading of its exit (127 when it cannot start).
-async fn run_process(call: &crate::workflow::formats::dagman::Invocation) -> i32 {
+async fn run_process(call: &Invocation) -> i32 {
     let output = match call.command() {
         Ok(c) => match tokio::process::Command::from(c).kill_on_drop(true).spawn() {
             Ok(child) => {

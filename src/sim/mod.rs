@@ -261,12 +261,13 @@ impl Sim {
     }
 
     /// Runs `job`'s program, when the DAG's jobs run: its exit is the
-    /// job's (it takes the job's modelled runtime, not its real time).
+    /// job's (it takes the job's modelled runtime, not its real time), or
+    /// why it could not be submitted.
     fn run_job_program(
         &self,
         job: crate::core::JobId,
         macros: &crate::core::ScriptMacros,
-    ) -> Option<i32> {
+    ) -> Option<Result<i32, String>> {
         self.scripts.get(job)?.as_ref()?.run_job_blocking(macros)
     }
 
@@ -487,7 +488,7 @@ impl Sim {
                 exit,
                 macros,
             } => {
-                let exit = self.run_job_program(job, &macros).unwrap_or(exit);
+                let exit = self.run_job_program(job, &macros).unwrap_or(Ok(exit));
                 self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
             }

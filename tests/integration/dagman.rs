@@ -2462,6 +2462,91 @@ fn jobs_that_run_their_programs_exit_as_their_programs_do_in_both_engines() {
     );
 }
 
+/// A job that cannot be submitted (its submit file missing) fails as
+/// DAGMan's submission does (HTCondor's `Dag::ProcessFailedSubmit`): it
+/// never reaches the queue, and once DAGMan gives up the node's RETRY is
+/// spent. With direct submission (the default) it gives up at once: E
+/// fails, its child F is futile. Through `condor_submit`
+/// (`DAGMAN_USE_DIRECT_SUBMIT = false`) it tries again, up to
+/// `DAGMAN_MAX_SUBMIT_ATTEMPTS` times, after waits of 1 s, then 2 s: D
+/// tries 3 times, then its POST script sees `$RETURN` -1001, once. Each
+/// failed try is a `SUBMIT_FAILURE` in the jobstate log and in its
+/// dagman.out. Both engines.
+#[test]
+fn a_job_that_cannot_be_submitted_fails_as_dagmans_submission_does_in_both_engines() {
+    let cases = [
+        (
+            "JOB E DNE.sub\nRETRY E 1\nJOB F DNE.sub\nPARENT E CHILD F\n",
+            "",
+            vec![("E", 1)],
+        ),
+        (
+            "CONFIG c.config\nJOB D DNE.sub\nRETRY D 2\n\
+             SCRIPT DEBUG post.out STDOUT POST D echo.sh $JOB $RETURN\n",
+            "DAGMAN_USE_DIRECT_SUBMIT = false\nDAGMAN_MAX_SUBMIT_ATTEMPTS = 3\n",
+            vec![("D", 3)],
+        ),
+    ];
+    for engine in ["sim", "live"] {
+        for (dag, config, tries) in &cases {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let tb = jobs_testbed(
+                d,
+                &format!("{dag}JOBSTATE_LOG j.log\nNODE_STATUS_FILE s.out\n"),
+            );
+            std::fs::write(d.join("c.config"), config).unwrap();
+            crate::common::executable(&d.join("echo.sh"), "#!/bin/sh\necho \"$1 $2\"\nexit 1\n");
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            assert_eq!(code, Some(1), "{engine}: {out}{err}");
+            let log = std::fs::read_to_string(d.join("j.log")).unwrap();
+            let dagman = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
+            let status = std::fs::read_to_string(d.join("s.out")).unwrap();
+            for &(node, n) in tries {
+                let lines = |what: &str| {
+                    log.lines()
+                        .filter(|l| l.contains(&format!(" {node} {what} ")))
+                        .count()
+                };
+                assert_eq!(lines("SUBMIT_FAILURE"), n, "{engine}: {log}");
+                assert_eq!(lines("SUBMIT"), 0, "{engine}: never submitted: {log}");
+                assert!(
+                    dagman.contains(&format!("Node submit failed after {n} tr"))
+                        && dagman.contains(&format!("Shortcutting node {node} retries")),
+                    "{engine}: {dagman}"
+                );
+                // (D's POST script has the last word.)
+                let details = match node {
+                    "D" => "POST script failed with status 1",
+                    _ => "Job submit failed",
+                };
+                let at = status.find(&format!("Node = \"{node}\";")).unwrap();
+                assert!(
+                    status[at..].contains(&format!("StatusDetails = \"{details}")),
+                    "{engine}: {status}"
+                );
+            }
+            if tries[0].0 == "D" {
+                assert!(
+                    dagman.contains("Job submit try 1/3 failed, will try again in >= 1 second.")
+                );
+                assert!(
+                    dagman.contains("Job submit try 2/3 failed, will try again in >= 2 seconds.")
+                );
+                let post = std::fs::read_to_string(d.join("post.out")).unwrap();
+                let post = crate::common::script_output(&post);
+                assert_eq!(post.lines().collect::<Vec<_>>(), ["D -1001"], "{engine}");
+            } else {
+                let at = status.find("Node = \"F\";").unwrap();
+                assert!(
+                    status[at..].contains("NodeStatus = 7;"),
+                    "{engine}: F futile: {status}"
+                );
+            }
+        }
+    }
+}
+
 /// With `jobs = "run"`, a job's submit description is read as DAGMan
 /// submits it (B's is written by its PRE script), with the macros DAGMan
 /// sets then: `$(JOB)`, `$(RETRY)`, `$(DAG_PARENT_NAMES)`,

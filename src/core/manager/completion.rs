@@ -10,6 +10,7 @@ impl Manager {
             return;
         }
         self.set_state(job, JobState::Running);
+        self.dag.submitted_well(job);
         self.life(|dag, port| dag.provisioned(job, port));
         self.records.sites[site].started += 1;
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
@@ -61,6 +62,9 @@ impl Manager {
         }
         self.grid.pool.active[site] -= 1;
         self.dag.left_queue(job);
+        if let Err(JobFailure::SubmitFailed(why)) = result {
+            return self.submit_failed(job, site, why, out);
+        }
         let staged = self.grid.take_staged(job);
         let delete = self.grid.postscript_replicas(site, &staged);
         let home_bound = result.is_ok() && self.grid.sends_home(&self.wf, job, site);
@@ -97,10 +101,57 @@ impl Manager {
                         Retry::Now
                     }
                     JobFailure::NoSpace { never: false } => Retry::Later,
-                    // (An exit is `job_ended`'s.)
-                    JobFailure::Failed(_) | JobFailure::Exit(_) => Retry::Counted,
+                    // (An exit is `job_ended`'s, a failed submission
+                    // `submit_failed`'s.)
+                    JobFailure::Failed(_) | JobFailure::Exit(_) | JobFailure::SubmitFailed(_) => {
+                        Retry::Counted
+                    }
                 };
                 self.retry(job, retry);
+            }
+        }
+    }
+
+    /// DAGMan could not submit `job`'s job to `site`, for `why`: it tries
+    /// again later, its placement kept, or gives up
+    /// ([`NodeLife::submit_failed`]); then its POST script runs, seeing
+    /// [`SUBMIT_FAILED`], or the node fails.
+    fn submit_failed(&mut self, job: JobId, site: SiteId, why: String, out: &mut Vec<Command>) {
+        // A MonitQueue kill on its way finds nothing to kill.
+        self.grid.pool.killing[job] = false;
+        self.leave_slot(job, site, out);
+        self.records.sites[site].submitted -= 1;
+        let rec = &mut self.records.jobs[job];
+        if let Some(a) = rec.attempts.last_mut() {
+            a.submitted = None;
+            a.submit_failures.push(self.now);
+        }
+        // DAGMan counts each submission of the node, those that went
+        // through too.
+        let tries = (rec.attempts.iter())
+            .map(|a| a.submit_failures.len() + usize::from(a.submitted.is_some()))
+            .sum::<usize>();
+        let max = self.settings.max_retries;
+        let attempt = rec.attempts.len() - 1;
+        match self.dag.submit_failed(job, tries as u32, self.now, max) {
+            SubmitFailure::TryAgain => {
+                self.set_state(job, JobState::Staging);
+                self.condor_submit(job, attempt, self.now, out);
+            }
+            SubmitFailure::GiveUp if self.dag.nodes.post[job] => {
+                self.unpin_staged(job, site, out);
+                self.dag.exited[job] = Some(SUBMIT_FAILED);
+                self.set_state(job, JobState::Running);
+                self.run_script(job, ScriptKind::Post, SUBMIT_FAILED, out);
+            }
+            SubmitFailure::GiveUp => {
+                self.unpin_staged(job, site, out);
+                if let Some(a) = self.records.jobs[job].attempts.last_mut() {
+                    a.ended = Some(self.now);
+                    a.outcome = Outcome::Failed(JobFailure::SubmitFailed(why.clone()));
+                }
+                self.records.sites[site].failed += 1;
+                self.fail_for_good(job, format!("job submit failed: {why}"));
             }
         }
     }

@@ -55,7 +55,8 @@ mod staging;
 mod timer;
 mod retry;
 use grid::{maintenance, placement, replicas, room, schedd, site_choice, stage_in, stage_out, transfers};
-use life::{dagman_limits, dagmans, ends, node_life, release, stop, subdag};
+use life::{dagman_limits, dagmans, ends, failure, node_life, release, stop, subdag};
+use failure::SubmitFailure;
 use room::RoomCheck;
 use stage_in::{StageEnd, StageNext};
 use node_life::{LifePort, NodeLife};
@@ -74,7 +75,7 @@ use recovery::Retry;
 use staging::Prescript;
 
 use super::events::EventQueue;
-use super::nodes::{NodeSettings, Throttle};
+use super::nodes::{NodeSettings, SUBMIT_FAILED, Throttle};
 use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;

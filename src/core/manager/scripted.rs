@@ -84,6 +84,8 @@ pub struct ScriptedWorld {
     /// What reading each deferred sub-DAG gives, in turn (none left: the
     /// file cannot be read).
     pub grafts: HashMap<usize, VecDeque<Result<Graft, String>>>,
+    /// Jobs whose every submission fails (no program to run).
+    pub unsubmittable: Vec<JobId>,
 }
 
 impl ScriptedWorld {
@@ -134,6 +136,7 @@ impl ScriptedWorld {
             transfers: 0,
             cleaned: Vec::new(),
             grafts: HashMap::default(),
+            unsubmittable: Vec::new(),
         }
     }
 
@@ -246,6 +249,10 @@ impl ScriptedWorld {
                 Command::Submit {
                     job, site, exit, ..
                 } => {
+                    let exit = match self.unsubmittable.contains(&job) {
+                        true => Err("its executable does not exist".to_string()),
+                        false => Ok(exit),
+                    };
                     self.sites[site].submit(job, exit, &mut out);
                     site
                 }

@@ -201,9 +201,11 @@ impl Manager {
         self.condor_submit(job, attempt, self.now, out);
     }
 
-    /// `condor_submit` of `job` ends at `at`: it reaches the schedd after the
+    /// `condor_submit` of `job` ends at `at`, or once its DAGMan's wait
+    /// after a failed submission is over: it reaches the schedd after the
     /// submit overhead.
-    fn condor_submit(&mut self, job: JobId, attempt: usize, at: Time, out: &mut Vec<Command>) {
+    pub(super) fn condor_submit(&mut self, job: JobId, attempt: usize, at: Time, out: &mut Vec<Command>) {
+        let at = at.max(self.dag.submit_gate(job));
         let at = at + self.grid.pool.wms.draw(&self.settings.submit_overhead);
         if at > self.now {
             self.schedule(at, Timer::Submit { job, attempt });

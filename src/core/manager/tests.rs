@@ -4,7 +4,7 @@ use super::abort::EXIT_ABORT;
 use super::grid::memo::{self, MemoCopied};
 use super::scripted::ScriptedWorld as World;
 use super::*;
-use crate::core::nodes::Graft;
+use crate::core::nodes::{Graft, SubmitTries};
 use crate::core::seams::GridView;
 use crate::core::{File, JobSpec};
 use crate::policy::{eviction::Lru, site_selector};
@@ -3099,4 +3099,70 @@ fn a_crash_takes_the_site_and_with_its_pool_its_replicas() {
     assert_eq!(g.crash(1, true), [0, 4]);
     assert!(!g.replicas.has(mid, 1), "its pool lost");
     assert_eq!(g.replicas.holders(mid), [2]);
+}
+
+/// Node 0 of a chain of three, whose job cannot be submitted, with
+/// RETRY 2, submitted as `tries` says.
+fn unsubmittable_world(tries: SubmitTries, post: bool) -> World {
+    let mut w = dag_world(3, false, |n| {
+        n.retry = vec![Some(2); 3];
+        n.post[0] = post;
+        n.submit = tries;
+    });
+    w.unsubmittable = vec![0];
+    w
+}
+
+#[test]
+fn a_direct_submission_that_fails_fails_its_node_at_once_its_retry_spent() {
+    let mut w = unsubmittable_world(SubmitTries::default(), false);
+    w.run();
+    assert!(w.m.is_finished() && !w.m.succeeded());
+    let r = &w.m.records().jobs[0];
+    assert_eq!(r.attempts.len(), 1, "RETRY 2 is short-circuited");
+    let a = &r.attempts[0];
+    assert_eq!(a.submit_failures.len(), 1);
+    assert_eq!((a.submitted, a.started), (None, None));
+    assert!(matches!(&a.outcome, Outcome::Failed(JobFailure::SubmitFailed(_))));
+    assert!(r.failure.as_deref().is_some_and(|f| f.starts_with("job submit failed")));
+    assert_eq!(w.m.job_state(0), JobState::Failed);
+    assert_eq!(w.m.job_state(1), JobState::Blocked);
+    assert_eq!(w.m.records().sites[0].submitted, 0, "nothing entered the queue");
+}
+
+#[test]
+fn through_condor_submit_a_failed_submission_is_tried_again_after_a_doubling_wait() {
+    let tries = SubmitTries {
+        direct: false,
+        max_attempts: 4,
+    };
+    let mut w = unsubmittable_world(tries, false);
+    w.run();
+    let r = &w.m.records().jobs[0];
+    assert_eq!(r.attempts.len(), 1, "the tries are one attempt's");
+    let t = &r.attempts[0].submit_failures;
+    assert_eq!(t.len(), 4);
+    let waits: Vec<f64> = t.windows(2).map(|p| p[1] - p[0]).collect();
+    assert_eq!(waits, [1.0, 2.0, 4.0]);
+    assert_eq!(w.m.job_state(0), JobState::Failed);
+    // The waits start over once it gives up: a node that fails later waits
+    // 1 s again.
+    assert_eq!(w.m.dag.submit_gate(0), 0.0);
+}
+
+#[test]
+fn a_failed_submission_runs_the_post_script_with_return_minus_1001() {
+    for post_fails in [false, true] {
+        let mut w = unsubmittable_world(SubmitTries::default(), true);
+        if post_fails {
+            w.failing_scripts = vec![(0, ScriptKind::Post)];
+        }
+        w.run();
+        assert_eq!(posts_run(&w)[0], (0, SUBMIT_FAILED));
+        let r = &w.m.records().jobs[0];
+        assert_eq!(r.attempts.len(), 1, "no retry after the POST script either");
+        assert_eq!(w.m.succeeded(), !post_fails, "{:?}", w.m.counts());
+        let done = w.m.job_state(2) == JobState::Done;
+        assert_eq!(done, !post_fails, "a POST script that exits 0 rescues the node");
+    }
 }

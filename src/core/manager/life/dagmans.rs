@@ -103,6 +103,10 @@ pub(crate) struct Dagman {
     pub(crate) own: usize,
     /// Its own nodes per state, likewise.
     pub(crate) counts: StateCounts,
+    /// After a failed submission: it submits nothing before this time.
+    pub(crate) submit_gate: Time,
+    /// The wait after its next failed submission (0: the first wait, 1 s).
+    pub(crate) submit_wait: Time,
 }
 
 /// Which throttle any DAGMan of the run has (a sub-DAG read as the run

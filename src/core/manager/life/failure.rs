@@ -4,6 +4,16 @@
 
 use super::*;
 
+/// What follows a failed submission ([`NodeLife::submit_failed`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum SubmitFailure {
+    /// The node is submitted again once its DAGMan's wait is over
+    /// ([`NodeLife::submit_gate`]).
+    TryAgain,
+    /// The submission failed for good.
+    GiveUp,
+}
+
 impl NodeLife {
     /// `RETRY`: whether node `owner` may run again after its failures so
     /// far; `max` when it sets none.
@@ -17,6 +27,45 @@ impl NodeLife {
         self.failures[owner] += 1;
         let allowed = self.nodes.retry[owner].unwrap_or(max);
         (self.failures[owner] > allowed).then_some((self.failures[owner], allowed))
+    }
+
+    /// DAGMan could not submit `job`'s job at `now`, after `tries`
+    /// submissions of the node in all (this one and those that went
+    /// through included), as HTCondor's `Dag::ProcessFailedSubmit` goes
+    /// on: with tries left (only through `condor_submit`, not with direct
+    /// submission) its DAGMan waits, twice as long as after its last
+    /// failure, before it submits anything again, and the node is
+    /// submitted once the wait is over; else the node's `RETRY` is spent
+    /// (`max` when it sets none) and the waits start over.
+    pub(crate) fn submit_failed(&mut self, job: JobId, tries: u32, now: Time, max: u32) -> SubmitFailure {
+        let d = self.dagmans.dagman_of(job);
+        let dagman = &mut self.dagmans.list[d];
+        let allowed = match self.nodes.submit.direct {
+            true => 0,
+            false => self.nodes.submit.max_attempts,
+        };
+        if tries < allowed {
+            let wait = dagman.submit_wait.max(1.0);
+            dagman.submit_wait = 2.0 * wait;
+            dagman.submit_gate = now + wait;
+            return SubmitFailure::TryAgain;
+        }
+        self.submitted_well(job);
+        self.failures[job] = self.nodes.retry[job].unwrap_or(max);
+        SubmitFailure::GiveUp
+    }
+
+    /// A submission of `job`'s DAGMan went through: it waits no more.
+    pub(crate) fn submitted_well(&mut self, job: JobId) {
+        let d = self.dagmans.dagman_of(job);
+        let dagman = &mut self.dagmans.list[d];
+        (dagman.submit_gate, dagman.submit_wait) = (0.0, 0.0);
+    }
+
+    /// The earliest time `job`'s DAGMan submits it (a failed submission
+    /// holds its submissions for a while).
+    pub(crate) fn submit_gate(&self, job: JobId) -> Time {
+        self.dagmans.list[self.dagmans.dagman_of(job)].submit_gate
     }
 
     /// An output of `job` was lost and must be made again: if it ended

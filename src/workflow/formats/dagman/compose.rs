@@ -311,6 +311,7 @@ fn flatten_subdag(
         always_run_post: config.always_run_post,
         prohibit_multi_jobs: config.prohibit_multi_jobs,
         debug: config.debug,
+        default_priority: config.default_priority,
         deferred: false,
         dot,
         node_status_file,

@@ -121,6 +121,11 @@ impl DagmanInfo {
             env_set: self.env_set.clone(),
             category_order: categories.clone(),
             run_jobs: self.run_jobs,
+            // Its DAGMan's priority: its node's, or its own default.
+            default_priority: match self.effective_priorities().get(sub.node.as_str()) {
+                Some(&p) if p != 0 => Some(p),
+                _ => read.default_priority,
+            },
             ..Default::default()
         };
         let mut nodes = local.node_settings(&wf, run_scripts);

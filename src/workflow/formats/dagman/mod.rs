@@ -190,6 +190,9 @@ pub struct SubDagInfo {
     pub prohibit_multi_jobs: Option<bool>,
     /// `DAGMAN_DEBUG` of its own `CONFIG`.
     pub debug: Option<String>,
+    /// `DAGMAN_DEFAULT_PRIORITY` of its own `CONFIG`
+    /// ([`DagmanInfo::default_priority`]).
+    pub default_priority: Option<i32>,
     /// Its file is read only once its node's PRE script has run (which may
     /// write it), as DAGMan reads it: until then it has no members
     /// ([`DagmanInfo::read_subdag`]).
@@ -253,6 +256,17 @@ pub struct DagmanInfo {
     /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` (from `CONFIG`): every node's
     /// `TOLERANCE` unless it has its own.
     pub node_job_failure_tolerance: Option<u32>,
+    /// `DAGMAN_DEFAULT_PRIORITY` (from `CONFIG` or the environment): the
+    /// priority of its DAGMan, added to each node's `PRIORITY` (a
+    /// sub-DAG's: unless its node's priority is not 0, which its DAGMan
+    /// gets instead, as `condor_submit_dag -priority`).
+    pub default_priority: Option<i32>,
+    /// `DAGMAN_USE_DIRECT_SUBMIT` (from `CONFIG` or the environment): a
+    /// failed submission is for good at once when true (the default).
+    pub use_direct_submit: Option<bool>,
+    /// `DAGMAN_MAX_SUBMIT_ATTEMPTS` (from `CONFIG` or the environment): a
+    /// node's submissions, when they go through `condor_submit`.
+    pub max_submit_attempts: Option<u32>,
     /// `CONFIG file`, as written (relative to the `.dag`).
     pub config: Option<String>,
     /// `DOT file [UPDATE] [DONT-OVERWRITE] [INCLUDE header]`: the DAG drawn
@@ -576,12 +590,12 @@ impl NodeScripts {
     }
 
     /// Runs its job's program to its end, when the DAG's jobs run, and
-    /// returns its exit ([`Invocation::run_blocking`]); a job without one
-    /// fails as a failed submission does ([`program::SUBMIT_FAILED`]).
-    pub fn run_job_blocking(&self, at: &crate::core::ScriptMacros) -> Option<i32> {
+    /// returns its exit ([`Invocation::run_blocking`]); or why the job
+    /// could not be submitted, when it has no program to run.
+    pub fn run_job_blocking(&self, at: &crate::core::ScriptMacros) -> Option<Result<i32, String>> {
         Some(match self.job_invocation(at)? {
-            Ok(call) => call.run_blocking(),
-            Err(why) => program::unsubmittable(&self.node, &why),
+            Ok(call) => Ok(call.run_blocking()),
+            Err(why) => Err(program::unsubmittable(&self.node, &why)),
         })
     }
 
@@ -666,6 +680,7 @@ impl DagmanInfo {
             })
         };
         let env = self.script_env(std::env::vars());
+        let priority = self.effective_priorities();
         wf.jobs
             .iter()
             .map(|j| {
@@ -688,8 +703,11 @@ impl DagmanInfo {
                         .map(|p| local_name(p, &subdag_nodes).to_string())
                         .collect()
                 };
-                let job = (self.run_jobs && !n.noop && n.subdag.is_none())
-                    .then(|| program::JobDescription::new(n, node(), dag_dir, parents()));
+                let job = (self.run_jobs && !n.noop && n.subdag.is_none()).then(|| {
+                    let mut job = program::JobDescription::new(n, node(), dag_dir, parents());
+                    job.priority = priority[n.name.as_str()];
+                    job
+                });
                 (n.pre.is_some() || n.post.is_some() || job.is_some()).then(|| NodeScripts {
                     node: node().to_string(),
                     max_retries: n.retry,
@@ -703,6 +721,66 @@ impl DagmanInfo {
             .collect()
     }
 
+    /// Each node's effective priority, by name (HTCondor's
+    /// `Node::GetEffectivePrio`): its `PRIORITY` plus its DAGMan's
+    /// priority. The top DAG's is its `DAGMAN_DEFAULT_PRIORITY`; a
+    /// sub-DAG's its node's effective priority, or, when that is 0 (no
+    /// `-priority` given to its DAGMan), its own `DAGMAN_DEFAULT_PRIORITY`.
+    /// A sub-DAG's entry no-op (its node's PRE script) is its node's
+    /// DAGMan's, with no priority of its own.
+    pub fn effective_priorities(&self) -> HashMap<&str, i32> {
+        let subdag: HashMap<&str, usize> = (self.subdags.iter().enumerate())
+            .map(|(k, d)| (d.node.as_str(), k))
+            .collect();
+        let entries: std::collections::HashSet<&str> =
+            self.subdags.iter().map(|d| d.entry.as_str()).collect();
+        let own: HashMap<&str, i32> = (self.nodes.iter())
+            .map(|n| (n.name.as_str(), n.priority))
+            .collect();
+        // The sub-DAG whose DAGMan `name` is a node of: the longest prefix
+        // before a `+` that names one (an entry's prefix is its own node).
+        let innermost = |name: &str| {
+            let name = match entries.contains(name) {
+                true => name.rsplit_once('+').map_or("", |(node, _)| node),
+                false => name,
+            };
+            (name.char_indices().rev())
+                .filter(|&(_, c)| c == '+')
+                .find_map(|(i, _)| subdag.get(&name[..i]).copied())
+        };
+        // Sub-DAGs outer first: a sub-DAG's node name is longer than its
+        // parent's.
+        let mut order: Vec<usize> = (0..self.subdags.len()).collect();
+        order.sort_by_key(|&k| self.subdags[k].node.len());
+        let top = self.default_priority.unwrap_or(0);
+        let mut dag = vec![top; self.subdags.len()];
+        for k in order {
+            let d = &self.subdags[k];
+            let outer = innermost(&d.node).map_or(top, |o| dag[o]);
+            let node = own.get(d.node.as_str()).copied().unwrap_or(0) + outer;
+            dag[k] = match node {
+                0 => d.default_priority.unwrap_or(0),
+                p => p,
+            };
+        }
+        (self.nodes.iter())
+            .map(|n| {
+                let outer = innermost(&n.name).map_or(top, |k| dag[k]);
+                (n.name.as_str(), n.priority + outer)
+            })
+            .collect()
+    }
+
+    /// How its DAGMan submits the jobs: its settings, HTCondor's defaults
+    /// where it has none.
+    pub fn submit_tries(&self) -> crate::core::nodes::SubmitTries {
+        let tries = crate::core::nodes::SubmitTries::default();
+        crate::core::nodes::SubmitTries {
+            direct: self.use_direct_submit.unwrap_or(tries.direct),
+            max_attempts: self.max_submit_attempts.unwrap_or(tries.max_attempts),
+        }
+    }
+
     /// The node settings the manager honours, indexed by the job ids of `wf`
     /// (built from this file: every node is a job of the same name); with
     /// `run_scripts`, the nodes' PRE and POST scripts are run.
@@ -714,6 +792,7 @@ impl DagmanInfo {
         let mut s = crate::core::nodes::NodeSettings::none(wf.jobs.len());
         s.max_post = self.max_post.unwrap_or(0);
         s.job_programs = self.run_jobs;
+        s.submit = self.submit_tries();
         s.always_run_post = self.always_run_post.unwrap_or(false);
         s.max_jobs_idle = self.max_jobs_idle.unwrap_or(0);
         s.max_jobs_submitted = self.max_jobs_submitted.unwrap_or(0);
@@ -724,12 +803,13 @@ impl DagmanInfo {
             .collect();
         let by_name: HashMap<&str, &NodeInfo> =
             self.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+        let priority = self.effective_priorities();
         for (j, job) in wf.jobs.iter().enumerate() {
             let Some(n) = by_name.get(job.name.as_str()) else {
                 continue;
             };
             s.retry[j] = Some(n.retry);
-            s.priority[j] = n.priority;
+            s.priority[j] = priority[n.name.as_str()];
             s.category[j] = n
                 .category
                 .as_ref()
@@ -842,15 +922,34 @@ impl DagmanInfo {
 
 /// The DAGMan settings HTCondor takes from the environment before its
 /// configuration files (`_CONDOR_<NAME>`), as a DAGMan started in it
-/// would: `DAGMAN_DEBUG`.
+/// would: `DAGMAN_DEBUG`, `DAGMAN_DEFAULT_PRIORITY`,
+/// `DAGMAN_USE_DIRECT_SUBMIT` and `DAGMAN_MAX_SUBMIT_ATTEMPTS` (a value
+/// that is not one is ignored).
 pub fn apply_environment(info: &mut DagmanInfo) {
     if let Ok(v) = std::env::var("_CONDOR_DAGMAN_DEBUG") {
         info.debug = Some(v);
     }
+    if let Ok(v) = std::env::var("_CONDOR_DAGMAN_USE_DIRECT_SUBMIT") {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "true" | "t" => info.use_direct_submit = Some(true),
+            "false" | "f" => info.use_direct_submit = Some(false),
+            _ => {}
+        }
+    }
+    if let Ok(v) = std::env::var("_CONDOR_DAGMAN_DEFAULT_PRIORITY")
+        && let Ok(p) = v.trim().parse()
+    {
+        info.default_priority = Some(p);
+    }
+    if let Ok(v) = std::env::var("_CONDOR_DAGMAN_MAX_SUBMIT_ATTEMPTS")
+        && let Some(n) = v.trim().parse().ok().filter(|&n| n >= 1)
+    {
+        info.max_submit_attempts = Some(n);
+    }
 }
 
 /// Parses a DAGMan configuration file's `DAGMAN_MAX_*` settings,
-/// `DAGMAN_SUBMIT_DEPTH_FIRST`, `DAGMAN_ALWAYS_RUN_POST`,
+/// `DAGMAN_DEFAULT_PRIORITY`, `DAGMAN_USE_DIRECT_SUBMIT`, `DAGMAN_SUBMIT_DEPTH_FIRST`, `DAGMAN_ALWAYS_RUN_POST`,
 /// `DAGMAN_PROHIBIT_MULTI_JOBS`, `DAGMAN_DEBUG` and
 /// `DAGMAN_NODE_JOB_FAILURE_TOLERANCE` into
 /// `info`. Returns the other `DAGMAN_*` settings it names, with their
@@ -873,6 +972,7 @@ pub fn apply_config(
             "DAGMAN_SUBMIT_DEPTH_FIRST" => Some(&mut info.submit_depth_first),
             "DAGMAN_ALWAYS_RUN_POST" => Some(&mut info.always_run_post),
             "DAGMAN_PROHIBIT_MULTI_JOBS" => Some(&mut info.prohibit_multi_jobs),
+            "DAGMAN_USE_DIRECT_SUBMIT" => Some(&mut info.use_direct_submit),
             _ => None,
         };
         if key == "DAGMAN_DEBUG" {
@@ -897,6 +997,19 @@ pub fn apply_config(
             "DAGMAN_MAX_POST_SCRIPTS" => &mut info.max_post,
             "DAGMAN_MAX_JOBS_IDLE" => &mut info.max_jobs_idle,
             "DAGMAN_MAX_JOBS_SUBMITTED" => &mut info.max_jobs_submitted,
+            "DAGMAN_DEFAULT_PRIORITY" => {
+                let v = value.trim();
+                let why = format!("{key}: expected an integer, found `{v}`");
+                info.default_priority = Some(v.parse().map_err(|_| (n + 1, why))?);
+                continue;
+            }
+            "DAGMAN_MAX_SUBMIT_ATTEMPTS" => {
+                let v = value.trim();
+                let tries = v.parse().ok().filter(|&n: &u32| n >= 1);
+                let why = format!("{key}: expected a whole number ≥ 1, found `{v}`");
+                info.max_submit_attempts = Some(tries.ok_or((n + 1, why))?);
+                continue;
+            }
             "DAGMAN_NODE_JOB_FAILURE_TOLERANCE" => {
                 let v = value.trim();
                 info.node_job_failure_tolerance = Some(v.parse().map_err(|_| {
@@ -1273,6 +1386,82 @@ mod tests {
         let err = apply_config("# x\nDAGMAN_SUBMIT_DEPTH_FIRST = often", &mut info).unwrap_err();
         assert_eq!(err.0, 2);
         assert!(err.1.contains("expected True or False"), "{}", err.1);
+    }
+
+    #[test]
+    fn a_config_says_how_dagman_submits_and_how_often_it_tries() {
+        let mut info = DagmanInfo::default();
+        assert_eq!(
+            info.submit_tries(),
+            crate::core::nodes::SubmitTries::default()
+        );
+        let text = "DAGMAN_USE_DIRECT_SUBMIT = False\nDAGMAN_MAX_SUBMIT_ATTEMPTS = 3\n";
+        apply_config(text, &mut info).unwrap();
+        let tries = info.submit_tries();
+        assert_eq!((tries.direct, tries.max_attempts), (false, 3));
+        let err = apply_config("DAGMAN_MAX_SUBMIT_ATTEMPTS = 0\n", &mut info).unwrap_err();
+        assert_eq!(err.0, 1);
+        assert!(err.1.contains("a whole number ≥ 1, found `0`"), "{}", err.1);
+    }
+
+    #[test]
+    fn a_nodes_priority_adds_its_dagmans_which_a_subdag_takes_from_its_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let write = |name: &str, text: &str| std::fs::write(d.join(name), text).unwrap();
+        write("top.cfg", "DAGMAN_DEFAULT_PRIORITY = 7\n");
+        write("low.cfg", "DAGMAN_DEFAULT_PRIORITY = 3\n");
+        write(
+            "w.dag",
+            "CONFIG top.cfg\nJOB a x.sub\nPRIORITY a 60\nJOB b x.sub\n\
+             SUBDAG EXTERNAL up one.dag\nPRIORITY up 100\n\
+             SUBDAG EXTERNAL zero one.dag\nPRIORITY zero -7\n\
+             SUBDAG EXTERNAL plain two.dag\n",
+        );
+        // `one.dag`'s own default (3) counts only where its node gives its
+        // DAGMan no priority (`zero`: -7 + 7).
+        write(
+            "one.dag",
+            "CONFIG low.cfg\nJOB c x.sub\nPRIORITY c 10\nJOB d x.sub\n",
+        );
+        write(
+            "two.dag",
+            "JOB e x.sub\nPRIORITY e -30\nSUBDAG EXTERNAL in one.dag\n",
+        );
+        let loaded = crate::workflow::formats::load(&d.join("w.dag"), &Default::default()).unwrap();
+        let info = loaded.dagman.unwrap();
+        let p = info.effective_priorities();
+        let want = [
+            ("a", 67),
+            ("b", 7),
+            ("up", 107),
+            ("up+c", 117),
+            ("up+d", 107),
+            ("zero", 0),
+            ("zero+c", 13),
+            ("zero+d", 3),
+            ("plain", 7),
+            ("plain+e", -23),
+            ("plain+in", 7),
+            ("plain+in+c", 17),
+        ];
+        for (node, prio) in want {
+            assert_eq!(p.get(node), Some(&prio), "{node}: {p:?}");
+        }
+        // A sub-DAG's entry no-op is its node's DAGMan's, with no priority
+        // of its own.
+        assert_eq!(
+            (p.get("up+PRE"), p.get("plain+in+PRE")),
+            (Some(&7), Some(&7))
+        );
+        let s = info.node_settings(&loaded.workflow, false);
+        let j = loaded
+            .workflow
+            .jobs
+            .iter()
+            .position(|j| j.name == "up+c")
+            .unwrap();
+        assert_eq!(s.priority[j], 117, "the ready queues see them too");
     }
 
     #[test]

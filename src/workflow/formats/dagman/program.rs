@@ -14,15 +14,12 @@ use std::path::{Path, PathBuf};
 
 use super::NodeInfo;
 
-/// The exit of a job that has no program to run (its submit description
-/// unreadable, or naming none): DAGMan's `DAG_ERROR_CONDOR_SUBMIT_FAILED`,
-/// the `$RETURN` a POST script sees after a failed submission.
-pub const SUBMIT_FAILED: i32 = -1001;
-
-/// Says why `node`'s job has no program, and returns [`SUBMIT_FAILED`].
-pub fn unsubmittable(node: &str, why: &str) -> i32 {
-    tracing::warn!("node {node}: its job cannot run: {why}");
-    SUBMIT_FAILED
+/// Says why `node`'s job has no program to run (its submit description
+/// unreadable, or naming none): its submission fails, and DAGMan's POST
+/// script sees [`SUBMIT_FAILED`](crate::core::nodes::SUBMIT_FAILED).
+pub fn unsubmittable(node: &str, why: &str) -> String {
+    tracing::warn!("node {node}: its job cannot be submitted: {why}");
+    why.to_string()
 }
 
 /// The program a node's job runs, ready to start.
@@ -76,7 +73,8 @@ pub struct JobDescription {
     pub vars: Vec<(String, String)>,
     /// Its parents' names in its own DAGMan (`DAG_PARENT_NAMES`).
     pub parents: Vec<String>,
-    /// Its `PRIORITY` (the job ad's `JobPrio`).
+    /// Its effective priority, its `PRIORITY` and its DAGMan's (the job
+    /// ad's `JobPrio`; [`super::DagmanInfo::effective_priorities`]).
     pub priority: i32,
 }
 

@@ -35,6 +35,7 @@ use super::super::rescue::Rescue;
 use super::progress;
 use super::view::*;
 use crate::core::JobId;
+use crate::core::nodes::SubmitTries;
 use crate::core::records::{Attempt, Outcome};
 
 /// The settings a DAGMan logs as it starts, and those that shape its log.
@@ -230,7 +231,9 @@ fn starting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
     banner(t, log);
     let k = log.knobs;
     let yes = |b: Option<bool>| if b.unwrap_or(false) { "True" } else { "False" };
+    let tries = cx.dag.info.submit_tries();
     let settings = [
+        ("DAGMAN_MAX_SUBMIT_ATTEMPTS", tries.max_attempts.to_string()),
         (
             "DAGMAN_MAX_JOBS_IDLE",
             k.max_idle.unwrap_or(1000).to_string(),
@@ -250,6 +253,7 @@ fn starting(cx: &Ctx, inst: &Instance, r: usize, log: &mut Log) {
         ("DAGMAN_PROHIBIT_MULTI_JOBS", yes(k.prohibit_multi).into()),
         ("DAGMAN_SUBMIT_DEPTH_FIRST", yes(k.depth_first).into()),
         ("DAGMAN_ALWAYS_RUN_POST", yes(k.always_run_post).into()),
+        ("DAGMAN_USE_DIRECT_SUBMIT", yes(Some(tries.direct)).into()),
     ];
     for (name, value) in settings {
         log.line(t, &format!("{name} setting: {value}"));
@@ -421,6 +425,7 @@ fn status_table(table: &progress::Table, total: usize, log: &mut Log) {
 fn node_lines(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Vec<(usize, f64, usize, String)> {
     let mut lines = Vec::new();
     let mut fake = 0;
+    let submit_tries = cx.dag.info.submit_tries();
     for &j in &inst.nodes {
         let name = cx.dag.local(inst, j);
         let node = cx.dag.node_info.get(cx.dag.workflow.jobs[j].name.as_str());
@@ -446,7 +451,8 @@ fn node_lines(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Vec<(usize, f64, 
                 .rposition(|r| r.start <= start)
                 .unwrap_or(0);
             let when = stamp(seconds(epoch, t));
-            for msg in words(&events[at].3, name, pre_skip, &submit, &when, noop) {
+            let event = &events[at].3;
+            for msg in words(event, name, pre_skip, &submit, &when, noop, submit_tries) {
                 lines.push((r, t, lines.len(), msg));
             }
             at += 1;
@@ -518,6 +524,7 @@ fn words(
     submit: &SubmitFrom,
     when: &str,
     noop: bool,
+    submit_tries: SubmitTries,
 ) -> Vec<String> {
     let proc = |id: &str| match id {
         "-" => "-1.0.0".to_string(),
@@ -569,9 +576,33 @@ fn words(
             v.push(ev("ULOG_SUBMIT", id));
             v
         }
-        NodeEvent::SubmitFailed => vec![format!(
-            "Event: ULOG_SUBMIT_FAILURE for HTCondor Node {name} (-1.-1.-1) {{{when}}} Job submit failed"
-        )],
+        NodeEvent::SubmitFailed { tries, in_row } => {
+            let mut v = vec![format!(
+                "Event: ULOG_SUBMIT_FAILURE for HTCondor Node {name} (-1.-1.-1) {{{when}}} Job submit failed"
+            )];
+            // (Staging that failed before a submission: no try counted.)
+            let allowed = match submit_tries.direct {
+                true => 0,
+                false => submit_tries.max_attempts as usize,
+            };
+            if *tries == 0 {
+                return v;
+            }
+            if *tries < allowed {
+                let wait = 1u64 << (in_row - 1).min(62);
+                let s = if wait == 1 { "" } else { "s" };
+                v.push(format!(
+                    "Job submit try {tries}/{allowed} failed, will try again in >= {wait} second{s}."
+                ));
+            } else {
+                let s = if *tries == 1 { "y" } else { "ies" };
+                v.push(format!("Node submit failed after {tries} tr{s}."));
+                v.push(format!(
+                    "Shortcutting node {name} retries because of submit failure(s)"
+                ));
+            }
+            v
+        }
         NodeEvent::Executing(id) => vec![ev("ULOG_EXECUTE", id)],
         NodeEvent::Terminated(id, exit) => {
             let result = match *exit {

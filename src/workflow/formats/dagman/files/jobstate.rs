@@ -76,7 +76,7 @@ fn words(event: &NodeEvent) -> Vec<String> {
         NodeEvent::PreStarted => vec!["PRE_SCRIPT_STARTED -".into()],
         NodeEvent::PreEnded(st) => vec![format!("PRE_SCRIPT_{} -", outcome(*st == 0))],
         NodeEvent::Submitted(id) => vec![format!("SUBMIT {id}")],
-        NodeEvent::SubmitFailed => vec!["SUBMIT_FAILURE -".into()],
+        NodeEvent::SubmitFailed { .. } => vec!["SUBMIT_FAILURE -".into()],
         NodeEvent::Executing(id) => vec![format!("EXECUTE {id}")],
         NodeEvent::Terminated(id, exit) => vec![
             format!("JOB_TERMINATED {id}"),

@@ -159,7 +159,7 @@ fn node_moves(cx: &Ctx, j: JobId, start: f64, to: &mut impl FnMut(f64, Phase)) {
         last = Some(t);
         match e {
             NodeEvent::PreStarted => to(t, Phase::Pre),
-            NodeEvent::PreEnded(_) | NodeEvent::SubmitFailed => to(t, Phase::Ready),
+            NodeEvent::PreEnded(_) | NodeEvent::SubmitFailed { .. } => to(t, Phase::Ready),
             NodeEvent::Submitted(_) => to(t, Phase::Queued),
             NodeEvent::PostStarted(_) => to(t, Phase::Post),
             // The attempt's end decides: the node's end, or a retry.

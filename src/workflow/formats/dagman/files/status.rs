@@ -140,7 +140,9 @@ fn error_text(
             Outcome::Removed(_) if a.finished.is_some() => "Was STATUS_POSTRUN".into(),
             Outcome::Removed(_) if a.submitted.is_some() => "Was STATUS_SUBMITTED".into(),
             Outcome::Removed(_) => "Was STATUS_PRERUN".into(),
-            Outcome::StagingFailed(_) => "Job submit failed".into(),
+            Outcome::StagingFailed(_) | Outcome::Failed(JobFailure::SubmitFailed(_)) => {
+                "Job submit failed".into()
+            }
             Outcome::Killed => format!(
                 "HTCondor reported ULOG_JOB_ABORTED event for job proc ({})",
                 proc(cluster)

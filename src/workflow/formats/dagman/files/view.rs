@@ -477,8 +477,14 @@ pub(super) enum NodeEvent {
     PreEnded(i32),
     /// Its job (of this HTCondor id) was submitted.
     Submitted(String),
-    /// Its job could not be submitted.
-    SubmitFailed,
+    /// Its job could not be submitted: the node's submissions so far
+    /// (this one included), and its attempt's failed ones in a row.
+    SubmitFailed {
+        /// The node's submissions so far, this one included.
+        tries: usize,
+        /// Its attempt's failed submissions so far, this one included.
+        in_row: usize,
+    },
     /// Its job started running.
     Executing(String),
     /// Its job ended with this exit.
@@ -506,17 +512,35 @@ pub(super) fn node_events(cx: &Ctx, j: JobId) -> NodeEvents {
 /// The events of a node that runs a job.
 fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
     let mut events = NodeEvents::new();
+    let mut tries = 0;
     for (k, a) in cx.run.records.jobs[j].attempts.iter().enumerate() {
         let mut ev = |t: f64, e: NodeEvent| events.push((t, k, a.prescript, e));
         let id = cx.id(Submission::Job(j, k));
         let pre_failed = pre_events(a, &mut ev);
+        for (i, &t) in a.submit_failures.iter().enumerate() {
+            tries += 1;
+            ev(
+                t,
+                NodeEvent::SubmitFailed {
+                    tries,
+                    in_row: i + 1,
+                },
+            );
+        }
+        tries += usize::from(a.submitted.is_some());
         if let Some(t) = a.submitted {
             ev(t, NodeEvent::Submitted(id.clone()));
         } else if matches!(a.outcome, Outcome::StagingFailed(_))
             && !pre_failed
             && let Some(t) = a.ended
         {
-            ev(t, NodeEvent::SubmitFailed);
+            ev(
+                t,
+                NodeEvent::SubmitFailed {
+                    tries: 0,
+                    in_row: 0,
+                },
+            );
         }
         if let Some(t) = a.started {
             ev(t, NodeEvent::Executing(id.clone()));
