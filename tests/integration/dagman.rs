@@ -2359,6 +2359,71 @@ fn a_subdag_read_after_its_pre_script_is_refused_with_a_plan_made_ahead() {
     );
 }
 
+/// The sidecar may name the nodes of a sub-DAG read after its node's PRE
+/// script: what it says of them (runtime, exits) holds once they are read
+/// (X takes 30 s and exits 3, then 0 on its RETRY; so does T's Y, of a
+/// sub-DAG read as S runs); a node the sub-DAG turns out not to have is
+/// warned of, and one given files is refused, since such a node reads and
+/// writes none. Both engines.
+#[test]
+fn the_sidecar_speaks_for_the_nodes_of_a_subdag_read_as_the_run_goes() {
+    let top = "SUBDAG EXTERNAL S inner.dag\nSCRIPT PRE S pre.sh\n";
+    let inner = "JOB X x.sub\nRETRY X 1\nSUBDAG EXTERNAL T deep.dag\nSCRIPT PRE T pre.sh\n\
+                 PARENT X CHILD T\nJOBSTATE_LOG inner.log\n";
+    let deep = "JOB Y y.sub\nRETRY Y 1\nJOBSTATE_LOG deep.log\n";
+    let sidecar = "[[job]]\nname = \"S+X\"\nruntime = 30\nexit = [3, 0]\n\
+                   [[job]]\nname = \"S+T+Y\"\nruntime = 20\nexit = [4, 0]\n\
+                   [[job]]\nname = \"S+Z\"\nruntime = 5\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), sidecar).unwrap();
+        std::fs::write(d.join("inner.dag"), inner).unwrap();
+        std::fs::write(d.join("deep.dag"), deep).unwrap();
+        crate::common::executable(&d.join("pre.sh"), "#!/bin/sh\nexit 0\n");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(code, Some(0), "{engine}: {out}{err}");
+        assert!(
+            err.contains("`S+Z` is no node of sub-DAG S"),
+            "{engine}: {err}"
+        );
+        for (log, node, runtime) in [("inner.log", "X", 30), ("deep.log", "Y", 20)] {
+            let log = std::fs::read_to_string(d.join(log)).unwrap();
+            let at = |event: &str| -> Vec<u64> {
+                (log.lines())
+                    .filter(|l| {
+                        l.split(' ').nth(1) == Some(node) && l.split(' ').nth(2) == Some(event)
+                    })
+                    .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+                    .collect()
+            };
+            let (ran, ended) = (at("EXECUTE"), at("JOB_TERMINATED"));
+            assert_eq!(
+                ran.len(),
+                2,
+                "{engine}: {node} exits non-zero, then 0: {log}"
+            );
+            for (r, e) in ran.iter().zip(&ended) {
+                assert_eq!(e - r, runtime, "{engine}: {node}: {log}");
+            }
+            assert_eq!(at("JOB_FAILURE").len(), 1, "{engine}: {log}");
+        }
+    }
+    // Files for such a node are refused as the DAG is read.
+    let dir = tempfile::tempdir().unwrap();
+    let tb = dag_testbed(dir.path(), top, "", "scripts = \"run\"");
+    let files = "[[file]]\nname = \"f\"\nsize = 1\n[[job]]\nname = \"S+X\"\noutputs = [\"f\"]\n";
+    std::fs::write(dir.path().join("w.toml"), files).unwrap();
+    let (code, _, err) = crate::common::run_testbed(&tb, &["--engine", "sim"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("job `S+X`: a node of sub-DAG S, which is read as the run goes")
+            && err.contains("line 5"),
+        "{err}"
+    );
+}
+
 /// [`dag_testbed`] of `dag` whose scripts and jobs run (`jobs = "run"`),
 /// no node's job told how to exit (its program says).
 fn jobs_testbed(d: &Path, dag: &str) -> std::path::PathBuf {

@@ -19,11 +19,23 @@ use crate::core::{JobSpec, Workflow};
 /// How a deferred sub-DAG's file is read: as the `.dag` was.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SubDagReads {
-    /// A node's runtime (a `.dag` gives none, and a sidecar names no node
-    /// of a sub-DAG read as the run goes).
+    /// A node's runtime where the sidecar gives none (a `.dag` gives none).
     pub default_runtime: f64,
     /// The rescue DAG sub-DAGs start from ([`Rescue::for_subdags`]).
     pub rescue: Rescue,
+    /// What the sidecar says of the nodes of sub-DAGs read as the run goes,
+    /// by their names in the run (`S+X`), kept until they are read.
+    pub sidecar: std::collections::BTreeMap<String, SidecarNode>,
+}
+
+/// What a sidecar says of a node of a sub-DAG read as the run goes (which
+/// reads and writes no file).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SidecarNode {
+    /// Its runtime, if given.
+    pub runtime: Option<f64>,
+    /// Its job's exit on each attempt, the last repeating (none: 0).
+    pub exit: Vec<i32>,
 }
 
 /// A deferred sub-DAG, read.
@@ -88,10 +100,39 @@ impl DagmanInfo {
                 message: format!("cannot rename the rescue DAGs after number {n}: {e}"),
             })?;
         }
-        let jobs = (flat.nodes.iter().zip(&flat.parents))
-            .map(|(n, ps)| JobSpec {
+        // What the sidecar says of its nodes.
+        let mut warnings = std::mem::take(&mut flat.warnings);
+        let mut runtimes = vec![None; flat.nodes.len()];
+        let prefix = format!("{}+", sub.node);
+        // (Those of a sub-DAG in it, read as the run goes too, wait.)
+        let later: Vec<String> = (flat.subdags.iter().filter(|d| d.deferred))
+            .map(|d| format!("{}+", d.node))
+            .collect();
+        for (name, said) in reads.sidecar.range(prefix.clone()..) {
+            if !name.starts_with(&prefix) {
+                break;
+            }
+            if later.iter().any(|p| name.starts_with(p.as_str())) {
+                continue;
+            }
+            match flat.nodes.iter().position(|n| &n.name == name) {
+                Some(i) => {
+                    runtimes[i] = said.runtime;
+                    flat.nodes[i].exits = said.exit.clone();
+                }
+                None => warnings.push(format!(
+                    "the sidecar's job `{name}` is no node of sub-DAG {} as read now; ignored",
+                    sub.node
+                )),
+            }
+        }
+        let jobs = (flat.nodes.iter().zip(&flat.parents).zip(runtimes))
+            .map(|((n, ps), runtime)| JobSpec {
                 name: n.name.clone(),
-                runtime: if n.noop { 0.0 } else { reads.default_runtime },
+                runtime: match n.noop {
+                    true => 0.0,
+                    false => runtime.unwrap_or(reads.default_runtime),
+                },
                 parents: ps.clone(),
                 transformation: Some(n.submit.clone()).filter(|s| !s.is_empty()),
                 ..Default::default()
@@ -147,7 +188,7 @@ impl DagmanInfo {
         Ok(ReadSubDag {
             graft,
             scripts,
-            warnings: flat.warnings,
+            warnings,
             record: Record {
                 k,
                 sub: read,

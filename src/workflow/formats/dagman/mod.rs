@@ -39,7 +39,7 @@ mod grammar;
 pub mod program;
 pub mod rescue;
 
-pub use deferred::{ReadSubDag, SubDagReads};
+pub use deferred::{ReadSubDag, SidecarNode, SubDagReads};
 pub use grammar::looks_like;
 
 use std::collections::{BTreeMap, HashMap};
@@ -1105,23 +1105,44 @@ pub fn apply_sidecar(path: &std::path::Path, parsed: &mut Parsed) -> Result<(), 
         .enumerate()
         .map(|(i, j)| (j.name.clone(), i))
         .collect();
+    // The nodes of a sub-DAG read as the run goes are not jobs yet: what
+    // the sidecar says of them waits for their reading.
+    let deferred: Vec<String> = (parsed.dagman.iter())
+        .flat_map(|d| d.subdags.iter().filter(|s| s.deferred))
+        .map(|s| format!("{}+", s.node))
+        .collect();
     for j in sidecar.job {
-        let Some(&i) = index.get(j.name.get_ref()) else {
+        let at = line(j.name.span().start);
+        let name = j.name.get_ref();
+        if let Some(r) = j.runtime
+            && !(r.is_finite() && r >= 0.0)
+        {
             return Err(err(format!(
-                "line {}: job `{}` is no JOB of the DAG",
-                line(j.name.span().start),
-                j.name.get_ref()
+                "line {at}: job `{name}`: runtime {r}; expected seconds ≥ 0"
             )));
+        }
+        let Some(&i) = index.get(name) else {
+            let later = deferred.iter().find(|p| name.starts_with(p.as_str()));
+            let (Some(prefix), Some(info)) = (later, parsed.dagman.as_mut()) else {
+                return Err(err(format!("line {at}: job `{name}` is no JOB of the DAG")));
+            };
+            if !j.inputs.is_empty() || !j.outputs.is_empty() {
+                return Err(err(format!(
+                    "line {at}: job `{name}`: a node of sub-DAG {}, which is read as the run \
+                     goes (after its node's PRE script), reads and writes no file; expected \
+                     no inputs or outputs",
+                    prefix.trim_end_matches('+')
+                )));
+            }
+            let said = deferred::SidecarNode {
+                runtime: j.runtime,
+                exit: j.exit,
+            };
+            info.subdag_reads.sidecar.insert(name.clone(), said);
+            continue;
         };
         let spec = &mut parsed.jobs[i];
         if let Some(r) = j.runtime {
-            if !(r.is_finite() && r >= 0.0) {
-                return Err(err(format!(
-                    "line {}: job `{}`: runtime {r}; expected seconds ≥ 0",
-                    line(j.name.span().start),
-                    spec.name
-                )));
-            }
             spec.runtime = r;
         }
         spec.inputs = j.inputs;
@@ -1235,6 +1256,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             subdag_reads: SubDagReads {
                 default_runtime: opts.default_runtime,
                 rescue: opts.rescue.for_subdags(path),
+                ..Default::default()
             },
             rescue_number: rescue::number(path, &opts.rescue),
             started_from: opts.rescue.clone(),
