@@ -250,18 +250,20 @@ fn seconds(text: &str) -> Result<std::time::Duration, String> {
 }
 
 fn load(args: &ScenarioArgs) -> Result<Scenario, CliError> {
-    load_with(args, false)
+    load_with(args, false, false)
 }
 
-/// [`load`] for a run: a `.dag` refused as it is read gets DAGMan's log
-/// of its refusal, as a DAGMan that fails to parse its DAG writes it.
-fn load_to_run(args: &ScenarioArgs) -> Result<Scenario, CliError> {
-    load_with(args, true)
+/// [`load`] for a run (`memoize`: with `--memo`): a `.dag` refused as it
+/// is read gets DAGMan's log of its refusal, as a DAGMan that fails to
+/// parse its DAG writes it.
+fn load_to_run(args: &ScenarioArgs, memoize: bool) -> Result<Scenario, CliError> {
+    load_with(args, true, memoize)
 }
 
-fn load_with(args: &ScenarioArgs, log_refusal: bool) -> Result<Scenario, CliError> {
+fn load_with(args: &ScenarioArgs, log_refusal: bool, memoize: bool) -> Result<Scenario, CliError> {
     let overrides = Overrides {
         log_refusal,
+        memoize,
         strategy: args.strategy.clone(),
         seed: args.seed,
         sites_file: args.sites.clone(),

@@ -129,7 +129,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     check_output("--db", args.db.as_deref())?;
     check_output("--memo", args.memo.as_deref())?;
     check_address("--metrics-addr", args.metrics_addr)?;
-    let mut scenario = load_to_run(&args.scenario)?;
+    let mut scenario = load_to_run(&args.scenario, args.memo.is_some())?;
     if let Some(src) = scenario.source.as_ref()
         && let Some(info) = &src.dagman
     {
@@ -261,7 +261,7 @@ pub(super) fn resume(args: ResumeArgs) -> Result<ExitCode, CliError> {
         maxpost: key("maxpost").and_then(|n| n.parse().ok()),
         always_run_post: key("always_run_post").is_some(),
     };
-    let mut scenario = load(&scenario_args)?;
+    let mut scenario = super::load_with(&scenario_args, false, key("memo").is_some())?;
     if let Some(dir) = key("netbed") {
         super::netbed::apply(&mut scenario, std::path::Path::new(&dir))?;
     }

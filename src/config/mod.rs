@@ -573,6 +573,9 @@ pub struct Overrides {
     /// fails to parse one (`<dag>.dagman.out`): `gridbed run`'s, not
     /// `check`'s.
     pub log_refusal: bool,
+    /// `gridbed run --memo`: the run memoizes, so sub-DAGs are read with
+    /// the DAG where they can be, as with the testbed's `memoize = true`.
+    pub memoize: bool,
 }
 
 /// Seconds from 0 to [`workflow::MAX_RUNTIME_S`] (about 31 years): a
@@ -723,7 +726,20 @@ pub fn load_with(
     let mut manager = manager::settings(&tb, &src, &strategy, &registry)?;
     let seed = overrides.seed.or(tb.seed).unwrap_or(1);
     manager.wms.seed = seed;
-    let (workflow, mut source, clustering) = workflow::resolve(&tb, &src, base, overrides, seed)?;
+    // What must see the whole DAG ahead takes the sub-DAGs read with it.
+    let memoize = tb.memoize == Some(true);
+    let ahead = match strategy.as_str() {
+        _ if tb.clustering.is_some() => {
+            Some((tb.clustering.as_ref().map(Spanned::span), "clustering"))
+        }
+        _ if tb.planner.is_some() => Some((tb.planner.as_ref().map(Spanned::span), "[planner]")),
+        "dag-c" | "clustered" => Some((None, "a strategy that plans the whole DAG ahead")),
+        _ if memoize => Some((None, "memoization")),
+        _ => None,
+    };
+    let plans_ahead = ahead.is_some() || overrides.memoize;
+    let (workflow, mut source, clustering) =
+        workflow::resolve(&tb, &src, base, overrides, seed, plans_ahead)?;
     let submissions = submissions::resolve(&tb.submission, &workflow, &sites, origin, &src)?;
     let mut input_bytes = vec![0u64; sites.len()];
     for (f, s) in submissions.placement(&workflow) {
@@ -777,18 +793,6 @@ pub fn load_with(
     if let Some(sub) = deferred {
         // Its nodes are known only once its PRE script has run: nothing
         // that plans or transforms the whole DAG ahead can take them.
-        let memoize = tb.memoize == Some(true);
-        let ahead = match strategy.as_str() {
-            _ if tb.clustering.is_some() => {
-                Some((tb.clustering.as_ref().map(Spanned::span), "clustering"))
-            }
-            _ if tb.planner.is_some() => {
-                Some((tb.planner.as_ref().map(Spanned::span), "[planner]"))
-            }
-            "dag-c" | "clustered" => Some((None, "a strategy that plans the whole DAG ahead")),
-            _ if memoize => Some((None, "memoization")),
-            _ => None,
-        };
         if let Some((span, what)) = ahead {
             let msg = format!(
                 "the sub-DAG {} is read after its node's PRE script (scripts = \"run\"), as DAGMan reads it, so {what} cannot take it; run without it, or without scripts = \"run\" to read it with the DAG",

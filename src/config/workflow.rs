@@ -13,7 +13,7 @@ use super::{ConfigError, Overrides, TestbedFile, WorkflowSource};
 use crate::core::Workflow;
 use crate::workflow::WorkflowSpec;
 use crate::workflow::clustering::Clustering;
-use crate::workflow::formats::{self, FileSpec, FormatError};
+use crate::workflow::formats::{self, FileSpec, FormatError, SubDagReading};
 use crate::workflow::generators::{
     Coadd, Dags, Epigenomics, GENERATORS, Inline, Pipeline, Spatial,
 };
@@ -70,6 +70,7 @@ pub(super) fn resolve(
     base: &Path,
     overrides: &Overrides,
     seed: u64,
+    plans_ahead: bool,
 ) -> Result<Resolved, ConfigError> {
     let spec = tb.workflow.get_ref();
     spec.validate().map_err(|(field, msg)| {
@@ -101,8 +102,14 @@ pub(super) fn resolve(
         if let Some(r) = &overrides.rescue {
             opts.rescue = r.clone();
         }
-        // DAGMan reads a sub-DAG after its node's PRE script.
-        opts.defer_subdags = scripts;
+        // DAGMan reads a sub-DAG as it submits its node, after its PRE
+        // script: what plans the whole DAG ahead reads those no script
+        // writes with the DAG.
+        opts.subdag_reading = match (scripts, plans_ahead) {
+            (false, _) => SubDagReading::WithTheDag,
+            (true, true) => SubDagReading::WhenWritten,
+            (true, false) => SubDagReading::AtSubmission,
+        };
         (path, opts, scripts, run_jobs)
     });
     let (workflow, source) = match file {

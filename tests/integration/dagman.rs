@@ -1274,7 +1274,7 @@ fn a_failing_subdag_with_retry_reruns_from_its_rescue_and_its_post_sees_the_stat
             _ => gridbed::live::run(&s, Default::default()).unwrap().result,
         };
         assert!(run.succeeded, "{engine}: {:?}", run.counts);
-        let job = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+        let job = |n: &str| run.workflow.jobs.iter().position(|j| j.name == n).unwrap();
         let attempts = |n: &str| run.records.jobs[job(n)].attempts.len();
         let counts: Vec<usize> = ["a", "s+x", "s+y", "s+w1", "s", "z"]
             .iter()
@@ -3110,5 +3110,63 @@ fn a_running_jobs_streams_go_to_the_files_its_description_names() {
             both.contains("one\n") && both.contains("two\n"),
             "{engine}: {both}"
         );
+    }
+}
+
+/// DAGMan reads a sub-DAG's file as it submits the node, so what ran
+/// before may write it: A's POST script rewrites `inner.dag` (X alone) to
+/// X then Y before S is submitted, and S runs both. A sub-DAG whose nodes
+/// the sidecar gives data (D: P writes `f`, Q reads it) is read with the
+/// DAG instead, as the data placement must know them ahead: its nodes are
+/// in the workflow the run starts with, with their files. Both engines.
+#[test]
+fn a_subdag_is_read_as_its_node_is_submitted_after_what_ran_before_it() {
+    let top = "JOB A n.sub\nSCRIPT POST A grow.sh\nSUBDAG EXTERNAL S inner.dag\n\
+               SUBDAG EXTERNAL D data.dag\nPARENT A CHILD S D\n";
+    let sidecar = "[[file]]\nname = \"f\"\nsize = 1000\n\
+                   [[job]]\nname = \"D+P\"\noutputs = [\"f\"]\n\
+                   [[job]]\nname = \"D+Q\"\ninputs = [\"f\"]\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = dag_testbed(d, top, "", "scripts = \"run\"");
+        std::fs::write(d.join("w.toml"), sidecar).unwrap();
+        std::fs::write(d.join("inner.dag"), "JOB X n.sub\n").unwrap();
+        std::fs::write(
+            d.join("data.dag"),
+            "JOB P n.sub\nJOB Q n.sub\nPARENT P CHILD Q\n",
+        )
+        .unwrap();
+        let grow = format!(
+            "#!/bin/sh\nprintf 'JOB X n.sub\\nJOB Y n.sub\\nPARENT X CHILD Y\\n' > {}\n",
+            d.join("inner.dag").display()
+        );
+        crate::common::executable(&d.join("grow.sh"), &grow);
+        let s = load(&tb);
+        let run = match engine {
+            "sim" => gridbed::sim::run(&s).unwrap().result,
+            _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+        };
+        assert!(run.succeeded, "{engine}: {:?}", run.counts);
+        let at_start = |n: &str| s.workflow.jobs.iter().position(|j| j.name == n);
+        assert_eq!(
+            (at_start("S+X"), at_start("S+Y")),
+            (None, None),
+            "{engine}: S is read as it is submitted"
+        );
+        let job = |n: &str| run.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+        for n in ["S+X", "S+Y", "D+P", "D+Q"] {
+            let a = &run.records.jobs[job(n)].attempts;
+            assert_eq!(a.len(), 1, "{engine}: {n} ran once");
+        }
+        let (x, y) = (job("S+X"), job("S+Y"));
+        assert!(
+            run.records.jobs[x].attempts[0].ended
+                <= Some(run.records.jobs[y].attempts[0].prescript),
+            "{engine}: Y after X"
+        );
+        let p = at_start("D+P").expect("D is read with the DAG");
+        let f = &s.workflow.files[s.workflow.jobs[p].outputs[0]];
+        assert_eq!((f.name.as_str(), f.size), ("f", 1000), "{engine}");
     }
 }

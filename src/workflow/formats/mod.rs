@@ -88,9 +88,24 @@ pub struct Options {
     pub sidecar: Option<PathBuf>,
     /// Which rescue DAG a `.dag` starts from (default: the newest).
     pub rescue: dagman::rescue::Rescue,
-    /// A `.dag`'s PRE scripts will run (`scripts = "run"`): a sub-DAG node
-    /// with one has its file read after it, as DAGMan reads it.
-    pub defer_subdags: bool,
+    /// When a `.dag`'s sub-DAGs are read.
+    pub subdag_reading: SubDagReading,
+}
+
+/// When a `.dag`'s sub-DAGs are read (HTCondor's DAGMan reads one as it
+/// submits its node, after the node's PRE script, which may write it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SubDagReading {
+    /// With the DAG: its scripts do not run, so nothing writes a sub-DAG's
+    /// file meanwhile, and reading it later would read the same DAG.
+    #[default]
+    WithTheDag,
+    /// Only a sub-DAG whose node has a PRE script, or whose file is
+    /// missing, as its node is submitted; the others with the DAG (for
+    /// what must see the whole DAG ahead, which then refuses the former).
+    WhenWritten,
+    /// Every sub-DAG as its node is submitted, as DAGMan reads it.
+    AtSubmission,
 }
 
 impl Default for Options {
@@ -102,7 +117,7 @@ impl Default for Options {
             default_size: 0,
             sidecar: None,
             rescue: Default::default(),
-            defer_subdags: false,
+            subdag_reading: SubDagReading::WithTheDag,
         }
     }
 }

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use super::grammar::{self, At, DagFile};
 use super::rescue::{self, Rescue};
 use super::{NodeInfo, SubDagInfo};
-use crate::workflow::formats::FormatError;
+use crate::workflow::formats::{FormatError, SubDagReading};
 
 /// Splices and sub-DAGs nested deeper than this are a cycle.
 const MAX_DEPTH: usize = 32;
@@ -53,9 +53,13 @@ pub(super) struct Flat {
     pub warnings: Vec<String>,
     /// Which rescue a sub-DAG starts from: its newest, or none.
     pub rescue: Rescue,
-    /// A sub-DAG node's PRE script runs: its DAG is read after it
+    /// Which sub-DAGs are read as their nodes are submitted
     /// ([`SubDagInfo::deferred`]).
-    pub defer: bool,
+    pub defer: SubDagReading,
+    /// The nodes whose data the sidecar gives, by name as flattened: a
+    /// sub-DAG with such nodes is read with the DAG where it can be, as
+    /// the grid's data placement must know them ahead.
+    pub move_data: std::collections::BTreeSet<String>,
 }
 
 /// One DAGMan's named inline submit descriptions and the nodes that may
@@ -333,10 +337,11 @@ pub(super) fn read_deferred(
     top: &Path,
     depth: usize,
     rescue: &Rescue,
+    defer: SubDagReading,
 ) -> Result<(Flat, SubDagInfo), FormatError> {
     let mut out = Flat {
         rescue: rescue.clone(),
-        defer: true,
+        defer,
         ..Flat::default()
     };
     if depth >= MAX_DEPTH {
@@ -516,9 +521,11 @@ fn flatten_piece(
         let inner = out.nodes.len();
         // DAGMan reads a sub-DAG's file as it submits the node, after its
         // PRE script, which may write it: when that script runs, so does
-        // gridbed (the manager asks for it). A file missing now is read
-        // then too: DAGMan runs the DAG, and the node fails if the file is
-        // still missing (its DAGMan exits 1).
+        // gridbed (the manager asks for it), for every sub-DAG but those
+        // whose nodes the sidecar gives data and no PRE script may write
+        // (the data placement must know them ahead). A file missing now is
+        // read then too: DAGMan runs the DAG, and the node fails if the
+        // file is still missing (its DAGMan exits 1).
         // So is one whose rescue DAG `-DoRescueFrom N` is missing, scripts
         // run or not: its DAGMan cannot start (condor_submit_dag refuses
         // it), which fails its node if the run reaches it, and only then
@@ -526,7 +533,16 @@ fn flatten_piece(
         let no_rescue = matches!(out.rescue, Rescue::From(_))
             && spath.is_file()
             && rescue::chosen(&spath, &out.rescue).is_err();
-        let deferred = no_rescue || out.defer && (n.pre.is_some() || !spath.is_file());
+        let written = n.pre.is_some() || !spath.is_file();
+        let below = format!("{name}+");
+        let moves_data =
+            (out.move_data.range(below.clone()..).next()).is_some_and(|d| d.starts_with(&below));
+        let deferred = no_rescue
+            || match out.defer {
+                SubDagReading::WithTheDag => false,
+                SubDagReading::WhenWritten => written,
+                SubDagReading::AtSubmission => written || !moves_data,
+            };
         let (sub, leaves) = if deferred {
             let sub = SubDagInfo {
                 node: name.clone(),

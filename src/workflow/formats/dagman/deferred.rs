@@ -15,6 +15,7 @@ use super::rescue::{self, Rescue};
 use super::{DagmanInfo, FormatError, NodeScripts, SubDagInfo, compose};
 use crate::core::nodes::Graft;
 use crate::core::{JobSpec, Workflow};
+use crate::workflow::formats::SubDagReading;
 
 /// How a deferred sub-DAG's file is read: as the `.dag` was.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +27,9 @@ pub struct SubDagReads {
     /// What the sidecar says of the nodes of sub-DAGs read as the run goes,
     /// by their names in the run (`S+X`), kept until they are read.
     pub sidecar: std::collections::BTreeMap<String, SidecarNode>,
+    /// Which of their sub-DAGs are read as their nodes are submitted in
+    /// turn: as the DAG's.
+    pub reading: SubDagReading,
 }
 
 /// What a sidecar says of a node of a sub-DAG read as the run goes (which
@@ -92,6 +96,7 @@ impl DagmanInfo {
             top,
             depth,
             &reads.rescue,
+            reads.reading,
         )?;
         // Its DAGMan, started from rescue N, renames its later ones.
         if let Rescue::From(n) = reads.rescue {
@@ -163,8 +168,8 @@ impl DagmanInfo {
             category_order: categories.clone(),
             run_jobs: self.run_jobs,
             // Its DAGMan's priority: its node's, or its own default.
-            default_priority: match self.effective_priorities().get(sub.node.as_str()) {
-                Some(&p) if p != 0 => Some(p),
+            default_priority: match self.effective_priority(&sub.node) {
+                Some(p) if p != 0 => Some(p),
                 _ => read.default_priority,
             },
             ..Default::default()

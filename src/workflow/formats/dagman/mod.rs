@@ -44,7 +44,7 @@ pub use grammar::looks_like;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{FormatError, Options, Parsed};
+use super::{FormatError, Options, Parsed, SubDagReading};
 use crate::core::JobSpec;
 
 /// A PRE or POST script of a node.
@@ -205,6 +205,18 @@ pub struct SubDagInfo {
     pub jobstate_log: Option<String>,
     /// The number of the rescue DAG it started from (0: none).
     pub rescue_number: u32,
+}
+
+impl SubDagInfo {
+    /// Its DAGMan's priority, its node's effective priority being `node`:
+    /// that (`condor_submit_dag -priority`), or its own
+    /// `DAGMAN_DEFAULT_PRIORITY` when it is 0 (none given).
+    fn dagman_priority(&self, node: i32) -> i32 {
+        match node {
+            0 => self.default_priority.unwrap_or(0),
+            p => p,
+        }
+    }
 }
 
 /// `DOT file [UPDATE|DONT-UPDATE] [OVERWRITE|DONT-OVERWRITE] [INCLUDE
@@ -758,10 +770,7 @@ impl DagmanInfo {
             let d = &self.subdags[k];
             let outer = innermost(&d.node).map_or(top, |o| dag[o]);
             let node = own.get(d.node.as_str()).copied().unwrap_or(0) + outer;
-            dag[k] = match node {
-                0 => d.default_priority.unwrap_or(0),
-                p => p,
-            };
+            dag[k] = d.dagman_priority(node);
         }
         (self.nodes.iter())
             .map(|n| {
@@ -769,6 +778,26 @@ impl DagmanInfo {
                 (n.name.as_str(), n.priority + outer)
             })
             .collect()
+    }
+
+    /// The effective priority of the node `name` alone (as
+    /// [`DagmanInfo::effective_priorities`] gives it), walking up its
+    /// chain of sub-DAGs: a sub-DAG read as the run goes needs only its
+    /// node's, and a DAG may have thousands of nodes.
+    pub fn effective_priority(&self, name: &str) -> Option<i32> {
+        let own = self.nodes.iter().find(|n| n.name == name)?.priority;
+        let name = match self.subdags.iter().any(|d| d.entry == name) {
+            true => name.rsplit_once('+').map_or("", |(node, _)| node),
+            false => name,
+        };
+        let innermost = (name.char_indices().rev())
+            .filter(|&(_, c)| c == '+')
+            .find_map(|(i, _)| self.subdags.iter().find(|d| d.node == name[..i]));
+        let dagman = match innermost {
+            Some(d) => d.dagman_priority(self.effective_priority(&d.node).unwrap_or(0)),
+            None => self.default_priority.unwrap_or(0),
+        };
+        Some(own + dagman)
     }
 
     /// How its DAGMan submits the jobs: its settings, HTCondor's defaults
@@ -1081,6 +1110,17 @@ struct Sidecar {
     job: Vec<SidecarJob>,
 }
 
+/// The nodes a sidecar gives inputs or outputs (none if it cannot be read:
+/// [`apply_sidecar`] says why).
+fn moving_data(sidecar: Option<&std::path::Path>) -> std::collections::BTreeSet<String> {
+    let read = sidecar.and_then(|p| std::fs::read_to_string(p).ok());
+    let jobs = read.and_then(|t| toml::from_str::<Sidecar>(&t).ok());
+    (jobs.into_iter().flat_map(|s| s.job))
+        .filter(|j| !j.inputs.is_empty() || !j.outputs.is_empty())
+        .map(|j| j.name.into_inner())
+        .collect()
+}
+
 /// Completes `parsed` (a `.dag`) with the runtimes, inputs, outputs and file
 /// sizes of a TOML sidecar: `[[file]]` (`name`, `size`) and `[[job]]`
 /// (`name`, `runtime`, `inputs`, `outputs`, and `exit`: the status its
@@ -1175,7 +1215,11 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         ..top.info.clone()
     };
     let mut flat = compose::Flat {
-        defer: opts.defer_subdags,
+        defer: opts.subdag_reading,
+        move_data: match opts.subdag_reading {
+            SubDagReading::AtSubmission => moving_data(opts.sidecar.as_deref()),
+            _ => Default::default(),
+        },
         ..Default::default()
     };
     compose::flatten(top, path, &opts.rescue, &mut flat)?;
@@ -1256,6 +1300,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             subdag_reads: SubDagReads {
                 default_runtime: opts.default_runtime,
                 rescue: opts.rescue.for_subdags(path),
+                reading: opts.subdag_reading,
                 ..Default::default()
             },
             rescue_number: rescue::number(path, &opts.rescue),
@@ -1484,6 +1529,76 @@ mod tests {
             .position(|j| j.name == "up+c")
             .unwrap();
         assert_eq!(s.priority[j], 117, "the ready queues see them too");
+    }
+
+    proptest::proptest! {
+        /// Against a reference recursion over random trees of `.dag`
+        /// files (each may run later files as sub-DAGs, several times):
+        /// a node's priority plus its DAGMan's, which a sub-DAG takes from
+        /// its node, or from its own default when that is 0. Priorities
+        /// are drawn so that sums of 0 come often. Both the whole map and
+        /// the walk up one node's chain.
+        #[test]
+        fn effective_priorities_are_the_tree_recursion(
+            files in proptest::collection::vec(
+                (0..4usize, proptest::collection::vec((0..5usize, 0..5usize), 1..4)),
+                1..5,
+            ),
+        ) {
+            const PRIO: [i32; 5] = [0, 0, 3, -3, 6];
+            const DEFAULT: [Option<i32>; 4] = [None, Some(0), Some(3), Some(-6)];
+            let dir = tempfile::tempdir().unwrap();
+            let sub = |i: usize, t: usize| (t > i && t < files.len()).then_some(t);
+            for (i, (default, nodes)) in files.iter().enumerate() {
+                let mut text = String::new();
+                if let Some(p) = DEFAULT[*default] {
+                    let cfg = format!("c{i}.cfg");
+                    std::fs::write(dir.path().join(&cfg), format!("DAGMAN_DEFAULT_PRIORITY = {p}\n")).unwrap();
+                    text += &format!("CONFIG {cfg}\n");
+                }
+                for (k, &(p, t)) in nodes.iter().enumerate() {
+                    text += &match sub(i, t) {
+                        Some(t) => format!("SUBDAG EXTERNAL n{k} f{t}.dag\n"),
+                        None => format!("JOB n{k} x.sub\n"),
+                    };
+                    text += &format!("PRIORITY n{k} {}\n", PRIO[p]);
+                }
+                std::fs::write(dir.path().join(format!("f{i}.dag")), text).unwrap();
+            }
+            fn expect(
+                files: &[(usize, Vec<(usize, usize)>)],
+                i: usize,
+                prefix: &str,
+                dagman: i32,
+                out: &mut Vec<(String, i32)>,
+            ) {
+                for (k, &(p, t)) in files[i].1.iter().enumerate() {
+                    let name = format!("{prefix}n{k}");
+                    let own = PRIO[p] + dagman;
+                    out.push((name.clone(), own));
+                    if t > i && t < files.len() {
+                        out.push((format!("{name}+PRE"), dagman));
+                        let inner = match own {
+                            0 => DEFAULT[files[t].0].unwrap_or(0),
+                            p => p,
+                        };
+                        expect(files, t, &format!("{name}+"), inner, out);
+                    }
+                }
+            }
+            let mut want = Vec::new();
+            expect(&files, 0, "", DEFAULT[files[0].0].unwrap_or(0), &mut want);
+            let loaded =
+                crate::workflow::formats::load(&dir.path().join("f0.dag"), &Default::default())
+                    .unwrap();
+            let info = loaded.dagman.unwrap();
+            let all = info.effective_priorities();
+            proptest::prop_assert_eq!(all.len(), want.len());
+            for (name, p) in &want {
+                proptest::prop_assert_eq!(all.get(name.as_str()), Some(p), "{}", name);
+                proptest::prop_assert_eq!(info.effective_priority(name), Some(*p), "{}", name);
+            }
+        }
     }
 
     #[test]
