@@ -86,9 +86,29 @@ pub(super) fn ended_at(was: &Interrupted, now: &Scenario) -> Result<Vec<Option<S
     if !refused.is_empty() {
         return Err(refused.join("; "));
     }
+    // A sub-DAG read as the run goes has no nodes until it is read: unless
+    // its node ended, its entry runs again and reads it, so that its nodes
+    // run (again: the run cannot tell them from the ones read then).
+    let deferred = (now.source.as_ref().and_then(|s| s.dagman.as_ref()))
+        .map(|d| d.subdags.iter().filter(|d| d.deferred).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let mut again = 0;
+    for d in deferred {
+        if let (Some(&entry), Some(&node)) = (jobs.get(d.entry.as_str()), jobs.get(d.node.as_str()))
+            && ended[node].is_none()
+            && ended[entry].take().is_some()
+        {
+            again += 1;
+        }
+    }
+    if again > 0 {
+        eprintln!(
+            "note: {again} sub-DAGs read as the run went had not ended: each is read again, and its nodes run again"
+        );
+    }
     if gone_jobs > 0 {
         eprintln!(
-            "note: {gone_jobs} jobs that ended are not in the workflow now: their records stay in the database, and nothing of theirs runs again"
+            "note: {gone_jobs} jobs that ended are not in the workflow now (or are of a sub-DAG read as the run goes): their records stay in the database"
         );
     }
     Ok(ended)

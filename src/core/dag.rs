@@ -147,6 +147,10 @@ pub struct Workflow {
     pub producer: Vec<Option<JobId>>,
     /// For each job, its children.
     pub children: Vec<Vec<JobId>>,
+    /// Every job's name, from the first [`Workflow::graft`] on: a run that
+    /// reads many sub-DAGs as it goes checks each one's names against it,
+    /// and a run that reads none pays nothing for it.
+    grafted_names: Option<std::collections::HashSet<String>>,
 }
 
 /// A job as a builder or parser writes it: references by name.
@@ -327,6 +331,7 @@ impl Workflow {
             files,
             producer,
             children,
+            grafted_names: None,
         };
         wf.check_reads()?;
         Ok(wf)
@@ -377,10 +382,11 @@ impl Workflow {
     /// the ids they take.
     pub fn graft(&mut self, jobs: Vec<Job>) -> Result<std::ops::Range<JobId>, DagError> {
         let first = self.jobs.len();
-        let mut names: std::collections::HashSet<&str> =
-            self.jobs.iter().map(|j| j.name.as_str()).collect();
+        let known = (self.grafted_names)
+            .get_or_insert_with(|| self.jobs.iter().map(|j| j.name.clone()).collect());
+        let mut names = std::collections::HashSet::new();
         for (i, j) in jobs.iter().enumerate() {
-            if !names.insert(j.name.as_str()) {
+            if known.contains(&j.name) || !names.insert(j.name.as_str()) {
                 return Err(DagError::DuplicateJob(j.name.clone()));
             }
             if let Some(&p) = j.parents.iter().find(|&&p| p >= i) {
@@ -403,6 +409,7 @@ impl Workflow {
             }
         }
         drop(names);
+        known.extend(jobs.iter().map(|j| j.name.clone()));
         for mut j in jobs {
             let id = self.jobs.len();
             for p in &mut j.parents {
@@ -665,6 +672,34 @@ mod tests {
             parents: parents.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         }
+    }
+
+    /// Grafted jobs take the ids after the workflow's, their parents
+    /// shifted; a name the workflow (or an earlier graft) has, or that
+    /// comes twice, is refused and changes nothing.
+    #[test]
+    fn a_graft_adds_jobs_after_and_refuses_a_name_taken() {
+        let mut wf = Workflow::build(vec![f("a")], vec![j("r", &["a"], &[], &[])]).unwrap();
+        let job = |name: &str, parents: Vec<JobId>| Job {
+            name: name.into(),
+            parents,
+            ..Default::default()
+        };
+        let got = wf.graft(vec![job("S+x", vec![]), job("S+y", vec![0])]);
+        assert_eq!(got, Ok(1..3));
+        assert_eq!(
+            (wf.jobs[2].parents.clone(), wf.children[1].clone()),
+            (vec![1], vec![2])
+        );
+        for (taken, graft) in [
+            ("r", vec![job("T+a", vec![]), job("r", vec![])]),
+            ("S+y", vec![job("S+y", vec![])]),
+            ("T+b", vec![job("T+b", vec![]), job("T+b", vec![])]),
+        ] {
+            assert_eq!(wf.graft(graft), Err(DagError::DuplicateJob(taken.into())));
+            assert_eq!(wf.jobs.len(), 3);
+        }
+        assert_eq!(wf.graft(vec![job("T+a", vec![])]), Ok(3..4));
     }
 
     #[test]

@@ -531,6 +531,12 @@ impl Sim {
     /// DAGMan submits a deferred sub-DAG: its file is read now, and its
     /// nodes join the run.
     fn read_subdag(&mut self, subdag: usize) {
+        // The sites and the simulator let go of the workflow while the
+        // manager grows it: held by it alone, it grows in place, where a
+        // copy of the whole workflow per sub-DAG read would make a run of
+        // many sub-DAGs quadratic.
+        let before = self.wf.jobs.len();
+        self.hold(Arc::default());
         let mut out = Vec::new();
         let reader = self.subdags.as_mut();
         let scripts = crate::config::SubDagReader::answer(
@@ -541,19 +547,22 @@ impl Sim {
             &mut out,
         );
         let wf = self.manager.workflow().clone();
-        if wf.jobs.len() > self.wf.jobs.len() {
-            if !self.scripts.is_empty() {
-                self.scripts.resize(self.wf.jobs.len(), None);
-                self.scripts.extend(scripts);
-            }
-            for site in &mut self.sites {
-                site.graft(wf.clone());
-            }
-            self.wf = wf;
+        if wf.jobs.len() > before && !self.scripts.is_empty() {
+            self.scripts.resize(before, None);
+            self.scripts.extend(scripts);
         }
+        self.hold(wf);
         for c in out {
             self.apply(c);
         }
+    }
+
+    /// The simulator and every site now hold `wf`.
+    fn hold(&mut self, wf: Arc<Workflow>) {
+        for site in &mut self.sites {
+            site.graft(wf.clone());
+        }
+        self.wf = wf;
     }
 
     /// Carries out what `site` decided: events reach the manager right after

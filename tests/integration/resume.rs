@@ -487,3 +487,48 @@ fn a_second_writer_of_a_control_database_is_refused_while_the_first_runs() {
         0
     );
 }
+
+/// A run whose sub-DAG S is read as its node is submitted (`scripts =
+/// "run"`), killed once S's first node ended: S had not ended, so resume
+/// reads it again and runs its nodes, and the DAG ends with B; nothing is
+/// dropped for want of the nodes the killed run had read.
+#[test]
+fn a_run_killed_inside_a_subdag_read_as_the_run_goes_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("w.dag"),
+        "JOB A n.sub\nSUBDAG EXTERNAL S inner.dag\nJOB B n.sub\nPARENT A CHILD S\nPARENT S CHILD B\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("inner.dag"),
+        "JOB x n.sub\nJOB y n.sub\nPARENT x CHILD y\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("n.sub"), "executable = /bin/true\nqueue\n").unwrap();
+    let testbed = "strategy = \"round-robin\"\norigin = \"submit-host\"\n\
+                   [emulation]\ntime_scale = 50\nbyte_scale = 1\n\
+                   [manager]\nmaxpre = 0\nprescript_interval = 0\n\
+                   [workflow]\nfile = \"w.dag\"\ndefault_runtime = 100\nscripts = \"run\"\n\
+                   [[site]]\nname = \"submit-host\"\n[[site]]\nname = \"grid3-01\"\ncpus = 2\n";
+    let db = d.join("r.db");
+    let x_ended = "outcome = 'ended' AND job IN (SELECT id FROM jobs WHERE name = 'S+x')";
+    kill_when(d, testbed, &db, x_ended);
+    let ended = |name: &str| {
+        count(
+            &db,
+            &format!(
+                "SELECT count(*) FROM attempts WHERE outcome = 'ended' AND job IN (SELECT id FROM jobs WHERE name = '{name}')"
+            ),
+        )
+    };
+    assert_eq!((ended("S+y"), ended("B")), (0, 0), "killed before");
+    let (code, _, stderr) = gridbed(&["resume", db.to_str().unwrap(), "-q"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 sub-DAGs read as the run went had not ended"),
+        "{stderr}"
+    );
+    assert_eq!((ended("S+y"), ended("B")), (1, 1), "{stderr}");
+}

@@ -21,6 +21,9 @@
 //! * **planner**: seed 003's AssignDAGs + Parallelize on 5,000 DAGs and 100
 //!   machines, its re-planning after a machine loss, and its share of a sim
 //!   run (`planner.rs`).
+//! * **subdags**: a hierarchical DAG of 1,000 sub-DAGs of 50 nodes over
+//!   one of 250, through the whole `gridbed run --engine sim` command, the
+//!   sub-DAGs read with the DAG and as submitted (`subdags.rs`).
 
 mod calibrate;
 mod external;
@@ -33,6 +36,7 @@ mod remote;
 mod scale;
 mod scenarios;
 mod simulated;
+mod subdags;
 
 pub(crate) use scale::{MeasureArgs, measure_command};
 use scenarios::{bench_scenario, bench_site, dispatch_scenario, dispatch_scenario_on, unthrottled};
@@ -85,7 +89,7 @@ pub struct Figure {
 }
 
 /// The benchmarks, by the names `gridbed bench` takes.
-const BENCHMARKS: [&str; 21] = [
+const BENCHMARKS: [&str; 22] = [
     "sim",
     "policy",
     "calibrate",
@@ -107,6 +111,7 @@ const BENCHMARKS: [&str; 21] = [
     "parse",
     "dslab",
     "million",
+    "subdags",
 ];
 
 /// Why a benchmark failed inside: any error of the rooms it drives, or
@@ -191,6 +196,9 @@ pub fn run(args: BenchArgs) -> Result<(), BenchError> {
             &[10_000, 100_000, 1_000_000]
         };
         figures.extend(scale::million(sizes).map_err(failed("million"))?);
+    }
+    if want("subdags") {
+        figures.extend(subdags::scaling(1000 / shrink).map_err(failed("subdags"))?);
     }
     if want("wfformat") {
         figures.extend(

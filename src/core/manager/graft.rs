@@ -112,7 +112,8 @@ impl Manager {
             .chain(local.final_node)
             .collect();
         let longest = g.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
-        let mut wf = (*self.wf).clone();
+        // Grown in place where the engine holds no other copy.
+        let wf = Arc::make_mut(&mut self.wf);
         let new = wf.graft(g.jobs).map_err(|e| e.to_string())?;
         let n = new.start;
         for &r in &roots {
@@ -121,7 +122,6 @@ impl Manager {
         for &l in &leaves {
             wf.add_edge(n + l, node);
         }
-        self.wf = Arc::new(wf);
         self.grow(m, node);
         let horizon = stall_horizon(&self.settings, &self.sites, longest);
         self.grid.stall.horizon = self.grid.stall.horizon.max(horizon);

@@ -46,10 +46,8 @@ mod tests {
             members: vec![],
             site: site.map(str::to_string),
         };
-        let wf = Workflow {
-            jobs: vec![job("a", Some("m2")), job("b", None), job("c", Some("gone"))],
-            ..Workflow::default()
-        };
+        let mut wf = Workflow::default();
+        wf.jobs = vec![job("a", Some("m2")), job("b", None), job("c", Some("gone"))];
         let site = |name: &str| SiteInfo {
             name: name.into(),
             cpus: 1,

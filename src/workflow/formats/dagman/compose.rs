@@ -258,6 +258,7 @@ fn flatten_subdag(
     let (dot, node_status_file) = (i.dot.clone(), i.node_status_file.clone());
     let jobstate_log = i.jobstate_log.clone();
     let inner = out.nodes.len();
+    let inner_subdags = out.subdags.len();
     let mut own = Scope::default();
     let piece = flatten_piece(sfile, spath, top, &format!("{name}+"), place, &mut own, out)?;
     own.resolve(out);
@@ -273,8 +274,9 @@ fn flatten_subdag(
     let rescue_number = start_from_rescue(spath, &format!("{name}+"), inner, out)?;
     // Its own FINAL node (not one of a sub-DAG nested in it, which
     // has its own) ends it.
-    let nested: std::collections::HashSet<&String> =
-        out.subdags.iter().flat_map(|d| &d.members).collect();
+    let nested: std::collections::HashSet<&String> = (out.subdags[inner_subdags..].iter())
+        .flat_map(|d| &d.members)
+        .collect();
     let own = || {
         out.nodes[inner..end]
             .iter()

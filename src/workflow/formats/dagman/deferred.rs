@@ -60,10 +60,10 @@ impl DagmanInfo {
     /// Every category's name, by the manager's category id: sorted, then
     /// those of sub-DAGs read as the run went, in the order they came.
     pub fn categories(&self) -> Vec<String> {
-        if !self.category_order.is_empty() {
-            return self.category_order.clone();
+        match &self.category_order {
+            Some(order) => order.clone(),
+            None => category_names(&self.nodes, &self.max_jobs),
         }
-        category_names(&self.nodes, &self.max_jobs)
     }
 
     /// Reads the deferred sub-DAG `k` (its node's PRE script has run); once
@@ -165,7 +165,7 @@ impl DagmanInfo {
             weak_edges: std::mem::take(&mut flat.weak).into_iter().collect(),
             env_get: self.env_get.clone(),
             env_set: self.env_set.clone(),
-            category_order: categories.clone(),
+            category_order: Some(categories.clone()),
             run_jobs: self.run_jobs,
             // Its DAGMan's priority: its node's, or its own default.
             default_priority: match self.effective_priority(&sub.node) {

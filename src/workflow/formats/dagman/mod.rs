@@ -303,9 +303,9 @@ pub struct DagmanInfo {
     pub weak_edges: Vec<(String, String)>,
     /// How a deferred sub-DAG's file is read ([`SubDagInfo::deferred`]).
     pub subdag_reads: SubDagReads,
-    /// The categories by id once a sub-DAG read as the run went added its
-    /// own (empty before: see [`DagmanInfo::categories`]).
-    pub category_order: Vec<String>,
+    /// The categories by id once a sub-DAG was read as the run went (none
+    /// before: see [`DagmanInfo::categories`]).
+    pub category_order: Option<Vec<String>>,
     /// The number of the rescue DAG the run started from (0: none), as
     /// DAGMan reports it ([`rescue::number`]).
     pub rescue_number: u32,

@@ -237,21 +237,26 @@ impl<'a> Dag<'a> {
     /// its DAGMan's own: of no sub-DAG nested in it, and no PRE script's
     /// no-op of one.
     pub(super) fn own_of(&self, scope: Option<&[String]>) -> Vec<JobId> {
+        // Each sub-DAG's files ask for its own nodes: only its members are
+        // looked at, so that a run of many sub-DAGs stays linear.
+        let within: Option<std::collections::HashSet<&str>> =
+            scope.map(|s| s.iter().map(String::as_str).collect());
         let inner: std::collections::HashSet<&str> = (self.info.subdags.iter())
-            .filter(|d| scope.is_none_or(|s| s.contains(&d.node)))
+            .filter(|d| within.as_ref().is_none_or(|s| s.contains(d.node.as_str())))
             .flat_map(|d| d.members.iter().chain(std::iter::once(&d.entry)))
             .map(String::as_str)
             .collect();
         let wf = self.workflow;
-        let scope: Option<std::collections::HashSet<&str>> =
-            scope.map(|s| s.iter().map(String::as_str).collect());
-        let within = |name: &str| scope.as_ref().is_none_or(|s| s.contains(name));
-        (0..wf.jobs.len())
-            .filter(|&j| {
-                let name = wf.jobs[j].name.as_str();
-                within(name) && !inner.contains(name)
-            })
-            .collect()
+        let mut own: Vec<JobId> = match scope {
+            None => (0..wf.jobs.len()).collect(),
+            Some(s) => (s.iter())
+                .filter_map(|n| self.index.get(n.as_str()).copied())
+                .collect(),
+        };
+        own.retain(|&j| !inner.contains(wf.jobs[j].name.as_str()));
+        own.sort_unstable();
+        own.dedup();
+        own
     }
 
     /// The top DAG's DAGMan, its runs `runs`.
