@@ -542,11 +542,9 @@ pub fn load_text(path: &Path, text: &str, opts: &Options) -> Result<Loaded, Form
             return Err(err("cannot tell the format: expected WfFormat JSON, Pegasus DAX XML, Pegasus 5 YAML or a DAGMan .dag file (or name it with `format`)".into()));
         }
     };
-    if let Some(sidecar) = &opts.sidecar {
-        if parsed.dagman.is_none() {
-            return Err(err("a sidecar completes a DAGMan file only".into()));
-        }
-        dagman::apply_sidecar(sidecar, &mut parsed)?;
+    // `dagman::parse` has applied the sidecar.
+    if opts.sidecar.is_some() && parsed.dagman.is_none() {
+        return Err(err("a sidecar completes a DAGMan file only".into()));
     }
     if let Some(info) = parsed.dagman.as_mut() {
         dagman::apply_environment(info);

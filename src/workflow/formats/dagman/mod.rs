@@ -1110,35 +1110,57 @@ struct Sidecar {
     job: Vec<SidecarJob>,
 }
 
-/// The nodes a sidecar gives inputs or outputs (none if it cannot be read:
-/// [`apply_sidecar`] says why).
-fn moving_data(sidecar: Option<&std::path::Path>) -> std::collections::BTreeSet<String> {
-    let read = sidecar.and_then(|p| std::fs::read_to_string(p).ok());
-    let jobs = read.and_then(|t| toml::from_str::<Sidecar>(&t).ok());
-    (jobs.into_iter().flat_map(|s| s.job))
+/// The nodes `sidecar` gives inputs or outputs.
+fn moving_data(sidecar: &Sidecar) -> std::collections::BTreeSet<String> {
+    (sidecar.job.iter())
         .filter(|j| !j.inputs.is_empty() || !j.outputs.is_empty())
-        .map(|j| j.name.into_inner())
+        .map(|j| j.name.get_ref().clone())
         .collect()
+}
+
+/// A sidecar's text and what it says, read once per DAG.
+struct SidecarRead {
+    text: String,
+    sidecar: Sidecar,
+}
+
+/// Reads and parses the sidecar at `path`.
+fn read_sidecar(path: &std::path::Path) -> Result<SidecarRead, FormatError> {
+    let err = |message: String| FormatError {
+        file: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    let sidecar = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| format!("line {}: ", line_at(&text, s.start)))
+            .unwrap_or_default();
+        err(format!("{at}{}", e.message()))
+    })?;
+    Ok(SidecarRead { text, sidecar })
+}
+
+/// The line of `text` at byte `offset`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 /// Completes `parsed` (a `.dag`) with the runtimes, inputs, outputs and file
 /// sizes of a TOML sidecar: `[[file]]` (`name`, `size`) and `[[job]]`
 /// (`name`, `runtime`, `inputs`, `outputs`, and `exit`: the status its
 /// program exits with on each attempt, the last repeating).
-pub fn apply_sidecar(path: &std::path::Path, parsed: &mut Parsed) -> Result<(), FormatError> {
+fn apply_sidecar(
+    path: &std::path::Path,
+    read: SidecarRead,
+    parsed: &mut Parsed,
+) -> Result<(), FormatError> {
     let err = |message: String| FormatError {
         file: path.to_path_buf(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
-    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
-    let sidecar: Sidecar = toml::from_str(&text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| format!("line {}: ", line(s.start)))
-            .unwrap_or_default();
-        err(format!("{at}{}", e.message()))
-    })?;
+    let SidecarRead { text, sidecar } = read;
+    let line = |offset: usize| line_at(&text, offset);
     let index: HashMap<String, usize> = parsed
         .jobs
         .iter()
@@ -1214,10 +1236,14 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         max_jobs: BTreeMap::new(),
         ..top.info.clone()
     };
+    // Read once: which sub-DAGs move data decides how they are read, and
+    // what it says completes the nodes once they are. A sidecar that
+    // cannot be read is said so after the DAG's own errors.
+    let sidecar = (opts.sidecar.as_deref()).map(|p| (p, read_sidecar(p)));
     let mut flat = compose::Flat {
         defer: opts.subdag_reading,
-        move_data: match opts.subdag_reading {
-            SubDagReading::AtSubmission => moving_data(opts.sidecar.as_deref()),
+        move_data: match (opts.subdag_reading, &sidecar) {
+            (SubDagReading::AtSubmission, Some((_, Ok(read)))) => moving_data(&read.sidecar),
             _ => Default::default(),
         },
         ..Default::default()
@@ -1287,7 +1313,7 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
         "a .dag gives no runtimes or files: every job runs {} s and moves no data",
         opts.default_runtime
     ));
-    Ok(Parsed {
+    let mut parsed = Parsed {
         files: Vec::new(),
         jobs,
         indexed: None,
@@ -1313,7 +1339,11 @@ pub fn parse(path: &std::path::Path, text: &str, opts: &Options) -> Result<Parse
             },
             ..settings
         }),
-    })
+    };
+    if let Some((path, read)) = sidecar {
+        apply_sidecar(path, read?, &mut parsed)?;
+    }
+    Ok(parsed)
 }
 
 /// Marks the nodes DAGMan would never find ready because of a cycle (those

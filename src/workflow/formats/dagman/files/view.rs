@@ -249,13 +249,16 @@ impl<'a> Dag<'a> {
         let wf = self.workflow;
         let mut own: Vec<JobId> = match scope {
             None => (0..wf.jobs.len()).collect(),
-            Some(s) => (s.iter())
-                .filter_map(|n| self.index.get(n.as_str()).copied())
-                .collect(),
+            Some(s) => {
+                let mut ids: Vec<JobId> = (s.iter())
+                    .filter_map(|n| self.index.get(n.as_str()).copied())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            }
         };
         own.retain(|&j| !inner.contains(wf.jobs[j].name.as_str()));
-        own.sort_unstable();
-        own.dedup();
         own
     }
 
