@@ -576,7 +576,13 @@ fn execute(
     }
     let s = &record.summary;
     let complete = s.succeeded && s.corrupt_at_end == 0;
-    if let Some(stop) = ended.stop {
+    if let Some(stop) = ended.stop.filter(|s| s.halted_at.is_some()) {
+        say!(
+            "the DAG was halted (its halt file): it started nothing more and stopped once \
+             what was in flight ended; its exit value {}",
+            stop.dag_return
+        );
+    } else if let Some(stop) = ended.stop {
         let why = match stop.node {
             Some(n) => format!(
                 "ABORT-DAG-ON: node `{}` exited {}",

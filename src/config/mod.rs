@@ -259,6 +259,13 @@ impl Scenario {
         }
     }
 
+    /// The halt file of the run's DAG, when the workflow is a `.dag` (a
+    /// stale one removed: call once, as the run starts).
+    pub fn halt_file(&self) -> Option<formats::dagman::halt::HaltFile> {
+        let src = self.source.as_ref().filter(|s| s.dagman.is_some())?;
+        Some(formats::dagman::halt::HaltFile::submitted(&src.path))
+    }
+
     /// Where the DAG's scripts' relative executables are: the `.dag`'s
     /// folder, absolute (a bare `post.sh` would be looked for on PATH).
     fn script_dir(&self) -> PathBuf {

@@ -251,6 +251,13 @@ pub enum Event {
     /// its own job): every node job is removed, the `FINAL` node runs, and
     /// the DAG exits as DAGMan's `main_shutdown_remove` does.
     DagRemoved,
+    /// The DAG's halt file (`<dag>.halt`) appeared: the top DAG starts no
+    /// node job and no PRE script any more, lets what is in flight end and
+    /// its POST scripts run, then stops (a rescue DAG, its FINAL node run
+    /// with `$DAG_STATUS` 6, `DAG_STATUS_HALTED`), as DAGMan's
+    /// `condor_event_timer` does. A halt is not undone (removing the file
+    /// does nothing, as in HTCondor).
+    Halted,
 }
 
 /// An order from the manager to the engine.

@@ -88,6 +88,8 @@ pub struct ManagerActor {
     subdags: Option<crate::config::SubDagReader>,
     /// See [`Start::quiet_after`].
     quiet_after: Time,
+    /// The DAG's halt file, looked for at each publication once started.
+    halt: Option<crate::workflow::formats::dagman::halt::HaltFile>,
 }
 
 impl ManagerActor {
@@ -117,7 +119,15 @@ impl ManagerActor {
             progress,
             out: Vec::new(),
             quiet_after: 0.0,
+            halt: None,
         }
+    }
+
+    /// Watches `halt`, the DAG's halt file: it halts the DAG once it
+    /// appears.
+    pub fn watching(mut self, halt: Option<crate::workflow::formats::dagman::halt::HaltFile>) -> Self {
+        self.halt = halt;
+        self
     }
 
     fn step(&mut self, event: Event, ctx: &mut Context<Self>) {
@@ -334,7 +344,14 @@ impl Actor for ManagerActor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(super::MAILBOX);
-        ctx.run_interval(Duration::from_millis(100), |act, _| act.publish());
+        ctx.run_interval(Duration::from_millis(100), |act, ctx| {
+            act.publish();
+            // DAGMan looks at each turn of its event loop.
+            let started = act.done.is_some();
+            if started && act.halt.as_mut().is_some_and(|h| h.appeared()) {
+                act.step(Event::Halted, ctx);
+            }
+        });
     }
 }
 

@@ -237,6 +237,10 @@ struct Sim {
     shown: Instant,
     /// The DAG was removed on a signal ([`crate::interrupt`]).
     interrupted: bool,
+    /// The DAG's halt file, looked for as the run starts and after each
+    /// script or job program ran (nothing else of a simulated run may
+    /// write it).
+    halt: Option<crate::workflow::formats::dagman::halt::HaltFile>,
 }
 
 impl Sim {
@@ -328,6 +332,7 @@ impl Sim {
             progress: Box::new(Unobserved),
             shown: Instant::now(),
             interrupted: false,
+            halt: scenario.halt_file(),
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -356,7 +361,16 @@ impl Sim {
         Some(ev)
     }
 
+    /// Halts the DAG now if its halt file appeared (DAGMan looks at each
+    /// turn of its event loop; the simulator as soon as it may have).
+    fn watch_halt(&mut self) {
+        if self.halt.as_mut().is_some_and(|h| h.appeared()) {
+            self.at(self.now, Ev::Deliver(Event::Halted));
+        }
+    }
+
     fn run(&mut self) {
+        self.watch_halt();
         self.deliver(Event::Tick);
         // Each pass gives up on what a stall leaves (some job fails), so
         // the passes end.
@@ -489,6 +503,7 @@ impl Sim {
                 macros,
             } => {
                 let exit = self.run_job_program(job, &macros).unwrap_or(Ok(exit));
+                self.watch_halt();
                 self.sites[site].submit(job, exit, &mut self.actions);
                 self.carry_out(site);
             }
@@ -506,6 +521,7 @@ impl Sim {
                 ..
             } => {
                 let status = self.run_script(job, kind, &macros);
+                self.watch_halt();
                 self.at(
                     self.now + duration,
                     Ev::Deliver(Event::ScriptDone { job, kind, status }),

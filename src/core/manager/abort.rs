@@ -50,6 +50,7 @@ impl Manager {
             node: None,
             status: 0,
             dag_return: EXIT_ABORT,
+            halted_at: None,
         };
         self.stop(abort, None, out);
     }
@@ -58,7 +59,7 @@ impl Manager {
     /// flight (but `spare`, whose end is being handled) are removed, in
     /// job order ([`NodeLife::stop_step`], asked as each node's turn
     /// comes, since a removal may make the nodes below it futile first).
-    fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
+    pub(super) fn stop(&mut self, abort: DagAbort, spare: Option<JobId>, out: &mut Vec<Command>) {
         for j in self.dag.begin_stop(abort) {
             if self.dag.state[j] == JobState::Staging && Some(j) != spare {
                 self.withdraw(j, out);

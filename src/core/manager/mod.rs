@@ -680,6 +680,12 @@ impl Manager {
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => self.forget_copy(file, site),
             Event::DagRemoved => self.remove_dag(out),
+            Event::Halted => {
+                if !self.is_finished() && self.dag.halt() {
+                    // Its lane of the ready queue closes.
+                    self.dag.set_lanes(self.settings.submit_depth_first);
+                }
+            }
             Event::Fault { site, fault } => {
                 self.grid.grid_changed = true;
                 self.on_fault(site, fault, out);
@@ -1068,6 +1074,11 @@ impl Manager {
             for job in self.dag.held.drain(..) {
                 self.dag.ready.push(job);
             }
+            self.offer_ready(out);
+        }
+        // A halted DAG stops once drained: its FINAL node may then start.
+        if self.dag.halt_drained() {
+            self.stop(DagAbort::halt(self.now), None, out);
             self.offer_ready(out);
         }
     }

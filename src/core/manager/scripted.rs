@@ -70,6 +70,8 @@ pub struct ScriptedWorld {
     pub failing_scripts: Vec<(JobId, ScriptKind)>,
     /// Each DAGMan script run: (job, kind, `$RETURN` passed), in order.
     pub scripts_run: Vec<(JobId, ScriptKind, i32)>,
+    /// The `$DAG_STATUS` each of `scripts_run` was given.
+    pub scripts_dag_status: Vec<i32>,
     /// Per job: runs that ended successfully (exactly 1 at the end of a
     /// run where nothing is lost or run twice).
     pub ended_ok: Vec<u32>,
@@ -130,6 +132,7 @@ impl ScriptedWorld {
             start_before_kill: false,
             failing_scripts: Vec::new(),
             scripts_run: Vec::new(),
+            scripts_dag_status: Vec::new(),
             ended_ok: vec![0; n],
             pin_times: Vec::new(),
             max_prescripts: 0,
@@ -277,6 +280,7 @@ impl ScriptedWorld {
                     ..
                 } => {
                     self.scripts_run.push((job, kind, macros.status));
+                    self.scripts_dag_status.push(macros.dag_status);
                     let status = i32::from(self.failing_scripts.contains(&(job, kind)));
                     self.failing_scripts.retain(|&(j, k)| (j, k) != (job, kind));
                     let done = Event::ScriptDone { job, kind, status };

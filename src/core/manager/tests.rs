@@ -1294,6 +1294,59 @@ fn a_users_removal_removes_jobs_runs_final_and_exits_dagmans_exit_abort() {
     assert_eq!(w.m.dag_abort(), None);
 }
 
+/// DAGMan's halt (`condor_event_timer`): once halted, nothing starts but
+/// FINAL; what is in flight ends and its POST script runs; then the DAG
+/// stops and FINAL runs, its scripts given DAG_STATUS_HALTED (6).
+#[test]
+fn a_halt_lets_what_runs_end_starts_nothing_more_then_runs_final() {
+    let world = |with_final: bool| {
+        dag_world(4, with_final, |n| {
+            n.post = vec![true; n.post.len()];
+            if with_final {
+                n.pre[4] = true;
+            }
+        })
+    };
+    // Unhalted, j1 runs from `start` to `end`.
+    let mut w = world(true);
+    w.run();
+    let a = &w.m.records().jobs[1].attempts[0];
+    let (start, end) = (a.started.unwrap(), a.finished.unwrap());
+    let mid = (start + end) / 2.0;
+    let mut w = world(true);
+    w.tell_at(mid, Event::Halted);
+    w.tell_at(end + 1.0, Event::Halted);
+    w.run();
+    assert_eq!(w.m.job_state(1), JobState::Done, "it was running");
+    assert!(posts_run(&w).contains(&(1, 0)), "its POST script ran");
+    for j in [2, 3] {
+        assert_eq!(w.m.job_state(j), JobState::Blocked, "j{j}");
+        assert!(w.m.records().jobs[j].attempts.is_empty(), "j{j} started");
+    }
+    let stop = w.m.dag_abort().expect("stopped");
+    assert_eq!((stop.dag_status(), stop.node, stop.dag_return), (6, None, 1));
+    assert!(stop.halted_at.is_some_and(|at| at >= end), "{stop:?}");
+    assert_eq!(w.m.job_state(4), JobState::Done, "FINAL ran");
+    let finals: Vec<i32> = (w.scripts_run.iter().zip(&w.scripts_dag_status))
+        .filter(|(s, _)| s.0 == 4)
+        .map(|(_, &d)| d)
+        .collect();
+    assert_eq!(finals, [6, 6], "FINAL's PRE and POST scripts");
+    assert!(w.m.succeeded() && w.m.dag_exit() == 0, "FINAL decides");
+    // Without FINAL the halted DAG fails: EXIT_ERROR.
+    let mut w = world(false);
+    w.tell_at(mid, Event::Halted);
+    w.run();
+    assert!(w.m.is_finished() && !w.m.succeeded());
+    assert_eq!(w.m.dag_exit(), 1);
+    assert_eq!(w.m.job_state(2), JobState::Blocked);
+    // A halt after the end changes nothing.
+    let mut w = world(false);
+    w.tell_at(1e6, Event::Halted);
+    w.run();
+    assert!(w.m.succeeded() && w.m.dag_abort().is_none());
+}
+
 /// Eight 60 s jobs that each read the one 100-byte file `x`.
 fn eight_readers_of_one_file() -> Workflow {
     let files = vec![File {

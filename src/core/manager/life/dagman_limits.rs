@@ -182,11 +182,17 @@ impl NodeLife {
     /// Whether `job`, at the head of its DAGMan's ready queue, may start
     /// its prescript stage: it has a PRE script (run regardless), stands
     /// for a sub-DAG's end (its DAG counted since its entry), or its
-    /// DAGMan has room for one more job in the queue.
+    /// DAGMan has room for one more job in the queue. A halted DAGMan
+    /// admits only its FINAL node until it stops (then only FINAL is
+    /// still ready).
     fn admits(dagmans: &Dagmans, nodes: &NodeSettings, job: JobId) -> bool {
+        let dagman = &dagmans.list[dagmans.dagman_of(job)];
+        if dagman.halted && dagman.aborted.is_none() {
+            return Some(job) == nodes.final_node || dagmans.is_final(job);
+        }
         !dagmans.on.submitted
             || Self::submits_regardless(nodes, dagmans, job)
-            || !dagmans.list[dagmans.dagman_of(job)].submitted.full()
+            || !dagman.submitted.full()
     }
 
     /// Whether `job` starts its prescript stage whatever its DAGMan's

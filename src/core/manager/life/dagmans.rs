@@ -107,6 +107,8 @@ pub(crate) struct Dagman {
     pub(crate) submit_gate: Time,
     /// The wait after its next failed submission (0: the first wait, 1 s).
     pub(crate) submit_wait: Time,
+    /// Halted (its halt file): it starts no node but its FINAL one.
+    pub(crate) halted: bool,
 }
 
 /// Which throttle any DAGMan of the run has (a sub-DAG read as the run
@@ -368,10 +370,10 @@ impl Dagmans {
         self.innermost(job).map_or(0, |k| k + 1)
     }
 
-    /// Whether a DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED` may stop it: its
+    /// Whether a DAGMan's `DAGMAN_MAX_JOBS_SUBMITTED` or halt may stop it: its
     /// ready queue's lane may close.
     pub(crate) fn may_close(&self) -> bool {
-        self.on.submitted
+        self.on.submitted || self.list.iter().any(|d| d.halted)
     }
 
     /// The node jobs whose submission a DAGMan holds, no longer held: a

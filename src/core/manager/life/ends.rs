@@ -243,6 +243,7 @@ mod tests {
                     node: None,
                     status: 0,
                     dag_return: 2,
+                    halted_at: None,
                 });
             }
             let end = life.pre_end(&wf(), 0, status);

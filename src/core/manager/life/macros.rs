@@ -54,7 +54,8 @@ impl NodeLife {
             true => removed_failed,
             false => 0,
         };
-        // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _NODE_FAILED 2.
+        // DAGMan's DagStatus: DAG_STATUS_ABORT 3, _RM 4, _HALTED 6,
+        // _NODE_FAILED 2.
         let abort = match own {
             Some(_) => self.dagmans.stopped(owner),
             None => self.dagmans.top().aborted,
@@ -68,8 +69,7 @@ impl NodeLife {
                 status: s,
                 ..
             }) if returns_zero(n, s) => 2 * i32::from(removed_failed > not_yet_failed),
-            Some(DagAbort { node: Some(_), .. }) => 3,
-            Some(DagAbort { node: None, .. }) => 4,
+            Some(a) => i32::from(a.dag_status()),
             None if c.failed > 0 => 2,
             // Its DAG ended with nodes on a cycle left, none failed:
             // DAG_STATUS_CYCLE, which DAGMan sets as it starts FINAL.

@@ -8,7 +8,7 @@ use super::*;
 /// A stop of the DAG: an `ABORT-DAG-ON` that took effect, or the user's
 /// removal of the DAG. Every node job in flight was removed and no node
 /// starts any more but the `FINAL` one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DagAbort {
     /// The node whose exit aborted the DAG; `None` when the user removed
     /// it.
@@ -16,8 +16,34 @@ pub struct DagAbort {
     /// The value that node exited with (0 for a removal).
     pub status: i32,
     /// The DAG's exit value: `RETURN`, else the node's; for a removal
-    /// DAGMan's `EXIT_ABORT` (2).
+    /// DAGMan's `EXIT_ABORT` (2); for a halt, `EXIT_ERROR` (1).
     pub dag_return: i32,
+    /// A halt (the DAG's halt file) that took effect at this time, once
+    /// no node was in flight any more: nothing was removed, and `node` is
+    /// `None`.
+    pub halted_at: Option<Time>,
+}
+
+impl DagAbort {
+    /// The stop of a drained halt at `at`.
+    pub(crate) fn halt(at: Time) -> Self {
+        DagAbort {
+            node: None,
+            status: 0,
+            dag_return: 1,
+            halted_at: Some(at),
+        }
+    }
+
+    /// DAGMan's `DagStatus` once it stopped so: `DAG_STATUS_HALTED` 6,
+    /// `DAG_STATUS_RM` 4 (a removal), else `DAG_STATUS_ABORT` 3.
+    pub fn dag_status(&self) -> u8 {
+        match (self.halted_at, self.node) {
+            (Some(_), _) => 6,
+            (None, None) => 4,
+            (None, Some(_)) => 3,
+        }
+    }
 }
 
 /// DAGMan's exit value when the user removed the DAG (`EXIT_ABORT`).
@@ -40,6 +66,32 @@ impl NodeLife {
     pub(crate) fn begin_stop(&mut self, abort: DagAbort) -> Vec<JobId> {
         self.dagmans.top_mut().aborted = Some(abort);
         self.dagmans.take_held_submissions()
+    }
+
+    /// DAGMan's halt file appeared: the top DAG starts no node but its
+    /// FINAL one (`Dag::Halt`: no job submitted, no PRE script started),
+    /// while what is in flight goes on, POST scripts included. False when
+    /// it had already halted or stopped.
+    pub(crate) fn halt(&mut self) -> bool {
+        let top = self.dagmans.top_mut();
+        if top.halted || top.aborted.is_some() {
+            return false;
+        }
+        top.halted = true;
+        true
+    }
+
+    /// Whether the halted top DAG has drained (`condor_event_timer`: no
+    /// node job in the queue, no POST script to run): nothing in flight
+    /// anywhere, and no node ready that a DAGMan not halted (a sub-DAG's,
+    /// which goes on) would still start. It then stops.
+    pub(crate) fn halt_drained(&self) -> bool {
+        let top = self.dagmans.top();
+        let c = &self.counts;
+        let in_flight = c.staging + c.queued + c.running;
+        let ready_elsewhere = (self.dagmans.list.iter().skip(1))
+            .any(|d| !d.halted && d.counts.ready > 0);
+        top.halted && top.aborted.is_none() && in_flight == 0 && !ready_elsewhere
     }
 
     /// What the stop does to `job` as it stands now: a node not started
@@ -69,6 +121,7 @@ impl NodeLife {
             node: Some(job),
             status,
             dag_return: ret.unwrap_or(status),
+            halted_at: None,
         })
     }
 
@@ -87,6 +140,9 @@ impl NodeLife {
                 "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
                 wf.jobs[n].name
             ),
+            Some(DagAbort {
+                halted_at: Some(_), ..
+            }) => "the DAG was halted".into(),
             Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
             None => String::new(),
         }
@@ -133,6 +189,7 @@ mod tests {
             node: None,
             status: 0,
             dag_return: EXIT_ABORT,
+            halted_at: None,
         };
         assert_eq!(life.begin_stop(abort), Vec::<JobId>::new());
         assert_eq!(life.dagmans.top().aborted, Some(abort));
@@ -150,6 +207,7 @@ mod tests {
             node: Some(1),
             status: 4,
             dag_return: 4,
+            halted_at: None,
         };
         assert_eq!(life.abort_for(1, 4), Some(abort), "RETURN defaults to the value");
         assert_eq!(life.abort_for(1, 3).map(|a| a.dag_return), Some(0));

@@ -407,6 +407,7 @@ mod tests {
             node: Some(0),
             status: 1,
             dag_return: 3,
+            halted_at: None,
         };
         assert_eq!(life.missing_parents[3], 2);
         assert_eq!(life.stop_subdag(0, abort, &mut port), [1, 2]);

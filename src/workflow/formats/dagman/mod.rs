@@ -36,6 +36,7 @@ mod compose;
 mod deferred;
 pub mod files;
 mod grammar;
+pub mod halt;
 pub mod program;
 pub mod rescue;
 

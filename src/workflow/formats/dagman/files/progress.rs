@@ -112,7 +112,7 @@ fn sweep(nodes: usize, mut moves: Vec<(f64, usize, usize, Phase)>) -> Vec<(f64, 
 
 /// When `inst`'s DAG stopped, if it did, and DAGMan's `DagStatus` then:
 /// an `ABORT-DAG-ON` as its node's attempt ended, a removal as the first
-/// job it removed.
+/// job it removed, a halt as it drained.
 fn stop(cx: &Ctx, inst: &Instance) -> Option<(f64, u8)> {
     let a = match inst.subdag {
         None => cx.run.dag_stop?,
@@ -120,6 +120,7 @@ fn stop(cx: &Ctx, inst: &Instance) -> Option<(f64, u8)> {
     };
     let jobs = &cx.run.records.jobs;
     let at = match a.node {
+        _ if a.halted_at.is_some() => a.halted_at?,
         Some(n) => jobs[n]
             .attempts
             .last()

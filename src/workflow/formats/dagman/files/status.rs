@@ -49,10 +49,17 @@ pub(super) fn node_status_file(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> 
         let retry_max = node.map_or(0, |n| n.retry);
         let last = r.attempts.len().checked_sub(1);
         let details = match s {
-            State::Error => last.map_or_else(String::new, |k| {
-                let cluster = cx.cluster_of(Submission::Job(j, k));
-                error_text(&r.attempts[k], cluster, (retry_max, k), has_final)
-            }),
+            State::Error => match last {
+                Some(k) => {
+                    let cluster = cx.cluster_of(Submission::Job(j, k));
+                    error_text(&r.attempts[k], cluster, (retry_max, k), has_final)
+                }
+                // Its PRE script deferred by a halt (see `end_states`).
+                None if cx.run.dag_stop.is_some_and(|a| a.halted_at.is_some()) => {
+                    "Was STATUS_PRERUN".into()
+                }
+                None => String::new(),
+            },
             State::Futile => "Had an ancestor node fail".into(),
             State::Done if node.is_some_and(|n| n.done) => "User defined as DONE".into(),
             _ => String::new(),

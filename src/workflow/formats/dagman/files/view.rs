@@ -41,12 +41,16 @@ impl State {
 }
 
 /// Each node's state at the end of the run.
-pub(super) fn end_states(run: &RunResult) -> Vec<State> {
-    (run.records.jobs.iter().zip(&run.done))
-        .map(|(r, &done)| {
+pub(super) fn end_states(run: &RunResult, dag: &Dag) -> Vec<State> {
+    let halted = run.dag_stop.is_some_and(|a| a.halted_at.is_some());
+    (run.records.jobs.iter().zip(&run.done).enumerate())
+        .map(|(j, (r, &done))| {
             if done {
                 State::Done
-            } else if r.failure.is_some() {
+            } else if r.failure.is_some() || halted && r.ready.is_some() && dag.has_pre(j) {
+                // A halt left a node that was ready with a PRE script in
+                // PRERUN, its script deferred: DAGMan's status file counts
+                // it failed ("Was STATUS_PRERUN"), its macros do not.
                 State::Error
             } else if r.blocked_by.is_some() {
                 State::Futile
@@ -304,8 +308,8 @@ impl<'a> Dag<'a> {
     /// a node's failure after (`failed_after`: a FINAL node's, or the
     /// removals' once a FINAL node runs), which makes it 2.
     pub(super) fn stop_status(&self, a: crate::core::DagAbort, failed_after: bool) -> u8 {
-        let Some(node) = a.node else {
-            return 4;
+        let (Some(node), None) = (a.node, a.halted_at) else {
+            return a.dag_status();
         };
         let name = self.workflow.jobs[node].name.as_str();
         let returns_zero =
@@ -315,6 +319,12 @@ impl<'a> Dag<'a> {
             (true, false) => 0,
             (true, true) => 2,
         }
+    }
+
+    /// Whether `job` has a PRE script.
+    pub(super) fn has_pre(&self, job: JobId) -> bool {
+        let name = self.workflow.jobs[job].name.as_str();
+        (self.node_info.get(name)).is_some_and(|n| n.pre.is_some())
     }
 
     /// `inst`'s own nodes but its SERVICE nodes.
@@ -346,10 +356,11 @@ pub(super) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub(super) fn new(path: &'a Path, info: &'a DagmanInfo, run: &'a RunResult) -> Self {
+        let dag = Dag::new(path, info, &run.workflow);
         Ctx {
-            dag: Dag::new(path, info, &run.workflow),
+            ends: end_states(run, &dag),
+            dag,
             run,
-            ends: end_states(run),
             cluster: std::cell::OnceCell::new(),
         }
     }
