@@ -11,6 +11,10 @@ pub trait Observer {
     /// the rest stand.
     fn show(&mut self, ended: usize, msg: &str);
 
+    /// The run has `total` items now: a sub-DAG read as the run goes adds
+    /// its nodes.
+    fn total(&mut self, _total: usize) {}
+
     /// The run is over.
     fn finish(&mut self) {}
 
@@ -18,6 +22,7 @@ pub trait Observer {
     /// flight.
     fn manager_state(&mut self, c: StateCounts, transfers: usize, now: Time) {
         let ended = c.done + c.failed + c.blocked;
+        self.total(ended + c.waiting + c.ready + c.staging + c.queued + c.running);
         let msg = format!(
             "{} running, {} queued, {} staging, {transfers} transfers, t = {now:.0} s nominal",
             c.running, c.queued, c.staging

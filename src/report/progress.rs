@@ -80,6 +80,14 @@ impl Observer for Progress {
         }
     }
 
+    fn total(&mut self, now: usize) {
+        match self {
+            Progress::Hidden => {}
+            Progress::Bar(bar) => bar.set_length(now as u64),
+            Progress::Lines { total, .. } => *total = now,
+        }
+    }
+
     /// Clears the bar at the end.
     fn finish(&mut self) {
         if let Progress::Bar(bar) = self {
