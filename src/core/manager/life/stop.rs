@@ -86,12 +86,13 @@ impl NodeLife {
     /// anywhere, and no node ready that a DAGMan not halted (a sub-DAG's,
     /// which goes on) would still start. It then stops.
     pub(crate) fn halt_drained(&self) -> bool {
-        let top = self.dagmans.top();
-        let c = &self.counts;
-        let in_flight = c.staging + c.queued + c.running;
-        let ready_elsewhere = (self.dagmans.list.iter().skip(1))
-            .any(|d| !d.halted && d.counts.ready > 0);
-        top.halted && top.aborted.is_none() && in_flight == 0 && !ready_elsewhere
+        let (top, c) = (self.dagmans.top(), &self.counts);
+        // Asked after every event: the DAGMans are looked at only when
+        // the top DAG is halted and nothing is in flight.
+        top.halted
+            && top.aborted.is_none()
+            && c.staging + c.queued + c.running == 0
+            && !(self.dagmans.list.iter().skip(1)).any(|d| !d.halted && d.counts.ready > 0)
     }
 
     /// What the stop does to `job` as it stands now: a node not started
