@@ -5,6 +5,8 @@
 //! keeps the same records in memory, and the run record (`--json`) is built
 //! from them, in nominal seconds, identically for both engines.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{JobFailure, JobId, ScriptKind, SiteId, Time, TransferFailure, TransferId};
@@ -77,10 +79,6 @@ pub struct Attempt {
     pub scripts: Vec<ScriptRun>,
     /// A clustered job's members as seqexec ran them, in order.
     pub members: Vec<MemberRun>,
-    /// When DAGMan tried to submit its job and failed, in order (each try
-    /// but a last that went through; `DAGMAN_MAX_SUBMIT_ATTEMPTS`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub submit_failures: Vec<Time>,
 }
 
 impl Attempt {
@@ -99,7 +97,6 @@ impl Attempt {
             exit: None,
             scripts: Vec::new(),
             members: Vec::new(),
-            submit_failures: Vec::new(),
         }
     }
 }
@@ -225,6 +222,21 @@ pub struct Records {
     pub evictions: Vec<EvictionRecord>,
     /// Faults, in the order the manager learnt of them.
     pub faults: Vec<FaultRecord>,
+    /// When DAGMan tried to submit a job and failed
+    /// (`DAGMAN_MAX_SUBMIT_ATTEMPTS`), by job: the attempt and the time of
+    /// each failed try, in order. Apart from [`Attempt`] because they are
+    /// rare and a run holds an attempt of every job.
+    pub submit_failures: BTreeMap<JobId, Vec<(usize, Time)>>,
+}
+
+impl Records {
+    /// When DAGMan tried to submit `job`'s `attempt` and failed, in order
+    /// (each try but a last that went through).
+    pub fn submit_failures(&self, job: JobId, attempt: usize) -> impl Iterator<Item = Time> + '_ {
+        (self.submit_failures.get(&job).into_iter().flatten())
+            .filter(move |&&(a, _)| a == attempt)
+            .map(|&(_, t)| t)
+    }
 }
 
 /// A fault that happened at a site (see [`super::faults`]).

@@ -249,7 +249,6 @@ mod tests {
                     exit: Some(0),
                     scripts: Vec::new(),
                     members: Vec::new(),
-                    submit_failures: Vec::new(),
                 }],
                 ..Default::default()
             }],

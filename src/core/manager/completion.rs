@@ -122,17 +122,17 @@ impl Manager {
         self.leave_slot(job, site, out);
         self.records.sites[site].submitted -= 1;
         let rec = &mut self.records.jobs[job];
+        let attempt = rec.attempts.len().saturating_sub(1);
         if let Some(a) = rec.attempts.last_mut() {
             a.submitted = None;
-            a.submit_failures.push(self.now);
         }
+        let failed = self.records.submit_failures.entry(job).or_default();
+        failed.push((attempt, self.now));
         // DAGMan counts each submission of the node, those that went
         // through too.
-        let tries = (rec.attempts.iter())
-            .map(|a| a.submit_failures.len() + usize::from(a.submitted.is_some()))
-            .sum::<usize>();
+        let went = rec.attempts.iter().filter(|a| a.submitted.is_some()).count();
+        let tries = failed.len() + went;
         let max = self.settings.max_retries;
-        let attempt = rec.attempts.len() - 1;
         match self.dag.submit_failed(job, tries as u32, self.now, max) {
             SubmitFailure::TryAgain => {
                 self.set_state(job, JobState::Staging);

@@ -363,8 +363,7 @@ impl Manager {
             jobs: vec![JobRecord::default(); n],
             transfers: Vec::new(),
             sites: vec![Default::default(); sites.len()],
-            evictions: Vec::new(),
-            faults: Vec::new(),
+            ..Default::default()
         };
         let fallback_origin = placement.first().map_or(0, |&(_, s)| s);
         let dag = NodeLife::new(

@@ -780,7 +780,7 @@ fn dagman_retry_unless_exit_makes_that_exit_final() {
     let mut nodes = NodeSettings::none(n);
     nodes.pre = vec![true; n];
     nodes.retry = vec![Some(3); n];
-    nodes.retry_unless_exit = vec![Some(1); n];
+    nodes.retry_unless_exit = vec![Some(1); n].into();
     w.m.set_nodes(nodes);
     w.failing_scripts = vec![(0, ScriptKind::Pre)];
     w.run();
@@ -804,7 +804,7 @@ fn dagman_defer_runs_the_script_again_later_without_a_failure() {
     let mut nodes = NodeSettings::none(n);
     nodes.pre = vec![true; n];
     nodes.retry = vec![Some(0); n];
-    nodes.pre_defer = vec![Some((1, 30.0)); n];
+    nodes.pre_defer = vec![Some((1, 30.0)); n].into();
     w.m.set_nodes(nodes);
     w.failing_scripts = vec![(0, ScriptKind::Pre)];
     w.run();
@@ -3174,7 +3174,7 @@ fn a_direct_submission_that_fails_fails_its_node_at_once_its_retry_spent() {
     let r = &w.m.records().jobs[0];
     assert_eq!(r.attempts.len(), 1, "RETRY 2 is short-circuited");
     let a = &r.attempts[0];
-    assert_eq!(a.submit_failures.len(), 1);
+    assert_eq!(w.m.records().submit_failures(0, 0).count(), 1);
     assert_eq!((a.submitted, a.started), (None, None));
     assert!(matches!(&a.outcome, Outcome::Failed(JobFailure::SubmitFailed(_))));
     assert!(r.failure.as_deref().is_some_and(|f| f.starts_with("job submit failed")));
@@ -3193,7 +3193,7 @@ fn through_condor_submit_a_failed_submission_is_tried_again_after_a_doubling_wai
     w.run();
     let r = &w.m.records().jobs[0];
     assert_eq!(r.attempts.len(), 1, "the tries are one attempt's");
-    let t = &r.attempts[0].submit_failures;
+    let t: Vec<f64> = w.m.records().submit_failures(0, 0).collect();
     assert_eq!(t.len(), 4);
     let waits: Vec<f64> = t.windows(2).map(|p| p[1] - p[0]).collect();
     assert_eq!(waits, [1.0, 2.0, 4.0]);

@@ -856,17 +856,17 @@ impl DagmanInfo {
             if s.post[j] && n.post.as_ref().is_some_and(names_job_id) {
                 s.post_job_id.insert(j);
             }
-            s.retry_unless_exit[j] = n.retry_unless_exit;
+            s.retry_unless_exit.set(j, n.retry_unless_exit);
             let defer = |sc: &Option<Script>| {
                 sc.as_ref()
                     .and_then(|x| x.defer)
                     .map(|(st, t)| (st, t as f64))
             };
-            s.pre_defer[j] = defer(&n.pre);
-            s.post_defer[j] = defer(&n.post);
-            s.pre_skip[j] = n.pre_skip;
-            s.abort_on[j] = n.abort_on.clone();
-            s.exits[j] = n.exits.clone();
+            s.pre_defer.set(j, defer(&n.pre));
+            s.post_defer.set(j, defer(&n.post));
+            s.pre_skip.set(j, n.pre_skip);
+            s.abort_on.set(j, n.abort_on.clone());
+            s.exits.set(j, n.exits.clone());
             // A sub-DAG's FINAL node is its own ([`SubDagInfo::final_node`]).
             if n.is_final
                 && !self

@@ -536,7 +536,7 @@ fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
         let mut ev = |t: f64, e: NodeEvent| events.push((t, k, a.prescript, e));
         let id = cx.id(Submission::Job(j, k));
         let pre_failed = pre_events(a, &mut ev);
-        for (i, &t) in a.submit_failures.iter().enumerate() {
+        for (i, t) in cx.run.records.submit_failures(j, k).enumerate() {
             tries += 1;
             ev(
                 t,
