@@ -424,11 +424,28 @@ impl Handler<Submit> for SiteActor {
 }
 
 impl SiteActor {
-    /// Runs `job`'s program `call`; its exit is the job's as it enters the
-    /// queue. Tracked as a script is: a removal meanwhile kills it, and
-    /// the job never enters the queue.
-    fn run_program(&mut self, job: JobId, call: Invocation, ctx: &mut Context<Self>) {
-        let fut = async move { run_process(&call).await };
+    /// Runs `job`'s programs `calls`, one a proc of its cluster, at once;
+    /// the cluster's exit is the job's as it enters the queue: 0 when
+    /// every proc exits 0, else the first failing proc's, whereupon the
+    /// others are killed, as DAGMan removes a cluster's other procs when
+    /// one fails. Tracked as a script is: a removal meanwhile kills them,
+    /// and the job never enters the queue.
+    fn run_program(&mut self, job: JobId, calls: Vec<Invocation>, ctx: &mut Context<Self>) {
+        let fut = async move {
+            let mut procs = tokio::task::JoinSet::new();
+            for call in calls {
+                procs.spawn(async move { run_process(&call).await });
+            }
+            while let Some(exit) = procs.join_next().await {
+                // A proc whose task failed to run counts as not started.
+                let exit = exit.unwrap_or(127);
+                if exit != 0 {
+                    // Dropping the set kills the procs still running.
+                    return exit;
+                }
+            }
+            0
+        };
         let handle = ctx.spawn(fut.into_actor(self).map(move |exit, act, ctx| {
             act.scripts.remove(&job);
             act.site.submit(job, Ok(exit), &mut act.actions);

@@ -2520,6 +2520,59 @@ fn jobs_testbed(d: &Path, dag: &str) -> std::path::PathBuf {
     tb
 }
 
+/// A node's job that queues several procs is a cluster: its exit is 0
+/// when every proc exits 0 (A: `$(Process)` and `$(Step)` numbering
+/// three procs over two `queue` statements), else the first failing
+/// proc's (B: proc 0 exits 4; its POST script sees `$RETURN` 4). B's
+/// other procs are removed: the live engine kills them (they would sleep
+/// 10 s, then leave a mark; the test waits past that), the simulator never
+/// starts them. Both engines.
+#[test]
+fn a_job_queueing_several_procs_is_a_cluster_that_fails_with_its_first_failing_proc() {
+    let dag = "JOB A a.sub\nJOB B b.sub\n\
+               SCRIPT DEBUG post.out STDOUT POST B echo.sh $JOB $RETURN\nPARENT A CHILD B\n";
+    for engine in ["sim", "live"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let tb = jobs_testbed(d, dag);
+        std::fs::write(
+            d.join("a.sub"),
+            "executable = /bin/sh\narguments = \"-c 'echo $(Process).$(Step) >> a.out'\"\n\
+             queue\nqueue 2\narguments = never\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("b.sub"),
+            "executable = /bin/sh\narguments = \"-c 'exit 4'\"\nqueue\n\
+             arguments = \"-c 'sleep 10; echo $(Process) >> b.out'\"\nqueue 2\n",
+        )
+        .unwrap();
+        crate::common::executable(&d.join("echo.sh"), "#!/bin/sh\necho \"$1 $2\"\nexit 0\n");
+        let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+        assert_eq!(
+            code,
+            Some(0),
+            "{engine}: B's POST script rescues it: {out}{err}"
+        );
+        let mut a: Vec<String> = (std::fs::read_to_string(d.join("a.out")).unwrap().lines())
+            .map(String::from)
+            .collect();
+        a.sort();
+        assert_eq!(a, ["0.0", "1.0", "2.1"], "{engine}: A's three procs ran");
+        let post =
+            crate::common::script_output(&std::fs::read_to_string(d.join("post.out")).unwrap());
+        assert_eq!(post, "B 4\n", "{engine}");
+        if engine == "live" {
+            // Past the 10 s a proc left running would take to leave its mark.
+            std::thread::sleep(std::time::Duration::from_secs(12));
+        }
+        assert!(
+            !d.join("b.out").exists(),
+            "{engine}: B's other procs were removed"
+        );
+    }
+}
+
 /// `jobs = "run"`: each node's job runs the program its submit
 /// description names (`executable`, `arguments` with the node's VARS and
 /// `$(JOB)`), as it is submitted, and the program's exit is the job's, on

@@ -584,14 +584,19 @@ impl NodeScripts {
         })
     }
 
-    /// The run of its job's program, when the DAG's jobs run, submitted
-    /// with `at`'s counts: `Err` says why it has none.
+    /// The runs of its job's programs, one a proc of its cluster
+    /// ([`program::JobDescription::procs`]), when the DAG's jobs run,
+    /// submitted with `at`'s counts: `Err` says why it has none.
     pub fn job_invocation(
         &self,
         at: &crate::core::ScriptMacros,
-    ) -> Option<Result<Invocation, String>> {
+    ) -> Option<Result<Vec<Invocation>, String>> {
         let job = self.job.as_ref()?;
-        Some(job.program(at).map(|p| Invocation {
+        let procs = match job.procs(at) {
+            Ok(procs) => procs,
+            Err(why) => return Some(Err(why)),
+        };
+        let call = |p: program::JobProgram| Invocation {
             label: format!("Node={}", self.node),
             executable: p.executable,
             args: p.args,
@@ -599,15 +604,22 @@ impl NodeScripts {
             env: self.env.clone(),
             dir: p.dir,
             streams: p.streams,
-        }))
+        };
+        Some(Ok(procs.into_iter().map(call).collect()))
     }
 
-    /// Runs its job's program to its end, when the DAG's jobs run, and
-    /// returns its exit ([`Invocation::run_blocking`]); or why the job
-    /// could not be submitted, when it has no program to run.
+    /// Runs its job's programs to their end, when the DAG's jobs run, and
+    /// returns the cluster's exit ([`Invocation::run_blocking`]); or why
+    /// the job could not be submitted, when it has no program to run. The
+    /// procs run one after another; the first that fails is the
+    /// cluster's exit, and those after it never run, as DAGMan removes a
+    /// cluster's other procs when one fails.
     pub fn run_job_blocking(&self, at: &crate::core::ScriptMacros) -> Option<Result<i32, String>> {
         Some(match self.job_invocation(at)? {
-            Ok(call) => Ok(call.run_blocking()),
+            Ok(calls) => Ok((calls.iter())
+                .map(Invocation::run_blocking)
+                .find(|&exit| exit != 0)
+                .unwrap_or(0)),
             Err(why) => Err(program::unsubmittable(&self.node, &why)),
         })
     }

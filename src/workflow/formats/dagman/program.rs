@@ -95,13 +95,53 @@ impl JobDescription {
     }
 
     /// The program it runs when submitted with `at`'s counts (`$RETRY`,
-    /// `$DAG_STATUS`, `$FAILED_COUNT`), read now; or why it has none.
+    /// `$DAG_STATUS`, `$FAILED_COUNT`), read now; or why it has none. Its
+    /// first proc's, when it queues more than one ([`Self::procs`]).
     pub fn program(&self, at: &crate::core::ScriptMacros) -> Result<JobProgram, String> {
+        let mut procs = self.procs(at)?;
+        Ok(procs.swap_remove(0))
+    }
+
+    /// The programs of the procs of the one cluster its description
+    /// submits (`queue`, `queue N`), when submitted with `at`'s counts,
+    /// read now; or why it has none. Each `queue` statement queues its
+    /// procs with the commands set before it, numbered on from the last
+    /// statement's (`$(Process)`), `$(Step)` counting within the
+    /// statement. A description without a `queue` statement is taken to
+    /// queue one proc.
+    pub fn procs(&self, at: &crate::core::ScriptMacros) -> Result<Vec<JobProgram>, String> {
         let text = match &self.inline {
             Some(inline) => inline.clone(),
             None => std::fs::read_to_string(&self.file)
                 .map_err(|e| format!("cannot read its submit file {}: {e}", self.file.display()))?,
         };
+        let statements = queue_statements(&text)?;
+        if statements.is_empty() {
+            return Ok(vec![self.proc_program(&text, at, 0, 0)?]);
+        }
+        let mut procs = Vec::new();
+        for (before, count) in statements {
+            for step in 0..count {
+                let proc = procs.len() as u32;
+                procs.push(self.proc_program(&text[..before], at, proc, step)?);
+            }
+        }
+        match procs.is_empty() {
+            // condor_submit queues nothing, and says so.
+            true => Err("its submit description queues no job".into()),
+            false => Ok(procs),
+        }
+    }
+
+    /// The program of proc `proc` (`step` within its `queue` statement)
+    /// from `text`, the description up to its statement.
+    fn proc_program(
+        &self,
+        text: &str,
+        at: &crate::core::ScriptMacros,
+        proc: u32,
+        step: u32,
+    ) -> Result<JobProgram, String> {
         let parents = self.parents.join(",");
         let mut set = vec![
             // DAGMan names the node to condor_submit both ways.
@@ -122,14 +162,12 @@ impl JobDescription {
             (set.iter().rev())
                 .find(|(k, _)| k.eq_ignore_ascii_case(key))
                 .map(|(_, v)| v.clone())
-                .or_else(|| submit_value(&text, key))
+                .or_else(|| submit_value(text, key))
                 .or_else(|| config_macro(key))
-                // One job per node: its process number is 0.
-                .or_else(|| {
-                    ["Process", "ProcId"]
-                        .iter()
-                        .any(|p| p.eq_ignore_ascii_case(key))
-                        .then(|| "0".into())
+                .or_else(|| match key.to_ascii_lowercase().as_str() {
+                    "process" | "procid" => Some(proc.to_string()),
+                    "step" => Some(step.to_string()),
+                    _ => None,
                 })
         };
         let ad = |attr: &str| -> Option<String> {
@@ -137,7 +175,7 @@ impl JobDescription {
                 "dagnodename" => Some(self.node.clone()),
                 "dagparentnodenames" => Some(parents.clone()),
                 "jobprio" => Some(self.priority.to_string()),
-                "procid" => Some("0".into()),
+                "procid" => Some(proc.to_string()),
                 _ => None,
             };
             // One the node's VARS or its description set (`+A`, `MY.A`).
@@ -156,11 +194,11 @@ impl JobDescription {
                     .rev()
                     .find(|(k, _)| names(k))
                     .map(|(_, v)| v.clone());
-                var.or_else(|| submit_value_where(&text, names))
+                var.or_else(|| submit_value_where(text, names))
             };
             known.or_else(|| Some(classad_value(&expand(&set()?, &macros, &|_| None, 0))))
         };
-        let value = |key: &str| submit_value(&text, key).map(|v| expand(&v, &macros, &ad, 0));
+        let value = |key: &str| submit_value(text, key).map(|v| expand(&v, &macros, &ad, 0));
         let executable = value("executable").ok_or("its submit description has no executable")?;
         let dir = match value("initialdir") {
             Some(d) => self.dir.join(d),
@@ -261,6 +299,44 @@ fn classad_value(v: &str) -> String {
         Some(s) => s.replace("\\\"", "\"").replace("\\\\", "\\"),
         None => v.to_string(),
     }
+}
+
+/// A submit description's `queue` statements: for each, where it starts
+/// in `text` and how many procs it queues (`queue`: one; `queue N`: N).
+/// The forms that queue over a list (`in`, `matching`, `from`) are not
+/// read: an error says so.
+fn queue_statements(text: &str) -> Result<Vec<(usize, u32)>, String> {
+    let mut statements = Vec::new();
+    let mut start = 0;
+    let mut continued = false;
+    for raw in text.split_inclusive('\n') {
+        let at = start;
+        start += raw.len();
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let first = !continued;
+        continued = line.ends_with('\\');
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let is_queue = words
+            .first()
+            .is_some_and(|w| w.eq_ignore_ascii_case("queue"));
+        if !first || !is_queue || line.contains('=') {
+            continue;
+        }
+        let count = match words[1..] {
+            [] => 1,
+            [n] => n.parse::<u32>().map_err(|_| {
+                format!("its `{}` does not queue a count gridbed reads", line.trim())
+            })?,
+            _ => {
+                return Err(format!(
+                    "its `{}` queues over a list (in, matching, from), which gridbed does not read",
+                    line.trim()
+                ));
+            }
+        };
+        statements.push((at, count));
+    }
+    Ok(statements)
 }
 
 /// The last value of `key` in a submit description: logical lines (a
@@ -473,6 +549,53 @@ mod tests {
     /// `node`'s program, its name in its DAGMan `name`, no parents.
     fn program(node: &NodeInfo, name: &str, dir: &Path) -> Result<JobProgram, String> {
         JobDescription::new(node, name, dir, Vec::new()).program(&first())
+    }
+
+    /// The arguments of each proc `text` queues, or why it queues none.
+    fn proc_args(text: &str) -> Result<Vec<Vec<String>>, String> {
+        let node = NodeInfo {
+            name: "A".into(),
+            submit_description: Some(format!("executable = python3\n{text}")),
+            ..Default::default()
+        };
+        let job = JobDescription::new(&node, "A", Path::new("."), Vec::new());
+        let procs = job.procs(&first())?;
+        Ok(procs.into_iter().map(|p| p.args).collect())
+    }
+
+    #[test]
+    fn each_queue_statement_queues_its_procs_with_the_commands_set_before_it() {
+        let args = |t: &str| proc_args(t).unwrap();
+        assert_eq!(
+            args(
+                "arguments = $(Process) $(ProcId) $(Step) $$([ProcId])\nqueue 3\narguments = no\n"
+            ),
+            [
+                ["0", "0", "0", "0"],
+                ["1", "1", "1", "1"],
+                ["2", "2", "2", "2"]
+            ],
+            "what follows the last statement queues nothing"
+        );
+        // final-M's FINAL node: one proc exiting 1, then two exiting 0.
+        assert_eq!(
+            args("arguments = 1\nqueue\narguments = 0 $(Process).$(Step)\nQueue 2\n"),
+            [vec!["1"], vec!["0", "1.0"], vec!["0", "2.1"]]
+        );
+        assert_eq!(args("arguments = a\n"), [["a"]], "no statement: one proc");
+        assert_eq!(
+            args("arguments = x \\\nqueue 2\nqueue 1\n"),
+            [["x", "queue", "2"]]
+        );
+        assert_eq!(args("queue = 4\narguments = $(queue)\nqueue\n"), [["4"]]);
+        let why = |t: &str| proc_args(t).unwrap_err();
+        assert!(why("queue 0\n").contains("queues no job"));
+        assert!(
+            why("queue x in (a b)\n").contains("over a list"),
+            "{}",
+            why("queue x in (a b)\n")
+        );
+        assert!(why("queue -5\n").contains("count"));
     }
 
     #[test]
