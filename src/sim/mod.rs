@@ -30,7 +30,7 @@
 pub mod farm;
 internal!(flows, flow_shapes);
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -169,6 +169,12 @@ enum Ev {
     JobDone { site: SiteId, job: JobId },
     /// A site's background load changes.
     Load { site: SiteId },
+    /// A node's script is over (its `script_time`): its process is waited
+    /// for and its exit handed to the manager.
+    ScriptEnd {
+        job: JobId,
+        kind: crate::core::ScriptKind,
+    },
     /// The scenario's timed fault of this index happens.
     Fault(usize),
 }
@@ -241,27 +247,47 @@ struct Sim {
     /// script or job program ran (nothing else of a simulated run may
     /// write it).
     halt: Option<crate::workflow::formats::dagman::halt::HaltFile>,
+    /// The scripts started and not yet over, each waited for at its end
+    /// in simulated time: those whose runs overlap there run at once, as
+    /// DAGMan runs them.
+    running: HashMap<(JobId, crate::core::ScriptKind), crate::workflow::formats::dagman::Running>,
 }
 
 impl Sim {
-    /// Runs a node's script as a process (in its node's folder) and
-    /// returns its exit status: 0 for a node without one, 127 when it
-    /// cannot be started.
-    fn run_script(
+    /// Starts a node's script as a process (in its node's folder), to be
+    /// waited for at its end, `duration` from now ([`Ev::ScriptEnd`]); a
+    /// node without one ends it then with 0.
+    fn start_script(
         &mut self,
         job: JobId,
         kind: crate::core::ScriptKind,
         macros: &crate::core::ScriptMacros,
-    ) -> i32 {
-        let Some(call) = self
-            .scripts
-            .get(job)
-            .and_then(Option::as_ref)
-            .and_then(|n| n.invocation(kind, macros))
-        else {
-            return 0;
+        duration: f64,
+    ) {
+        let call = (self.scripts.get(job).and_then(Option::as_ref))
+            .and_then(|n| n.invocation(kind, macros));
+        let Some(call) = call else {
+            let done = Event::ScriptDone {
+                job,
+                kind,
+                status: 0,
+            };
+            return self.at(self.now + duration, Ev::Deliver(done));
         };
-        call.run_blocking()
+        self.running.insert((job, kind), call.start());
+        self.at(self.now + duration, Ev::ScriptEnd { job, kind });
+    }
+
+    /// A script's time is over: its exit (127 when it could not start)
+    /// reaches the manager once its process ended.
+    fn script_end(&mut self, job: JobId, kind: crate::core::ScriptKind) {
+        let status = self.running.remove(&(job, kind)).map_or(0, |r| r.finish());
+        // A halt file it wrote halts the DAG before its end frees the
+        // nodes below it.
+        if self.halt.as_mut().is_some_and(|h| h.appeared()) {
+            self.deliver(Event::Halted);
+        }
+        self.deliver(Event::ScriptDone { job, kind, status });
     }
 
     /// Runs `job`'s program, when the DAG's jobs run: its exit is the
@@ -333,6 +359,7 @@ impl Sim {
             shown: Instant::now(),
             interrupted: false,
             halt: scenario.halt_file(),
+            running: HashMap::new(),
         };
         for i in 0..sim.faults.len() {
             let at = sim.faults[i].0;
@@ -410,6 +437,7 @@ impl Sim {
                 Ev::Stream(id) => self.stream(id),
                 Ev::ShareNext { share, generation } => self.share_next(share, generation),
                 Ev::JobDone { site, job } => self.job_done(site, job),
+                Ev::ScriptEnd { job, kind } => self.script_end(job, kind),
                 Ev::Load { site } => self.load_changes(site),
                 Ev::Fault(i) => self.fault(i),
             }
@@ -519,14 +547,7 @@ impl Sim {
                 macros,
                 duration,
                 ..
-            } => {
-                let status = self.run_script(job, kind, &macros);
-                self.watch_halt();
-                self.at(
-                    self.now + duration,
-                    Ev::Deliver(Event::ScriptDone { job, kind, status }),
-                );
-            }
+            } => self.start_script(job, kind, &macros, duration),
             Command::Kill { job, site } => {
                 self.sites[site].kill(job, &mut self.actions);
                 self.carry_out(site);

@@ -99,6 +99,12 @@ struct Entry {
     /// what they write.
     #[serde(default)]
     run_jobs: bool,
+    /// The nominal seconds each of its scripts takes in the simulator
+    /// (the testbed's `script_time`; default 0), for a test whose scripts
+    /// sleep: the simulator then overlaps them as DAGMan does, and waits
+    /// for those that overlap at once.
+    #[serde(default)]
+    script_seconds: f64,
 }
 
 /// A node's job: its exit status per attempt (the last repeats) and its
@@ -331,6 +337,7 @@ byte_scale = 1
 [manager]
 maxpre = {maxpre}
 prescript_interval = 0
+script_time = {}
 [[site]]
 name = "submit-host"
 [[site]]
@@ -343,6 +350,7 @@ default_runtime = 1
 scripts = "run"
 jobs = {:?}
 "#,
+        entry.script_seconds,
         entry.dag,
         if entry.run_jobs { "run" } else { "skip" },
     );

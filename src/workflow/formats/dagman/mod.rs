@@ -430,13 +430,19 @@ impl Invocation {
     /// nowhere) and returns DAGMan's reading of its exit: its code, 128 +
     /// the signal that killed it, 127 when it cannot start.
     pub fn run_blocking(&self) -> i32 {
-        // Registered while it runs, so that a signal's stop ends it
-        // ([`crate::interrupt`]).
-        let output = self.command().and_then(|mut c| c.spawn()).and_then(|c| {
-            let _child = crate::interrupt::Child::work(c.id());
-            c.wait_with_output()
+        self.clone().start().finish()
+    }
+
+    /// Starts it (as [`Self::run_blocking`] does), to be waited for later:
+    /// [`Running::finish`].
+    pub fn start(self) -> Running {
+        let child = self.command().and_then(|mut c| c.spawn()).map(|c| {
+            // Registered while it runs, so that a signal's stop ends it
+            // ([`crate::interrupt`]).
+            let guard = crate::interrupt::Child::work(c.id());
+            (c, guard)
         });
-        self.ended(output)
+        Running { call: self, child }
     }
 
     /// DAGMan's reading of the end of its run (`output`, its streams as
@@ -530,6 +536,22 @@ impl Invocation {
             .append(true)
             .open(file)?
             .write_all(&text)
+    }
+}
+
+/// A script or program started and not yet waited for
+/// ([`Invocation::start`]).
+pub struct Running {
+    call: Invocation,
+    child: std::io::Result<(std::process::Child, crate::interrupt::Child)>,
+}
+
+impl Running {
+    /// Waits for its end and returns DAGMan's reading of its exit, as
+    /// [`Invocation::run_blocking`] does.
+    pub fn finish(self) -> i32 {
+        let output = self.child.and_then(|(c, _guard)| c.wait_with_output());
+        self.call.ended(output)
     }
 }
 
