@@ -199,6 +199,19 @@ pub enum Event {
         /// Success, or why not.
         result: Result<(), JobFailure>,
     },
+    /// The procs of a job that is a cluster of several (DAGMan's node
+    /// job queueing `N` procs) ended: each one's exit, in proc order, none
+    /// for a proc removed when another failed. Comes before the job's
+    /// [`Event::JobEnded`]; it is recorded, and decides nothing (the
+    /// job's exit is the cluster's).
+    ProcsEnded {
+        /// The job.
+        job: JobId,
+        /// Where it was submitted.
+        site: SiteId,
+        /// Each proc's exit.
+        exits: Vec<Option<i32>>,
+    },
     /// A member of a clustered job ended (seqexec): 0 when it ran well
     /// and its outputs are written, else its exit status (the cluster
     /// then ends, failed, with no later member run).

@@ -209,6 +209,10 @@ pub struct EvictionRecord {
     pub file: usize,
 }
 
+/// Each proc's exit of a cluster, in proc order (none: removed when
+/// another failed).
+pub type ProcExits = Vec<Option<i32>>;
+
 /// All control records of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Records {
@@ -227,6 +231,11 @@ pub struct Records {
     /// each failed try, in order. Apart from [`Attempt`] because they are
     /// rare and a run holds an attempt of every job.
     pub submit_failures: BTreeMap<JobId, Vec<(usize, Time)>>,
+    /// The procs of the jobs that were clusters of several (`queue N`),
+    /// by job: the attempt, and each proc's exit in proc order, none for
+    /// one removed when another failed ([`super::Event::ProcsEnded`]).
+    /// Apart from [`Attempt`], as rare as [`Records::submit_failures`].
+    pub procs: BTreeMap<JobId, Vec<(usize, ProcExits)>>,
 }
 
 impl Records {
@@ -236,6 +245,15 @@ impl Records {
         (self.submit_failures.get(&job).into_iter().flatten())
             .filter(move |&&(a, _)| a == attempt)
             .map(|&(_, t)| t)
+    }
+
+    /// Each proc's exit of `job`'s `attempt`, when its job was a cluster
+    /// of several.
+    pub fn procs(&self, job: JobId, attempt: usize) -> Option<&[Option<i32>]> {
+        let runs = self.procs.get(&job)?;
+        (runs.iter())
+            .find(|(a, _)| *a == attempt)
+            .map(|(_, exits)| &exits[..])
     }
 }
 

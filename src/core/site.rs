@@ -242,6 +242,21 @@ impl Site {
         out.push(SiteAction::Emit(Event::TransferDone { id, result }));
     }
 
+    /// Every input of `job` is staged and its program ran as a cluster of
+    /// procs, which exited `exits` in proc order (none: removed once
+    /// another failed): it joins the FIFO queue to exit as the cluster
+    /// does, with the first failing proc's status, else 0 (DAGMan removes
+    /// a cluster's other procs when one fails). A cluster of several says
+    /// how each proc ended ([`Event::ProcsEnded`]).
+    pub fn submit_procs(&mut self, job: JobId, exits: Vec<Option<i32>>, out: &mut Vec<SiteAction>) {
+        let exit = exits.iter().flatten().copied().find(|&e| e != 0).unwrap_or(0);
+        if exits.len() > 1 {
+            let site = self.id;
+            out.push(SiteAction::Emit(Event::ProcsEnded { job, site, exits }));
+        }
+        self.submit(job, Ok(exit), out);
+    }
+
     /// Every input of `job` is staged: it joins the FIFO queue, to exit
     /// `exit` once run; or its submission failed for the reason given
     /// (the engine could not make its program), and it ends at once,

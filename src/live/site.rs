@@ -424,31 +424,39 @@ impl Handler<Submit> for SiteActor {
 }
 
 impl SiteActor {
-    /// Runs `job`'s programs `calls`, one a proc of its cluster, at once;
-    /// the cluster's exit is the job's as it enters the queue: 0 when
-    /// every proc exits 0, else the first failing proc's, whereupon the
-    /// others are killed, as DAGMan removes a cluster's other procs when
-    /// one fails. Tracked as a script is: a removal meanwhile kills them,
-    /// and the job never enters the queue.
+    /// Runs `job`'s programs `calls`, one a proc of its cluster, at once,
+    /// until one fails, whereupon the others are killed (DAGMan removes a
+    /// cluster's other procs when one fails); the job then enters the
+    /// queue to exit as the cluster did ([`Site::submit_procs`]). Tracked
+    /// as a script is: a removal meanwhile kills them, and the job never
+    /// enters the queue.
     fn run_program(&mut self, job: JobId, calls: Vec<Invocation>, ctx: &mut Context<Self>) {
         let fut = async move {
+            let mut exits = vec![None; calls.len()];
             let mut procs = tokio::task::JoinSet::new();
-            for call in calls {
-                procs.spawn(async move { run_process(&call).await });
+            for (i, call) in calls.into_iter().enumerate() {
+                procs.spawn(async move { (i, run_process(&call).await) });
             }
-            while let Some(exit) = procs.join_next().await {
-                // A proc whose task failed to run counts as not started.
-                let exit = exit.unwrap_or(127);
+            while let Some(ended) = procs.join_next().await {
+                // A proc whose task failed to run counts as not started;
+                // its place is unknown, so it is the cluster's failure.
+                let Ok((i, exit)) = ended else {
+                    return (exits, false);
+                };
+                exits[i] = Some(exit);
                 if exit != 0 {
                     // Dropping the set kills the procs still running.
-                    return exit;
+                    break;
                 }
             }
-            0
+            (exits, true)
         };
-        let handle = ctx.spawn(fut.into_actor(self).map(move |exit, act, ctx| {
+        let handle = ctx.spawn(fut.into_actor(self).map(move |(exits, ran), act, ctx| {
             act.scripts.remove(&job);
-            act.site.submit(job, Ok(exit), &mut act.actions);
+            match ran {
+                true => act.site.submit_procs(job, exits, &mut act.actions),
+                false => act.site.submit(job, Ok(127), &mut act.actions),
+            }
             act.carry_out(ctx);
         }));
         self.scripts.insert(job, handle);

@@ -290,14 +290,14 @@ impl Sim {
         self.deliver(Event::ScriptDone { job, kind, status });
     }
 
-    /// Runs `job`'s program, when the DAG's jobs run: its exit is the
-    /// job's (it takes the job's modelled runtime, not its real time), or
-    /// why it could not be submitted.
+    /// Runs `job`'s programs, when the DAG's jobs run: each proc's exit
+    /// (the cluster's is the job's; it takes the job's modelled runtime,
+    /// not its real time), or why it could not be submitted.
     fn run_job_program(
         &self,
         job: crate::core::JobId,
         macros: &crate::core::ScriptMacros,
-    ) -> Option<Result<i32, String>> {
+    ) -> Option<Result<Vec<Option<i32>>, String>> {
         self.scripts.get(job)?.as_ref()?.run_job_blocking(macros)
     }
 
@@ -530,9 +530,14 @@ impl Sim {
                 exit,
                 macros,
             } => {
-                let exit = self.run_job_program(job, &macros).unwrap_or(Ok(exit));
+                let ran = self.run_job_program(job, &macros);
                 self.watch_halt();
-                self.sites[site].submit(job, exit, &mut self.actions);
+                let actions = &mut self.actions;
+                match ran {
+                    Some(Ok(exits)) => self.sites[site].submit_procs(job, exits, actions),
+                    Some(Err(why)) => self.sites[site].submit(job, Err(why), actions),
+                    None => self.sites[site].submit(job, Ok(exit), actions),
+                }
                 self.carry_out(site);
             }
             Command::Release { job, site, delete } => {

@@ -2526,7 +2526,7 @@ fn jobs_testbed(d: &Path, dag: &str) -> std::path::PathBuf {
 /// proc's (B: proc 0 exits 4; its POST script sees `$RETURN` 4). B's
 /// other procs are removed: the live engine kills them (they would sleep
 /// 10 s, then leave a mark; the test waits past that), the simulator never
-/// starts them. Both engines.
+/// starts them. DAGMan's log has each proc's end. Both engines.
 #[test]
 fn a_job_queueing_several_procs_is_a_cluster_that_fails_with_its_first_failing_proc() {
     let dag = "JOB A a.sub\nJOB B b.sub\n\
@@ -2570,6 +2570,89 @@ fn a_job_queueing_several_procs_is_a_cluster_that_fails_with_its_first_failing_p
             !d.join("b.out").exists(),
             "{engine}: B's other procs were removed"
         );
+        let log = std::fs::read_to_string(d.join("w.dag.dagman.out")).unwrap();
+        // Each proc's end, without its time stamps.
+        let ends: Vec<&str> = (log.lines())
+            .filter(|l| l.contains(" job proc (") || l.contains("ULOG_JOB_ABORTED"))
+            .map(|l| l.get(18..).unwrap_or(l).split(" {").next().unwrap())
+            .collect();
+        let cluster = |i: usize| ends[i].split(['(', '.']).nth(1).unwrap_or("").to_string();
+        let (a, b) = (cluster(0), cluster(3));
+        assert_eq!(
+            ends,
+            [
+                format!("Node A job proc ({a}.0.0) completed successfully."),
+                format!("Node A job proc ({a}.1.0) completed successfully."),
+                format!("Node A job proc ({a}.2.0) completed successfully."),
+                format!("Node B job proc ({b}.0.0) failed with status 4."),
+                format!("Event: ULOG_JOB_ABORTED for HTCondor Node B ({b}.1.0)"),
+                format!("Event: ULOG_JOB_ABORTED for HTCondor Node B ({b}.2.0)"),
+            ],
+            "{engine}: {log}"
+        );
+    }
+}
+
+/// A submit description queueing over a list (`queue … in (…)`) queues
+/// a proc for each item, its variable set; a DAGMan whose CONFIG sets
+/// `DAGMAN_PROHIBIT_MULTI_JOBS` cannot submit such a job: the node fails
+/// without its retries, its log says why, and its other nodes run. Both
+/// engines.
+#[test]
+fn a_dagman_prohibiting_multi_proc_jobs_cannot_submit_one_queueing_over_a_list() {
+    let sub = "executable = /bin/sh\narguments = \"-c 'echo $(word) >> $(JOB).out'\"\n\
+               queue word in (x, y z)\n";
+    for engine in ["sim", "live"] {
+        for prohibit in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let dag = match prohibit {
+                true => {
+                    "CONFIG c.conf\nJOB A a.sub\nRETRY A 2\nJOB B a.sub\nPARENT A CHILD B\nJOB C c.sub\n"
+                }
+                false => "JOB A a.sub\nJOB B a.sub\nPARENT A CHILD B\nJOB C c.sub\n",
+            };
+            let tb = jobs_testbed(d, dag);
+            std::fs::write(d.join("c.conf"), "DAGMAN_PROHIBIT_MULTI_JOBS = True\n").unwrap();
+            std::fs::write(d.join("a.sub"), sub).unwrap();
+            std::fs::write(
+                d.join("c.sub"),
+                "executable = /bin/sh\narguments = \"-c 'echo $(Item) >> C.out'\"\nqueue in (one)\n",
+            )
+            .unwrap();
+            let (code, out, err) = crate::common::run_testbed(&tb, &["--engine", engine]);
+            let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap_or_default();
+            let sorted = |f: &str| {
+                let mut lines: Vec<String> = read(f).lines().map(String::from).collect();
+                lines.sort();
+                lines
+            };
+            assert_eq!(sorted("C.out"), ["one"], "{engine}: one item, one proc");
+            let log = read("w.dag.dagman.out");
+            if !prohibit {
+                assert_eq!(code, Some(0), "{engine}: {out}{err}");
+                assert_eq!(sorted("A.out"), ["x", "y", "z"], "{engine}: a proc an item");
+                assert_eq!(sorted("B.out"), ["x", "y", "z"], "{engine}");
+                assert!(!log.contains("disallowed"), "{engine}");
+                continue;
+            }
+            assert_eq!(code, Some(1), "{engine}: A fails: {out}{err}");
+            assert!(
+                !d.join("A.out").exists() && !d.join("B.out").exists(),
+                "{engine}"
+            );
+            let why = "Submit generated multiple job procs; disallowed by \
+                       DAGMAN_PROHIBIT_MULTI_JOBS setting (TotalProcs = 3)";
+            assert_eq!(
+                log.matches(why).count(),
+                1,
+                "{engine}: once, no retry: {log}"
+            );
+            assert!(
+                log.contains("Shortcutting node A retries because of submit failure(s)"),
+                "{engine}: {log}"
+            );
+        }
     }
 }
 

@@ -49,6 +49,16 @@ impl Manager {
         }
     }
 
+    /// The procs of `job`'s cluster ended at `site`: recorded against
+    /// its attempt there.
+    pub(super) fn on_procs_ended(&mut self, job: JobId, site: SiteId, exits: Vec<Option<i32>>) {
+        if !self.dag.state[job].claims_slot() || self.grid.site_of[job] != site {
+            return;
+        }
+        let attempt = self.records.jobs[job].attempts.len().saturating_sub(1);
+        self.records.procs.entry(job).or_default().push((attempt, exits));
+    }
+
     pub(super) fn on_job_ended(
         &mut self,
         job: JobId,

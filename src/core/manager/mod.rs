@@ -675,6 +675,7 @@ impl Manager {
                 member,
                 status,
             } => self.on_member_ended(job, site, member, status),
+            Event::ProcsEnded { job, site, exits } => self.on_procs_ended(job, site, exits),
             Event::JobKilled { job, site, killed } => self.on_job_killed(job, site, killed, out),
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => self.forget_copy(file, site),

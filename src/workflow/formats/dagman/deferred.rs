@@ -167,6 +167,7 @@ impl DagmanInfo {
             env_set: self.env_set.clone(),
             category_order: Some(categories.clone()),
             run_jobs: self.run_jobs,
+            prohibit_multi_jobs: read.prohibit_multi_jobs,
             // Its DAGMan's priority: its node's, or its own default.
             default_priority: match self.effective_priority(&sub.node) {
                 Some(p) if p != 0 => Some(p),

@@ -38,6 +38,7 @@ pub mod files;
 mod grammar;
 pub mod halt;
 pub mod program;
+mod queue;
 pub mod rescue;
 
 pub use deferred::{ReadSubDag, SidecarNode, SubDagReads};
@@ -258,9 +259,9 @@ pub struct DagmanInfo {
     /// `DAGMAN_ALWAYS_RUN_POST` (from `CONFIG`, or `-AlwaysRunPost`): a
     /// node whose PRE script failed still runs its POST script.
     pub always_run_post: Option<bool>,
-    /// `DAGMAN_PROHIBIT_MULTI_JOBS` (from `CONFIG`): a node's job may not
-    /// be a cluster of several (gridbed's never are; its DAGMan log says
-    /// the setting).
+    /// `DAGMAN_PROHIBIT_MULTI_JOBS` (from `CONFIG`): a node's job that
+    /// queues several procs cannot be submitted
+    /// ([`NodeScripts::prohibit_multi_jobs`]).
     pub prohibit_multi_jobs: Option<bool>,
     /// `DAGMAN_DEBUG` (from `CONFIG`, or the environment's
     /// `_CONDOR_DAGMAN_DEBUG`): the extra kinds of line its DAGMan log has
@@ -575,6 +576,10 @@ pub struct NodeScripts {
     /// Its job, when the DAG's jobs run.
     #[serde(default)]
     pub job: Option<program::JobDescription>,
+    /// Its DAGMan's `DAGMAN_PROHIBIT_MULTI_JOBS`: a job that queues
+    /// several procs cannot be submitted.
+    #[serde(default)]
+    pub prohibit_multi_jobs: bool,
 }
 
 impl NodeScripts {
@@ -618,6 +623,14 @@ impl NodeScripts {
             Ok(procs) => procs,
             Err(why) => return Some(Err(why)),
         };
+        if self.prohibit_multi_jobs && procs.len() > 1 {
+            // DAGMan's words (`direct_condor_submit`).
+            return Some(Err(format!(
+                "Submit generated multiple job procs; disallowed by \
+                 DAGMAN_PROHIBIT_MULTI_JOBS setting (TotalProcs = {})",
+                procs.len()
+            )));
+        }
         let call = |p: program::JobProgram| Invocation {
             label: format!("Node={}", self.node),
             executable: p.executable,
@@ -631,17 +644,26 @@ impl NodeScripts {
     }
 
     /// Runs its job's programs to their end, when the DAG's jobs run, and
-    /// returns the cluster's exit ([`Invocation::run_blocking`]); or why
+    /// returns each proc's exit in proc order (none: never run); or why
     /// the job could not be submitted, when it has no program to run. The
-    /// procs run one after another; the first that fails is the
-    /// cluster's exit, and those after it never run, as DAGMan removes a
-    /// cluster's other procs when one fails.
-    pub fn run_job_blocking(&self, at: &crate::core::ScriptMacros) -> Option<Result<i32, String>> {
+    /// procs run one after another and none runs after one that fails,
+    /// as DAGMan removes a cluster's other procs when one fails
+    /// ([`crate::core::site::Site::submit_procs`]).
+    pub fn run_job_blocking(
+        &self,
+        at: &crate::core::ScriptMacros,
+    ) -> Option<Result<Vec<Option<i32>>, String>> {
         Some(match self.job_invocation(at)? {
-            Ok(calls) => Ok((calls.iter())
-                .map(Invocation::run_blocking)
-                .find(|&exit| exit != 0)
-                .unwrap_or(0)),
+            Ok(calls) => {
+                let mut failed = false;
+                Ok((calls.iter())
+                    .map(|call| {
+                        let exit = (!failed).then(|| call.run_blocking());
+                        failed |= exit.is_some_and(|e| e != 0);
+                        exit
+                    })
+                    .collect())
+            }
             Err(why) => Err(program::unsubmittable(&self.node, &why)),
         })
     }
@@ -763,9 +785,20 @@ impl DagmanInfo {
                     env: env.clone(),
                     dir: dag_dir.join(n.dir.as_deref().unwrap_or("")),
                     job,
+                    prohibit_multi_jobs: self.prohibits_multi_jobs(&n.name),
                 })
             })
             .collect()
+    }
+
+    /// `DAGMAN_PROHIBIT_MULTI_JOBS` of the DAGMan whose node `name` is:
+    /// its innermost sub-DAG's own `CONFIG`'s, else the top DAG's (off
+    /// unless set, as in HTCondor's configuration).
+    fn prohibits_multi_jobs(&self, name: &str) -> bool {
+        let innermost = (name.char_indices().rev())
+            .filter(|&(_, c)| c == '+')
+            .find_map(|(i, _)| self.subdags.iter().find(|d| d.node == name[..i]));
+        (innermost.map_or(self.prohibit_multi_jobs, |d| d.prohibit_multi_jobs)).unwrap_or(false)
     }
 
     /// Each node's effective priority, by name (HTCondor's
@@ -1458,6 +1491,7 @@ mod tests {
             env: Vec::new(),
             dir: Default::default(),
             job: None,
+            prohibit_multi_jobs: false,
         };
         let m = crate::core::ScriptMacros {
             status: -1004,

@@ -94,36 +94,41 @@ impl JobDescription {
         }
     }
 
-    /// The program it runs when submitted with `at`'s counts (`$RETRY`,
-    /// `$DAG_STATUS`, `$FAILED_COUNT`), read now; or why it has none. Its
-    /// first proc's, when it queues more than one ([`Self::procs`]).
-    pub fn program(&self, at: &crate::core::ScriptMacros) -> Result<JobProgram, String> {
-        let mut procs = self.procs(at)?;
-        Ok(procs.swap_remove(0))
-    }
-
     /// The programs of the procs of the one cluster its description
-    /// submits (`queue`, `queue N`), when submitted with `at`'s counts,
-    /// read now; or why it has none. Each `queue` statement queues its
-    /// procs with the commands set before it, numbered on from the last
-    /// statement's (`$(Process)`), `$(Step)` counting within the
-    /// statement. A description without a `queue` statement is taken to
-    /// queue one proc.
+    /// submits, when submitted with `at`'s counts (`$RETRY`,
+    /// `$DAG_STATUS`, `$FAILED_COUNT`), read now; or why it has none. Each
+    /// `queue` statement ([`super::queue`]) queues its procs with the
+    /// commands set before it and its item's variables, numbered on from
+    /// the last statement's (`$(Process)`), `$(Step)` counting within an
+    /// item and `$(Row)` (`$(ItemIndex)`) the items. A description without
+    /// a `queue` statement is taken to queue one proc.
     pub fn procs(&self, at: &crate::core::ScriptMacros) -> Result<Vec<JobProgram>, String> {
         let text = match &self.inline {
             Some(inline) => inline.clone(),
             None => std::fs::read_to_string(&self.file)
                 .map_err(|e| format!("cannot read its submit file {}: {e}", self.file.display()))?,
         };
-        let statements = queue_statements(&text)?;
+        let statements = super::queue::statements(&text, &self.dir)?;
         if statements.is_empty() {
-            return Ok(vec![self.proc_program(&text, at, 0, 0)?]);
+            return Ok(vec![self.proc_program(&text, at, &Iteration::default())?]);
         }
         let mut procs = Vec::new();
-        for (before, count) in statements {
-            for step in 0..count {
-                let proc = procs.len() as u32;
-                procs.push(self.proc_program(&text[..before], at, proc, step)?);
+        for q in statements {
+            let items: Vec<Option<&String>> = match &q.items {
+                Some(items) => items.iter().map(Some).collect(),
+                None => vec![None],
+            };
+            for (row, item) in items.into_iter().enumerate() {
+                let live = item.map(|i| q.values(i)).unwrap_or_default();
+                for step in 0..q.count {
+                    let it = Iteration {
+                        proc: procs.len() as u32,
+                        step,
+                        row: row as u32,
+                        live: live.clone(),
+                    };
+                    procs.push(self.proc_program(&text[..q.at], at, &it)?);
+                }
             }
         }
         match procs.is_empty() {
@@ -133,14 +138,13 @@ impl JobDescription {
         }
     }
 
-    /// The program of proc `proc` (`step` within its `queue` statement)
-    /// from `text`, the description up to its statement.
+    /// The program of the proc `it` from `text`, the description up to
+    /// its `queue` statement.
     fn proc_program(
         &self,
         text: &str,
         at: &crate::core::ScriptMacros,
-        proc: u32,
-        step: u32,
+        it: &Iteration,
     ) -> Result<JobProgram, String> {
         let parents = self.parents.join(",");
         let mut set = vec![
@@ -158,15 +162,21 @@ impl JobDescription {
             set.into_iter()
                 .chain(self.vars.iter().map(|(k, v)| (k.as_str(), v.clone()))),
         );
+        // An item's variables come first, as condor_submit's live ones.
+        let written = |key: &str| it.live(key).or_else(|| submit_value(text, key));
         let macros = |key: &str| -> Option<String> {
-            (set.iter().rev())
-                .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                .map(|(_, v)| v.clone())
+            (it.live(key))
+                .or_else(|| {
+                    (set.iter().rev())
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                        .map(|(_, v)| v.clone())
+                })
                 .or_else(|| submit_value(text, key))
                 .or_else(|| config_macro(key))
                 .or_else(|| match key.to_ascii_lowercase().as_str() {
-                    "process" | "procid" => Some(proc.to_string()),
-                    "step" => Some(step.to_string()),
+                    "process" | "procid" => Some(it.proc.to_string()),
+                    "step" => Some(it.step.to_string()),
+                    "row" | "itemindex" => Some(it.row.to_string()),
                     _ => None,
                 })
         };
@@ -175,7 +185,7 @@ impl JobDescription {
                 "dagnodename" => Some(self.node.clone()),
                 "dagparentnodenames" => Some(parents.clone()),
                 "jobprio" => Some(self.priority.to_string()),
-                "procid" => Some(proc.to_string()),
+                "procid" => Some(it.proc.to_string()),
                 _ => None,
             };
             // One the node's VARS or its description set (`+A`, `MY.A`).
@@ -198,7 +208,7 @@ impl JobDescription {
             };
             known.or_else(|| Some(classad_value(&expand(&set()?, &macros, &|_| None, 0))))
         };
-        let value = |key: &str| submit_value(text, key).map(|v| expand(&v, &macros, &ad, 0));
+        let value = |key: &str| written(key).map(|v| expand(&v, &macros, &ad, 0));
         let executable = value("executable").ok_or("its submit description has no executable")?;
         let dir = match value("initialdir") {
             Some(d) => self.dir.join(d),
@@ -233,6 +243,26 @@ impl JobDescription {
             dir,
             streams,
         })
+    }
+}
+
+/// Which proc of its cluster a program is: its number, its step within
+/// its item, its item's row and the values the item gives its `queue`
+/// statement's variables.
+#[derive(Debug, Default)]
+struct Iteration {
+    proc: u32,
+    step: u32,
+    row: u32,
+    live: Vec<(String, String)>,
+}
+
+impl Iteration {
+    /// The value its item gives the variable `key`, if any.
+    fn live(&self, key: &str) -> Option<String> {
+        (self.live.iter())
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.clone())
     }
 }
 
@@ -299,44 +329,6 @@ fn classad_value(v: &str) -> String {
         Some(s) => s.replace("\\\"", "\"").replace("\\\\", "\\"),
         None => v.to_string(),
     }
-}
-
-/// A submit description's `queue` statements: for each, where it starts
-/// in `text` and how many procs it queues (`queue`: one; `queue N`: N).
-/// The forms that queue over a list (`in`, `matching`, `from`) are not
-/// read: an error says so.
-fn queue_statements(text: &str) -> Result<Vec<(usize, u32)>, String> {
-    let mut statements = Vec::new();
-    let mut start = 0;
-    let mut continued = false;
-    for raw in text.split_inclusive('\n') {
-        let at = start;
-        start += raw.len();
-        let line = raw.trim_end_matches(['\n', '\r']);
-        let first = !continued;
-        continued = line.ends_with('\\');
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let is_queue = words
-            .first()
-            .is_some_and(|w| w.eq_ignore_ascii_case("queue"));
-        if !first || !is_queue || line.contains('=') {
-            continue;
-        }
-        let count = match words[1..] {
-            [] => 1,
-            [n] => n.parse::<u32>().map_err(|_| {
-                format!("its `{}` does not queue a count gridbed reads", line.trim())
-            })?,
-            _ => {
-                return Err(format!(
-                    "its `{}` queues over a list (in, matching, from), which gridbed does not read",
-                    line.trim()
-                ));
-            }
-        };
-        statements.push((at, count));
-    }
-    Ok(statements)
 }
 
 /// The last value of `key` in a submit description: logical lines (a
@@ -548,7 +540,8 @@ mod tests {
 
     /// `node`'s program, its name in its DAGMan `name`, no parents.
     fn program(node: &NodeInfo, name: &str, dir: &Path) -> Result<JobProgram, String> {
-        JobDescription::new(node, name, dir, Vec::new()).program(&first())
+        let job = JobDescription::new(node, name, dir, Vec::new());
+        job.procs(&first()).map(|mut procs| procs.swap_remove(0))
     }
 
     /// The arguments of each proc `text` queues, or why it queues none.
@@ -588,13 +581,23 @@ mod tests {
             [["x", "queue", "2"]]
         );
         assert_eq!(args("queue = 4\narguments = $(queue)\nqueue\n"), [["4"]]);
+        // Over a list: each item its procs, its variables set first.
+        assert_eq!(
+            args("arguments = $(Item) $(Row) $(Step) $(Process)\nqueue 2 in (a b)\n"),
+            [
+                ["a", "0", "0", "0"],
+                ["a", "0", "1", "1"],
+                ["b", "1", "0", "2"],
+                ["b", "1", "1", "3"]
+            ]
+        );
+        assert_eq!(
+            args("arguments = no\nqueue arguments from (\n  x y\n  z\n)\n"),
+            [vec!["x", "y"], vec!["z"]],
+            "an item's variable is a command too"
+        );
         let why = |t: &str| proc_args(t).unwrap_err();
         assert!(why("queue 0\n").contains("queues no job"));
-        assert!(
-            why("queue x in (a b)\n").contains("over a list"),
-            "{}",
-            why("queue x in (a b)\n")
-        );
         assert!(why("queue -5\n").contains("count"));
     }
 
@@ -695,7 +698,7 @@ mod tests {
             ..Default::default()
         };
         let job = JobDescription::new(&node, "F", dir.path(), vec!["A".into(), "B".into()]);
-        assert!(job.program(&first()).is_err(), "not written yet");
+        assert!(job.procs(&first()).is_err(), "not written yet");
         std::fs::write(
             dir.path().join("late.sub"),
             "executable = /bin/echo\narguments = \"$(RETRY) $(DAG_STATUS) $(FAILED_COUNT) \
@@ -710,7 +713,7 @@ mod tests {
             ..first()
         };
         assert_eq!(
-            job.program(&later).unwrap().args,
+            job.procs(&later).unwrap()[0].args,
             [
                 "2",
                 "2",

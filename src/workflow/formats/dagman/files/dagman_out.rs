@@ -576,10 +576,13 @@ fn words(
             v.push(ev("ULOG_SUBMIT", id));
             v
         }
-        NodeEvent::SubmitFailed { tries, in_row } => {
-            let mut v = vec![format!(
+        NodeEvent::ProcSubmitted(id) => vec![ev("ULOG_SUBMIT", id)],
+        NodeEvent::SubmitFailed { tries, in_row, why } => {
+            // Why the last try failed, as DAGMan logs it before the event.
+            let mut v: Vec<String> = why.iter().cloned().collect();
+            v.push(format!(
                 "Event: ULOG_SUBMIT_FAILURE for HTCondor Node {name} (-1.-1.-1) {{{when}}} Job submit failed"
-            )];
+            ));
             // (Staging that failed before a submission: no try counted.)
             let allowed = match submit_tries.direct {
                 true => 0,

@@ -75,7 +75,7 @@ fn words(event: &NodeEvent) -> Vec<String> {
     match event {
         NodeEvent::PreStarted => vec!["PRE_SCRIPT_STARTED -".into()],
         NodeEvent::PreEnded(st) => vec![format!("PRE_SCRIPT_{} -", outcome(*st == 0))],
-        NodeEvent::Submitted(id) => vec![format!("SUBMIT {id}")],
+        NodeEvent::Submitted(id) | NodeEvent::ProcSubmitted(id) => vec![format!("SUBMIT {id}")],
         NodeEvent::SubmitFailed { .. } => vec!["SUBMIT_FAILURE -".into()],
         NodeEvent::Executing(id) => vec![format!("EXECUTE {id}")],
         NodeEvent::Terminated(id, exit) => vec![

@@ -165,6 +165,7 @@ fn node_moves(cx: &Ctx, j: JobId, start: f64, to: &mut impl FnMut(f64, Phase)) {
             NodeEvent::PostStarted(_) => to(t, Phase::Post),
             // The attempt's end decides: the node's end, or a retry.
             NodeEvent::Executing(_)
+            | NodeEvent::ProcSubmitted(_)
             | NodeEvent::Terminated(..)
             | NodeEvent::Aborted(_)
             | NodeEvent::PostEnded(..) => {}

@@ -11,7 +11,7 @@ use super::super::{DagmanInfo, DotFile, NodeInfo};
 use crate::core::Workflow;
 use crate::core::records::{Attempt, Outcome};
 use crate::core::result::RunResult;
-use crate::core::{JobId, ScriptKind};
+use crate::core::{JobFailure, JobId, ScriptKind};
 
 /// The HTCondor release whose DAGMan files gridbed writes as (the version
 /// of its metrics file, and of HTCondor's tests it is checked against).
@@ -496,6 +496,9 @@ pub(super) enum NodeEvent {
     PreEnded(i32),
     /// Its job (of this HTCondor id) was submitted.
     Submitted(String),
+    /// Another proc of its job's cluster (of this HTCondor id) was
+    /// submitted with the first.
+    ProcSubmitted(String),
     /// Its job could not be submitted: the node's submissions so far
     /// (this one included), and its attempt's failed ones in a row.
     SubmitFailed {
@@ -503,6 +506,8 @@ pub(super) enum NodeEvent {
         tries: usize,
         /// Its attempt's failed submissions so far, this one included.
         in_row: usize,
+        /// Why, on the try after which DAGMan gave up.
+        why: Option<String>,
     },
     /// Its job started running.
     Executing(String),
@@ -528,46 +533,78 @@ pub(super) fn node_events(cx: &Ctx, j: JobId) -> NodeEvents {
     }
 }
 
-/// The events of a node that runs a job.
+/// The events of a node that runs a job: a cluster of several procs
+/// ([`crate::core::records::Records::procs`]) has each proc's.
 fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
     let mut events = NodeEvents::new();
     let mut tries = 0;
     for (k, a) in cx.run.records.jobs[j].attempts.iter().enumerate() {
         let mut ev = |t: f64, e: NodeEvent| events.push((t, k, a.prescript, e));
         let id = cx.id(Submission::Job(j, k));
+        let cluster = cx.cluster_of(Submission::Job(j, k));
+        let proc = |p: usize| cluster.map_or("-".into(), |c| format!("{c}.{p}"));
+        let procs = cx.run.records.procs(j, k);
         let pre_failed = pre_events(a, &mut ev);
-        for (i, t) in cx.run.records.submit_failures(j, k).enumerate() {
+        let why = match &a.outcome {
+            Outcome::Failed(JobFailure::SubmitFailed(why)) => Some(why),
+            _ => None,
+        };
+        let failures: Vec<f64> = cx.run.records.submit_failures(j, k).collect();
+        for (i, &t) in failures.iter().enumerate() {
             tries += 1;
+            let last = i + 1 == failures.len();
+            let why = why.filter(|_| last).cloned();
             ev(
                 t,
                 NodeEvent::SubmitFailed {
                     tries,
                     in_row: i + 1,
+                    why,
                 },
             );
         }
         tries += usize::from(a.submitted.is_some());
         if let Some(t) = a.submitted {
             ev(t, NodeEvent::Submitted(id.clone()));
+            for p in 1..procs.map_or(1, <[_]>::len) {
+                ev(t, NodeEvent::ProcSubmitted(proc(p)));
+            }
         } else if matches!(a.outcome, Outcome::StagingFailed(_))
             && !pre_failed
             && let Some(t) = a.ended
         {
+            let why = None;
             ev(
                 t,
                 NodeEvent::SubmitFailed {
                     tries: 0,
                     in_row: 0,
+                    why,
                 },
             );
         }
+        // A proc removed when another failed had not run, as the
+        // simulator runs them in turn.
         if let Some(t) = a.started {
-            ev(t, NodeEvent::Executing(id.clone()));
+            match procs {
+                Some(exits) => (exits.iter().enumerate())
+                    .filter(|(_, e)| e.is_some())
+                    .for_each(|(p, _)| ev(t, NodeEvent::Executing(proc(p)))),
+                None => ev(t, NodeEvent::Executing(id.clone())),
+            }
         }
         if let Some(t) = a.finished {
-            match a.exit {
-                Some(status) => ev(t, NodeEvent::Terminated(id.clone(), status)),
-                None => ev(t, NodeEvent::Aborted(id.clone())),
+            match (a.exit, procs) {
+                (Some(_), Some(exits)) => {
+                    for (p, exit) in exits.iter().enumerate() {
+                        match *exit {
+                            Some(exit) => ev(t, NodeEvent::Terminated(proc(p), exit)),
+                            None => ev(t, NodeEvent::Aborted(proc(p))),
+                        }
+                    }
+                }
+                (Some(status), None) => ev(t, NodeEvent::Terminated(id.clone(), status)),
+                (None, _) => ev(t, NodeEvent::Aborted(id.clone())),
             }
         } else if (a.outcome == Outcome::Killed
             || matches!(a.outcome, Outcome::Removed(_)) && a.submitted.is_some())
