@@ -176,6 +176,10 @@ struct Check {
     /// `file-lines`: only the lines matching this pattern are compared.
     #[serde(default)]
     filter: String,
+    /// `file-lines`: the lines matching this pattern are left out first
+    /// (those the driver skips).
+    #[serde(default)]
+    drop: String,
     #[serde(default = "yes")]
     checkable: bool,
     #[serde(default)]
@@ -611,15 +615,19 @@ fn check(dir: &Path, driver: &str, c: &Check) -> Result<(), String> {
                 "" => None,
                 f => Some(regex_lite::Regex::new(f).map_err(|e| format!("filter `{f}`: {e}"))?),
             };
+            let drop = match c.drop.as_str() {
+                "" => None,
+                d => Some(regex_lite::Regex::new(d).map_err(|e| format!("drop `{d}`: {e}"))?),
+            };
             let want = expected()?;
             for name in names {
                 let file = c.file.replace("{}", &name);
-                let mut text = read(&file)?;
-                if let Some(f) = &filter {
-                    text = (text.lines().filter(|l| f.is_match(l)))
-                        .map(|l| format!("{l}\n"))
-                        .collect();
-                }
+                let text = read(&file)?;
+                let text: String = (text.lines())
+                    .filter(|l| filter.as_ref().is_none_or(|f| f.is_match(l)))
+                    .filter(|l| drop.as_ref().is_none_or(|d| !d.is_match(l)))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
                 find_lines(&text, &want, c.order, c.exact)
                     .and_then(|()| find_none(&text, &c.absent))
                     .map_err(|e| format!("{file}: {e}"))?;

@@ -619,6 +619,15 @@ fn words(
             ]
         }
         NodeEvent::Aborted(id) => vec![ev("ULOG_JOB_ABORTED", id)],
+        NodeEvent::ProcEnded(id, exit) => {
+            let id = id.clone();
+            let event = match *exit {
+                Some(exit) => NodeEvent::Terminated(id, exit),
+                None => NodeEvent::Aborted(id),
+            };
+            words(&event, name, pre_skip, submit, when, noop, submit_tries)
+        }
+        NodeEvent::ClusterEnded(_) => Vec::new(),
         NodeEvent::PostStarted(_) => vec![format!("Running POST script of Node {name}...")],
         NodeEvent::PostEnded(id, st) => {
             let mut v = vec![ev("ULOG_POST_SCRIPT_TERMINATED", id)];

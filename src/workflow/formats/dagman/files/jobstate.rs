@@ -43,6 +43,7 @@ pub(super) fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Stri
         .collect();
     let mut out = String::new();
     let mut events = events.into_iter().peekable();
+    let mut last = 0;
     for (r, run) in inst.runs.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -50,11 +51,15 @@ pub(super) fn jobstate_log(cx: &Ctx, inst: &Instance, epoch: SystemTime) -> Stri
             seconds(epoch, run.start),
             run.id
         );
-        // Each DAGMan numbers its node attempts as they first appear.
+        // Each DAGMan numbers its node attempts as they first appear; one
+        // run from a rescue DAG goes on from the file's last number
+        // (`JobstateLog::InitializeRescue`).
         let mut seq = HashMap::new();
+        let base = if run.rescue > 0 { last } else { 0 };
         while let Some((_, t, _, j, k, text)) = events.next_if(|e| e.0 == r) {
-            let next = seq.len() + 1;
+            let next = base + seq.len() + 1;
             let n = *seq.entry((j, k)).or_insert(next);
+            last = last.max(n);
             let tag = tag_of.get(&j).map_or("-", String::as_str);
             let name = cx.dag.local(inst, j);
             let _ = writeln!(out, "{} {name} {text} {tag} - {n}", seconds(epoch, t));
@@ -83,6 +88,11 @@ fn words(event: &NodeEvent) -> Vec<String> {
             format!("JOB_{} {exit}", outcome(*exit == 0)),
         ],
         NodeEvent::Aborted(id) => vec![format!("JOB_ABORTED {id}"), "JOB_FAILURE -1002".into()],
+        // A cluster's result is written once, when its last proc is done
+        // (`Dag::ProcessJobProcEnd`).
+        NodeEvent::ProcEnded(id, Some(_)) => vec![format!("JOB_TERMINATED {id}")],
+        NodeEvent::ProcEnded(id, None) => vec![format!("JOB_ABORTED {id}")],
+        NodeEvent::ClusterEnded(exit) => vec![format!("JOB_{} {exit}", outcome(*exit == 0))],
         NodeEvent::PostStarted(id) => vec![format!("POST_SCRIPT_STARTED {id}")],
         NodeEvent::PostEnded(id, st) => vec![
             format!("POST_SCRIPT_TERMINATED {id}"),

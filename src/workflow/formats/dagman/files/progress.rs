@@ -166,6 +166,8 @@ fn node_moves(cx: &Ctx, j: JobId, start: f64, to: &mut impl FnMut(f64, Phase)) {
             // The attempt's end decides: the node's end, or a retry.
             NodeEvent::Executing(_)
             | NodeEvent::ProcSubmitted(_)
+            | NodeEvent::ProcEnded(..)
+            | NodeEvent::ClusterEnded(_)
             | NodeEvent::Terminated(..)
             | NodeEvent::Aborted(_)
             | NodeEvent::PostEnded(..) => {}

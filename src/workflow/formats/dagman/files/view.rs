@@ -515,6 +515,12 @@ pub(super) enum NodeEvent {
     Terminated(String, i32),
     /// Its job was removed from the queue.
     Aborted(String),
+    /// A proc (of this HTCondor id) of its job's cluster of several
+    /// ended with this exit, or (none) was removed when another failed.
+    ProcEnded(String, Option<i32>),
+    /// Its job's cluster of several has no proc left: its exit, the
+    /// first failing proc's or 0.
+    ClusterEnded(i32),
     /// Its POST script started (the job's id).
     PostStarted(String),
     /// Its POST script exited with this status.
@@ -595,13 +601,11 @@ fn job_events(cx: &Ctx, j: JobId) -> NodeEvents {
         }
         if let Some(t) = a.finished {
             match (a.exit, procs) {
-                (Some(_), Some(exits)) => {
-                    for (p, exit) in exits.iter().enumerate() {
-                        match *exit {
-                            Some(exit) => ev(t, NodeEvent::Terminated(proc(p), exit)),
-                            None => ev(t, NodeEvent::Aborted(proc(p))),
-                        }
+                (Some(status), Some(exits)) => {
+                    for (p, &exit) in exits.iter().enumerate() {
+                        ev(t, NodeEvent::ProcEnded(proc(p), exit));
                     }
+                    ev(t, NodeEvent::ClusterEnded(status));
                 }
                 (Some(status), None) => ev(t, NodeEvent::Terminated(id.clone(), status)),
                 (None, _) => ev(t, NodeEvent::Aborted(id.clone())),
