@@ -169,37 +169,12 @@ impl Manager {
     }
 
     /// Every per-job record grows by `m` waiting jobs, of `node`'s
-    /// submission and submit machine.
+    /// submission and submit machine: each room's, then the records.
     fn grow(&mut self, m: usize, node: JobId) {
         let n = self.dag.state.len() + m;
-        self.dag.state.resize(n, JobState::Waiting);
-        self.dag.missing_parents.resize(n, 0);
-        self.grid.site_of.resize(n, 0);
-        self.dag.failures.resize(n, 0);
-        self.grid.replans.resize(n, 0);
-        self.grid.room_waits.resize(n, 0);
-        self.grid.stall.waits.resize(n, 0);
-        self.grid.stall.since.resize(n, 0.0);
-        self.grid.stall.progress_seen.resize(n, 0);
-        self.dag.ordering.resize(n, Vec::new());
-        self.grid.staging.resize_with(n, || None);
-        self.grid.staged.resize(n, Vec::new());
-        self.grid.home.resize(n, self.grid.home[node]);
-        self.grid.stage_outs.resize_with(n, || None);
-        self.dag.throttled.resize(n, false);
-        self.grid.pool.killing.resize(n, false);
-        self.grid.avoid_once.resize(n, None);
-        self.grid.footprint.resize(n, 0);
-        self.dag.rerun.resize(n, false);
-        self.grid.pool.at_site.resize(n, false);
-        self.dag.exited.resize(n, None);
+        self.dag.grow(n, node);
+        self.grid.grow(n, node);
         self.records.jobs.resize(n, JobRecord::default());
-        self.grid.room.grow(n);
-        self.grid.pool.wms.grow(n);
-        let submission = self.dag.submissions.of_job[node];
-        self.dag.submissions.of_job.resize(n, submission);
-        self.dag.workload[submission].open += m;
-        self.dag.counts.waiting += m;
         let first = self.job_dirty.len();
         self.job_dirty.resize(n, false);
         if self.changes.is_some() {

@@ -148,6 +148,27 @@ pub(crate) enum GridStep {
 }
 
 impl Placement {
+    /// Its per-job state grows to `n` jobs, the new ones of `node`'s
+    /// submit machine (a sub-DAG read as the run goes).
+    pub(crate) fn grow(&mut self, n: usize, node: JobId) {
+        self.site_of.resize(n, 0);
+        self.replans.resize(n, 0);
+        self.room_waits.resize(n, 0);
+        self.stall.waits.resize(n, 0);
+        self.stall.since.resize(n, 0.0);
+        self.stall.progress_seen.resize(n, 0);
+        self.staging.resize_with(n, || None);
+        self.staged.resize(n, Vec::new());
+        self.home.resize(n, self.home[node]);
+        self.stage_outs.resize_with(n, || None);
+        self.pool.killing.resize(n, false);
+        self.pool.at_site.resize(n, false);
+        self.avoid_once.resize(n, None);
+        self.footprint.resize(n, 0);
+        self.room.grow(n);
+        self.pool.wms.grow(n);
+    }
+
     /// Inputs that `job`'s last prescript transferred (not those it found).
     pub(crate) fn take_staged(&mut self, job: JobId) -> Vec<FileId> {
         std::mem::take(&mut self.staged[job])

@@ -41,6 +41,23 @@ pub struct SubDagSpan {
 }
 
 impl NodeLife {
+    /// Its per-job state grows to `n` jobs, the new ones waiting, of
+    /// `node`'s workflow (a sub-DAG read as the run goes).
+    pub(crate) fn grow(&mut self, n: usize, node: JobId) {
+        let m = n - self.state.len();
+        self.state.resize(n, JobState::Waiting);
+        self.missing_parents.resize(n, 0);
+        self.failures.resize(n, 0);
+        self.ordering.resize(n, Vec::new());
+        self.throttled.resize(n, false);
+        self.rerun.resize(n, false);
+        self.exited.resize(n, None);
+        let submission = self.submissions.of_job[node];
+        self.submissions.of_job.resize(n, submission);
+        self.workload[submission].open += m;
+        self.counts.waiting += m;
+    }
+
     /// `job` is over: if it was the last node running of a held sub-DAG,
     /// that sub-DAG's node is ready.
     pub(crate) fn subdag_member_over(&mut self, job: JobId, port: &mut impl LifePort) {
