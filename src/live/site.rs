@@ -438,8 +438,8 @@ impl SiteActor {
                 procs.spawn(async move { (i, run_process(&call).await) });
             }
             while let Some(ended) = procs.join_next().await {
-                // A proc whose task failed to run counts as not started;
-                // its place is unknown, so it is the cluster's failure.
+                // A proc's task that panicked (not its program's exit):
+                // the cluster fails as a program that could not start.
                 let Ok((i, exit)) = ended else {
                     return (exits, false);
                 };
