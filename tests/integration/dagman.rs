@@ -2110,8 +2110,8 @@ fn a_subdag_is_one_job_of_the_dagman_above_it() {
 /// and executing as its PRE script ends, terminated with that DAGMan's
 /// exit, its HTCondor id the POST script's too); the sub-DAG's nodes are
 /// in its own jobstate log, one `DAGMAN_STARTED`…`DAGMAN_FINISHED` per
-/// run of it (DAGMan appends), naming its DAGMan job's id, numbering its
-/// node attempts afresh; its node status file and DOT are its own. A
+/// run of it (DAGMan appends), naming its DAGMan job's id, a rescue run
+/// numbering its node attempts on; its node status file and DOT are its own. A
 /// sub-DAG rescued by its node's RETRY leaves the top DAG done: no rescue
 /// of the top DAG. Both engines.
 #[test]
@@ -2169,13 +2169,15 @@ fn each_dagman_writes_its_own_jobstate_log_status_and_dot() {
             ],
             "{both}"
         );
-        // X ran once; Y in each run, the second run's first node attempt.
+        // X ran once; Y in each run. The second run is from the first's
+        // rescue, so its node attempts number on from the file's last (X 1,
+        // Y 2), as JobstateLog::InitializeRescue does.
         assert_eq!(node_events(&inner_log, "X").len(), 4, "{both}");
         let second = inner_log
             .split(&format!("DAGMAN_STARTED {}", ids[1]))
             .nth(1)
             .unwrap();
-        assert!(second.contains(" Y JOB_SUCCESS 0 - - 1\n"), "{both}");
+        assert!(second.contains(" Y JOB_SUCCESS 0 - - 3\n"), "{both}");
         let cluster = |id: &str| id.trim_end_matches(".0").parse::<u64>().unwrap();
         let first_y: &str = (inner_log.lines())
             .find(|l| l.contains(" Y SUBMIT "))
