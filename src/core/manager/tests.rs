@@ -118,6 +118,41 @@ fn maxpre_and_interval_hold_and_every_job_ends_once() {
     }
 }
 
+/// A job naming an input more than once stages it once, whether its list
+/// is short (scanned) or long (checked against a set).
+#[test]
+fn an_input_named_twice_is_staged_once() {
+    for n in [3, 40] {
+        let names: Vec<String> = (0..n).map(|k| format!("in-{k}")).collect();
+        let files = (names.iter())
+            .map(|name| File {
+                name: name.clone(),
+                size: 10,
+            })
+            .chain([File {
+                name: "out".into(),
+                size: 1,
+            }])
+            .collect();
+        let mut inputs = names.clone();
+        inputs.extend(names.iter().rev().cloned());
+        let job = JobSpec {
+            name: "a".into(),
+            runtime: 1.0,
+            inputs,
+            outputs: vec!["out".into()],
+            ..Default::default()
+        };
+        let wf = Workflow::build(files, vec![job]).unwrap();
+        let mut w = world(wf, sites(1, 1, 1 << 20), ManagerSettings::default(), "random");
+        w.run();
+        assert!(w.m.succeeded(), "{n}");
+        let mut staged: Vec<FileId> = w.m.records().transfers.iter().map(|t| t.file).collect();
+        staged.sort_unstable();
+        assert_eq!(staged, (0..n).collect::<Vec<_>>(), "{n} inputs, each once");
+    }
+}
+
 #[test]
 fn delete_policy_transfers_every_missing_input_and_caching_reuses() {
     let run = |policy| {
