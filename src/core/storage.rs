@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet;
 
 use super::seams::{Candidate, EvictionPolicy};
 use super::{FileId, JobId};
@@ -79,8 +80,10 @@ pub struct Pool {
     /// The evictable files by key, once room had to be made.
     evictable: Option<BTreeSet<(u64, FileId)>>,
     job_pins: HashMap<JobId, Vec<FileId>>,
-    /// Inputs of staged jobs that are not here yet: file → jobs, and job → files.
+    /// Inputs of staged jobs that are not here yet: file → jobs…
     wanted_by: HashMap<FileId, Vec<JobId>>,
+    /// …and job → the files it waited for, some of them since pinned (see
+    /// `pin_waiting`).
     wants: HashMap<JobId, Vec<FileId>>,
     clock: u64,
     eviction: Box<dyn EvictionPolicy>,
@@ -236,8 +239,20 @@ impl Pool {
     /// is complete here, whichever transfer brought it.
     pub fn pin_job(&mut self, job: JobId, inputs: &[FileId]) {
         let mut pins = self.job_pins.remove(&job).unwrap_or_default();
+        // An input named twice is pinned once. A long list is checked
+        // against a set: scanning the pins for each input is quadratic in
+        // a job reading hundreds of files.
+        let long = inputs.len() > 16;
+        let mut pinned: FxHashSet<FileId> = match long {
+            true => pins.iter().copied().collect(),
+            false => FxHashSet::default(),
+        };
         for &f in inputs {
-            if pins.contains(&f) {
+            let first = match long {
+                true => !pinned.contains(&f),
+                false => !pins.contains(&f),
+            };
+            if !first {
                 continue;
             }
             // Only complete files: one still being written may yet be aborted.
@@ -247,6 +262,9 @@ impl Pool {
                     e.doomed = false;
                 });
                 pins.push(f);
+                if long {
+                    pinned.insert(f);
+                }
             } else {
                 let w = self.wanted_by.entry(f).or_default();
                 if !w.contains(&job) {
@@ -259,24 +277,26 @@ impl Pool {
     }
 
     /// Pins a newly complete `file` for every staged job waiting for it.
+    ///
+    /// The job's own list of wanted files keeps `file`, and the job's pins
+    /// are not searched for it: each costs a scan of lists hundreds long
+    /// per file (most of a `bench sim` run's time in this pool). A wanted
+    /// file is never pinned for its job already (`pin_job` wants only what
+    /// it could not pin), and a stale want is harmless where it is read
+    /// (`release_job`).
     fn pin_waiting(&mut self, file: FileId) {
         let Some(jobs) = self.wanted_by.remove(&file) else {
             return;
         };
         for job in jobs {
-            if let Some(w) = self.wants.get_mut(&job) {
-                w.retain(|&f| f != file);
-            }
             let Some(pins) = self.job_pins.get_mut(&job) else {
                 continue;
             };
-            if !pins.contains(&file) {
-                pins.push(file);
-                self.update(file, |e| {
-                    e.pins += 1;
-                    e.doomed = false;
-                });
-            }
+            pins.push(file);
+            self.update(file, |e| {
+                e.pins += 1;
+                e.doomed = false;
+            });
         }
     }
 
@@ -442,7 +462,7 @@ impl Pool {
             && let Some(chosen) = self.eviction.victims(need)
         {
             let mut freed = 0;
-            let mut seen = rustc_hash::FxHashSet::default();
+            let mut seen = FxHashSet::default();
             let valid = chosen.iter().all(|f| {
                 let e = self.entries.get(f).filter(|e| e.key.is_some());
                 freed += e.map_or(0, |e| e.size);
@@ -704,5 +724,61 @@ mod tests {
         p.abort_write(1);
         assert_eq!(p.used(), 0);
         assert!(!p.has(1));
+    }
+
+    proptest::proptest! {
+        /// Pins against a plain model: a file is pinned while it is being
+        /// written, or while it is here and some staged job lists it. Few
+        /// files and long input lists make repeats, waits for files still
+        /// in flight, aborted writes and evictions common; lists over 16
+        /// take the set path.
+        #[test]
+        fn a_file_is_pinned_while_a_staged_job_lists_it(
+            ops in proptest::collection::vec(
+                (0u8..5, 0usize..4, 0usize..10, 1u64..6,
+                 proptest::collection::vec(0usize..10, 0..40)),
+                0..60,
+            ),
+        ) {
+            use std::collections::{BTreeMap, BTreeSet};
+            let mut p = pool(20);
+            let mut present = BTreeSet::new();
+            let mut writing = BTreeSet::new();
+            let mut staged: BTreeMap<JobId, Vec<FileId>> = BTreeMap::new();
+            for (kind, job, f, size, inputs) in ops {
+                match kind {
+                    0 => {
+                        p.pin_job(job, &inputs);
+                        staged.entry(job).or_default().extend(inputs);
+                    }
+                    1 if !writing.contains(&f) => {
+                        if let Ok(r) = p.begin_write(f, size) {
+                            writing.insert(f);
+                            for gone in r.evicted {
+                                let listed = staged.values().any(|i| i.contains(&gone));
+                                proptest::prop_assert!(!listed && !writing.contains(&gone));
+                                proptest::prop_assert!(present.remove(&gone));
+                            }
+                        }
+                    }
+                    2 if writing.remove(&f) => {
+                        p.commit_write(f);
+                        present.insert(f);
+                    }
+                    3 if writing.remove(&f) => p.abort_write(f),
+                    4 => {
+                        p.release_job(job, &[]);
+                        staged.remove(&job);
+                    }
+                    _ => {}
+                }
+                for f in 0..10 {
+                    proptest::prop_assert_eq!(p.has(f), present.contains(&f), "{}", f);
+                    let listed = staged.values().any(|i| i.contains(&f));
+                    let pinned = writing.contains(&f) || (present.contains(&f) && listed);
+                    proptest::prop_assert_eq!(p.is_pinned(f), pinned, "{}", f);
+                }
+            }
+        }
     }
 }
