@@ -342,12 +342,16 @@ impl Workflow {
     fn check_reads(&self) -> Result<(), DagError> {
         let mut ancestors: Vec<Option<std::collections::HashSet<JobId>>> = vec![None; 0];
         ancestors.resize_with(self.jobs.len(), || None);
+        // Each job's parents marked with its id, not searched: jobs with
+        // thousands of parents read thousands of files.
+        let mut parent_of = vec![usize::MAX; self.jobs.len()];
         for (id, job) in self.jobs.iter().enumerate() {
+            job.parents.iter().for_each(|&p| parent_of[p] = id);
             for &f in &job.inputs {
                 let Some(writer) = self.producer[f] else {
                     continue;
                 };
-                if job.parents.contains(&writer) {
+                if parent_of[writer] == id {
                     continue;
                 }
                 // Rare path (reads from a grandparent): compute ancestors lazily.

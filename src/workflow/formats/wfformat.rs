@@ -424,6 +424,16 @@ fn jobs_of(
         }
     }
     let mut parents: Vec<Vec<usize>> = vec![Vec::new(); tasks.len()];
+    // An edge may be named twice (as a parent and as a child, or twice in
+    // a list) and is kept once, where it first came. A short list is
+    // searched as it grows; a long one (a merge task of an epigenomics
+    // instance has thousands of parents) takes repeats, removed below.
+    const SEARCHED: usize = 16;
+    let add = |list: &mut Vec<usize>, p: usize| {
+        if list.len() > SEARCHED || !list.contains(&p) {
+            list.push(p);
+        }
+    };
     for (i, t) in tasks.iter().enumerate() {
         let resolve = |r: &Str<'_>, field: &str| {
             index.get(r.as_str()).copied().ok_or_else(|| {
@@ -435,19 +445,20 @@ fn jobs_of(
             })
         };
         for p in &t.parents {
-            let p = resolve(p, "parents")?;
-            if !parents[i].contains(&p) {
-                parents[i].push(p);
-            }
+            add(&mut parents[i], resolve(p, "parents")?);
         }
         for c in &t.children {
-            let c = resolve(c, "children")?;
-            if !parents[c].contains(&i) {
-                parents[c].push(i);
-            }
+            add(&mut parents[resolve(c, "children")?], i);
         }
     }
     drop(index);
+    // A long list's repeats removed, its entries marked, not searched for.
+    let mut mark = vec![u32::MAX; tasks.len()];
+    for (i, list) in (0u32..).zip(parents.iter_mut()) {
+        if list.len() > SEARCHED {
+            list.retain(|&p| std::mem::replace(&mut mark[p], i) != i);
+        }
+    }
 
     // Each executed task's runtime and machine (1.5+): WfCommons lists them
     // in the specification's order, so a task finds its own by position
@@ -736,5 +747,77 @@ mod tests {
         assert_eq!(unescape_id("bad#Z"), None);
         // Distinct names stay distinct ids.
         assert_ne!(tid("a+b"), tid("a#2Bb"));
+    }
+
+    proptest::proptest! {
+        /// Each task's parents are every task naming it a child or named
+        /// its parent, once each, in the order first named (tasks in
+        /// document order, each task's parents before its children).
+        /// Checked against a plain list search; edges come both ways and
+        /// twice often, and half go to one merge task, whose list grows
+        /// long.
+        #[test]
+        fn each_parent_is_kept_once_where_first_named(
+            edges in proptest::collection::vec(
+                (0usize..24, 0usize..24, 0u8..4, proptest::bool::ANY),
+                0..120,
+            ),
+        ) {
+            let n = 24;
+            let mut parents = vec![Vec::new(); n];
+            let mut children = vec![Vec::new(); n];
+            for (a, b, how, merge) in edges {
+                let (p, c) = match a.cmp(&b) {
+                    _ if merge => (a.min(n - 2), n - 1),
+                    std::cmp::Ordering::Less => (a, b),
+                    std::cmp::Ordering::Greater => (b, a),
+                    std::cmp::Ordering::Equal => continue,
+                };
+                let twice = 1 + usize::from(how == 3);
+                for _ in 0..twice {
+                    if how != 1 {
+                        parents[c].push(p);
+                    }
+                    if how != 0 {
+                        children[p].push(c);
+                    }
+                }
+            }
+            let name = |t: &usize| format!("t{t}");
+            let tasks: Vec<_> = (0..n)
+                .map(|t| {
+                    serde_json::json!({
+                        "name": name(&t), "id": name(&t),
+                        "parents": parents[t].iter().map(name).collect::<Vec<_>>(),
+                        "children": children[t].iter().map(name).collect::<Vec<_>>(),
+                        "inputFiles": [], "outputFiles": [],
+                    })
+                })
+                .collect();
+            let doc = serde_json::json!({
+                "name": "edges", "schemaVersion": "1.5",
+                "workflow": {"specification": {"tasks": tasks, "files": []},
+                             "execution": {"makespanInSeconds": 1, "tasks": []}},
+            });
+            let opts = crate::workflow::formats::Options::default();
+            let text = doc.to_string();
+            let loaded = crate::workflow::formats::load_text(
+                std::path::Path::new("edges.json"), &text, &opts,
+            ).unwrap();
+            let mut expected = vec![Vec::new(); n];
+            let mut add = |c: usize, p: usize| {
+                if !expected[c].contains(&p) {
+                    expected[c].push(p);
+                }
+            };
+            for t in 0..n {
+                parents[t].iter().for_each(|&p| add(t, p));
+                children[t].iter().for_each(|&c| add(c, t));
+            }
+            for (t, job) in loaded.workflow.jobs.iter().enumerate() {
+                proptest::prop_assert_eq!(&job.name, &name(&t));
+                proptest::prop_assert_eq!(&job.parents, &expected[t], "{}", t);
+            }
+        }
     }
 }
