@@ -279,8 +279,8 @@ impl Pool {
     /// Pins a newly complete `file` for every staged job waiting for it.
     ///
     /// The job's own list of wanted files keeps `file`, and the job's pins
-    /// are not searched for it: each costs a scan of lists hundreds long
-    /// per file (most of a `bench sim` run's time in this pool). A wanted
+    /// are not searched for it: each cost a scan of lists hundreds long
+    /// per file (8% of a `bench sim` run's instructions). A wanted
     /// file is never pinned for its job already (`pin_job` wants only what
     /// it could not pin), and a stale want is harmless where it is read
     /// (`release_job`).

@@ -145,7 +145,7 @@ impl Placement {
         let mut pending = VecDeque::with_capacity(inputs.len());
         counters.inputs_planned += inputs.len() as u64;
         // An input named twice is staged once. A long list is checked
-        // against a set: scanning it for each input was 2% of the
+        // against a set: scanning it for each input was nearly 1% of the
         // instructions of `gridbed bench sim` (some jobs read hundreds of
         // files).
         let long = inputs.len() > 16;
