@@ -289,12 +289,17 @@ fn named(id: Str<'_>, ours: bool) -> Cow<'_, str> {
     }
 }
 
-/// A file as the parse collects it: its size where the document gives one,
-/// and its id once a kept task names it.
+/// A file as the parse collects it: its size where the document gives one
+/// (NaN where not), and its id once a kept task names it ([`NO_ID`] until
+/// then). Without `Option`s a slot is half the size: a large instance's
+/// table of them is part of the parse's peak memory.
 struct Slot {
-    size: Option<f64>,
-    id: Option<FileId>,
+    size: f64,
+    id: u32,
 }
+
+/// A [`Slot`] no kept task has named.
+const NO_ID: u32 = u32::MAX;
 
 /// Parses WfFormat text into jobs that refer to files and parents by index
 /// (files sorted by name, jobs in document order less dropped auxiliary
@@ -619,15 +624,20 @@ impl FileTable {
             slots.reserve(files.len());
             for f in files {
                 let size = f.size_in_bytes.or(f.size);
-                slots.insert(named(f.id.clone(), ours), Slot { size, id: None });
+                let slot = Slot {
+                    size: size.unwrap_or(f64::NAN),
+                    id: NO_ID,
+                };
+                slots.insert(named(f.id.clone(), ours), slot);
             }
         }
         let mut count = 0;
         let mut id_of = |slot: &mut Slot| {
-            *slot.id.get_or_insert_with(|| {
+            if slot.id == NO_ID {
+                slot.id = count;
                 count += 1;
-                count - 1
-            })
+            }
+            slot.id as FileId
         };
         let mut uses = Vec::with_capacity(tasks.len());
         for (t, &kept) in tasks.iter().zip(keep) {
@@ -643,8 +653,8 @@ impl FileTable {
                     ids.reserve_exact(names.len());
                     for name in names {
                         let slot = slots.entry(named(name.clone(), ours)).or_insert(Slot {
-                            size: None,
-                            id: None,
+                            size: f64::NAN,
+                            id: NO_ID,
                         });
                         ids.push(id_of(slot));
                     }
@@ -669,8 +679,9 @@ impl FileTable {
                     }
                 };
                 let size = u.size_in_bytes.or(u.size);
-                let slot = slots.entry(name).or_insert(Slot { size, id: None });
-                if slot.size.is_none() {
+                let size = size.unwrap_or(f64::NAN);
+                let slot = slots.entry(name).or_insert(Slot { size, id: NO_ID });
+                if slot.size.is_nan() {
                     slot.size = size;
                 }
                 if kept {
@@ -689,14 +700,15 @@ impl FileTable {
             head[..n].copy_from_slice(&name.as_bytes()[..n]);
             u64::from_be_bytes(head)
         };
-        let mut sized: Vec<(u64, Cow<'_, str>, Option<f64>, FileId)> = slots
+        let mut sized: Vec<(u64, Cow<'_, str>, f64, u32)> = slots
             .into_iter()
-            .filter_map(|(name, slot)| Some((prefix(&name), name, slot.size, slot.id?)))
+            .filter(|(_, slot)| slot.id != NO_ID)
+            .map(|(name, slot)| (prefix(&name), name, slot.size, slot.id))
             .collect();
         sized.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
         let mut renumber = vec![0; sized.len()];
         for (new, (_, _, _, old)) in sized.iter().enumerate() {
-            renumber[*old] = new;
+            renumber[*old as usize] = new;
         }
         for used in &mut uses {
             for f in used.inputs.iter_mut().chain(&mut used.outputs) {
@@ -707,7 +719,7 @@ impl FileTable {
         let files = sized
             .into_iter()
             .map(|(_, name, size, _)| {
-                let size = size
+                let size = Some(size)
                     .filter(|s| s.is_finite() && *s >= 0.0)
                     .map(|s| s as u64);
                 missing_size += usize::from(size.is_none());
