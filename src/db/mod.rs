@@ -141,6 +141,10 @@ pub struct ControlDb {
     files_written: Vec<bool>,
     /// Jobs with a `jobs` row (a sub-DAG read as the run goes adds some).
     jobs_named: usize,
+    /// A resumed run's: the interrupted run's jobs the resumed one did not
+    /// start with, by name: their row and attempts. A sub-DAG read as the
+    /// run goes names them again, and takes their rows.
+    unclaimed: Option<std::collections::HashMap<String, (i64, i64)>>,
     /// The rows of the run's sites, jobs and files.
     rows: Rows,
     /// The writer's lock ([`lock`]), released once the writer has ended.
@@ -190,6 +194,17 @@ impl Ids {
     /// Whether `id`'s row is one the database had.
     fn had(&self, id: usize) -> bool {
         self.row(id) < self.fresh
+    }
+
+    /// Id `to.len()` (the first the map does not cover) takes `row`, one
+    /// the database had; or, with none, the next fresh row, returned.
+    fn claim(&mut self, row: Option<i64>) -> i64 {
+        let row = row.unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        });
+        self.to.push(row);
+        row
     }
 }
 
@@ -302,6 +317,7 @@ impl ControlDb {
             attempts_written: Vec::new(),
             files_written: Vec::new(),
             jobs_named: wf.jobs.len(),
+            unclaimed: None,
             rows: Rows::default(),
             _lock: lock,
         })
@@ -411,6 +427,12 @@ impl ControlDb {
         let attempt_base = (0..wf.jobs.len())
             .map(|j| was.attempts.get(&rows.job.row(j)).copied().unwrap_or(0))
             .collect();
+        let claimed: std::collections::HashSet<i64> =
+            (0..wf.jobs.len()).map(|j| rows.job.row(j)).collect();
+        let unclaimed = (was.jobs.iter())
+            .filter(|(r, _)| !claimed.contains(r))
+            .map(|(r, n)| (n.clone(), (*r, was.attempts.get(r).copied().unwrap_or(0))))
+            .collect();
         Connection::open(path)
             .and_then(|c| {
                 c.execute(
@@ -438,6 +460,7 @@ impl ControlDb {
             attempts_written: Vec::new(),
             files_written: Vec::new(),
             jobs_named: wf.jobs.len(),
+            unclaimed: Some(unclaimed),
             rows,
             _lock: was.lock,
         })
@@ -464,7 +487,23 @@ impl ControlDb {
             self.attempts_written.resize(records.jobs.len(), 0);
         }
         for (j, job) in wf.jobs.iter().enumerate().skip(self.jobs_named) {
-            batch.new_jobs.push((self.rows.job.row(j), job.name.clone()));
+            let Some(was) = self.unclaimed.as_mut() else {
+                batch.new_jobs.push((self.rows.job.row(j), job.name.clone()));
+                continue;
+            };
+            // A resumed run's: the interrupted run's row of that name, if
+            // it had one, with its attempts numbered on.
+            match was.remove(&job.name) {
+                Some((row, attempts)) => {
+                    self.rows.job.claim(Some(row));
+                    self.attempt_base.resize(j, 0);
+                    self.attempt_base.push(attempts);
+                }
+                None => {
+                    let row = self.rows.job.claim(None);
+                    batch.new_jobs.push((row, job.name.clone()));
+                }
+            }
         }
         self.jobs_named = self.jobs_named.max(wf.jobs.len());
         for &j in &changes.jobs {
@@ -693,5 +732,18 @@ mod tests {
         // A run's own ids, when it created the database.
         let own = Ids::default();
         assert_eq!((own.row(0), own.row(7)), (0, 7));
+    }
+
+    #[test]
+    fn a_later_id_takes_a_row_the_database_had_or_the_next_fresh_one() {
+        let recorded = vec![(0, "a".to_string()), (1, "b".into()), (2, "c".into())];
+        let mut ids = Ids::by_name(["c", "d"].into_iter(), &recorded);
+        assert_eq!(ids.row(2), 4);
+        // Grafted: b again (row 1), then e, then f.
+        assert_eq!(ids.claim(Some(1)), 1);
+        assert_eq!(ids.claim(None), 4);
+        assert_eq!((2..5).map(|i| ids.row(i)).collect::<Vec<_>>(), [1, 4, 5]);
+        assert_eq!(ids.claim(None), 5);
+        assert_eq!(ids.row(5), 6);
     }
 }

@@ -531,4 +531,18 @@ fn a_run_killed_inside_a_subdag_read_as_the_run_goes_resumes_it() {
         "{stderr}"
     );
     assert_eq!((ended("S+y"), ended("B")), (1, 1), "{stderr}");
+    // The nodes read again keep their rows: one per name, each attempt
+    // numbered once.
+    for name in ["S+x", "S+y"] {
+        let rows = format!("SELECT count(*) FROM jobs WHERE name = '{name}'");
+        assert_eq!(count(&db, &rows), 1, "{name}");
+    }
+    let attempts = "FROM attempts WHERE job IN (SELECT id FROM jobs WHERE name = 'S+x')";
+    let all = count(&db, &format!("SELECT count(*) {attempts}"));
+    let numbers = count(&db, &format!("SELECT count(DISTINCT attempt) {attempts}"));
+    assert_eq!(
+        (all, numbers),
+        (2, 2),
+        "the killed run's attempt and the resumed run's"
+    );
 }
