@@ -203,6 +203,48 @@ impl ReadyQueue {
         queued.into_iter().for_each(|j| self.push(j));
     }
 
+    /// Jobs `from..` (a sub-DAG read as the run goes) take their priorities
+    /// from `priority`, every job's: the cost is the new jobs', unless they
+    /// bring the first priority that is not 0.
+    pub fn extend_priorities(&mut self, priority: &[i32], from: usize) {
+        match &mut self.priority {
+            Some(p) => p.extend_from_slice(priority.get(p.len()..).unwrap_or_default()),
+            None if priority.get(from..).unwrap_or_default().iter().all(|&p| p == 0) => {}
+            None => self.set_priorities(priority.to_vec()),
+        }
+    }
+
+    /// Jobs numbered after those it knows (a sub-DAG read as the run goes)
+    /// belong to DAGMans `dagman_of` (see [`set_dagmans`](Self::set_dagmans)),
+    /// and each DAGMan `d` of `lanes` has its order `depth_first` (a lane
+    /// added if it has none; one already there must be empty). False where
+    /// that is not enough, and [`set_dagmans`](Self::set_dagmans) must
+    /// order them all: one queue served all the DAGMans, and now a lane may
+    /// close (`throttled`) or serves depth first.
+    pub fn extend_dagmans(
+        &mut self,
+        dagman_of: impl IntoIterator<Item = usize>,
+        lanes: &[(usize, bool)],
+        throttled: bool,
+    ) -> bool {
+        if self.lanes.len() == 1 {
+            let one = !throttled && !self.lanes[0].depth_first && lanes.iter().all(|l| !l.1);
+            return one;
+        }
+        for &(d, depth_first) in lanes {
+            if d >= self.lanes.len() {
+                self.lanes.resize_with(d + 1, Lane::default);
+                self.closed.resize(d + 1, false);
+                self.parked.resize(d + 1, Vec::new());
+            } else if self.lanes[d].len() > 0 {
+                return false;
+            }
+            self.lanes[d].depth_first = depth_first;
+        }
+        self.lane_of.extend(dagman_of.into_iter().map(|d| d as u32));
+        true
+    }
+
     /// Queues `job`.
     pub fn push(&mut self, job: JobId) {
         let priority = self.priority.as_deref();
@@ -255,7 +297,8 @@ impl ReadyQueue {
     /// DAGMan `dagman` may submit again: its lane is asked again.
     pub fn reopen(&mut self, dagman: usize) {
         let lane = if self.lanes.len() == 1 { 0 } else { dagman };
-        if !std::mem::take(&mut self.closed[lane]) {
+        // (A DAGMan with no lane yet has nothing queued.)
+        if !self.closed.get_mut(lane).is_some_and(std::mem::take) {
             return;
         }
         self.parked_len -= self.parked[lane].len();
@@ -520,26 +563,45 @@ mod tests {
         fn pop_open_gives_the_best_turn_of_an_open_lane(
             lanes in proptest::collection::vec(0..3usize, 40),
             priority in proptest::collection::vec(-1..2i32, 40),
-            prioritised: bool,
+            prioritised in 0..3u8,
             depth_first in proptest::collection::vec(proptest::bool::ANY, 3),
             one_dagman: bool,
+            grafted: bool,
             ops in proptest::collection::vec(op(), 0..80),
         ) {
             let n = lanes.len();
-            let lane_of = if one_dagman { vec![0; n] } else { lanes };
-            let priority = if prioritised { priority } else { vec![0; n] };
+            let mut lane_of = if one_dagman { vec![0; n] } else { lanes };
+            // Grafted: DAGMan 2's jobs come last, and the queue knows them
+            // (and DAGMan 2) only once the first of them is pushed, as a
+            // sub-DAG read as the run goes.
+            let cut = match grafted {
+                true => {
+                    lane_of.sort_by_key(|&d| d == 2);
+                    lane_of.iter().position(|&d| d == 2).unwrap_or(n)
+                }
+                false => n,
+            };
+            // Priorities for none, all, or only the grafted jobs.
+            let priority: Vec<i32> = (priority.iter().enumerate())
+                .map(|(j, &p)| match prioritised {
+                    0 => 0,
+                    1 => p,
+                    _ => p * i32::from(j >= cut),
+                })
+                .collect();
             let mut q = match depth_first[0] {
                 true => ReadyQueue::depth_first(),
                 false => ReadyQueue::fifo(),
             };
-            q.set_priorities(priority.clone());
+            q.set_priorities(priority[..cut].to_vec());
             if !one_dagman {
-                q.set_dagmans(lane_of.clone(), depth_first.clone(), true);
+                let lanes = if cut < n { 2 } else { 3 };
+                q.set_dagmans(lane_of[..cut].to_vec(), depth_first[..lanes].to_vec(), true);
             }
             let mut plain = Plain {
                 lane_of: lane_of.clone(),
-                priority,
-                depth_first,
+                priority: priority.clone(),
+                depth_first: depth_first.clone(),
                 queued: Vec::new(),
                 turns: Vec::new(),
                 seq: 0,
@@ -549,6 +611,13 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Push if next < n => {
+                        if next == cut {
+                            q.extend_priorities(&priority, cut);
+                            let lanes = [(2, depth_first[2])];
+                            if !one_dagman && !q.extend_dagmans(lane_of[cut..].iter().copied(), &lanes, true) {
+                                q.set_dagmans(lane_of.clone(), depth_first.clone(), true);
+                            }
+                        }
                         q.push(next);
                         plain.push(next);
                         next += 1;

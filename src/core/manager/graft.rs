@@ -140,18 +140,20 @@ impl Manager {
         d.depth_first = g.depth_first;
         d.deferred = false;
         // The sub-DAGs it is nested in have its nodes too.
-        for (i, outer) in self.dag.nodes.subdags.iter_mut().enumerate() {
-            if i != k && outer.members.contains(&node) {
-                outer.members.extend(new.clone());
-            }
+        let mut outer = self.dag.dagmans.innermost(node);
+        while let Some(o) = outer {
+            let d = &mut self.dag.nodes.subdags[o];
+            d.members.extend(new.clone());
+            outer = self.dag.dagmans.innermost(d.node);
         }
         self.dag.throttle.grow(&local.category_limits);
         self.dag.dagmans.graft(&self.dag.nodes, k, new.clone(), from);
         let dag = &mut self.dag;
         dag.dagmans.count_nodes(new.clone(), &dag.state);
         self.dag.graft_services(new.clone());
-        self.dag.ready.set_priorities(self.dag.nodes.priority.clone());
-        self.dag.set_lanes(self.settings.submit_depth_first);
+        (self.dag.ready).extend_priorities(&self.dag.nodes.priority, n);
+        let top_depth_first = self.settings.submit_depth_first;
+        self.dag.graft_lanes(k, new.clone(), from, top_depth_first);
         // Each waits for its parents (the entry among them, still running)
         // and the node for its leaves too.
         for j in new.clone() {

@@ -181,7 +181,7 @@ impl Dagmans {
     /// The DAGMans of `nodes`: the top DAG and each sub-DAG.
     pub(crate) fn new(nodes: &NodeSettings) -> Self {
         let mut t = Dagmans::default();
-        t.set_limits(nodes);
+        t.set_limits(nodes, 0..nodes.subdags.len());
         // A deferred sub-DAG's limits are known only once it is read: its
         // DAG's jobs are counted from the start, in case.
         let deferred = nodes.subdags.iter().any(|d| d.deferred);
@@ -211,11 +211,11 @@ impl Dagmans {
         new: std::ops::Range<JobId>,
         from: usize,
     ) {
-        self.set_limits(nodes);
+        let n = nodes.subdags.len();
+        self.set_limits(nodes, std::iter::once(k).chain(from..n));
         for j in new.clone() {
             self.member_of.insert(j, k);
         }
-        let n = nodes.subdags.len();
         self.index(nodes, from..n);
         // Sub-DAG `k` has new nodes of its own, as have those read.
         self.follow_services_and_finals(nodes, std::iter::once(k).chain(from..n), Some(new));
@@ -239,16 +239,18 @@ impl Dagmans {
         self.of_provisioner.get(&job).copied()
     }
 
-    /// A DAGMan for each sub-DAG of `nodes` that has none yet, and every
-    /// DAGMan's throttles as `nodes` sets them now (a sub-DAG read as the
-    /// run goes brings its own); what they count and hold stays.
-    fn set_limits(&mut self, nodes: &NodeSettings) {
+    /// A DAGMan for each sub-DAG of `nodes` that has none yet, and the top
+    /// DAG's and sub-DAGs `ks`' throttles as `nodes` sets them now (a
+    /// sub-DAG read as the run goes brings its own); what they count and
+    /// hold stays.
+    fn set_limits(&mut self, nodes: &NodeSettings, ks: impl IntoIterator<Item = usize>) {
         self.list.resize_with(nodes.subdags.len() + 1, Dagman::default);
         let top = &mut self.list[0];
         top.submitted.limit = nodes.max_jobs_submitted;
         top.idle.limit = nodes.max_jobs_idle;
         top.post.limit = nodes.max_post;
-        for (d, sub) in self.list[1..].iter_mut().zip(&nodes.subdags) {
+        for k in ks {
+            let (d, sub) = (&mut self.list[k + 1], &nodes.subdags[k]);
             d.submitted.limit = sub.max_jobs_submitted;
             d.idle.limit = sub.max_jobs_idle;
             d.post.limit = sub.max_post;
@@ -491,6 +493,27 @@ impl NodeLife {
             .collect();
         let throttled = self.dagmans.may_close();
         self.ready.set_dagmans(dagman_of, depth_first, throttled);
+    }
+
+    /// [`Self::set_lanes`] once sub-DAG `k` was read as the run went, its
+    /// nodes jobs `new` and its nested sub-DAGs `from..`: the lanes grow
+    /// by those alone, unless the ready queue must be ordered anew.
+    pub(crate) fn graft_lanes(
+        &mut self,
+        k: usize,
+        new: std::ops::Range<JobId>,
+        from: usize,
+        top_depth_first: bool,
+    ) {
+        let subdags = &self.nodes.subdags;
+        let lanes: Vec<(DagmanId, bool)> = (std::iter::once(k).chain(from..subdags.len()))
+            .map(|d| (d + 1, subdags[d].depth_first))
+            .collect();
+        let dagman_of = new.map(|j| self.dagmans.dagman_of(j));
+        let throttled = self.dagmans.may_close();
+        if !self.ready.extend_dagmans(dagman_of, &lanes, throttled) {
+            self.set_lanes(top_depth_first);
+        }
     }
 }
 
