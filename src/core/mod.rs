@@ -271,6 +271,15 @@ pub enum Event {
     /// `condor_event_timer` does. A halt is not undone (removing the file
     /// does nothing, as in HTCondor).
     Halted,
+    /// Sub-DAG `subdag`'s own halt file (`<its dag>.halt`) appeared while
+    /// its DAGMan ran: that DAGMan halts as [`Event::Halted`] halts the
+    /// top DAG, and once drained exits 1 (its FINAL node run with
+    /// `$DAG_STATUS` 6); its node in the DAG above then fails, or runs
+    /// again under its `RETRY`, a new DAGMan not halted.
+    SubDagHalted {
+        /// The sub-DAG, its index in [`NodeSettings::subdags`].
+        subdag: usize,
+    },
 }
 
 /// An order from the manager to the engine.

@@ -32,7 +32,7 @@ impl Manager {
 
     /// `ABORT-DAG-ON` in sub-DAG `k` ([`NodeLife::stop_subdag`]): its
     /// nodes in flight are removed, in job order.
-    fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
+    pub(super) fn abort_subdag(&mut self, k: usize, abort: DagAbort, out: &mut Vec<Command>) {
         for m in self.life(|dag, port| dag.stop_subdag(k, abort, port)) {
             if self.dag.state[m].claims_slot() {
                 self.remove_node(m, out);

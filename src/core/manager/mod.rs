@@ -686,6 +686,11 @@ impl Manager {
                     self.dag.set_lanes(self.settings.submit_depth_first);
                 }
             }
+            Event::SubDagHalted { subdag } => {
+                if !self.is_finished() && self.dag.halt_subdag(subdag) {
+                    self.dag.set_lanes(self.settings.submit_depth_first);
+                }
+            }
             Event::Fault { site, fault } => {
                 self.grid.grid_changed = true;
                 self.on_fault(site, fault, out);
@@ -1080,6 +1085,15 @@ impl Manager {
         if self.dag.halt_drained() {
             self.stop(DagAbort::halt(self.now), None, out);
             self.offer_ready(out);
+        }
+        if !self.dag.dagmans.halting.is_empty() {
+            let drained = self.dag.drained_subdag_halts();
+            for &k in &drained {
+                self.abort_subdag(k, DagAbort::halt(self.now), out);
+            }
+            if !drained.is_empty() {
+                self.offer_ready(out);
+            }
         }
     }
 

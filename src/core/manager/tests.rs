@@ -1946,6 +1946,54 @@ fn a_failed_subdag_with_retry_runs_again_from_its_rescue_and_succeeds() {
     assert_eq!(states, [Done, Failed, Done, Failed, Blocked]);
 }
 
+/// A sub-DAG's own halt file: its DAGMan starts nothing more, lets what
+/// runs end, then exits 1; the DAG above goes on, and a RETRY of the node
+/// runs a new DAGMan, not halted.
+#[test]
+fn a_halted_subdag_drains_and_fails_its_node_and_a_retry_runs_it_anew() {
+    let world = |retry: u32| {
+        subdag_world(100.0, |n| {
+            n.exits[1] = vec![0];
+            n.retry[3] = Some(retry);
+        })
+    };
+    let mut w = world(0);
+    w.run();
+    assert!(w.m.succeeded());
+    let a = &w.m.records().jobs[0].attempts[0];
+    let mid = (a.started.unwrap() + a.finished.unwrap()) / 2.0;
+    let c_end = w.m.records().jobs[2].attempts[0].ended.unwrap();
+    let halt = Event::SubDagHalted { subdag: 0 };
+    let mut w = world(0);
+    w.tell_at(mid, halt.clone());
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..5).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Blocked, Done, Failed, Blocked], "s+a and s+c ran on");
+    assert!(w.m.records().jobs[1].attempts.is_empty(), "s+b never started");
+    let s = &w.m.records().jobs[3].attempts[0];
+    assert_eq!(s.exit, Some(1), "the halted sub-DAG's DAGMan exits 1");
+    assert!(s.prescript >= c_end, "its node ends once it drained");
+    assert!(w.m.dag_abort().is_none(), "the top DAG was not halted");
+    // RETRY: a new DAGMan of it runs what the halt left.
+    let mut w = world(1);
+    w.tell_at(mid, halt.clone());
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    let attempts: Vec<usize> = (0..5).map(|j| w.m.records().jobs[j].attempts.len()).collect();
+    assert_eq!(attempts, [1, 1, 1, 2, 1]);
+    // Once its DAG is over (its node released), its halt file does nothing.
+    let mut w = world(0);
+    w.tell_at(c_end + 0.5, halt.clone());
+    w.run();
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    // Nor does one for a sub-DAG the run does not have.
+    let mut w = world(0);
+    w.tell_at(mid, Event::SubDagHalted { subdag: 7 });
+    w.run();
+    assert!(w.m.succeeded());
+}
+
 #[test]
 fn a_subdag_nodes_post_script_sees_its_dags_exit_and_decides() {
     // POST fails the first time it runs (on $RETURN 1): the node is

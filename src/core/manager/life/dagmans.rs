@@ -150,6 +150,8 @@ pub(crate) struct Dagmans {
     pub(crate) aborts: usize,
     /// Sub-DAGs held now.
     pub(crate) holding: usize,
+    /// Sub-DAGs halted by their own halt file, not yet stopped.
+    pub(crate) halting: Vec<usize>,
     /// Each failed run of a sub-DAG, in order.
     pub(crate) runs_failed: Vec<SubDagRun>,
     /// Each run of a sub-DAG's DAGMan, in the order they started.
@@ -171,6 +173,7 @@ impl Default for Dagmans {
             of_provisioner: HashMap::default(),
             aborts: 0,
             holding: 0,
+            halting: Vec::new(),
             runs_failed: Vec::new(),
             spans: Vec::new(),
         }

@@ -81,6 +81,58 @@ impl NodeLife {
         true
     }
 
+    /// Sub-DAG `k`'s own halt file (`inner.dag.halt`) appeared: its
+    /// DAGMan halts as the top DAG's does ([`Self::halt`]), while the
+    /// DAGMans above and below it go on. False when it is not running (a
+    /// DAGMan reads its halt file only while it runs; a later run of it
+    /// is a DAGMan submitted anew), or had already halted or stopped.
+    pub(crate) fn halt_subdag(&mut self, k: usize) -> bool {
+        // It runs from its entry's end (its PRE script's, its DAG read)
+        // until its node, waiting for its DAG, is released.
+        let running = self.nodes.subdags.get(k).is_some_and(|d| {
+            self.state[d.node] == JobState::Waiting
+                && d.entry.is_none_or(|e| self.state[e] == JobState::Done)
+        });
+        let Some(d) = self.dagmans.list.get_mut(k + 1).filter(|_| running) else {
+            return false;
+        };
+        if d.halted || d.aborted.is_some() {
+            return false;
+        }
+        d.halted = true;
+        self.dagmans.halting.push(k);
+        true
+    }
+
+    /// The halted sub-DAGs that have drained, as the top DAG does
+    /// ([`Self::halt_drained`]): none of their nodes in flight, nested
+    /// sub-DAGs' included, and none ready that a DAGMan not halted below
+    /// them would start. Each then stops ([`Self::stop_subdag`], with
+    /// [`DagAbort::halt`]). Those stopped otherwise meanwhile are dropped.
+    pub(crate) fn drained_subdag_halts(&mut self) -> Vec<usize> {
+        let mut drained = Vec::new();
+        let mut halting = std::mem::take(&mut self.dagmans.halting);
+        let (dagmans, state) = (&self.dagmans, &self.state);
+        let in_flight = |m: JobId| match state[m] {
+            JobState::Staging | JobState::Queued | JobState::Running => true,
+            JobState::Ready => !dagmans.list[dagmans.dagman_of(m)].halted,
+            _ => false,
+        };
+        halting.retain(|&k| {
+            let d = &dagmans.list[k + 1];
+            if !d.halted || d.aborted.is_some() {
+                return false;
+            }
+            if self.nodes.subdags[k].members.iter().any(|&m| in_flight(m)) {
+                return true;
+            }
+            drained.push(k);
+            false
+        });
+        self.dagmans.halting = halting;
+        drained
+    }
+
     /// Whether the halted top DAG has drained (`condor_event_timer`: no
     /// node job in the queue, no POST script to run): nothing in flight
     /// anywhere, and no node ready that a DAGMan not halted (a sub-DAG's,

@@ -271,6 +271,9 @@ impl NodeLife {
     /// their retries reset, behind its PRE script if it has one; `job`
     /// waits for its DAG's leaves again.
     pub(crate) fn restart_subdag(&mut self, job: JobId, k: usize, port: &mut impl LifePort) {
+        // A DAGMan submitted anew: not halted, until its halt file is
+        // seen again.
+        self.dagmans.sub_mut(k).halted = false;
         self.dagmans.sub_mut(k).failed = false;
         if self.dagmans.sub_mut(k).aborted.take().is_some() {
             self.dagmans.aborts -= 1;
@@ -300,6 +303,7 @@ impl NodeLife {
             if again.contains(&d.node)
                 && let Some(n) = self.dagmans.of_node(d.node)
             {
+                self.dagmans.sub_mut(n).halted = false;
                 self.dagmans.sub_mut(n).failed = false;
                 if self.dagmans.sub_mut(n).aborted.take().is_some() {
                     self.dagmans.aborts -= 1;
