@@ -259,11 +259,15 @@ impl Scenario {
         }
     }
 
-    /// The halt file of the run's DAG, when the workflow is a `.dag` (a
-    /// stale one removed: call once, as the run starts).
-    pub fn halt_file(&self) -> Option<formats::dagman::halt::HaltFile> {
-        let src = self.source.as_ref().filter(|s| s.dagman.is_some())?;
-        Some(formats::dagman::halt::HaltFile::submitted(&src.path))
+    /// The halt files of the run's DAGMans, when the workflow is a `.dag`
+    /// (the top DAG's stale one removed: call once, as the run starts).
+    pub fn halt_files(&self) -> Option<formats::dagman::halt::HaltFiles> {
+        let src = self.source.as_ref()?;
+        let subdags =
+            (src.dagman.as_ref()?.subdags.iter()).map(|d| (d.node.clone(), d.file.clone()));
+        Some(formats::dagman::halt::HaltFiles::submitted(
+            &src.path, subdags,
+        ))
     }
 
     /// Where the DAG's scripts' relative executables are: the `.dag`'s

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::Scenario;
 use crate::core::submissions::Submissions;
 use crate::core::{Command, Manager, Time, Workflow};
+use crate::workflow::formats::dagman::halt::HaltFiles;
 use crate::workflow::formats::dagman::{DagmanInfo, NodeScripts};
 
 /// The run's DAG as it grows, and how its sub-DAGs are read.
@@ -120,6 +121,25 @@ impl SubDagReader {
             }
             (Ok(()), None) => Vec::new(),
         }
+    }
+
+    /// The DAG file of the sub-DAG of node `node`, one read as the run
+    /// went included.
+    pub fn subdag_file(&self, node: &str) -> Option<PathBuf> {
+        (self.info.subdags.iter())
+            .find(|d| d.node == node)
+            .map(|d| d.file.clone())
+    }
+
+    /// Follows in `halts` the sub-DAG runs `manager` started since last
+    /// told ([`HaltFiles::follow`]), with `reader` the run's.
+    pub fn follow_halts(halts: &mut HaltFiles, manager: &Manager, reader: Option<&SubDagReader>) {
+        let name_of = |k: usize| {
+            let node = manager.subdag_node(k)?;
+            Some(manager.workflow().jobs.get(node)?.name.clone())
+        };
+        let read_later = |n: &str| reader.and_then(|r| r.subdag_file(n));
+        halts.follow(manager.subdag_spans(), name_of, read_later);
     }
 
     /// The DAG as `manager` ends the run with it.

@@ -88,8 +88,8 @@ pub struct ManagerActor {
     subdags: Option<crate::config::SubDagReader>,
     /// See [`Start::quiet_after`].
     quiet_after: Time,
-    /// The DAG's halt file, looked for at each publication once started.
-    halt: Option<crate::workflow::formats::dagman::halt::HaltFile>,
+    /// The DAG's halt files, looked for at each publication once started.
+    halt: Option<crate::workflow::formats::dagman::halt::HaltFiles>,
 }
 
 impl ManagerActor {
@@ -123,9 +123,9 @@ impl ManagerActor {
         }
     }
 
-    /// Watches `halt`, the DAG's halt file: it halts the DAG once it
+    /// Watches `halt`, the DAG's halt files: each halts its DAGMan once it
     /// appears.
-    pub fn watching(mut self, halt: Option<crate::workflow::formats::dagman::halt::HaltFile>) -> Self {
+    pub fn watching(mut self, halt: Option<crate::workflow::formats::dagman::halt::HaltFiles>) -> Self {
         self.halt = halt;
         self
     }
@@ -347,9 +347,15 @@ impl Actor for ManagerActor {
         ctx.run_interval(Duration::from_millis(100), |act, ctx| {
             act.publish();
             // DAGMan looks at each turn of its event loop.
-            let started = act.done.is_some();
-            if started && act.halt.as_mut().is_some_and(|h| h.appeared()) {
-                act.step(Event::Halted, ctx);
+            let (Some(core), Some(h)) = (act.core.as_ref(), act.halt.as_mut()) else {
+                return;
+            };
+            if act.done.is_none() {
+                return;
+            }
+            crate::config::SubDagReader::follow_halts(h, core, act.subdags.as_ref());
+            for halt in h.appeared(core.subdag_spans()) {
+                act.step(halt, ctx);
             }
         });
     }

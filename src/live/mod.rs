@@ -301,7 +301,7 @@ async fn run_async(scenario: &Scenario, mut opts: LiveOptions) -> Result<LiveRun
         policies.clone(),
         scenario.subdag_reader(),
     )
-    .watching(scenario.halt_file())
+    .watching(scenario.halt_files())
     .start();
     let mut sites = Vec::new();
     let mut servers = Vec::new();

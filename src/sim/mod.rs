@@ -246,7 +246,7 @@ struct Sim {
     /// The DAG's halt file, looked for as the run starts and after each
     /// script or job program ran (nothing else of a simulated run may
     /// write it).
-    halt: Option<crate::workflow::formats::dagman::halt::HaltFile>,
+    halt: Option<crate::workflow::formats::dagman::halt::HaltFiles>,
     /// The scripts started and not yet over, each waited for at its end
     /// in simulated time: those whose runs overlap there run at once, as
     /// DAGMan runs them.
@@ -284,8 +284,8 @@ impl Sim {
         let status = self.running.remove(&(job, kind)).map_or(0, |r| r.finish());
         // A halt file it wrote halts the DAG before its end frees the
         // nodes below it.
-        if self.halt.as_mut().is_some_and(|h| h.appeared()) {
-            self.deliver(Event::Halted);
+        for halt in self.halts_appeared() {
+            self.deliver(halt);
         }
         self.deliver(Event::ScriptDone { job, kind, status });
     }
@@ -358,7 +358,7 @@ impl Sim {
             progress: Box::new(Unobserved),
             shown: Instant::now(),
             interrupted: false,
-            halt: scenario.halt_file(),
+            halt: scenario.halt_files(),
             running: HashMap::new(),
         };
         for i in 0..sim.faults.len() {
@@ -391,9 +391,20 @@ impl Sim {
     /// Halts the DAG now if its halt file appeared (DAGMan looks at each
     /// turn of its event loop; the simulator as soon as it may have).
     fn watch_halt(&mut self) {
-        if self.halt.as_mut().is_some_and(|h| h.appeared()) {
-            self.at(self.now, Ev::Deliver(Event::Halted));
+        for halt in self.halts_appeared() {
+            self.at(self.now, Ev::Deliver(halt));
         }
+    }
+
+    /// The halts whose files appeared (the top DAG's, and those of the
+    /// sub-DAGs running: see [`HaltFiles::appeared`]).
+    ///
+    /// [`HaltFiles::appeared`]: crate::workflow::formats::dagman::halt::HaltFiles::appeared
+    fn halts_appeared(&mut self) -> Vec<Event> {
+        let Some(h) = self.halt.as_mut() else {
+            return Vec::new();
+        };
+        h.appeared(self.manager.subdag_spans())
     }
 
     fn run(&mut self) {
@@ -500,6 +511,10 @@ impl Sim {
     /// Hands `e` to the manager now and carries out what it orders.
     fn deliver(&mut self, e: Event) {
         self.manager.handle(self.now, e, &mut self.out);
+        if let Some(h) = self.halt.as_mut() {
+            // A sub-DAG's DAGMan submitted now: its halt file watched.
+            crate::config::SubDagReader::follow_halts(h, &self.manager, self.subdags.as_ref());
+        }
         let mut out = std::mem::take(&mut self.out);
         for c in out.drain(..) {
             self.apply(c);

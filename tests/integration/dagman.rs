@@ -1309,6 +1309,74 @@ fn a_halt_file_starts_nothing_more_lets_the_running_job_end_then_final_runs() {
     }
 }
 
+/// A sub-DAG's own halt file (`inner.dag.halt`, its DAGMan's): `s+x`'s
+/// POST script creates it, so the sub-DAG's DAGMan starts nothing more
+/// (`s+y` never runs), stops, and runs its FINAL node with `$DAG_STATUS` 6,
+/// whose PRE script then fails, so that the sub-DAG's DAGMan exits 1,
+/// while the top DAG goes on (`c` runs). Without RETRY `s` fails
+/// and so does the DAG; with `RETRY s 1` its new DAGMan removes the stale
+/// file as it is submitted, runs from the rescue (`s+x` DONE) and ends
+/// well. Both engines.
+#[test]
+fn a_subdags_own_halt_file_halts_its_dagman_alone_and_a_retry_submits_it_anew() {
+    for engine in ["sim", "live"] {
+        for retry in [0, 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let top = format!(
+                "JOB a n.sub\nSUBDAG EXTERNAL s inner.dag\nJOB c n.sub\nPARENT a CHILD s\n\
+                 RETRY s {retry}\n"
+            );
+            std::fs::write(
+                d.join("inner.dag"),
+                "JOB x n.sub\nJOB y n.sub\nPARENT x CHILD y\nSCRIPT POST x halt.sh\n\
+                 FINAL f n.sub\nSCRIPT PRE f fin.sh $DAG_STATUS\n",
+            )
+            .unwrap();
+            let tb = dag_testbed(d, &top, "", "scripts = \"run\"");
+            std::fs::write(d.join("w.toml"), "").unwrap();
+            crate::common::executable(
+                &d.join("halt.sh"),
+                "#!/bin/sh\ntouch inner.dag.halt\nsleep 1\n",
+            );
+            // FINAL decides a halted DAG's exit: it fails after a halt.
+            let fin = "#!/bin/sh\necho $1 >> fin.log\ntest \"$1\" != 6\n";
+            crate::common::executable(&d.join("fin.sh"), fin);
+            let s = load(&tb);
+            let run = match engine {
+                "sim" => gridbed::sim::run(&s).unwrap().result,
+                _ => gridbed::live::run(&s, Default::default()).unwrap().result,
+            };
+            let job = |n: &str| run.workflow.jobs.iter().position(|j| j.name == n).unwrap();
+            let attempts = |n: &str| run.records.jobs[job(n)].attempts.len();
+            let counts: Vec<usize> = ["a", "s+x", "s+y", "s", "c"].map(attempts).to_vec();
+            let fin = std::fs::read_to_string(d.join("fin.log")).unwrap();
+            let s_exit = run.records.jobs[job("s")].attempts[0].exit;
+            assert_eq!(
+                s_exit,
+                Some(1),
+                "{engine} {retry}: the halted DAGMan's exit"
+            );
+            assert!(
+                run.dag_stop.is_none(),
+                "{engine} {retry}: the top DAG went on"
+            );
+            match retry {
+                0 => {
+                    assert!(!run.succeeded, "{engine}");
+                    assert_eq!(counts, [1, 1, 0, 1, 1], "{engine}: attempts");
+                    assert_eq!(fin, "6\n", "{engine}: FINAL's $DAG_STATUS");
+                }
+                _ => {
+                    assert!(run.succeeded, "{engine}: {:?}", run.counts);
+                    assert_eq!(counts, [1, 1, 1, 2, 1], "{engine}: attempts");
+                    assert_eq!(fin, "6\n0\n", "{engine}: FINAL's $DAG_STATUS");
+                }
+            }
+        }
+    }
+}
+
 /// A POST script that reports `$RETURN` and exits with it.
 const POST_PASS_SH: &str = "#!/bin/sh\necho \"$1 returned $2\"\nexit $2\n";
 

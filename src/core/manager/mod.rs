@@ -789,6 +789,11 @@ impl Manager {
         &self.dag.dagmans.spans
     }
 
+    /// The `SUBDAG EXTERNAL` node of sub-DAG `k`.
+    pub fn subdag_node(&self, k: usize) -> Option<JobId> {
+        self.dag.nodes.subdags.get(k).map(|d| d.node)
+    }
+
     /// The save points the run's nodes wrote as they started, in order.
     pub fn save_points(&self) -> &[SavePoint] {
         &self.dag.save_points
@@ -1090,6 +1095,8 @@ impl Manager {
             let drained = self.dag.drained_subdag_halts();
             for &k in &drained {
                 self.abort_subdag(k, DagAbort::halt(self.now), out);
+                // Its lane, closed while it was halted, may give its FINAL.
+                self.dag.ready.reopen(k + 1);
             }
             if !drained.is_empty() {
                 self.offer_ready(out);

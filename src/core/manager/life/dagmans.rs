@@ -220,6 +220,8 @@ impl Dagmans {
             self.member_of.insert(j, k);
         }
         self.index(nodes, from..n);
+        // Its FINAL node came with its file (the others', with theirs).
+        self.finals.extend(nodes.subdags[k].final_node);
         // Sub-DAG `k` has new nodes of its own, as have those read.
         self.follow_services_and_finals(nodes, std::iter::once(k).chain(from..n), Some(new));
         self.index_provisioners(nodes, std::iter::once(k).chain(from..n));
