@@ -2598,6 +2598,26 @@ fn a_read_sub_dag_keeps_its_final_node_categories_and_done_nodes() {
     assert!(at(2).ended.unwrap() >= at(8).ended.unwrap());
 }
 
+/// A stop of a sub-DAG read as the run went (here its `ABORT-DAG-ON`)
+/// runs its FINAL node, which came with its file: until session 62 that
+/// FINAL node was never known as one, so it waited and the run stalled.
+/// FINAL then ends well and decides the sub-DAG's outcome.
+#[test]
+fn a_read_sub_dag_stopped_by_its_abort_dag_on_runs_its_final_node() {
+    let mut graft = graft_of(&[("S+a", 10.0, &[]), ("S+b", 10.0, &[0]), ("S+fin", 10.0, &[])]);
+    graft.nodes.exits[0] = vec![3];
+    graft.nodes.abort_on[0] = vec![(3, None)];
+    graft.nodes.final_node = Some(2);
+    let mut w = deferred_world(vec![Ok(graft)]);
+    w.run();
+    let r = w.m.records();
+    assert_eq!(r.jobs[6].attempts.len(), 1, "FINAL ran after the stop");
+    assert!(r.jobs[5].attempts.is_empty(), "S+b never started");
+    // FINAL ended well, and decides the sub-DAG's outcome.
+    assert!(w.m.succeeded(), "{:?}", w.m.counts());
+    assert_eq!(r.jobs[2].attempts.len(), 1, "S");
+}
+
 /// The grid's rule for where a job may go (`Placement::eligible_sites`),
 /// against the rule written out: sites with CPUs and a disk that holds
 /// its files, not avoided, up; not the one it must avoid once if it may go
