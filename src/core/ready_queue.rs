@@ -228,8 +228,7 @@ impl ReadyQueue {
         throttled: bool,
     ) -> bool {
         if self.lanes.len() == 1 {
-            let one = !throttled && !self.lanes[0].depth_first && lanes.iter().all(|l| !l.1);
-            return one;
+            return !throttled && !self.lanes[0].depth_first && lanes.iter().all(|l| !l.1);
         }
         for &(d, depth_first) in lanes {
             if d >= self.lanes.len() {

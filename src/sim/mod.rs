@@ -243,9 +243,9 @@ struct Sim {
     shown: Instant,
     /// The DAG was removed on a signal ([`crate::interrupt`]).
     interrupted: bool,
-    /// The DAG's halt file, looked for as the run starts and after each
-    /// script or job program ran (nothing else of a simulated run may
-    /// write it).
+    /// The DAG's halt files (its own and its running sub-DAGs'), looked
+    /// for as the run starts and after each script or job program ran
+    /// (nothing else of a simulated run may write them).
     halt: Option<crate::workflow::formats::dagman::halt::HaltFiles>,
     /// The scripts started and not yet over, each waited for at its end
     /// in simulated time: those whose runs overlap there run at once, as
@@ -546,7 +546,11 @@ impl Sim {
                 macros,
             } => {
                 let ran = self.run_job_program(job, &macros);
-                self.watch_halt();
+                // Only a program that ran may have written a halt file
+                // (every running sub-DAG's is looked for).
+                if ran.is_some() {
+                    self.watch_halt();
+                }
                 let actions = &mut self.actions;
                 match ran {
                     Some(Ok(exits)) => self.sites[site].submit_procs(job, exits, actions),
