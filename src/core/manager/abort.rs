@@ -40,6 +40,14 @@ impl Manager {
         }
     }
 
+    /// DAGMan `d`'s halt file appeared ([`NodeLife::halt`]; 0 the top
+    /// DAG): it stops once drained (`pump`).
+    pub(super) fn halt(&mut self, d: dagmans::DagmanId) {
+        if !self.is_finished() {
+            self.dag.halt(d, self.settings.submit_depth_first);
+        }
+    }
+
     /// The user removed the DAG (Ctrl-C): it stops, and exits
     /// [`EXIT_ABORT`] unless its FINAL node ends well.
     pub(super) fn remove_dag(&mut self, out: &mut Vec<Command>) {

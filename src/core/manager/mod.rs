@@ -680,17 +680,8 @@ impl Manager {
             Event::ScriptDone { job, kind, status } => self.on_script_done(job, kind, status, out),
             Event::FileEvicted { site, file } => self.forget_copy(file, site),
             Event::DagRemoved => self.remove_dag(out),
-            Event::Halted => {
-                if !self.is_finished() && self.dag.halt() {
-                    // Its lane of the ready queue closes.
-                    self.dag.set_lanes(self.settings.submit_depth_first);
-                }
-            }
-            Event::SubDagHalted { subdag } => {
-                if !self.is_finished() && self.dag.halt_subdag(subdag) {
-                    self.dag.set_lanes(self.settings.submit_depth_first);
-                }
-            }
+            Event::Halted => self.halt(0),
+            Event::SubDagHalted { subdag } => self.halt(subdag + 1),
             Event::Fault { site, fault } => {
                 self.grid.grid_changed = true;
                 self.on_fault(site, fault, out);
@@ -1086,17 +1077,21 @@ impl Manager {
             }
             self.offer_ready(out);
         }
-        // A halted DAG stops once drained: its FINAL node may then start.
-        if self.dag.halt_drained() {
-            self.stop(DagAbort::halt(self.now), None, out);
-            self.offer_ready(out);
-        }
+        // A halted DAGMan stops once drained: its FINAL node may then
+        // start.
         if !self.dag.dagmans.halting.is_empty() {
-            let drained = self.dag.drained_subdag_halts();
-            for &k in &drained {
-                self.abort_subdag(k, DagAbort::halt(self.now), out);
-                // Its lane, closed while it was halted, may give its FINAL.
-                self.dag.ready.reopen(k + 1);
+            let drained = self.dag.drained_halts();
+            for &d in &drained {
+                let halt = DagAbort::halt(self.now);
+                match d {
+                    0 => self.stop(halt, None, out),
+                    _ => {
+                        self.abort_subdag(d - 1, halt, out);
+                        // Its lane, closed while it was halted, may give
+                        // its FINAL.
+                        self.dag.ready.reopen(d);
+                    }
+                }
             }
             if !drained.is_empty() {
                 self.offer_ready(out);

@@ -150,8 +150,8 @@ pub(crate) struct Dagmans {
     pub(crate) aborts: usize,
     /// Sub-DAGs held now.
     pub(crate) holding: usize,
-    /// Sub-DAGs halted by their own halt file, not yet stopped.
-    pub(crate) halting: Vec<usize>,
+    /// DAGMans halted by their halt file, not yet stopped (0 the top DAG).
+    pub(crate) halting: Vec<DagmanId>,
     /// Each failed run of a sub-DAG, in order.
     pub(crate) runs_failed: Vec<SubDagRun>,
     /// Each run of a sub-DAG's DAGMan, in the order they started.

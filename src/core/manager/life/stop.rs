@@ -68,83 +68,73 @@ impl NodeLife {
         self.dagmans.take_held_submissions()
     }
 
-    /// DAGMan's halt file appeared: the top DAG starts no node but its
-    /// FINAL one (`Dag::Halt`: no job submitted, no PRE script started),
-    /// while what is in flight goes on, POST scripts included. False when
-    /// it had already halted or stopped.
-    pub(crate) fn halt(&mut self) -> bool {
-        let top = self.dagmans.top_mut();
-        if top.halted || top.aborted.is_some() {
-            return false;
-        }
-        top.halted = true;
-        true
-    }
-
-    /// Sub-DAG `k`'s own halt file (`inner.dag.halt`) appeared: its
-    /// DAGMan halts as the top DAG's does ([`Self::halt`]), while the
-    /// DAGMans above and below it go on. False when it is not running (a
-    /// DAGMan reads its halt file only while it runs; a later run of it
-    /// is a DAGMan submitted anew), or had already halted or stopped.
-    pub(crate) fn halt_subdag(&mut self, k: usize) -> bool {
-        // It runs from its entry's end (its PRE script's, its DAG read)
-        // until its node, waiting for its DAG, is released.
-        let running = self.nodes.subdags.get(k).is_some_and(|d| {
-            self.state[d.node] == JobState::Waiting
-                && d.entry.is_none_or(|e| self.state[e] == JobState::Done)
-        });
-        let Some(d) = self.dagmans.list.get_mut(k + 1).filter(|_| running) else {
+    /// DAGMan `d`'s halt file appeared: the top DAG's (`d` 0, `x.dag.halt`)
+    /// or a sub-DAG's own (`inner.dag.halt`). That DAGMan starts no node
+    /// but its FINAL one (`Dag::Halt`: no job submitted, no PRE script
+    /// started), while what is in flight goes on, POST scripts included,
+    /// and the DAGMans above and below it go on. False when it had already
+    /// halted or stopped, or is a sub-DAG's not running (a DAGMan reads its
+    /// halt file only while it runs; a later run of it is a DAGMan
+    /// submitted anew). The ready queue is given lanes if it had one for
+    /// all (`top_depth_first`: the top DAG's order), since the halted
+    /// DAGMan's must close.
+    pub(crate) fn halt(&mut self, d: dagmans::DagmanId, top_depth_first: bool) -> bool {
+        // A sub-DAG's DAGMan runs from its entry's end (its PRE script's,
+        // its DAG read) until its node, waiting for its DAG, is released.
+        let running = d == 0
+            || self.nodes.subdags.get(d - 1).is_some_and(|s| {
+                self.state[s.node] == JobState::Waiting
+                    && s.entry.is_none_or(|e| self.state[e] == JobState::Done)
+            });
+        let Some(dagman) = self.dagmans.list.get(d).filter(|_| running) else {
             return false;
         };
-        if d.halted || d.aborted.is_some() {
+        if dagman.halted || dagman.aborted.is_some() {
             return false;
         }
-        d.halted = true;
-        self.dagmans.halting.push(k);
+        let one_lane = !self.dagmans.may_close();
+        self.dagmans.list[d].halted = true;
+        self.dagmans.halting.push(d);
+        if one_lane {
+            self.set_lanes(top_depth_first);
+        }
         true
     }
 
-    /// The halted sub-DAGs that have drained, as the top DAG does
-    /// ([`Self::halt_drained`]): none of their nodes in flight, nested
-    /// sub-DAGs' included, and none ready that a DAGMan not halted below
-    /// them would start. Each then stops ([`Self::stop_subdag`], with
-    /// [`DagAbort::halt`]). Those stopped otherwise meanwhile are dropped.
-    pub(crate) fn drained_subdag_halts(&mut self) -> Vec<usize> {
+    /// The halted DAGMans that have drained (`condor_event_timer`: no node
+    /// job in the queue, no POST script to run): none of their nodes in
+    /// flight, nested sub-DAGs' included, and none ready that a DAGMan not
+    /// halted below them would still start. Each then stops, with
+    /// [`DagAbort::halt`]. Those stopped otherwise meanwhile are dropped.
+    pub(crate) fn drained_halts(&mut self) -> Vec<dagmans::DagmanId> {
         let mut drained = Vec::new();
         let mut halting = std::mem::take(&mut self.dagmans.halting);
-        let (dagmans, state) = (&self.dagmans, &self.state);
+        let (dagmans, state, c) = (&self.dagmans, &self.state, &self.counts);
         let in_flight = |m: JobId| match state[m] {
             JobState::Staging | JobState::Queued | JobState::Running => true,
             JobState::Ready => !dagmans.list[dagmans.dagman_of(m)].halted,
             _ => false,
         };
-        halting.retain(|&k| {
-            let d = &dagmans.list[k + 1];
-            if !d.halted || d.aborted.is_some() {
+        halting.retain(|&d| {
+            let dagman = &dagmans.list[d];
+            if !dagman.halted || dagman.aborted.is_some() {
                 return false;
             }
-            if self.nodes.subdags[k].members.iter().any(|&m| in_flight(m)) {
-                return true;
+            // The top DAG's members are every node: its counts say it.
+            let busy = match d {
+                0 => {
+                    c.staging + c.queued + c.running > 0
+                        || (dagmans.list.iter().skip(1)).any(|s| !s.halted && s.counts.ready > 0)
+                }
+                _ => self.nodes.subdags[d - 1].members.iter().any(|&m| in_flight(m)),
+            };
+            if !busy {
+                drained.push(d);
             }
-            drained.push(k);
-            false
+            busy
         });
         self.dagmans.halting = halting;
         drained
-    }
-
-    /// Whether the halted top DAG has drained (`condor_event_timer`: no
-    /// node job in the queue, no POST script to run): nothing in flight
-    /// anywhere, and no node ready that a DAGMan not halted (a sub-DAG's,
-    /// which goes on) would still start. It then stops.
-    pub(crate) fn halt_drained(&self) -> bool {
-        let (top, c) = (self.dagmans.top(), &self.counts);
-        // Asked after every event: the DAGMans are looked at only when
-        // the top DAG is halted and nothing is in flight.
-        top.halted
-            && top.aborted.is_none()
-            && c.staging + c.queued + c.running == 0
-            && !(self.dagmans.list.iter().skip(1)).any(|d| !d.halted && d.counts.ready > 0)
     }
 
     /// What the stop does to `job` as it stands now: a node not started
@@ -195,7 +185,7 @@ impl NodeLife {
             ),
             Some(DagAbort {
                 halted_at: Some(_), ..
-            }) => "the DAG was halted".into(),
+            }) => format!("{what} was halted"),
             Some(DagAbort { node: None, .. }) => "the user removed the DAG".into(),
             None => String::new(),
         }
