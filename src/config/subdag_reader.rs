@@ -26,7 +26,8 @@ pub struct SubDagReader {
 /// records and the files written at its end name.
 #[derive(Debug, Clone)]
 pub struct GrownDag {
-    /// The workflow, the sub-DAGs' nodes added.
+    /// The run's DAG as one workflow, the sub-DAGs' nodes added: a copy
+    /// made at the end, the workflow the run started with unchanged.
     pub workflow: Arc<Workflow>,
     /// The DAG's settings, the sub-DAGs' nodes added.
     pub dagman: DagmanInfo,
@@ -136,7 +137,7 @@ impl SubDagReader {
     pub fn follow_halts(halts: &mut HaltFiles, manager: &Manager, reader: Option<&SubDagReader>) {
         let name_of = |k: usize| {
             let node = manager.subdag_node(k)?;
-            Some(manager.workflow().jobs.get(node)?.name.clone())
+            Some(manager.run_dag().get(node)?.name.clone())
         };
         let read_later = |n: &str| reader.and_then(|r| r.subdag_file(n));
         halts.follow(manager.subdag_spans(), name_of, read_later);
@@ -145,7 +146,7 @@ impl SubDagReader {
     /// The DAG as `manager` ends the run with it.
     pub fn finish(self, manager: &Manager) -> GrownDag {
         GrownDag {
-            workflow: manager.workflow().clone(),
+            workflow: manager.run_dag().flattened(),
             dagman: self.info,
             submissions: manager.submissions().clone(),
         }

@@ -137,9 +137,7 @@ pub const MAX_WORKFLOW_BYTES: u64 = 1 << 60;
 /// A validated workflow: acyclic, every reference resolved, one writer per file.
 #[derive(Debug, Clone, Default)]
 pub struct Workflow {
-    /// Jobs in a topological order (parents before children), but for a
-    /// sub-DAG node whose DAG was read as the run went ([`Workflow::graft`]):
-    /// that DAG's nodes come after the node that waits for them.
+    /// Jobs in a topological order (parents before children).
     pub jobs: Vec<Job>,
     /// All files, inputs and outputs.
     pub files: Vec<File>,
@@ -147,10 +145,6 @@ pub struct Workflow {
     pub producer: Vec<Option<JobId>>,
     /// For each job, its children.
     pub children: Vec<Vec<JobId>>,
-    /// Every job's name, from the first [`Workflow::graft`] on: a run that
-    /// reads many sub-DAGs as it goes checks each one's names against it,
-    /// and a run that reads none pays nothing for it.
-    grafted_names: Option<std::collections::HashSet<String>>,
 }
 
 /// A job as a builder or parser writes it: references by name.
@@ -331,7 +325,6 @@ impl Workflow {
             files,
             producer,
             children,
-            grafted_names: None,
         };
         wf.check_reads()?;
         Ok(wf)
@@ -377,63 +370,6 @@ impl Workflow {
             }
         }
         seen
-    }
-
-    /// Adds `jobs` after the workflow's: a sub-DAG read as the run goes
-    /// (DAGMan reads a sub-DAG's file as its node is submitted). Their
-    /// parents index `jobs` (0 is the first), which come in a topological
-    /// order, and they read and write no file (a `.dag` names none). Returns
-    /// the ids they take.
-    pub fn graft(&mut self, jobs: Vec<Job>) -> Result<std::ops::Range<JobId>, DagError> {
-        let first = self.jobs.len();
-        let known = (self.grafted_names)
-            .get_or_insert_with(|| self.jobs.iter().map(|j| j.name.clone()).collect());
-        let mut names = std::collections::HashSet::new();
-        for (i, j) in jobs.iter().enumerate() {
-            if known.contains(&j.name) || !names.insert(j.name.as_str()) {
-                return Err(DagError::DuplicateJob(j.name.clone()));
-            }
-            if let Some(&p) = j.parents.iter().find(|&&p| p >= i) {
-                return Err(DagError::MissingParent {
-                    job: j.name.clone(),
-                    parent: format!("#{p}"),
-                });
-            }
-            if let Some(&f) = j.inputs.iter().chain(&j.outputs).next() {
-                return Err(DagError::MissingFile {
-                    job: j.name.clone(),
-                    file: format!("#{f} (a sub-DAG read as the run goes moves no data)"),
-                });
-            }
-            if !(j.runtime.is_finite() && j.runtime >= 0.0) {
-                return Err(DagError::BadRuntime {
-                    job: j.name.clone(),
-                    runtime: j.runtime,
-                });
-            }
-        }
-        drop(names);
-        known.extend(jobs.iter().map(|j| j.name.clone()));
-        for mut j in jobs {
-            let id = self.jobs.len();
-            for p in &mut j.parents {
-                *p += first;
-                self.children[*p].push(id);
-            }
-            self.jobs.push(j);
-            self.children.push(Vec::new());
-        }
-        Ok(first..self.jobs.len())
-    }
-
-    /// `child` waits for `parent` too (both of the workflow; the edge must
-    /// keep it acyclic: a grafted sub-DAG's entry before its roots, its
-    /// leaves before its node).
-    pub fn add_edge(&mut self, parent: JobId, child: JobId) {
-        if !self.jobs[child].parents.contains(&parent) {
-            self.jobs[child].parents.push(parent);
-            self.children[parent].push(child);
-        }
     }
 
     /// Job `j` as a builder writes it, references by name: the inverse of
@@ -676,34 +612,6 @@ mod tests {
             parents: parents.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         }
-    }
-
-    /// Grafted jobs take the ids after the workflow's, their parents
-    /// shifted; a name the workflow (or an earlier graft) has, or that
-    /// comes twice, is refused and changes nothing.
-    #[test]
-    fn a_graft_adds_jobs_after_and_refuses_a_name_taken() {
-        let mut wf = Workflow::build(vec![f("a")], vec![j("r", &["a"], &[], &[])]).unwrap();
-        let job = |name: &str, parents: Vec<JobId>| Job {
-            name: name.into(),
-            parents,
-            ..Default::default()
-        };
-        let got = wf.graft(vec![job("S+x", vec![]), job("S+y", vec![0])]);
-        assert_eq!(got, Ok(1..3));
-        assert_eq!(
-            (wf.jobs[2].parents.clone(), wf.children[1].clone()),
-            (vec![1], vec![2])
-        );
-        for (taken, graft) in [
-            ("r", vec![job("T+a", vec![]), job("r", vec![])]),
-            ("S+y", vec![job("S+y", vec![])]),
-            ("T+b", vec![job("T+b", vec![]), job("T+b", vec![])]),
-        ] {
-            assert_eq!(wf.graft(graft), Err(DagError::DuplicateJob(taken.into())));
-            assert_eq!(wf.jobs.len(), 3);
-        }
-        assert_eq!(wf.graft(vec![job("T+a", vec![])]), Ok(3..4));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod observer;
 pub mod records;
 pub mod result;
 pub mod rls;
+pub mod run_dag;
 pub mod seams;
 pub mod submissions;
 pub mod topology;
@@ -56,6 +57,7 @@ pub use manager::{
     SubDagRun, SubDagSpan,
 };
 pub use rls::Rls;
+pub use run_dag::RunDag;
 
 /// Index of a site in the scenario's site list.
 pub type SiteId = usize;

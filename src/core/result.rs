@@ -17,8 +17,10 @@ use super::timeline::Timeline;
 pub struct RunResult {
     /// Which engine ran it: `sim` or `live`.
     pub engine: &'static str,
-    /// The workflow it ran: the scenario's, with the nodes of the sub-DAGs
-    /// it read as it went.
+    /// The DAG it ran: the scenario's workflow, with the nodes of the
+    /// sub-DAGs it read as it went ([`RunDag::flattened`]).
+    ///
+    /// [`RunDag::flattened`]: super::RunDag::flattened
     pub workflow: std::sync::Arc<super::Workflow>,
     /// Control records from the core.
     pub records: Records,
@@ -84,7 +86,7 @@ impl RunResult {
         timeline: Timeline,
     ) -> RunResult {
         let counts = manager.counts();
-        let done = (0..manager.workflow().jobs.len())
+        let done = (0..manager.run_dag().job_count())
             .map(|j| manager.job_state(j) == super::manager::JobState::Done)
             .collect();
         let succeeded = manager.succeeded();
@@ -94,7 +96,7 @@ impl RunResult {
         let subdag_runs_failed = manager.subdag_runs_failed().to_vec();
         let subdag_spans = manager.subdag_spans().to_vec();
         let save_points = manager.save_points().to_vec();
-        let workflow = manager.workflow().clone();
+        let workflow = manager.run_dag().flattened();
         let (records, rls) = manager.into_records_and_rls();
         RunResult {
             workflow,

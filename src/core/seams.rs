@@ -9,16 +9,19 @@
 use super::cache_index::{CacheIndex, ExecId};
 use super::records::SiteCounters;
 use super::submissions::{Submissions, Workload};
-use super::{FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls};
+use super::{
+    FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, rls::Rls, run_dag::RunDag,
+};
 
 /// What a site selector may look at when a prescript plans a job: the
 /// grid as the manager knows it at that moment, read-only.
 ///
 /// What a policy reads it for, field by field:
 ///
-/// * a job's inputs and their sizes: `workflow.jobs[job].inputs` (file
-///   ids), `workflow.files[f].size` (nominal bytes) and `.name`; its
-///   `runtime` and `outputs` likewise;
+/// * a job's inputs and their sizes: `workflow.job(job).inputs` (file
+///   ids), `workflow.files()[f].size` (nominal bytes) and `.name`; its
+///   `runtime` and `outputs` likewise (a job of a sub-DAG read as the run
+///   goes is there too, not in the workflow the run started with);
 /// * who holds a copy now: `rls.holders(f)` (the sites, in site order) and
 ///   `rls.has(f, site)`: the bytes of a job's inputs already at a site are
 ///   the sizes of the inputs `rls` has there;
@@ -38,17 +41,18 @@ use super::{FileId, JobId, JobState, ReplicaPolicy, SiteId, SiteInfo, Workflow, 
 /// /// Bytes of `job`'s inputs already held at `site`.
 /// fn present(view: &GridView<'_>, job: JobId, site: SiteId) -> u64 {
 ///     let wf = view.workflow;
-///     (wf.jobs[job].inputs.iter())
+///     (wf.job(job).inputs.iter())
 ///         .filter(|&&f| view.rls.has(f, site))
-///         .map(|&f| wf.files[f].size)
+///         .map(|&f| wf.files()[f].size)
 ///         .sum()
 /// }
 /// # let _ = present;
 /// ```
 pub struct GridView<'a> {
-    /// The workflow: its jobs (inputs, outputs, runtime, parents) and
-    /// files (name, size), indexed by [`JobId`] and [`FileId`].
-    pub workflow: &'a Workflow,
+    /// The run's DAG: its jobs (inputs, outputs, runtime, parents) and
+    /// files (name, size), indexed by [`JobId`] and [`FileId`]: the
+    /// workflow the run started with and the sub-DAGs it read as it went.
+    pub workflow: &'a RunDag,
     /// Every site of the scenario, indexed by [`SiteId`]: name, CPUs, disk,
     /// speed.
     pub sites: &'a [SiteInfo],
@@ -91,7 +95,7 @@ impl<'a> GridView<'a> {
     /// active, claimed, ended or in a state, one workflow, time 0. A policy's
     /// tests and tools start here and set what they need with struct update
     /// syntax (`GridView { claimed: &c, ..GridView::new(&wf, &sites, &rls) }`).
-    pub fn new(workflow: &'a Workflow, sites: &'a [SiteInfo], rls: &'a Rls) -> Self {
+    pub fn new(workflow: &'a RunDag, sites: &'a [SiteInfo], rls: &'a Rls) -> Self {
         GridView {
             workflow,
             sites,

@@ -23,6 +23,7 @@ use super::faults::{Fault, FaultSchedule};
 use super::storage::Pool;
 use super::{
     Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId, Workflow,
+    run_dag::RunDag,
 };
 
 /// What the engine carries out for a site, in the order given.
@@ -54,7 +55,7 @@ pub enum SiteAction {
 pub struct Site {
     id: SiteId,
     info: SiteInfo,
-    wf: Arc<Workflow>,
+    wf: Arc<RunDag>,
     pool: Pool,
     queue: VecDeque<JobId>,
     /// Jobs holding a slot: running, or writing their outputs (`ending`).
@@ -80,10 +81,10 @@ pub struct Site {
 }
 
 impl Site {
-    /// The workflow grew: a sub-DAG read as the run goes added jobs (and
+    /// The run's DAG grew: a sub-DAG read as the run goes added jobs (and
     /// no files) to it. (The simulator hands the site an empty one while
-    /// the manager grows it, so that it is grown in place.)
-    pub fn graft(&mut self, wf: Arc<Workflow>) {
+    /// the manager grows it, so that the manager's grows in place.)
+    pub fn graft(&mut self, wf: Arc<RunDag>) {
         self.wf = wf;
     }
 
@@ -91,14 +92,11 @@ impl Site {
     /// is sent those): `jobs` are jobs `first..` of the workflow. Jobs it
     /// has already are kept.
     pub fn add_jobs(&mut self, first: JobId, jobs: &[super::Job]) {
-        let wf = Arc::make_mut(&mut self.wf);
-        let known = wf.jobs.len().saturating_sub(first);
-        wf.jobs.extend(jobs.iter().skip(known).cloned());
-        wf.children.resize(wf.jobs.len(), Vec::new());
+        Arc::make_mut(&mut self.wf).add_jobs(first, jobs);
     }
 
-    /// The workflow as this site knows it.
-    pub fn workflow(&self) -> &Arc<Workflow> {
+    /// The run's jobs as this site knows them.
+    pub fn workflow(&self) -> &Arc<RunDag> {
         &self.wf
     }
 
@@ -115,7 +113,7 @@ impl Site {
         Site {
             id,
             info,
-            wf,
+            wf: Arc::new(RunDag::from(wf)),
             busy: load.as_ref().map_or(0, Load::busy),
             load,
             peak_used: pool.used(),
@@ -192,7 +190,7 @@ impl Site {
     /// still to come, so staging cannot evict the job's own files.
     pub fn pin(&mut self, job: JobId) {
         let wf = self.wf.clone();
-        self.pool.pin_job(job, &wf.jobs[job].inputs);
+        self.pool.pin_job(job, &wf.job(job).inputs);
     }
 
     /// Transfer `id` of `file` for `job` is to arrive here: reserves its bytes
@@ -211,7 +209,7 @@ impl Site {
             out.push(SiteAction::Emit(Event::TransferDone { id, result }));
             return false;
         }
-        match self.pool.begin_write(file, self.wf.files[file].size) {
+        match self.pool.begin_write(file, self.wf.files()[file].size) {
             Err(e) => {
                 let never = e.never || !self.could_ever_run(job);
                 let result = Err(TransferFailure::NoSpace { never });
@@ -451,9 +449,9 @@ impl Site {
             let Some(job) = self.queue.pop_front() else {
                 return;
             };
-            let spec = &self.wf.jobs[job];
+            let spec = &self.wf.job(job);
             if let Some(&f) = spec.inputs.iter().find(|&&f| !self.pool.has(f)) {
-                let failure = JobFailure::MissingInput(self.wf.files[f].name.clone());
+                let failure = JobFailure::MissingInput(self.wf.files()[f].name.clone());
                 out.push(SiteAction::Emit(Event::JobEnded {
                     job,
                     site: self.id,
@@ -482,10 +480,10 @@ impl Site {
 
     /// Whether `job`'s inputs and outputs could ever be here at once.
     fn could_ever_run(&self, job: JobId) -> bool {
-        let (wf, spec) = (&self.wf, &self.wf.jobs[job]);
+        let (wf, spec) = (&self.wf, &self.wf.job(job));
         let files = spec.inputs.iter().chain(&spec.outputs);
         self.pool
-            .could_ever_hold(files.map(|&f| (f, wf.files[f].size)))
+            .could_ever_hold(files.map(|&f| (f, wf.files()[f].size)))
     }
 
     /// `job`'s run is over: reserves room for its outputs. `Some(outputs)`
@@ -499,7 +497,7 @@ impl Site {
         self.ending.push(job);
         let wf = self.wf.clone();
         let member = self.member_at.get(&job).copied();
-        let last = member.is_none_or(|k| k + 1 == wf.jobs[job].members.len());
+        let last = member.is_none_or(|k| k + 1 == wf.job(job).members.len());
         // A program that exits non-zero leaves no outputs behind; the first
         // member to fail stops its cluster (seqexec's firstjobfail).
         let status = if self.exit_faults.step() {
@@ -525,7 +523,7 @@ impl Site {
         }
         let mut reserved = Vec::new();
         for o in self.writing(job).to_vec() {
-            match self.pool.begin_write(o, wf.files[o].size) {
+            match self.pool.begin_write(o, wf.files()[o].size) {
                 Ok(r) => {
                     self.evicted(r.evicted, out);
                     reserved.push(o);
@@ -575,7 +573,7 @@ impl Site {
         // A member that ended well hands the slot to the next member.
         if let (Ok(()), Some(k)) = (&result, self.member_at.get(&job).copied()) {
             self.member_ended(job, k, 0, out);
-            let members = &wf.jobs[job].members;
+            let members = &wf.job(job).members;
             if k + 1 < members.len() {
                 self.member_at.insert(job, k + 1);
                 self.ending.retain(|&j| j != job);
@@ -591,7 +589,7 @@ impl Site {
     /// The outputs `job` writes as its current program ends: its current
     /// member's, or all of a job that is one program.
     fn writing(&self, job: JobId) -> &[FileId] {
-        let spec = &self.wf.jobs[job];
+        let spec = &self.wf.job(job);
         match self.member_at.get(&job) {
             Some(&k) => &spec.members[k].outputs,
             None => &spec.outputs,

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::core::manager::Changes;
 use crate::core::records::{Outcome, Records};
-use crate::core::{FileId, SiteId, SiteInfo, Workflow};
+use crate::core::{File, FileId, RunDag, SiteId, SiteInfo, Workflow};
 
 mod detail;
 mod read;
@@ -468,7 +468,7 @@ impl ControlDb {
 
     /// Queues for writing what `changes` lists, as `records` has it now. A
     /// failed writer is not reported here but by [`ControlDb::finish`].
-    pub fn write(&mut self, changes: &Changes, records: &Records, wf: &Workflow) {
+    pub fn write(&mut self, changes: &Changes, records: &Records, wf: &RunDag) {
         if self.batches.is_none() {
             return;
         }
@@ -486,7 +486,7 @@ impl ControlDb {
         if self.attempts_written.len() < records.jobs.len() {
             self.attempts_written.resize(records.jobs.len(), 0);
         }
-        for (j, job) in wf.jobs.iter().enumerate().skip(self.jobs_named) {
+        for (j, job) in wf.jobs().enumerate().skip(self.jobs_named) {
             let Some(was) = self.unclaimed.as_mut() else {
                 batch.new_jobs.push((self.rows.job.row(j), job.name.clone()));
                 continue;
@@ -505,7 +505,7 @@ impl ControlDb {
                 }
             }
         }
-        self.jobs_named = self.jobs_named.max(wf.jobs.len());
+        self.jobs_named = self.jobs_named.max(wf.job_count());
         for &j in &changes.jobs {
             let r = &records.jobs[j];
             batch.jobs.push(JobWrite {
@@ -546,7 +546,7 @@ impl ControlDb {
         ids.dedup();
         for id in ids {
             let t = &records.transfers[id as usize];
-            self.name_file(&mut batch, wf, t.file);
+            self.name_file(&mut batch, wf.files(), t.file);
             batch.transfers.push(TransferWrite {
                 id: t.id as i64 + self.transfer_base,
                 job: self.rows.job.row(t.job),
@@ -567,12 +567,12 @@ impl ControlDb {
     }
 
     /// Queues `file`'s `files` row unless it was queued before.
-    fn name_file(&mut self, batch: &mut Batch, wf: &Workflow, file: FileId) {
-        if self.files_written.len() < wf.files.len() {
-            self.files_written.resize(wf.files.len(), false);
+    fn name_file(&mut self, batch: &mut Batch, files: &[File], file: FileId) {
+        if self.files_written.len() < files.len() {
+            self.files_written.resize(files.len(), false);
         }
         if !std::mem::replace(&mut self.files_written[file], true) {
-            let f = &wf.files[file];
+            let f = &files[file];
             batch
                 .files
                 .push((self.rows.file.row(file), f.name.clone(), f.size as i64));
@@ -656,7 +656,7 @@ impl ControlDb {
         }
         let mut batch = Batch::default();
         for &(f, s, b) in replicas {
-            self.name_file(&mut batch, wf, f);
+            self.name_file(&mut batch, &wf.files, f);
             let (f, s) = (self.rows.file.row(f), self.rows.site.row(s));
             batch.replicas.push((f, s, b as i64));
         }

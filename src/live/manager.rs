@@ -229,13 +229,13 @@ impl ManagerActor {
                 Command::Cleanup { site, file } => self.sites[site].do_send(Cleanup { file }),
                 Command::Delete { site, file } => self.sites[site].do_send(Delete { file }),
                 Command::ReadSubDag { subdag, .. } => {
-                    let first = core.workflow().jobs.len();
+                    let first = core.run_dag().job_count();
                     let mut more = Vec::new();
                     let reader = self.subdags.as_mut();
                     let scripts = crate::config::SubDagReader::answer(
                         reader, core, now, subdag, &mut more,
                     );
-                    let jobs = core.workflow().jobs[first..].to_vec();
+                    let jobs = core.run_dag().jobs_from(first);
                     if !jobs.is_empty() {
                         self.metrics.jobs_total.add(jobs.len() as i64);
                         // Before any order about them, in order on each site.
@@ -263,7 +263,7 @@ impl ManagerActor {
         let Some(changes) = core.take_changes() else {
             return;
         };
-        db.write(&changes, core.records(), core.workflow());
+        db.write(&changes, core.records(), core.run_dag());
     }
 
     fn publish(&mut self) {

@@ -259,7 +259,7 @@ impl SiteActor {
     /// sleeps its scaled runtime, then [`Self::on_ran`].
     fn run_job(&mut self, job: JobId, nominal: f64, ctx: &mut Context<Self>) {
         let until = Instant::now() + real_duration(self.shared.emulation.real_secs(nominal));
-        let encs: Vec<String> = self.site.workflow().jobs[job]
+        let encs: Vec<String> = self.site.workflow().job(job)
             .inputs
             .iter()
             .map(|&f| self.shared.encoded[f].clone())
@@ -326,7 +326,7 @@ impl SiteActor {
         ctx.spawn(fut.into_actor(self).map(move |res, act, ctx| {
             if !act.site.is_ending(job) {
                 // The site crashed while they were written: they go.
-                for &o in &act.site.workflow().jobs[job].outputs {
+                for &o in &act.site.workflow().job(job).outputs {
                     if !act.site.pool().has(o) {
                         act.store.remove(&act.shared.encoded[o]);
                     }

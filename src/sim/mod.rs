@@ -41,12 +41,13 @@ use crate::core::file_server::{FileServer, Response, ResponseFaults};
 use crate::core::network::{RouteId, ShareId};
 use crate::core::observer::{BoxedObserver, Unobserved};
 use crate::core::result::RunResult;
+use crate::core::run_dag::RunDag;
 use crate::core::site::{Site, SiteAction};
 use crate::core::timeline::{Sample, Timeline};
 use crate::core::topology::{GridNetwork, Interface};
 use crate::core::window::IdWindow;
 use crate::core::{
-    Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId, Workflow,
+    Command, Event, FileId, JobId, Manager, SiteId, Time, TransferFailure, TransferId,
 };
 use crate::db::ControlDb;
 use crate::policy::{PolicyError, RunPolicies};
@@ -137,8 +138,8 @@ pub fn run_observed(
     if let Some(mut db) = sim.db.take() {
         let rows = scenario
             .emulation
-            .replica_rows(&sim.wf, sim.manager.replicas());
-        db.write_final(&rows, &sim.wf, &[]);
+            .replica_rows(sim.wf.started(), sim.manager.replicas());
+        db.write_final(&rows, sim.wf.started(), &[]);
         sim.db_error = db.finish().err().map(|e| e.to_string());
     }
     Ok(sim.finish(started.elapsed()))
@@ -210,7 +211,8 @@ struct Flow {
 }
 
 struct Sim {
-    wf: Arc<Workflow>,
+    /// The run's DAG, as the sites hold it.
+    wf: Arc<RunDag>,
     manager: Manager,
     /// Where an external policy program's failure shows.
     policies: Arc<RunPolicies>,
@@ -313,7 +315,6 @@ impl Sim {
     }
 
     fn new(scenario: &Scenario) -> Result<Sim, SimError> {
-        let wf = scenario.workflow.clone();
         let policies = scenario.policies();
         let mut sites = Vec::new();
         let mut sources = Vec::new();
@@ -334,7 +335,7 @@ impl Sim {
         let manager = scenario.new_manager(&policies)?;
         policies.start()?;
         let mut sim = Sim {
-            wf,
+            wf: manager.run_dag().clone(),
             manager,
             policies,
             now: 0.0,
@@ -596,7 +597,7 @@ impl Sim {
         // manager grows it: held by it alone, it grows in place, where a
         // copy of the whole workflow per sub-DAG read would make a run of
         // many sub-DAGs quadratic.
-        let before = self.wf.jobs.len();
+        let before = self.wf.job_count();
         self.hold(Arc::default());
         let mut out = Vec::new();
         let reader = self.subdags.as_mut();
@@ -607,8 +608,8 @@ impl Sim {
             subdag,
             &mut out,
         );
-        let wf = self.manager.workflow().clone();
-        if wf.jobs.len() > before && !self.scripts.is_empty() {
+        let wf = self.manager.run_dag().clone();
+        if wf.job_count() > before && !self.scripts.is_empty() {
             self.scripts.resize(before, None);
             self.scripts.extend(scripts);
         }
@@ -619,7 +620,7 @@ impl Sim {
     }
 
     /// The simulator and every site now hold `wf`.
-    fn hold(&mut self, wf: Arc<Workflow>) {
+    fn hold(&mut self, wf: Arc<RunDag>) {
         for site in &mut self.sites {
             site.graft(wf.clone());
         }
@@ -670,7 +671,7 @@ impl Sim {
                 source,
                 from,
                 to,
-                size: self.wf.files[file].size,
+                size: self.wf.files()[file].size,
                 route,
                 response: None,
             },

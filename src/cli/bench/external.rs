@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::{Failure, Figure};
 use crate::core::rls::Rls;
 use crate::core::submissions::Submissions;
-use crate::core::{File, JobSpec, SiteInfo, Workflow};
+use crate::core::{File, JobSpec, RunDag, SiteInfo, Workflow};
 use crate::policy::{GridView, Offer, Registry, SiteSelector};
 
 /// Times a manager round that offers `decisions` ready jobs (two inputs
@@ -36,7 +36,7 @@ fn time(selector: &mut dyn SiteSelector, decisions: usize) -> Result<f64, Failur
             ..Default::default()
         })
         .collect();
-    let workflow = Workflow::build(files, jobs)?;
+    let workflow = RunDag::from(Workflow::build(files, jobs)?);
     let sites: Vec<SiteInfo> = (0..5)
         .map(|i| SiteInfo {
             name: format!("site-{i}"),

@@ -17,7 +17,7 @@ use super::{Failure, Figure, bench_scenario, bench_site, unthrottled};
 use crate::core::rls::Rls;
 use crate::core::seams::{GridView, SiteSelector};
 use crate::core::submissions::Submissions;
-use crate::core::{JobState, SiteId, SiteInfo, Workflow};
+use crate::core::{JobState, RunDag, SiteId, SiteInfo, Workflow};
 use crate::policy::selector::DagC;
 use crate::workflow::generators::{DagShape, Dags};
 
@@ -48,6 +48,7 @@ pub(super) fn planner(dags: usize, machines: usize) -> Result<Vec<Figure>, Failu
     let claimed = vec![0; sites.len()];
     let mut states = vec![JobState::Waiting; wf.jobs.len()];
     let all: Vec<SiteId> = (0..machines).collect();
+    let run = RunDag::from(wf.clone());
 
     // The first cycle plans every DAG (the median of `ROUNDS` planners).
     let mut planner = DagC::new(NET_BW, None);
@@ -58,7 +59,7 @@ pub(super) fn planner(dags: usize, machines: usize) -> Result<Vec<Figure>, Failu
         planner
             .place(
                 0,
-                &grid_view(&wf, &sites, &rls, &claimed, &states, &submissions),
+                &grid_view(&run, &sites, &rls, &claimed, &states, &submissions),
                 &all,
             )
             .ok_or("planner bench: the static plan left a root unplaced")?;
@@ -81,7 +82,7 @@ pub(super) fn planner(dags: usize, machines: usize) -> Result<Vec<Figure>, Failu
         let started = Instant::now();
         let site = planner.place(
             job,
-            &grid_view(&wf, &sites, &rls, &claimed, &states, &submissions),
+            &grid_view(&run, &sites, &rls, &claimed, &states, &submissions),
             &up,
         );
         replans.push(started.elapsed().as_secs_f64());
@@ -106,7 +107,7 @@ pub(super) fn planner(dags: usize, machines: usize) -> Result<Vec<Figure>, Failu
             replayed
                 .place(
                     j,
-                    &grid_view(&wf, &sites, &rls, &claimed, &states, &submissions),
+                    &grid_view(&run, &sites, &rls, &claimed, &states, &submissions),
                     &all,
                 )
                 .ok_or("planner bench: replay left a job unplaced")?;
@@ -184,7 +185,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 /// The planner's view of a grid where nothing is claimed.
 fn grid_view<'a>(
-    workflow: &'a Workflow,
+    workflow: &'a RunDag,
     sites: &'a [SiteInfo],
     rls: &'a Rls,
     claimed: &'a [usize],

@@ -25,7 +25,7 @@ impl Manager {
             return;
         }
         let wf = self.wf.clone();
-        let Some(m) = wf.jobs[job].members.get(member) else {
+        let Some(m) = wf.job(job).members.get(member) else {
             return;
         };
         if let Some(a) = self.records.jobs[job].attempts.last_mut() {
@@ -351,7 +351,7 @@ impl Manager {
                     PostEnd::Done => self.postscript(job, site),
                     PostEnd::Failed { wrote, retry } => {
                         if wrote {
-                            for &o in &self.wf.clone().jobs[job].outputs {
+                            for &o in &self.wf.clone().job(job).outputs {
                                 self.register(o, site);
                             }
                         }
@@ -379,7 +379,7 @@ impl Manager {
         // A job its POST script rescued wrote nothing.
         if self.dag.exited[job].take().is_none() {
             let at = self.grid.output_site(job, site);
-            for &o in &self.wf.clone().jobs[job].outputs {
+            for &o in &self.wf.clone().job(job).outputs {
                 self.register(o, at);
                 self.grid.cache.made_at[o] = Some(at);
             }

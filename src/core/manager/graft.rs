@@ -4,8 +4,9 @@
 //! sub-DAG ([`SubDag::deferred`]) has no nodes until then. Once its entry's
 //! PRE script has run, the manager asks the engine to read the file
 //! ([`Command::ReadSubDag`]), and [`Manager::graft`] adds its nodes to the
-//! run as jobs after the DAG's: its roots wait for the entry, its node for
-//! its leaves, and it runs as any sub-DAG does (`subdag.rs`). A file that
+//! run's DAG ([`RunDag`], the workflow the run started with unchanged) as
+//! jobs after the DAG's: its roots wait for the entry, its node for its
+//! leaves, and it runs as any sub-DAG does (`subdag.rs`). A file that
 //! cannot be read is a sub-DAG whose DAGMan exits 1 at once, as
 //! `condor_dagman` does: the node's POST script sees `$RETURN` 1, and its
 //! `RETRY` runs the PRE script again and reads the file again.
@@ -112,7 +113,7 @@ impl Manager {
             .chain(local.final_node)
             .collect();
         let longest = g.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
-        // Grown in place where the engine holds no other copy.
+        // The run's DAG grows in place where the engine holds no other copy.
         let wf = Arc::make_mut(&mut self.wf);
         let new = wf.graft(g.jobs).map_err(|e| e.to_string())?;
         let n = new.start;
@@ -157,7 +158,7 @@ impl Manager {
         // Each waits for its parents (the entry among them, still running)
         // and the node for its leaves too.
         for j in new.clone() {
-            self.dag.missing_parents[j] = self.wf.jobs[j].parents.len();
+            self.dag.missing_parents[j] = self.wf.job(j).parents.len();
         }
         self.dag.missing_parents[node] += leaves.len();
         // DONE nodes (of the sub-DAG's rescue) are done at once, parents

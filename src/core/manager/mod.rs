@@ -92,7 +92,7 @@ use super::submissions::{Submissions, Workload};
 use super::wms::{Latency, Wms, WmsSettings};
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
-    Workflow, rls::Rls,
+    RunDag, Workflow, rls::Rls,
 };
 
 /// The most retries a run may allow, of a job (DAGMan's `RETRY`,
@@ -220,7 +220,7 @@ pub struct Changes {
 /// pool's queues, stage-out, cache maintenance); the manager carries the
 /// clock, the timers and the records both write.
 pub struct Manager {
-    wf: Arc<Workflow>,
+    wf: Arc<RunDag>,
     sites: Vec<SiteInfo>,
     settings: ManagerSettings,
     now: Time,
@@ -266,7 +266,7 @@ fn mark_changed(changes: &mut Option<Changes>, job_dirty: &mut [bool], job: JobI
 /// records, timers and change tracking, and the grid's placement.
 struct Port<'a> {
     now: Time,
-    wf: &'a Workflow,
+    wf: &'a RunDag,
     settings: &'a ManagerSettings,
     records: &'a mut Records,
     timers: &'a mut EventQueue<Timer>,
@@ -280,7 +280,7 @@ impl LifePort for Port<'_> {
         self.now
     }
 
-    fn workflow(&self) -> &Workflow {
+    fn workflow(&self) -> &RunDag {
         self.wf
     }
 
@@ -311,7 +311,7 @@ impl LifePort for Port<'_> {
 
     fn failed(&mut self, job: JobId, why: String) -> Vec<JobId> {
         self.records.jobs[job].failure = Some(why);
-        let outputs = &self.wf.jobs[job].outputs;
+        let outputs = &self.wf.job(job).outputs;
         (outputs.iter())
             .filter_map(|&f| self.grid.replicas.take_waiting(f))
             .flatten()
@@ -330,7 +330,7 @@ impl LifePort for Port<'_> {
         let record = &mut self.records.jobs[job];
         (record.failure, record.blocked_by) = (None, None);
         self.grid.replans[job] = 0;
-        for &f in &self.wf.jobs[job].inputs {
+        for &f in &self.wf.job(job).inputs {
             self.grid.readers_left[f] += 1;
         }
     }
@@ -398,12 +398,13 @@ impl Manager {
             settings.registration,
             settings.replica_policy,
         );
+        let run = Arc::new(RunDag::from(workflow.clone()));
         let home = submit_machines(&workflow, placement);
         let unread = readers_left.iter().map(|&r| r == 0).collect();
         let files = workflow.files.len();
         let room = room::Room::new(
             settings.storage_aware,
-            &workflow,
+            &run,
             &sites,
             placement,
         );
@@ -461,7 +462,7 @@ impl Manager {
             progress: 0,
         };
         let mut manager = Manager {
-            wf: workflow,
+            wf: run,
             sites,
             settings,
             now: 0.0,
@@ -542,11 +543,11 @@ impl Manager {
     /// under the `return` policy; the roots of a workflow submitted after
     /// time 0 wait for it.
     pub fn set_submissions(&mut self, submissions: Submissions) {
-        assert_eq!(submissions.of_job.len(), self.wf.jobs.len());
+        assert_eq!(submissions.of_job.len(), self.wf.job_count());
         let k = submissions.list.len();
         self.dag.workload = vec![Workload::default(); k];
         self.dag.gated = vec![Vec::new(); k];
-        for j in 0..self.wf.jobs.len() {
+        for j in 0..self.wf.job_count() {
             let w = &mut self.dag.workload[submissions.of_job[j]];
             w.open += usize::from(!self.dag.state[j].is_over());
             w.ready += usize::from(self.dag.state[j] == JobState::Ready);
@@ -557,7 +558,7 @@ impl Manager {
                 self.dag.workload[i].arrived = true;
                 continue;
             }
-            for r in submissions.roots(&self.wf, i) {
+            for r in submissions.roots(self.wf.started(), i) {
                 if self.dag.state[r] == JobState::Ready {
                     // Its ready-queue entry is skipped as stale.
                     self.dag.workload[i].ready -= 1;
@@ -584,7 +585,7 @@ impl Manager {
     /// Memoizes within the run the jobs `twins` groups; call before the
     /// first event.
     pub fn set_twins(&mut self, twins: &crate::core::versions::Twins) {
-        assert_eq!(twins.group.len(), self.wf.jobs.len());
+        assert_eq!(twins.group.len(), self.wf.job_count());
         self.grid.set_twins(twins);
     }
 
@@ -595,11 +596,11 @@ impl Manager {
         if self.grid.memo.is_none() {
             return;
         }
-        let arrived = (0..self.wf.jobs.len())
+        let arrived = (0..self.wf.job_count())
             .filter(|&j| self.dag.submissions.of_job[j] == submission)
             .filter(|&j| matches!(self.dag.state[j], JobState::Waiting | JobState::Ready));
         let found = self.grid.twins_ended(arrived);
-        let mut memoized = vec![false; self.wf.jobs.len()];
+        let mut memoized = vec![false; self.wf.job_count()];
         for &(j, _) in &found {
             memoized[j] = true;
         }
@@ -830,7 +831,7 @@ impl Manager {
 
     /// Every registered replica (file, site), by file.
     pub fn replicas(&self) -> Vec<(FileId, SiteId)> {
-        (0..self.wf.files.len())
+        (0..self.wf.files().len())
             .flat_map(|f| self.grid.replicas.holders(f).iter().map(move |&s| (f, s)))
             .collect()
     }
@@ -840,8 +841,15 @@ impl Manager {
         &self.sites
     }
 
-    /// The workflow.
+    /// The workflow the run started with: it never changes (see
+    /// [`Manager::run_dag`]).
     pub fn workflow(&self) -> &Arc<Workflow> {
+        self.wf.started()
+    }
+
+    /// The run's DAG: the workflow it started with and the sub-DAGs read
+    /// as it went.
+    pub fn run_dag(&self) -> &Arc<RunDag> {
         &self.wf
     }
 

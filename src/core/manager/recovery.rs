@@ -150,7 +150,7 @@ impl Manager {
     /// stages). False when nothing can make it: a workflow input, or
     /// `reproduce_lost` off.
     pub(super) fn reproduce(&mut self, file: FileId) -> bool {
-        let Some(p) = self.wf.producer[file].filter(|_| self.settings.reproduce_lost) else {
+        let Some(p) = self.wf.producer(file).filter(|_| self.settings.reproduce_lost) else {
             return false;
         };
         if self.life(|dag, port| dag.run_again(p, port)) {

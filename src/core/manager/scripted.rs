@@ -293,11 +293,11 @@ impl ScriptedWorld {
                         .unwrap_or_else(|| Err("no such file".into()));
                     let mut more = Vec::new();
                     let _ = self.m.graft(self.now, subdag, graft, &mut more);
-                    let wf = self.m.workflow().clone();
+                    let wf = self.m.run_dag().clone();
                     for site in &mut self.sites {
                         site.graft(wf.clone());
                     }
-                    self.ended_ok.resize(wf.jobs.len(), 0);
+                    self.ended_ok.resize(wf.job_count(), 0);
                     self.apply(&mut more);
                     continue;
                 }

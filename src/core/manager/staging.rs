@@ -150,7 +150,7 @@ impl Manager {
                     self.start_flight((job, attempt), file, from, to, kind, retry, out);
                 }
                 StageNext::Lost(file) => {
-                    let name = &self.wf.files[file].name;
+                    let name = &self.wf.files()[file].name;
                     let lost = format!("every replica of `{name}` was lost");
                     if self.reproduce(file) {
                         let reason = format!("{lost}; it is made again");

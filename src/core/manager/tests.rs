@@ -2530,8 +2530,9 @@ fn a_sub_dag_read_after_its_pre_script_runs_between_its_entry_and_its_node() {
     let mut w = deferred_world(vec![Ok(graft)]);
     w.run();
     assert!(w.m.succeeded(), "{:?}", w.m.counts());
-    assert_eq!(w.m.workflow().jobs.len(), 6);
-    assert_eq!(w.m.workflow().jobs[4].name, "S+a");
+    assert_eq!(w.m.run_dag().job_count(), 6);
+    assert_eq!(w.m.run_dag().job(4).name, "S+a");
+    assert_eq!(w.m.workflow().jobs.len(), 4, "the workflow it started with is unchanged");
     assert_eq!(w.ended_ok, [1, 0, 0, 1, 1, 1], "no-ops run no job");
     let r = w.m.records();
     let at = |j: JobId| &r.jobs[j].attempts[0];
@@ -2665,6 +2666,7 @@ fn a_job_may_go_to_sites_with_cpus_and_disk_not_avoided_and_up() {
 fn a_placement_pins_the_inputs_and_stages_only_those_the_site_lacks() {
     use super::site_choice::{DagSide, NoSite};
     let wf = pipeline(1, 3);
+    let run = RunDag::from(wf.clone());
     // A disk just big enough for a0's 305 bytes: its room is counted.
     let settings = ManagerSettings { storage_aware: true, ..Default::default() };
     let w = world(wf.clone(), sites(2, 1, 310), settings, "round-robin");
@@ -2679,10 +2681,10 @@ fn a_placement_pins_the_inputs_and_stages_only_those_the_site_lacks() {
     let s = &w.m.sites;
     g.avoid_once[job] = Some(s0);
     g.pool.down = vec![false, true, true];
-    assert_eq!(g.choose_site(job, &wf, s, &records.sites, side(), 0.0), Err(NoSite::AllDown));
+    assert_eq!(g.choose_site(job, &run, s, &records.sites, side(), 0.0), Err(NoSite::AllDown));
     assert_eq!(g.avoid_once[job], Some(s0), "still to avoid");
     g.pool.down = vec![false; 3];
-    let chosen = g.choose_site(job, &wf, s, &records.sites, side(), 0.0);
+    let chosen = g.choose_site(job, &run, s, &records.sites, side(), 0.0);
     assert_eq!(chosen, Ok(Some(s1)), "the one it was not to go to again");
     assert_eq!(g.avoid_once[job], None);
 
@@ -2691,7 +2693,7 @@ fn a_placement_pins_the_inputs_and_stages_only_those_the_site_lacks() {
     g.replicas.register(f1, s1);
     let before = g.room.committed(s1);
     let mut out = Vec::new();
-    g.place_at(&wf, job, s1, 0, true, &mut records.sites[s1], &mut out);
+    g.place_at(&run, job, s1, 0, true, &mut records.sites[s1], &mut out);
     assert_eq!(out, [Command::Pin { job, site: s1 }]);
     assert_eq!(g.site_of[job], s1);
     assert_eq!(g.room.committed(s1) - before, g.footprint[job], "its files' room");
@@ -2709,6 +2711,7 @@ fn a_placement_pins_the_inputs_and_stages_only_those_the_site_lacks() {
 #[test]
 fn memo_decisions_are_the_placement_rooms() {
     let wf = pipeline(2, 1);
+    let run = RunDag::from(wf.clone());
     let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
     let job = |n: &str| wf.jobs.iter().position(|j| j.name == n).unwrap();
     let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
@@ -2726,11 +2729,11 @@ fn memo_decisions_are_the_placement_rooms() {
     assert_eq!(g.twins_ended([a1].into_iter()), [(a1, a0)]);
     let memoized = vec![false; wf.jobs.len()];
     // a0's output is nowhere yet: a1 runs.
-    assert_eq!(g.memo_copies(&wf, (a1, a0), &memoized, true), None);
+    assert_eq!(g.memo_copies(&run, (a1, a0), &memoized, true), None);
     let (mid0, mid1) = (file("mid-0"), file("mid-1"));
     g.replicas.register(mid0, 2);
     g.home[a1] = 1;
-    let copies = g.memo_copies(&wf, (a1, a0), &memoized, true).unwrap();
+    let copies = g.memo_copies(&run, (a1, a0), &memoized, true).unwrap();
     let expected = memo::MemoCopy {
         file: mid1,
         source: mid0,
@@ -2862,6 +2865,7 @@ proptest::proptest! {
     ) {
         use super::site_choice::NoSite;
         let wf = pipeline(2, 2);
+        let run = RunDag::from(wf.clone());
         let mut s = sites(4, 1, 0);
         for i in 0..4 {
             (s[i + 1].disk, s[i + 1].cpus) = (disks[i], cpus[i]);
@@ -2878,7 +2882,7 @@ proptest::proptest! {
         for (other, site) in placed {
             if other != job && !others.contains(&other) {
                 others.push(other);
-                g.room.place(&wf, other, site);
+                g.room.place(&run, other, site);
                 held[site].extend(files(other));
             }
         }
@@ -2917,7 +2921,7 @@ proptest::proptest! {
             }
         };
         let mut out = Vec::new();
-        let got = match g.eligible_sites(job, &s, &wf, &mut out) {
+        let got = match g.eligible_sites(job, &s, &run, &mut out) {
             Ok(()) => Ok(out),
             Err(NoSite::NoRoom(mut all)) => {
                 all.sort_unstable();
@@ -2942,6 +2946,7 @@ proptest::proptest! {
         caching: bool,
     ) {
         let wf = pipeline(1, 5);
+        let run = RunDag::from(wf.clone());
         let policy = if caching { ReplicaPolicy::Caching } else { ReplicaPolicy::Delete };
         let settings = ManagerSettings { replica_policy: policy, ..Default::default() };
         let mut w = world(wf.clone(), sites(3, 1, 1 << 30), settings, "round-robin");
@@ -2959,7 +2964,7 @@ proptest::proptest! {
         let hits = held.iter().filter(|&&h| h == 0).count() as u64;
         let before = records.sites[site].clone();
         let mut out = Vec::new();
-        g.place_at(&wf, job, site, attempt, pre, &mut records.sites[site], &mut out);
+        g.place_at(&run, job, site, attempt, pre, &mut records.sites[site], &mut out);
         proptest::prop_assert_eq!(out, vec![Command::Pin { job, site }]);
         let st = g.staging[job].as_ref().unwrap();
         proptest::prop_assert_eq!((st.site, st.attempt, st.pre_running), (site, attempt, pre));
@@ -3061,13 +3066,14 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
     use super::placement::GridStep;
     use super::transfers::{Flight, FlightKind};
     let wf = pipeline(2, 1);
+    let run = RunDag::from(wf.clone());
     let mut w = world(wf.clone(), sites(3, 1, 1 << 30), ManagerSettings::default(), "round-robin");
     let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
     let g = &mut w.m.grid;
     let (job, site) = (0, 2);
     let out_file = wf.jobs[job].outputs[0];
     let (mut out, mut steps) = (Vec::new(), Vec::new());
-    g.start_stage_out(&wf, (job, 0), site, vec![], &mut steps);
+    g.start_stage_out(&run, (job, 0), site, vec![], &mut steps);
     let home = g.home[job];
     let send = GridStep::Send {
         job,
@@ -3088,22 +3094,22 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
         kind: FlightKind::StageOut,
     };
     let retries = 1;
-    g.flight_ended(&wf, &home_flight, (false, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &home_flight, (false, retries), &mut out, &mut steps);
     let timer = Timer::RetryStageOut { job, attempt: 0, file: out_file };
     assert_eq!(std::mem::take(&mut steps), [GridStep::AfterBackoff(timer)]);
     g.retry_stage_out(job, 0, out_file, &mut steps);
     assert!(matches!(steps.pop(), Some(GridStep::Send { retry: true, .. })), "a retry");
     g.retry_stage_out(job, 1, out_file, &mut steps);
     assert!(steps.is_empty(), "attempt 1 sends nothing");
-    g.flight_ended(&wf, &home_flight, (false, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &home_flight, (false, retries), &mut out, &mut steps);
     assert!(matches!(steps.pop(), Some(GridStep::Lost { job: 0, site: 2, .. })), "tries spent");
-    g.flight_ended(&wf, &home_flight, (true, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &home_flight, (true, retries), &mut out, &mut steps);
     assert!(steps.is_empty(), "a late end of a lost stage-out changes nothing");
     // A second attempt gets home.
-    g.start_stage_out(&wf, (job, 1), site, vec![], &mut steps);
+    g.start_stage_out(&run, (job, 1), site, vec![], &mut steps);
     steps.clear();
     let again = Flight { attempt: 1, ..home_flight.clone() };
-    g.flight_ended(&wf, &again, (true, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &again, (true, retries), &mut out, &mut steps);
     assert!(matches!(steps.pop(), Some(GridStep::Home { job: 0, site: 2, .. })), "home");
 
     // A final output: retried while its copy is there, then given up.
@@ -3111,16 +3117,16 @@ fn a_transfer_that_is_no_stage_in_ends_in_steps_for_the_manager() {
     g.replicas.register(fin, site);
     g.finals.out = 1;
     let final_flight = Flight { job: 1, attempt: 0, file: fin, from: site, to: home, kind: FlightKind::Final };
-    g.flight_ended(&wf, &final_flight, (false, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &final_flight, (false, retries), &mut out, &mut steps);
     let timer = Timer::RetryFinal { job: 1, file: fin, from: site };
     assert_eq!(std::mem::take(&mut steps), [GridStep::AfterBackoff(timer)]);
-    g.flight_ended(&wf, &final_flight, (false, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &final_flight, (false, retries), &mut out, &mut steps);
     assert!(steps.is_empty(), "gave up");
     assert_eq!(g.finals.out, 0, "no longer on its way");
 
     // k-replication: the copy arrived, the old one goes.
     let moved = Flight { job, attempt: 0, file: fin, from: site, to: 1, kind: FlightKind::Replica };
-    g.flight_ended(&wf, &moved, (true, retries), &mut out, &mut steps);
+    g.flight_ended(&run, &moved, (true, retries), &mut out, &mut steps);
     assert_eq!(std::mem::take(&mut steps), [GridStep::Delete { file: fin, site }]);
     assert!(g.replicas.has(fin, 1), "registered where it arrived");
 }
@@ -3152,6 +3158,7 @@ fn the_prescripts_staging_is_the_placement_rooms() {
     use super::stage_in::{StageEnd, StageNext};
     use super::transfers::{Flight, FlightKind};
     let wf = pipeline(1, 2);
+    let run = RunDag::from(wf.clone());
     let mut w = world(wf.clone(), sites(2, 1, 1 << 30), ManagerSettings::default(), "round-robin");
     let file = |n: &str| wf.files.iter().position(|f| f.name == n).unwrap();
     let (job, f0, f1) = (0, file("in-0-0"), file("in-0-1"));
@@ -3180,60 +3187,60 @@ fn the_prescripts_staging_is_the_placement_rooms() {
     let retries = 1;
 
     g.staging[job] = stage(1, &[f0, f1]);
-    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 0, 1, false), "the lower of two idle holders");
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Wait, "one stream");
+    assert_eq!(g.next_stage(&run, job, 1), send(f0, 0, 1, false), "the lower of two idle holders");
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Wait, "one stream");
     // A source fails: tried again once, then the other holder.
-    assert_eq!(g.stage_ended(&wf, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
+    assert_eq!(g.stage_ended(&run, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
     assert!(g.stage_again(job, 1, f0));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 0, 1, true));
-    assert_eq!(g.stage_ended(&wf, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
+    assert_eq!(g.next_stage(&run, job, 1), send(f0, 0, 1, true));
+    assert_eq!(g.stage_ended(&run, &flight(f0, 0, 1), &failed, retries), again(f0, 1));
     assert!(g.stage_again(job, 1, f0));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 2, 1, true));
+    assert_eq!(g.next_stage(&run, job, 1), send(f0, 2, 1, true));
     // The other is busy twice: none is left, and the staging waits.
-    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
+    assert_eq!(g.stage_ended(&run, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
     assert!(g.stage_again(job, 1, f0));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f0, 2, 1, true));
-    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
+    assert_eq!(g.next_stage(&run, job, 1), send(f0, 2, 1, true));
+    assert_eq!(g.stage_ended(&run, &flight(f0, 2, 1), &busy, retries), again(f0, 1));
     assert!(g.stage_again(job, 1, f0));
     let why = "every replica of `in-0-0` was busy".to_string();
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::Later));
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Fail(why, Retry::Later));
     // The staging of attempt 1 ended meanwhile: its stragglers only count.
     g.staging[job] = stage(2, &[f1]);
-    assert_eq!(g.stage_ended(&wf, &flight(f0, 2, 1), &Ok(100), retries), StageEnd::Stale);
+    assert_eq!(g.stage_ended(&run, &flight(f0, 2, 1), &Ok(100), retries), StageEnd::Stale);
     assert!(!g.stage_again(job, 1, f0) && !g.woken(job, 1, f0, true));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 2, false));
-    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 2), &Ok(100), retries), StageEnd::Staged);
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Submit);
+    assert_eq!(g.next_stage(&run, job, 1), send(f1, 0, 2, false));
+    assert_eq!(g.stage_ended(&run, &flight(f1, 0, 2), &Ok(100), retries), StageEnd::Staged);
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Submit);
     // No source after failures that were not busy: a counted failure.
     g.staging[job] = stage(3, &[f1]);
-    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 3, false));
-    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
+    assert_eq!(g.next_stage(&run, job, 1), send(f1, 0, 3, false));
+    assert_eq!(g.stage_ended(&run, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
     assert!(g.stage_again(job, 3, f1));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 3, true));
-    assert_eq!(g.stage_ended(&wf, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
+    assert_eq!(g.next_stage(&run, job, 1), send(f1, 0, 3, true));
+    assert_eq!(g.stage_ended(&run, &flight(f1, 0, 3), &failed, retries), again(f1, 3));
     assert!(g.stage_again(job, 3, f1));
     let why = "no usable replica of `in-0-1`".to_string();
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::Counted));
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Fail(why, Retry::Counted));
     // Its only holder down; every replica lost.
     g.staging[job] = stage(4, &[f1]);
     g.pool.down[0] = true;
     let why = "every replica of `in-0-1` is on a site that is down".to_string();
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Fail(why, Retry::SitesDown));
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Fail(why, Retry::SitesDown));
     g.pool.down[0] = false;
     g.staging[job] = stage(5, &[f0]);
     g.replicas.forget(f0, 0);
     g.replicas.forget(f0, 2);
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Lost(f0));
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Lost(f0));
     // Caching: a copy of f1 on its way to the site is waited for; it
     // failed, so the prescript fetches the file itself.
     g.policy = ReplicaPolicy::Caching;
     let other = Flight { job: 1, ..flight(f1, 0, 0) };
     let id = g.transfers.start(other, true);
     g.staging[job] = stage(6, &[f1]);
-    assert_eq!(g.next_stage(&wf, job, 1), StageNext::Wait, "waits for the copy on its way");
+    assert_eq!(g.next_stage(&run, job, 1), StageNext::Wait, "waits for the copy on its way");
     g.transfers.end(id);
     assert!(g.woken(job, 6, f1, false));
-    assert_eq!(g.next_stage(&wf, job, 1), send(f1, 0, 6, false));
+    assert_eq!(g.next_stage(&run, job, 1), send(f1, 0, 6, false));
 }
 
 /// A crash in the placement room alone: the site takes no job until it

@@ -141,7 +141,7 @@ impl ExternalSelector {
                 })
                 .collect(),
         };
-        let name = &view.workflow.jobs[job].name;
+        let name = &view.workflow.job(job).name;
         let what = || match offers.len() {
             1 => format!("select for job `{name}`"),
             n => format!("select for job `{name}` and the {} after it", n - 1),
@@ -184,7 +184,7 @@ impl ExternalSelector {
             if let Some(s) = site {
                 claimed[s] += 1;
                 if view.plans_inputs {
-                    for &f in &view.workflow.jobs[j].inputs {
+                    for &f in &view.workflow.job(j).inputs {
                         if !view.rls.has(f, s) && planned.insert((f, s)) {
                             changes += 1;
                         }
@@ -279,7 +279,7 @@ impl ExternalSelector {
             .get("site")
             .map_or("no `site`".into(), Value::to_string);
         self.program.refuse(
-            format!("select for job `{}`", view.workflow.jobs[job].name),
+            format!("select for job `{}`", view.workflow.job(job).name),
             format!(
                 "answered site {said}, which cannot run it: expected {{\"site\": ID or NAME}} with one of {}, or {{\"hold\": true}}",
                 names.join(", ")
@@ -338,7 +338,7 @@ impl SiteSelector for ExternalSelector {
             sites: self.sites_out(view),
             draw: self.rng.next_u32(),
         };
-        let name = &view.workflow.jobs[job].name;
+        let name = &view.workflow.job(job).name;
         let answer = self
             .program
             .ask(|| format!("select for job `{name}`"), &request)?;
@@ -409,11 +409,11 @@ struct SiteOut {
 
 fn job_out<'a>(job: JobId, view: &GridView<'a>) -> JobOut<'a> {
     let wf = view.workflow;
-    let j = &wf.jobs[job];
+    let j = &wf.job(job);
     let file = |f: usize, holders: Option<&'a [SiteId]>| FileOut {
         id: f,
-        name: &wf.files[f].name,
-        size: wf.files[f].size,
+        name: &wf.files()[f].name,
+        size: wf.files()[f].size,
         holders,
     };
     JobOut {

@@ -263,9 +263,10 @@ mod tests {
         assert_eq!(edges.len(), 48 * 2 + 48 * 2 + 48);
         assert!(edges.iter().all(|&(p, ch)| c.site_of[p] == c.site_of[ch]));
         let rls = crate::core::rls::Rls::new(wf.files.len());
+        let run = crate::core::RunDag::from(wf.clone());
         let view = GridView {
             active: &[0; 4],
-            ..GridView::new(&wf, &s, &rls)
+            ..GridView::new(&run, &s, &rls)
         };
         let j = clusters[7][0];
         assert_eq!(c.select(j, &view, &[1, 2, 3]), 3);

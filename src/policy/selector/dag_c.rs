@@ -135,8 +135,8 @@ impl DagC {
         if self.shape.is_some() {
             return;
         }
-        let shape = Shape::of(view.workflow);
-        self.plan = vec![None; view.workflow.jobs.len()];
+        let shape = Shape::of(view.workflow.started());
+        self.plan = vec![None; view.workflow.job_count()];
         let of_job = &view.submissions.of_job;
         self.workflow_of = shape
             .dags
@@ -149,7 +149,7 @@ impl DagC {
         self.owner = vec![None; view.sites.len()];
         // A workflow's DAGs join the queue when it arrives (`allot`).
         self.queued = vec![false; shape.dags.len()];
-        self.will_hold = vec![Vec::new(); view.workflow.files.len()];
+        self.will_hold = vec![Vec::new(); view.workflow.files().len()];
         self.rates = view
             .sites
             .iter()
@@ -174,7 +174,7 @@ impl DagC {
     /// A job's expected time on `site`.
     fn cost(view: &GridView<'_>, job: JobId, site: SiteId) -> f64 {
         let s = &view.sites[site];
-        (view.workflow.jobs[job].runtime / s.speed + s.overhead) / s.cpus.max(1) as f64
+        (view.workflow.job(job).runtime / s.speed + s.overhead) / s.cpus.max(1) as f64
     }
 
     fn holds(&self, view: &GridView<'_>, site: SiteId, file: FileId) -> bool {
@@ -183,7 +183,7 @@ impl DagC {
 
     /// The part's inputs made outside it, each file once.
     fn inputs_from_outside(view: &GridView<'_>, jobs: &[JobId]) -> Vec<FileId> {
-        let wf = view.workflow;
+        let wf = view.workflow.started();
         let mut seen: Vec<FileId> = Vec::new();
         for &j in jobs {
             for &f in &wf.jobs[j].inputs {
@@ -198,7 +198,7 @@ impl DagC {
 
     /// Bytes of the part's outputs that jobs outside it read.
     fn outputs_out(view: &GridView<'_>, jobs: &[JobId]) -> u64 {
-        let wf = view.workflow;
+        let wf = view.workflow.started();
         let mut seen: Vec<FileId> = Vec::new();
         let mut bytes = 0;
         for &j in jobs {
@@ -236,7 +236,7 @@ impl DagC {
         };
         // From the few holders of each file rather than a look-up per
         // machine: this loop is the planner's cost (DAGs × machines).
-        let wf = view.workflow;
+        let wf = view.workflow.started();
         let mut held = vec![0u64; view.sites.len()];
         let mut bring = 0;
         for &f in &outside {
@@ -264,7 +264,7 @@ impl DagC {
     }
 
     fn assign(&mut self, view: &GridView<'_>, jobs: &[JobId], site: SiteId) {
-        let wf = view.workflow;
+        let wf = view.workflow.started();
         for &j in jobs {
             if let Some(old) = self.plan[j] {
                 self.pending[old].retain(|&x| x != j);
@@ -477,7 +477,7 @@ impl DagC {
             return;
         }
         let avg = machines.iter().map(|&m| loads[m]).sum::<f64>() / machines.len() as f64;
-        let wf = view.workflow;
+        let wf = view.workflow.started();
         for &(d, heavy, after) in assigned {
             if after <= avg {
                 continue;
@@ -630,7 +630,7 @@ mod tests {
     }
 
     fn view<'a>(
-        wf: &'a Workflow,
+        wf: &'a crate::core::RunDag,
         sites: &'a [SiteInfo],
         rls: &'a Rls,
         claimed: &'a [usize],
@@ -646,7 +646,8 @@ mod tests {
     fn plan_all(wf: &Workflow, sites: &[SiteInfo], rls: &Rls, planner: &mut DagC) -> Vec<String> {
         let states = vec![JobState::Waiting; wf.jobs.len()];
         let claimed = vec![0; sites.len()];
-        let view = view(wf, sites, rls, &claimed, &states);
+        let run = crate::core::RunDag::from(wf.clone());
+        let view = view(&run, sites, rls, &claimed, &states);
         let all: Vec<SiteId> = (0..sites.len()).collect();
         (0..wf.jobs.len())
             .map(|j| {
@@ -712,10 +713,10 @@ mod tests {
 
     #[test]
     fn a_horizon_plans_dags_until_every_machine_reaches_it_and_holds_the_rest() {
-        let wf = v_dags(6, 1000);
+        let wf = crate::core::RunDag::from(v_dags(6, 1000));
         let sites = machines(2);
         let rls = Rls::new(2);
-        let mut states = vec![JobState::Waiting; wf.jobs.len()];
+        let mut states = vec![JobState::Waiting; wf.job_count()];
         let claimed = vec![0; 2];
         let mut dag_c = DagC::new(12.5e6, Some(1800.0));
         // A DAG is 30 minutes: one DAG reaches the horizon on each machine.

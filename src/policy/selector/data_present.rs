@@ -47,9 +47,9 @@ impl SiteSelector for DataPresent {
     fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
         self.bytes.clear();
         self.bytes.resize(view.sites.len(), 0);
-        for &f in &view.workflow.jobs[job].inputs {
+        for &f in &view.workflow.job(job).inputs {
             for &s in view.rls.holders(f) {
-                self.bytes[s] += view.workflow.files[f].size;
+                self.bytes[s] += view.workflow.files()[f].size;
             }
         }
         let best = eligible.iter().map(|&s| self.bytes[s]).max().unwrap_or(0);
@@ -68,7 +68,7 @@ impl SiteSelector for DataPresent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{File, JobSpec, SiteInfo, Workflow, rls::Rls};
+    use crate::core::{File, JobSpec, RunDag, SiteInfo, Workflow, rls::Rls};
     use rand::SeedableRng;
 
     #[test]
@@ -98,7 +98,7 @@ mod tests {
             inputs: vec!["a".into(), "b".into(), "c".into()],
             ..Default::default()
         };
-        let wf = Workflow::build(files, vec![job]).unwrap();
+        let wf = RunDag::from(Workflow::build(files, vec![job]).unwrap());
         let site = |n: &str| SiteInfo {
             name: n.into(),
             cpus: 1,

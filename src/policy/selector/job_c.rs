@@ -21,13 +21,13 @@ impl SiteSelector for JobC {
     fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
         self.bytes.clear();
         self.bytes.resize(view.sites.len(), 0);
-        let inputs = &view.workflow.jobs[job].inputs;
+        let inputs = &view.workflow.job(job).inputs;
         for (i, &f) in inputs.iter().enumerate() {
             if inputs[..i].contains(&f) {
                 continue;
             }
             for &s in view.rls.holders(f) {
-                self.bytes[s] += view.workflow.files[f].size;
+                self.bytes[s] += view.workflow.files()[f].size;
             }
         }
         let free: Vec<SiteId> = eligible
@@ -58,7 +58,7 @@ impl SiteSelector for JobC {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{File, JobSpec, JobState, SiteInfo, Workflow, rls::Rls};
+    use crate::core::{File, JobSpec, JobState, RunDag, SiteInfo, Workflow, rls::Rls};
 
     fn site(cpus: usize) -> SiteInfo {
         SiteInfo {
@@ -88,7 +88,7 @@ mod tests {
             inputs: vec!["exe".into(), "db".into()],
             ..Default::default()
         };
-        let wf = Workflow::build(files, vec![job]).unwrap();
+        let wf = RunDag::from(Workflow::build(files, vec![job]).unwrap());
         let sites = vec![site(1), site(1), site(1)];
         let mut rls = Rls::new(3);
         rls.register(0, 0); // the executable at site 0

@@ -25,11 +25,11 @@ impl SiteSelector for LastRecentUsed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Workflow, rls::Rls};
+    use crate::core::{RunDag, rls::Rls};
 
     #[test]
     fn round_robin_until_a_job_ends_then_the_last_site() {
-        let (wf, rls) = (Workflow::default(), Rls::new(0));
+        let (wf, rls) = (RunDag::default(), Rls::new(0));
         let mut view = GridView::new(&wf, &[], &rls);
         let mut s = LastRecentUsed::default();
         assert_eq!(s.select(0, &view, &[1, 2, 3]), 1);

@@ -81,7 +81,7 @@ impl SiteSelector for Opportunistic {
 mod tests {
     use super::*;
     use crate::core::records::SiteCounters;
-    use crate::core::{Workflow, rls::Rls};
+    use crate::core::{RunDag, rls::Rls};
 
     fn ended(n: &[u64]) -> Vec<SiteCounters> {
         n.iter()
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn follows_the_papers_algorithm_on_a_scripted_history() {
-        let (wf, rls) = (Workflow::default(), Rls::new(0));
+        let (wf, rls) = (RunDag::default(), Rls::new(0));
         let sites: Vec<crate::core::SiteInfo> = Vec::new();
         let mut counters = ended(&[0, 0, 0, 0]);
         let mut o = Opportunistic::default();
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn equal_ratios_prefer_the_less_loaded_site() {
-        let (wf, rls) = (Workflow::default(), Rls::new(0));
+        let (wf, rls) = (RunDag::default(), Rls::new(0));
         let counters = ended(&[0, 1, 1]);
         let view = GridView {
             counters: &counters,

@@ -19,7 +19,7 @@ pub struct Recorded {
 
 impl SiteSelector for Recorded {
     fn select(&mut self, job: JobId, view: &GridView<'_>, eligible: &[SiteId]) -> SiteId {
-        let named = view.workflow.jobs[job].site.as_deref();
+        let named = view.workflow.job(job).site.as_deref();
         named
             .and_then(|m| eligible.iter().copied().find(|&s| view.sites[s].name == m))
             .unwrap_or_else(|| self.otherwise.select(job, view, eligible))
@@ -29,7 +29,7 @@ impl SiteSelector for Recorded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Job, SiteInfo, Workflow, rls::Rls};
+    use crate::core::{Job, RunDag, SiteInfo, Workflow, rls::Rls};
 
     #[test]
     fn a_job_goes_where_it_ran_else_round_robin() {
@@ -46,8 +46,10 @@ mod tests {
             members: vec![],
             site: site.map(str::to_string),
         };
-        let mut wf = Workflow::default();
-        wf.jobs = vec![job("a", Some("m2")), job("b", None), job("c", Some("gone"))];
+        let wf = RunDag::from(Workflow {
+            jobs: vec![job("a", Some("m2")), job("b", None), job("c", Some("gone"))],
+            ..Default::default()
+        });
         let site = |name: &str| SiteInfo {
             name: name.into(),
             cpus: 1,

@@ -28,11 +28,11 @@ impl SiteSelector for RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{Workflow, rls::Rls};
+    use crate::core::{RunDag, rls::Rls};
 
     #[test]
     fn cycles_and_wraps() {
-        let wf = Workflow::default();
+        let wf = RunDag::default();
         let rls = Rls::new(0);
         let view = GridView::new(&wf, &[], &rls);
         let mut rr = RoundRobin::default();

@@ -41,7 +41,7 @@ impl SiteSelector for WeightedLinearRandom {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{SiteInfo, Workflow, rls::Rls};
+    use crate::core::{RunDag, SiteInfo, rls::Rls};
     use rand::SeedableRng;
 
     #[test]
@@ -54,7 +54,7 @@ mod tests {
             overhead: 0.0,
         };
         let sites = vec![site(1), site(3), site(6)];
-        let (wf, rls) = (Workflow::default(), Rls::new(0));
+        let (wf, rls) = (RunDag::default(), Rls::new(0));
         let view = GridView {
             active: &[0; 3],
             ..GridView::new(&wf, &sites, &rls)

@@ -17,7 +17,7 @@ impl Placement {
     /// `delete` going with them.
     pub(crate) fn start_stage_out(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, attempt): (JobId, usize),
         site: SiteId,
         delete: Vec<FileId>,
@@ -48,7 +48,7 @@ impl Placement {
     /// outputs leave for its submit machine.
     pub(crate) fn stage_out_finals(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         job: JobId,
         site: SiteId,
         steps: &mut Vec<GridStep>,
@@ -94,7 +94,7 @@ impl Placement {
     /// tries are allowed each.
     pub(crate) fn flight_ended(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         fl: &Flight,
         (ok, retries): (bool, u32),
         out: &mut Vec<Command>,

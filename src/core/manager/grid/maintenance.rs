@@ -45,7 +45,7 @@ pub(crate) enum CacheStep {
 
 /// The grid as cache maintenance sees it.
 pub(crate) struct CacheView<'a> {
-    pub wf: &'a Workflow,
+    pub wf: &'a RunDag,
     pub sites: &'a [SiteInfo],
     /// Each job's state in the node life cycle.
     pub state: &'a [JobState],
@@ -61,8 +61,8 @@ impl Placement {
     }
 
     /// `job` was submitted at `now`: a use of each of its files.
-    pub(crate) fn note_uses(&mut self, wf: &Workflow, job: JobId, now: Time) {
-        let j = &wf.jobs[job];
+    pub(crate) fn note_uses(&mut self, wf: &RunDag, job: JobId, now: Time) {
+        let j = &wf.job(job);
         for &f in j.inputs.iter().chain(&j.outputs) {
             self.cache.uses[f].push(now);
         }
@@ -89,7 +89,7 @@ impl Placement {
                 _ => false,
             };
             if here {
-                let jb = &wf.jobs[j];
+                let jb = &wf.job(j);
                 exempt.extend(jb.inputs.iter().chain(&jb.outputs));
             }
         }
@@ -97,14 +97,14 @@ impl Placement {
         let Some(mut worth) = self.cache.worth.take() else {
             return Vec::new();
         };
-        let mut ranked: Vec<(f64, FileId)> = (0..wf.files.len())
+        let mut ranked: Vec<(f64, FileId)> = (0..wf.files().len())
             .filter(|&f| self.replicas.has(f, site))
             .filter(|&f| !self.kept_at(f, site) && exempt.binary_search(&f).is_err())
             .filter(|&f| !self.cache.replicating.contains(&(f, site)))
             .map(|f| {
                 let c = CachedFile {
                     file: f,
-                    size: wf.files[f].size,
+                    size: wf.files()[f].size,
                     copies: self.replicas.holders(f).len(),
                     uses: &self.cache.uses[f],
                     now: v.now,
@@ -119,7 +119,7 @@ impl Placement {
             if bytes[site] <= bound {
                 break;
             }
-            let size = wf.files[file].size;
+            let size = wf.files()[file].size;
             bytes[site] -= size;
             if v.k > 0 && self.replicas.holders(file).len() <= v.k {
                 let target = (0..v.sites.len())
@@ -157,11 +157,11 @@ impl Placement {
     }
 
     /// Registered bytes per site, of `sites` sites.
-    fn cached_bytes(&self, wf: &Workflow, sites: usize) -> Vec<u64> {
+    fn cached_bytes(&self, wf: &RunDag, sites: usize) -> Vec<u64> {
         let mut bytes = vec![0u64; sites];
-        for f in 0..wf.files.len() {
+        for f in 0..wf.files().len() {
             for &s in self.replicas.holders(f) {
-                bytes[s] += wf.files[f].size;
+                bytes[s] += wf.files()[f].size;
             }
         }
         bytes

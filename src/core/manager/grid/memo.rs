@@ -104,19 +104,19 @@ impl Placement {
     /// to run after all, the lost output is made again, as any other).
     pub(crate) fn memo_copies(
         &self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, twin): (JobId, JobId),
         memoized: &[bool],
         reproduce_lost: bool,
     ) -> Option<Vec<MemoCopy>> {
         let to = self.home[job];
-        let pairs = wf.jobs[job].outputs.iter().zip(&wf.jobs[twin].outputs);
+        let pairs = wf.job(job).outputs.iter().zip(&wf.job(twin).outputs);
         let mut copies = Vec::new();
         for (&file, &source) in pairs {
             let needed = !reproduce_lost
                 || self.cache.unread[file]
-                || (wf.children[job].iter())
-                    .any(|&c| !memoized[c] && wf.jobs[c].inputs.contains(&file));
+                || (wf.children(job).iter())
+                    .any(|&c| !memoized[c] && wf.job(c).inputs.contains(&file));
             if !needed {
                 continue;
             }

@@ -15,7 +15,7 @@ use super::life::node_life::JobState;
 use super::retry::Retry;
 use super::timer::Timer;
 use replicas::ReplicaPolicy;
-use crate::core::{Command, FileId, JobId, SiteId, SiteInfo, Time, TransferFailure, Workflow};
+use crate::core::{Command, FileId, JobId, SiteId, SiteInfo, Time, TransferFailure, RunDag};
 use placement::Placement;
 use rustc_hash::FxHashMap as HashMap;
 

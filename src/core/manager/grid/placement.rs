@@ -14,7 +14,7 @@ use super::{JobState, Timer};
 use crate::core::seams::SiteSelector;
 use crate::core::wms::Wms;
 use crate::core::ReplicaPolicy;
-use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, TransferId, Workflow};
+use crate::core::{FileId, JobId, SiteId, SiteInfo, Time, TransferId, RunDag};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
@@ -217,8 +217,8 @@ impl Placement {
 
     /// `job` runs again after it ended (an output of it was lost): its
     /// inputs will be read once more, so none is cleaned up before.
-    pub(crate) fn read_again(&mut self, wf: &Workflow, job: JobId) {
-        for &f in &wf.jobs[job].inputs {
+    pub(crate) fn read_again(&mut self, wf: &RunDag, job: JobId) {
+        for &f in &wf.job(job).inputs {
             self.readers_left[f] += 1;
         }
     }
@@ -232,7 +232,7 @@ impl Placement {
         job: JobId,
         from: JobState,
         to: JobState,
-        wf: &Workflow,
+        wf: &RunDag,
         cleanup: bool,
     ) {
         match (from.claims_slot(), to.claims_slot()) {
@@ -244,9 +244,9 @@ impl Placement {
             _ => {}
         }
         if to.is_over() {
-            for &f in &wf.jobs[job].inputs {
+            for &f in &wf.job(job).inputs {
                 self.readers_left[f] -= 1;
-                if self.readers_left[f] == 0 && wf.producer[f].is_some() && cleanup {
+                if self.readers_left[f] == 0 && wf.producer(f).is_some() && cleanup {
                     self.cleanup_due.push(f);
                 }
             }

@@ -81,22 +81,22 @@ impl Room {
     /// room as long as it can ever hold the job).
     pub(crate) fn new(
         on: bool,
-        wf: &Workflow,
+        wf: &RunDag,
         sites: &[SiteInfo],
         placement: &[(FileId, SiteId)],
     ) -> Room {
-        let n = wf.jobs.len();
+        let n = wf.job_count();
         let footprint: Vec<u64> = if on {
             (0..n).map(|j| wf.footprint(j)).collect()
         } else {
             Vec::new()
         };
         let reserve = (0..footprint.len())
-            .filter(|&j| !wf.jobs[j].parents.is_empty())
+            .filter(|&j| !wf.job(j).parents.is_empty())
             .map(|j| footprint[j])
             .max()
             .unwrap_or(0);
-        let all: u64 = wf.files.iter().map(|f| f.size).sum();
+        let all: u64 = wf.files().iter().map(|f| f.size).sum();
         let roomy = sites
             .iter()
             .map(|s| s.disk >= all.saturating_add(reserve))
@@ -131,18 +131,18 @@ impl Room {
         }
     }
 
-    fn hold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+    fn hold(&mut self, wf: &RunDag, file: FileId, site: SiteId) {
         if self.roomy[site] {
             return;
         }
         let n = self.holds.entry((file, site)).or_insert(0);
         if *n == 0 {
-            self.committed[site] = self.committed[site].saturating_add(wf.files[file].size);
+            self.committed[site] = self.committed[site].saturating_add(wf.files()[file].size);
         }
         *n += 1;
     }
 
-    fn unhold(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+    fn unhold(&mut self, wf: &RunDag, file: FileId, site: SiteId) {
         if self.roomy[site] {
             return;
         }
@@ -152,26 +152,26 @@ impl Room {
         *n -= 1;
         if *n == 0 {
             self.holds.remove(&(file, site));
-            self.committed[site] = self.committed[site].saturating_sub(wf.files[file].size);
+            self.committed[site] = self.committed[site].saturating_sub(wf.files()[file].size);
             self.freed = true;
         }
     }
 
     /// Bytes `job` would add to what is committed at `site`.
-    pub(crate) fn need(&self, wf: &Workflow, job: JobId, site: SiteId) -> u64 {
-        let j = &wf.jobs[job];
+    pub(crate) fn need(&self, wf: &RunDag, job: JobId, site: SiteId) -> u64 {
+        let j = &wf.job(job);
         j.inputs
             .iter()
             .chain(&j.outputs)
             .filter(|&&f| !self.holds.contains_key(&(f, site)))
-            .map(|&f| wf.files[f].size)
+            .map(|&f| wf.files()[f].size)
             .sum()
     }
 
     /// The room `job` must leave free: the reserve for a root while other
     /// jobs hold files.
-    fn reserve_for(&self, wf: &Workflow, job: JobId) -> u64 {
-        if wf.jobs[job].parents.is_empty() && self.holding > 0 {
+    fn reserve_for(&self, wf: &RunDag, job: JobId) -> u64 {
+        if wf.job(job).parents.is_empty() && self.holding > 0 {
             self.reserve
         } else {
             0
@@ -180,7 +180,7 @@ impl Room {
 
     /// Whether `site` has room for `job` now (see the module's note on the
     /// reserve).
-    pub(crate) fn fits(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+    pub(crate) fn fits(&self, wf: &RunDag, job: JobId, site: SiteId) -> bool {
         if !self.on || self.roomy[site] {
             return true;
         }
@@ -196,12 +196,12 @@ impl Room {
     }
 
     /// `job` was placed at `site`: its inputs and outputs are held there.
-    pub(crate) fn place(&mut self, wf: &Workflow, job: JobId, site: SiteId) {
+    pub(crate) fn place(&mut self, wf: &RunDag, job: JobId, site: SiteId) {
         if !self.on {
             return;
         }
         debug_assert!(self.held_at[job].is_none(), "placed twice");
-        let j = &wf.jobs[job];
+        let j = &wf.job(job);
         if !self.roomy[site] {
             for &f in j.inputs.iter().chain(&j.outputs) {
                 self.hold(wf, f, site);
@@ -213,7 +213,7 @@ impl Room {
 
     /// `job`'s pins are released; its outputs stay kept at its site when
     /// `kept` (it ended well and they are registered there).
-    pub(crate) fn release(&mut self, wf: &Workflow, job: JobId, kept: bool) {
+    pub(crate) fn release(&mut self, wf: &RunDag, job: JobId, kept: bool) {
         if !self.on {
             return;
         }
@@ -221,7 +221,7 @@ impl Room {
             return;
         };
         self.holding -= 1;
-        let j = &wf.jobs[job];
+        let j = &wf.job(job);
         if self.roomy[site] {
             return;
         }
@@ -238,7 +238,7 @@ impl Room {
     }
 
     /// The copy of `file` at `site` is no longer kept (its cleanup).
-    pub(crate) fn unkeep(&mut self, wf: &Workflow, file: FileId, site: SiteId) {
+    pub(crate) fn unkeep(&mut self, wf: &RunDag, file: FileId, site: SiteId) {
         if self.on && self.kept.remove(&(file, site)) {
             self.unhold(wf, file, site);
         }
@@ -256,10 +256,10 @@ impl Room {
     }
 
     /// `job` waits for room at one of `sites`.
-    pub(crate) fn wait(&mut self, wf: &Workflow, job: JobId, sites: &[SiteId]) {
+    pub(crate) fn wait(&mut self, wf: &RunDag, job: JobId, sites: &[SiteId]) {
         self.stop_waiting(job);
         // Keyed as if others hold room (when none does, all are woken).
-        let reserve = if wf.jobs[job].parents.is_empty() {
+        let reserve = if wf.job(job).parents.is_empty() {
             self.reserve
         } else {
             0
@@ -353,7 +353,7 @@ impl Placement {
     /// leaves them registered there.
     pub(crate) fn release_pins(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, site): (JobId, SiteId),
         delete: Vec<FileId>,
         ended_well: bool,
@@ -367,7 +367,7 @@ impl Placement {
     /// No site that can run `job` (those are `could`) has room for it now:
     /// it waits. Returns when to look at the whole grid, if no look is due
     /// yet.
-    pub(crate) fn wait_for_room(&mut self, wf: &Workflow, job: JobId, could: &[SiteId], now: Time) -> Option<Time> {
+    pub(crate) fn wait_for_room(&mut self, wf: &RunDag, job: JobId, could: &[SiteId], now: Time) -> Option<Time> {
         self.room.wait(wf, job, could);
         if self.room.check_pending {
             return None;
@@ -383,7 +383,7 @@ impl Placement {
     /// waiting job (that is still ready, by `state`) that has no room
     /// anywhere fails (a deadlock on disk space: what the disks keep
     /// leaves it no room).
-    pub(crate) fn check_room(&mut self, wf: &Workflow, sites: &[SiteInfo], state: &[JobState], now: Time) -> RoomCheck {
+    pub(crate) fn check_room(&mut self, wf: &RunDag, sites: &[SiteInfo], state: &[JobState], now: Time) -> RoomCheck {
         self.room.check_pending = false;
         if self.room.waiting.is_empty() {
             return RoomCheck::Nothing;

@@ -12,7 +12,7 @@ use crate::core::ready_queue::ReadyQueue;
 use crate::core::records::SiteCounters;
 use crate::core::seams::{GridView, Offer};
 use crate::core::submissions::{Submissions, Workload};
-use crate::core::{Command, JobId, JobState, SiteId, SiteInfo, Time, Workflow};
+use crate::core::{Command, JobId, JobState, SiteId, SiteInfo, Time, RunDag};
 use std::collections::VecDeque;
 
 /// Why a job has no site to offer the selector.
@@ -48,7 +48,7 @@ impl Placement {
     pub(crate) fn choose_site(
         &mut self,
         job: JobId,
-        wf: &Workflow,
+        wf: &RunDag,
         sites: &[SiteInfo],
         counters: &[SiteCounters],
         dag: DagSide<'_>,
@@ -94,7 +94,7 @@ impl Placement {
 
     /// Up to `n` ready jobs the round would offer the selector next if
     /// nothing changed (those without an eligible site never reach it).
-    fn upcoming(&self, n: usize, wf: &Workflow, sites: &[SiteInfo], dag: &DagSide<'_>) -> Vec<Offer> {
+    fn upcoming(&self, n: usize, wf: &RunDag, sites: &[SiteInfo], dag: &DagSide<'_>) -> Vec<Offer> {
         let mut ahead = Vec::with_capacity(n.min(dag.ready.len()));
         for job in dag.ready.peek(dag.ready.len().min(2 * n)) {
             if ahead.len() == n {
@@ -130,7 +130,7 @@ impl Placement {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn place_at(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         job: JobId,
         site: SiteId,
         attempt: usize,
@@ -141,7 +141,7 @@ impl Placement {
         self.site_of[job] = site;
         self.room.place(wf, job, site);
         out.push(Command::Pin { job, site });
-        let inputs = &wf.jobs[job].inputs;
+        let inputs = &wf.job(job).inputs;
         let mut pending = VecDeque::with_capacity(inputs.len());
         counters.inputs_planned += inputs.len() as u64;
         // An input named twice is staged once. A long list is checked
@@ -185,7 +185,7 @@ impl Placement {
         &self,
         job: JobId,
         sites: &[SiteInfo],
-        wf: &Workflow,
+        wf: &RunDag,
         out: &mut Vec<SiteId>,
     ) -> Result<(), NoSite> {
         let avoid = self.avoid.get(&job);

@@ -91,7 +91,7 @@ impl Placement {
     /// What `job`'s prescript does next, running at most `streams`
     /// transfers at once (see the module docs). A transfer it names is
     /// counted as in flight.
-    pub(crate) fn next_stage(&mut self, wf: &Workflow, job: JobId, streams: usize) -> StageNext {
+    pub(crate) fn next_stage(&mut self, wf: &RunDag, job: JobId, streams: usize) -> StageNext {
         loop {
             let Some(st) = self.staging[job].as_mut() else {
                 return StageNext::Wait;
@@ -142,7 +142,7 @@ impl Placement {
                     .min_by_key(|&s| (self.transfers.serving(s), s))
             });
             let Some(from) = source else {
-                let name = &wf.files[file].name;
+                let name = &wf.files()[file].name;
                 return if holders.is_empty() {
                     StageNext::Lost(file)
                 } else if holders.iter().any(|&s| down[s]) {
@@ -166,7 +166,7 @@ impl Placement {
     /// one source.
     pub(crate) fn stage_ended(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         fl: &Flight,
         result: &Result<u64, TransferFailure>,
         retries: u32,
@@ -184,7 +184,7 @@ impl Placement {
             Err(TransferFailure::NoSpace { never: true }) => {
                 let site = st.site;
                 self.avoid.entry(job).or_default().push(site);
-                let reason = format!("`{}` can never fit", wf.files[file].name);
+                let reason = format!("`{}` can never fit", wf.files()[file].name);
                 return StageEnd::Fail(reason, Retry::Now);
             }
             Err(TransferFailure::NoSpace { never: false }) => {

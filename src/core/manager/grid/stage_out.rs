@@ -86,12 +86,12 @@ impl Placement {
     /// the outputs to send.
     pub(crate) fn begin_stage_out(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, attempt): (JobId, usize),
         site: SiteId,
         delete: Vec<FileId>,
     ) -> Vec<FileId> {
-        let outputs = wf.jobs[job].outputs.clone();
+        let outputs = wf.job(job).outputs.clone();
         self.stage_outs[job] = Some(StageOut {
             site,
             attempt,
@@ -123,7 +123,7 @@ impl Placement {
     /// `ok` or not; `retries` tries are allowed each.
     pub(crate) fn home_done(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, attempt): (JobId, usize),
         file: FileId,
         (ok, retries): (bool, u32),
@@ -160,7 +160,7 @@ impl Placement {
         if ok {
             return HomeEnd::Home { site: so.site, delete };
         }
-        let name = &wf.files[file].name;
+        let name = &wf.files()[file].name;
         let reason = format!("could not send `{name}` back to the submit machine");
         HomeEnd::Lost {
             site: so.site,
@@ -172,12 +172,12 @@ impl Placement {
     /// `job`'s node ended with its outputs registered at `site`: its final
     /// outputs to copy to its submit machine (none when it is there or
     /// down), counted as on their way.
-    pub(crate) fn finals_to_send(&mut self, wf: &Workflow, job: JobId, site: SiteId) -> Vec<FileId> {
+    pub(crate) fn finals_to_send(&mut self, wf: &RunDag, job: JobId, site: SiteId) -> Vec<FileId> {
         let home = self.home[job];
         if site == home || self.pool.down[home] {
             return Vec::new();
         }
-        let finals: Vec<FileId> = (wf.jobs[job].outputs.iter().copied())
+        let finals: Vec<FileId> = (wf.job(job).outputs.iter().copied())
             .filter(|&f| self.cache.unread[f])
             .collect();
         self.finals.out += finals.len();
@@ -188,7 +188,7 @@ impl Placement {
     /// machine ended, `ok` or not; `retries` tries are allowed.
     pub(crate) fn final_done(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         (job, file, from): (JobId, FileId, SiteId),
         (ok, retries): (bool, u32),
         out: &mut Vec<Command>,
@@ -232,22 +232,22 @@ impl Placement {
     /// Whether `job`, ended well at `site`, sends its outputs home before
     /// its node ends: with the `return` policy, when it has outputs and ran
     /// away from home.
-    pub(crate) fn sends_home(&self, wf: &Workflow, job: JobId, site: SiteId) -> bool {
+    pub(crate) fn sends_home(&self, wf: &RunDag, job: JobId, site: SiteId) -> bool {
         self.policy == ReplicaPolicy::Return
             && site != self.home[job]
-            && !wf.jobs[job].outputs.is_empty()
+            && !wf.job(job).outputs.is_empty()
     }
 
     /// `job`'s outputs at `site`, no longer kept there (so that a release
     /// may delete them).
     fn own_outputs(
         &mut self,
-        wf: &Workflow,
+        wf: &RunDag,
         job: JobId,
         site: SiteId,
         out: &mut Vec<Command>,
     ) -> Vec<FileId> {
-        let outputs = wf.jobs[job].outputs.clone();
+        let outputs = wf.job(job).outputs.clone();
         for &file in &outputs {
             self.room.unkeep(wf, file, site);
             out.push(Command::Cleanup { site, file });

@@ -18,7 +18,7 @@
 
 use super::node_life::NodeLife;
 use super::Retry;
-use crate::core::{JobId, ScriptKind, Time, Workflow};
+use crate::core::{JobId, RunDag, ScriptKind, Time};
 
 /// What a node's job's end means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl NodeLife {
 
     /// What `job`'s PRE script exiting `status` means, its DAG's stop (if
     /// any) taken into account.
-    pub(crate) fn pre_end(&self, wf: &Workflow, job: JobId, status: i32) -> PreEnd {
+    pub(crate) fn pre_end(&self, wf: &RunDag, job: JobId, status: i32) -> PreEnd {
         let stopped = self.stopped_for(job);
         if status == 0 {
             return match stopped {
@@ -186,12 +186,12 @@ mod tests {
         life
     }
 
-    fn wf() -> Workflow {
+    fn wf() -> RunDag {
         let job = crate::core::JobSpec {
             name: "a".into(),
             ..Default::default()
         };
-        Workflow::build(Vec::new(), vec![job]).unwrap()
+        RunDag::from(crate::core::Workflow::build(Vec::new(), vec![job]).unwrap())
     }
 
     /// The retry a failure exiting `status` gets, as the manual says.

@@ -112,7 +112,7 @@ impl NodeLife {
                 let c = self.ordering[j][i];
                 self.release_child(c, port);
             }
-            let mut below = port.workflow().children[j].clone();
+            let mut below = port.workflow().children(j).to_vec();
             below.extend(self.close_gate(j));
             below.extend(self.never_provisioned(j));
             for c in below {

@@ -13,7 +13,7 @@
 use super::retry::Retry;
 use crate::core::nodes::NodeSettings;
 use crate::core::records::{Outcome, Records};
-use crate::core::{JobId, ScriptKind, ScriptMacros, Time, Workflow};
+use crate::core::{JobId, ScriptKind, ScriptMacros, Time, RunDag};
 use node_life::{JobState, LifePort, NodeLife, StateCounts};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;

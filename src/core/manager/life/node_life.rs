@@ -25,7 +25,7 @@ pub(crate) trait LifePort {
     /// The time now.
     fn now(&self) -> Time;
     /// The run's workflow: its edges.
-    fn workflow(&self) -> &crate::core::Workflow;
+    fn workflow(&self) -> &crate::core::RunDag;
     /// `job` moved from `from` to `to`.
     fn moved(&mut self, job: JobId, from: JobState, to: JobState);
     /// `job` became ready now; `first` keeps an earlier time it was ready
@@ -285,11 +285,11 @@ impl NodeLife {
 #[cfg(test)]
 pub(crate) mod recorder {
     use super::*;
-    use crate::core::{JobSpec, Workflow};
+    use crate::core::{JobSpec, RunDag, Workflow};
 
     /// A port that records what the node life cycle tells it.
     pub struct Recorder {
-        pub wf: Workflow,
+        pub wf: RunDag,
         pub now: Time,
         /// The delays `release_delay` hands out, in turn (0 once used up).
         pub delays: Vec<Time>,
@@ -304,7 +304,7 @@ pub(crate) mod recorder {
         fn now(&self) -> Time {
             self.now
         }
-        fn workflow(&self) -> &Workflow {
+        fn workflow(&self) -> &RunDag {
             &self.wf
         }
         fn moved(&mut self, job: JobId, from: JobState, to: JobState) {
@@ -349,8 +349,8 @@ pub(crate) mod recorder {
                 ..Default::default()
             })
             .collect();
-        let wf = Workflow::build(Vec::new(), specs).unwrap();
-        let missing = wf.jobs.iter().map(|j| j.parents.len()).collect();
+        let wf = RunDag::from(Workflow::build(Vec::new(), specs).unwrap());
+        let missing = wf.jobs().map(|j| j.parents.len()).collect();
         let n = parents.len();
         let life = NodeLife::new(missing, vec![Vec::new(); n], false, 0);
         let port = Recorder {

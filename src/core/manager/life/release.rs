@@ -54,8 +54,8 @@ impl NodeLife {
     /// `job` is over: its workflow and ordering children lose a parent.
     pub(crate) fn release_children(&mut self, job: JobId, port: &mut impl LifePort) {
         self.hold_for_provisioner(port.workflow(), job);
-        for i in 0..port.workflow().children[job].len() {
-            let c = port.workflow().children[job][i];
+        for i in 0..port.workflow().children(job).len() {
+            let c = port.workflow().children(job)[i];
             self.release_child(c, port);
         }
         for i in 0..self.ordering[job].len() {

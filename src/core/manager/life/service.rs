@@ -58,7 +58,7 @@ impl NodeLife {
     /// PROVISIONER has not run yet, its other nodes that would start now
     /// (the entry's children in `wf`, and those of a run again behind it)
     /// wait for the go-ahead too.
-    pub(crate) fn hold_for_provisioner(&mut self, wf: &Workflow, entry: JobId) {
+    pub(crate) fn hold_for_provisioner(&mut self, wf: &RunDag, entry: JobId) {
         let Some(k) = self.dagmans.of_entry(entry) else {
             return;
         };
@@ -72,7 +72,7 @@ impl NodeLife {
         ) {
             return;
         }
-        let starting: Vec<JobId> = (wf.children[entry].iter())
+        let starting: Vec<JobId> = (wf.children(entry).iter())
             .chain(self.waiting_for_entry(entry))
             .copied()
             .filter(|&c| c != p && !self.nodes.service[c] && self.state[c] == JobState::Waiting)

@@ -169,7 +169,7 @@ impl NodeLife {
     }
 
     /// Why `job` stopped, in words, once its DAG (or sub-DAG) did.
-    pub(crate) fn stop_reason(&self, wf: &Workflow, job: JobId) -> String {
+    pub(crate) fn stop_reason(&self, wf: &RunDag, job: JobId) -> String {
         let (abort, what) = match self.dagmans.stopped(job) {
             Some(a) => (Some(a), "its sub-DAG"),
             None => (self.dagmans.top().aborted, "the DAG"),
@@ -181,7 +181,7 @@ impl NodeLife {
                 ..
             }) => format!(
                 "{what} was aborted (ABORT-DAG-ON: `{}` exited {status})",
-                wf.jobs[n].name
+                wf.job(n).name
             ),
             Some(DagAbort {
                 halted_at: Some(_), ..
@@ -263,6 +263,7 @@ mod tests {
             .to_vec(),
         )
         .unwrap();
+        let wf = crate::core::RunDag::from(wf);
         assert_eq!(life.stop_reason(&wf, 0), "", "the DAG has not stopped");
         life.dagmans.top_mut().aborted = Some(abort);
         assert_eq!(life.abort_for(1, 4), None, "it stops once");

@@ -319,7 +319,7 @@ impl NodeLife {
         again.push(job);
         // Each waits for its parents that have not ended well.
         for &m in &again {
-            let workflow = port.workflow().jobs[m].parents.iter();
+            let workflow = port.workflow().job(m).parents.iter();
             let ordering = (0..self.ordering.len()).filter(|&p| self.ordering[p].contains(&m));
             self.missing_parents[m] = workflow
                 .copied()
@@ -381,7 +381,7 @@ impl NodeLife {
         for &m in &members {
             if Some(m) != fin && matches!(self.state[m], JobState::Waiting | JobState::Ready) {
                 self.set_state(m, JobState::Blocked, port);
-                if port.workflow().children[m].contains(&node) {
+                if port.workflow().children(m).contains(&node) {
                     self.release_child(node, port);
                 }
             }
