@@ -1087,8 +1087,12 @@ impl Manager {
         }
         // A halted DAGMan stops once drained: its FINAL node may then
         // start.
-        if !self.dag.dagmans.halting.is_empty() {
+        // (One below another stops first: the one above is asked again.)
+        while !self.dag.dagmans.halting.is_empty() {
             let drained = self.dag.drained_halts();
+            if drained.is_empty() {
+                break;
+            }
             for &d in &drained {
                 let halt = DagAbort::halt(self.now);
                 match d {
@@ -1101,9 +1105,7 @@ impl Manager {
                     }
                 }
             }
-            if !drained.is_empty() {
-                self.offer_ready(out);
-            }
+            self.offer_ready(out);
         }
     }
 

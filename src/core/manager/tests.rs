@@ -1994,6 +1994,74 @@ fn a_halted_subdag_drains_and_fails_its_node_and_a_retry_runs_it_anew() {
     assert!(w.m.succeeded());
 }
 
+/// The top DAG and its sub-DAG halted together, both drained by one
+/// event: the sub-DAG's DAGMan, its node's job, which the top DAG waits
+/// for, stops first and runs its FINAL node; its node then ends (though
+/// the top DAG starts no node), and the top DAG stops after it. (Before,
+/// the top DAG stopped first and left the node NOT_READY.)
+#[test]
+fn a_subdag_halted_with_the_top_dag_runs_its_final_before_the_top_stops() {
+    let mut w = chart_world(
+        &[
+            ("s^entry", 0.0, &[]),
+            ("s+a", 10.0, &["s^entry"]),
+            ("s+f", 10.0, &[]),
+            ("s", 0.0, &["s+a", "s+f"]),
+            ("after", 10.0, &["s"]),
+        ],
+        4,
+    );
+    let mut nodes = NodeSettings::none(5);
+    (nodes.noop[0], nodes.noop[3]) = (true, true);
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 3,
+        entry: Some(0),
+        members: vec![1, 2],
+        final_node: Some(2),
+        ..Default::default()
+    }];
+    w.m.set_nodes(nodes);
+    w.tell_at(1.0, Event::Halted);
+    w.tell_at(1.0, Event::SubDagHalted { subdag: 0 });
+    w.run();
+    use JobState::*;
+    let states: Vec<JobState> = (0..5).map(|j| w.m.job_state(j)).collect();
+    // s+a runs on, then FINAL s+f, whose success is its sub-DAG's: s ends
+    // well, and only then does the top DAG stop.
+    assert_eq!(states, [Done, Done, Done, Done, Blocked]);
+    let r = w.m.records();
+    let end = |j: JobId| r.jobs[j].attempts[0].ended.unwrap();
+    assert!(r.jobs[2].attempts[0].prescript >= end(1), "FINAL after the drain");
+    assert!(end(3) >= end(2), "the node ends with its DAGMan");
+    assert!(w.m.dag_abort().is_some_and(|a| a.halted_at.is_some()), "the top DAG halted");
+    // Without a FINAL node the halted sub-DAG's DAGMan exits 1 (s+b never
+    // started): its node fails, still before the top DAG stops.
+    let mut w = chart_world(
+        &[
+            ("s+a", 10.0, &[]),
+            ("s+b", 10.0, &["s+a"]),
+            ("s", 0.0, &["s+b"]),
+            ("after", 10.0, &["s"]),
+        ],
+        4,
+    );
+    let mut nodes = NodeSettings::none(4);
+    nodes.retry = vec![Some(0); 4];
+    nodes.noop[2] = true;
+    nodes.subdags = vec![crate::core::nodes::SubDag {
+        node: 2,
+        members: vec![0, 1],
+        ..Default::default()
+    }];
+    w.m.set_nodes(nodes);
+    w.tell_at(1.0, Event::SubDagHalted { subdag: 0 });
+    w.tell_at(1.0, Event::Halted);
+    w.run();
+    let states: Vec<JobState> = (0..4).map(|j| w.m.job_state(j)).collect();
+    assert_eq!(states, [Done, Blocked, Failed, Blocked]);
+    assert_eq!(w.m.records().jobs[2].attempts[0].exit, Some(1));
+}
+
 #[test]
 fn a_subdag_nodes_post_script_sees_its_dags_exit_and_decides() {
     // POST fails the first time it runs (on $RETURN 1): the node is

@@ -188,7 +188,7 @@ impl NodeLife {
     fn admits(dagmans: &Dagmans, nodes: &NodeSettings, job: JobId) -> bool {
         let dagman = &dagmans.list[dagmans.dagman_of(job)];
         if dagman.halted && dagman.aborted.is_none() {
-            return Some(job) == nodes.final_node || dagmans.is_final(job);
+            return Self::starts_halted(dagmans, nodes, job);
         }
         !dagmans.on.submitted
             || Self::submits_regardless(nodes, dagmans, job)

@@ -103,16 +103,23 @@ impl NodeLife {
 
     /// The halted DAGMans that have drained (`condor_event_timer`: no node
     /// job in the queue, no POST script to run): none of their nodes in
-    /// flight, nested sub-DAGs' included, and none ready that a DAGMan not
-    /// halted below them would still start. Each then stops, with
-    /// [`DagAbort::halt`]. Those stopped otherwise meanwhile are dropped.
+    /// flight, nested sub-DAGs' included, and none ready that would still
+    /// start. Each then stops, with [`DagAbort::halt`]. Those stopped
+    /// otherwise meanwhile are dropped. A DAGMan with a sub-DAG below it
+    /// that drained too waits for the next call: the sub-DAG stops first,
+    /// and may then run its FINAL node or end its node, which the DAGMan
+    /// above waits for (the sub-DAG's DAGMan is its node's job, in flight
+    /// until it exits).
     pub(crate) fn drained_halts(&mut self) -> Vec<dagmans::DagmanId> {
         let mut drained = Vec::new();
         let mut halting = std::mem::take(&mut self.dagmans.halting);
-        let (dagmans, state, c) = (&self.dagmans, &self.state, &self.counts);
+        let (dagmans, state, c, nodes) = (&self.dagmans, &self.state, &self.counts, &self.nodes);
         let in_flight = |m: JobId| match state[m] {
             JobState::Staging | JobState::Queued | JobState::Running => true,
-            JobState::Ready => !dagmans.list[dagmans.dagman_of(m)].halted,
+            JobState::Ready => {
+                let dagman = &dagmans.list[dagmans.dagman_of(m)];
+                !dagman.halted || dagman.aborted.is_some() || Self::starts_halted(dagmans, nodes, m)
+            }
             _ => false,
         };
         halting.retain(|&d| {
@@ -124,17 +131,42 @@ impl NodeLife {
             let busy = match d {
                 0 => {
                     c.staging + c.queued + c.running > 0
-                        || (dagmans.list.iter().skip(1)).any(|s| !s.halted && s.counts.ready > 0)
+                        || (dagmans.list.iter().skip(1))
+                            .any(|s| (!s.halted || s.aborted.is_some()) && s.counts.ready > 0)
+                        || (nodes.subdags.iter()).any(|s| in_flight(s.node))
                 }
-                _ => self.nodes.subdags[d - 1].members.iter().any(|&m| in_flight(m)),
+                _ => nodes.subdags[d - 1].members.iter().any(|&m| in_flight(m)),
             };
             if !busy {
                 drained.push(d);
             }
             busy
         });
+        // One above another that drained waits for it.
+        let above = |d: dagmans::DagmanId| (d > 0).then(|| dagmans.dagman_of(nodes.subdags[d - 1].node));
+        let mut waits = Vec::new();
+        for &d in &drained {
+            let mut up = above(d);
+            while let Some(a) = up {
+                if drained.contains(&a) && !waits.contains(&a) {
+                    waits.push(a);
+                }
+                up = above(a);
+            }
+        }
+        drained.retain(|d| !waits.contains(d));
+        halting.extend(waits);
         self.dagmans.halting = halting;
         drained
+    }
+
+    /// Whether the ready `job` starts though its DAGMan is halted: its
+    /// FINAL node, or the node of a sub-DAG that ran, whose job (that
+    /// sub-DAG's DAGMan) was submitted before and is only ending now.
+    pub(crate) fn starts_halted(dagmans: &dagmans::Dagmans, nodes: &NodeSettings, job: JobId) -> bool {
+        Some(job) == nodes.final_node
+            || dagmans.is_final(job)
+            || dagmans.of_node(job).is_some_and(|k| !nodes.subdags[k].members.is_empty())
     }
 
     /// What the stop does to `job` as it stands now: a node not started
