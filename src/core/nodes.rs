@@ -191,6 +191,45 @@ pub struct Graft {
     pub depth_first: bool,
 }
 
+impl Graft {
+    /// Its roots and its leaves, as they join the run: the roots wait for
+    /// the sub-DAG's entry, its node for the leaves and its FINAL node
+    /// (as the DAG's flattened sub-DAGs, `compose.rs`). FINAL, SERVICE and
+    /// PROVISIONER nodes are neither leaves nor (FINAL) roots.
+    pub fn ends(&self) -> (Vec<JobId>, Vec<JobId>) {
+        let (local, m) = (&self.nodes, self.jobs.len());
+        let finals: Vec<JobId> = (local.final_node.iter())
+            .chain(local.subdags.iter().filter_map(|d| d.final_node.as_ref()))
+            .copied()
+            .collect();
+        let provisioners: Vec<JobId> = (local.provisioner.iter())
+            .chain(local.subdags.iter().filter_map(|d| d.provisioner.as_ref()))
+            .copied()
+            .collect();
+        let mut has_child = vec![false; m];
+        for j in &self.jobs {
+            for &p in &j.parents {
+                if let Some(h) = has_child.get_mut(p) {
+                    *h = true;
+                }
+            }
+        }
+        let roots = (0..m)
+            .filter(|&j| self.jobs[j].parents.is_empty() && !finals.contains(&j))
+            .collect();
+        let leaves = (0..m)
+            .filter(|&j| {
+                !has_child[j]
+                    && !finals.contains(&j)
+                    && !provisioners.contains(&j)
+                    && !local.service.get(j).copied().unwrap_or(false)
+            })
+            .chain(local.final_node)
+            .collect();
+        (roots, leaves)
+    }
+}
+
 impl NodeSettings {
     /// No settings for `jobs` jobs: plain FIFO, no limits.
     pub fn none(jobs: usize) -> Self {

@@ -39,14 +39,14 @@
 //! the placement says what it needs done as [`placement::GridStep`]s,
 //! which the manager routes (`Manager::route`), or answers one step at a
 //! time (what a prescript stages next). The manager's own methods are
-//! kept by phase: this file holds the event entry point and the timers;
-//! `staging` the prescript and submission; `completion` the job's end and
-//! the postscript; `recovery` retries, re-planning and MonitQueue; `abort`
-//! the DAG's stop; `graft` a sub-DAG read as the run goes.
+//! kept by phase: this file holds the event entry point, the timers and
+//! the graft of a sub-DAG read as the run goes; `staging` the prescript
+//! and submission; `completion` the job's end and the postscript;
+//! `recovery` retries, re-planning and MonitQueue; `abort` the DAG's stop.
+//! Its tunables are `settings`.
 
 mod abort;
 mod completion;
-mod graft;
 mod grid;
 mod life;
 mod recovery;
@@ -54,6 +54,8 @@ pub mod scripted;
 mod staging;
 mod timer;
 mod retry;
+mod settings;
+pub use settings::{MAX_RETRIES, ManagerSettings};
 use grid::{maintenance, placement, replicas, room, schedd, site_choice, stage_in, stage_out, transfers};
 use life::{dagman_limits, dagmans, ends, failure, node_life, release, stop, subdag};
 use failure::SubmitFailure;
@@ -75,7 +77,7 @@ use recovery::Retry;
 use staging::Prescript;
 
 use super::events::EventQueue;
-use super::nodes::{NodeSettings, SUBMIT_FAILED, Throttle};
+use super::nodes::{Graft, NodeSettings, SUBMIT_FAILED, Throttle};
 use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -89,119 +91,11 @@ use super::records::{
 };
 use super::seams::SiteSelector;
 use super::submissions::{Submissions, Workload};
-use super::wms::{Latency, Wms, WmsSettings};
+use super::wms::Wms;
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
     RunDag, Workflow, rls::Rls,
 };
-
-/// The most retries a run may allow, of a job (DAGMan's `RETRY`,
-/// `max_retries`), a transfer or a plan: a node that failed 100,000 times
-/// has failed for good, and a larger count only makes a run that cannot
-/// end look busy.
-pub const MAX_RETRIES: u32 = 100_000;
-
-/// The manager's tunables, in nominal seconds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ManagerSettings {
-    /// Most prescripts running at once; 0 means no limit.
-    pub maxpre: usize,
-    /// Least time between two prescript starts.
-    pub prescript_interval: f64,
-    /// Transfers one prescript runs at once.
-    pub prescript_streams: usize,
-    /// Times a job that failed at its site is planned again.
-    pub max_retries: u32,
-    /// Times a failed transfer is retried from the same source.
-    pub transfer_retries: u32,
-    /// Wait before a transfer retry.
-    pub transfer_backoff: f64,
-    /// Wait before planning again a job whose site had no room.
-    pub replan_backoff: f64,
-    /// Times a job may be planned again for want of room or a vanished input
-    /// (not its own fault) before it fails.
-    pub max_replans: u32,
-    /// What happens to staged inputs after the job.
-    pub replica_policy: ReplicaPolicy,
-    /// When a kept staged copy is registered for the selectors.
-    pub registration: Registration,
-    /// MonitQueue: how often queues are checked (0: MonitQueue off).
-    pub monit_interval: f64,
-    /// MonitQueue: longest a job may wait in a site queue before it is killed
-    /// there and planned again elsewhere.
-    pub max_idle: f64,
-    /// Per-job latencies of a real WMS (nominal s): from its last parent's
-    /// end to its release as ready (DAGMan's release latency)…
-    pub release_overhead: Latency,
-    /// …from its submission to its arrival in the schedd (`condor_submit`,
-    /// in parallel with others)…
-    pub submit_overhead: Latency,
-    /// …and from its end noticed to its outputs registered and its children
-    /// released (the postscript, e.g. `pegasus-exitcode`).
-    pub postscript_overhead: Latency,
-    /// How long a DAG node's PRE or POST script takes in the simulator
-    /// (nominal s; the live engine runs the real script in real time).
-    pub script_time: Latency,
-    /// The serial stages of the pool (DAGMan's event loop, the negotiator,
-    /// the schedd); off by default.
-    pub wms: WmsSettings,
-    /// In-place cleanup: an intermediate output is no longer kept once every
-    /// job reading it has ended.
-    pub cleanup: bool,
-    /// A file whose every replica was lost (a site crashed with its pool) is
-    /// made again by running its producer again; otherwise the jobs that
-    /// need it fail.
-    pub reproduce_lost: bool,
-    /// Seed 003 §6: the most bytes an execute site's cache may hold after a
-    /// job; above it, files are deleted in increasing worth (none: no
-    /// maintenance, pools evict only to make room).
-    pub cache_bound: Option<u64>,
-    /// Seed 003 §6.2's k: a file about to lose one of its last k copies is
-    /// moved to the site with most free room first (0: off).
-    pub replicas: usize,
-    /// Storage-aware release: a job is placed only where its files fit
-    /// beside what the manager has committed there, and otherwise waits
-    /// for room (see `room`); off, a job is placed wherever it could ever
-    /// fit and its staging fails when the site has no room now.
-    pub storage_aware: bool,
-    /// `DAGMAN_SUBMIT_DEPTH_FIRST`: newly ready jobs go to the head of the
-    /// ready queue, not its tail.
-    pub submit_depth_first: bool,
-    /// Pegasus's stage-out: a final output (read by no job) is copied to
-    /// its job's submit machine and cleaned up where it was made.
-    pub stage_out: bool,
-}
-
-impl Default for ManagerSettings {
-    fn default() -> Self {
-        ManagerSettings {
-            maxpre: 20,
-            prescript_interval: 1.0,
-            prescript_streams: 1,
-            max_retries: 3,
-            transfer_retries: 3,
-            transfer_backoff: 2.0,
-            replan_backoff: 10.0,
-            max_replans: 100,
-            replica_policy: ReplicaPolicy::Caching,
-            registration: Registration::Arrival,
-            monit_interval: 0.0,
-            max_idle: f64::INFINITY,
-            release_overhead: Latency::default(),
-            submit_overhead: Latency::default(),
-            postscript_overhead: Latency::default(),
-            script_time: Latency::default(),
-            wms: WmsSettings::default(),
-            cleanup: true,
-            reproduce_lost: true,
-            cache_bound: None,
-            replicas: 0,
-            storage_aware: true,
-            submit_depth_first: false,
-            stage_out: false,
-        }
-    }
-}
 
 /// What changed in the control records since the last look.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -1288,4 +1182,121 @@ fn submit_machines(wf: &Workflow, placement: &[(FileId, SiteId)]) -> Vec<SiteId>
         home.push(h);
     }
     home
+}
+
+// A sub-DAG whose `.dag` its node's PRE script writes (HTCondor's test
+// `job_dagman_pre_subdag`): DAGMan reads a sub-DAG's file only when it
+// submits the node's job, after the PRE script has run. A deferred
+// sub-DAG ([`SubDag::deferred`]) has no nodes until then. Once its entry's
+// PRE script has run, the manager asks the engine to read the file
+// ([`Command::ReadSubDag`]), and [`Manager::graft`] adds its nodes to the
+// run's DAG ([`RunDag`], the workflow the run started with unchanged) as
+// jobs after the DAG's: its roots wait for the entry, its node for its
+// leaves, and it runs as any sub-DAG does (`subdag.rs`). A file that
+// cannot be read is a sub-DAG whose DAGMan exits 1 at once, as
+// `condor_dagman` does: the node's POST script sees `$RETURN` 1, and its
+// `RETRY` runs the PRE script again and reads the file again.
+impl Manager {
+    /// The no-op `job` ended its PRE script: if it is the entry of a
+    /// deferred sub-DAG, its DAG is read now and the entry waits for
+    /// [`Manager::graft`]. Returns whether it was.
+    pub(super) fn read_deferred(&mut self, job: JobId, out: &mut Vec<Command>) -> bool {
+        let Some(node) = self.dag.node_of_entry(job) else {
+            return false;
+        };
+        let Some(k) = self.dag.dagmans.of_node(node) else {
+            return false;
+        };
+        if !self.dag.nodes.subdags[k].deferred {
+            return false;
+        }
+        out.push(Command::ReadSubDag { subdag: k, node });
+        true
+    }
+
+    /// The engine's answer to [`Command::ReadSubDag`] for sub-DAG `subdag`
+    /// at nominal time `now`: its DAG, or why it could not be read (the
+    /// sub-DAG then exits 1 without running). The sub-DAG's entry then ends
+    /// and its DAG starts. Returns why its nodes were not added, if they
+    /// were not (also when the read is stale: the DAG stopped meanwhile).
+    pub fn graft(
+        &mut self,
+        now: Time,
+        subdag: usize,
+        graft: Result<Graft, String>,
+        out: &mut Vec<Command>,
+    ) -> Result<(), String> {
+        if now > self.now {
+            self.now = now;
+        }
+        let k = subdag;
+        let entry = (self.dag.nodes.subdags.get(k))
+            .filter(|d| d.deferred)
+            .and_then(|d| d.entry)
+            .ok_or_else(|| format!("sub-DAG #{k} is not one read as the run goes"))?;
+        if self.dag.state[entry] != JobState::Running {
+            return Err("the DAG stopped before its sub-DAG was read".into());
+        }
+        let read = graft.and_then(|g| self.add_graft(k, g));
+        if read.is_err() {
+            // Its DAGMan exits 1 before running a node.
+            self.dag.dagmans.unreadable(k);
+        }
+        let site = self.grid.site_of[entry];
+        self.job_ended(entry, site, None, out);
+        self.pump(out);
+        read
+    }
+
+    /// Adds `g`'s nodes to the run as sub-DAG `k`'s.
+    fn add_graft(&mut self, k: usize, mut g: Graft) -> Result<(), String> {
+        if self.grid.memo.is_some() {
+            return Err("a sub-DAG read as the run goes cannot be memoized".into());
+        }
+        let d = &self.dag.nodes.subdags[k];
+        let (node, entry) = (d.node, d.entry.ok_or("a deferred sub-DAG has an entry")?);
+        self.dag.graft_fits(&g)?;
+        let (roots, leaves) = g.ends();
+        let m = g.jobs.len();
+        let longest = g.jobs.iter().map(|j| j.runtime).fold(0.0, f64::max);
+        // The run's DAG grows in place where the engine holds no other copy.
+        let wf = Arc::make_mut(&mut self.wf);
+        let new = wf.graft(std::mem::take(&mut g.jobs)).map_err(|e| e.to_string())?;
+        let n = new.start;
+        for &r in &roots {
+            wf.add_edge(entry, n + r);
+        }
+        for &l in &leaves {
+            wf.add_edge(n + l, node);
+        }
+        self.grow(m, node);
+        let horizon = stall_horizon(&self.settings, &self.sites, longest);
+        self.grid.stall.horizon = self.grid.stall.horizon.max(horizon);
+        let top_depth_first = self.settings.submit_depth_first;
+        (self.dag).graft(k, &g, new.clone(), leaves.len(), &self.wf, top_depth_first);
+        // DONE nodes (of the sub-DAG's rescue) are done at once, parents
+        // first.
+        for j in new {
+            if self.dag.nodes.done[j] && self.dag.state[j] == JobState::Waiting {
+                self.complete_without_running(j);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every per-job record grows by `m` waiting jobs, of `node`'s
+    /// submission and submit machine: each room's, then the records.
+    fn grow(&mut self, m: usize, node: JobId) {
+        let n = self.dag.state.len() + m;
+        self.dag.grow(n, node);
+        self.grid.grow(n, node);
+        self.records.jobs.resize(n, JobRecord::default());
+        let first = self.job_dirty.len();
+        self.job_dirty.resize(n, false);
+        if self.changes.is_some() {
+            for j in first..n {
+                self.mark_changed(j);
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@
 use super::retry::Retry;
 use crate::core::nodes::NodeSettings;
 use crate::core::records::{Outcome, Records};
-use crate::core::{JobId, ScriptKind, ScriptMacros, Time, RunDag};
+use crate::core::{JobId, RunDag, ScriptKind, ScriptMacros, Time};
 use node_life::{JobState, LifePort, NodeLife, StateCounts};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;

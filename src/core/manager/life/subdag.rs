@@ -11,6 +11,7 @@
 
 use super::node_life::LifePort;
 use super::*;
+use crate::core::nodes::Graft;
 
 /// A failed run of a sub-DAG, as its rescue DAG records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +57,65 @@ impl NodeLife {
         self.submissions.of_job.resize(n, submission);
         self.workload[submission].open += m;
         self.counts.waiting += m;
+    }
+
+    /// Whether `g`'s settings fit its nodes and the run's categories: it
+    /// may be grafted.
+    pub(crate) fn graft_fits(&self, g: &Graft) -> Result<(), String> {
+        let (local, m) = (&g.nodes, g.jobs.len());
+        let categories = self.nodes.category_limits.len() + local.category_limits.len();
+        if local.retry.len() != m || local.category.iter().flatten().any(|&c| c >= categories) {
+            return Err("the sub-DAG's node settings do not match its nodes".into());
+        }
+        Ok(())
+    }
+
+    /// Sub-DAG `k`'s DAG `g` (its settings: its jobs are in `wf` by now),
+    /// read as its node was submitted, joins the run as jobs `new` of `wf`
+    /// (its per-job state grown already, see [`Self::grow`]): its settings and its DAGMan's, its lanes, its
+    /// counts, the sub-DAGs above it, and each node's wait for its parents
+    /// (the entry among the roots'), its node's for its `leaves` too.
+    pub(crate) fn graft(
+        &mut self,
+        k: usize,
+        g: &Graft,
+        new: std::ops::Range<JobId>,
+        leaves: usize,
+        wf: &RunDag,
+        top_depth_first: bool,
+    ) {
+        let (local, n) = (&g.nodes, new.start);
+        let from = self.nodes.subdags.len();
+        self.nodes.append(local, n);
+        let d = &mut self.nodes.subdags[k];
+        let node = d.node;
+        d.members = new.clone().collect();
+        d.final_node = local.final_node.map(|f| f + n);
+        d.provisioner = local.provisioner.map(|p| p + n);
+        d.max_jobs_submitted = local.max_jobs_submitted;
+        d.max_jobs_idle = local.max_jobs_idle;
+        d.max_post = local.max_post;
+        d.always_run_post = local.always_run_post;
+        d.max_pre = g.max_pre;
+        d.depth_first = g.depth_first;
+        d.deferred = false;
+        // The sub-DAGs it is nested in have its nodes too.
+        let mut outer = self.dagmans.innermost(node);
+        while let Some(o) = outer {
+            let d = &mut self.nodes.subdags[o];
+            d.members.extend(new.clone());
+            outer = self.dagmans.innermost(d.node);
+        }
+        self.throttle.grow(&local.category_limits);
+        self.dagmans.graft(&self.nodes, k, new.clone(), from);
+        self.dagmans.count_nodes(new.clone(), &self.state);
+        self.graft_services(new.clone());
+        self.ready.extend_priorities(&self.nodes.priority, n);
+        self.graft_lanes(k, new.clone(), from, top_depth_first);
+        for j in new {
+            self.missing_parents[j] = wf.job(j).parents.len();
+        }
+        self.missing_parents[node] += leaves;
     }
 
     /// `job` is over: if it was the last node running of a held sub-DAG,
