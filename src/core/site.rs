@@ -449,7 +449,7 @@ impl Site {
             let Some(job) = self.queue.pop_front() else {
                 return;
             };
-            let spec = &self.wf.job(job);
+            let spec = self.wf.job(job);
             if let Some(&f) = spec.inputs.iter().find(|&&f| !self.pool.has(f)) {
                 let failure = JobFailure::MissingInput(self.wf.files()[f].name.clone());
                 out.push(SiteAction::Emit(Event::JobEnded {
@@ -480,7 +480,7 @@ impl Site {
 
     /// Whether `job`'s inputs and outputs could ever be here at once.
     fn could_ever_run(&self, job: JobId) -> bool {
-        let (wf, spec) = (&self.wf, &self.wf.job(job));
+        let (wf, spec) = (&self.wf, self.wf.job(job));
         let files = spec.inputs.iter().chain(&spec.outputs);
         self.pool
             .could_ever_hold(files.map(|&f| (f, wf.files()[f].size)))
@@ -589,7 +589,7 @@ impl Site {
     /// The outputs `job` writes as its current program ends: its current
     /// member's, or all of a job that is one program.
     fn writing(&self, job: JobId) -> &[FileId] {
-        let spec = &self.wf.job(job);
+        let spec = self.wf.job(job);
         match self.member_at.get(&job) {
             Some(&k) => &spec.members[k].outputs,
             None => &spec.outputs,

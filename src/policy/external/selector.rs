@@ -409,7 +409,7 @@ struct SiteOut {
 
 fn job_out<'a>(job: JobId, view: &GridView<'a>) -> JobOut<'a> {
     let wf = view.workflow;
-    let j = &wf.job(job);
+    let j = wf.job(job);
     let file = |f: usize, holders: Option<&'a [SiteId]>| FileOut {
         id: f,
         name: &wf.files()[f].name,

@@ -62,7 +62,7 @@ impl Placement {
 
     /// `job` was submitted at `now`: a use of each of its files.
     pub(crate) fn note_uses(&mut self, wf: &RunDag, job: JobId, now: Time) {
-        let j = &wf.job(job);
+        let j = wf.job(job);
         for &f in j.inputs.iter().chain(&j.outputs) {
             self.cache.uses[f].push(now);
         }
@@ -89,7 +89,7 @@ impl Placement {
                 _ => false,
             };
             if here {
-                let jb = &wf.job(j);
+                let jb = wf.job(j);
                 exempt.extend(jb.inputs.iter().chain(&jb.outputs));
             }
         }

@@ -159,7 +159,7 @@ impl Room {
 
     /// Bytes `job` would add to what is committed at `site`.
     pub(crate) fn need(&self, wf: &RunDag, job: JobId, site: SiteId) -> u64 {
-        let j = &wf.job(job);
+        let j = wf.job(job);
         j.inputs
             .iter()
             .chain(&j.outputs)
@@ -201,7 +201,7 @@ impl Room {
             return;
         }
         debug_assert!(self.held_at[job].is_none(), "placed twice");
-        let j = &wf.job(job);
+        let j = wf.job(job);
         if !self.roomy[site] {
             for &f in j.inputs.iter().chain(&j.outputs) {
                 self.hold(wf, f, site);
@@ -221,7 +221,7 @@ impl Room {
             return;
         };
         self.holding -= 1;
-        let j = &wf.job(job);
+        let j = wf.job(job);
         if self.roomy[site] {
             return;
         }
