@@ -90,7 +90,7 @@ use super::records::{
     TransferRecord,
 };
 use super::seams::SiteSelector;
-use super::submissions::{Submissions, Workload};
+use super::submissions::Submissions;
 use super::wms::Wms;
 use super::{
     Command, Event, FileId, JobFailure, JobId, SiteId, SiteInfo, Time, TransferFailure, TransferId,
@@ -438,36 +438,17 @@ impl Manager {
     /// time 0 wait for it.
     pub fn set_submissions(&mut self, submissions: Submissions) {
         assert_eq!(submissions.of_job.len(), self.wf.job_count());
-        let k = submissions.list.len();
-        self.dag.workload = vec![Workload::default(); k];
-        self.dag.gated = vec![Vec::new(); k];
-        for j in 0..self.wf.job_count() {
-            let w = &mut self.dag.workload[submissions.of_job[j]];
-            w.open += usize::from(!self.dag.state[j].is_over());
-            w.ready += usize::from(self.dag.state[j] == JobState::Ready);
-            self.grid.home[j] = submissions.list[submissions.of_job[j]].origin;
+        self.grid.set_homes(&submissions);
+        let arrivals: Vec<(usize, Time)> = (submissions.list.iter().enumerate())
+            .filter(|(_, s)| s.arrival > 0.0)
+            .map(|(i, s)| (i, s.arrival))
+            .collect();
+        for r in self.dag.set_submissions(submissions, self.wf.started()) {
+            self.records.jobs[r].ready = None;
         }
-        for (i, sub) in submissions.list.iter().enumerate() {
-            if sub.arrival <= 0.0 {
-                self.dag.workload[i].arrived = true;
-                continue;
-            }
-            for r in submissions.roots(self.wf.started(), i) {
-                if self.dag.state[r] == JobState::Ready {
-                    // Its ready-queue entry is skipped as stale.
-                    self.dag.workload[i].ready -= 1;
-                    self.dag.state[r] = JobState::Waiting;
-                    self.dag.counts.ready -= 1;
-                    self.dag.counts.waiting += 1;
-                    (self.dag.dagmans).node_moved(r, JobState::Ready, JobState::Waiting);
-                    self.records.jobs[r].ready = None;
-                    self.dag.missing_parents[r] += 1;
-                    self.dag.gated[i].push(r);
-                }
-            }
-            self.schedule(sub.arrival, Timer::Arrival { submission: i });
+        for (submission, at) in arrivals {
+            self.schedule(at, Timer::Arrival { submission });
         }
-        self.dag.submissions = submissions;
     }
 
     /// Ranks caches for maintenance with `worth` (after each job, when a

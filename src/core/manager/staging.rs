@@ -66,7 +66,6 @@ impl Manager {
         if self.dag.submissions.list.len() > 1 {
             self.grid.grid_changed = true; // the fair share moved
         }
-        self.dag.prescripts_running += 1;
         self.dag.prescript_started(job);
         if pre {
             self.run_script(job, ScriptKind::Pre, 0, out);
@@ -172,7 +171,6 @@ impl Manager {
         self.grid.replicas.unplan(&st.planned, st.site);
         self.grid.site_of[job] = st.site;
         self.grid.staged[job] = st.staged;
-        self.dag.prescripts_running -= 1;
         self.dag.prescript_ended(job);
         if self.dag.nodes.noop[job] {
             // DAGMan's NOOP: no job reaches the site; the POST script (if
@@ -410,7 +408,6 @@ impl Manager {
             return false;
         };
         self.grid.replicas.unplan(&st.planned, st.site);
-        self.dag.prescripts_running -= 1;
         self.dag.prescript_ended(job);
         let delete = self.grid.postscript_replicas(st.site, &st.staged);
         self.grid.release_pins(&self.wf, (job, st.site), delete, false, out);

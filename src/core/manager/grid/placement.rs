@@ -148,6 +148,14 @@ pub(crate) enum GridStep {
 }
 
 impl Placement {
+    /// Each job's submit machine is its workflow's (several workflows
+    /// submitted, seed 003 §9).
+    pub(crate) fn set_homes(&mut self, submissions: &crate::core::submissions::Submissions) {
+        for (j, &w) in submissions.of_job.iter().enumerate() {
+            self.home[j] = submissions.list[w].origin;
+        }
+    }
+
     /// Its per-job state grows to `n` jobs, the new ones of `node`'s
     /// submit machine (a sub-DAG read as the run goes).
     pub(crate) fn grow(&mut self, n: usize, node: JobId) {

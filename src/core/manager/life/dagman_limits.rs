@@ -254,8 +254,9 @@ impl NodeLife {
         full
     }
 
-    /// `job`'s prescript started: its DAGMan counts it.
+    /// `job`'s prescript started: the run and its DAGMan count it.
     pub(crate) fn prescript_started(&mut self, job: JobId) {
+        self.prescripts_running += 1;
         if self.dagmans.on.pre {
             let d = self.dagmans.dagman_of(job);
             self.dagmans.list[d].pre.count += 1;
@@ -265,6 +266,7 @@ impl NodeLife {
     /// `job`'s prescript ended: a ready node its DAGMan held is offered
     /// again.
     pub(crate) fn prescript_ended(&mut self, job: JobId) {
+        self.prescripts_running -= 1;
         if !self.dagmans.on.pre {
             return;
         }

@@ -12,6 +12,8 @@
 
 use super::node_life::LifePort;
 use super::*;
+use crate::core::Workflow;
+use crate::core::submissions::{Submissions, Workload};
 
 /// The state of the DAG as a node with a `SAVE_POINT_FILE` started: what
 /// its save file (a rescue DAG) records.
@@ -26,6 +28,43 @@ pub struct SavePoint {
 }
 
 impl NodeLife {
+    /// The run's workflows, each submitted from its own submit machine at
+    /// its own time (seed 003 §9): each counts its jobs open and ready, and
+    /// the roots of one submitted after time 0 wait for it (gated). Returns
+    /// those roots, no longer ready (their ready-queue entries are skipped
+    /// as stale).
+    pub(crate) fn set_submissions(&mut self, submissions: Submissions, wf: &Workflow) -> Vec<JobId> {
+        let k = submissions.list.len();
+        self.workload = vec![Workload::default(); k];
+        self.gated = vec![Vec::new(); k];
+        for j in 0..self.state.len() {
+            let w = &mut self.workload[submissions.of_job[j]];
+            w.open += usize::from(!self.state[j].is_over());
+            w.ready += usize::from(self.state[j] == JobState::Ready);
+        }
+        let mut gated = Vec::new();
+        for (i, sub) in submissions.list.iter().enumerate() {
+            if sub.arrival <= 0.0 {
+                self.workload[i].arrived = true;
+                continue;
+            }
+            for r in submissions.roots(wf, i) {
+                if self.state[r] == JobState::Ready {
+                    self.workload[i].ready -= 1;
+                    self.state[r] = JobState::Waiting;
+                    self.counts.ready -= 1;
+                    self.counts.waiting += 1;
+                    self.dagmans.node_moved(r, JobState::Ready, JobState::Waiting);
+                    self.missing_parents[r] += 1;
+                    self.gated[i].push(r);
+                    gated.push(r);
+                }
+            }
+        }
+        self.submissions = submissions;
+        gated
+    }
+
     /// `job` moves to state `to`: it is counted, the grid hears of it,
     /// then what waits for nodes to end may go (FINAL nodes, sub-DAGs,
     /// category throttles).
