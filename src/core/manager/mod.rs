@@ -77,7 +77,7 @@ use recovery::Retry;
 use staging::Prescript;
 
 use super::events::EventQueue;
-use super::nodes::{Graft, NodeSettings, SUBMIT_FAILED, Throttle};
+use super::nodes::{Graft, NodeSettings, SUBMIT_FAILED};
 use crate::core::{ScriptKind, ScriptMacros};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -375,19 +375,9 @@ impl Manager {
     /// nodes are complete at once (their children released), priorities order
     /// the ready jobs, categories get their `MAXJOBS`.
     pub fn set_nodes(&mut self, nodes: NodeSettings) {
-        self.dag.ready.set_priorities(nodes.priority.clone());
-        self.dag.throttle = Throttle::new(nodes.category_limits.clone());
-        let done: Vec<JobId> = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
-        self.dag.dagmans = dagmans::Dagmans::new(&nodes);
-        let dag = &mut self.dag;
-        dag.dagmans.count_nodes(0..dag.state.len(), &dag.state);
-        self.dag.nodes = nodes;
-        if !self.dag.nodes.subdags.is_empty() {
-            self.dag.set_lanes(self.settings.submit_depth_first);
-        }
         // Every DONE node is done before any node starts, as in DAGMan: the
         // save points of the nodes ready now are written after them.
-        let save_points = std::mem::take(&mut self.dag.nodes.save_points);
+        let (done, save_points) = self.dag.set_nodes(nodes, self.settings.submit_depth_first);
         // The FINAL nodes wait for every other one of their DAG (their
         // ready-queue entries are skipped as stale).
         let finals = self.dag.nodes.subdags.iter().filter_map(|d| d.final_node);
@@ -423,12 +413,7 @@ impl Manager {
             self.set_state(j, JobState::Waiting);
             self.records.jobs[j].ready = None;
         }
-        self.dag.nodes.save_points = save_points;
-        for j in self.dag.nodes.save_points.clone() {
-            if self.dag.state[j] == JobState::Ready {
-                self.dag.save_point(j);
-            }
-        }
+        self.dag.keep_save_points(save_points);
     }
 
     /// Splits the jobs into workflows submitted from their own submit
@@ -513,14 +498,8 @@ impl Manager {
     /// Workflow `submission` arrives: its roots are ready, and the
     /// selector sees a changed grid (a planner re-plans, seed 003 §5.2 iv).
     fn arrive(&mut self, submission: usize, out: &mut Vec<Command>) {
-        self.dag.workload[submission].arrived = true;
         self.memoize_arrival(submission, out);
-        for r in std::mem::take(&mut self.dag.gated[submission]) {
-            self.dag.missing_parents[r] -= 1;
-            if self.dag.missing_parents[r] == 0 {
-                self.make_ready(r);
-            }
-        }
+        self.life(|dag, port| dag.arrive(submission, port));
         self.grid.grid_changed = true;
     }
 

@@ -14,6 +14,9 @@ use crate::core::ready_queue::ReadyQueue;
 use crate::core::submissions::{Submissions, Workload};
 use crate::core::Time;
 
+/// The nodes that write a save file as they start (`SAVE_POINT_FILE`).
+type SavePoints = std::collections::BTreeSet<JobId>;
+
 /// What the node life cycle tells the rest of the manager as its nodes
 /// move, and the little it asks of it: the grid hears of each move (slots
 /// claimed or freed, inputs read for the last time), the records of when
@@ -165,6 +168,33 @@ impl NodeLife {
                 open: n,
             }],
             gated: vec![Vec::new()],
+        }
+    }
+
+    /// DAGMan's node settings, before the first event: its priorities,
+    /// categories, DAGMans and their lanes. Returns the DONE nodes and the
+    /// save points, which the caller marks once the DONE nodes are done.
+    pub(crate) fn set_nodes(&mut self, nodes: NodeSettings, top_depth_first: bool) -> (Vec<JobId>, SavePoints) {
+        self.ready.set_priorities(nodes.priority.clone());
+        self.throttle = Throttle::new(nodes.category_limits.clone());
+        let done = (0..nodes.done.len()).filter(|&j| nodes.done[j]).collect();
+        self.dagmans = Dagmans::new(&nodes);
+        self.dagmans.count_nodes(0..self.state.len(), &self.state);
+        self.nodes = nodes;
+        if !self.nodes.subdags.is_empty() {
+            self.set_lanes(top_depth_first);
+        }
+        (done, std::mem::take(&mut self.nodes.save_points))
+    }
+
+    /// The save points `points` ([`Self::set_nodes`]), once the DONE nodes
+    /// are done: those of nodes ready now are written.
+    pub(crate) fn keep_save_points(&mut self, points: SavePoints) {
+        self.nodes.save_points = points;
+        for j in self.nodes.save_points.clone() {
+            if self.state[j] == JobState::Ready {
+                self.save_point(j);
+            }
         }
     }
 

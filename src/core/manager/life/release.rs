@@ -65,6 +65,17 @@ impl NodeLife {
         gated
     }
 
+    /// Workflow `submission` arrives: its gated roots are released.
+    pub(crate) fn arrive(&mut self, submission: usize, port: &mut impl LifePort) {
+        self.workload[submission].arrived = true;
+        for r in std::mem::take(&mut self.gated[submission]) {
+            self.missing_parents[r] -= 1;
+            if self.missing_parents[r] == 0 {
+                self.make_ready(r, port);
+            }
+        }
+    }
+
     /// `job` moves to state `to`: it is counted, the grid hears of it,
     /// then what waits for nodes to end may go (FINAL nodes, sub-DAGs,
     /// category throttles).
