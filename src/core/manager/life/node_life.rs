@@ -27,7 +27,8 @@ type SavePoints = std::collections::BTreeSet<JobId>;
 pub(crate) trait LifePort {
     /// The time now.
     fn now(&self) -> Time;
-    /// The run's workflow: its edges.
+    /// The run's DAG (the workflow it started with and the sub-DAGs read
+    /// as it went): its edges.
     fn workflow(&self) -> &crate::core::RunDag;
     /// `job` moved from `from` to `to`.
     fn moved(&mut self, job: JobId, from: JobState, to: JobState);
